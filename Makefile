@@ -1,0 +1,36 @@
+# Everything runs from a local virtualenv that these targets create on first use.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+EXAMPLE_OUT ?= policies-example
+
+.PHONY: install lint typecheck test example bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+# The whole suite: lint, types, then every test.
+test: lint typecheck
+	$(BIN)/pytest
+
+# Run cpg on the example capture shipped in examples/.
+example: $(STAMP)
+	$(BIN)/cpg replay examples/drops.jsonl --output-dir $(EXAMPLE_OUT)
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/replay.py 1000000
+
+clean:
+	rm -rf $(VENV) $(EXAMPLE_OUT) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,3 @@
+from cpg_cli.app import main
+
+main()

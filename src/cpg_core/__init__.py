@@ -1,0 +1,1 @@
+"""cpg_core: pure functions and values from Hubble flows to CiliumNetworkPolicy YAML."""

@@ -1,0 +1,132 @@
+"""The accumulator a run feeds flows into: decisions, counts, findings and rule atoms.
+
+Pure and incremental: ``add`` one flow at a time, read the totals and the policy plans at
+any point. Order of flows never changes the result.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import attrs
+
+from cpg_core.decide import DecideOptions, Decision, decide
+from cpg_core.flow import Flow, Verdict
+from cpg_core.labels import format_labels
+from cpg_core.names import policy_name, short_hash
+from cpg_core.rules import Atom, Rule, rules_from_atoms
+from cpg_core.synthesis import PolicyTarget, Resolved, Resolver, Unhandled
+
+_AUDIT = int(Verdict.AUDIT)
+
+
+@attrs.frozen(slots=True)
+class AggregateOptions:
+    decide: DecideOptions = attrs.Factory(DecideOptions)
+    namespaces: frozenset[str] = frozenset()
+    """Policy-target namespaces to keep; empty keeps every namespace."""
+
+
+@attrs.frozen(slots=True)
+class PolicyPlan:
+    """Everything needed to write one policy file."""
+
+    target: PolicyTarget
+    workload: str
+    """File stem and evidence name; unique within its namespace."""
+    name: str
+    rules: tuple[Rule, ...]
+
+    @property
+    def namespace(self) -> str:
+        return self.target.namespace
+
+
+@attrs.define
+class Finding:
+    kind: str
+    subject: str
+    count: int = 0
+
+
+class Aggregator:
+    """Feeds flows through decide → resolve and keeps what every report needs."""
+
+    def __init__(self, options: AggregateOptions | None = None) -> None:
+        self.options = options or AggregateOptions()
+        self.decisions: Counter[Decision] = Counter()
+        self.unhandled: Counter[Unhandled] = Counter()
+        self.ignored_protocols: Counter[str] = Counter()
+        self.filtered_namespace = 0
+        self.audit_flows = 0
+        self.findings: dict[tuple[str, str], Finding] = {}
+        self.atoms: dict[PolicyTarget, set[Atom]] = {}
+        self._resolver = Resolver()
+
+    def add(self, flow: Flow) -> Decision:
+        decision = decide(flow, self.options.decide)
+        self.decisions[decision] += 1
+        if flow.verdict == _AUDIT:
+            self.audit_flows += 1
+        if decision is Decision.CANDIDATE:
+            self._candidate(flow)
+        elif decision is Decision.IGNORED_PROTOCOL:
+            self.ignored_protocols[flow.protocol.lower()] += 1
+        return decision
+
+    def _candidate(self, flow: Flow) -> None:
+        result = self._resolver.resolve(flow)
+        if type(result) is Resolved:
+            target = result.target
+            namespaces = self.options.namespaces
+            if namespaces and target.namespace not in namespaces:
+                self.filtered_namespace += 1
+                return
+            atoms = self.atoms.get(target)
+            if atoms is None:
+                atoms = self.atoms[target] = set()
+            atoms.add(result.atom)
+            return
+        assert not isinstance(result, Resolved)
+        self.unhandled[result.reason] += 1
+        key = (result.reason.value, result.subject)
+        finding = self.findings.get(key)
+        if finding is None:
+            finding = self.findings[key] = Finding(result.reason.value, result.subject)
+        finding.count += 1
+
+    @property
+    def total_flows(self) -> int:
+        return sum(self.decisions.values())
+
+    @property
+    def candidates(self) -> int:
+        return self.decisions[Decision.CANDIDATE]
+
+    def plans(self) -> list[PolicyPlan]:
+        """One plan per target, sorted by namespace then workload."""
+        return plan_policies(self.atoms)
+
+
+def plan_policies(atoms: dict[PolicyTarget, set[Atom]]) -> list[PolicyPlan]:
+    """Name each target and build its canonical rules. Two selectors that would share a
+    workload name in one namespace both get a suffix derived from their labels."""
+    by_name: dict[tuple[str, str], list[PolicyTarget]] = {}
+    for target in atoms:
+        by_name.setdefault((target.namespace, target.workload), []).append(target)
+    plans = []
+    for (_namespace, workload), targets in by_name.items():
+        for target in targets:
+            stem = workload
+            if len(targets) > 1:
+                stem = f"{workload}-{short_hash(format_labels(target.selector))}"
+            plans.append(
+                PolicyPlan(
+                    target=target,
+                    workload=stem,
+                    name=policy_name(stem),
+                    rules=tuple(rules_from_atoms(atoms[target])),
+                )
+            )
+    plans.sort(key=lambda p: (p.target.namespace, p.workload))
+    return plans

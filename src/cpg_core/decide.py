@@ -1,0 +1,86 @@
+"""Per-flow decision: what a flow means for policy generation (DESIGN §3 items 1–5).
+
+Every flow lands in exactly one bucket. Only ``CANDIDATE`` flows may become allow rules.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+import attrs
+
+from cpg_core.dropreasons import (
+    AUTH_REQUIRED,
+    DENIED_BY_LB_SRC_RANGE_CHECK,
+    POLICY_DENY,
+    DropClass,
+    classify_reason,
+)
+from cpg_core.flow import Flow, Verdict
+
+
+class Decision(StrEnum):
+    CANDIDATE = "candidate"
+    """A drop no policy allowed: the input of policy synthesis."""
+    EXPLICIT_DENY = "explicit_deny"
+    """A deny rule matched (POLICY_DENY, 181): never turned into an allow rule."""
+    AUTH_REQUIRED = "auth_required"
+    """Mutual authentication was required (189): a finding, not a missing allow rule."""
+    LB_SOURCE_RANGE = "lb_source_range"
+    """A LoadBalancer source-range check denied it (177): a Service setting, not a CNP."""
+    INFRA = "infra"
+    TRANSIENT = "transient"
+    NOISE = "noise"
+    REPLY = "reply"
+    """A reply packet: allowing it would open the reverse direction, so it is skipped."""
+    NOT_A_DROP = "not_a_drop"
+    """FORWARDED, REDIRECTED, TRACED… (and AUDIT without --include-audit): context only."""
+    IGNORED_PROTOCOL = "ignored_protocol"
+    """Dropped by the user's --ignore-protocol."""
+
+
+@attrs.frozen(slots=True)
+class DecideOptions:
+    include_audit: bool = False
+    ignore_protocols: frozenset[str] = frozenset()
+    """Lower-case protocol names: tcp, udp, sctp, icmpv4, icmpv6."""
+
+
+_CLASS_DECISION = {
+    DropClass.INFRA: Decision.INFRA,
+    DropClass.TRANSIENT: Decision.TRANSIENT,
+    DropClass.NOISE: Decision.NOISE,
+}
+_POLICY_FINDINGS = {
+    POLICY_DENY: Decision.EXPLICIT_DENY,
+    AUTH_REQUIRED: Decision.AUTH_REQUIRED,
+    DENIED_BY_LB_SRC_RANGE_CHECK: Decision.LB_SOURCE_RANGE,
+}
+_DROPPED = int(Verdict.DROPPED)
+_AUDIT = int(Verdict.AUDIT)
+_DEFAULT = DecideOptions()
+
+
+def decide(flow: Flow, options: DecideOptions = _DEFAULT) -> Decision:
+    """The bucket of one flow. Order matters: verdict, user filters, drop class, findings,
+    replies, then candidate."""
+    verdict = flow.verdict
+    if verdict == _DROPPED:
+        audit = False
+    elif verdict == _AUDIT and options.include_audit:
+        audit = True
+    else:
+        return Decision.NOT_A_DROP
+    if options.ignore_protocols and flow.protocol.lower() in options.ignore_protocols:
+        return Decision.IGNORED_PROTOCOL
+    if not audit:
+        reason = flow.drop_reason
+        finding = _POLICY_FINDINGS.get(reason)
+        if finding is not None:
+            return finding
+        by_class = _CLASS_DECISION.get(classify_reason(reason))
+        if by_class is not None:
+            return by_class
+    if flow.is_reply:
+        return Decision.REPLY
+    return Decision.CANDIDATE

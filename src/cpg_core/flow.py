@@ -1,0 +1,132 @@
+"""The flow model: only the Hubble fields a policy generator needs, as plain frozen values."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+import attrs
+
+
+class Verdict(IntEnum):
+    VERDICT_UNKNOWN = 0
+    FORWARDED = 1
+    DROPPED = 2
+    ERROR = 3
+    AUDIT = 4
+    REDIRECTED = 5
+    TRACED = 6
+    TRANSLATED = 7
+
+
+class Direction(IntEnum):
+    TRAFFIC_DIRECTION_UNKNOWN = 0
+    INGRESS = 1
+    EGRESS = 2
+
+
+# L4 protocol names as Hubble spells the ``l4`` oneof keys; "" when the flow has no L4.
+TCP = "TCP"
+UDP = "UDP"
+SCTP = "SCTP"
+ICMPV4 = "ICMPv4"
+ICMPV6 = "ICMPv6"
+VRRP = "VRRP"
+IGMP = "IGMP"
+L4_PROTOCOLS = (TCP, UDP, ICMPV4, ICMPV6, SCTP, VRRP, IGMP)
+PORT_PROTOCOLS = frozenset({TCP, UDP, SCTP})
+ICMP_PROTOCOLS = frozenset({ICMPV4, ICMPV6})
+
+
+@attrs.frozen(slots=True, cache_hash=True)
+class Endpoint:
+    """One side of a flow. ``labels`` keep Cilium's ``source:key=value`` strings in flow order."""
+
+    namespace: str = ""
+    labels: tuple[str, ...] = ()
+    identity: int = 0
+    pod_name: str = ""
+    cluster_name: str = ""
+
+
+EMPTY_ENDPOINT = Endpoint()
+
+
+@attrs.frozen(slots=True)
+class HTTPInfo:
+    method: str = ""
+    url: str = ""
+    code: int = 0
+
+
+@attrs.frozen(slots=True)
+class DNSInfo:
+    query: str = ""
+    ips: tuple[str, ...] = ()
+    rcode: int = 0
+
+
+@attrs.frozen(slots=True)
+class L7Info:
+    """The L7 record of a flow (HTTP or DNS); ``type`` is the L7FlowType name."""
+
+    type: str = ""
+    http: HTTPInfo | None = None
+    dns: DNSInfo | None = None
+
+
+@attrs.frozen(slots=True)
+class PolicyRef:
+    """A policy named by Hubble in ``*_denied_by``."""
+
+    name: str = ""
+    namespace: str = ""
+    kind: str = ""
+
+
+@attrs.frozen(slots=True)
+class Flow:
+    """A Hubble flow reduced to what classification, synthesis and evidence use.
+
+    ``time`` stays the RFC 3339 text Hubble wrote ("" when absent); ``port`` is the
+    destination port for TCP/UDP/SCTP and the ICMP type for ICMPv4/ICMPv6.
+    ``drop_reason`` is the DropReason number (0 when none was given).
+    """
+
+    time: str = ""
+    uuid: str = ""
+    verdict: int = 0
+    drop_reason: int = 0
+    direction: int = 0
+    source: Endpoint = EMPTY_ENDPOINT
+    destination: Endpoint = EMPTY_ENDPOINT
+    source_ip: str = ""
+    destination_ip: str = ""
+    protocol: str = ""
+    port: int = 0
+    is_reply: bool | None = None
+    node_name: str = ""
+    source_names: tuple[str, ...] = ()
+    destination_names: tuple[str, ...] = ()
+    l7: L7Info | None = None
+    ingress_denied_by: tuple[PolicyRef, ...] = ()
+    egress_denied_by: tuple[PolicyRef, ...] = ()
+    drop_reason_text: str = ""
+    """The drop reason name exactly as given when cpg does not know it (else "")."""
+
+
+@attrs.frozen(slots=True)
+class LostEvents:
+    """A ``lost_events`` record: Hubble dropped events before they reached us."""
+
+    count: int = 0
+    source: str = ""
+
+
+@attrs.frozen(slots=True)
+class OtherRecord:
+    """A valid response that carries no flow (``node_status`` and the like)."""
+
+    kind: str = ""
+
+
+Record = Flow | LostEvents | OtherRecord

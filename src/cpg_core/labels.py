@@ -1,0 +1,103 @@
+"""Cilium label strings, the stable labels a selector may use, and workload names.
+
+Only labels that survive pod restarts and rollouts may appear in a selector: a selector on
+``pod-template-hash`` would match nothing after the next rollout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import attrs
+
+NAMESPACE_LABEL = "io.kubernetes.pod.namespace"
+PRIORITY_KEYS = ("app.kubernetes.io/name", "app.kubernetes.io/component", "app")
+UNSTABLE_KEYS = frozenset(
+    {
+        "pod-template-hash",
+        "controller-revision-hash",
+        "statefulset.kubernetes.io/pod-name",
+        "apps.kubernetes.io/pod-index",
+        "job-name",
+        "controller-uid",
+        "batch.kubernetes.io/job-name",
+        "batch.kubernetes.io/controller-uid",
+        NAMESPACE_LABEL,
+    }
+)
+UNSTABLE_PREFIXES = ("io.cilium.k8s.", "batch.kubernetes.io/")
+
+LabelItems = tuple[tuple[str, str], ...]
+"""Selected labels as sorted ``(key, value)`` pairs: hashable and ordered."""
+
+
+@attrs.frozen(slots=True)
+class Label:
+    source: str
+    key: str
+    value: str
+
+
+def parse_label(text: str) -> Label:
+    """Parse ``source:key=value`` the way Cilium does (``$`` prefix means reserved)."""
+    if text.startswith("$"):
+        source, rest = "reserved", text[1:]
+    else:
+        source, sep, rest = text.partition(":")
+        if not sep:
+            source, rest = "unspec", text
+    key, _, value = rest.partition("=")
+    return Label(source=source, key=key, value=value)
+
+
+def is_stable_key(key: str) -> bool:
+    return key not in UNSTABLE_KEYS and not key.startswith(UNSTABLE_PREFIXES)
+
+
+def stable_labels(labels: Iterable[str]) -> dict[str, str]:
+    """All ``k8s:`` labels a selector may rely on."""
+    out: dict[str, str] = {}
+    for text in labels:
+        if not text.startswith("k8s:"):
+            continue
+        key, _, value = text[4:].partition("=")
+        if key and is_stable_key(key):
+            out[key] = value
+    return out
+
+
+def select_labels(labels: Iterable[str]) -> LabelItems:
+    """The labels cpg selects an endpoint by: the first priority key present, else every
+    stable label. Empty when the endpoint has no stable label (it cannot be selected)."""
+    stable = stable_labels(labels)
+    for key in PRIORITY_KEYS:
+        value = stable.get(key)
+        if value is not None:
+            return ((key, value),)
+    return tuple(sorted(stable.items()))
+
+
+def workload_name(selected: LabelItems) -> str:
+    """Human name of the workload a selector picks: the priority label's value, else the
+    sorted label values joined by ``-`` (at most 63 characters). "" when nothing is selected."""
+    if not selected:
+        return ""
+    if len(selected) == 1 and selected[0][0] in PRIORITY_KEYS:
+        return selected[0][1]
+    parts = sorted(value or key for key, value in selected)
+    return "-".join(parts)[:63].strip("-.") or "-".join(parts)[:63]
+
+
+def reserved_names(labels: Iterable[str]) -> tuple[str, ...]:
+    """Names of the ``reserved:`` labels, in label order."""
+    out = []
+    for text in labels:
+        if text.startswith("reserved:"):
+            out.append(text[9:].partition("=")[0])
+        elif text.startswith("$"):
+            out.append(text[1:].partition("=")[0])
+    return tuple(out)
+
+
+def format_labels(items: LabelItems) -> str:
+    return ",".join(f"{k}={v}" for k, v in items)

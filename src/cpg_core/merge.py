@@ -1,0 +1,404 @@
+"""Merge newly generated rules into an existing policy file without losing a human's work.
+
+The file is edited as text. A rule is *managed* when it is byte for byte what cpg renders
+for it, including cpg's comment above it (the comment works as a checksum: change the rule
+and it no longer matches). Managed rules are re-derived from the union of their atoms and the
+new atoms, so a policy built over several runs equals the one built in a single run. Every
+other rule, comment, key and blank line is kept where it is; new traffic already allowed by a
+rule a human wrote is not added again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+import yaml
+
+from cpg_core.errors import PolicyMergeError, SelectorMismatchError
+from cpg_core.flow import ICMPV4
+from cpg_core.labels import LabelItems
+from cpg_core.render import endpoint_selector, render_policy, rule_lines
+from cpg_core.rules import (
+    EGRESS,
+    INGRESS,
+    Atom,
+    CidrPeer,
+    EndpointPeer,
+    EntityPeer,
+    Rule,
+    describe_rule,
+    peer_selector,
+    rule_from_dict,
+    rule_sort_key,
+    rules_from_atoms,
+)
+
+_SPEC = re.compile(r"^spec:\s*(#.*)?$")
+_SECTION = re.compile(r"^  (ingress|egress):\s*(#.*)?$")
+
+
+@attrs.define
+class _Item:
+    preamble: list[str]
+    lines: list[str]
+    data: Any = None
+    rule: Rule | None = None  # set when managed
+
+    @property
+    def human_comments(self) -> list[str]:
+        return self.preamble[:-1] if self.rule is not None else self.preamble
+
+
+@attrs.define
+class _Section:
+    direction: str
+    header: int  # line index of "  ingress:" / "  egress:"
+    lead: list[str]
+    items: list[_Item]
+    trailer: list[str]
+    end: int  # index one past the section's last line
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _is_comment(line: str) -> bool:
+    return line.lstrip().startswith("#")
+
+
+def _load(text: str, path: str) -> dict[str, Any]:
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as exc:
+        raise PolicyMergeError(
+            f"{path}: not valid YAML ({exc}); fix the file or move it aside"
+        ) from None
+    if len(docs) != 1 or not isinstance(docs[0], dict):
+        raise PolicyMergeError(
+            f"{path}: expected exactly one CiliumNetworkPolicy document; "
+            "move the other documents to their own files"
+        )
+    doc = docs[0]
+    if doc.get("kind") != "CiliumNetworkPolicy" or not isinstance(doc.get("spec"), dict):
+        raise PolicyMergeError(
+            f"{path}: not a CiliumNetworkPolicy with a 'spec' (kind {doc.get('kind')!r}); "
+            "cpg only merges into policies it can read — move the file aside"
+        )
+    return doc
+
+
+def _scan_section(
+    lines: list[str], header: int, spec_end: int, direction: str, path: str
+) -> _Section:
+    body_end = header + 1
+    item_indent: int | None = None
+    while body_end < spec_end:
+        line = lines[body_end]
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#"):
+            ind = _indent(line)
+            if item_indent is None and ind <= 2 and not stripped.startswith("-"):
+                break  # an empty section
+            if item_indent is None:
+                if not stripped.startswith("-") or ind not in (2, 4):
+                    raise PolicyMergeError(
+                        f"{path}: line {body_end + 1}: '{direction}' is not a block sequence cpg "
+                        "can edit; write it as a YAML block list ('- ...' items) under the key"
+                    )
+                item_indent = ind
+            if ind < item_indent or (ind == item_indent and not stripped.startswith("-")):
+                break
+            if ind <= 2 and not (ind == item_indent and stripped.startswith("-")):
+                break
+        body_end += 1
+    # Comments and blank lines at the end belong after the section, not to the last item.
+    end = body_end
+    while end > header + 1 and (
+        not lines[end - 1].strip() or (_is_comment(lines[end - 1]) and _indent(lines[end - 1]) <= 2)
+    ):
+        end -= 1
+    lead: list[str] = []
+    items: list[_Item] = []
+    pending: list[str] = lead
+    for index in range(header + 1, end):
+        line = lines[index]
+        stripped = line.strip()
+        if item_indent is not None and _indent(line) == item_indent and stripped.startswith("-"):
+            # Comment lines directly above the item are its preamble.
+            pre: list[str] = []
+            while pending and pending[-1].strip().startswith("#"):
+                pre.insert(0, pending.pop())
+            items.append(_Item(preamble=pre, lines=[line]))
+            pending = items[-1].lines
+        else:
+            pending.append(line)
+    return _Section(direction, header, lead, items, lines[end:body_end], body_end)
+
+
+def _check_items(section: _Section, data: object, path: str) -> None:
+    if not isinstance(data, list) or len(data) != len(section.items):
+        raise PolicyMergeError(
+            f"{path}: could not match the '{section.direction}' rules to their lines; "
+            "keep one rule per '- ' item in block style, or move the file aside"
+        )
+    for item, expected in zip(section.items, data, strict=True):
+        indent = _indent(item.lines[0])
+        text = "\n".join(line[indent:] if len(line) >= indent else line for line in item.lines)
+        try:
+            loaded = yaml.safe_load(text)
+        except yaml.YAMLError:
+            loaded = None
+        if loaded != [expected]:
+            raise PolicyMergeError(
+                f"{path}: could not match the '{section.direction}' rules to their lines; "
+                "keep one rule per '- ' item in block style, or move the file aside"
+            )
+        item.data = expected
+
+
+def _classify(section: _Section, namespace: str) -> None:
+    for item in section.items:
+        rule = rule_from_dict(item.data, section.direction, namespace)
+        if rule is None or not item.preamble:
+            continue
+        rendered = rule_lines(rule, namespace)
+        if item.preamble[-1] == rendered[0] and item.lines == rendered[1:]:
+            item.rule = rule
+
+
+def _peer_matches(atom: Atom, rule: Mapping[str, Any], namespace: str) -> bool:
+    prefix = "from" if atom.direction == INGRESS else "to"
+    peer = atom.peer
+    if isinstance(peer, EntityPeer):
+        entities = rule.get(prefix + "Entities") or ()
+        return peer.entity in entities or "all" in entities
+    if isinstance(peer, CidrPeer):
+        if peer.cidr in (rule.get(prefix + "CIDR") or ()):
+            return True
+        return any(
+            isinstance(c, Mapping) and c.get("cidr") == peer.cidr and not c.get("except")
+            for c in rule.get(prefix + "CIDRSet") or ()
+        )
+    assert isinstance(peer, EndpointPeer)
+    wanted = peer_selector(peer, namespace)
+    return any(
+        isinstance(s, Mapping) and set(s) == {"matchLabels"} and s.get("matchLabels") == wanted
+        for s in rule.get(prefix + "Endpoints") or ()
+    )
+
+
+def _ports_match(atom: Atom, rule: Mapping[str, Any]) -> bool:
+    to_ports = rule.get("toPorts")
+    icmps = rule.get("icmps")
+    if not to_ports and not icmps:
+        return True  # an L3-only rule allows every port
+    if atom.protocol in ("ICMPv4", "ICMPv6"):
+        family = "IPv4" if atom.protocol == ICMPV4 else "IPv6"
+        for icmp in icmps or ():
+            for f in (icmp or {}).get("fields") or ():
+                if f.get("family", "IPv4") == family and str(f.get("type")) == str(atom.port):
+                    return True
+        return False
+    for port_rule in to_ports or ():
+        if not isinstance(port_rule, Mapping) or port_rule.get("rules"):
+            continue  # L7 rules narrow what the port allows
+        for p in port_rule.get("ports") or ():
+            proto = p.get("protocol") or "ANY"
+            if proto not in (atom.protocol, "ANY"):
+                continue
+            try:
+                low = int(p.get("port", 0))
+                high = int(p.get("endPort") or low)
+            except (TypeError, ValueError):
+                continue
+            if low == 0 or low <= atom.port <= high:
+                return True
+    return False
+
+
+def covered_by(atom: Atom, rules: Iterable[Mapping[str, Any]], namespace: str) -> bool:
+    """Whether a rule already allows the atom (conservative: only clear cases count)."""
+    return any(
+        isinstance(r, Mapping) and _peer_matches(atom, r, namespace) and _ports_match(atom, r)
+        for r in rules
+    )
+
+
+def _rule_key(rule: Rule) -> tuple[str, Any, str]:
+    return (rule.direction, rule.peer, rule.kind)
+
+
+def merge_policy_text(
+    existing: str,
+    *,
+    name: str,
+    namespace: str,
+    selector: LabelItems,
+    rules: Sequence[Rule],
+    path: str = "policy",
+) -> str:
+    """The existing file with ``rules`` merged in. Raises PolicyMergeError when the file cannot
+    be edited safely; the message names the file and what to do."""
+    doc = _load(existing, path)
+    spec = doc["spec"]
+    if spec.get("endpointSelector") != endpoint_selector(selector):
+        raise SelectorMismatchError(
+            f"{path}: its endpointSelector {spec.get('endpointSelector')!r} differs from the "
+            f"one cpg generated ({endpoint_selector(selector)!r}); restore it or move the file aside"
+        )
+    lines = existing.split("\n")
+    final_newline = existing.endswith("\n")
+    if final_newline:
+        lines.pop()
+    spec_start = next((i for i, line in enumerate(lines) if _SPEC.match(line)), None)
+    if spec_start is None:
+        raise PolicyMergeError(f"{path}: no top-level 'spec:' line; write the spec in block style")
+    spec_end = spec_start + 1
+    while spec_end < len(lines):
+        line = lines[spec_end]
+        if line.strip() and not line.startswith((" ", "#")):
+            break
+        spec_end += 1
+
+    sections: dict[str, _Section] = {}
+    for i in range(spec_start + 1, spec_end):
+        match = _SECTION.match(lines[i])
+        if match:
+            sections[match.group(1)] = _scan_section(lines, i, spec_end, match.group(1), path)
+    for direction in (INGRESS, EGRESS):
+        if spec.get(direction) and direction not in sections:
+            raise PolicyMergeError(
+                f"{path}: '{direction}' is not written as '  {direction}:' followed by a block list; "
+                "reformat it in block style or move the file aside"
+            )
+        if direction in sections:
+            _check_items(sections[direction], spec.get(direction) or [], path)
+            _classify(sections[direction], namespace)
+
+    managed_atoms: set[Atom] = set()
+    human_rules: list[Mapping[str, Any]] = []
+    attached: dict[tuple[str, Any, str], list[str]] = {}
+    for scanned in sections.values():
+        for item in scanned.items:
+            if item.rule is not None:
+                managed_atoms.update(item.rule.atoms())
+                attached[_rule_key(item.rule)] = item.human_comments
+            else:
+                human_rules.append(item.data)
+    atoms = set(managed_atoms)
+    for rule in rules:
+        for atom in rule.atoms():
+            if atom not in managed_atoms and not covered_by(
+                atom, [r for r in _direction_rules(sections, atom.direction)], namespace
+            ):
+                atoms.add(atom)
+    if atoms == managed_atoms:
+        return existing
+
+    merged = rules_from_atoms(atoms)
+    out = list(lines)
+    # Edit sections bottom-up so earlier line indexes stay valid.
+    edits: list[tuple[int, int, list[str]]] = []
+    for direction in (INGRESS, EGRESS):
+        wanted = [r for r in merged if r.direction == direction]
+        found = sections.get(direction)
+        if found is None:
+            if not wanted:
+                continue
+            block = [f"  {direction}:"]
+            for rule in wanted:
+                block += attached.get(_rule_key(rule), []) + rule_lines(rule, namespace)
+            if direction == INGRESS and EGRESS in sections:
+                at = sections[EGRESS].header
+                while (
+                    at > spec_start + 1
+                    and _is_comment(lines[at - 1])
+                    and _indent(lines[at - 1]) <= 2
+                ):
+                    at -= 1
+            else:
+                at = spec_end
+                while at > spec_start + 1 and not lines[at - 1].strip():
+                    at -= 1
+            edits.append((at, at, block))
+            continue
+        edits.append(
+            (
+                found.header + 1,
+                found.end - len(found.trailer),
+                _section_body(found, wanted, attached, namespace),
+            )
+        )
+    for start, stop, block in sorted(edits, key=lambda e: e[0], reverse=True):
+        out[start:stop] = block
+    text = "\n".join(out)
+    return text + "\n" if final_newline or not text.endswith("\n") else text
+
+
+def _direction_rules(sections: Mapping[str, _Section], direction: str) -> list[Any]:
+    section = sections.get(direction)
+    return [item.data for item in section.items if item.rule is None] if section else []
+
+
+def _section_body(
+    section: _Section,
+    wanted: list[Rule],
+    attached: Mapping[tuple[str, Any, str], list[str]],
+    namespace: str,
+) -> list[str]:
+    by_key = {_rule_key(r): r for r in wanted}
+    present = {_rule_key(item.rule) for item in section.items if item.rule is not None}
+    # Slots: the original items, with new managed rules placed after the managed rule that
+    # sorts just before them (or before the first managed rule, or at the end).
+    slots: list[tuple[str, Any]] = [("item", item) for item in section.items]
+    for rule in wanted:
+        key = _rule_key(rule)
+        if key in present:
+            continue
+        position = None
+        first_managed = None
+        for index, (kind, value) in enumerate(slots):
+            current = value.rule if kind == "item" else value
+            if current is None:
+                continue
+            if first_managed is None:
+                first_managed = index
+            if rule_sort_key(current) < rule_sort_key(rule):
+                position = index + 1
+        if position is None:
+            position = first_managed if first_managed is not None else len(slots)
+        slots.insert(position, ("new", rule))
+    body = list(section.lead)
+    for kind, value in slots:
+        if kind == "new":
+            body += rule_lines(value, namespace)
+        elif value.rule is not None:
+            rule = by_key[_rule_key(value.rule)]
+            body += value.human_comments + rule_lines(rule, namespace)
+        else:
+            body += value.preamble + value.lines
+    return body
+
+
+def render_or_merge(
+    existing: str | None,
+    *,
+    name: str,
+    namespace: str,
+    selector: LabelItems,
+    rules: Sequence[Rule],
+    path: str = "policy",
+) -> str:
+    """The text to write: a fresh rendering, or the existing file with the rules merged in."""
+    if existing is None or not existing.strip():
+        return render_policy(name, namespace, selector, rules)
+    return merge_policy_text(
+        existing, name=name, namespace=namespace, selector=selector, rules=rules, path=path
+    )
+
+
+__all__ = ["covered_by", "describe_rule", "merge_policy_text", "render_or_merge"]

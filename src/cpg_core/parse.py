@@ -1,0 +1,372 @@
+"""Turn one decoded Hubble JSON object into a :class:`Flow` (or a non-flow record).
+
+Accepts what ``hubble observe -o jsonpb`` writes and what other protojson writers produce:
+``{"flow": {...}}`` responses and bare flows, snake_case and lowerCamelCase keys, enum names
+and numbers (including names this version does not know), uint64 values as strings, and
+unknown fields (ignored). Anything else raises :class:`FlowParseError` naming the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from cpg_core.dropreasons import REASON_CODES, UNRECOGNISED_REASON
+from cpg_core.errors import FlowParseError
+from cpg_core.flow import (
+    EMPTY_ENDPOINT,
+    L4_PROTOCOLS,
+    DNSInfo,
+    Endpoint,
+    Flow,
+    HTTPInfo,
+    L7Info,
+    LostEvents,
+    OtherRecord,
+    PolicyRef,
+    Record,
+    Verdict,
+)
+
+_VERDICTS = {v.name: int(v) for v in Verdict}
+_DIRECTIONS = {"TRAFFIC_DIRECTION_UNKNOWN": 0, "INGRESS": 1, "EGRESS": 2}
+_OTHER_RESPONSES = (
+    "node_status",
+    "nodeStatus",
+    "agent_event",
+    "agentEvent",
+    "debug_event",
+    "debugEvent",
+)
+# Keys whose presence marks a bare (unwrapped) Flow object.
+_FLOW_KEYS = frozenset(
+    {
+        "verdict",
+        "source",
+        "destination",
+        "IP",
+        "l4",
+        "l7",
+        "Type",
+        "traffic_direction",
+        "trafficDirection",
+        "drop_reason_desc",
+        "dropReasonDesc",
+        "event_type",
+        "eventType",
+        "Summary",
+    }
+)
+_ENDPOINT_CACHE_LIMIT = 65536
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    return {
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "an object",
+    }.get(type(value), type(value).__name__)
+
+
+def _bad(field: str, expected: str, value: object) -> FlowParseError:
+    return FlowParseError(f"field {field!r} must be {expected}, got {_kind(value)}")
+
+
+def _as_str(value: object, field: str) -> str:
+    if value is None:
+        return ""
+    if type(value) is str:
+        return value
+    raise _bad(field, "a string", value)
+
+
+def _as_int(value: object, field: str) -> int:
+    """Integers arrive as JSON numbers or, for 64-bit values, as decimal strings."""
+    if value is None:
+        return 0
+    if type(value) is int:
+        return value
+    if type(value) is str:
+        try:
+            return int(value, 10)
+        except ValueError:
+            raise FlowParseError(f"field {field!r} must be an integer, got {value!r}") from None
+    if type(value) is float and value.is_integer():
+        return int(value)
+    raise _bad(field, "an integer", value)
+
+
+def _as_bool(value: object, field: str) -> bool | None:
+    if value is None or type(value) is bool:
+        return value
+    raise _bad(field, "a boolean", value)
+
+
+def _as_str_tuple(value: object, field: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if type(value) is not list and type(value) is not tuple:
+        raise _bad(field, "a list of strings", value)
+    for item in value:
+        if type(item) is not str:
+            raise _bad(f"{field}[]", "a string", item)
+    return tuple(value)
+
+
+def _as_obj(value: object, field: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if type(value) is dict:
+        return value
+    raise _bad(field, "an object", value)
+
+
+def _enum(value: object, names: Mapping[str, int], field: str) -> int:
+    if value is None:
+        return 0
+    if type(value) is str:
+        code = names.get(value)
+        if code is not None:
+            return code
+        # A name from a newer Hubble: protojson would reject it; we keep going as "unknown".
+        return 0
+    if type(value) is int:
+        return value
+    raise _bad(field, "an enum name or number", value)
+
+
+def _get(obj: Mapping[str, Any], snake: str, camel: str) -> Any:
+    value = obj.get(snake)
+    if value is None:
+        value = obj.get(camel)
+    return value
+
+
+class FlowParser:
+    """Parses decoded JSON objects into records. Keeps a bounded cache of endpoints so that
+    repeated endpoints are built once; results are plain values either way."""
+
+    __slots__ = ("_endpoints",)
+
+    def __init__(self) -> None:
+        self._endpoints: dict[tuple[object, ...], Endpoint] = {}
+
+    def parse(self, obj: object) -> Record:
+        """Parse one decoded JSON value. Raises FlowParseError when it is not a Hubble record."""
+        if type(obj) is not dict:
+            raise FlowParseError(f"expected a JSON object, got {_kind(obj)}")
+        inner = obj.get("flow")
+        if inner is not None:
+            if type(inner) is not dict:
+                raise _bad("flow", "an object", inner)
+            return self._flow(inner, obj)
+        lost = _get(obj, "lost_events", "lostEvents")
+        if lost is not None:
+            lost = _as_obj(lost, "lost_events")
+            source = lost.get("source")
+            return LostEvents(
+                count=_as_int(_get(lost, "num_events_lost", "numEventsLost"), "num_events_lost"),
+                source="" if source is None else str(source),
+            )
+        for key in _OTHER_RESPONSES:
+            if key in obj:
+                return OtherRecord(kind=key)
+        if _FLOW_KEYS.isdisjoint(obj):
+            raise FlowParseError(
+                "not a Hubble flow record: expected a 'flow' object (hubble observe -o jsonpb) "
+                "or a bare flow with fields such as 'verdict' and 'source'"
+            )
+        return self._flow(obj, obj)
+
+    def _endpoint(self, value: object, field: str) -> Endpoint:
+        if value is None:
+            return EMPTY_ENDPOINT
+        if type(value) is not dict:
+            raise _bad(field, "an object", value)
+        namespace = value.get("namespace", "")
+        labels = value.get("labels", ())
+        identity = value.get("identity", 0)
+        pod_name = _get(value, "pod_name", "podName") or ""
+        cluster = _get(value, "cluster_name", "clusterName") or ""
+        if type(labels) is list:
+            labels = tuple(labels)
+        key = (namespace, labels, identity, pod_name, cluster)
+        try:
+            cached = self._endpoints.get(key)
+        except TypeError:  # an unhashable value where a scalar belongs
+            cached = None
+        if cached is not None:
+            return cached
+        endpoint = Endpoint(
+            namespace=_as_str(namespace, f"{field}.namespace"),
+            labels=_as_str_tuple(labels, f"{field}.labels"),
+            identity=_as_int(identity, f"{field}.identity"),
+            pod_name=_as_str(pod_name, f"{field}.pod_name"),
+            cluster_name=_as_str(cluster, f"{field}.cluster_name"),
+        )
+        if len(self._endpoints) >= _ENDPOINT_CACHE_LIMIT:
+            self._endpoints.clear()
+        self._endpoints[key] = endpoint
+        return endpoint
+
+    def _flow(self, f: Mapping[str, Any], outer: Mapping[str, Any]) -> Flow:
+        get = f.get
+        time = get("time")
+        if time is None:
+            time = outer.get("time")
+        verdict = _enum(get("verdict"), _VERDICTS, "verdict")
+        direction = _enum(
+            _get(f, "traffic_direction", "trafficDirection"), _DIRECTIONS, "traffic_direction"
+        )
+
+        reason_text = ""
+        desc = _get(f, "drop_reason_desc", "dropReasonDesc")
+        if desc is None:
+            reason = _as_int(_get(f, "drop_reason", "dropReason"), "drop_reason")
+        elif type(desc) is str:
+            code = REASON_CODES.get(desc)
+            if code is None:
+                reason = _as_int(_get(f, "drop_reason", "dropReason"), "drop_reason")
+                if reason == 0:
+                    reason = self._sub_type_reason(f)
+                if reason == 0:
+                    reason = UNRECOGNISED_REASON
+                reason_text = desc
+            else:
+                reason = code
+        else:
+            reason = _as_int(desc, "drop_reason_desc")
+
+        ip = _as_obj(get("IP"), "IP")
+        protocol = ""
+        port = 0
+        l4 = get("l4")
+        if l4:
+            if type(l4) is not dict:
+                raise _bad("l4", "an object", l4)
+            for protocol in L4_PROTOCOLS:
+                body = l4.get(protocol)
+                if body is not None:
+                    if type(body) is not dict:
+                        raise _bad(f"l4.{protocol}", "an object", body)
+                    if protocol[0] == "I" and protocol[1] == "C":  # ICMPv4 / ICMPv6
+                        port = _as_int(body.get("type"), f"l4.{protocol}.type")
+                    elif protocol == "VRRP" or protocol == "IGMP":
+                        port = 0
+                    else:
+                        port = _as_int(
+                            _get(body, "destination_port", "destinationPort"),
+                            f"l4.{protocol}.destination_port",
+                        )
+                    break
+            else:
+                protocol = ""
+
+        is_reply = _get(f, "is_reply", "isReply")
+        if is_reply is None:
+            is_reply = True if get("reply") is True else None
+        node = _get(f, "node_name", "nodeName")
+        if node is None:
+            node = _get(outer, "node_name", "nodeName")
+
+        l7_raw = get("l7")
+        src_names = _get(f, "source_names", "sourceNames")
+        dst_names = _get(f, "destination_names", "destinationNames")
+        in_denied = _get(f, "ingress_denied_by", "ingressDeniedBy")
+        eg_denied = _get(f, "egress_denied_by", "egressDeniedBy")
+        src_ip = ip.get("source", "")
+        dst_ip = ip.get("destination", "")
+        uuid = get("uuid", "")
+        return Flow(
+            time=time if type(time) is str else _as_str(time, "time"),
+            uuid=uuid if type(uuid) is str else _as_str(uuid, "uuid"),
+            verdict=verdict,
+            drop_reason=reason,
+            direction=direction,
+            source=self._endpoint(get("source"), "source"),
+            destination=self._endpoint(get("destination"), "destination"),
+            source_ip=src_ip if type(src_ip) is str else _as_str(src_ip, "IP.source"),
+            destination_ip=dst_ip if type(dst_ip) is str else _as_str(dst_ip, "IP.destination"),
+            protocol=protocol,
+            port=port,
+            is_reply=_as_bool(is_reply, "is_reply"),
+            node_name=node if type(node) is str else _as_str(node, "node_name"),
+            source_names=_as_str_tuple(src_names, "source_names") if src_names else (),
+            destination_names=_as_str_tuple(dst_names, "destination_names") if dst_names else (),
+            l7=_l7(l7_raw) if l7_raw else None,
+            ingress_denied_by=_policies(in_denied, "ingress_denied_by") if in_denied else (),
+            egress_denied_by=_policies(eg_denied, "egress_denied_by") if eg_denied else (),
+            drop_reason_text=reason_text,
+        )
+
+    @staticmethod
+    def _sub_type_reason(f: Mapping[str, Any]) -> int:
+        event = _as_obj(_get(f, "event_type", "eventType"), "event_type")
+        if _as_int(event.get("type"), "event_type.type") == 1:  # a drop event carries the reason
+            return _as_int(_get(event, "sub_type", "subType"), "event_type.sub_type")
+        return 0
+
+
+def _l7(value: object) -> L7Info:
+    body = _as_obj(value, "l7")
+    l7_type = body.get("type")
+    http_raw = body.get("http")
+    dns_raw = body.get("dns")
+    http = None
+    dns = None
+    if http_raw is not None:
+        h = _as_obj(http_raw, "l7.http")
+        http = HTTPInfo(
+            method=_as_str(h.get("method"), "l7.http.method"),
+            url=_as_str(h.get("url"), "l7.http.url"),
+            code=_as_int(h.get("code"), "l7.http.code"),
+        )
+    if dns_raw is not None:
+        d = _as_obj(dns_raw, "l7.dns")
+        dns = DNSInfo(
+            query=_as_str(d.get("query"), "l7.dns.query"),
+            ips=_as_str_tuple(d.get("ips"), "l7.dns.ips"),
+            rcode=_as_int(d.get("rcode"), "l7.dns.rcode"),
+        )
+    return L7Info(
+        type=l7_type if type(l7_type) is str else str(_as_int(l7_type, "l7.type")),
+        http=http,
+        dns=dns,
+    )
+
+
+def _policies(value: object, field: str) -> tuple[PolicyRef, ...]:
+    if type(value) is not list:
+        raise _bad(field, "a list of policies", value)
+    refs = []
+    for item in value:
+        p = _as_obj(item, f"{field}[]")
+        refs.append(
+            PolicyRef(
+                name=_as_str(p.get("name"), f"{field}[].name"),
+                namespace=_as_str(p.get("namespace"), f"{field}[].namespace"),
+                kind=_as_str(p.get("kind"), f"{field}[].kind"),
+            )
+        )
+    return tuple(refs)
+
+
+_DEFAULT_PARSER = FlowParser()
+
+
+def parse_record(obj: object) -> Record:
+    """Parse one decoded JSON value into a Flow, LostEvents or OtherRecord."""
+    return _DEFAULT_PARSER.parse(obj)
+
+
+def parse_flow(obj: object) -> Flow:
+    """Parse one decoded JSON value that must hold a flow."""
+    record = _DEFAULT_PARSER.parse(obj)
+    if not isinstance(record, Flow):
+        raise FlowParseError(f"expected a flow record, got a {type(record).__name__} record")
+    return record

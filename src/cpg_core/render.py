@@ -1,0 +1,141 @@
+"""Policy documents and their YAML text, rendered by hand so the bytes are ours to promise:
+readable key order, quoted ports, a comment above every rule, a trailing newline."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import yaml
+
+from cpg_core.rules import EGRESS, INGRESS, Rule, describe_rule, rule_to_dict
+
+API_VERSION = "cilium.io/v2"
+KIND = "CiliumNetworkPolicy"
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY_VALUE = "cpg"
+
+_PLAIN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./-]*$")
+_RESOLVER = yaml.resolver.Resolver()
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+def _resolve(text: str) -> str:
+    """The tag a YAML 1.1 loader gives ``text`` written plain."""
+    tag: str = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False))  # type: ignore[no-untyped-call]
+    return tag
+
+
+def yaml_scalar(value: object) -> str:
+    """One scalar as YAML: plain when that reads back as the same string, else double-quoted."""
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if value is None:
+        return "null"
+    if isinstance(value, int):
+        return str(value)
+    text = str(value)
+    if _PLAIN.match(text) and _resolve(text) == _STR_TAG:
+        return text
+    return json.dumps(text)
+
+
+def emit(value: Any, indent: int = 0) -> list[str]:
+    """Block-style YAML lines for a mapping (keys in insertion order), sequences not indented
+    under their key, as kubectl writes them."""
+    lines: list[str] = []
+    _emit_mapping(value, indent, lines, first_prefix=None)
+    return lines
+
+
+def _emit_value(key_line: str, value: Any, indent: int, lines: list[str]) -> None:
+    if isinstance(value, Mapping):
+        if not value:
+            lines.append(key_line + " {}")
+            return
+        lines.append(key_line)
+        _emit_mapping(value, indent + 2, lines, first_prefix=None)
+    elif isinstance(value, list | tuple):
+        if not value:
+            lines.append(key_line + " []")
+            return
+        lines.append(key_line)
+        _emit_sequence(value, indent, lines)
+    else:
+        lines.append(f"{key_line} {yaml_scalar(value)}")
+
+
+def _emit_mapping(
+    value: Mapping[str, Any], indent: int, lines: list[str], first_prefix: str | None
+) -> None:
+    pad = " " * indent
+    for i, (key, item) in enumerate(value.items()):
+        lead = first_prefix if (i == 0 and first_prefix is not None) else pad
+        _emit_value(f"{lead}{yaml_scalar(key)}:", item, indent, lines)
+
+
+def _emit_sequence(items: Iterable[Any], indent: int, lines: list[str]) -> None:
+    pad = " " * indent
+    for item in items:
+        if isinstance(item, Mapping) and item:
+            _emit_mapping(item, indent + 2, lines, first_prefix=pad + "- ")
+        elif isinstance(item, Mapping):
+            lines.append(pad + "- {}")
+        elif isinstance(item, list | tuple):
+            raise ValueError("nested sequences are not used in policies")
+        else:
+            lines.append(f"{pad}- {yaml_scalar(item)}")
+
+
+def rule_lines(rule: Rule, policy_namespace: str) -> list[str]:
+    """A rule as a sequence item under ``  ingress:``/``  egress:``, with its comment."""
+    lines = [f"  # {describe_rule(rule)}"]
+    _emit_sequence([rule_to_dict(rule, policy_namespace)], 2, lines)
+    return lines
+
+
+def metadata(name: str, namespace: str) -> dict[str, Any]:
+    return {"name": name, "namespace": namespace, "labels": {MANAGED_BY_LABEL: MANAGED_BY_VALUE}}
+
+
+def endpoint_selector(selector: Iterable[tuple[str, str]]) -> dict[str, Any]:
+    return {"matchLabels": dict(sorted(selector))}
+
+
+def policy_document(
+    name: str, namespace: str, selector: Iterable[tuple[str, str]], rules: Iterable[Rule]
+) -> dict[str, Any]:
+    """The policy as plain data (what ``yaml.safe_load`` of the rendered text gives)."""
+    rules = list(rules)
+    spec: dict[str, Any] = {"endpointSelector": endpoint_selector(selector)}
+    for direction in (INGRESS, EGRESS):
+        section = [rule_to_dict(r, namespace) for r in rules if r.direction == direction]
+        if section:
+            spec[direction] = section
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": metadata(name, namespace),
+        "spec": spec,
+    }
+
+
+def render_policy(
+    name: str, namespace: str, selector: Iterable[tuple[str, str]], rules: Iterable[Rule]
+) -> str:
+    rules = list(rules)
+    lines = [f"apiVersion: {API_VERSION}", f"kind: {KIND}"]
+    _emit_value("metadata:", metadata(name, namespace), 0, lines)
+    lines.append("spec:")
+    _emit_value("  endpointSelector:", endpoint_selector(selector), 2, lines)
+    for direction in (INGRESS, EGRESS):
+        section = [r for r in rules if r.direction == direction]
+        if section:
+            lines.append(f"  {direction}:")
+            for rule in section:
+                lines.extend(rule_lines(rule, namespace))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,218 @@
+"""Peers, rule atoms and canonical rules: the vocabulary between flows and policy YAML.
+
+An *atom* is the smallest thing a flow asks for: one direction, one peer, one protocol and
+one port (or ICMP type). A policy is a set of atoms; its rules are a pure function of that
+set, which is what makes output independent of flow order and of how runs were split.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from cpg_core.flow import ICMPV4, ICMPV6, PORT_PROTOCOLS
+from cpg_core.labels import NAMESPACE_LABEL, LabelItems, format_labels
+
+INGRESS = "ingress"
+EGRESS = "egress"
+MAX_PORTS_PER_RULE = 40  # CRD limit on PortRule.ports and ICMPRule.fields
+
+ENTITIES = (
+    "host",
+    "remote-node",
+    "kube-apiserver",
+    "health",
+    "ingress",
+    "init",
+    "unmanaged",
+)
+
+
+@attrs.frozen(slots=True, order=True)
+class EntityPeer:
+    entity: str
+
+
+@attrs.frozen(slots=True, order=True)
+class CidrPeer:
+    cidr: str
+
+    def sort_key(self) -> tuple[int, int, int]:
+        net = ipaddress.ip_network(self.cidr, strict=False)
+        return (net.version, int(net.network_address), net.prefixlen)
+
+
+@attrs.frozen(slots=True, order=True)
+class EndpointPeer:
+    namespace: str
+    labels: LabelItems
+
+
+Peer = EntityPeer | CidrPeer | EndpointPeer
+
+
+@attrs.frozen(slots=True, order=True)
+class Atom:
+    direction: str
+    peer: Peer
+    protocol: str
+    port: int
+
+
+def peer_sort_key(peer: Peer) -> tuple[Any, ...]:
+    if isinstance(peer, EntityPeer):
+        return (0, peer.entity)
+    if isinstance(peer, CidrPeer):
+        return (1, peer.sort_key())
+    return (2, peer.namespace, peer.labels)
+
+
+def host_cidr(ip: str) -> str | None:
+    """``/32`` for IPv4 and ``/128`` for IPv6; None when ``ip`` is not an address."""
+    try:
+        addr = ipaddress.ip_address(ip)
+    except ValueError:
+        return None
+    return f"{addr}/{addr.max_prefixlen}"
+
+
+@attrs.frozen(slots=True)
+class Rule:
+    """One rule of one direction: exactly one peer, and either ports or ICMP types."""
+
+    direction: str
+    peer: Peer
+    ports: tuple[tuple[int, str], ...] = ()
+    """Sorted ``(port, protocol)`` pairs."""
+    icmps: tuple[tuple[str, int], ...] = ()
+    """Sorted ``(family, type)`` pairs, family ``IPv4`` or ``IPv6``."""
+
+    @property
+    def kind(self) -> str:
+        return "icmp" if self.icmps else "ports"
+
+    def atoms(self) -> list[Atom]:
+        out = [Atom(self.direction, self.peer, proto, port) for port, proto in self.ports]
+        out += [
+            Atom(self.direction, self.peer, ICMPV4 if fam == "IPv4" else ICMPV6, t)
+            for fam, t in self.icmps
+        ]
+        return out
+
+
+def rule_sort_key(rule: Rule) -> tuple[Any, ...]:
+    return (0 if rule.direction == INGRESS else 1, peer_sort_key(rule.peer), rule.kind)
+
+
+def rules_from_atoms(atoms: Iterable[Atom]) -> list[Rule]:
+    """Canonical rules: one rule per (direction, peer) for ports and one for ICMP, sorted."""
+    ports: dict[tuple[str, Peer], set[tuple[int, str]]] = {}
+    icmps: dict[tuple[str, Peer], set[tuple[str, int]]] = {}
+    for atom in atoms:
+        key = (atom.direction, atom.peer)
+        if atom.protocol in PORT_PROTOCOLS:
+            ports.setdefault(key, set()).add((atom.port, atom.protocol))
+        elif atom.protocol == ICMPV4:
+            icmps.setdefault(key, set()).add(("IPv4", atom.port))
+        elif atom.protocol == ICMPV6:
+            icmps.setdefault(key, set()).add(("IPv6", atom.port))
+    rules = [Rule(d, p, ports=tuple(sorted(v))) for (d, p), v in ports.items()]
+    rules += [Rule(d, p, icmps=tuple(sorted(v))) for (d, p), v in icmps.items()]
+    rules.sort(key=rule_sort_key)
+    return rules
+
+
+def _chunks(items: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    return [items[i : i + MAX_PORTS_PER_RULE] for i in range(0, len(items), MAX_PORTS_PER_RULE)]
+
+
+def peer_selector(peer: EndpointPeer, policy_namespace: str) -> dict[str, str]:
+    labels = dict(peer.labels)
+    if peer.namespace != policy_namespace:
+        labels[NAMESPACE_LABEL] = peer.namespace
+    return dict(sorted(labels.items()))
+
+
+def rule_to_dict(rule: Rule, policy_namespace: str) -> dict[str, Any]:
+    """The CRD shape of a rule, keys in the order they are rendered."""
+    prefix = "from" if rule.direction == INGRESS else "to"
+    out: dict[str, Any] = {}
+    peer = rule.peer
+    if isinstance(peer, EntityPeer):
+        out[prefix + "Entities"] = [peer.entity]
+    elif isinstance(peer, CidrPeer):
+        out[prefix + "CIDR"] = [peer.cidr]
+    else:
+        out[prefix + "Endpoints"] = [{"matchLabels": peer_selector(peer, policy_namespace)}]
+    if rule.ports:
+        out["toPorts"] = [
+            {"ports": [{"port": str(port), "protocol": proto} for port, proto in chunk]}
+            for chunk in _chunks(rule.ports)
+        ]
+    if rule.icmps:
+        out["icmps"] = [
+            {"fields": [{"family": fam, "type": t} for fam, t in chunk]}
+            for chunk in _chunks(rule.icmps)
+        ]
+    return out
+
+
+def rule_from_dict(data: object, direction: str, policy_namespace: str) -> Rule | None:
+    """The Rule whose ``rule_to_dict`` is exactly ``data``; None for any other shape
+    (a rule a human wrote or changed)."""
+    if not isinstance(data, Mapping):
+        return None
+    prefix = "from" if direction == INGRESS else "to"
+    peer: Peer | None = None
+    rest = dict(data)
+    try:
+        if prefix + "Entities" in rest:
+            (entity,) = rest.pop(prefix + "Entities")
+            peer = EntityPeer(str(entity))
+        elif prefix + "CIDR" in rest:
+            (cidr,) = rest.pop(prefix + "CIDR")
+            peer = CidrPeer(str(cidr))
+        elif prefix + "Endpoints" in rest:
+            (selector,) = rest.pop(prefix + "Endpoints")
+            labels = dict(selector["matchLabels"])
+            if set(selector) != {"matchLabels"}:
+                return None
+            namespace = labels.pop(NAMESPACE_LABEL, policy_namespace)
+            peer = EndpointPeer(str(namespace), tuple(sorted(labels.items())))
+        else:
+            return None
+        ports = tuple(
+            (int(p["port"]), p["protocol"])
+            for port_rule in rest.pop("toPorts", ())
+            for p in port_rule["ports"]
+        )
+        icmps = tuple(
+            (f["family"], int(f["type"])) for icmp in rest.pop("icmps", ()) for f in icmp["fields"]
+        )
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    if rest or bool(ports) == bool(icmps):
+        return None
+    rule = Rule(direction, peer, ports=tuple(sorted(set(ports))), icmps=tuple(sorted(set(icmps))))
+    if rule_to_dict(rule, policy_namespace) != dict(data):
+        return None
+    return rule
+
+
+def describe_peer(peer: Peer) -> str:
+    if isinstance(peer, EntityPeer):
+        return f"entity {peer.entity}"
+    if isinstance(peer, CidrPeer):
+        return peer.cidr
+    return f"{peer.namespace}/{format_labels(peer.labels)}"
+
+
+def describe_rule(rule: Rule) -> str:
+    """The comment above a rule: its traffic and its peer, e.g. ``TCP/8080 from shop/app=web``."""
+    traffic = [f"{proto}/{port}" for port, proto in rule.ports]
+    traffic += [f"ICMP{fam[2:]} type {t}" for fam, t in rule.icmps]
+    way = "from" if rule.direction == INGRESS else "to"
+    return f"{', '.join(traffic)} {way} {describe_peer(rule.peer)}"

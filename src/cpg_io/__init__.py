@@ -1,0 +1,1 @@
+"""cpg_io: the adapters that touch the world — flow files, atomic stores, the replay pipeline."""

@@ -1,0 +1,127 @@
+"""Flow sources over files: a path, ``-`` for stdin, gzip detected by its magic bytes.
+
+Lines are read one at a time (memory stays bounded whatever the file size); a line that is
+not a Hubble record is counted with its line number and never stops the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import sys
+from collections.abc import Iterator
+from typing import BinaryIO
+
+import attrs
+import orjson
+
+from cpg_core.errors import FlowParseError
+from cpg_core.flow import Flow, LostEvents, OtherRecord
+from cpg_core.parse import FlowParser
+
+GZIP_MAGIC = b"\x1f\x8b"
+MAX_LINE_BYTES = 16 * 1024 * 1024
+MAX_REPORTED = 10
+
+
+class SourceError(Exception):
+    """The input could not be read; the message names it and says what to do."""
+
+
+@attrs.define
+class ReadStats:
+    lines_read: int = 0
+    blank_lines: int = 0
+    malformed: int = 0
+    malformed_examples: list[tuple[int, str]] = attrs.Factory(list)
+    """The first few malformed lines: (line number, what is wrong)."""
+    lost_events: int = 0
+    other_records: int = 0
+    truncated: str = ""
+    """Why reading stopped early, or "" when the input was read to its end."""
+
+    @property
+    def malformed_lines(self) -> list[int]:
+        return [line for line, _ in self.malformed_examples]
+
+
+def describe_source(path: str) -> str:
+    return "standard input" if path == "-" else path
+
+
+@contextlib.contextmanager
+def open_flow_stream(path: str) -> Iterator[BinaryIO]:
+    """Open a capture for binary line reading, unwrapping gzip whatever the file is called."""
+    if path == "-":
+        raw: BinaryIO = sys.stdin.buffer
+        owned = False
+    else:
+        try:
+            raw = open(path, "rb")  # noqa: SIM115 - closed below
+        except FileNotFoundError:
+            raise SourceError(
+                f"{path}: no such file; pass a capture written by "
+                "'hubble observe -o jsonpb', or - to read standard input"
+            ) from None
+        except IsADirectoryError:
+            raise SourceError(f"{path}: is a directory; pass a capture file") from None
+        except PermissionError:
+            raise SourceError(f"{path}: permission denied; check the file's permissions") from None
+        owned = True
+    try:
+        buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[type-var]
+        head = buffered.peek(2)[:2]
+        stream: BinaryIO = gzip.GzipFile(fileobj=buffered) if head == GZIP_MAGIC else buffered  # type: ignore[assignment]
+        yield stream
+    finally:
+        if owned:
+            raw.close()
+
+
+def read_records(
+    stream: BinaryIO, stats: ReadStats, parser: FlowParser | None = None
+) -> Iterator[Flow]:
+    """Yield the flows of a JSON-lines stream, updating ``stats`` as it goes."""
+    parse = (parser or FlowParser()).parse
+    loads = orjson.loads
+    readline = stream.readline
+    number = 0
+    while True:
+        try:
+            line = readline(MAX_LINE_BYTES + 1)
+        except (EOFError, OSError, gzip.BadGzipFile) as exc:  # truncated or corrupt gzip
+            stats.truncated = f"input ended early after line {number}: {exc}"
+            return
+        if not line:
+            return
+        number += 1
+        stats.lines_read = number
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            while line and not line.endswith(b"\n"):  # skip the rest of the oversized line
+                line = readline(MAX_LINE_BYTES)
+            _malformed(stats, number, f"line longer than {MAX_LINE_BYTES} bytes")
+            continue
+        try:
+            record = parse(loads(line))
+        except orjson.JSONDecodeError as exc:
+            if not line.strip():
+                stats.blank_lines += 1
+                continue
+            _malformed(stats, number, f"not valid JSON ({exc})")
+            continue
+        except FlowParseError as exc:
+            _malformed(stats, number, str(exc))
+            continue
+        if type(record) is Flow:
+            yield record
+        elif type(record) is LostEvents:
+            stats.lost_events += record.count
+        elif type(record) is OtherRecord:
+            stats.other_records += 1
+
+
+def _malformed(stats: ReadStats, number: int, why: str) -> None:
+    stats.malformed += 1
+    if len(stats.malformed_examples) < MAX_REPORTED:
+        stats.malformed_examples.append((number, why))
