@@ -11,13 +11,15 @@ from collections import Counter
 import attrs
 
 from cpg_core.decide import DecideOptions, Decision, decide
-from cpg_core.flow import Flow, Verdict
+from cpg_core.dropreasons import POLICY_DENIED
+from cpg_core.flow import ICMP_PROTOCOLS, PORT_PROTOCOLS, Flow, Verdict
 from cpg_core.labels import format_labels
 from cpg_core.names import policy_name, short_hash
-from cpg_core.rules import Atom, Rule, rules_from_atoms
-from cpg_core.synthesis import PolicyTarget, Resolved, Resolver, Unhandled
+from cpg_core.rules import EGRESS, INGRESS, Atom, Peer, Rule, rules_from_atoms
+from cpg_core.synthesis import PolicyTarget, Resolved, Resolver, Unhandled, Unresolved
 
 _AUDIT = int(Verdict.AUDIT)
+_DROPPED = int(Verdict.DROPPED)
 
 
 @attrs.frozen(slots=True)
@@ -50,7 +52,11 @@ class Finding:
 
 
 class Aggregator:
-    """Feeds flows through decide → resolve and keeps what every report needs."""
+    """Feeds flows through decide → resolve and keeps what every report needs.
+
+    ``add`` has a fast path for the common candidate (a DROPPED POLICY_DENIED flow between
+    known endpoints); anything else goes through :func:`decide` and :meth:`Resolver.resolve`,
+    which define the behaviour (a test checks both paths agree)."""
 
     def __init__(self, options: AggregateOptions | None = None) -> None:
         self.options = options or AggregateOptions()
@@ -60,14 +66,27 @@ class Aggregator:
         self.filtered_namespace = 0
         self.audit_flows = 0
         self.findings: dict[tuple[str, str], Finding] = {}
-        self.atoms: dict[PolicyTarget, set[Atom]] = {}
+        self._atoms: dict[PolicyTarget, set[tuple[str, Peer, str, int]]] = {}
         self._resolver = Resolver()
+        self._fast = not self.options.decide.ignore_protocols
+
+    @property
+    def atoms(self) -> dict[PolicyTarget, set[Atom]]:
+        return {t: {Atom(*a) for a in atoms} for t, atoms in self._atoms.items()}
 
     def add(self, flow: Flow) -> Decision:
-        decision = decide(flow, self.options.decide)
+        if (
+            self._fast
+            and flow.verdict == _DROPPED
+            and flow.drop_reason == POLICY_DENIED
+            and flow.is_reply is not True
+        ):
+            decision = Decision.CANDIDATE
+        else:
+            decision = decide(flow, self.options.decide)
+            if flow.verdict == _AUDIT:
+                self.audit_flows += 1
         self.decisions[decision] += 1
-        if flow.verdict == _AUDIT:
-            self.audit_flows += 1
         if decision is Decision.CANDIDATE:
             self._candidate(flow)
         elif decision is Decision.IGNORED_PROTOCOL:
@@ -75,25 +94,44 @@ class Aggregator:
         return decision
 
     def _candidate(self, flow: Flow) -> None:
-        result = self._resolver.resolve(flow)
-        if type(result) is Resolved:
-            target = result.target
-            namespaces = self.options.namespaces
-            if namespaces and target.namespace not in namespaces:
-                self.filtered_namespace += 1
+        resolver = self._resolver
+        direction = flow.direction
+        protocol = flow.protocol
+        port = flow.port
+        if (direction == 1 or direction == 2) and (
+            (protocol in PORT_PROTOCOLS and 0 < port <= 65535) or protocol in ICMP_PROTOCOLS
+        ):
+            if direction == 1:
+                way, target_ep, peer_ep = INGRESS, flow.destination, flow.source
+            else:
+                way, target_ep, peer_ep = EGRESS, flow.source, flow.destination
+            target = resolver.roles(target_ep).target
+            peer = resolver.roles(peer_ep).peer
+            if type(target) is PolicyTarget and peer is not None and type(peer) is not Unresolved:
+                self._keep(target, (way, peer, protocol, port))  # type: ignore[arg-type]
                 return
-            atoms = self.atoms.get(target)
-            if atoms is None:
-                atoms = self.atoms[target] = set()
-            atoms.add(result.atom)
+        result = resolver.resolve(flow)
+        if type(result) is Resolved:
+            atom = result.atom
+            self._keep(result.target, (atom.direction, atom.peer, atom.protocol, atom.port))
             return
-        assert not isinstance(result, Resolved)
+        assert isinstance(result, Unresolved)
         self.unhandled[result.reason] += 1
         key = (result.reason.value, result.subject)
         finding = self.findings.get(key)
         if finding is None:
             finding = self.findings[key] = Finding(result.reason.value, result.subject)
         finding.count += 1
+
+    def _keep(self, target: PolicyTarget, atom: tuple[str, Peer, str, int]) -> None:
+        atoms = self._atoms.get(target)
+        if atoms is None:
+            namespaces = self.options.namespaces
+            if namespaces and target.namespace not in namespaces:
+                self.filtered_namespace += 1
+                return
+            atoms = self._atoms[target] = set()
+        atoms.add(atom)
 
     @property
     def total_flows(self) -> int:

@@ -60,6 +60,7 @@ class _Section:
     items: list[_Item]
     trailer: list[str]
     end: int  # index one past the section's last line
+    item_indent: int = 2
 
 
 def _indent(line: str) -> int:
@@ -136,7 +137,7 @@ def _scan_section(
             pending = items[-1].lines
         else:
             pending.append(line)
-    return _Section(direction, header, lead, items, lines[end:body_end], body_end)
+    return _Section(direction, header, lead, items, lines[end:body_end], body_end, item_indent or 2)
 
 
 def _check_items(section: _Section, data: object, path: str) -> None:
@@ -165,7 +166,8 @@ def _classify(section: _Section, namespace: str) -> None:
         rule = rule_from_dict(item.data, section.direction, namespace)
         if rule is None or not item.preamble:
             continue
-        rendered = rule_lines(rule, namespace)
+        shift = " " * (section.item_indent - 2)
+        rendered = [shift + line for line in rule_lines(rule, namespace)]
         if item.preamble[-1] == rendered[0] and item.lines == rendered[1:]:
             item.rule = rule
 
@@ -372,13 +374,14 @@ def _section_body(
         if position is None:
             position = first_managed if first_managed is not None else len(slots)
         slots.insert(position, ("new", rule))
+    shift = " " * (section.item_indent - 2)
     body = list(section.lead)
     for kind, value in slots:
         if kind == "new":
-            body += rule_lines(value, namespace)
+            body += [shift + line for line in rule_lines(value, namespace)]
         elif value.rule is not None:
             rule = by_key[_rule_key(value.rule)]
-            body += value.human_comments + rule_lines(rule, namespace)
+            body += value.human_comments + [shift + line for line in rule_lines(rule, namespace)]
         else:
             body += value.preamble + value.lines
     return body

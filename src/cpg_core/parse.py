@@ -15,7 +15,9 @@ from cpg_core.dropreasons import REASON_CODES, UNRECOGNISED_REASON
 from cpg_core.errors import FlowParseError
 from cpg_core.flow import (
     EMPTY_ENDPOINT,
+    ICMP_PROTOCOLS,
     L4_PROTOCOLS,
+    PORT_PROTOCOLS,
     DNSInfo,
     Endpoint,
     Flow,
@@ -58,6 +60,41 @@ _FLOW_KEYS = frozenset(
     }
 )
 _ENDPOINT_CACHE_LIMIT = 65536
+_NO_IP: dict[str, str] = {}
+# The protojson JSON names that differ from the proto names cpg reads.
+_CAMEL_TO_SNAKE = {
+    "dropReasonDesc": "drop_reason_desc",
+    "dropReason": "drop_reason",
+    "trafficDirection": "traffic_direction",
+    "nodeName": "node_name",
+    "isReply": "is_reply",
+    "sourceNames": "source_names",
+    "destinationNames": "destination_names",
+    "ingressDeniedBy": "ingress_denied_by",
+    "egressDeniedBy": "egress_denied_by",
+    "eventType": "event_type",
+    "subType": "sub_type",
+    "podName": "pod_name",
+    "clusterName": "cluster_name",
+    "destinationPort": "destination_port",
+    "sourcePort": "source_port",
+    "latencyNs": "latency_ns",
+    "policyMatchType": "policy_match_type",
+}
+_CAMEL_MARKERS = frozenset(
+    {
+        "dropReasonDesc",
+        "dropReason",
+        "trafficDirection",
+        "nodeName",
+        "isReply",
+        "eventType",
+        "sourceNames",
+        "destinationNames",
+        "ingressDeniedBy",
+        "egressDeniedBy",
+    }
+)
 
 
 def _kind(value: object) -> str:
@@ -191,8 +228,12 @@ class FlowParser:
         namespace = value.get("namespace", "")
         labels = value.get("labels", ())
         identity = value.get("identity", 0)
-        pod_name = _get(value, "pod_name", "podName") or ""
-        cluster = _get(value, "cluster_name", "clusterName") or ""
+        pod_name = value.get("pod_name")
+        if pod_name is None:
+            pod_name = value.get("podName", "")
+        cluster = value.get("cluster_name")
+        if cluster is None:
+            cluster = value.get("clusterName", "")
         if type(labels) is list:
             labels = tuple(labels)
         key = (namespace, labels, identity, pod_name, cluster)
@@ -215,23 +256,29 @@ class FlowParser:
         return endpoint
 
     def _flow(self, f: Mapping[str, Any], outer: Mapping[str, Any]) -> Flow:
+        if "traffic_direction" not in f and not _CAMEL_MARKERS.isdisjoint(f):
+            f = _snake_case(f)
         get = f.get
         time = get("time")
         if time is None:
-            time = outer.get("time")
-        verdict = _enum(get("verdict"), _VERDICTS, "verdict")
-        direction = _enum(
-            _get(f, "traffic_direction", "trafficDirection"), _DIRECTIONS, "traffic_direction"
-        )
+            time = outer.get("time", "")
+        raw = get("verdict", 0)
+        verdict = _VERDICTS.get(raw) if type(raw) is str else None
+        if verdict is None:
+            verdict = _enum(raw, _VERDICTS, "verdict")
+        raw = get("traffic_direction", 0)
+        direction = _DIRECTIONS.get(raw) if type(raw) is str else None
+        if direction is None:
+            direction = _enum(raw, _DIRECTIONS, "traffic_direction")
 
         reason_text = ""
-        desc = _get(f, "drop_reason_desc", "dropReasonDesc")
+        desc = get("drop_reason_desc")
         if desc is None:
-            reason = _as_int(_get(f, "drop_reason", "dropReason"), "drop_reason")
+            reason = _as_int(get("drop_reason"), "drop_reason")
         elif type(desc) is str:
             code = REASON_CODES.get(desc)
             if code is None:
-                reason = _as_int(_get(f, "drop_reason", "dropReason"), "drop_reason")
+                reason = _as_int(get("drop_reason"), "drop_reason")
                 if reason == 0:
                     reason = self._sub_type_reason(f)
                 if reason == 0:
@@ -242,66 +289,74 @@ class FlowParser:
         else:
             reason = _as_int(desc, "drop_reason_desc")
 
-        ip = _as_obj(get("IP"), "IP")
+        ip = get("IP") or _NO_IP
+        if type(ip) is not dict:
+            raise _bad("IP", "an object", ip)
         protocol = ""
         port = 0
         l4 = get("l4")
         if l4:
             if type(l4) is not dict:
                 raise _bad("l4", "an object", l4)
-            for protocol in L4_PROTOCOLS:
-                body = l4.get(protocol)
-                if body is not None:
-                    if type(body) is not dict:
-                        raise _bad(f"l4.{protocol}", "an object", body)
-                    if protocol[0] == "I" and protocol[1] == "C":  # ICMPv4 / ICMPv6
-                        port = _as_int(body.get("type"), f"l4.{protocol}.type")
-                    elif protocol == "VRRP" or protocol == "IGMP":
-                        port = 0
-                    else:
-                        port = _as_int(
-                            _get(body, "destination_port", "destinationPort"),
-                            f"l4.{protocol}.destination_port",
-                        )
-                    break
+            body = l4.get("TCP")
+            if body is not None and type(body) is dict:
+                protocol = "TCP"
+                raw = body.get("destination_port")
+                if raw is None:
+                    raw = body.get("destinationPort", 0)
+                port = raw if type(raw) is int else _as_int(raw, "l4.TCP.destination_port")
             else:
-                protocol = ""
+                protocol, port = _other_l4(l4)
 
-        is_reply = _get(f, "is_reply", "isReply")
+        is_reply = get("is_reply")
         if is_reply is None:
             is_reply = True if get("reply") is True else None
-        node = _get(f, "node_name", "nodeName")
+        elif type(is_reply) is not bool:
+            raise _bad("is_reply", "a boolean", is_reply)
+        node = get("node_name")
         if node is None:
-            node = _get(outer, "node_name", "nodeName")
+            node = _get(outer, "node_name", "nodeName") or ""
 
-        l7_raw = get("l7")
-        src_names = _get(f, "source_names", "sourceNames")
-        dst_names = _get(f, "destination_names", "destinationNames")
-        in_denied = _get(f, "ingress_denied_by", "ingressDeniedBy")
-        eg_denied = _get(f, "egress_denied_by", "egressDeniedBy")
         src_ip = ip.get("source", "")
         dst_ip = ip.get("destination", "")
         uuid = get("uuid", "")
+        if (
+            type(time) is not str
+            or type(uuid) is not str
+            or type(src_ip) is not str
+            or type(dst_ip) is not str
+            or type(node) is not str
+        ):
+            _as_str(time, "time")
+            _as_str(uuid, "uuid")
+            _as_str(src_ip, "IP.source")
+            _as_str(dst_ip, "IP.destination")
+            _as_str(node, "node_name")
+        l7_raw = get("l7")
+        src_names = get("source_names")
+        dst_names = get("destination_names")
+        in_denied = get("ingress_denied_by")
+        eg_denied = get("egress_denied_by")
         return Flow(
-            time=time if type(time) is str else _as_str(time, "time"),
-            uuid=uuid if type(uuid) is str else _as_str(uuid, "uuid"),
-            verdict=verdict,
-            drop_reason=reason,
-            direction=direction,
-            source=self._endpoint(get("source"), "source"),
-            destination=self._endpoint(get("destination"), "destination"),
-            source_ip=src_ip if type(src_ip) is str else _as_str(src_ip, "IP.source"),
-            destination_ip=dst_ip if type(dst_ip) is str else _as_str(dst_ip, "IP.destination"),
-            protocol=protocol,
-            port=port,
-            is_reply=_as_bool(is_reply, "is_reply"),
-            node_name=node if type(node) is str else _as_str(node, "node_name"),
-            source_names=_as_str_tuple(src_names, "source_names") if src_names else (),
-            destination_names=_as_str_tuple(dst_names, "destination_names") if dst_names else (),
-            l7=_l7(l7_raw) if l7_raw else None,
-            ingress_denied_by=_policies(in_denied, "ingress_denied_by") if in_denied else (),
-            egress_denied_by=_policies(eg_denied, "egress_denied_by") if eg_denied else (),
-            drop_reason_text=reason_text,
+            time,
+            uuid,
+            verdict,
+            reason,
+            direction,
+            self._endpoint(get("source"), "source"),
+            self._endpoint(get("destination"), "destination"),
+            src_ip,
+            dst_ip,
+            protocol,
+            port,
+            is_reply,
+            node,
+            _as_str_tuple(src_names, "source_names") if src_names else (),
+            _as_str_tuple(dst_names, "destination_names") if dst_names else (),
+            _l7(l7_raw) if l7_raw else None,
+            _policies(in_denied, "ingress_denied_by") if in_denied else (),
+            _policies(eg_denied, "egress_denied_by") if eg_denied else (),
+            reason_text,
         )
 
     @staticmethod
@@ -310,6 +365,32 @@ class FlowParser:
         if _as_int(event.get("type"), "event_type.type") == 1:  # a drop event carries the reason
             return _as_int(_get(event, "sub_type", "subType"), "event_type.sub_type")
         return 0
+
+
+def _other_l4(l4: Mapping[str, Any]) -> tuple[str, int]:
+    for protocol in L4_PROTOCOLS:
+        body = l4.get(protocol)
+        if body is None:
+            continue
+        if type(body) is not dict:
+            raise _bad(f"l4.{protocol}", "an object", body)
+        if protocol in ICMP_PROTOCOLS:
+            return protocol, _as_int(body.get("type"), f"l4.{protocol}.type")
+        if protocol in PORT_PROTOCOLS:
+            return protocol, _as_int(
+                _get(body, "destination_port", "destinationPort"), f"l4.{protocol}.destination_port"
+            )
+        return protocol, 0
+    return "", 0
+
+
+def _snake_case(value: Any) -> Any:
+    """A copy of a lowerCamelCase protojson object with the snake_case keys Hubble writes."""
+    if type(value) is dict:
+        return {_CAMEL_TO_SNAKE.get(k, k): _snake_case(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_snake_case(v) for v in value]
+    return value
 
 
 def _l7(value: object) -> L7Info:

@@ -31,12 +31,12 @@ ENTITIES = (
 )
 
 
-@attrs.frozen(slots=True, order=True)
+@attrs.frozen(slots=True, order=True, cache_hash=True)
 class EntityPeer:
     entity: str
 
 
-@attrs.frozen(slots=True, order=True)
+@attrs.frozen(slots=True, order=True, cache_hash=True)
 class CidrPeer:
     cidr: str
 
@@ -45,7 +45,7 @@ class CidrPeer:
         return (net.version, int(net.network_address), net.prefixlen)
 
 
-@attrs.frozen(slots=True, order=True)
+@attrs.frozen(slots=True, order=True, cache_hash=True)
 class EndpointPeer:
     namespace: str
     labels: LabelItems
@@ -104,7 +104,7 @@ class Rule:
 
 
 def rule_sort_key(rule: Rule) -> tuple[Any, ...]:
-    return (0 if rule.direction == INGRESS else 1, peer_sort_key(rule.peer), rule.kind)
+    return (0 if rule.direction == INGRESS else 1, peer_sort_key(rule.peer), 1 if rule.icmps else 0)
 
 
 def rules_from_atoms(atoms: Iterable[Atom]) -> list[Rule]:
@@ -215,4 +215,13 @@ def describe_rule(rule: Rule) -> str:
     traffic = [f"{proto}/{port}" for port, proto in rule.ports]
     traffic += [f"ICMP{fam[2:]} type {t}" for fam, t in rule.icmps]
     way = "from" if rule.direction == INGRESS else "to"
-    return f"{', '.join(traffic)} {way} {describe_peer(rule.peer)}"
+    return printable(f"{', '.join(traffic)} {way} {describe_peer(rule.peer)}")
+
+
+def printable(text: str) -> str:
+    """``text`` with every non-printable character escaped, so it is safe in one comment line."""
+    if text.isprintable():
+        return text
+    return "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text
+    )

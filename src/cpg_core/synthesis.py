@@ -57,9 +57,10 @@ _ENTITY_NAMES = frozenset(
 _WORLD_NAMES = frozenset({"world", "world-ipv4", "world-ipv6"})
 _LOCAL_SCOPE_MIN = 1 << 24  # identities of CIDR/FQDN selectors (0x01xxxxxx)
 _LOCAL_SCOPE_MAX = (2 << 24) - 1
+_CACHE_LIMIT = 65536
 
 
-@attrs.frozen(slots=True, order=True)
+@attrs.frozen(slots=True, order=True, cache_hash=True)
 class PolicyTarget:
     """The endpoints one policy selects: a namespace and the selected labels."""
 
@@ -120,6 +121,15 @@ class Unresolved:
     """What could not be handled, for people: ``ns/pod (peer)`` and the like."""
 
 
+@attrs.frozen(slots=True)
+class Roles:
+    """What one endpoint is as a policy target and as a peer, computed once per endpoint.
+    ``peer`` is None for a world peer, whose CIDR comes from each flow's IP."""
+
+    target: PolicyTarget | Unresolved
+    peer: Peer | Unresolved | None
+
+
 def _who(endpoint: Endpoint, role: str) -> str:
     name = endpoint.pod_name or ",".join(endpoint.labels) or "no labels"
     where = f"{endpoint.namespace}/{name}" if endpoint.namespace else name
@@ -127,31 +137,44 @@ def _who(endpoint: Endpoint, role: str) -> str:
 
 
 class Resolver:
-    """Maps candidate flows to (target, atom). Caches per-endpoint facts; results are values."""
+    """Maps candidate flows to (target, atom). Caches what depends only on an endpoint;
+    results are plain values either way."""
 
-    __slots__ = ("_kinds",)
+    __slots__ = ("_cidrs", "_roles")
 
     def __init__(self) -> None:
-        self._kinds: dict[Endpoint, EndpointKind] = {}
+        self._roles: dict[Endpoint, Roles] = {}
+        self._cidrs: dict[str, CidrPeer | None] = {}
 
-    def kind(self, endpoint: Endpoint) -> EndpointKind:
-        kind = self._kinds.get(endpoint)
-        if kind is None:
-            if len(self._kinds) >= 65536:
-                self._kinds.clear()
-            kind = self._kinds[endpoint] = endpoint_kind(endpoint)
-        return kind
+    def roles(self, endpoint: Endpoint) -> Roles:
+        roles = self._roles.get(endpoint)
+        if roles is None:
+            if len(self._roles) >= _CACHE_LIMIT:
+                self._roles.clear()
+            roles = self._roles[endpoint] = _roles(endpoint)
+        return roles
+
+    def cidr_peer(self, ip: str) -> CidrPeer | None:
+        peer = self._cidrs.get(ip, False)
+        if peer is False:
+            if len(self._cidrs) >= _CACHE_LIMIT:
+                self._cidrs.clear()
+            cidr = host_cidr(ip) if ip else None
+            peer = self._cidrs[ip] = CidrPeer(cidr) if cidr else None
+        return peer  # type: ignore[return-value]
 
     def resolve(self, flow: Flow) -> Resolved | Unresolved:
-        if flow.direction == Direction.INGRESS:
-            direction, target_ep, peer_ep, peer_ip = (
+        """The policy target and atom of one candidate flow, or why there is none."""
+        direction = flow.direction
+        if direction == Direction.INGRESS:
+            way, target_ep, peer_ep, peer_ip = (
                 INGRESS,
                 flow.destination,
                 flow.source,
                 flow.source_ip,
             )
-        elif flow.direction == Direction.EGRESS:
-            direction, target_ep, peer_ep, peer_ip = (
+        elif direction == Direction.EGRESS:
+            way, target_ep, peer_ep, peer_ip = (
                 EGRESS,
                 flow.source,
                 flow.destination,
@@ -159,38 +182,48 @@ class Resolver:
             )
         else:
             return Unresolved(Unhandled.UNKNOWN_DIRECTION, _who(flow.destination, "destination"))
-
         protocol = flow.protocol
+        port = flow.port
         if protocol in PORT_PROTOCOLS:
-            if flow.port <= 0 or flow.port > 65535:
-                return Unresolved(Unhandled.NO_PORT, f"{protocol} port {flow.port}")
+            if port <= 0 or port > 65535:
+                return Unresolved(Unhandled.NO_PORT, f"{protocol} port {port}")
         elif protocol not in ICMP_PROTOCOLS:
             if not protocol:
                 return Unresolved(Unhandled.NO_L4, _who(target_ep, "target"))
             return Unresolved(Unhandled.UNSUPPORTED_PROTOCOL, protocol)
-
-        target_kind = self.kind(target_ep)
-        if target_kind.entity or target_kind.world:
-            return Unresolved(Unhandled.RESERVED_TARGET, _who(target_ep, "target"))
-        if not target_ep.namespace:
-            return Unresolved(Unhandled.NO_NAMESPACE, _who(target_ep, "target"))
-        if not target_kind.selected:
-            return Unresolved(Unhandled.UNSELECTABLE, _who(target_ep, "target"))
-
-        peer_kind = self.kind(peer_ep)
-        peer: Peer
-        if peer_kind.entity:
-            peer = EntityPeer(peer_kind.entity)
-        elif peer_kind.world:
-            cidr = host_cidr(peer_ip) if peer_ip else None
-            if cidr is None:
+        target = self.roles(target_ep).target
+        if type(target) is Unresolved:
+            return target
+        peer = self.roles(peer_ep).peer
+        if peer is None:
+            peer = self.cidr_peer(peer_ip)
+            if peer is None:
                 return Unresolved(Unhandled.WORLD_NO_IP, _who(peer_ep, "peer"))
-            peer = CidrPeer(cidr)
-        elif peer_ep.namespace and peer_kind.selected:
-            peer = EndpointPeer(peer_ep.namespace, peer_kind.selected)
-        else:
-            return Unresolved(Unhandled.UNSELECTABLE, _who(peer_ep, "peer"))
-        return Resolved(
-            PolicyTarget(target_ep.namespace, target_kind.selected),
-            Atom(direction, peer, protocol, flow.port),
-        )
+        elif type(peer) is Unresolved:
+            return peer
+        assert isinstance(target, PolicyTarget)
+        assert not isinstance(peer, Unresolved)
+        return Resolved(target, Atom(way, peer, protocol, port))
+
+
+def _roles(endpoint: Endpoint) -> Roles:
+    kind = endpoint_kind(endpoint)
+    target: PolicyTarget | Unresolved
+    if kind.entity or kind.world:
+        target = Unresolved(Unhandled.RESERVED_TARGET, _who(endpoint, "target"))
+    elif not endpoint.namespace:
+        target = Unresolved(Unhandled.NO_NAMESPACE, _who(endpoint, "target"))
+    elif not kind.selected:
+        target = Unresolved(Unhandled.UNSELECTABLE, _who(endpoint, "target"))
+    else:
+        target = PolicyTarget(endpoint.namespace, kind.selected)
+    peer: Peer | Unresolved | None
+    if kind.entity:
+        peer = EntityPeer(kind.entity)
+    elif kind.world:
+        peer = None
+    elif endpoint.namespace and kind.selected:
+        peer = EndpointPeer(endpoint.namespace, kind.selected)
+    else:
+        peer = Unresolved(Unhandled.UNSELECTABLE, _who(endpoint, "peer"))
+    return Roles(target, peer)

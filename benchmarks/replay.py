@@ -1,0 +1,111 @@
+"""End-to-end replay throughput: ``python benchmarks/replay.py [N]`` (default 1,000,000).
+
+Generates N realistic jsonpb lines (~700 bytes; 40 namespaces × 25 workloads; 20 % are not
+candidates: forwarded, replies, infra drops), runs the installed ``cpg replay`` on them as a
+subprocess, and prints flows/s, the child's peak RSS and the ratio to plain ``json.loads`` of
+the same lines measured in the same run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def _endpoint(rng: random.Random, ns: int, app: int) -> str:
+    labels = [
+        f"k8s:app=svc-{app:02d}",
+        f"k8s:io.kubernetes.pod.namespace=team-{ns:02d}",
+    ]
+    return json.dumps(
+        {
+            "identity": 1000 + ns * 100 + app,
+            "namespace": f"team-{ns:02d}",
+            "labels": labels,
+            "pod_name": f"svc-{app:02d}-{rng.randrange(16**5):05x}",
+        },
+        separators=(",", ":"),
+    )
+
+
+def generate(path: Path, count: int, seed: int = 7) -> int:
+    rng = random.Random(seed)
+    endpoints = [[_endpoint(rng, ns, app) for app in range(25)] for ns in range(40)]
+    total = 0
+    with path.open("w") as out:
+        for i in range(count):
+            sns, dns_ = rng.randrange(40), rng.randrange(40)
+            src = endpoints[sns][rng.randrange(25)]
+            dst = endpoints[dns_][rng.randrange(25)]
+            roll = rng.random()
+            verdict, reason, reply = "DROPPED", "POLICY_DENIED", "false"
+            if roll < 0.10:
+                verdict, reason = "FORWARDED", ""
+            elif roll < 0.15:
+                reply = "true"
+            elif roll < 0.20:
+                reason = "CT_MAP_INSERTION_FAILED"
+            direction = "INGRESS" if i % 2 else "EGRESS"
+            port = rng.choice((80, 443, 5432, 6379, 8080, 8443, 9090, 9100))
+            t = f"2026-11-02T10:{(i // 60000) % 60:02d}:{(i // 1000) % 60:02d}.{i % 1000:03d}123456Z"
+            reason_part = f',"drop_reason_desc":"{reason}"' if reason else ""
+            line = (
+                f'{{"flow":{{"time":"{t}","uuid":"{rng.getrandbits(128):032x}",'
+                f'"verdict":"{verdict}","drop_reason":133,'
+                f'"IP":{{"source":"10.{sns}.{i % 250}.{i % 199}","destination":"10.{dns_}.3.4",'
+                f'"ipVersion":"IPv4"}},"l4":{{"TCP":{{"source_port":{30000 + i % 30000},'
+                f'"destination_port":{port},"flags":{{"SYN":true}}}}}},'
+                f'"source":{src},"destination":{dst},"Type":"L3_L4","node_name":"node-{i % 12}",'
+                f'"traffic_direction":"{direction}"'
+                f'{reason_part},"is_reply":{reply}}},'
+                f'"node_name":"node-{i % 12}","time":"{t}"}}\n'
+            )
+            total += len(line)
+            out.write(line)
+    return total
+
+
+def time_json_loads(path: Path) -> float:
+    start = time.perf_counter()
+    with path.open("rb") as handle:
+        for line in handle:
+            json.loads(line)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    count = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+    cpg = shutil.which("cpg") or str(Path(sys.executable).with_name("cpg"))
+    with tempfile.TemporaryDirectory(prefix="cpg-bench-") as tmp:
+        capture = Path(tmp) / "flows.jsonl"
+        size = generate(capture, count)
+        print(f"generated {count:,} flows, {size / count:.0f} bytes/line on average")
+        loads_s = time_json_loads(capture)
+        start = time.perf_counter()
+        proc = subprocess.run(
+            [cpg, "replay", str(capture), "-o", str(Path(tmp) / "policies")],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "NO_COLOR": "1"},
+        )
+        cpg_s = time.perf_counter() - start
+        if proc.returncode != 0:
+            sys.exit(f"cpg replay failed ({proc.returncode}):\n{proc.stderr}")
+        rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        print(f"json.loads only : {count / loads_s:>12,.0f} lines/s ({loads_s:.2f} s)")
+        print(f"cpg replay e2e  : {count / cpg_s:>12,.0f} flows/s ({cpg_s:.2f} s)")
+        print(f"peak RSS (cpg)  : {rss_mb:>12,.1f} MB")
+        print(f"ratio cpg/json.loads throughput: {loads_s / cpg_s:.2f}")
+        print(proc.stdout.strip().splitlines()[-1])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""The import rules of DESIGN §2: a pure core and two composition roots that never meet."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+
+# Modules that do I/O, read the environment or the clock, or belong to an adapter.
+FORBIDDEN_IN_CORE = {
+    "os",
+    "sys",
+    "io",
+    "socket",
+    "subprocess",
+    "logging",
+    "pathlib",
+    "time",
+    "tempfile",
+    "shutil",
+    "gzip",
+    "threading",
+    "asyncio",
+    "multiprocessing",
+    "urllib",
+    "http",
+    "select",
+    "signal",
+    "datetime",
+    "random",
+    "grpc",
+    "kubernetes",
+    "mcp",
+    "typer",
+    "rich",
+    "click",
+    "orjson",
+    "cpg_io",
+    "cpg_cli",
+    "cpg_mcp",
+}
+FORBIDDEN_CALLS = {"open", "print", "input", "exec", "eval", "breakpoint"}
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def _calls(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return {
+        node.func.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    }
+
+
+def test_core_imports_nothing_that_does_io() -> None:
+    modules = sorted((SRC / "cpg_core").rglob("*.py"))
+    assert modules, "cpg_core has no modules"
+    for path in modules:
+        bad = _imports(path) & FORBIDDEN_IN_CORE
+        assert not bad, f"{path.name} imports {sorted(bad)}: cpg_core must stay pure"
+        calls = _calls(path) & FORBIDDEN_CALLS
+        assert not calls, f"{path.name} calls {sorted(calls)}: cpg_core must stay pure"
+
+
+def test_composition_roots_never_import_each_other() -> None:
+    for package, other in (("cpg_cli", "cpg_mcp"), ("cpg_mcp", "cpg_cli")):
+        for path in sorted((SRC / package).rglob("*.py")):
+            assert other not in _imports(path), f"{path} imports {other}"
+
+
+def test_io_layer_holds_no_cli_or_mcp_code() -> None:
+    for path in sorted((SRC / "cpg_io").rglob("*.py")):
+        assert not _imports(path) & {"cpg_cli", "cpg_mcp", "typer"}, path
+
+
+def test_the_check_itself_catches_a_forbidden_import(tmp_path: Path) -> None:
+    sample = tmp_path / "bad.py"
+    sample.write_text("import os\nfrom cpg_io.store import PolicyStore\nopen('x')\n")
+    assert {"os", "cpg_io"} <= _imports(sample) & FORBIDDEN_IN_CORE
+    assert "open" in _calls(sample)

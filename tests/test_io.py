@@ -1,0 +1,114 @@
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from conftest import flow_dict, jsonl
+from cpg_io.sources import MAX_LINE_BYTES, ReadStats, SourceError, open_flow_stream, read_records
+from cpg_io.store import PolicyStore, StoreError, WriteOutcome, atomic_write_text
+
+
+def read_all(data: bytes) -> tuple[list[object], ReadStats]:
+    stats = ReadStats()
+    return list(read_records(io.BytesIO(data), stats)), stats
+
+
+def test_malformed_lines_are_counted_with_their_numbers() -> None:
+    good = jsonl([flow_dict()])
+    data = (
+        good + "not json\n" + "\n" + good + '{"flow": {"source": {"labels": "x"}}}\n' + good
+    ).encode()
+    flows, stats = read_all(data)
+    assert len(flows) == 3
+    assert stats.lines_read == 6
+    assert stats.blank_lines == 1
+    assert stats.malformed == 2
+    assert stats.malformed_lines == [2, 5]
+    assert "not valid JSON" in stats.malformed_examples[0][1]
+    assert "source.labels" in stats.malformed_examples[1][1]
+
+
+def test_lost_events_and_node_status_are_counted_not_malformed() -> None:
+    data = (
+        b'{"lost_events":{"source":"HUBBLE_RING_BUFFER","num_events_lost":"5"}}\n'
+        b'{"node_status":{"state_change":"NODE_ERROR"}}\n'
+    )
+    flows, stats = read_all(data)
+    assert flows == [] and stats.malformed == 0
+    assert stats.lost_events == 5 and stats.other_records == 1
+
+
+def test_an_oversized_line_is_skipped_and_reading_goes_on() -> None:
+    big = b'{"flow": {"x": "' + b"a" * (MAX_LINE_BYTES + 10) + b'"}}\n'
+    flows, stats = read_all(big + jsonl([flow_dict()]).encode())
+    assert len(flows) == 1
+    assert stats.malformed_lines == [1]
+
+
+def test_last_line_without_newline_is_read() -> None:
+    flows, stats = read_all(jsonl([flow_dict()]).rstrip("\n").encode())
+    assert len(flows) == 1 and stats.malformed == 0
+
+
+def test_gzip_is_detected_by_magic_bytes_not_by_name(tmp_path: Path) -> None:
+    path = tmp_path / "capture.jsonl"  # no .gz suffix
+    path.write_bytes(gzip.compress(jsonl([flow_dict(), flow_dict(tcp=443)]).encode()))
+    stats = ReadStats()
+    with open_flow_stream(str(path)) as stream:
+        flows = list(read_records(stream, stats))
+    assert [f.port for f in flows] == [8080, 443]  # type: ignore[attr-defined]
+
+
+def test_truncated_gzip_is_reported_and_what_was_read_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / "capture.gz"
+    blob = gzip.compress(
+        jsonl([flow_dict(time=f"2026-01-01T00:00:{i:02d}Z") for i in range(200)]).encode()
+    )
+    path.write_bytes(blob[: len(blob) // 2])
+    stats = ReadStats()
+    with open_flow_stream(str(path)) as stream:
+        flows = list(read_records(stream, stats))
+    assert stats.truncated
+    assert 0 < len(flows) < 200
+
+
+def test_missing_file_is_a_source_error(tmp_path: Path) -> None:
+    with (
+        pytest.raises(SourceError, match="no such file"),
+        open_flow_stream(str(tmp_path / "nope.jsonl")),
+    ):
+        pass
+    with pytest.raises(SourceError, match="is a directory"), open_flow_stream(str(tmp_path)):
+        pass
+
+
+def test_atomic_write_mode_and_no_leftovers(tmp_path: Path) -> None:
+    target = tmp_path / "ns" / "w.yaml"
+    atomic_write_text(target, "a: 1\n")
+    assert target.read_text() == "a: 1\n"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644
+    assert sorted(p.name for p in target.parent.iterdir()) == ["w.yaml"]
+
+
+def test_store_leaves_unchanged_files_alone(tmp_path: Path) -> None:
+    store = PolicyStore(tmp_path)
+    path = store.path_for("ns", "web")
+    assert store.write(path, "x: 1\n", None) is WriteOutcome.CREATED
+    os.utime(path, (1_000_000, 1_000_000))
+    assert store.write(path, "x: 1\n", store.read(path)) is WriteOutcome.UNCHANGED
+    assert path.stat().st_mtime == 1_000_000
+    assert store.write(path, "x: 2\n", store.read(path)) is WriteOutcome.UPDATED
+
+
+@pytest.mark.parametrize("bad", ["", ".", "..", "a/b", "a\\b", "x\x00", ".hidden"])
+def test_store_refuses_unsafe_path_components(tmp_path: Path, bad: str) -> None:
+    store = PolicyStore(tmp_path)
+    with pytest.raises(StoreError, match="refusing"):
+        store.path_for(bad, "web")
+    with pytest.raises(StoreError, match="refusing"):
+        store.path_for("ns", bad)

@@ -1,0 +1,230 @@
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from conftest import assert_crd_valid
+from cpg_core.errors import PolicyMergeError, SelectorMismatchError
+from cpg_core.merge import covered_by, merge_policy_text, render_or_merge
+from cpg_core.render import render_policy
+from cpg_core.rules import Atom, CidrPeer, EndpointPeer, EntityPeer, rules_from_atoms
+
+NS = "prod"
+SEL = (("app", "api"),)
+CLIENT = EndpointPeer("default", (("app", "client"),))
+A = [Atom("ingress", CLIENT, "TCP", 80)]
+B = [
+    Atom("ingress", CLIENT, "TCP", 443),
+    Atom("egress", CidrPeer("8.8.8.8/32"), "UDP", 53),
+    Atom("ingress", EntityPeer("host"), "TCP", 9090),
+]
+
+
+def render(atoms: list[Atom]) -> str:
+    return render_policy("cpg-api", NS, SEL, rules_from_atoms(atoms))
+
+
+def merge(existing: str, atoms: list[Atom]) -> str:
+    return merge_policy_text(
+        existing, name="cpg-api", namespace=NS, selector=SEL, rules=rules_from_atoms(atoms)
+    )
+
+
+def test_merging_in_two_runs_equals_one_run() -> None:
+    assert merge(render(A), B) == render(A + B)
+    assert merge(render(B), A) == render(A + B)
+
+
+def test_nothing_new_returns_the_existing_text_unchanged() -> None:
+    existing = render(A + B)
+    assert merge(existing, A) is existing
+
+
+def test_render_or_merge_renders_fresh_files() -> None:
+    assert render_or_merge(
+        None, name="cpg-api", namespace=NS, selector=SEL, rules=rules_from_atoms(A)
+    ) == render(A)
+
+
+HUMAN_RULE = (
+    "  # reviewed by alice: the scraper\n"
+    "  - fromEntities:\n"
+    "    - cluster\n"
+    "    toPorts:\n"
+    "    - ports:\n"
+    '      - port: "9100"\n'
+    "        protocol: TCP\n"
+)
+
+
+def with_human_edits(text: str) -> str:
+    text = text.replace("metadata:\n", "# owned by team-api\nmetadata:\n")
+    text = text.replace("  labels:\n", "  labels:\n    team: api\n")
+    text = text.replace("  ingress:\n", "  ingress:\n" + HUMAN_RULE)
+    return text.replace("  # TCP/80 from", "  # approved in CHG-1234\n  # TCP/80 from")
+
+
+def test_human_rules_and_comments_survive_a_merge() -> None:
+    edited = with_human_edits(render(A))
+    merged = merge(edited, B)
+    for kept in (
+        "# owned by team-api\n",
+        "    team: api\n",
+        HUMAN_RULE,
+        "  # approved in CHG-1234\n",
+    ):
+        assert kept in merged
+    # the human comment stays attached to the rule it annotated
+    assert "  # approved in CHG-1234\n  # TCP/80, TCP/443 from default/app=client\n" in merged
+    data = yaml.safe_load(merged)
+    assert data["metadata"]["labels"] == {"team": "api", "app.kubernetes.io/managed-by": "cpg"}
+    assert len(data["spec"]["ingress"]) == 3 and len(data["spec"]["egress"]) == 1
+    assert_crd_valid(merged)
+    # and merging the same flows again changes nothing
+    assert merge(merged, A + B) is merged
+
+
+def test_an_edited_rule_becomes_the_humans_and_is_not_duplicated() -> None:
+    text = render([Atom("ingress", CLIENT, "TCP", 80), Atom("ingress", CLIENT, "TCP", 443)])
+    # The reviewer removes 443 but keeps cpg's comment: the rule no longer matches its comment.
+    edited = text.replace('      - port: "443"\n        protocol: TCP\n', "")
+    merged = merge(edited, [Atom("ingress", CLIENT, "TCP", 80)])
+    assert merged is edited, "port 80 is already allowed by the edited rule"
+    merged = merge(edited, [Atom("ingress", CLIENT, "TCP", 8080)])
+    rules = yaml.safe_load(merged)["spec"]["ingress"]
+    assert len(rules) == 2
+    assert rules[0]["toPorts"][0]["ports"] == [{"port": "80", "protocol": "TCP"}]
+    assert rules[1]["toPorts"][0]["ports"] == [{"port": "8080", "protocol": "TCP"}]
+
+
+def test_new_section_is_added_in_order() -> None:
+    egress_only = render([Atom("egress", CidrPeer("8.8.8.8/32"), "UDP", 53)])
+    assert merge(egress_only, A) == render([*A, Atom("egress", CidrPeer("8.8.8.8/32"), "UDP", 53)])
+    ingress_only = render(A)
+    assert merge(ingress_only, [Atom("egress", CidrPeer("8.8.8.8/32"), "UDP", 53)]) == render(
+        [*A, Atom("egress", CidrPeer("8.8.8.8/32"), "UDP", 53)]
+    )
+
+
+def test_items_indented_under_their_key_are_understood() -> None:
+    indented = (
+        "apiVersion: cilium.io/v2\n"
+        "kind: CiliumNetworkPolicy\n"
+        "metadata:\n"
+        "    name: cpg-api\n"
+        "    namespace: prod\n"
+        "spec:\n"
+        "  endpointSelector:\n"
+        "    matchLabels:\n"
+        "      app: api\n"
+        "  ingress:\n"
+        "    - fromEndpoints:\n"
+        "        - matchLabels:\n"
+        "            app: client\n"
+        "            io.kubernetes.pod.namespace: default\n"
+        "      toPorts:\n"
+        "        - ports:\n"
+        "            - port: '80'\n"
+        "              protocol: TCP\n"
+    )
+    merged = merge(indented, B)
+    assert merged.startswith(indented.split("  ingress:")[0])
+    data = yaml.safe_load(merged)
+    # the human-formatted rule stays as written; host and client:443 are added
+    assert len(data["spec"]["ingress"]) == 3
+    assert data["spec"]["ingress"][0]["toPorts"][0]["ports"] == [{"port": "80", "protocol": "TCP"}]
+    assert merge(merged, A + B) is merged
+    assert_crd_valid(merged)
+
+
+def test_selector_mismatch_is_refused() -> None:
+    other = render_policy("cpg-api", NS, (("app", "other"),), rules_from_atoms(A))
+    with pytest.raises(SelectorMismatchError):
+        merge(other, B)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a: [unclosed\n", "not valid YAML"),
+        ("kind: ConfigMap\nspec: {}\n", "not a CiliumNetworkPolicy"),
+        (
+            "kind: CiliumNetworkPolicy\nspec: {}\n---\nkind: CiliumNetworkPolicy\nspec: {}\n",
+            "exactly one",
+        ),
+        (
+            "kind: CiliumNetworkPolicy\nspec: {endpointSelector: {matchLabels: {app: api}}, ingress: [{}]}\n",
+            "block style",
+        ),
+    ],
+)
+def test_files_cpg_cannot_edit_safely_are_refused_with_a_reason(text: str, message: str) -> None:
+    with pytest.raises(PolicyMergeError, match=message):
+        merge(text, B)
+
+
+def test_coverage_by_human_rules() -> None:
+    atom = Atom("ingress", CLIENT, "TCP", 443)
+    selector = {"matchLabels": {"app": "client", "io.kubernetes.pod.namespace": "default"}}
+    assert covered_by(atom, [{"fromEndpoints": [selector]}], NS)  # L3-only rule
+    assert covered_by(
+        atom,
+        [{"fromEndpoints": [selector], "toPorts": [{"ports": [{"port": "400", "endPort": 500}]}]}],
+        NS,
+    )
+    assert covered_by(
+        atom,
+        [
+            {
+                "fromEndpoints": [selector],
+                "toPorts": [{"ports": [{"port": "443", "protocol": "ANY"}]}],
+            }
+        ],
+        NS,
+    )
+    assert not covered_by(
+        atom,
+        [
+            {
+                "fromEndpoints": [selector],
+                "toPorts": [{"ports": [{"port": "443", "protocol": "UDP"}]}],
+            }
+        ],
+        NS,
+    )
+    # An L7-restricted port does not allow everything on it.
+    assert not covered_by(
+        atom,
+        [
+            {
+                "fromEndpoints": [selector],
+                "toPorts": [{"ports": [{"port": "443"}], "rules": {"http": [{}]}}],
+            }
+        ],
+        NS,
+    )
+    assert not covered_by(atom, [{"fromEndpoints": [{"matchLabels": {"app": "client"}}]}], NS)
+    assert covered_by(
+        Atom("egress", CidrPeer("1.2.3.4/32"), "ICMPv4", 8),
+        [{"toCIDR": ["1.2.3.4/32"], "icmps": [{"fields": [{"type": 8}]}]}],
+        NS,
+    )
+
+
+def test_rules_cpg_added_to_an_indented_list_stay_managed() -> None:
+    text = render(A).replace("  ingress:\n", "  ingress:\n")
+    indented = (
+        "\n".join(
+            ("  " + line)
+            if line.startswith("  ") and not line.startswith("  ingress:") and i > 11
+            else line
+            for i, line in enumerate(text.splitlines())
+        )
+        + "\n"
+    )
+    assert yaml.safe_load(indented) == yaml.safe_load(text)
+    once = merge(indented, B[:1])
+    twice = merge(once, [Atom("ingress", CLIENT, "TCP", 8080)])
+    ports = yaml.safe_load(twice)["spec"]["ingress"][0]["toPorts"][0]["ports"]
+    assert [p["port"] for p in ports] == ["80", "443", "8080"]
+    assert "    # TCP/80, TCP/443, TCP/8080 from default/app=client\n" in twice
