@@ -1,7 +1,7 @@
 """End-to-end replay throughput: ``python benchmarks/replay.py [N]`` (default 1,000,000).
 
-Generates N realistic jsonpb lines (~700 bytes; 40 namespaces × 25 workloads; 20 % are not
-candidates: forwarded, replies, infra drops), runs the installed ``cpg replay`` on them as a
+Generates N realistic jsonpb lines (~750 bytes; 40 namespaces × 25 workloads, each calling a
+handful of services; 20 % are not candidates: forwarded, replies, infra drops), runs the installed ``cpg replay`` on them as a
 subprocess, and prints flows/s, the child's peak RSS and the ratio to plain ``json.loads`` of
 the same lines measured in the same run.
 """
@@ -39,12 +39,26 @@ def _endpoint(rng: random.Random, ns: int, app: int) -> str:
 def generate(path: Path, count: int, seed: int = 7) -> int:
     rng = random.Random(seed)
     endpoints = [[_endpoint(rng, ns, app) for app in range(25)] for ns in range(40)]
+    # Like real traffic: every workload calls a handful of services on a few ports.
+    calls = {
+        (ns, app): [
+            (
+                rng.randrange(40) if rng.random() < 0.3 else ns,
+                rng.randrange(25),
+                rng.choice((80, 443, 5432, 6379, 8080, 8443, 9090, 9100)),
+            )
+            for _ in range(6)
+        ]
+        for ns in range(40)
+        for app in range(25)
+    }
     total = 0
     with path.open("w") as out:
         for i in range(count):
-            sns, dns_ = rng.randrange(40), rng.randrange(40)
-            src = endpoints[sns][rng.randrange(25)]
-            dst = endpoints[dns_][rng.randrange(25)]
+            sns, sapp = rng.randrange(40), rng.randrange(25)
+            dns_, dapp, port = rng.choice(calls[(sns, sapp)])
+            src = endpoints[sns][sapp]
+            dst = endpoints[dns_][dapp]
             roll = rng.random()
             verdict, reason, reply = "DROPPED", "POLICY_DENIED", "false"
             if roll < 0.10:
@@ -54,7 +68,6 @@ def generate(path: Path, count: int, seed: int = 7) -> int:
             elif roll < 0.20:
                 reason = "CT_MAP_INSERTION_FAILED"
             direction = "INGRESS" if i % 2 else "EGRESS"
-            port = rng.choice((80, 443, 5432, 6379, 8080, 8443, 9090, 9100))
             t = f"2026-11-02T10:{(i // 60000) % 60:02d}:{(i // 1000) % 60:02d}.{i % 1000:03d}123456Z"
             reason_part = f',"drop_reason_desc":"{reason}"' if reason else ""
             line = (

@@ -61,7 +61,7 @@ def test_readable_layout_quoted_ports_and_a_comment_per_rule() -> None:
         '      - port: "8443"\n'
         "        protocol: TCP\n"
     )
-    assert_crd_valid(text)
+    assert_crd_valid(text, required=True)
     assert "status" not in text and "creationTimestamp" not in text
 
 
@@ -80,7 +80,7 @@ def test_icmp_never_shares_a_rule_with_ports() -> None:
     assert data[1]["icmps"] == [{"fields": [{"family": "IPv4", "type": 8}]}]
     text = render_policy("cpg-api", "prod", SELECTOR, rules)
     assert "# ICMPv4 type 8 to entity kube-apiserver" in text
-    assert_crd_valid(text)
+    assert_crd_valid(text, required=True)
 
 
 def test_45_ports_are_split_into_port_rules_of_at_most_40() -> None:
@@ -88,21 +88,21 @@ def test_45_ports_are_split_into_port_rules_of_at_most_40() -> None:
     (rule,) = rules_from_atoms(atoms)
     data = rule_to_dict(rule, "prod")
     assert [len(pr["ports"]) for pr in data["toPorts"]] == [40, 5]
-    assert_crd_valid(render(atoms))
+    assert_crd_valid(render(atoms), required=True)
 
 
 def test_45_icmp_types_are_split_too() -> None:
     atoms = [Atom("ingress", CLIENT, "ICMPv6", i) for i in range(45)]
     (rule,) = rules_from_atoms(atoms)
     assert [len(i["fields"]) for i in rule_to_dict(rule, "prod")["icmps"]] == [40, 5]
-    assert_crd_valid(render(atoms))
+    assert_crd_valid(render(atoms), required=True)
 
 
 def test_ipv6_world_peer_gets_128() -> None:
     text = render([Atom("egress", CidrPeer("2001:db8::1/128"), "TCP", 443)])
     assert '- "2001:db8::1/128"' in text
     assert yaml.safe_load(text)["spec"]["egress"][0]["toCIDR"] == ["2001:db8::1/128"]
-    assert_crd_valid(text)
+    assert_crd_valid(text, required=True)
 
 
 def test_canonical_order_ignores_input_order() -> None:

@@ -18,6 +18,7 @@ from cpg_cli.report import format_replay_summary
 from cpg_core.aggregate import AggregateOptions
 from cpg_core.decide import DecideOptions
 from cpg_core.names import is_dns1123_label
+from cpg_io.parallel import default_jobs
 from cpg_io.pipeline import replay as run_replay
 from cpg_io.sources import SourceError, describe_source
 
@@ -137,6 +138,16 @@ def replay(
     log_level: Annotated[
         str, typer.Option("--log-level", help=f"One of {', '.join(LOG_LEVELS)}; logs go to stderr.")
     ] = "warning",
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "-j",
+            "--jobs",
+            min=1,
+            help="Worker processes for large captures (default: one per CPU).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Generate policies from a captured Hubble flow file.
 
@@ -176,7 +187,14 @@ def replay(
         namespaces=frozenset(namespaces),
     )
     try:
-        result = run_replay(file, output_dir, options, dry_run=dry_run, diff=not no_diff)
+        result = run_replay(
+            file,
+            output_dir,
+            options,
+            dry_run=dry_run,
+            diff=not no_diff,
+            jobs=jobs or default_jobs(),
+        )
     except SourceError as exc:
         typer.echo(f"cpg: error: {exc}", err=True)
         raise typer.Exit(1) from None

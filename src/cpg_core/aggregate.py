@@ -44,6 +44,17 @@ class PolicyPlan:
         return self.target.namespace
 
 
+@attrs.frozen(slots=True)
+class AggregateState:
+    decisions: dict[Decision, int]
+    unhandled: dict[Unhandled, int]
+    ignored_protocols: dict[str, int]
+    filtered_namespace: int
+    audit_flows: int
+    findings: list[tuple[str, str, int]]
+    atoms: dict[PolicyTarget, set[tuple[str, Peer, str, int]]]
+
+
 @attrs.define
 class Finding:
     kind: str
@@ -132,6 +143,33 @@ class Aggregator:
                 return
             atoms = self._atoms[target] = set()
         atoms.add(atom)
+
+    def state(self) -> AggregateState:
+        """Everything counted so far as plain values (what a worker hands back)."""
+        return AggregateState(
+            decisions=dict(self.decisions),
+            unhandled=dict(self.unhandled),
+            ignored_protocols=dict(self.ignored_protocols),
+            filtered_namespace=self.filtered_namespace,
+            audit_flows=self.audit_flows,
+            findings=[(f.kind, f.subject, f.count) for f in self.findings.values()],
+            atoms={t: set(a) for t, a in self._atoms.items()},
+        )
+
+    def absorb(self, state: AggregateState) -> None:
+        """Add another aggregator's counts and atoms; the result does not depend on order."""
+        self.decisions.update(state.decisions)
+        self.unhandled.update(state.unhandled)
+        self.ignored_protocols.update(state.ignored_protocols)
+        self.filtered_namespace += state.filtered_namespace
+        self.audit_flows += state.audit_flows
+        for kind, subject, count in state.findings:
+            finding = self.findings.get((kind, subject))
+            if finding is None:
+                finding = self.findings[(kind, subject)] = Finding(kind, subject)
+            finding.count += count
+        for target, atoms in state.atoms.items():
+            self._atoms.setdefault(target, set()).update(atoms)
 
     @property
     def total_flows(self) -> int:

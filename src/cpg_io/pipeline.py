@@ -14,7 +14,8 @@ from cpg_core.flow import Flow
 from cpg_core.labels import format_labels
 from cpg_core.merge import render_or_merge
 from cpg_core.names import policy_name, short_hash
-from cpg_io.sources import ReadStats, open_flow_stream, read_records
+from cpg_io.parallel import aggregate_stream
+from cpg_io.sources import ReadStats, open_flow_stream
 from cpg_io.store import PolicyStore, StoreError, WriteOutcome
 
 
@@ -56,10 +57,11 @@ def replay(
     *,
     dry_run: bool = False,
     diff: bool = True,
+    jobs: int = 1,
 ) -> ReplayResult:
     stats = ReadStats()
     with open_flow_stream(source) as stream:
-        aggregator = aggregate_flows(read_records(stream, stats), options)
+        aggregator = aggregate_stream(stream, options, stats, jobs)
     result = ReplayResult(stats=stats, aggregator=aggregator)
     store = PolicyStore(output_dir)
     for plan in aggregator.plans():

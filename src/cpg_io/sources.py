@@ -10,7 +10,7 @@ import contextlib
 import gzip
 import io
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
 import attrs
@@ -83,8 +83,10 @@ def read_records(
     stream: BinaryIO, stats: ReadStats, parser: FlowParser | None = None
 ) -> Iterator[Flow]:
     """Yield the flows of a JSON-lines stream, updating ``stats`` as it goes."""
-    parse = (parser or FlowParser()).parse
-    loads = orjson.loads
+    return parse_lines(_lines(stream, stats), 1, stats, parser)
+
+
+def _lines(stream: BinaryIO, stats: ReadStats) -> Iterator[bytes]:
     readline = stream.readline
     number = 0
     while True:
@@ -96,19 +98,32 @@ def read_records(
         if not line:
             return
         number += 1
-        stats.lines_read = number
         if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
             while line and not line.endswith(b"\n"):  # skip the rest of the oversized line
                 line = readline(MAX_LINE_BYTES)
-            _malformed(stats, number, f"line longer than {MAX_LINE_BYTES} bytes")
+            yield b"\x00oversized"
             continue
+        yield line
+
+
+def parse_lines(
+    lines: Iterable[bytes], first_line: int, stats: ReadStats, parser: FlowParser | None = None
+) -> Iterator[Flow]:
+    """Parse JSON lines numbered from ``first_line``; count everything that is not a flow."""
+    parse = (parser or FlowParser()).parse
+    loads = orjson.loads
+    number = first_line - 1
+    for line in lines:
+        number += 1
         try:
             record = parse(loads(line))
         except orjson.JSONDecodeError as exc:
             if not line.strip():
                 stats.blank_lines += 1
-                continue
-            _malformed(stats, number, f"not valid JSON ({exc})")
+            elif line == b"\x00oversized" or len(line) > MAX_LINE_BYTES:
+                _malformed(stats, number, f"line longer than {MAX_LINE_BYTES} bytes")
+            else:
+                _malformed(stats, number, f"not valid JSON ({exc})")
             continue
         except FlowParseError as exc:
             _malformed(stats, number, str(exc))
@@ -119,6 +134,43 @@ def read_records(
             stats.lost_events += record.count
         elif type(record) is OtherRecord:
             stats.other_records += 1
+    stats.lines_read += number - first_line + 1
+
+
+def iter_chunks(stream: BinaryIO, stats: ReadStats, size: int) -> Iterator[tuple[int, bytes]]:
+    """Blocks of whole lines, each with the number of its first line."""
+    number = 1
+    rest = b""
+    while True:
+        try:
+            block = stream.read(size)
+        except (EOFError, OSError, gzip.BadGzipFile) as exc:
+            stats.truncated = f"input ended early after line {number - 1}: {exc}"
+            block = b""
+        if not block:
+            if rest:
+                yield number, rest
+            return
+        block = rest + block
+        cut = block.rfind(b"\n") + 1
+        if cut == 0 and len(block) <= MAX_LINE_BYTES:
+            rest = block
+            continue
+        if cut == 0:
+            cut = len(block)  # one oversized line: hand it on to be counted as malformed
+        yield number, block[:cut]
+        number += block.count(b"\n", 0, cut)
+        rest = block[cut:]
+
+
+def merge_stats(total: ReadStats, part: ReadStats) -> None:
+    total.lines_read += part.lines_read
+    total.blank_lines += part.blank_lines
+    total.malformed += part.malformed
+    total.lost_events += part.lost_events
+    total.other_records += part.other_records
+    examples = sorted(total.malformed_examples + part.malformed_examples)
+    total.malformed_examples = examples[:MAX_REPORTED]
 
 
 def _malformed(stats: ReadStats, number: int, why: str) -> None:

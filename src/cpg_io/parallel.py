@@ -1,0 +1,108 @@
+"""Replay on every core: the main process cuts the input into blocks of whole lines, worker
+processes parse and aggregate them, and the partial results are merged. Aggregation does not
+depend on flow order, so the result is the same as a single-process run."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import traceback
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
+from cpg_core.aggregate import AggregateOptions, AggregateState, Aggregator
+from cpg_core.parse import FlowParser
+from cpg_io.sources import ReadStats, iter_chunks, merge_stats, parse_lines
+
+CHUNK_BYTES = 4 * 1024 * 1024
+QUEUE_DEPTH = 4  # blocks in flight per worker: bounds memory whatever the input size
+PARALLEL_AFTER_CHUNKS = 4  # smaller inputs are cheaper to do in-process
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _lines_of(block: bytes) -> list[bytes]:
+    lines = block.split(b"\n")
+    if lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def _consume(blocks: Iterator[tuple[int, bytes]], aggregator: Aggregator, stats: ReadStats) -> None:
+    parser = FlowParser()
+    add = aggregator.add
+    for first, block in blocks:
+        for flow in parse_lines(_lines_of(block), first, stats, parser):
+            add(flow)
+
+
+def _worker(options: AggregateOptions, inbox: Any, outbox: Any) -> None:
+    try:
+        aggregator = Aggregator(options)
+        stats = ReadStats()
+        _consume(iter(inbox.get, None), aggregator, stats)
+        outbox.put(("ok", aggregator.state(), stats))
+    except BaseException:  # report, never hang the parent
+        outbox.put(("error", traceback.format_exc(), None))
+
+
+def aggregate_stream(
+    stream: BinaryIO,
+    options: AggregateOptions,
+    stats: ReadStats,
+    jobs: int,
+    chunk_bytes: int = CHUNK_BYTES,
+) -> Aggregator:
+    """Aggregate every flow of ``stream``; with ``jobs`` > 1 and a large input, in workers."""
+    chunks = iter_chunks(stream, stats, chunk_bytes)
+    head: list[tuple[int, bytes]] = []
+    for chunk in chunks:
+        head.append(chunk)
+        if len(head) >= PARALLEL_AFTER_CHUNKS:
+            break
+    aggregator = Aggregator(options)
+    if jobs <= 1 or len(head) < PARALLEL_AFTER_CHUNKS:
+        local = ReadStats()
+        _consume(_chain(head, chunks), aggregator, local)
+        merge_stats(stats, local)
+        return aggregator
+
+    context: Any = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+    outbox = context.Queue()
+    inboxes = [context.Queue(QUEUE_DEPTH) for _ in range(jobs)]
+    workers = [
+        context.Process(target=_worker, args=(options, inbox, outbox), daemon=True)
+        for inbox in inboxes
+    ]
+    for worker in workers:
+        worker.start()
+    try:
+        for index, chunk in enumerate(_chain(head, chunks)):
+            inboxes[index % jobs].put(chunk)
+        for inbox in inboxes:
+            inbox.put(None)
+        for _ in workers:
+            status, payload, part = outbox.get()
+            if status != "ok":
+                raise RuntimeError(f"a replay worker failed:\n{payload}")
+            assert isinstance(payload, AggregateState) and isinstance(part, ReadStats)
+            aggregator.absorb(payload)
+            merge_stats(stats, part)
+    finally:
+        for worker in workers:
+            worker.join(timeout=5)
+            if worker.is_alive():
+                worker.terminate()
+    return aggregator
+
+
+def _chain(
+    head: list[tuple[int, bytes]], rest: Iterator[tuple[int, bytes]]
+) -> Iterator[tuple[int, bytes]]:
+    yield from head
+    yield from rest
