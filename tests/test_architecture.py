@@ -89,3 +89,11 @@ def test_the_check_itself_catches_a_forbidden_import(tmp_path: Path) -> None:
     sample.write_text("import os\nfrom cpg_io.store import PolicyStore\nopen('x')\n")
     assert {"os", "cpg_io"} <= _imports(sample) & FORBIDDEN_IN_CORE
     assert "open" in _calls(sample)
+
+
+def test_public_api_is_importable_and_small() -> None:
+    import cpg_core
+
+    for name in cpg_core.__all__:
+        assert hasattr(cpg_core, name), name
+    assert len(cpg_core.__all__) < 60

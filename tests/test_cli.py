@@ -83,6 +83,14 @@ def test_example_capture_end_to_end(tmp_path: Path, snapshot: object) -> None:
         for p in pr["ports"]
     }
     assert ingress_ports == {"8080", "8443"}  # not 9090 (AUDIT) and not 41000+ (replies)
+    cart_peers = [
+        s["matchLabels"].get("app")
+        for r in cart["spec"]["egress"]
+        for s in r.get("toEndpoints", [])
+    ]
+    assert "frontend" not in cart_peers, (
+        "reply packets (cart -> frontend) must not open the reverse path"
+    )
     ledger = yaml.safe_load(files["payments/ledger.yaml"])
     assert all(
         s["matchLabels"].get("app") != "cart"
