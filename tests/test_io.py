@@ -145,3 +145,27 @@ def test_chunks_keep_line_numbers_and_whole_lines() -> None:
     assert b"".join(block for _, block in chunks) == data
     for first, block in chunks:
         assert block.startswith(b'{"n": %d}' % (first - 1)) or block == b"tail"
+
+
+def test_a_file_selecting_other_endpoints_is_never_merged_into(tmp_path: Path) -> None:
+    from conftest import endpoint
+    from cpg_core.aggregate import Aggregator
+    from cpg_core.parse import parse_flow
+    from cpg_io.pipeline import write_plan
+
+    def plan_for(labels: str) -> object:
+        agg = Aggregator()
+        agg.add(parse_flow(flow_dict(dst=endpoint("shop", None, labels))))
+        (plan,) = agg.plans()
+        return plan
+
+    store = PolicyStore(tmp_path)
+    first = write_plan(store, plan_for("k8s:app=web"), dry_run=False, diff=False)  # type: ignore[arg-type]
+    original = (tmp_path / "shop" / "web.yaml").read_text()
+    second = write_plan(
+        store, plan_for("k8s:app.kubernetes.io/name=web"), dry_run=False, diff=False
+    )  # type: ignore[arg-type]
+    assert first.outcome == second.outcome == "created"
+    assert (tmp_path / "shop" / "web.yaml").read_text() == original
+    assert second.path != first.path and second.path.name.startswith("web-")
+    assert second.plan is not None and second.plan.name.startswith("cpg-web-")

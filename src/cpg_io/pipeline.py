@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
 from pathlib import Path
 
 import attrs
 
 from cpg_core.aggregate import AggregateOptions, Aggregator, PolicyPlan
 from cpg_core.errors import PolicyMergeError, SelectorMismatchError
-from cpg_core.flow import Flow
 from cpg_core.labels import format_labels
 from cpg_core.merge import render_or_merge
 from cpg_core.names import policy_name, short_hash
@@ -42,14 +40,6 @@ class ReplayResult:
         return [f for f in self.files if f.outcome == "failed"]
 
 
-def aggregate_flows(flows: Iterable[Flow], options: AggregateOptions) -> Aggregator:
-    aggregator = Aggregator(options)
-    add = aggregator.add
-    for flow in flows:
-        add(flow)
-    return aggregator
-
-
 def replay(
     source: str,
     output_dir: Path,
@@ -69,39 +59,31 @@ def replay(
     return result
 
 
-def _with_stem(plan: PolicyPlan, stem: str) -> PolicyPlan:
-    return attrs.evolve(plan, workload=stem, name=policy_name(stem))
+def _prepare(store: PolicyStore, plan: PolicyPlan) -> tuple[Path, str | None, str]:
+    """Path, current text and new text of one policy file."""
+    path = store.path_for(plan.namespace, plan.workload)
+    existing = store.read(path)
+    text = render_or_merge(
+        existing,
+        name=plan.name,
+        namespace=plan.namespace,
+        selector=plan.target.selector,
+        rules=plan.rules,
+        path=str(path),
+    )
+    return path, existing, text
 
 
 def write_plan(store: PolicyStore, plan: PolicyPlan, *, dry_run: bool, diff: bool) -> FileResult:
     """Write (or, in a dry run, diff) one policy. A file that already holds a policy for
     other endpoints under the same name is left alone: this policy gets a suffixed name."""
     try:
-        path = store.path_for(plan.namespace, plan.workload)
-        existing = store.read(path)
         try:
-            text = render_or_merge(
-                existing,
-                name=plan.name,
-                namespace=plan.namespace,
-                selector=plan.target.selector,
-                rules=plan.rules,
-                path=str(path),
-            )
+            path, existing, text = _prepare(store, plan)
         except SelectorMismatchError:
-            plan = _with_stem(
-                plan, f"{plan.workload}-{short_hash(format_labels(plan.target.selector))}"
-            )
-            path = store.path_for(plan.namespace, plan.workload)
-            existing = store.read(path)
-            text = render_or_merge(
-                existing,
-                name=plan.name,
-                namespace=plan.namespace,
-                selector=plan.target.selector,
-                rules=plan.rules,
-                path=str(path),
-            )
+            stem = f"{plan.workload}-{short_hash(format_labels(plan.target.selector))}"
+            plan = attrs.evolve(plan, workload=stem, name=policy_name(stem))
+            path, existing, text = _prepare(store, plan)
     except (PolicyMergeError, StoreError) as exc:
         return FileResult(
             path=store.root / plan.namespace / f"{plan.workload}.yaml",
