@@ -27,7 +27,8 @@ FORBIDDEN_IN_CORE = {
     "http",
     "select",
     "signal",
-    "datetime",
+    "secrets",
+    "uuid",
     "random",
     "grpc",
     "kubernetes",
@@ -41,6 +42,7 @@ FORBIDDEN_IN_CORE = {
     "cpg_mcp",
 }
 FORBIDDEN_CALLS = {"open", "print", "input", "exec", "eval", "breakpoint"}
+CLOCK_CALLS = {"now", "utcnow", "today", "time", "monotonic", "perf_counter"}
 
 
 def _imports(path: Path) -> set[str]:
@@ -55,12 +57,15 @@ def _imports(path: Path) -> set[str]:
 
 
 def _calls(path: Path) -> set[str]:
+    """Names called directly (``open(...)``) and methods called (``datetime.now()``)."""
     tree = ast.parse(path.read_text(), filename=str(path))
-    return {
-        node.func.id
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-    }
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            names.add(node.func.id)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            names.add("." + node.func.attr)
+    return names
 
 
 def test_core_imports_nothing_that_does_io() -> None:
@@ -69,7 +74,7 @@ def test_core_imports_nothing_that_does_io() -> None:
     for path in modules:
         bad = _imports(path) & FORBIDDEN_IN_CORE
         assert not bad, f"{path.name} imports {sorted(bad)}: cpg_core must stay pure"
-        calls = _calls(path) & FORBIDDEN_CALLS
+        calls = _calls(path) & (FORBIDDEN_CALLS | {"." + c for c in CLOCK_CALLS})
         assert not calls, f"{path.name} calls {sorted(calls)}: cpg_core must stay pure"
 
 
@@ -86,9 +91,11 @@ def test_io_layer_holds_no_cli_or_mcp_code() -> None:
 
 def test_the_check_itself_catches_a_forbidden_import(tmp_path: Path) -> None:
     sample = tmp_path / "bad.py"
-    sample.write_text("import os\nfrom cpg_io.store import PolicyStore\nopen('x')\n")
+    sample.write_text(
+        "import os\nfrom cpg_io.store import PolicyStore\nopen('x')\ndatetime.now()\n"
+    )
     assert {"os", "cpg_io"} <= _imports(sample) & FORBIDDEN_IN_CORE
-    assert "open" in _calls(sample)
+    assert {"open", ".now"} <= _calls(sample)
 
 
 def test_public_api_is_importable_and_small() -> None:

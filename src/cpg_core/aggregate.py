@@ -7,17 +7,21 @@ any point. Order of flows never changes the result.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection, Mapping
 
 import attrs
 
+from cpg_core.attribution import RuleStats, flow_class
 from cpg_core.decide import DecideOptions, Decision, decide
 from cpg_core.dropreasons import POLICY_DENIED
-from cpg_core.flow import ICMP_PROTOCOLS, PORT_PROTOCOLS, Flow, Verdict
+from cpg_core.flow import ICMP_PROTOCOLS, PORT_PROTOCOLS, Endpoint, Flow, Verdict
 from cpg_core.labels import format_labels
 from cpg_core.names import policy_name, short_hash
 from cpg_core.rules import EGRESS, INGRESS, Atom, Peer, Rule, rules_from_atoms
 from cpg_core.synthesis import PolicyTarget, Resolved, Resolver, Unhandled, Unresolved
 
+AtomKey = tuple[str, Peer, str, int]
+_ENTRY_CACHE_LIMIT = 65536
 _AUDIT = int(Verdict.AUDIT)
 _DROPPED = int(Verdict.DROPPED)
 
@@ -27,6 +31,8 @@ class AggregateOptions:
     decide: DecideOptions = attrs.Factory(DecideOptions)
     namespaces: frozenset[str] = frozenset()
     """Policy-target namespaces to keep; empty keeps every namespace."""
+    max_samples: int = 10
+    """Sample flows kept per allow entry (0 keeps none)."""
 
 
 @attrs.frozen(slots=True)
@@ -38,6 +44,8 @@ class PolicyPlan:
     """File stem and evidence name; unique within its namespace."""
     name: str
     rules: tuple[Rule, ...]
+    attribution: dict[Atom, RuleStats] = attrs.field(factory=dict, eq=False)
+    """What each allow entry of this run was built from."""
 
     @property
     def namespace(self) -> str:
@@ -52,7 +60,7 @@ class AggregateState:
     filtered_namespace: int
     audit_flows: int
     findings: list[tuple[str, str, int]]
-    atoms: dict[PolicyTarget, set[tuple[str, Peer, str, int]]]
+    atoms: dict[PolicyTarget, dict[AtomKey, RuleStats]]
 
 
 @attrs.define
@@ -77,13 +85,25 @@ class Aggregator:
         self.filtered_namespace = 0
         self.audit_flows = 0
         self.findings: dict[tuple[str, str], Finding] = {}
-        self._atoms: dict[PolicyTarget, set[tuple[str, Peer, str, int]]] = {}
+        self._atoms: dict[PolicyTarget, dict[AtomKey, RuleStats]] = {}
+        self._max_samples = self.options.max_samples
+        # (direction, source, destination, protocol, port) -> stats of its allow entry, for
+        # endpoint and entity peers (a world peer's entry also depends on the flow's IP).
+        self._entries: dict[tuple[int, Endpoint, Endpoint, str, int], RuleStats] = {}
         self._resolver = Resolver()
         self._fast = not self.options.decide.ignore_protocols
 
     @property
     def atoms(self) -> dict[PolicyTarget, set[Atom]]:
         return {t: {Atom(*a) for a in atoms} for t, atoms in self._atoms.items()}
+
+    def attribution(self) -> dict[PolicyTarget, dict[Atom, RuleStats]]:
+        return {t: {Atom(*a): st for a, st in atoms.items()} for t, atoms in self._atoms.items()}
+
+    @property
+    def rule_flows(self) -> int:
+        """Flows that became (part of) an allow entry."""
+        return sum(st.count for atoms in self._atoms.values() for st in atoms.values())
 
     def add(self, flow: Flow) -> Decision:
         if (
@@ -93,6 +113,14 @@ class Aggregator:
             and flow.is_reply is not True
         ):
             decision = Decision.CANDIDATE
+            # The same pods on the same port again: straight to the allow entry's stats.
+            stats = self._entries.get(
+                (flow.direction, flow.source, flow.destination, flow.protocol, flow.port)
+            )
+            if stats is not None:
+                self.decisions[decision] += 1
+                stats.add(flow, "policy", self._max_samples)
+                return decision
         else:
             decision = decide(flow, self.options.decide)
             if flow.verdict == _AUDIT:
@@ -119,12 +147,27 @@ class Aggregator:
             target = resolver.roles(target_ep).target
             peer = resolver.roles(peer_ep).peer
             if type(target) is PolicyTarget and peer is not None and type(peer) is not Unresolved:
-                self._keep(target, (way, peer, protocol, port))  # type: ignore[arg-type]
+                cls = (
+                    "policy"
+                    if flow.drop_reason == POLICY_DENIED and flow.verdict == _DROPPED
+                    else flow_class(flow)
+                )
+                stats = self._keep(target, (way, peer, protocol, port), flow, cls)  # type: ignore[arg-type]
+                if stats is not None:
+                    entries = self._entries
+                    if len(entries) >= _ENTRY_CACHE_LIMIT:
+                        entries.clear()
+                    entries[(direction, flow.source, flow.destination, protocol, port)] = stats
                 return
         result = resolver.resolve(flow)
         if type(result) is Resolved:
             atom = result.atom
-            self._keep(result.target, (atom.direction, atom.peer, atom.protocol, atom.port))
+            self._keep(
+                result.target,
+                (atom.direction, atom.peer, atom.protocol, atom.port),
+                flow,
+                flow_class(flow),
+            )
             return
         assert isinstance(result, Unresolved)
         self.unhandled[result.reason] += 1
@@ -134,15 +177,19 @@ class Aggregator:
             finding = self.findings[key] = Finding(result.reason.value, result.subject)
         finding.count += 1
 
-    def _keep(self, target: PolicyTarget, atom: tuple[str, Peer, str, int]) -> None:
+    def _keep(self, target: PolicyTarget, atom: AtomKey, flow: Flow, cls: str) -> RuleStats | None:
         atoms = self._atoms.get(target)
         if atoms is None:
             namespaces = self.options.namespaces
             if namespaces and target.namespace not in namespaces:
                 self.filtered_namespace += 1
-                return
-            atoms = self._atoms[target] = set()
-        atoms.add(atom)
+                return None
+            atoms = self._atoms[target] = {}
+        stats = atoms.get(atom)
+        if stats is None:
+            stats = atoms[atom] = RuleStats()
+        stats.add(flow, cls, self._max_samples)
+        return stats
 
     def state(self) -> AggregateState:
         """Everything counted so far as plain values (what a worker hands back)."""
@@ -153,7 +200,7 @@ class Aggregator:
             filtered_namespace=self.filtered_namespace,
             audit_flows=self.audit_flows,
             findings=[(f.kind, f.subject, f.count) for f in self.findings.values()],
-            atoms={t: set(a) for t, a in self._atoms.items()},
+            atoms=self._atoms,
         )
 
     def absorb(self, state: AggregateState) -> None:
@@ -168,8 +215,19 @@ class Aggregator:
             if finding is None:
                 finding = self.findings[(kind, subject)] = Finding(kind, subject)
             finding.count += count
+        cap = self._max_samples
+        self._entries.clear()
+        if not self._atoms:  # the first state is adopted as it is
+            self._atoms = dict(state.atoms)
+            return
         for target, atoms in state.atoms.items():
-            self._atoms.setdefault(target, set()).update(atoms)
+            mine = self._atoms.setdefault(target, {})
+            for atom, stats in atoms.items():
+                found = mine.get(atom)
+                if found is None:
+                    mine[atom] = stats
+                else:
+                    found.absorb(stats, cap)
 
     @property
     def total_flows(self) -> int:
@@ -181,10 +239,12 @@ class Aggregator:
 
     def plans(self) -> list[PolicyPlan]:
         """One plan per target, sorted by namespace then workload."""
-        return plan_policies(self.atoms)
+        return plan_policies(self.attribution())
 
 
-def plan_policies(atoms: dict[PolicyTarget, set[Atom]]) -> list[PolicyPlan]:
+def plan_policies(
+    atoms: Mapping[PolicyTarget, Collection[Atom] | Mapping[Atom, RuleStats]],
+) -> list[PolicyPlan]:
     """Name each target and build its canonical rules. Two selectors that would share a
     workload name in one namespace both get a suffix derived from their labels."""
     by_name: dict[tuple[str, str], list[PolicyTarget]] = {}
@@ -202,7 +262,12 @@ def plan_policies(atoms: dict[PolicyTarget, set[Atom]]) -> list[PolicyPlan]:
                     workload=stem,
                     name=policy_name(stem),
                     rules=tuple(rules_from_atoms(atoms[target])),
+                    attribution=_stats_of(atoms[target]),
                 )
             )
     plans.sort(key=lambda p: (p.target.namespace, p.workload))
     return plans
+
+
+def _stats_of(atoms: Collection[Atom] | Mapping[Atom, RuleStats]) -> dict[Atom, RuleStats]:
+    return dict(atoms) if isinstance(atoms, Mapping) else {}

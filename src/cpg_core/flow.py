@@ -37,7 +37,7 @@ PORT_PROTOCOLS = frozenset({TCP, UDP, SCTP})
 ICMP_PROTOCOLS = frozenset({ICMPV4, ICMPV6})
 
 
-@attrs.frozen(slots=True, cache_hash=True)
+@attrs.frozen(slots=True, cache_hash=True, order=True)
 class Endpoint:
     """One side of a flow. ``labels`` keep Cilium's ``source:key=value`` strings in flow order."""
 
@@ -46,6 +46,10 @@ class Endpoint:
     identity: int = 0
     pod_name: str = ""
     cluster_name: str = ""
+
+    def __reduce__(self) -> tuple[type[Endpoint], tuple[object, ...]]:
+        # Positional and compact: worker processes hand many of these back.
+        return (Endpoint, attrs.astuple(self, recurse=False))
 
 
 EMPTY_ENDPOINT = Endpoint()
@@ -112,6 +116,9 @@ class Flow:
     egress_denied_by: tuple[PolicyRef, ...] = ()
     drop_reason_text: str = ""
     """The drop reason name exactly as given when cpg does not know it (else "")."""
+
+    def __reduce__(self) -> tuple[type[Flow], tuple[object, ...]]:
+        return (Flow, attrs.astuple(self, recurse=False))
 
 
 @attrs.frozen(slots=True)

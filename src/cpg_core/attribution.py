@@ -1,0 +1,152 @@
+"""Per-rule attribution: how many flows asked for an allow entry, when, of which kind, and a
+few sample flows (the newest, chosen by content so the choice never depends on flow order)."""
+
+from __future__ import annotations
+
+import bisect
+from datetime import UTC, datetime
+from typing import Any
+
+import attrs
+
+from cpg_core.dropreasons import classify_reason, reason_name
+from cpg_core.flow import Endpoint, Flow, Verdict
+from cpg_core.labels import select_labels, workload_name
+
+ZERO_TIME = ""
+_AUDIT = int(Verdict.AUDIT)
+_VERDICT_NAMES = {int(v): v.name for v in Verdict}
+
+
+def time_key(text: str) -> str:
+    """An RFC 3339 time as UTC with nine fractional digits, so that keys sort as times do.
+    "" for an absent or unreadable time."""
+    if len(text) == 30 and text[-1] == "Z" and text[19] == ".":
+        return text  # Hubble's own nanosecond form
+    if not text:
+        return ZERO_TIME
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return ZERO_TIME
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    moment = moment.astimezone(UTC)
+    fraction = ""
+    if "." in text:  # keep nanoseconds that datetime cannot hold
+        digits = text.split(".", 1)[1]
+        digits = "".join(c for c in digits[:9] if c.isdigit())
+        fraction = digits.ljust(9, "0")
+    else:
+        fraction = "000000000"
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + "." + fraction + "Z"
+
+
+def flow_class(flow: Flow) -> str:
+    """Why this flow was a candidate: ``audit``, ``policy`` (POLICY_DENIED) or ``unknown``."""
+    if flow.verdict == _AUDIT:
+        return "audit"
+    return classify_reason(flow.drop_reason).value
+
+
+Sample = tuple[str, str, str, str, str, int, int, str, Endpoint, Endpoint]
+"""(time key, uuid, source IP, destination IP, node, verdict, drop reason, reason text,
+source, destination): compact, and ordered by time then content so the choice of samples
+never depends on the order flows arrived in."""
+
+
+def sample_of(flow: Flow, key: str) -> Sample:
+    return (
+        key,
+        flow.uuid,
+        flow.source_ip,
+        flow.destination_ip,
+        flow.node_name,
+        flow.verdict,
+        flow.drop_reason,
+        flow.drop_reason_text,
+        flow.source,
+        flow.destination,
+    )
+
+
+@attrs.define(slots=True)
+class RuleStats:
+    """What one allow entry (direction, peer, protocol, port) was built from."""
+
+    count: int = 0
+    first: str = ZERO_TIME
+    last: str = ZERO_TIME
+    classes: dict[str, int] = attrs.Factory(dict)
+    samples: list[Sample] = attrs.Factory(list)
+    """The newest samples, sorted oldest first."""
+
+    def add(self, flow: Flow, flow_cls: str, max_samples: int) -> None:
+        self.count += 1
+        text = flow.time
+        key = text if (len(text) == 30 and text[-1] == "Z") else time_key(text)
+        newest = key > self.last
+        if key:
+            if not self.first or key < self.first:
+                self.first = key
+            if newest:
+                self.last = key
+        classes = self.classes
+        classes[flow_cls] = classes.get(flow_cls, 0) + 1
+        if max_samples:
+            samples = self.samples
+            if newest:  # the usual case: flows arrive in time order
+                samples.append(sample_of(flow, key))
+            else:
+                sample = sample_of(flow, key)
+                if len(samples) >= max_samples and sample <= samples[0]:
+                    return
+                bisect.insort(samples, sample)
+            if len(samples) > max_samples:
+                del samples[0]
+
+    def absorb(self, other: RuleStats, max_samples: int) -> None:
+        self.count += other.count
+        if other.first and (not self.first or other.first < self.first):
+            self.first = other.first
+        self.last = max(self.last, other.last)
+        for cls, n in other.classes.items():
+            self.classes[cls] = self.classes.get(cls, 0) + n
+        merged = sorted(self.samples + other.samples)
+        self.samples = merged[-max_samples:] if max_samples else []
+
+    def newest(self, limit: int) -> list[Sample]:
+        """The ``limit`` newest distinct samples, oldest first."""
+        return sorted(set(self.samples))[-limit:] if limit else []
+
+
+def _side(endpoint: Endpoint, ip: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    if endpoint.namespace:
+        out["namespace"] = endpoint.namespace
+    workload = workload_name(select_labels(endpoint.labels))
+    if workload:
+        out["workload"] = workload
+    if endpoint.pod_name:
+        out["pod"] = endpoint.pod_name
+    if ip:
+        out["ip"] = ip
+    return out
+
+
+def sample_record(flow: Flow, protocol: str, port: int) -> dict[str, Any]:
+    """One evidence sample, field names as in the Go tool's schema v2 (plus ``node``)."""
+    record: dict[str, Any] = {
+        "time": time_key(flow.time),
+        "src": _side(flow.source, flow.source_ip),
+        "dst": _side(flow.destination, flow.destination_ip),
+        "port": port,
+        "protocol": protocol,
+        "verdict": Verdict(flow.verdict).name
+        if flow.verdict in Verdict._value2member_map_
+        else str(flow.verdict),
+        "drop_reason": flow.drop_reason_text or reason_name(flow.drop_reason),
+    }
+    if flow.node_name:
+        record["node"] = flow.node_name
+    return record
