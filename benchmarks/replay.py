@@ -100,11 +100,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="cpg-bench-") as tmp:
         capture = Path(tmp) / "flows.jsonl"
         size = generate(capture, count)
+        os.sync()  # the capture's own writeback must not be timed as cpg's
         print(f"generated {count:,} flows, {size / count:.0f} bytes/line on average")
         loads_s = time_json_loads(capture)
         start = time.perf_counter()
         proc = subprocess.run(
-            [cpg, "replay", str(capture), "-o", str(Path(tmp) / "policies")],
+            [
+                cpg,
+                "replay",
+                str(capture),
+                "-o",
+                str(Path(tmp) / "policies"),
+                "--evidence-dir",
+                str(Path(tmp) / "evidence"),
+            ],
             capture_output=True,
             text=True,
             env={**os.environ, "NO_COLOR": "1"},

@@ -48,6 +48,14 @@ def assert_crd_valid(text: str, *, required: bool = False) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _private_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Evidence written by tests (and by cpg subprocesses) never lands in the real cache."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+
+
+@pytest.fixture(autouse=True)
 def _validate_written_policies(request: pytest.FixtureRequest) -> Iterator[None]:
     """Every policy YAML a test leaves in its tmp_path must validate against the CRD."""
     if "tmp_path" not in request.fixturenames or not CRD_PATH.exists():

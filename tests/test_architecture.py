@@ -36,7 +36,6 @@ FORBIDDEN_IN_CORE = {
     "typer",
     "rich",
     "click",
-    "orjson",
     "cpg_io",
     "cpg_cli",
     "cpg_mcp",

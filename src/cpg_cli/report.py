@@ -74,4 +74,8 @@ def format_replay_summary(
             f"Policies in {output_dir}: {created} created, {updated} updated, {unchanged} unchanged"
             + (f", {failed} failed" if failed else "")
         )
+    if result.evidence_dir is not None:
+        lines.append(
+            f"Evidence in {result.evidence_dir} (see: cpg explain NAMESPACE/WORKLOAD -o {output_dir})"
+        )
     return "\n".join(lines)

@@ -4,6 +4,7 @@ few sample flows (the newest, chosen by content so the choice never depends on f
 from __future__ import annotations
 
 import bisect
+import functools
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,7 +14,7 @@ from cpg_core.dropreasons import classify_reason, reason_name
 from cpg_core.flow import Endpoint, Flow, Verdict
 from cpg_core.labels import select_labels, workload_name
 
-ZERO_TIME = ""
+NO_TIME = ""
 _AUDIT = int(Verdict.AUDIT)
 _VERDICT_NAMES = {int(v): v.name for v in Verdict}
 
@@ -24,11 +25,11 @@ def time_key(text: str) -> str:
     if len(text) == 30 and text[-1] == "Z" and text[19] == ".":
         return text  # Hubble's own nanosecond form
     if not text:
-        return ZERO_TIME
+        return NO_TIME
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
-        return ZERO_TIME
+        return NO_TIME
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     moment = moment.astimezone(UTC)
@@ -75,8 +76,8 @@ class RuleStats:
     """What one allow entry (direction, peer, protocol, port) was built from."""
 
     count: int = 0
-    first: str = ZERO_TIME
-    last: str = ZERO_TIME
+    first: str = NO_TIME
+    last: str = NO_TIME
     classes: dict[str, int] = attrs.Factory(dict)
     samples: list[Sample] = attrs.Factory(list)
     """The newest samples, sorted oldest first."""
@@ -120,11 +121,18 @@ class RuleStats:
         return sorted(set(self.samples))[-limit:] if limit else []
 
 
+@functools.lru_cache(maxsize=16384)
+def _workload_of(labels: tuple[str, ...]) -> str:
+    return workload_name(select_labels(labels))
+
+
+@functools.lru_cache(maxsize=65536)
 def _side(endpoint: Endpoint, ip: str) -> dict[str, str]:
+    """One side of a sample (shared between samples: never mutate it)."""
     out: dict[str, str] = {}
     if endpoint.namespace:
         out["namespace"] = endpoint.namespace
-    workload = workload_name(select_labels(endpoint.labels))
+    workload = _workload_of(endpoint.labels)
     if workload:
         out["workload"] = workload
     if endpoint.pod_name:
@@ -134,19 +142,18 @@ def _side(endpoint: Endpoint, ip: str) -> dict[str, str]:
     return out
 
 
-def sample_record(flow: Flow, protocol: str, port: int) -> dict[str, Any]:
+def sample_record(sample: Sample, protocol: str, port: int) -> dict[str, Any]:
     """One evidence sample, field names as in the Go tool's schema v2 (plus ``node``)."""
+    key, _uuid, src_ip, dst_ip, node, verdict, reason, reason_text, src, dst = sample
     record: dict[str, Any] = {
-        "time": time_key(flow.time),
-        "src": _side(flow.source, flow.source_ip),
-        "dst": _side(flow.destination, flow.destination_ip),
+        "time": key or "0001-01-01T00:00:00Z",
+        "src": _side(src, src_ip),
+        "dst": _side(dst, dst_ip),
         "port": port,
         "protocol": protocol,
-        "verdict": Verdict(flow.verdict).name
-        if flow.verdict in Verdict._value2member_map_
-        else str(flow.verdict),
-        "drop_reason": flow.drop_reason_text or reason_name(flow.drop_reason),
+        "verdict": _VERDICT_NAMES.get(verdict, str(verdict)),
+        "drop_reason": reason_text or reason_name(reason),
     }
-    if flow.node_name:
-        record["node"] = flow.node_name
+    if node:
+        record["node"] = node
     return record

@@ -61,6 +61,10 @@ _FLOW_KEYS = frozenset(
 )
 _ENDPOINT_CACHE_LIMIT = 65536
 _NO_IP: dict[str, str] = {}
+# Fields most flows lack: looked up only when one of them is there.
+_RARE_KEYS = frozenset(
+    {"l7", "source_names", "destination_names", "ingress_denied_by", "egress_denied_by"}
+)
 # The protojson JSON names that differ from the proto names cpg reads.
 _CAMEL_TO_SNAKE = {
     "dropReasonDesc": "drop_reason_desc",
@@ -228,12 +232,9 @@ class FlowParser:
         namespace = value.get("namespace", "")
         labels = value.get("labels", ())
         identity = value.get("identity", 0)
-        pod_name = value.get("pod_name")
-        if pod_name is None:
-            pod_name = value.get("podName", "")
-        cluster = value.get("cluster_name")
-        if cluster is None:
-            cluster = value.get("clusterName", "")
+        # lowerCamelCase input was already rewritten to these names (see _CAMEL_MARKERS).
+        pod_name = value.get("pod_name", "")
+        cluster = value.get("cluster_name", "")
         if type(labels) is list:
             labels = tuple(labels)
         key = (namespace, labels, identity, pod_name, cluster)
@@ -332,11 +333,13 @@ class FlowParser:
             _as_str(src_ip, "IP.source")
             _as_str(dst_ip, "IP.destination")
             _as_str(node, "node_name")
-        l7_raw = get("l7")
-        src_names = get("source_names")
-        dst_names = get("destination_names")
-        in_denied = get("ingress_denied_by")
-        eg_denied = get("egress_denied_by")
+        l7_raw = src_names = dst_names = in_denied = eg_denied = None
+        if not f.keys().isdisjoint(_RARE_KEYS):
+            l7_raw = get("l7")
+            src_names = get("source_names")
+            dst_names = get("destination_names")
+            in_denied = get("ingress_denied_by")
+            eg_denied = get("egress_denied_by")
         return Flow(
             time,
             uuid,

@@ -5,6 +5,7 @@ depend on flow order, so the result is the same as a single-process run."""
 from __future__ import annotations
 
 import gc
+import itertools
 import multiprocessing
 import os
 import traceback
@@ -13,7 +14,7 @@ from typing import Any, BinaryIO
 
 from cpg_core.aggregate import AggregateOptions, AggregateState, Aggregator
 from cpg_core.parse import FlowParser
-from cpg_io.sources import ReadStats, iter_chunks, merge_stats, parse_lines
+from cpg_io.sources import ReadStats, feed_lines, iter_chunks, merge_stats
 
 CHUNK_BYTES = 4 * 1024 * 1024
 QUEUE_DEPTH = 4  # blocks in flight per worker: bounds memory whatever the input size
@@ -43,8 +44,7 @@ def _consume(blocks: Iterator[tuple[int, bytes]], aggregator: Aggregator, stats:
     gc.disable()
     try:
         for first, block in blocks:
-            for flow in parse_lines(_lines_of(block), first, stats, parser):
-                add(flow)
+            feed_lines(_lines_of(block), first, stats, parser, add)
     finally:
         if was_enabled:
             gc.enable()
@@ -115,3 +115,109 @@ def _chain(
 ) -> Iterator[tuple[int, bytes]]:
     yield from head
     yield from rest
+
+
+# --- a plain file on disk: workers read their own byte ranges ----------------------------
+
+
+def line_ranges(path: str, chunk_bytes: int) -> list[tuple[int, int]]:
+    """Byte ranges of roughly ``chunk_bytes`` that start and end on line boundaries."""
+    size = os.path.getsize(path)
+    bounds = [0]
+    with open(path, "rb") as handle:
+        while bounds[-1] + chunk_bytes < size:
+            handle.seek(bounds[-1] + chunk_bytes)
+            position = handle.tell()
+            while True:
+                block = handle.read(65536)
+                if not block:
+                    position = size
+                    break
+                cut = block.find(b"\n")
+                if cut >= 0:
+                    position += cut + 1
+                    break
+                position += len(block)
+            if position >= size:
+                break
+            bounds.append(position)
+    bounds.append(size)
+    return list(itertools.pairwise(bounds))
+
+
+ChunkReport = tuple[int, int, list[tuple[int, str]]]
+"""(chunk index, lines in the chunk, malformed examples numbered within the chunk)."""
+
+
+def _range_worker(
+    path: str,
+    ranges: list[tuple[int, tuple[int, int]]],
+    options: AggregateOptions,
+    outbox: Any,
+) -> None:
+    try:
+        aggregator = Aggregator(options)
+        parser = FlowParser()
+        total = ReadStats()
+        reports: list[ChunkReport] = []
+        gc.disable()  # see _consume
+        with open(path, "rb") as handle:
+            for index, (start, stop) in ranges:
+                handle.seek(start)
+                lines = _lines_of(handle.read(stop - start))
+                chunk = ReadStats()
+                feed_lines(lines, 1, chunk, parser, aggregator.add)
+                reports.append((index, len(lines), chunk.malformed_examples))
+                chunk.malformed_examples = []
+                merge_stats(total, chunk)
+        outbox.put(("ok", aggregator.state(), (total, reports)))
+    except BaseException:
+        outbox.put(("error", traceback.format_exc(), None))
+
+
+def aggregate_file(
+    path: str,
+    options: AggregateOptions,
+    stats: ReadStats,
+    jobs: int,
+    chunk_bytes: int = CHUNK_BYTES,
+) -> Aggregator | None:
+    """Aggregate a plain (uncompressed) file in ``jobs`` processes that each read their own
+    ranges: no data crosses a pipe. None when the file is too small to be worth it."""
+    ranges = line_ranges(path, chunk_bytes)
+    if jobs <= 1 or len(ranges) < PARALLEL_AFTER_CHUNKS:
+        return None
+    context: Any = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+    outbox = context.Queue()
+    indexed = list(enumerate(ranges))
+    workers = [
+        context.Process(
+            target=_range_worker, args=(path, indexed[w::jobs], options, outbox), daemon=True
+        )
+        for w in range(jobs)
+    ]
+    for worker in workers:
+        worker.start()
+    aggregator = Aggregator(options)
+    reports: list[ChunkReport] = []
+    try:
+        for _ in workers:
+            status, payload, extra = outbox.get()
+            if status != "ok":
+                raise RuntimeError(f"a replay worker failed:\n{payload}")
+            part, chunk_reports = extra
+            aggregator.absorb(payload)
+            merge_stats(stats, part)
+            reports.extend(chunk_reports)
+    finally:
+        for worker in workers:
+            worker.join(timeout=5)
+            if worker.is_alive():
+                worker.terminate()
+    first_line = 1
+    examples: list[tuple[int, str]] = []
+    for _index, count, found in sorted(reports):
+        examples.extend((first_line + line - 1, why) for line, why in found)
+        first_line += count
+    merge_stats(stats, ReadStats(malformed_examples=examples))
+    return aggregator

@@ -3,18 +3,29 @@
 from __future__ import annotations
 
 import difflib
+import gc
+import os
+import secrets
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
 
 import attrs
 
 from cpg_core.aggregate import AggregateOptions, Aggregator, PolicyPlan
 from cpg_core.errors import PolicyMergeError, SelectorMismatchError
+from cpg_core.evidence import EvidenceError, SessionInfo, merge_evidence, rule_records
 from cpg_core.labels import format_labels
 from cpg_core.merge import render_or_merge
 from cpg_core.names import policy_name, short_hash
-from cpg_io.parallel import aggregate_stream
-from cpg_io.sources import ReadStats, open_flow_stream
-from cpg_io.store import PolicyStore, StoreError, WriteOutcome
+from cpg_io.evidence_store import EvidenceStore
+from cpg_io.parallel import aggregate_file, aggregate_stream
+from cpg_io.sources import ReadStats, is_gzip, open_flow_stream
+from cpg_io.store import PolicyStore, StagedWrites, StoreError, WriteOutcome
+from cpg_io.version import cpg_version
+
+WRITER_THREADS = 4
 
 
 @attrs.define
@@ -26,11 +37,22 @@ class FileResult:
     error: str = ""
 
 
+@attrs.frozen
+class EvidenceSettings:
+    root: Path
+    max_samples: int = 10
+    max_sessions: int = 10
+
+
 @attrs.define
 class ReplayResult:
     stats: ReadStats
     aggregator: Aggregator
     files: list[FileResult] = attrs.Factory(list)
+    session: SessionInfo | None = None
+    evidence_dir: Path | None = None
+    """Where this output dir's evidence lives (None when evidence was not written)."""
+    evidence_errors: list[str] = attrs.Factory(list)
 
     def count(self, outcome: str) -> int:
         return sum(1 for f in self.files if f.outcome == outcome)
@@ -38,6 +60,19 @@ class ReplayResult:
     @property
     def failed(self) -> list[FileResult]:
         return [f for f in self.files if f.outcome == "failed"]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def rfc3339(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def new_session_id(started: datetime) -> str:
+    """``<UTC start>-<4 random hex>``: sortable, and unique across concurrent runs."""
+    return f"{started.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}-{secrets.token_hex(2)}"
 
 
 def replay(
@@ -48,15 +83,82 @@ def replay(
     dry_run: bool = False,
     diff: bool = True,
     jobs: int = 1,
+    evidence: EvidenceSettings | None = None,
+    clock: Callable[[], datetime] = utc_now,
+    session_id: str | None = None,
 ) -> ReplayResult:
+    """Replay one capture into ``output_dir`` (and its evidence), or diff it in a dry run."""
+    started = clock()
     stats = ReadStats()
     with open_flow_stream(source) as stream:
-        aggregator = aggregate_stream(stream, options, stats, jobs)
+        plain_file = source != "-" and not is_gzip(stream)
+        found = aggregate_file(source, options, stats, jobs) if plain_file and jobs > 1 else None
+        aggregator = found or aggregate_stream(stream, options, stats, jobs)
     result = ReplayResult(stats=stats, aggregator=aggregator)
-    store = PolicyStore(output_dir)
-    for plan in aggregator.plans():
-        result.files.append(write_plan(store, plan, dry_run=dry_run, diff=diff))
+    # The aggregate is large and acyclic: keep the cycle collector from rescanning it while
+    # the files are rendered.
+    gc.freeze()
+    evidence_store: EvidenceStore | None = None
+    if evidence is not None and not dry_run:
+        total = aggregator.total_flows
+        result.session = SessionInfo(
+            id=session_id or new_session_id(started),
+            started_at=rfc3339(started),
+            ended_at=rfc3339(clock()),
+            cpg_version=cpg_version(),
+            source_type="replay",
+            source_file="" if source == "-" else os.path.abspath(source),
+            flows_ingested=total,
+            flows_unhandled=total - aggregator.rule_flows,
+        )
+    batch = StagedWrites()
+    if evidence is not None and not dry_run:
+        evidence_store = EvidenceStore(evidence.root, output_dir, batch)
+        result.evidence_dir = evidence_store.base
+    store = PolicyStore(output_dir, batch)
+
+    def one(plan: PolicyPlan) -> tuple[FileResult, str | None]:
+        written = write_plan(store, plan, dry_run=dry_run, diff=diff)
+        error = None
+        if evidence_store is not None and written.plan is not None and written.outcome != "failed":
+            assert evidence is not None and result.session is not None
+            error = write_evidence(evidence_store, written.plan, result.session, evidence)
+        return written, error
+
+    # Policies and their evidence are staged together, then made durable and renamed into
+    # place as one batch (one sync, not one fsync per file).
+    try:
+        with ThreadPoolExecutor(WRITER_THREADS) as pool:
+            done = list(pool.map(one, aggregator.plans()))
+        batch.commit()
+    except BaseException:
+        batch.abort()
+        raise
+    result.files = [written for written, _ in done]
+    result.evidence_errors = [error for _, error in done if error is not None]
     return result
+
+
+def write_evidence(
+    store: EvidenceStore, plan: PolicyPlan, session: SessionInfo, settings: EvidenceSettings
+) -> str | None:
+    """Fold this session's attribution into one policy's evidence; the error, if any."""
+    try:
+        existing = store.read(plan.namespace, plan.workload)
+        doc = merge_evidence(
+            existing,
+            name=plan.name,
+            namespace=plan.namespace,
+            workload=plan.workload,
+            session=session,
+            rules=rule_records(plan.attribution, session.id, settings.max_samples),
+            max_samples=settings.max_samples,
+            max_sessions=settings.max_sessions,
+        )
+        store.write(plan.namespace, plan.workload, doc)
+    except (EvidenceError, StoreError) as exc:
+        return str(exc)
+    return None
 
 
 def _prepare(store: PolicyStore, plan: PolicyPlan) -> tuple[Path, str | None, str]:

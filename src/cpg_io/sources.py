@@ -10,7 +10,7 @@ import contextlib
 import gzip
 import io
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO
 
 import attrs
@@ -79,11 +79,25 @@ def open_flow_stream(path: str) -> Iterator[BinaryIO]:
             raw.close()
 
 
+def is_gzip(stream: BinaryIO) -> bool:
+    """Whether :func:`open_flow_stream` unwrapped gzip for this stream."""
+    return isinstance(stream, gzip.GzipFile)
+
+
 def read_records(
     stream: BinaryIO, stats: ReadStats, parser: FlowParser | None = None
 ) -> Iterator[Flow]:
     """Yield the flows of a JSON-lines stream, updating ``stats`` as it goes."""
-    return parse_lines(_lines(stream, stats), 1, stats, parser)
+    parser = parser or FlowParser()
+    batch: list[bytes] = []
+    first = 1
+    for line in _lines(stream, stats):
+        batch.append(line)
+        if len(batch) >= 1024:
+            yield from parse_lines(batch, first, stats, parser)
+            first += len(batch)
+            batch = []
+    yield from parse_lines(batch, first, stats, parser)
 
 
 def _lines(stream: BinaryIO, stats: ReadStats) -> Iterator[bytes]:
@@ -101,16 +115,32 @@ def _lines(stream: BinaryIO, stats: ReadStats) -> Iterator[bytes]:
         if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
             while line and not line.endswith(b"\n"):  # skip the rest of the oversized line
                 line = readline(MAX_LINE_BYTES)
-            yield b"\x00oversized"
+            yield _OVERSIZED
             continue
         yield line
 
 
+_OVERSIZED = b"\x00oversized"  # stands for a line too long to keep; never valid JSON
+
+
 def parse_lines(
     lines: Iterable[bytes], first_line: int, stats: ReadStats, parser: FlowParser | None = None
-) -> Iterator[Flow]:
-    """Parse JSON lines numbered from ``first_line``; count everything that is not a flow."""
-    parse = (parser or FlowParser()).parse
+) -> list[Flow]:
+    """The flows of JSON lines numbered from ``first_line``; everything else is counted."""
+    flows: list[Flow] = []
+    feed_lines(lines, first_line, stats, parser or FlowParser(), flows.append)
+    return flows
+
+
+def feed_lines(
+    lines: Iterable[bytes],
+    first_line: int,
+    stats: ReadStats,
+    parser: FlowParser,
+    sink: Callable[[Flow], object],
+) -> None:
+    """Parse JSON lines numbered from ``first_line`` and hand each flow to ``sink``."""
+    parse = parser.parse
     loads = orjson.loads
     number = first_line - 1
     for line in lines:
@@ -120,7 +150,7 @@ def parse_lines(
         except orjson.JSONDecodeError as exc:
             if not line.strip():
                 stats.blank_lines += 1
-            elif line == b"\x00oversized" or len(line) > MAX_LINE_BYTES:
+            elif line == _OVERSIZED or len(line) > MAX_LINE_BYTES:
                 _malformed(stats, number, f"line longer than {MAX_LINE_BYTES} bytes")
             else:
                 _malformed(stats, number, f"not valid JSON ({exc})")
@@ -129,7 +159,7 @@ def parse_lines(
             _malformed(stats, number, str(exc))
             continue
         if type(record) is Flow:
-            yield record
+            sink(record)
         elif type(record) is LostEvents:
             stats.lost_events += record.count
         elif type(record) is OtherRecord:

@@ -1,0 +1,213 @@
+"""``cpg replay``: generate policies (and their evidence) from a captured flow file."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cpg_cli.report import format_replay_summary
+from cpg_core.aggregate import AggregateOptions
+from cpg_core.decide import DecideOptions
+from cpg_core.names import is_dns1123_label
+from cpg_io.evidence_store import default_evidence_root
+from cpg_io.parallel import default_jobs
+from cpg_io.pipeline import EvidenceSettings
+from cpg_io.pipeline import replay as run_replay
+from cpg_io.sources import SourceError, describe_source
+from cpg_io.store import StoreError
+
+log = logging.getLogger("cpg")
+
+PROTOCOLS = ("tcp", "udp", "sctp", "icmpv4", "icmpv6")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def split_values(values: list[str]) -> list[str]:
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+def setup_logging(level: str) -> None:
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=getattr(logging, level.upper()),
+        format="cpg: %(levelname)s: %(message)s",
+        force=True,
+    )
+
+
+def replay(
+    file: Annotated[
+        str,
+        typer.Argument(
+            metavar="FILE|-",
+            help="Capture from 'hubble observe -o jsonpb' (plain or gzip), or - for stdin.",
+            show_default=False,
+        ),
+    ],
+    namespace: Annotated[
+        list[str],
+        typer.Option(
+            "-n",
+            "--namespace",
+            help="Only write policies for workloads in this namespace (repeat or comma-separate).",
+            show_default=False,
+        ),
+    ] = [],  # noqa: B006 - Typer reads the default, never mutates it
+    all_namespaces: Annotated[
+        bool,
+        typer.Option(
+            "-A", "--all-namespaces", help="Write policies for every namespace (the default)."
+        ),
+    ] = False,
+    output_dir: Annotated[
+        Path, typer.Option("-o", "--output-dir", help="Where policies are written.")
+    ] = Path("policies"),
+    include_audit: Annotated[
+        bool,
+        typer.Option(
+            "--include-audit",
+            help="Also turn AUDIT-verdict flows (policy audit mode) into rules.",
+        ),
+    ] = False,
+    ignore_protocol: Annotated[
+        list[str],
+        typer.Option(
+            "--ignore-protocol",
+            help=f"Skip flows of this L4 protocol ({', '.join(PROTOCOLS)}); repeatable.",
+            show_default=False,
+        ),
+    ] = [],  # noqa: B006
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Write nothing; print a unified diff of every file that would change."
+        ),
+    ] = False,
+    no_diff: Annotated[
+        bool, typer.Option("--no-diff", help="With --dry-run, list the files without their diffs.")
+    ] = False,
+    log_level: Annotated[
+        str, typer.Option("--log-level", help=f"One of {', '.join(LOG_LEVELS)}; logs go to stderr.")
+    ] = "warning",
+    evidence_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--evidence-dir",
+            help="Evidence root (default $XDG_CACHE_HOME/cpg/evidence, else ~/.cache/cpg/evidence).",
+            show_default=False,
+        ),
+    ] = None,
+    no_evidence: Annotated[
+        bool, typer.Option("--no-evidence", help="Do not record the flows behind each rule.")
+    ] = False,
+    evidence_samples: Annotated[
+        int, typer.Option("--evidence-samples", min=0, help="Sample flows kept per rule (newest).")
+    ] = 10,
+    evidence_sessions: Annotated[
+        int,
+        typer.Option(
+            "--evidence-sessions", min=0, help="Runs kept per policy's evidence (newest)."
+        ),
+    ] = 10,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "-j",
+            "--jobs",
+            min=1,
+            help="Worker processes for large captures (default: one per CPU).",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Generate policies from a captured Hubble flow file.
+
+    Capture with:  hubble observe --verdict DROPPED -o jsonpb > drops.jsonl
+
+    Only drops that a missing allow rule explains (POLICY_DENIED, and AUDIT with
+    --include-audit) become rules. Explicit denies, infrastructure drops and reply packets are
+    counted in the summary and never allowed. Existing files are merged: rules and comments
+    you added are kept, and a file is only rewritten when its content changes.
+    """
+    level = log_level.lower()
+    if level not in LOG_LEVELS:
+        raise typer.BadParameter(
+            f"{log_level!r} is not one of {', '.join(LOG_LEVELS)}", param_hint="--log-level"
+        )
+    setup_logging(level)
+    namespaces = split_values(namespace)
+    if namespaces and all_namespaces:
+        raise typer.BadParameter(
+            "use either --namespace or --all-namespaces, not both", param_hint="-n/-A"
+        )
+    for ns in namespaces:
+        if not is_dns1123_label(ns):
+            raise typer.BadParameter(
+                f"{ns!r} is not a valid namespace name (lower-case letters, digits and '-', at most 63)",
+                param_hint="--namespace",
+            )
+    protocols = [p.lower() for p in split_values(ignore_protocol)]
+    for proto in protocols:
+        if proto not in PROTOCOLS:
+            raise typer.BadParameter(
+                f"unknown protocol {proto!r}; valid values are {', '.join(PROTOCOLS)}",
+                param_hint="--ignore-protocol",
+            )
+    record_evidence = not no_evidence and not dry_run
+    options = AggregateOptions(
+        decide=DecideOptions(include_audit=include_audit, ignore_protocols=frozenset(protocols)),
+        namespaces=frozenset(namespaces),
+        max_samples=evidence_samples if record_evidence else 0,
+    )
+    try:
+        evidence = (
+            EvidenceSettings(
+                root=evidence_dir or default_evidence_root(),
+                max_samples=evidence_samples,
+                max_sessions=evidence_sessions,
+            )
+            if record_evidence
+            else None
+        )
+        result = run_replay(
+            file,
+            output_dir,
+            options,
+            dry_run=dry_run,
+            diff=not no_diff,
+            jobs=jobs or default_jobs(),
+            evidence=evidence,
+        )
+    except (SourceError, StoreError) as exc:
+        typer.echo(f"cpg: error: {exc}", err=True)
+        raise typer.Exit(1) from None
+
+    source = describe_source(file)
+    for line, why in result.stats.malformed_examples:
+        log.warning("%s:%d: skipped malformed line: %s", source, line, why)
+    if include_audit and result.aggregator.total_flows and not result.aggregator.audit_flows:
+        log.warning("--include-audit is set but no AUDIT-verdict flow was in %s", source)
+    for item in result.files:
+        if item.diff:
+            typer.echo(item.diff, nl=False)
+    typer.echo(format_replay_summary(result, source=source, output_dir=output_dir, dry_run=dry_run))
+    failed = False
+    for item in result.failed:
+        typer.echo(f"cpg: error: {item.error}", err=True)
+        failed = True
+    for error in result.evidence_errors:
+        typer.echo(f"cpg: error: {error}", err=True)
+        failed = True
+    if result.stats.truncated:
+        typer.echo(
+            f"cpg: error: {source}: {result.stats.truncated}; policies were generated from "
+            "the flows read before that point",
+            err=True,
+        )
+        failed = True
+    if failed:
+        raise typer.Exit(1)

@@ -1,0 +1,228 @@
+"""``cpg replay`` then ``cpg explain``, as subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from conftest import WORLD, endpoint, flow_dict, jsonl
+from test_cli import cpg
+
+
+def capture(tmp_path: Path) -> tuple[Path, int]:
+    """A capture whose candidates all become rules, mixed with flows that never do."""
+    frontend, cart, api = (
+        endpoint("shop", "frontend"),
+        endpoint("shop", "cart"),
+        endpoint("pay", "api"),
+    )
+    candidates = [
+        *[
+            flow_dict(src=frontend, dst=cart, tcp=8080, time=f"2026-11-02T10:00:0{i}Z")
+            for i in range(5)
+        ],
+        flow_dict(src=frontend, dst=cart, tcp=8443),
+        flow_dict(src=api, dst=cart, tcp=8080, reason=None),
+        flow_dict(src=cart, dst=api, direction="EGRESS", tcp=9000),
+        flow_dict(src=cart, dst=WORLD, dst_ip="203.0.113.7", direction="EGRESS", tcp=443),
+        flow_dict(
+            src=cart,
+            dst={"identity": 7, "labels": ["reserved:kube-apiserver"]},
+            direction="EGRESS",
+            tcp=6443,
+        ),
+        flow_dict(src=cart, dst=WORLD, dst_ip="2001:db8::7", direction="EGRESS", icmp6=128),
+    ]
+    others = [
+        flow_dict(verdict="FORWARDED", reason=None),
+        flow_dict(reply=True),
+        flow_dict(reason="POLICY_DENY"),
+        flow_dict(reason="CT_MAP_INSERTION_FAILED"),
+    ]
+    path = tmp_path / "capture.jsonl"
+    path.write_text(jsonl(candidates + others))
+    return path, len(candidates)
+
+
+def allow_entries(policy: dict[str, Any]) -> set[tuple[str, str, str, str]]:
+    """(direction, peer, protocol, port) of every allow entry in a generated policy."""
+    entries = set()
+    for direction in ("ingress", "egress"):
+        for rule in policy["spec"].get(direction, []):
+            peer = json.dumps(
+                {k: v for k, v in rule.items() if k not in ("toPorts", "icmps")}, sort_keys=True
+            )
+            for port_rule in rule.get("toPorts", []):
+                for p in port_rule["ports"]:
+                    entries.add((direction, peer, p["protocol"], p["port"]))
+            for icmp in rule.get("icmps", []):
+                for f in icmp["fields"]:
+                    entries.add((direction, peer, "ICMP" + f["family"][2:], str(f["type"])))
+    return entries
+
+
+def test_every_allow_entry_has_exactly_one_evidence_rule(tmp_path: Path) -> None:
+    path, candidates = capture(tmp_path)
+    out = tmp_path / "policies"
+    assert cpg("replay", str(path), "-o", str(out)).returncode == 0
+    total = 0
+    for policy_file in sorted(out.rglob("*.yaml")):
+        policy = yaml.safe_load(policy_file.read_text())
+        target = f"{policy['metadata']['namespace']}/{policy_file.stem}"
+        result = cpg("explain", target, "-o", str(out), "--json")
+        assert result.returncode == 0, result.stderr
+        record = json.loads(result.stdout)
+        assert list(record) == ["policy", "sessions", "matched_rules"]
+        rules = record["matched_rules"]
+        keys = [r["key"] for r in rules]
+        assert len(keys) == len(set(keys))
+        evidence_entries = {(r["direction"], r["protocol"], r["port"]) for r in rules}
+        yaml_entries = allow_entries(policy)
+        assert len(rules) == len(yaml_entries)
+        assert {(d, proto, port) for d, _, proto, port in yaml_entries} == evidence_entries
+        total += sum(r["flow_count"] for r in rules)
+        (session,) = record["sessions"]
+        assert session["flows_ingested"] == 15
+        assert session["flows_unhandled"] == 15 - candidates
+    assert total == candidates
+
+
+def test_explain_a_policy_file_and_other_formats(tmp_path: Path) -> None:
+    path, _ = capture(tmp_path)
+    out = tmp_path / "policies"
+    assert cpg("replay", str(path), "-o", str(out)).returncode == 0
+    # A policy file path: workload and output dir come from where the file is.
+    by_file = cpg("explain", str(out / "shop" / "cart.yaml"), "--json", cwd=tmp_path.parent)
+    by_name = cpg("explain", "shop/cart", "-o", str(out), "--format", "json")
+    assert by_file.returncode == 0, by_file.stderr
+    assert by_file.stdout == by_name.stdout
+    as_yaml = cpg(
+        "explain", "shop/cart", "-o", str(out), "--format", "yaml", "--ingress", "--port", "8080"
+    )
+    assert as_yaml.returncode == 0
+    data = yaml.safe_load(as_yaml.stdout)
+    assert [r["key"] for r in data["matched_rules"]] == [
+        "ingress:ep:pay/app=api:TCP:8080",
+        "ingress:ep:shop/app=frontend:TCP:8080",
+    ]
+    text = cpg("explain", "shop/cart", "-o", str(out), "--peer", "app=frontend", "--port", "8080")
+    assert text.returncode == 0
+    assert "Ingress  TCP/8080 from shop/app=frontend" in text.stdout
+    assert "flows:      5 (policy 5)" in text.stdout
+    assert "\x1b[" not in text.stdout, "no colour when piped"
+    none = cpg("explain", "shop/cart", "-o", str(out), "--peer-cidr", "10.0.0.0/8")
+    assert none.returncode == 0
+    assert "No rule matches these filters. Available rules:" in none.stdout
+    assert "egress  TCP/443 to 203.0.113.7/32" in none.stdout
+
+
+def test_evidence_flags(tmp_path: Path) -> None:
+    path, _ = capture(tmp_path)
+    out = tmp_path / "policies"
+    evidence = tmp_path / "ev"
+    result = cpg(
+        "replay",
+        str(path),
+        "-o",
+        str(out),
+        "--evidence-dir",
+        str(evidence),
+        "--evidence-samples",
+        "2",
+    )
+    assert result.returncode == 0
+    assert f"Evidence in {evidence}/" in result.stdout
+    shown = json.loads(
+        cpg(
+            "explain", "shop/cart", "-o", str(out), "--evidence-dir", str(evidence), "--json"
+        ).stdout
+    )
+    assert max(len(r["samples"]) for r in shown["matched_rules"]) == 2
+    # The same -o again: a second session, counts added up.
+    cpg(
+        "replay",
+        str(path),
+        "-o",
+        str(out),
+        "--evidence-dir",
+        str(evidence),
+        "--evidence-sessions",
+        "1",
+    )
+    again = json.loads(
+        cpg(
+            "explain", "shop/cart", "-o", str(out), "--evidence-dir", str(evidence), "--json"
+        ).stdout
+    )
+    assert len(again["sessions"]) == 1
+    first = {r["key"]: r["flow_count"] for r in shown["matched_rules"]}
+    assert {r["key"]: r["flow_count"] for r in again["matched_rules"]} == {
+        k: 2 * v for k, v in first.items()
+    }
+    # --no-evidence and --dry-run write none.
+    other = tmp_path / "other"
+    assert (
+        cpg(
+            "replay",
+            str(path),
+            "-o",
+            str(other),
+            "--evidence-dir",
+            str(tmp_path / "e2"),
+            "--no-evidence",
+        ).returncode
+        == 0
+    )
+    assert (
+        cpg(
+            "replay",
+            str(path),
+            "-o",
+            str(tmp_path / "dry"),
+            "--evidence-dir",
+            str(tmp_path / "e3"),
+            "--dry-run",
+        ).returncode
+        == 0
+    )
+    assert not (tmp_path / "e2").exists() and not (tmp_path / "e3").exists()
+    assert list(other.rglob("*.yaml"))
+
+
+def test_errors_that_teach(tmp_path: Path) -> None:
+    missing = cpg("explain", "shop/cart", "-o", str(tmp_path / "nowhere"))
+    assert missing.returncode == 1
+    assert "no evidence for shop/cart" in missing.stderr
+    assert os.path.abspath(tmp_path / "nowhere") in missing.stderr
+    assert "cpg replay" in missing.stderr
+    path, _ = capture(tmp_path)
+    out = tmp_path / "policies"
+    evidence = tmp_path / "ev"
+    cpg("replay", str(path), "-o", str(out), "--evidence-dir", str(evidence))
+    (evidence_file,) = [p for p in evidence.rglob("cart.json")]
+    evidence_file.write_text(json.dumps({"schema_version": 1}))
+    bad = cpg("explain", "shop/cart", "-o", str(out), "--evidence-dir", str(evidence))
+    assert bad.returncode == 1 and "schema_version 1" in bad.stderr and "rebuild" in bad.stderr
+    # A replay into the same output refuses to merge into it, and says so.
+    rerun = cpg("replay", str(path), "-o", str(out), "--evidence-dir", str(evidence))
+    assert rerun.returncode == 1 and "schema_version 1" in rerun.stderr
+    for args, hint in (
+        (["explain", "shop"], "NAMESPACE/WORKLOAD"),
+        (["explain", "shop/cart", "--ingress", "--egress"], "not both"),
+        (["explain", "shop/cart", "--peer", "app"], "KEY=VALUE"),
+        (["explain", "shop/cart", "--peer-cidr", "nope"], "not a CIDR"),
+        (["explain", "shop/cart", "--since", "yesterday"], "e.g. 90s"),
+        (["explain", "shop/cart", "--port", "http"], "not a port"),
+        (["explain", "shop/cart", "--format", "xml"], "--format"),
+    ):
+        result = cpg(*args)
+        assert result.returncode == 2, args
+        assert hint in result.stderr, (args, result.stderr)
+    not_cpg = tmp_path / "hand.yaml"
+    not_cpg.write_text("metadata: {name: mine, namespace: shop}\n")
+    result = cpg("explain", str(not_cpg))
+    assert result.returncode == 1 and "not generated by cpg" in result.stderr
