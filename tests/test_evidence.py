@@ -61,12 +61,16 @@ def test_time_keys_sort_like_times() -> None:
     assert time_key("2026-01-01T00:00:00Z") < time_key("2026-01-01T00:00:00.5Z")
 
 
+def pod(name: str) -> dict[str, Any]:
+    return endpoint("shop", "frontend", pod_name=name)
+
+
 def test_attribution_counts_times_classes_and_newest_samples() -> None:
     flows = [
-        flow_dict(time=f"2026-11-02T10:00:{s:02d}Z", reason="POLICY_DENIED")
+        flow_dict(src=pod(f"fe-{s}"), time=f"2026-11-02T10:00:{s:02d}Z", reason="POLICY_DENIED")
         for s in (30, 5, 50, 12)
     ]
-    flows.append(flow_dict(time="2026-11-02T10:00:40Z", reason=None))
+    flows.append(flow_dict(src=pod("fe-40"), time="2026-11-02T10:00:40Z", reason=None))
     (rule,) = records(*flows, max_samples=3)
     assert rule["flow_count"] == 5
     assert rule["first_seen"] == "2026-11-02T10:00:05.000000000Z"
@@ -74,17 +78,41 @@ def test_attribution_counts_times_classes_and_newest_samples() -> None:
     assert rule["classes"] == {"policy": 4, "unknown": 1}
     assert [s["time"][17:19] for s in rule["samples"]] == ["30", "40", "50"]
     sample = rule["samples"][-1]
-    assert sample["src"] == {"namespace": "shop", "workload": "frontend", "ip": "10.0.0.1"}
+    assert sample["src"] == {
+        "namespace": "shop",
+        "workload": "frontend",
+        "pod": "fe-50",
+        "ip": "10.0.0.1",
+    }
     assert sample["dst"]["workload"] == "cart" and sample["port"] == 8080
     assert sample["verdict"] == "DROPPED" and sample["drop_reason"] == "POLICY_DENIED"
 
 
+def test_one_sample_per_endpoint_pair_the_newest() -> None:
+    flows = [flow_dict(src=pod("fe-a"), time=f"2026-11-02T10:00:{s:02d}Z") for s in (1, 9, 5)]
+    flows.append(flow_dict(src=pod("fe-b"), time="2026-11-02T10:00:03Z"))
+    (rule,) = records(*flows)
+    assert rule["flow_count"] == 4
+    assert [(s["src"]["pod"], s["time"][17:19]) for s in rule["samples"]] == [
+        ("fe-b", "03"),
+        ("fe-a", "09"),
+    ]
+
+
 def test_samples_do_not_depend_on_flow_order() -> None:
-    flows = [flow_dict(time="2026-11-02T10:00:00Z", src_ip=f"10.0.0.{i}") for i in range(8)]
+    # Same time everywhere: the choice falls to content, never to arrival order.
+    flows = [
+        flow_dict(src=pod(f"fe-{i}"), time="2026-11-02T10:00:00Z", src_ip=f"10.0.0.{i}")
+        for i in range(8)
+    ]
+    flows += [
+        flow_dict(src=pod(f"fe-{i}"), time="2026-11-02T10:00:00Z", src_ip=f"10.0.1.{i}")
+        for i in range(8)
+    ]
     forward = records(*flows, max_samples=3)
     backward = records(*reversed(flows), max_samples=3)
     assert forward == backward
-    assert [s["src"]["ip"] for s in forward[0]["samples"]] == ["10.0.0.5", "10.0.0.6", "10.0.0.7"]
+    assert [s["src"]["ip"] for s in forward[0]["samples"]] == ["10.0.1.5", "10.0.1.6", "10.0.1.7"]
 
 
 def test_audit_flows_are_their_own_class() -> None:
@@ -145,7 +173,10 @@ def test_same_session_upserts_and_never_duplicates_its_id() -> None:
 def test_caps_drop_the_oldest_sessions_and_samples() -> None:
     doc = None
     for i in range(5):
-        run = records(flow_dict(time=f"2026-11-02T10:00:0{i}Z", src_ip=f"10.0.0.{i}"), sid=f"s{i}")
+        run = records(
+            flow_dict(src=pod(f"fe-{i}"), time=f"2026-11-02T10:00:0{i}Z", src_ip=f"10.0.0.{i}"),
+            sid=f"s{i}",
+        )
         doc = merge(
             doc,
             run,

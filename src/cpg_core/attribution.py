@@ -3,7 +3,6 @@ few sample flows (the newest, chosen by content so the choice never depends on f
 
 from __future__ import annotations
 
-import bisect
 import functools
 from datetime import UTC, datetime
 from typing import Any
@@ -56,9 +55,10 @@ source, destination): compact, and ordered by time then content so the choice of
 never depends on the order flows arrived in."""
 
 
-def sample_of(flow: Flow, key: str) -> Sample:
+def sample_of(flow: Flow) -> Sample:
+    text = flow.time
     return (
-        key,
+        text if (len(text) == 30 and text[-1] == "Z") else time_key(text),
         flow.uuid,
         flow.source_ip,
         flow.destination_ip,
@@ -73,14 +73,17 @@ def sample_of(flow: Flow, key: str) -> Sample:
 
 @attrs.define(slots=True)
 class RuleStats:
-    """What one allow entry (direction, peer, protocol, port) was built from."""
+    """What one allow entry (direction, peer, protocol, port) was built from.
+
+    Samples are the newest flows with at most one per (source, destination) endpoint pair:
+    a reviewer learns more from ten different pods than from one pod ten times, and keeping
+    one flow per pair is much cheaper than keeping every recent flow."""
 
     count: int = 0
     first: str = NO_TIME
     last: str = NO_TIME
     classes: dict[str, int] = attrs.Factory(dict)
-    samples: list[Sample] = attrs.Factory(list)
-    """The newest samples, sorted oldest first."""
+    samples: dict[tuple[Endpoint, Endpoint], Flow] = attrs.Factory(dict)
 
     def add(self, flow: Flow, flow_cls: str, max_samples: int) -> None:
         self.count += 1
@@ -96,15 +99,19 @@ class RuleStats:
         classes[flow_cls] = classes.get(flow_cls, 0) + 1
         if max_samples:
             samples = self.samples
-            if newest:  # the usual case: flows arrive in time order
-                samples.append(sample_of(flow, key))
+            pair = (flow.source, flow.destination)
+            if newest:  # the usual case, flows in time order: newest for its pair too
+                samples[pair] = flow
             else:
-                sample = sample_of(flow, key)
-                if len(samples) >= max_samples and sample <= samples[0]:
-                    return
-                bisect.insort(samples, sample)
-            if len(samples) > max_samples:
-                del samples[0]
+                current = samples.get(pair)
+                if current is None or sample_of(flow) > sample_of(current):
+                    samples[pair] = flow
+            if len(samples) > 4 * max_samples:
+                self._trim(max_samples)
+
+    def _trim(self, limit: int) -> None:
+        kept = sorted(self.samples.items(), key=lambda item: sample_of(item[1]))[-limit:]
+        self.samples = dict(kept)
 
     def absorb(self, other: RuleStats, max_samples: int) -> None:
         self.count += other.count
@@ -113,12 +120,18 @@ class RuleStats:
         self.last = max(self.last, other.last)
         for cls, n in other.classes.items():
             self.classes[cls] = self.classes.get(cls, 0) + n
-        merged = sorted(self.samples + other.samples)
-        self.samples = merged[-max_samples:] if max_samples else []
+        for pair, flow in other.samples.items():
+            current = self.samples.get(pair)
+            if current is None or sample_of(flow) > sample_of(current):
+                self.samples[pair] = flow
+        if max_samples and len(self.samples) > max_samples:
+            self._trim(max_samples)
+        elif not max_samples:
+            self.samples = {}
 
     def newest(self, limit: int) -> list[Sample]:
-        """The ``limit`` newest distinct samples, oldest first."""
-        return sorted(set(self.samples))[-limit:] if limit else []
+        """The ``limit`` newest samples (one per endpoint pair), oldest first."""
+        return sorted(sample_of(flow) for flow in self.samples.values())[-limit:] if limit else []
 
 
 @functools.lru_cache(maxsize=16384)

@@ -9,12 +9,15 @@ import itertools
 import multiprocessing
 import os
 import traceback
-from collections.abc import Iterator
-from typing import Any, BinaryIO
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, BinaryIO, TypeVar
 
 from cpg_core.aggregate import AggregateOptions, AggregateState, Aggregator
 from cpg_core.parse import FlowParser
 from cpg_io.sources import ReadStats, feed_lines, iter_chunks, merge_stats
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 CHUNK_BYTES = 4 * 1024 * 1024
 QUEUE_DEPTH = 4  # blocks in flight per worker: bounds memory whatever the input size
@@ -221,3 +224,36 @@ def aggregate_file(
         first_line += count
     merge_stats(stats, ReadStats(malformed_examples=examples))
     return aggregator
+
+
+# --- fan out the output stage --------------------------------------------------------------
+
+_FORKED: tuple[Callable[[Any], Any], Sequence[Any]] | None = None
+
+
+def _run_forked(indices: list[int]) -> list[Any]:
+    assert _FORKED is not None
+    func, items = _FORKED
+    gc.disable()
+    return [func(items[i]) for i in indices]
+
+
+def map_forked(func: Callable[[T], R], items: Sequence[T], jobs: int, minimum: int = 64) -> list[R]:
+    """``[func(item) for item in items]`` in ``jobs`` forked processes that inherit ``items``
+    (nothing is pickled on the way in; results come back pickled). Inline when forking is
+    not worth it or not possible."""
+    global _FORKED
+    if jobs <= 1 or len(items) < minimum or not hasattr(os, "fork"):
+        return [func(item) for item in items]
+    groups = [list(range(w, len(items), jobs)) for w in range(jobs)]
+    _FORKED = (func, items)
+    try:
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            parts = pool.map(_run_forked, groups)
+    finally:
+        _FORKED = None
+    out: list[Any] = [None] * len(items)
+    for group, part in zip(groups, parts, strict=True):
+        for index, value in zip(group, part, strict=True):
+            out[index] = value
+    return out

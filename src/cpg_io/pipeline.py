@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import difflib
 import gc
+import logging
 import os
 import secrets
+import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,12 +21,12 @@ from cpg_core.labels import format_labels
 from cpg_core.merge import render_or_merge
 from cpg_core.names import policy_name, short_hash
 from cpg_io.evidence_store import EvidenceStore
-from cpg_io.parallel import aggregate_file, aggregate_stream
+from cpg_io.parallel import aggregate_file, aggregate_stream, map_forked
 from cpg_io.sources import ReadStats, is_gzip, open_flow_stream
 from cpg_io.store import PolicyStore, StagedWrites, StoreError, WriteOutcome
 from cpg_io.version import cpg_version
 
-WRITER_THREADS = 4
+log = logging.getLogger("cpg.replay")
 
 
 @attrs.define
@@ -89,12 +90,21 @@ def replay(
 ) -> ReplayResult:
     """Replay one capture into ``output_dir`` (and its evidence), or diff it in a dry run."""
     started = clock()
+    tick = time.perf_counter()
     stats = ReadStats()
     with open_flow_stream(source) as stream:
         plain_file = source != "-" and not is_gzip(stream)
         found = aggregate_file(source, options, stats, jobs) if plain_file and jobs > 1 else None
         aggregator = found or aggregate_stream(stream, options, stats, jobs)
     result = ReplayResult(stats=stats, aggregator=aggregator)
+    log.info(
+        "read %d lines, %d flows in %.2f s (%d jobs)",
+        stats.lines_read,
+        aggregator.total_flows,
+        time.perf_counter() - tick,
+        jobs,
+    )
+    tick = time.perf_counter()
     # The aggregate is large and acyclic: keep the cycle collector from rescanning it while
     # the files are rendered.
     gc.freeze()
@@ -117,26 +127,51 @@ def replay(
         result.evidence_dir = evidence_store.base
     store = PolicyStore(output_dir, batch)
 
-    def one(plan: PolicyPlan) -> tuple[FileResult, str | None]:
+    def one(plan: PolicyPlan) -> _Outcome:
         written = write_plan(store, plan, dry_run=dry_run, diff=diff)
         error = None
         if evidence_store is not None and written.plan is not None and written.outcome != "failed":
             assert evidence is not None and result.session is not None
             error = write_evidence(evidence_store, written.plan, result.session, evidence)
-        return written, error
+        final = written.plan
+        return _Outcome(
+            file=attrs.evolve(written, plan=None),  # the parent has the plan already
+            evidence_error=error,
+            staged=batch.take(),
+            name=(final.workload, final.name) if final is not None else None,
+        )
 
-    # Policies and their evidence are staged together, then made durable and renamed into
-    # place as one batch (one sync, not one fsync per file).
+    # Policies and their evidence are rendered and staged in parallel, then made durable and
+    # renamed into place as one batch (one sync, not one fsync per file).
+    plans = aggregator.plans()
     try:
-        with ThreadPoolExecutor(WRITER_THREADS) as pool:
-            done = list(pool.map(one, aggregator.plans()))
+        outcomes = map_forked(one, plans, jobs)
+        for outcome in outcomes:
+            batch.adopt(outcome.staged)
         batch.commit()
     except BaseException:
         batch.abort()
         raise
-    result.files = [written for written, _ in done]
-    result.evidence_errors = [error for _, error in done if error is not None]
+    for plan, outcome in zip(plans, outcomes, strict=True):
+        if outcome.name is not None:
+            workload, name = outcome.name
+            outcome.file.plan = attrs.evolve(plan, workload=workload, name=name)
+        result.files.append(outcome.file)
+        if outcome.evidence_error is not None:
+            result.evidence_errors.append(outcome.evidence_error)
+    log.info(
+        "wrote %d policies and their evidence in %.2f s", len(plans), time.perf_counter() - tick
+    )
     return result
+
+
+@attrs.define
+class _Outcome:
+    file: FileResult
+    evidence_error: str | None
+    staged: list[tuple[str, Path]]
+    name: tuple[str, str] | None
+    """(workload, policy name) the plan was finally written under."""
 
 
 def write_evidence(

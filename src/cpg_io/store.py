@@ -81,6 +81,16 @@ class StagedWrites:
         with self._lock:
             self._staged.append((tmp, path))
 
+    def take(self) -> list[tuple[str, Path]]:
+        """Hand the staged files over (to another process's batch); this batch forgets them."""
+        with self._lock:
+            staged, self._staged = self._staged, []
+        return staged
+
+    def adopt(self, staged: list[tuple[str, Path]]) -> None:
+        with self._lock:
+            self._staged.extend(staged)
+
     def commit(self) -> None:
         with self._lock:
             staged, self._staged = self._staged, []
