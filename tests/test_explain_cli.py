@@ -22,7 +22,12 @@ def capture(tmp_path: Path) -> tuple[Path, int]:
     )
     candidates = [
         *[
-            flow_dict(src=frontend, dst=cart, tcp=8080, time=f"2026-11-02T10:00:0{i}Z")
+            flow_dict(
+                src=endpoint("shop", "frontend", pod_name=f"frontend-{i}"),
+                dst=cart,
+                tcp=8080,
+                time=f"2026-11-02T10:00:0{i}Z",
+            )
             for i in range(5)
         ],
         flow_dict(src=frontend, dst=cart, tcp=8443),
