@@ -142,7 +142,7 @@ def replay(
         )
 
     # Policies and their evidence are rendered and staged in parallel, then made durable and
-    # renamed into place as one batch (one sync, not one fsync per file).
+    # renamed into place as one batch (see StagedWrites).
     plans = aggregator.plans()
     try:
         outcomes = map_forked(one, plans, jobs)

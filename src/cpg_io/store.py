@@ -11,6 +11,7 @@ import os
 import tempfile
 import threading
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from enum import StrEnum
 from pathlib import Path
 
@@ -58,10 +59,10 @@ def fsync_dirs(folders: Iterable[Path]) -> None:
 
 
 class StagedWrites:
-    """Many files replaced as one batch: each goes to a temp file beside its target, then a
-    single ``sync`` makes all of them durable, then they are renamed into place and their
-    folders fsynced. Readers never see a partial file, and a crash before the renames leaves
-    every old file as it was. One sync for the batch instead of one fsync per file."""
+    """Many files replaced as one batch: each goes to a temp file beside its target; at commit
+    all temp files are fsynced concurrently (so they share journal commits), then renamed into
+    place, then each folder is fsynced once. Readers never see a partial file, and a crash
+    before the renames leaves every old file as it was."""
 
     def __init__(self) -> None:
         self._staged: list[tuple[str, Path]] = []
@@ -96,7 +97,8 @@ class StagedWrites:
             staged, self._staged = self._staged, []
         if not staged:
             return
-        os.sync()
+        with ThreadPoolExecutor(16) as pool:  # concurrent fsyncs share journal commits
+            list(pool.map(_fsync_path, (tmp for tmp, _ in staged)))
         for tmp, path in staged:
             os.replace(tmp, path)
         fsync_dirs(path.parent for _, path in staged)
@@ -107,6 +109,14 @@ class StagedWrites:
         for tmp, _ in staged:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+
+
+def _fsync_path(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def safe_component(value: str, what: str) -> str:
