@@ -238,12 +238,15 @@ def _run_forked(indices: list[int]) -> list[Any]:
     return [func(items[i]) for i in indices]
 
 
-def map_forked(func: Callable[[T], R], items: Sequence[T], jobs: int, minimum: int = 64) -> list[R]:
+FORK_MIN_ITEMS = 64  # fewer items are cheaper to do in-process
+
+
+def map_forked(func: Callable[[T], R], items: Sequence[T], jobs: int) -> list[R]:
     """``[func(item) for item in items]`` in ``jobs`` forked processes that inherit ``items``
     (nothing is pickled on the way in; results come back pickled). Inline when forking is
     not worth it or not possible."""
     global _FORKED
-    if jobs <= 1 or len(items) < minimum or not hasattr(os, "fork"):
+    if jobs <= 1 or len(items) < FORK_MIN_ITEMS or not hasattr(os, "fork"):
         return [func(item) for item in items]
     groups = [list(range(w, len(items), jobs)) for w in range(jobs)]
     _FORKED = (func, items)
