@@ -212,6 +212,8 @@ def test_other_schema_versions_are_refused_with_the_fix() -> None:
 FIXED = [
     "2026-11-29T12:00:00.000000+00:00",
     "2026-11-29T12:00:01.500000+00:00",
+    "2026-11-29T12:00:01.600000+00:00",
+    "2026-11-29T12:00:01.700000+00:00",
 ]
 
 
@@ -239,6 +241,7 @@ def test_evidence_file_bytes_are_pinned(
     base = fixed_replay(tmp_path, monkeypatch, EXAMPLE.read_bytes())
     files = {str(p.relative_to(base)): p.read_text() for p in sorted(base.rglob("*.json"))}
     assert sorted(files) == [
+        "cluster-health.json",
         "monitoring/blackbox.json",
         "monitoring/prometheus.json",
         "payments/ledger.json",
@@ -248,6 +251,7 @@ def test_evidence_file_bytes_are_pinned(
     ]
     assert files["shop/cart.json"] == snapshot(name="cart-evidence")
     assert files["payments/payments-api.json"] == snapshot(name="payments-api-evidence")
+    assert files["cluster-health.json"] == snapshot(name="cluster-health")
 
 
 def test_explain_json_bytes_are_pinned(

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from cpg_cli.report import format_replay_summary
+from cpg_cli.report import format_replay_summary, replay_summary_json
 from cpg_core.aggregate import AggregateOptions
 from cpg_core.decide import DecideOptions
+from cpg_core.dropreasons import DropClass, classify_reason, parse_reason_name, reason_name
 from cpg_core.names import is_dns1123_label
 from cpg_io.evidence_store import default_evidence_root
 from cpg_io.parallel import default_jobs
@@ -23,6 +26,14 @@ from cpg_io.store import StoreError
 log = logging.getLogger("cpg")
 
 PROTOCOLS = ("tcp", "udp", "sctp", "icmpv4", "icmpv6")
+_NEVER_RULES = frozenset({DropClass.INFRA, DropClass.TRANSIENT, DropClass.NOISE})
+
+
+class OutputFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
@@ -113,6 +124,32 @@ def replay(
             "--evidence-sessions", min=0, help="Runs kept per policy's evidence (newest)."
         ),
     ] = 10,
+    ignore_drop_reason: Annotated[
+        list[str],
+        typer.Option(
+            "--ignore-drop-reason",
+            metavar="REASON",
+            help="Skip drops with this DropReason name (any case, e.g. CT_MAP_INSERTION_FAILED); "
+            "repeatable. They are counted, never classified.",
+            show_default=False,
+        ),
+    ] = [],  # noqa: B006
+    fail_on_infra_drops: Annotated[
+        bool,
+        typer.Option(
+            "--fail-on-infra-drops",
+            help="Exit with code 3 when any infrastructure or transient drop was seen "
+            "(after everything was written): for CI and cron.",
+        ),
+    ] = False,
+    output: Annotated[
+        OutputFormat,
+        typer.Option(
+            "--output",
+            help="The report: text (for people) or json (for machines).",
+            case_sensitive=False,
+        ),
+    ] = OutputFormat.text,
     jobs: Annotated[
         int | None,
         typer.Option(
@@ -130,8 +167,11 @@ def replay(
 
     Only drops that a missing allow rule explains (POLICY_DENIED, and AUDIT with
     --include-audit) become rules. Explicit denies, infrastructure drops and reply packets are
-    counted in the summary and never allowed. Existing files are merged: rules and comments
+    counted in the report and never allowed. Existing files are merged: rules and comments
     you added are kept, and a file is only rewritten when its content changes.
+
+    Exit codes: 0 done, 1 something could not be read or written, 2 bad flags,
+    3 --fail-on-infra-drops and infrastructure or transient drops were seen.
     """
     level = log_level.lower()
     if level not in LOG_LEVELS:
@@ -157,9 +197,26 @@ def replay(
                 f"unknown protocol {proto!r}; valid values are {', '.join(PROTOCOLS)}",
                 param_hint="--ignore-protocol",
             )
+    reasons: list[int] = []
+    for name in split_values(ignore_drop_reason):
+        try:
+            reasons.append(parse_reason_name(name))
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--ignore-drop-reason") from None
+    redundant = sorted({reason_name(r) for r in reasons if classify_reason(r) in _NEVER_RULES})
+    if redundant:
+        log.warning(
+            "--ignore-drop-reason %s: already reported as infrastructure, transient or noise "
+            "and never turned into rules; ignoring only hides them from the report",
+            ", ".join(redundant),
+        )
     record_evidence = not no_evidence and not dry_run
     options = AggregateOptions(
-        decide=DecideOptions(include_audit=include_audit, ignore_protocols=frozenset(protocols)),
+        decide=DecideOptions(
+            include_audit=include_audit,
+            ignore_protocols=frozenset(protocols),
+            ignore_reasons=frozenset(reasons),
+        ),
         namespaces=frozenset(namespaces),
         max_samples=evidence_samples if record_evidence else 0,
     )
@@ -187,27 +244,58 @@ def replay(
         raise typer.Exit(1) from None
 
     source = describe_source(file)
+    agg = result.aggregator
     for line, why in result.stats.malformed_examples:
         log.warning("%s:%d: skipped malformed line: %s", source, line, why)
-    if include_audit and result.aggregator.total_flows and not result.aggregator.audit_flows:
+    if include_audit and agg.total_flows and not agg.audit_flows:
         log.warning("--include-audit is set but no AUDIT-verdict flow was in %s", source)
-    for item in result.files:
-        if item.diff:
-            typer.echo(item.diff, nl=False)
-    typer.echo(format_replay_summary(result, source=source, output_dir=output_dir, dry_run=dry_run))
-    failed = False
+    if agg.unrecognised_reasons:
+        log.warning(
+            "%d drop(s) carried DropReason numbers this cpg does not know (%s): classified as "
+            "unknown and treated as candidates; a newer cpg may know them",
+            sum(agg.unrecognised_reasons.values()),
+            ", ".join(str(code) for code in sorted(agg.unrecognised_reasons)),
+        )
+    failed = bool(result.failed or result.evidence_errors or result.stats.truncated)
+    code = 1 if failed else 3 if fail_on_infra_drops and agg.infra_drops else 0
+    if output is OutputFormat.json:
+        summary = replay_summary_json(
+            result,
+            source=source,
+            output_dir=output_dir,
+            dry_run=dry_run,
+            evidence=record_evidence,
+            exit_code=code,
+        )
+        typer.echo(json.dumps(summary, indent=2, ensure_ascii=False))
+    else:
+        for item in result.files:
+            if item.diff:
+                typer.echo(item.diff, nl=False)
+        typer.echo(
+            format_replay_summary(
+                result,
+                source=source,
+                output_dir=output_dir,
+                dry_run=dry_run,
+                evidence=record_evidence,
+            )
+        )
     for item in result.failed:
         typer.echo(f"cpg: error: {item.error}", err=True)
-        failed = True
     for error in result.evidence_errors:
         typer.echo(f"cpg: error: {error}", err=True)
-        failed = True
     if result.stats.truncated:
         typer.echo(
             f"cpg: error: {source}: {result.stats.truncated}; policies were generated from "
             "the flows read before that point",
             err=True,
         )
-        failed = True
-    if failed:
-        raise typer.Exit(1)
+    if code == 3:
+        typer.echo(
+            f"cpg: {agg.infra_drops} infrastructure or transient drop(s) seen "
+            "(--fail-on-infra-drops): see the report above",
+            err=True,
+        )
+    if code:
+        raise typer.Exit(code)

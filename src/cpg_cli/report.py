@@ -1,10 +1,13 @@
-"""The end-of-run summary, written for people reading a terminal or a CI log."""
+"""The end-of-run report: text made for people reading a terminal or a CI log, and the same
+facts as JSON for machines (``--output json``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from cpg_core.decide import Decision
+from cpg_core.triage import severity_order, top_entries
 from cpg_io.pipeline import ReplayResult
 
 _DECISION_LABELS = (
@@ -18,15 +21,40 @@ _DECISION_LABELS = (
     (Decision.AUTH_REQUIRED, "auth required"),
     (Decision.LB_SOURCE_RANGE, "LB source range denied"),
     (Decision.IGNORED_PROTOCOL, "ignored protocol"),
+    (Decision.IGNORED_REASON, "ignored drop reason"),
 )
+_FINDING_LABELS = {
+    "explicit_deny": "explicit deny",
+    "auth_required": "auth required",
+    "lb_source_range": "LB source range",
+}
+MAX_FINDINGS_SHOWN = 20
 
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
+def _top(counts: dict[str, int]) -> str:
+    if not counts:
+        return "(none)"
+    shown, more = top_entries(counts)
+    text = ", ".join(f"{name} ({n})" for name, n in shown)
+    return text + (f" (+{more} more)" if more else "")
+
+
+def health_location(result: ReplayResult, *, dry_run: bool, evidence: bool) -> str:
+    if result.health_path is not None:
+        return str(result.health_path)
+    if not evidence:
+        return "(evidence disabled: not written)"
+    if dry_run:
+        return "(dry run: not written)"
+    return "(nothing to report: not written)"
+
+
 def format_replay_summary(
-    result: ReplayResult, *, source: str, output_dir: Path, dry_run: bool
+    result: ReplayResult, *, source: str, output_dir: Path, dry_run: bool, evidence: bool = True
 ) -> str:
     stats = result.stats
     agg = result.aggregator
@@ -52,13 +80,42 @@ def format_replay_summary(
     if agg.ignored_protocols:
         ignored = ", ".join(f"{p} {n}" for p, n in sorted(agg.ignored_protocols.items()))
         lines.append(f"    by protocol: {ignored}")
+    if agg.ignored_reasons:
+        ignored = ", ".join(f"{r} {n}" for r, n in sorted(agg.ignored_reasons.items()))
+        lines.append(f"    by reason: {ignored}")
     if agg.filtered_namespace:
         lines.append(f"  candidates outside --namespace: {agg.filtered_namespace}")
-    if agg.unhandled:
-        lines.append("Candidates that cannot become a precise rule:")
-        for reason, count in sorted(agg.unhandled.items(), key=lambda kv: (-kv[1], kv[0])):
-            examples = [f.subject for f in agg.findings.values() if f.kind == reason.value][:3]
-            lines.append(f"  {reason.value:<22} {count:>8}   e.g. {'; '.join(examples)}")
+
+    health = result.health or {}
+    drops = sorted(health.get("drops") or [], key=severity_order)
+    if drops:
+        lines.append("")
+        lines.append("Infrastructure and transient drops (no policy can fix these):")
+        name_width = max(len(str(d["reason"])) for d in drops)
+        for drop in drops:
+            lines.append(
+                f"  {drop['reason']:<{name_width}}  {drop['class']:<9}  "
+                f"{_plural(int(drop['count']), 'flow')}"
+            )
+            lines.append(f"    top nodes:     {_top(drop['by_node'])}")
+            lines.append(f"    top workloads: {_top(drop['by_workload'])}")
+            if drop.get("remediation"):
+                lines.append(f"    fix:           {drop['remediation']}")
+    findings = health.get("findings") or []
+    if findings:
+        lines.append("")
+        lines.append("Findings (traffic that got no allow rule, on purpose or because none fits):")
+        for finding in sorted(findings, key=lambda f: (-int(f["count"]), f["kind"], f["subject"]))[
+            :MAX_FINDINGS_SHOWN
+        ]:
+            label = _FINDING_LABELS.get(finding["kind"], finding["kind"])
+            policies = finding.get("policies")
+            by = f", denied by {', '.join(policies)}" if policies else ""
+            lines.append(f"  {label:<22} {finding['count']:>6}  {finding['subject']}{by}")
+        if len(findings) > MAX_FINDINGS_SHOWN:
+            lines.append(f"  (+{len(findings) - MAX_FINDINGS_SHOWN} more in cluster-health.json)")
+
+    lines.append("")
     created = result.count("created")
     updated = result.count("updated")
     unchanged = result.count("unchanged")
@@ -78,4 +135,69 @@ def format_replay_summary(
         lines.append(
             f"Evidence in {result.evidence_dir} (see: cpg explain NAMESPACE/WORKLOAD -o {output_dir})"
         )
+    if drops or findings or stats.lost_events:
+        lines.append(
+            f"cluster-health.json: {health_location(result, dry_run=dry_run, evidence=evidence)}"
+        )
     return "\n".join(lines)
+
+
+def replay_summary_json(
+    result: ReplayResult,
+    *,
+    source: str,
+    output_dir: Path,
+    dry_run: bool,
+    evidence: bool = True,
+    exit_code: int = 0,
+) -> dict[str, Any]:
+    """The same facts as the text report, for machines."""
+    stats = result.stats
+    agg = result.aggregator
+    health = result.health or {}
+    return {
+        "source": source,
+        "output_dir": str(output_dir),
+        "dry_run": dry_run,
+        "lines_read": stats.lines_read,
+        "blank_lines": stats.blank_lines,
+        "malformed": {
+            "count": stats.malformed,
+            "examples": [{"line": n, "error": why} for n, why in stats.malformed_examples],
+        },
+        "truncated": stats.truncated or None,
+        "lost_events": stats.lost_events,
+        "flows": {"total": agg.total_flows}
+        | {d.value: agg.decisions.get(d, 0) for d, _ in _DECISION_LABELS},
+        "ignored": {
+            "protocols": dict(sorted(agg.ignored_protocols.items())),
+            "drop_reasons": dict(sorted(agg.ignored_reasons.items())),
+        },
+        "outside_namespaces": agg.filtered_namespace,
+        "policies": [
+            {
+                "path": str(f.path),
+                "outcome": f.outcome,
+                **(
+                    {
+                        "namespace": f.plan.namespace,
+                        "workload": f.plan.workload,
+                        "name": f.plan.name,
+                    }
+                    if f.plan is not None
+                    else {}
+                ),
+                **({"error": f.error} if f.error else {}),
+                **({"diff": f.diff} if f.diff else {}),
+            }
+            for f in result.files
+        ],
+        "drops": sorted(health.get("drops") or [], key=severity_order),
+        "noise": health.get("noise") or {},
+        "findings": health.get("findings") or [],
+        "window": health.get("window"),
+        "evidence_dir": str(result.evidence_dir) if result.evidence_dir else None,
+        "cluster_health": str(result.health_path) if result.health_path else None,
+        "errors": [f.error for f in result.failed] + list(result.evidence_errors),
+        "exit_code": exit_code,
+    }

@@ -11,16 +11,21 @@ from collections.abc import Collection, Mapping
 
 import attrs
 
-from cpg_core.attribution import RuleStats, flow_class
+from cpg_core.attribution import NO_TIME, RuleStats, flow_class, time_key
 from cpg_core.decide import DecideOptions, Decision, decide
-from cpg_core.dropreasons import POLICY_DENIED
+from cpg_core.dropreasons import POLICY_DENIED, is_known_reason, reason_name
 from cpg_core.flow import ICMP_PROTOCOLS, PORT_PROTOCOLS, Endpoint, Flow, Verdict
 from cpg_core.labels import format_labels
 from cpg_core.names import policy_name, short_hash
 from cpg_core.rules import EGRESS, INGRESS, Atom, Peer, Rule, rules_from_atoms
 from cpg_core.synthesis import PolicyTarget, Resolved, Resolver, Unhandled, Unresolved
+from cpg_core.triage import DropTally, FindingTally, deny_finding_key
 
 AtomKey = tuple[str, Peer, str, int]
+FindingKey = tuple[str, str, tuple[str, ...]]
+"""(kind, subject, denying policies)."""
+_TALLIED = frozenset({Decision.INFRA, Decision.TRANSIENT, Decision.NOISE})
+_FINDINGS = frozenset({Decision.EXPLICIT_DENY, Decision.AUTH_REQUIRED, Decision.LB_SOURCE_RANGE})
 _ENTRY_CACHE_LIMIT = 65536
 _AUDIT = int(Verdict.AUDIT)
 _DROPPED = int(Verdict.DROPPED)
@@ -57,17 +62,15 @@ class AggregateState:
     decisions: dict[Decision, int]
     unhandled: dict[Unhandled, int]
     ignored_protocols: dict[str, int]
+    ignored_reasons: dict[str, int]
     filtered_namespace: int
     audit_flows: int
-    findings: list[tuple[str, str, int]]
+    findings: dict[FindingKey, FindingTally]
     atoms: dict[PolicyTarget, dict[AtomKey, RuleStats]]
-
-
-@attrs.define
-class Finding:
-    kind: str
-    subject: str
-    count: int = 0
+    drops: dict[int, DropTally]
+    unrecognised_reasons: dict[int, int]
+    first_seen: str
+    last_seen: str
 
 
 class Aggregator:
@@ -82,16 +85,26 @@ class Aggregator:
         self.decisions: Counter[Decision] = Counter()
         self.unhandled: Counter[Unhandled] = Counter()
         self.ignored_protocols: Counter[str] = Counter()
+        self.ignored_reasons: Counter[str] = Counter()
         self.filtered_namespace = 0
         self.audit_flows = 0
-        self.findings: dict[tuple[str, str], Finding] = {}
+        self.findings: dict[FindingKey, FindingTally] = {}
+        self.drops: dict[int, DropTally] = {}
+        """Infrastructure, transient and noise drops by reason."""
+        self.unrecognised_reasons: Counter[int] = Counter()
+        """Drop reason numbers this version does not know (classified as unknown)."""
+        self._first = NO_TIME  # time window of flows outside the rule fast path
+        self._last = NO_TIME
         self._atoms: dict[PolicyTarget, dict[AtomKey, RuleStats]] = {}
         self._max_samples = self.options.max_samples
         # (direction, source, destination, protocol, port) -> stats of its allow entry, for
         # endpoint and entity peers (a world peer's entry also depends on the flow's IP).
         self._entries: dict[tuple[int, Endpoint, Endpoint, str, int], RuleStats] = {}
         self._resolver = Resolver()
-        self._fast = not self.options.decide.ignore_protocols
+        self._fast = (
+            not self.options.decide.ignore_protocols
+            and POLICY_DENIED not in self.options.decide.ignore_reasons
+        )
 
     @property
     def atoms(self) -> dict[PolicyTarget, set[Atom]]:
@@ -99,6 +112,23 @@ class Aggregator:
 
     def attribution(self) -> dict[PolicyTarget, dict[Atom, RuleStats]]:
         return {t: {Atom(*a): st for a, st in atoms.items()} for t, atoms in self._atoms.items()}
+
+    def window(self) -> tuple[str, str]:
+        """Time keys of the first and last flow seen ("" when no flow had a time)."""
+        firsts = [self._first] if self._first else []
+        lasts = [self._last] if self._last else []
+        for atoms in self._atoms.values():
+            for stats in atoms.values():
+                if stats.first:
+                    firsts.append(stats.first)
+                if stats.last:
+                    lasts.append(stats.last)
+        return (min(firsts) if firsts else NO_TIME, max(lasts) if lasts else NO_TIME)
+
+    @property
+    def infra_drops(self) -> int:
+        """Infrastructure and transient drops (what --fail-on-infra-drops counts)."""
+        return self.decisions[Decision.INFRA] + self.decisions[Decision.TRANSIENT]
 
     @property
     def rule_flows(self) -> int:
@@ -122,15 +152,44 @@ class Aggregator:
                 stats.add(flow, "policy", self._max_samples)
                 return decision
         else:
-            decision = decide(flow, self.options.decide)
-            if flow.verdict == _AUDIT:
-                self.audit_flows += 1
+            return self._slow(flow)
         self.decisions[decision] += 1
+        self._candidate(flow)
+        return decision
+
+    def _slow(self, flow: Flow) -> Decision:
+        decision = decide(flow, self.options.decide)
+        self.decisions[decision] += 1
+        verdict = flow.verdict
+        if verdict == _AUDIT:
+            self.audit_flows += 1
+        elif verdict == _DROPPED and not is_known_reason(flow.drop_reason):
+            self.unrecognised_reasons[flow.drop_reason] += 1
+        key = time_key(flow.time)
+        if key:
+            if not self._first or key < self._first:
+                self._first = key
+            self._last = max(self._last, key)
         if decision is Decision.CANDIDATE:
             self._candidate(flow)
+        elif decision in _TALLIED:
+            tally = self.drops.get(flow.drop_reason)
+            if tally is None:
+                tally = self.drops[flow.drop_reason] = DropTally()
+            tally.add(flow)
+        elif decision in _FINDINGS:
+            self._find(deny_finding_key(decision.value, flow), flow)
         elif decision is Decision.IGNORED_PROTOCOL:
             self.ignored_protocols[flow.protocol.lower()] += 1
+        elif decision is Decision.IGNORED_REASON:
+            self.ignored_reasons[reason_name(flow.drop_reason)] += 1
         return decision
+
+    def _find(self, key: FindingKey, flow: Flow) -> None:
+        finding = self.findings.get(key)
+        if finding is None:
+            finding = self.findings[key] = FindingTally(*key)
+        finding.add(flow)
 
     def _candidate(self, flow: Flow) -> None:
         resolver = self._resolver
@@ -171,11 +230,7 @@ class Aggregator:
             return
         assert isinstance(result, Unresolved)
         self.unhandled[result.reason] += 1
-        key = (result.reason.value, result.subject)
-        finding = self.findings.get(key)
-        if finding is None:
-            finding = self.findings[key] = Finding(result.reason.value, result.subject)
-        finding.count += 1
+        self._find((result.reason.value, result.subject, ()), flow)
 
     def _keep(self, target: PolicyTarget, atom: AtomKey, flow: Flow, cls: str) -> RuleStats | None:
         atoms = self._atoms.get(target)
@@ -197,10 +252,15 @@ class Aggregator:
             decisions=dict(self.decisions),
             unhandled=dict(self.unhandled),
             ignored_protocols=dict(self.ignored_protocols),
+            ignored_reasons=dict(self.ignored_reasons),
             filtered_namespace=self.filtered_namespace,
             audit_flows=self.audit_flows,
-            findings=[(f.kind, f.subject, f.count) for f in self.findings.values()],
+            findings=self.findings,
             atoms=self._atoms,
+            drops=self.drops,
+            unrecognised_reasons=dict(self.unrecognised_reasons),
+            first_seen=self._first,
+            last_seen=self._last,
         )
 
     def absorb(self, state: AggregateState) -> None:
@@ -208,26 +268,38 @@ class Aggregator:
         self.decisions.update(state.decisions)
         self.unhandled.update(state.unhandled)
         self.ignored_protocols.update(state.ignored_protocols)
+        self.ignored_reasons.update(state.ignored_reasons)
         self.filtered_namespace += state.filtered_namespace
         self.audit_flows += state.audit_flows
-        for kind, subject, count in state.findings:
-            finding = self.findings.get((kind, subject))
-            if finding is None:
-                finding = self.findings[(kind, subject)] = Finding(kind, subject)
-            finding.count += count
+        for key, finding in state.findings.items():
+            known = self.findings.get(key)
+            if known is None:
+                self.findings[key] = finding
+            else:
+                known.absorb(finding)
+        for code, tally in state.drops.items():
+            counted = self.drops.get(code)
+            if counted is None:
+                self.drops[code] = tally
+            else:
+                counted.absorb(tally)
+        self.unrecognised_reasons.update(state.unrecognised_reasons)
+        if state.first_seen and (not self._first or state.first_seen < self._first):
+            self._first = state.first_seen
+        self._last = max(self._last, state.last_seen)
         cap = self._max_samples
         self._entries.clear()
         if not self._atoms:  # the first state is adopted as it is
             self._atoms = dict(state.atoms)
             return
         for target, atoms in state.atoms.items():
-            mine = self._atoms.setdefault(target, {})
+            ours = self._atoms.setdefault(target, {})
             for atom, stats in atoms.items():
-                found = mine.get(atom)
-                if found is None:
-                    mine[atom] = stats
+                same = ours.get(atom)
+                if same is None:
+                    ours[atom] = stats
                 else:
-                    found.absorb(stats, cap)
+                    same.absorb(stats, cap)
 
     @property
     def total_flows(self) -> int:

@@ -36,7 +36,9 @@ class Decision(StrEnum):
     NOT_A_DROP = "not_a_drop"
     """FORWARDED, REDIRECTED, TRACED… (and AUDIT without --include-audit): context only."""
     IGNORED_PROTOCOL = "ignored_protocol"
-    """Dropped by the user's --ignore-protocol."""
+    """Skipped by the user's --ignore-protocol."""
+    IGNORED_REASON = "ignored_reason"
+    """A drop skipped by the user's --ignore-drop-reason."""
 
 
 @attrs.frozen(slots=True)
@@ -44,6 +46,8 @@ class DecideOptions:
     include_audit: bool = False
     ignore_protocols: frozenset[str] = frozenset()
     """Lower-case protocol names: tcp, udp, sctp, icmpv4, icmpv6."""
+    ignore_reasons: frozenset[int] = frozenset()
+    """DropReason numbers whose drops are skipped (counted, never classified)."""
 
 
 _CLASS_DECISION = {
@@ -71,6 +75,8 @@ def decide(flow: Flow, options: DecideOptions = _DEFAULT) -> Decision:
         audit = True
     else:
         return Decision.NOT_A_DROP
+    if not audit and options.ignore_reasons and flow.drop_reason in options.ignore_reasons:
+        return Decision.IGNORED_REASON
     if options.ignore_protocols and flow.protocol.lower() in options.ignore_protocols:
         return Decision.IGNORED_PROTOCOL
     if not audit:

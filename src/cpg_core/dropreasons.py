@@ -136,3 +136,49 @@ def reason_name(code: int) -> str:
 
 def is_known_reason(code: int) -> bool:
     return code in DROP_REASONS
+
+
+REMEDIATION: dict[str, str] = {
+    "CT_MAP_INSERTION_FAILED": "https://docs.cilium.io/en/stable/operations/troubleshooting/#handling-drop-ct-map-insertion-failed",
+    "SERVICE_BACKEND_NOT_FOUND": "https://docs.cilium.io/en/stable/operations/troubleshooting/#service-backend-not-found",
+    "FIB_LOOKUP_FAILED": "https://docs.cilium.io/en/stable/operations/troubleshooting/#fib-lookup-failed",
+    "UNENCRYPTED_TRAFFIC": "https://docs.cilium.io/en/stable/operations/encryption/",
+    "NO_EGRESS_GATEWAY": "https://docs.cilium.io/en/stable/network/egress-gateway/egress-gateway-troubleshooting/",
+    "DROP_NO_EGRESS_IP": "https://docs.cilium.io/en/stable/network/egress-gateway/egress-gateway-troubleshooting/",
+}
+DROP_REASON_DOCS = "https://docs.cilium.io/en/stable/observability/hubble/#dropreason"
+
+
+def remediation(code: int) -> str:
+    """A link to the fix for a drop reason, or "" when there is no specific one."""
+    return REMEDIATION.get(reason_name(code), "")
+
+
+def levenshtein(a: str, b: str) -> int:
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        previous = current
+    return previous[-1]
+
+
+def suggest_reasons(text: str, limit: int = 5) -> list[str]:
+    """The reason names closest to a misspelt one, nearest first."""
+    wanted = text.strip().upper()
+    threshold = min(10, len(wanted.encode("utf-8")) // 2 + 2)
+    scored = sorted((levenshtein(wanted, name), name) for name in REASON_CODES)
+    return [name for distance, name in scored if distance <= threshold][:limit]
+
+
+def parse_reason_name(text: str) -> int:
+    """The code of a DropReason name (any case); ValueError with suggestions when unknown."""
+    code = REASON_CODES.get(text.strip().upper())
+    if code is not None:
+        return code
+    close = suggest_reasons(text)
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    raise ValueError(
+        f"unknown drop reason {text!r}; {hint}see {DROP_REASON_DOCS} for the full list"
+    )

@@ -130,6 +130,22 @@ class Roles:
     peer: Peer | Unresolved | None
 
 
+def endpoint_name(endpoint: Endpoint) -> str:
+    """``ns/workload`` for people: the pod when nothing selects it, or the reserved name."""
+    workload = workload_name(select_labels(endpoint.labels)) or endpoint.pod_name
+    if endpoint.namespace:
+        return f"{endpoint.namespace}/{workload or '_unknown'}"
+    reserved = [label[9:] for label in endpoint.labels if label.startswith("reserved:")]
+    return workload or (reserved[0] if reserved else "?")
+
+
+def traffic_subject(flow: Flow) -> str:
+    """``src → dst PROTO/port``: one kind of traffic, for findings."""
+    proto = flow.protocol or "no-L4"
+    port = f"/{flow.port}" if flow.protocol else ""
+    return f"{endpoint_name(flow.source)} → {endpoint_name(flow.destination)} {proto}{port}"
+
+
 def _who(endpoint: Endpoint, role: str) -> str:
     name = endpoint.pod_name or ",".join(endpoint.labels) or "no labels"
     where = f"{endpoint.namespace}/{name}" if endpoint.namespace else name
@@ -181,16 +197,16 @@ class Resolver:
                 flow.destination_ip,
             )
         else:
-            return Unresolved(Unhandled.UNKNOWN_DIRECTION, _who(flow.destination, "destination"))
+            return Unresolved(Unhandled.UNKNOWN_DIRECTION, traffic_subject(flow))
         protocol = flow.protocol
         port = flow.port
         if protocol in PORT_PROTOCOLS:
             if port <= 0 or port > 65535:
-                return Unresolved(Unhandled.NO_PORT, f"{protocol} port {port}")
+                return Unresolved(Unhandled.NO_PORT, traffic_subject(flow))
         elif protocol not in ICMP_PROTOCOLS:
             if not protocol:
-                return Unresolved(Unhandled.NO_L4, _who(target_ep, "target"))
-            return Unresolved(Unhandled.UNSUPPORTED_PROTOCOL, protocol)
+                return Unresolved(Unhandled.NO_L4, traffic_subject(flow))
+            return Unresolved(Unhandled.UNSUPPORTED_PROTOCOL, traffic_subject(flow))
         target = self.roles(target_ep).target
         if type(target) is Unresolved:
             return target
@@ -198,7 +214,7 @@ class Resolver:
         if peer is None:
             peer = self.cidr_peer(peer_ip)
             if peer is None:
-                return Unresolved(Unhandled.WORLD_NO_IP, _who(peer_ep, "peer"))
+                return Unresolved(Unhandled.WORLD_NO_IP, traffic_subject(flow))
         elif type(peer) is Unresolved:
             return peer
         assert isinstance(target, PolicyTarget)

@@ -11,15 +11,18 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import attrs
 
 from cpg_core.aggregate import AggregateOptions, Aggregator, PolicyPlan
+from cpg_core.decide import Decision
 from cpg_core.errors import PolicyMergeError, SelectorMismatchError
 from cpg_core.evidence import EvidenceError, SessionInfo, merge_evidence, rule_records
 from cpg_core.labels import format_labels
 from cpg_core.merge import render_or_merge
 from cpg_core.names import policy_name, short_hash
+from cpg_core.triage import HealthSession, has_anything_to_report, health_document, render_health
 from cpg_io.evidence_store import EvidenceStore
 from cpg_io.parallel import aggregate_file, aggregate_stream, map_forked
 from cpg_io.sources import ReadStats, is_gzip, open_flow_stream
@@ -54,6 +57,10 @@ class ReplayResult:
     evidence_dir: Path | None = None
     """Where this output dir's evidence lives (None when evidence was not written)."""
     evidence_errors: list[str] = attrs.Factory(list)
+    health: dict[str, Any] | None = None
+    """The cluster-health document of this run (also when it was not written)."""
+    health_path: Path | None = None
+    """Where cluster-health.json was written (None when it was not)."""
 
     def count(self, outcome: str) -> int:
         return sum(1 for f in self.files if f.outcome == outcome)
@@ -144,10 +151,28 @@ def replay(
     # Policies and their evidence are rendered and staged in parallel, then made durable and
     # renamed into place as one batch (see StagedWrites).
     plans = aggregator.plans()
+    first, last = aggregator.window()
+    result.health = health_document(
+        HealthSession(
+            started=rfc3339(started),
+            ended=rfc3339(clock()),
+            flows_seen=aggregator.total_flows,
+            lost_events=stats.lost_events,
+            first_flow=first,
+            last_flow=last,
+            replies=aggregator.decisions[Decision.REPLY],
+            not_a_drop=aggregator.decisions[Decision.NOT_A_DROP],
+        ),
+        aggregator.drops,
+        aggregator.findings.values(),
+    )
     try:
         outcomes = map_forked(one, plans, jobs)
         for outcome in outcomes:
             batch.adopt(outcome.staged)
+        if evidence_store is not None and has_anything_to_report(result.health):
+            result.health_path = evidence_store.base / "cluster-health.json"
+            batch.stage(result.health_path, render_health(result.health))
         batch.commit()
     except BaseException:
         batch.abort()
