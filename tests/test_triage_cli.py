@@ -1,0 +1,200 @@
+"""Drop triage end to end: the installed ``cpg`` on a capture with every kind of drop."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from conftest import WORLD, endpoint, flow_dict, jsonl
+from test_cli import cpg
+
+NODES = ("node-a", "node-b", "node-c")
+PODS = {
+    "web": endpoint("shop", "web"),
+    "cart": endpoint("shop", "cart"),
+    "db": endpoint("data", "db"),
+    "bare": endpoint("shop", None, pod_name="bare-pod"),
+}
+REASONS = {
+    "CT_MAP_INSERTION_FAILED": 5,
+    "SERVICE_BACKEND_NOT_FOUND": 3,
+    "DROP_EP_NOT_READY": 4,
+    "STALE_OR_UNROUTABLE_IP": 2,
+    "IS_A_CLUSTERIP": 2,
+    "POLICY_DENY": 3,
+    "AUTH_REQUIRED": 2,
+}
+
+
+def build_capture() -> list[dict[str, Any]]:
+    records = []
+    i = 0
+    for reason, count in REASONS.items():
+        for n in range(count):
+            src, dst = ("web", "cart") if n % 2 else ("cart", "db")
+            records.append(
+                flow_dict(
+                    src=PODS[src],
+                    dst=PODS[dst],
+                    direction="INGRESS" if n % 3 else "EGRESS",
+                    reason=reason,
+                    node_name=NODES[(i := i + 1) % 3],
+                    tcp=5432,
+                    time=f"2026-11-02T10:{n:02d}:{i % 60:02d}Z",
+                    **(
+                        {"ingress_denied_by": [{"name": "deny-db", "namespace": "data"}]}
+                        if reason == "POLICY_DENY"
+                        else {}
+                    ),
+                )
+            )
+    for n in range(3):
+        records.append(flow_dict(src=PODS["web"], dst=PODS["cart"], reply=True, node_name="node-a"))
+        records.append(
+            flow_dict(src=PODS["web"], dst=PODS["cart"], verdict="FORWARDED", reason=None)
+        )
+    for port in (8080, 8081, 8082):
+        records.append(flow_dict(src=PODS["web"], dst=PODS["cart"], tcp=port, node_name="node-b"))
+    records.append(flow_dict(src=WORLD, dst=PODS["web"], src_ip="203.0.113.1", tcp=443))
+    records.append(flow_dict(src=PODS["bare"], dst=PODS["cart"], tcp=9000))
+    return records
+
+
+def expected_tallies(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Counts per reason, node and target workload, computed straight from the capture."""
+    out: dict[str, dict[str, Any]] = {}
+    for record in records:
+        body = record["flow"]
+        reason = body.get("drop_reason_desc")
+        if reason not in (
+            "CT_MAP_INSERTION_FAILED",
+            "SERVICE_BACKEND_NOT_FOUND",
+            "DROP_EP_NOT_READY",
+            "STALE_OR_UNROUTABLE_IP",
+        ):
+            continue
+        target = body["destination"] if body["traffic_direction"] == "INGRESS" else body["source"]
+        app = next(
+            label.split("=", 1)[1] for label in target["labels"] if label.startswith("k8s:app=")
+        )
+        entry = out.setdefault(reason, {"count": 0, "by_node": Counter(), "by_workload": Counter()})
+        entry["count"] += 1
+        entry["by_node"][body["node_name"]] += 1
+        entry["by_workload"][f"{target['namespace']}/{app}"] += 1
+    return out
+
+
+def test_cluster_health_counts_equal_the_capture(tmp_path: Path) -> None:
+    records = build_capture()
+    capture = tmp_path / "capture.jsonl"
+    capture.write_text(jsonl(records))
+    out, evidence = tmp_path / "policies", tmp_path / "ev"
+    result = cpg("replay", str(capture), "-o", str(out), "--evidence-dir", str(evidence))
+    assert result.returncode == 0, result.stderr
+    (health_file,) = evidence.rglob("cluster-health.json")
+    assert f"cluster-health.json: {health_file}" in result.stdout
+    health = json.loads(health_file.read_text())
+    assert health["schema_version"] == 1
+    assert health["classifier_version"].endswith("cilium1.19.4")
+    expected = expected_tallies(records)
+    got = {d["reason"]: d for d in health["drops"]}
+    assert set(got) == set(expected)
+    for reason, entry in expected.items():
+        assert got[reason]["count"] == entry["count"]
+        assert got[reason]["by_node"] == dict(entry["by_node"])
+        assert got[reason]["by_workload"] == dict(entry["by_workload"])
+        assert got[reason]["class"] == (
+            "infra"
+            if reason in ("CT_MAP_INSERTION_FAILED", "SERVICE_BACKEND_NOT_FOUND")
+            else "transient"
+        )
+    assert health["session"]["infra_drops_total"] == 14
+    assert health["session"]["flows_seen"] == len(records)
+    assert health["noise"] == {"IS_A_CLUSTERIP": 2}
+    assert health["skipped"] == {"replies": 3, "not_a_drop": 3}
+    kinds = Counter()
+    for finding in health["findings"]:
+        kinds[finding["kind"]] += finding["count"]
+    assert kinds == {"explicit_deny": 3, "auth_required": 2, "unselectable": 1}
+    deny = next(f for f in health["findings"] if f["kind"] == "explicit_deny" and f.get("policies"))
+    assert deny["policies"] == ["data/deny-db"]
+    # Only candidates reached policies: the three ports from web, and the world peer.
+    files = {str(p.relative_to(out)) for p in out.rglob("*.yaml")}
+    assert files == {"shop/cart.yaml", "shop/web.yaml"}
+    cart = yaml.safe_load((out / "shop" / "cart.yaml").read_text())
+    ports = [p["port"] for r in cart["spec"]["ingress"] for pr in r["toPorts"] for p in pr["ports"]]
+    assert ports == ["8080", "8081", "8082"]
+    assert "egress" not in cart["spec"]
+
+
+def test_exit_codes(tmp_path: Path) -> None:
+    capture = tmp_path / "capture.jsonl"
+    capture.write_text(jsonl(build_capture()))
+    clean = tmp_path / "clean.jsonl"
+    clean.write_text(jsonl([flow_dict()]))
+    ok = cpg("replay", str(clean), "-o", str(tmp_path / "a"), "--fail-on-infra-drops")
+    assert ok.returncode == 0, ok.stderr
+    tripped = cpg("replay", str(capture), "-o", str(tmp_path / "b"), "--fail-on-infra-drops")
+    assert tripped.returncode == 3
+    assert "14 infrastructure or transient drop(s)" in tripped.stderr
+    assert list((tmp_path / "b").rglob("*.yaml")), "everything is written before exit 3"
+    assert cpg("replay", str(capture), "-o", str(tmp_path / "c")).returncode == 0
+    # Ignoring the infra reasons untrips it.
+    quiet = cpg(
+        "replay",
+        str(capture),
+        "-o",
+        str(tmp_path / "d"),
+        "--fail-on-infra-drops",
+        "--ignore-drop-reason",
+        "ct_map_insertion_failed,SERVICE_BACKEND_NOT_FOUND",
+        "--ignore-drop-reason",
+        "drop_ep_not_ready",
+        "--ignore-drop-reason",
+        "STALE_OR_UNROUTABLE_IP",
+    )
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stderr.count("already reported as infrastructure") == 1, "warned once"
+    bad = cpg("replay", str(capture), "--ignore-drop-reason", "CT_MAP_INSERT_FAIL")
+    assert bad.returncode == 2
+    assert "did you mean CT_MAP_INSERTION_FAILED" in bad.stderr
+    assert cpg("replay", str(capture), "--output", "yaml").returncode == 2
+
+
+def test_unknown_reason_numbers_warn_once(tmp_path: Path) -> None:
+    capture = tmp_path / "c.jsonl"
+    capture.write_text(jsonl([flow_dict(reason=None, drop_reason=250, tcp=p) for p in (1, 2, 3)]))
+    result = cpg("replay", str(capture), "-o", str(tmp_path / "p"))
+    assert result.returncode == 0
+    assert result.stderr.count("does not know") == 1
+    assert "(250)" in result.stderr
+
+
+def normalise(text: str, tmp_path: Path) -> str:
+    text = text.replace(str(tmp_path), "<tmp>")
+    return re.sub(r"/[0-9a-f]{12}(/|\b)", r"/<hash>\1", text)
+
+
+def test_report_snapshots(tmp_path: Path, snapshot: Any) -> None:
+    capture = tmp_path / "capture.jsonl"
+    capture.write_text(jsonl(build_capture()))
+    args = [
+        "replay",
+        str(capture),
+        "-o",
+        str(tmp_path / "p"),
+        "--evidence-dir",
+        str(tmp_path / "ev"),
+    ]
+    text = cpg(*args)
+    assert normalise(text.stdout, tmp_path) == snapshot(name="text-report")
+    as_json = cpg(*args, "--output", "json", "--fail-on-infra-drops")
+    assert as_json.returncode == 3
+    data = json.loads(as_json.stdout)
+    assert data["exit_code"] == 3 and data["flows"]["infra"] == 8
+    assert normalise(as_json.stdout, tmp_path) == snapshot(name="json-report")
