@@ -53,7 +53,7 @@ def build_capture() -> list[dict[str, Any]]:
                     ),
                 )
             )
-    for n in range(3):
+    for _ in range(3):
         records.append(flow_dict(src=PODS["web"], dst=PODS["cart"], reply=True, node_name="node-a"))
         records.append(
             flow_dict(src=PODS["web"], dst=PODS["cart"], verdict="FORWARDED", reason=None)
