@@ -45,7 +45,7 @@ def capture(tmp_path: Path) -> tuple[Path, int]:
     others = [
         flow_dict(verdict="FORWARDED", reason=None),
         flow_dict(reply=True),
-        flow_dict(reason="POLICY_DENY"),
+        flow_dict(reason="POLICY_DENY", tcp=5432),
         flow_dict(reason="CT_MAP_INSERTION_FAILED"),
     ]
     path = tmp_path / "capture.jsonl"

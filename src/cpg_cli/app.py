@@ -12,6 +12,7 @@ import typer
 
 from cpg_cli.explain_cmd import explain
 from cpg_cli.replay_cmd import replay
+from cpg_cli.verify_cmd import verify
 from cpg_io.version import cpg_version
 
 app = typer.Typer(
@@ -53,6 +54,7 @@ def _root(
 
 app.command(no_args_is_help=True)(replay)
 app.command(no_args_is_help=True)(explain)
+app.command(no_args_is_help=True)(verify)
 
 
 def main() -> None:

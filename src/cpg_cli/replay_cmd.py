@@ -22,6 +22,13 @@ from cpg_io.pipeline import EvidenceSettings
 from cpg_io.pipeline import replay as run_replay
 from cpg_io.sources import SourceError, describe_source
 from cpg_io.store import StoreError
+from cpg_io.verify import (
+    PolicyLoadError,
+    load_policies,
+    summary_line,
+    verify_capture,
+    verify_json,
+)
 
 log = logging.getLogger("cpg")
 
@@ -150,6 +157,14 @@ def replay(
             case_sensitive=False,
         ),
     ] = OutputFormat.text,
+    verify: Annotated[
+        bool,
+        typer.Option(
+            "--verify",
+            help="After writing, check that the policies admit every candidate flow and no "
+            "explicitly denied one (as cpg verify does); exit 3 if they do not.",
+        ),
+    ] = False,
     jobs: Annotated[
         int | None,
         typer.Option(
@@ -197,6 +212,10 @@ def replay(
                 f"unknown protocol {proto!r}; valid values are {', '.join(PROTOCOLS)}",
                 param_hint="--ignore-protocol",
             )
+    if verify and dry_run:
+        raise typer.BadParameter(
+            "--verify checks written files; drop --dry-run", param_hint="--verify"
+        )
     reasons: list[int] = []
     for name in split_values(ignore_drop_reason):
         try:
@@ -257,7 +276,15 @@ def replay(
             ", ".join(str(code) for code in sorted(agg.unrecognised_reasons)),
         )
     failed = bool(result.failed or result.evidence_errors or result.stats.truncated)
-    code = 1 if failed else 3 if fail_on_infra_drops and agg.infra_drops else 0
+    checked = None
+    if verify and not failed:
+        try:
+            checked = verify_capture(file, load_policies(output_dir), options.decide)
+        except (PolicyLoadError, SourceError) as exc:
+            typer.echo(f"cpg: error: --verify: {exc}", err=True)
+            failed = True
+    verify_failed = checked is not None and not checked.passed
+    code = 1 if failed else 3 if (fail_on_infra_drops and agg.infra_drops) or verify_failed else 0
     if output is OutputFormat.json:
         summary = replay_summary_json(
             result,
@@ -267,6 +294,8 @@ def replay(
             evidence=record_evidence,
             exit_code=code,
         )
+        if checked is not None:
+            summary["verify"] = verify_json(checked)
         typer.echo(json.dumps(summary, indent=2, ensure_ascii=False))
     else:
         for item in result.files:
@@ -281,6 +310,11 @@ def replay(
                 evidence=record_evidence,
             )
         )
+        if checked is not None:
+            for check in checked.checks:
+                if check.result.allowed == (check.kind == "explicit_deny"):
+                    typer.echo(f"  verify: {check.subject}: {check.result.reason}")
+            typer.echo(f"Verify: {summary_line(checked)}")
     for item in result.failed:
         typer.echo(f"cpg: error: {item.error}", err=True)
     for error in result.evidence_errors:
@@ -291,7 +325,9 @@ def replay(
             "the flows read before that point",
             err=True,
         )
-    if code == 3:
+    if verify_failed:
+        typer.echo("cpg: --verify: the policies do not admit every candidate flow", err=True)
+    if code == 3 and agg.infra_drops and fail_on_infra_drops:
         typer.echo(
             f"cpg: {agg.infra_drops} infrastructure or transient drop(s) seen "
             "(--fail-on-infra-drops): see the report above",

@@ -1,0 +1,100 @@
+"""``cpg verify`` and ``cpg replay --verify`` end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from conftest import CORPUS, EXAMPLE, flow_dict, jsonl
+from test_cli import cpg
+from test_explain_cli import capture as explain_capture
+from test_triage_cli import build_capture
+
+
+def replay_then_verify(capture: Path, out: Path, *extra: str) -> dict[str, object]:
+    assert cpg("replay", str(capture), "-o", str(out), *extra).returncode in (0, 3)
+    out.mkdir(exist_ok=True)  # a capture without candidates writes no policy
+    result = cpg("verify", str(capture), "--policies", str(out), "--output", "json", *extra)
+    assert result.returncode == 0, result.stdout + result.stderr
+    data = json.loads(result.stdout)
+    assert data["candidates"]["admitted"] == data["candidates"]["total"]
+    assert data["explicit_deny"]["admitted"] == 0
+    return data
+
+
+def test_every_test_capture_is_fully_admitted(tmp_path: Path) -> None:
+    data = replay_then_verify(EXAMPLE, tmp_path / "example")
+    assert data["candidates"] == {"total": 29, "admitted": 29}
+    assert data["explicit_deny"] == {"total": 2, "admitted": 0}
+    audit = replay_then_verify(EXAMPLE, tmp_path / "audit", "--include-audit")
+    assert audit["candidates"] == {"total": 30, "admitted": 30}
+    triage = tmp_path / "triage.jsonl"
+    triage.write_text(jsonl(build_capture()))
+    assert replay_then_verify(triage, tmp_path / "triage")["explicit_deny"] == {
+        "total": 3,
+        "admitted": 0,
+    }
+    path, candidates = explain_capture(tmp_path)
+    assert replay_then_verify(path, tmp_path / "explain")["candidates"] == {
+        "total": candidates,
+        "admitted": candidates,
+    }
+    for real in sorted(CORPUS.glob("*.json*")) if CORPUS.exists() else []:
+        replay_then_verify(real, tmp_path / real.stem)
+
+
+def test_a_hand_broken_policy_is_caught_with_the_reason(tmp_path: Path) -> None:
+    out = tmp_path / "p"
+    assert cpg("replay", str(EXAMPLE), "-o", str(out)).returncode == 0
+    cart = out / "shop" / "cart.yaml"
+    doc = yaml.safe_load(cart.read_text())
+    ports = doc["spec"]["ingress"][0]["toPorts"][0]["ports"]
+    doc["spec"]["ingress"][0]["toPorts"][0]["ports"] = [p for p in ports if p["port"] != "8443"]
+    cart.write_text(yaml.safe_dump(doc))
+    result = cpg("verify", str(EXAMPLE), "--policies", str(out))
+    assert result.returncode == 3
+    assert "28/29 candidate flows admitted" in result.stdout
+    line = next(line for line in result.stdout.splitlines() if "NOT admitted" in line)
+    assert "shop/frontend → shop/cart TCP/8443" in line
+    assert "shop/cpg-cart ingress[0] selects the peer but not TCP/8443" in line
+
+
+def test_a_policy_that_allows_an_explicitly_denied_flow_is_flagged(tmp_path: Path) -> None:
+    out = tmp_path / "p"
+    assert cpg("replay", str(EXAMPLE), "-o", str(out)).returncode == 0
+    ledger = out / "payments" / "ledger.yaml"
+    doc = yaml.safe_load(ledger.read_text())
+    doc["spec"]["ingress"].append(
+        {"fromEndpoints": [{"matchLabels": {"io.kubernetes.pod.namespace": "shop"}}]}
+    )
+    ledger.write_text(yaml.safe_dump(doc))
+    result = cpg("verify", str(EXAMPLE), "--policies", str(out))
+    assert result.returncode == 3
+    assert "1/2" not in result.stdout and "2/2 explicit-deny flows admitted" in result.stdout
+    assert "DANGER" in result.stdout and "payments/cpg-ledger ingress[2]" in result.stdout
+
+
+def test_replay_verify_prints_the_summary(tmp_path: Path) -> None:
+    result = cpg("replay", str(EXAMPLE), "-o", str(tmp_path / "p"), "--verify")
+    assert result.returncode == 0
+    assert (
+        "Verify: 29/29 candidate flows admitted, 0/2 explicit-deny flows admitted" in result.stdout
+    )
+    assert cpg("replay", str(EXAMPLE), "--verify", "--dry-run").returncode == 2
+
+
+def test_verify_errors(tmp_path: Path) -> None:
+    missing = cpg("verify", str(EXAMPLE), "--policies", str(tmp_path / "none"))
+    assert missing.returncode == 1 and "not a folder of policies" in missing.stderr
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "not-a-policy.yaml").write_text("a: [\n")
+    broken = cpg("verify", str(EXAMPLE), "--policies", str(tmp_path / "bad"))
+    assert broken.returncode == 1 and "not-a-policy.yaml: cannot read it as YAML" in broken.stderr
+    capture = tmp_path / "c.jsonl"
+    capture.write_text(jsonl([flow_dict()]))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    none = cpg("verify", str(capture), "--policies", str(empty))
+    assert none.returncode == 3 and "no policy selects shop/" in none.stdout
