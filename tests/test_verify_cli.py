@@ -98,3 +98,49 @@ def test_verify_errors(tmp_path: Path) -> None:
     empty.mkdir()
     none = cpg("verify", str(capture), "--policies", str(empty))
     assert none.returncode == 3 and "no policy selects shop/" in none.stdout
+
+
+def test_verify_reads_the_clusters_policies(tmp_path: Path) -> None:
+    from fake_kube import fake_kube
+
+    out = tmp_path / "p"
+    assert cpg("replay", str(EXAMPLE), "-o", str(out)).returncode == 0
+    cart = out / "shop" / "cart.yaml"
+    applied = yaml.safe_load(cart.read_text())
+    cart.unlink()  # the cart policy is not in the folder, only in the cluster
+    with fake_kube(tmp_path) as (kube, kubeconfig):
+        without = cpg("verify", str(EXAMPLE), "--policies", str(out))
+        assert without.returncode == 3
+        kube.policies = [applied]
+        both = cpg(
+            "verify",
+            str(EXAMPLE),
+            "--policies",
+            str(out),
+            "--cluster",
+            "--kubeconfig",
+            str(kubeconfig),
+        )
+        assert both.returncode == 0, both.stdout + both.stderr
+        assert "from " + str(out) + " and the cluster (1)" in both.stdout
+        assert "29/29 candidate flows admitted" in both.stdout
+        assert all(method == "GET" for method, _ in kube.requests), "read-only"
+        only_cluster = cpg(
+            "verify",
+            str(EXAMPLE),
+            "--cluster",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--context",
+            "fake",
+        )
+        assert only_cluster.returncode == 3 and "from the cluster (1)" in only_cluster.stdout
+        kube.status = 403
+        denied = cpg("verify", str(EXAMPLE), "--cluster", "--kubeconfig", str(kubeconfig))
+        assert (
+            denied.returncode == 1 and "RBAC denied listing ciliumnetworkpolicies" in denied.stderr
+        )
+    gone = cpg("verify", str(EXAMPLE), "--cluster", "--kubeconfig", str(kubeconfig))
+    assert gone.returncode == 1 and "cannot reach" in gone.stderr
+    missing = cpg("verify", str(EXAMPLE), "--cluster", "--kubeconfig", str(tmp_path / "nope"))
+    assert missing.returncode == 1 and "--kubeconfig" in missing.stderr

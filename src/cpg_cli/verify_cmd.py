@@ -10,6 +10,7 @@ import typer
 
 from cpg_cli.replay_cmd import OutputFormat
 from cpg_core.decide import DecideOptions
+from cpg_io.kube import KubeError
 from cpg_io.sources import SourceError, describe_source
 from cpg_io.verify import (
     PolicyLoadError,
@@ -21,10 +22,10 @@ from cpg_io.verify import (
 )
 
 
-def print_verify(result: VerifyResult, *, policies: int, folder: Path) -> None:
+def print_verify(result: VerifyResult, *, policies: int, origin: str) -> None:
     typer.echo(
         f"Checked {result.total('candidate')} candidate and {result.total('explicit_deny')} "
-        f"explicit-deny flows against {policies} policies from {folder}"
+        f"explicit-deny flows against {policies} policies from {origin}"
     )
     for check in result.checks:
         flows = f"({check.count} flow{'s' if check.count != 1 else ''})"
@@ -52,14 +53,35 @@ def verify(
         ),
     ],
     policies: Annotated[
-        Path,
+        Path | None,
         typer.Option(
             "--policies",
             "-p",
-            help="Folder of policy YAML (the --output-dir of cpg replay).",
+            help="Folder of policy YAML (the --output-dir of cpg replay; default ./policies "
+            "unless --cluster is given).",
             show_default=False,
         ),
-    ] = Path("policies"),
+    ] = None,
+    cluster: Annotated[
+        bool,
+        typer.Option(
+            "--cluster",
+            help="Also read the Cilium policies already in the cluster (read-only: needs 'list' "
+            "on ciliumnetworkpolicies and ciliumclusterwidenetworkpolicies).",
+        ),
+    ] = False,
+    kubeconfig: Annotated[
+        Path | None,
+        typer.Option(
+            "--kubeconfig",
+            help="Kubeconfig for --cluster (default $KUBECONFIG, ~/.kube/config).",
+            show_default=False,
+        ),
+    ] = None,
+    context: Annotated[
+        str | None,
+        typer.Option("--context", help="Kubeconfig context for --cluster.", show_default=False),
+    ] = None,
     include_audit: Annotated[
         bool,
         typer.Option("--include-audit", help="Also check AUDIT-verdict flows, as replay does."),
@@ -77,10 +99,18 @@ def verify(
     in that direction. Exit codes: 0 all admitted and no deny admitted, 3 otherwise, 1 unreadable
     input, 2 bad flags.
     """
+    folder = policies if policies is not None or cluster else Path("policies")
+    sources = [str(folder)] if folder is not None else []
     try:
-        documents = load_policies(policies)
+        documents = load_policies(folder) if folder is not None else []
+        if cluster:
+            from cpg_io.kube import api_client, list_cilium_policies
+
+            live = list_cilium_policies(api_client(kubeconfig, context))
+            documents += live
+            sources.append(f"the cluster ({len(live)})")
         result = verify_capture(flows, documents, DecideOptions(include_audit=include_audit))
-    except (PolicyLoadError, SourceError) as exc:
+    except (PolicyLoadError, SourceError, KubeError) as exc:
         typer.echo(f"cpg: error: {exc}", err=True)
         raise typer.Exit(1) from None
     if result.stats.malformed:
@@ -91,6 +121,6 @@ def verify(
     if output is OutputFormat.json:
         typer.echo(json.dumps(verify_json(result), indent=2, ensure_ascii=False))
     else:
-        print_verify(result, policies=len(documents), folder=policies)
+        print_verify(result, policies=len(documents), origin=" and ".join(sources))
     if not result.passed:
         raise typer.Exit(3)

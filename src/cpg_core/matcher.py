@@ -21,6 +21,7 @@ from cpg_core.labels import NAMESPACE_LABEL, reserved_names
 from cpg_core.synthesis import endpoint_kind
 
 _SOURCES = ("k8s:", "any:", "reserved:", "cidr:", "unspec:", "container:")
+_POLICY_KINDS = frozenset({"CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy"})
 
 
 @attrs.frozen(slots=True)
@@ -292,10 +293,10 @@ def match_flow(
     target_labels = endpoint_labels(target)
     selecting = []
     for policy in policies:
-        if not isinstance(policy, Mapping) or policy.get("kind") != "CiliumNetworkPolicy":
+        if not isinstance(policy, Mapping) or policy.get("kind") not in _POLICY_KINDS:
             continue
         meta = policy.get("metadata") or {}
-        namespace = meta.get("namespace")
+        namespace = meta.get("namespace") if policy.get("kind") == "CiliumNetworkPolicy" else None
         if namespace and namespace != target.namespace:
             continue
         specs = [policy.get("spec")] if policy.get("spec") else []

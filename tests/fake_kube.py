@@ -1,0 +1,96 @@
+"""A fake Kubernetes API server on 127.0.0.1 that serves Cilium policy lists (read-only)."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+_NAMESPACED = re.compile(r"^/apis/cilium\.io/v2/namespaces/([^/]+)/ciliumnetworkpolicies$")
+
+
+class FakeKube:
+    def __init__(self) -> None:
+        self.policies: list[dict[str, Any]] = []
+        self.status = 200
+        self.requests: list[tuple[str, str]] = []
+
+    def items(self, path: str) -> list[dict[str, Any]] | None:
+        if path == "/apis/cilium.io/v2/ciliumnetworkpolicies":
+            return [p for p in self.policies if p.get("kind") == "CiliumNetworkPolicy"]
+        if path == "/apis/cilium.io/v2/ciliumclusterwidenetworkpolicies":
+            return [p for p in self.policies if p.get("kind") == "CiliumClusterwideNetworkPolicy"]
+        match = _NAMESPACED.match(path)
+        if match:
+            return [
+                p
+                for p in self.policies
+                if p.get("kind") == "CiliumNetworkPolicy"
+                and p["metadata"].get("namespace") == match.group(1)
+            ]
+        return None
+
+
+@contextmanager
+def fake_kube(tmp_path: Path) -> Iterator[tuple[FakeKube, Path]]:
+    """Start the server; yield it and a kubeconfig file that points at it."""
+    state = FakeKube()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            path = self.path.split("?", 1)[0]
+            state.requests.append((self.command, self.path))
+            items = state.items(path)
+            if state.status != 200:
+                self._send(
+                    state.status, {"kind": "Status", "code": state.status, "reason": "Forbidden"}
+                )
+            elif items is None:
+                self._send(404, {"kind": "Status", "code": 404})
+            else:
+                self._send(200, {"apiVersion": "cilium.io/v2", "kind": "List", "items": items})
+
+        def _send(self, status: int, body: dict[str, Any]) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {
+                        "name": "fake",
+                        "cluster": {"server": f"http://127.0.0.1:{server.server_port}"},
+                    }
+                ],
+                "users": [{"name": "reader", "user": {"token": "not-a-secret"}}],
+                "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "reader"}}],
+                "current-context": "fake",
+            }
+        )
+    )
+    try:
+        yield state, kubeconfig
+    finally:
+        server.shutdown()
+        server.server_close()
