@@ -44,7 +44,7 @@ def fake_kube(tmp_path: Path) -> Iterator[tuple[FakeKube, Path]]:
     state = FakeKube()
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             state.requests.append((self.command, self.path))
             items = state.items(path)
