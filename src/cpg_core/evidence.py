@@ -17,7 +17,7 @@ import orjson
 
 from cpg_core.attribution import RuleStats, sample_record
 from cpg_core.errors import CpgError
-from cpg_core.rules import Atom, CidrPeer, EndpointPeer, EntityPeer, Peer
+from cpg_core.rules import HTTP, Atom, CidrPeer, EndpointPeer, EntityPeer, FqdnPeer, Peer
 
 SCHEMA_VERSION = 2
 ZERO_TIME = "0001-01-01T00:00:00Z"
@@ -71,18 +71,33 @@ def peer_key(peer: Peer) -> str:
         return f"entity:{peer.entity}"
     if isinstance(peer, CidrPeer):
         return f"cidr:{peer.cidr}"
+    if isinstance(peer, FqdnPeer):
+        return f"fqdn:{peer.name}"
     labels = ",".join(f"{k}={v}" for k, v in peer.labels)
     return f"ep:{peer.namespace}/{labels}"
 
 
 def rule_key(atom: Atom) -> str:
-    """``<direction>:<peer>:<protocol>:<port>``, e.g. ``ingress:ep:shop/app=web:TCP:8080``."""
-    return f"{atom.direction}:{peer_key(atom.peer)}:{atom.protocol}:{atom.port}"
+    """``<direction>:<peer>:<protocol>:<port>`` plus ``:l7=...`` for L7 entries, e.g.
+    ``ingress:ep:shop/app=web:TCP:8080:l7=http:GET:^/api$``."""
+    key = f"{atom.direction}:{peer_key(atom.peer)}:{atom.protocol}:{atom.port}"
+    return key + (":l7=" + ":".join(atom.l7) if atom.l7 else "")
+
+
+def l7_record(atom: Atom) -> dict[str, str] | None:
+    """The ``l7`` part of an evidence rule (Go schema v2 field names)."""
+    if not atom.l7:
+        return None
+    if atom.l7[0] == HTTP:
+        return {"protocol": "http", "http_method": atom.l7[1], "http_path": atom.l7[2]}
+    return {"protocol": "dns", "dns_matchname": atom.l7[1]}
 
 
 def peer_record(peer: Peer) -> dict[str, Any]:
     if isinstance(peer, EntityPeer):
         return {"type": "entity", "entity": peer.entity}
+    if isinstance(peer, FqdnPeer):
+        return {"type": "fqdn", "fqdn": peer.name}
     if isinstance(peer, CidrPeer):
         return {"type": "cidr", "cidr": peer.cidr}
     assert isinstance(peer, EndpointPeer)
@@ -103,6 +118,7 @@ def rule_records(
                 "peer": peer_record(atom.peer),
                 "port": str(atom.port),
                 "protocol": protocol,
+                **({"l7": l7} if (l7 := l7_record(atom)) else {}),
                 "flow_count": stats.count,
                 "first_seen": stats.first or ZERO_TIME,
                 "last_seen": stats.last or ZERO_TIME,

@@ -17,6 +17,7 @@ from cpg_core.rules import (
     MAX_PORTS_PER_RULE,
     CidrPeer,
     EntityPeer,
+    FqdnPeer,
     Rule,
     describe_rule,
     peer_selector,
@@ -112,9 +113,11 @@ def rule_lines(rule: Rule, policy_namespace: str) -> list[str]:
 
     Written out directly rather than through :func:`emit` because policies can hold
     thousands of rules; a test pins that both give the same text."""
+    peer = rule.peer
+    if rule.http or rule.dns or isinstance(peer, FqdnPeer):
+        return rule_lines_generic(rule, policy_namespace)  # L7 rules: rare, keep one code path
     lines = [f"  # {describe_rule(rule)}"]
     prefix = "from" if rule.direction == INGRESS else "to"
-    peer = rule.peer
     if isinstance(peer, EntityPeer):
         lines += [f"  - {prefix}Entities:", f"    - {yaml_string(peer.entity)}"]
     elif isinstance(peer, CidrPeer):

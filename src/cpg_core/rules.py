@@ -51,7 +51,18 @@ class EndpointPeer:
     labels: LabelItems
 
 
-Peer = EntityPeer | CidrPeer | EndpointPeer
+@attrs.frozen(slots=True, order=True, cache_hash=True)
+class FqdnPeer:
+    """An external service by DNS name (``toFQDNs``), egress only."""
+
+    name: str
+
+
+Peer = EntityPeer | CidrPeer | EndpointPeer | FqdnPeer
+
+HTTP = "http"
+DNS = "dns"
+DNS_PORTS = ((53, "TCP"), (53, "UDP"))
 
 
 @attrs.frozen(slots=True, order=True)
@@ -60,6 +71,8 @@ class Atom:
     peer: Peer
     protocol: str
     port: int
+    l7: tuple[str, ...] = ()
+    """``()`` for plain L4; ``("http", METHOD, path-regex)``; ``("dns", name)``."""
 
 
 def peer_sort_key(peer: Peer) -> tuple[Any, ...]:
@@ -67,6 +80,8 @@ def peer_sort_key(peer: Peer) -> tuple[Any, ...]:
         return (0, peer.entity)
     if isinstance(peer, CidrPeer):
         return (1, peer.sort_key())
+    if isinstance(peer, FqdnPeer):
+        return (3, peer.name)
     return (2, peer.namespace, peer.labels)
 
 
@@ -81,7 +96,8 @@ def host_cidr(ip: str) -> str | None:
 
 @attrs.frozen(slots=True)
 class Rule:
-    """One rule of one direction: exactly one peer, and either ports or ICMP types."""
+    """One rule of one direction with exactly one peer: its ports (and their HTTP rules), or
+    its ICMP types, or the DNS names it may resolve (a resolver rule on port 53)."""
 
     direction: str
     peer: Peer
@@ -89,38 +105,72 @@ class Rule:
     """Sorted ``(port, protocol)`` pairs."""
     icmps: tuple[tuple[str, int], ...] = ()
     """Sorted ``(family, type)`` pairs, family ``IPv4`` or ``IPv6``."""
+    http: tuple[tuple[int, str, str, str], ...] = ()
+    """Sorted ``(port, protocol, method, path regex)``; their ports are in ``ports`` too."""
+    dns: tuple[str, ...] = ()
+    """Sorted names a resolver rule allows on UDP/TCP 53."""
 
     @property
     def kind(self) -> str:
-        return "icmp" if self.icmps else "ports"
+        return "dns" if self.dns else "icmp" if self.icmps else "ports"
 
     def atoms(self) -> list[Atom]:
-        out = [Atom(self.direction, self.peer, proto, port) for port, proto in self.ports]
+        l7_ports = {(port, proto) for port, proto, _, _ in self.http}
+        out = [
+            Atom(self.direction, self.peer, proto, port)
+            for port, proto in self.ports
+            if (port, proto) not in l7_ports
+        ]
+        out += [
+            Atom(self.direction, self.peer, proto, port, (HTTP, method, path))
+            for port, proto, method, path in self.http
+        ]
         out += [
             Atom(self.direction, self.peer, ICMPV4 if fam == "IPv4" else ICMPV6, t)
             for fam, t in self.icmps
         ]
+        out += [
+            Atom(self.direction, self.peer, proto, port, (DNS, name))
+            for name in self.dns
+            for port, proto in DNS_PORTS
+        ]
         return out
 
 
+_KIND_ORDER = {"ports": 0, "icmp": 1, "dns": 2}
+
+
 def rule_sort_key(rule: Rule) -> tuple[Any, ...]:
-    return (0 if rule.direction == INGRESS else 1, peer_sort_key(rule.peer), 1 if rule.icmps else 0)
+    return (0 if rule.direction == INGRESS else 1, peer_sort_key(rule.peer), _KIND_ORDER[rule.kind])
 
 
 def rules_from_atoms(atoms: Iterable[Atom]) -> list[Rule]:
-    """Canonical rules: one rule per (direction, peer) for ports and one for ICMP, sorted."""
+    """Canonical rules: per (direction, peer) one rule for ports (with their HTTP rules), one
+    for ICMP and one for DNS names, sorted."""
     ports: dict[tuple[str, Peer], set[tuple[int, str]]] = {}
+    http: dict[tuple[str, Peer], set[tuple[int, str, str, str]]] = {}
     icmps: dict[tuple[str, Peer], set[tuple[str, int]]] = {}
+    names: dict[tuple[str, Peer], set[str]] = {}
     for atom in atoms:
         key = (atom.direction, atom.peer)
-        if atom.protocol in PORT_PROTOCOLS:
+        if atom.l7:
+            if atom.l7[0] == HTTP:
+                http.setdefault(key, set()).add((atom.port, atom.protocol, atom.l7[1], atom.l7[2]))
+                ports.setdefault(key, set()).add((atom.port, atom.protocol))
+            elif atom.l7[0] == DNS:
+                names.setdefault(key, set()).add(atom.l7[1])
+        elif atom.protocol in PORT_PROTOCOLS:
             ports.setdefault(key, set()).add((atom.port, atom.protocol))
         elif atom.protocol == ICMPV4:
             icmps.setdefault(key, set()).add(("IPv4", atom.port))
         elif atom.protocol == ICMPV6:
             icmps.setdefault(key, set()).add(("IPv6", atom.port))
-    rules = [Rule(d, p, ports=tuple(sorted(v))) for (d, p), v in ports.items()]
+    rules = [
+        Rule(d, p, ports=tuple(sorted(v)), http=tuple(sorted(http.get((d, p), ()))))
+        for (d, p), v in ports.items()
+    ]
     rules += [Rule(d, p, icmps=tuple(sorted(v))) for (d, p), v in icmps.items()]
+    rules += [Rule(d, p, dns=tuple(sorted(v))) for (d, p), v in names.items()]
     rules.sort(key=rule_sort_key)
     return rules
 
@@ -136,6 +186,10 @@ def peer_selector(peer: EndpointPeer, policy_namespace: str) -> dict[str, str]:
     return dict(sorted(labels.items()))
 
 
+def _port(port: int, proto: str) -> dict[str, str]:
+    return {"port": str(port), "protocol": proto}
+
+
 def rule_to_dict(rule: Rule, policy_namespace: str) -> dict[str, Any]:
     """The CRD shape of a rule, keys in the order they are rendered."""
     prefix = "from" if rule.direction == INGRESS else "to"
@@ -145,17 +199,37 @@ def rule_to_dict(rule: Rule, policy_namespace: str) -> dict[str, Any]:
         out[prefix + "Entities"] = [peer.entity]
     elif isinstance(peer, CidrPeer):
         out[prefix + "CIDR"] = [peer.cidr]
+    elif isinstance(peer, FqdnPeer):
+        out["toFQDNs"] = [{"matchName": peer.name}]
     else:
         out[prefix + "Endpoints"] = [{"matchLabels": peer_selector(peer, policy_namespace)}]
-    if rule.ports:
+    if rule.http:
+        by_port: dict[tuple[int, str], list[dict[str, str]]] = {}
+        for port, proto, method, path in rule.http:
+            by_port.setdefault((port, proto), []).append({"method": method, "path": path})
+        port_rules: list[dict[str, Any]] = []
+        for port, proto in rule.ports:
+            entry: dict[str, Any] = {"ports": [_port(port, proto)]}
+            if (port, proto) in by_port:
+                entry["rules"] = {"http": by_port[(port, proto)]}
+            port_rules.append(entry)
+        out["toPorts"] = port_rules
+    elif rule.ports:
         out["toPorts"] = [
-            {"ports": [{"port": str(port), "protocol": proto} for port, proto in chunk]}
+            {"ports": [_port(port, proto) for port, proto in chunk]}
             for chunk in _chunks(rule.ports)
         ]
     if rule.icmps:
         out["icmps"] = [
             {"fields": [{"family": fam, "type": t} for fam, t in chunk]}
             for chunk in _chunks(rule.icmps)
+        ]
+    if rule.dns:
+        out["toPorts"] = [
+            {
+                "ports": [_port(53, "UDP"), _port(53, "TCP")],
+                "rules": {"dns": [{"matchName": name} for name in rule.dns]},
+            }
         ]
     return out
 
@@ -175,6 +249,11 @@ def rule_from_dict(data: object, direction: str, policy_namespace: str) -> Rule 
         elif prefix + "CIDR" in rest:
             (cidr,) = rest.pop(prefix + "CIDR")
             peer = CidrPeer(str(cidr))
+        elif direction != INGRESS and "toFQDNs" in rest:
+            (fqdn,) = rest.pop("toFQDNs")
+            if set(fqdn) != {"matchName"}:
+                return None
+            peer = FqdnPeer(str(fqdn["matchName"]))
         elif prefix + "Endpoints" in rest:
             (selector,) = rest.pop(prefix + "Endpoints")
             labels = dict(selector["matchLabels"])
@@ -184,19 +263,33 @@ def rule_from_dict(data: object, direction: str, policy_namespace: str) -> Rule 
             peer = EndpointPeer(str(namespace), tuple(sorted(labels.items())))
         else:
             return None
-        ports = tuple(
-            (int(p["port"]), p["protocol"])
-            for port_rule in rest.pop("toPorts", ())
-            for p in port_rule["ports"]
-        )
+        ports: set[tuple[int, str]] = set()
+        http: set[tuple[int, str, str, str]] = set()
+        names: set[str] = set()
+        for port_rule in rest.pop("toPorts", ()):
+            found = {(int(p["port"]), str(p["protocol"])) for p in port_rule["ports"]}
+            l7 = port_rule.get("rules") or {}
+            if "dns" in l7:
+                names.update(str(d["matchName"]) for d in l7["dns"])
+            else:
+                ports |= found
+                for (port, proto), h in ((pp, h) for pp in found for h in l7.get("http", ())):
+                    http.add((port, proto, str(h["method"]), str(h["path"])))
         icmps = tuple(
             (f["family"], int(f["type"])) for icmp in rest.pop("icmps", ()) for f in icmp["fields"]
         )
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
-    if rest or bool(ports) == bool(icmps):
+    if rest or sum(bool(x) for x in (ports, icmps, names)) != 1:
         return None
-    rule = Rule(direction, peer, ports=tuple(sorted(set(ports))), icmps=tuple(sorted(set(icmps))))
+    rule = Rule(
+        direction,
+        peer,
+        ports=tuple(sorted(ports)),
+        icmps=tuple(sorted(set(icmps))),
+        http=tuple(sorted(http)),
+        dns=tuple(sorted(names)),
+    )
     if rule_to_dict(rule, policy_namespace) != dict(data):
         return None
     return rule
@@ -207,12 +300,26 @@ def describe_peer(peer: Peer) -> str:
         return f"entity {peer.entity}"
     if isinstance(peer, CidrPeer):
         return peer.cidr
+    if isinstance(peer, FqdnPeer):
+        return peer.name
     return f"{peer.namespace}/{format_labels(peer.labels)}"
 
 
 def describe_rule(rule: Rule) -> str:
     """The comment above a rule: its traffic and its peer, e.g. ``TCP/8080 from shop/app=web``."""
-    traffic = [f"{proto}/{port}" for port, proto in rule.ports]
+    if rule.dns:
+        way = "from" if rule.direction == INGRESS else "to"
+        return printable(
+            f"DNS UDP/53, TCP/53 for {', '.join(rule.dns)} {way} {describe_peer(rule.peer)}"
+        )
+    http: dict[tuple[int, str], list[str]] = {}
+    for port, proto, method, path in rule.http:
+        http.setdefault((port, proto), []).append(f"{method} {path}")
+    traffic = [
+        f"{proto}/{port}"
+        + (f" (HTTP {', '.join(http[(port, proto)])})" if (port, proto) in http else "")
+        for port, proto in rule.ports
+    ]
     traffic += [f"ICMP{fam[2:]} type {t}" for fam, t in rule.icmps]
     way = "from" if rule.direction == INGRESS else "to"
     return printable(f"{', '.join(traffic)} {way} {describe_peer(rule.peer)}")
