@@ -157,6 +157,22 @@ def replay(
             case_sensitive=False,
         ),
     ] = OutputFormat.text,
+    l7: Annotated[
+        bool,
+        typer.Option(
+            "--l7",
+            help="Turn HTTP requests into per-port HTTP rules and DNS queries into toFQDNs with "
+            "a DNS rule on the resolver (needs L7 visibility: see README 'L7 rules').",
+        ),
+    ] = False,
+    l7_collapse_paths: Annotated[
+        bool,
+        typer.Option(
+            "--l7-collapse-paths",
+            help="With --l7: path segments that are ids (digits, UUIDs, long hex) match any "
+            "segment, so /users/17 and /users/42 give one rule.",
+        ),
+    ] = False,
     verify: Annotated[
         bool,
         typer.Option(
@@ -212,6 +228,8 @@ def replay(
                 f"unknown protocol {proto!r}; valid values are {', '.join(PROTOCOLS)}",
                 param_hint="--ignore-protocol",
             )
+    if l7_collapse_paths and not l7:
+        raise typer.BadParameter("--l7-collapse-paths needs --l7", param_hint="--l7-collapse-paths")
     if verify and dry_run:
         raise typer.BadParameter(
             "--verify checks written files; drop --dry-run", param_hint="--verify"
@@ -238,6 +256,8 @@ def replay(
         ),
         namespaces=frozenset(namespaces),
         max_samples=evidence_samples if record_evidence else 0,
+        l7=l7,
+        collapse_paths=l7_collapse_paths,
     )
     try:
         evidence = (
@@ -266,6 +286,13 @@ def replay(
     agg = result.aggregator
     for line, why in result.stats.malformed_examples:
         log.warning("%s:%d: skipped malformed line: %s", source, line, why)
+    if l7 and agg.total_flows and not agg.l7_records:
+        log.warning(
+            "--l7 is set but no flow in %s carried an HTTP or DNS record, so the policies are "
+            "L4 only; L7 records need Cilium's L7 proxy on that traffic (see the README section "
+            "'L7 rules: the two-step workflow')",
+            source,
+        )
     if include_audit and agg.total_flows and not agg.audit_flows:
         log.warning("--include-audit is set but no AUDIT-verdict flow was in %s", source)
     if agg.unrecognised_reasons:

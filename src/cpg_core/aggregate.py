@@ -7,7 +7,8 @@ any point. Order of flows never changes the result.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
 
 import attrs
 
@@ -15,13 +16,27 @@ from cpg_core.attribution import NO_TIME, RuleStats, flow_class, time_key
 from cpg_core.decide import DecideOptions, Decision, decide
 from cpg_core.dropreasons import POLICY_DENIED, is_known_reason, reason_name
 from cpg_core.flow import ICMP_PROTOCOLS, PORT_PROTOCOLS, Endpoint, Flow, Verdict
+from cpg_core.l7 import dns_name, http_method, path_regex
 from cpg_core.labels import format_labels
 from cpg_core.names import policy_name, short_hash
-from cpg_core.rules import EGRESS, INGRESS, Atom, Peer, Rule, rules_from_atoms
+from cpg_core.rules import (
+    DNS,
+    DNS_PORTS,
+    EGRESS,
+    HTTP,
+    INGRESS,
+    Atom,
+    CidrPeer,
+    EndpointPeer,
+    FqdnPeer,
+    Rule,
+    rules_from_atoms,
+)
 from cpg_core.synthesis import PolicyTarget, Resolved, Resolver, Unhandled, Unresolved
 from cpg_core.triage import DropTally, FindingTally, deny_finding_key
 
-AtomKey = tuple[str, Peer, str, int]
+AtomKey = tuple[Any, ...]
+"""An Atom's fields as a plain tuple: (direction, peer, protocol, port[, l7])."""
 FindingKey = tuple[str, str, tuple[str, ...]]
 """(kind, subject, denying policies)."""
 _TALLIED = frozenset({Decision.INFRA, Decision.TRANSIENT, Decision.NOISE})
@@ -38,6 +53,10 @@ class AggregateOptions:
     """Policy-target namespaces to keep; empty keeps every namespace."""
     max_samples: int = 10
     """Sample flows kept per allow entry (0 keeps none)."""
+    l7: bool = False
+    """Turn HTTP and DNS records into L7 rules, and named world peers into ``toFQDNs``."""
+    collapse_paths: bool = False
+    """With ``l7``: identifier path segments become one-segment wildcards."""
 
 
 @attrs.frozen(slots=True)
@@ -71,6 +90,8 @@ class AggregateState:
     unrecognised_reasons: dict[int, int]
     first_seen: str
     last_seen: str
+    l7_records: int
+    ip_names: dict[str, set[str]]
 
 
 class Aggregator:
@@ -97,6 +118,11 @@ class Aggregator:
         self._last = NO_TIME
         self._atoms: dict[PolicyTarget, dict[AtomKey, RuleStats]] = {}
         self._max_samples = self.options.max_samples
+        self._l7 = self.options.l7
+        self.l7_records = 0
+        """Flows with an HTTP or DNS record (seen only with ``l7``)."""
+        self.ip_names: dict[str, set[str]] = {}
+        """IP -> DNS names learned from the capture (only with ``l7``)."""
         # (direction, source, destination, protocol, port) -> stats of its allow entry, for
         # endpoint and entity peers (a world peer's entry also depends on the flow's IP).
         self._entries: dict[tuple[int, Endpoint, Endpoint, str, int], RuleStats] = {}
@@ -136,6 +162,10 @@ class Aggregator:
         return sum(st.count for atoms in self._atoms.values() for st in atoms.values())
 
     def add(self, flow: Flow) -> Decision:
+        if self._l7 and (flow.l7 is not None or flow.destination_names):
+            self._learn(flow)
+            if flow.l7 is not None:
+                return self._slow(flow)
         if (
             self._fast
             and flow.verdict == _DROPPED
@@ -191,7 +221,55 @@ class Aggregator:
             finding = self.findings[key] = FindingTally(*key)
         finding.add(flow)
 
+    def _learn(self, flow: Flow) -> None:
+        """Names for IPs (DNS responses of any verdict, ``destination_names``), and L7 counts."""
+        l7 = flow.l7
+        if l7 is not None:
+            if l7.http is not None or l7.dns is not None:
+                self.l7_records += 1
+            if l7.dns is not None and l7.dns.query:
+                name = dns_name(l7.dns.query)
+                for ip in l7.dns.ips:
+                    self.ip_names.setdefault(ip, set()).add(name)
+        if flow.destination_names and flow.destination_ip:
+            names = self.ip_names.setdefault(flow.destination_ip, set())
+            names.update(dns_name(n) for n in flow.destination_names)
+
+    def _candidate_l7(self, flow: Flow) -> bool:
+        """An L7 candidate: HTTP requests become per-port HTTP rules, DNS queries become names
+        on the resolver. False when the flow carries nothing usable (it is then plain L4)."""
+        l7 = flow.l7
+        assert l7 is not None
+        result = self._resolver.resolve(flow)
+        if type(result) is not Resolved:
+            return False
+        atom = result.atom
+        cls = flow_class(flow)
+        detail: tuple[str, ...]
+        if l7.http is not None and l7.http.method.strip():
+            detail = (
+                HTTP,
+                http_method(l7.http.method),
+                path_regex(l7.http.url, self.options.collapse_paths),
+            )
+            self._keep(
+                result.target,
+                (atom.direction, atom.peer, atom.protocol, atom.port, detail),
+                flow,
+                cls,
+            )
+            return True
+        if l7.dns is not None and atom.direction == EGRESS and dns_name(l7.dns.query):
+            detail = (DNS, dns_name(l7.dns.query))
+            self._keep(
+                result.target, (atom.direction, atom.peer, atom.protocol, 53, detail), flow, cls
+            )
+            return True
+        return False
+
     def _candidate(self, flow: Flow) -> None:
+        if self._l7 and flow.l7 is not None and self._candidate_l7(flow):
+            return
         resolver = self._resolver
         direction = flow.direction
         protocol = flow.protocol
@@ -211,7 +289,7 @@ class Aggregator:
                     if flow.drop_reason == POLICY_DENIED and flow.verdict == _DROPPED
                     else flow_class(flow)
                 )
-                stats = self._keep(target, (way, peer, protocol, port), flow, cls)  # type: ignore[arg-type]
+                stats = self._keep(target, (way, peer, protocol, port), flow, cls)
                 if stats is not None:
                     entries = self._entries
                     if len(entries) >= _ENTRY_CACHE_LIMIT:
@@ -261,6 +339,8 @@ class Aggregator:
             unrecognised_reasons=dict(self.unrecognised_reasons),
             first_seen=self._first,
             last_seen=self._last,
+            l7_records=self.l7_records,
+            ip_names=self.ip_names,
         )
 
     def absorb(self, state: AggregateState) -> None:
@@ -287,6 +367,9 @@ class Aggregator:
         if state.first_seen and (not self._first or state.first_seen < self._first):
             self._first = state.first_seen
         self._last = max(self._last, state.last_seen)
+        self.l7_records += state.l7_records
+        for ip, names in state.ip_names.items():
+            self.ip_names.setdefault(ip, set()).update(names)
         cap = self._max_samples
         self._entries.clear()
         if not self._atoms:  # the first state is adopted as it is
@@ -311,7 +394,10 @@ class Aggregator:
 
     def plans(self) -> list[PolicyPlan]:
         """One plan per target, sorted by namespace then workload."""
-        return plan_policies(self.attribution())
+        attribution = self.attribution()
+        if self._l7:
+            attribution = {t: name_world_peers(a, self.ip_names) for t, a in attribution.items()}
+        return plan_policies(attribution)
 
 
 def plan_policies(
@@ -343,3 +429,46 @@ def plan_policies(
 
 def _stats_of(atoms: Collection[Atom] | Mapping[Atom, RuleStats]) -> dict[Atom, RuleStats]:
     return dict(atoms) if isinstance(atoms, Mapping) else {}
+
+
+KUBE_DNS = EndpointPeer("kube-system", (("k8s-app", "kube-dns"),))
+
+
+def name_world_peers(
+    atoms: Mapping[Atom, RuleStats], ip_names: Mapping[str, Iterable[str]]
+) -> dict[Atom, RuleStats]:
+    """With L7: an egress world peer whose IP has DNS names becomes ``toFQDNs`` peers, and
+    every name a policy reaches by FQDN is allowed on the resolver it uses (the one seen in its
+    DNS queries, else kube-dns in kube-system), on UDP and TCP 53."""
+    out: dict[Atom, RuleStats] = {}
+    for atom, stats in atoms.items():
+        peer = atom.peer
+        names = (
+            sorted(ip_names.get(peer.cidr.split("/", 1)[0], ()))
+            if atom.direction == EGRESS and isinstance(peer, CidrPeer) and not atom.l7
+            else []
+        )
+        if not names:
+            _merge_into(out, atom, stats)
+            continue
+        for name in names:
+            _merge_into(out, attrs.evolve(atom, peer=FqdnPeer(name)), stats)
+    resolvers = {a.peer for a in out if a.l7 and a.l7[0] == DNS} or {KUBE_DNS}
+    wanted = {a.peer.name for a in out if isinstance(a.peer, FqdnPeer)}
+    wanted |= {a.l7[1] for a in out if a.l7 and a.l7[0] == DNS}
+    for resolver in resolvers:
+        for name in wanted:
+            for port, proto in DNS_PORTS:
+                out.setdefault(Atom(EGRESS, resolver, proto, port, (DNS, name)), RuleStats())
+    return out
+
+
+def _merge_into(out: dict[Atom, RuleStats], atom: Atom, stats: RuleStats) -> None:
+    found = out.get(atom)
+    if found is None:
+        out[atom] = stats
+    elif found is not stats:
+        merged = RuleStats()
+        merged.absorb(found, len(found.samples) + len(stats.samples))
+        merged.absorb(stats, len(found.samples) + len(stats.samples))
+        out[atom] = merged

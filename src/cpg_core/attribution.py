@@ -11,6 +11,7 @@ import attrs
 
 from cpg_core.dropreasons import classify_reason, reason_name
 from cpg_core.flow import Endpoint, Flow, Verdict
+from cpg_core.l7 import dns_name, url_path
 from cpg_core.labels import select_labels, workload_name
 
 NO_TIME = ""
@@ -49,7 +50,7 @@ def flow_class(flow: Flow) -> str:
     return classify_reason(flow.drop_reason).value
 
 
-Sample = tuple[str, str, str, str, str, int, int, str, Endpoint, Endpoint]
+Sample = tuple[str, str, str, str, str, int, int, str, Endpoint, Endpoint, str]
 """(time key, uuid, source IP, destination IP, node, verdict, drop reason, reason text,
 source, destination): compact, and ordered by time then content so the choice of samples
 never depends on the order flows arrived in."""
@@ -68,7 +69,20 @@ def sample_of(flow: Flow) -> Sample:
         flow.drop_reason_text,
         flow.source,
         flow.destination,
+        _l7_detail(flow),
     )
+
+
+def _l7_detail(flow: Flow) -> str:
+    """The concrete L7 request of a sample: ``GET /users/17`` or ``DNS api.example.com``."""
+    l7 = flow.l7
+    if l7 is None:
+        return ""
+    if l7.http is not None and l7.http.method:
+        return f"{l7.http.method.strip().upper()} {url_path(l7.http.url)}"
+    if l7.dns is not None and l7.dns.query:
+        return f"DNS {dns_name(l7.dns.query)}"
+    return ""
 
 
 @attrs.define(slots=True)
@@ -157,7 +171,7 @@ def _side(endpoint: Endpoint, ip: str) -> dict[str, str]:
 
 def sample_record(sample: Sample, protocol: str, port: int) -> dict[str, Any]:
     """One evidence sample, field names as in the Go tool's schema v2 (plus ``node``)."""
-    key, _uuid, src_ip, dst_ip, node, verdict, reason, reason_text, src, dst = sample
+    key, _uuid, src_ip, dst_ip, node, verdict, reason, reason_text, src, dst, l7 = sample
     record: dict[str, Any] = {
         "time": key or "0001-01-01T00:00:00Z",
         "src": _side(src, src_ip),
@@ -169,4 +183,6 @@ def sample_record(sample: Sample, protocol: str, port: int) -> dict[str, Any]:
     }
     if node:
         record["node"] = node
+    if l7:
+        record["l7"] = l7
     return record

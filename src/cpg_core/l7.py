@@ -1,0 +1,54 @@
+"""L7 details turned into rule parts: HTTP paths as anchored Cilium (RE2) regexes, methods,
+DNS names, and the identifier segments ``--l7-collapse-paths`` folds into a wildcard."""
+
+from __future__ import annotations
+
+import re
+
+_RE2_SPECIAL = re.compile(r"([\\.+*?()|\[\]{}^$])")
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+_LONG_HEX = re.compile(r"^[0-9a-fA-F]{16,}$")
+SEGMENT_WILDCARD = "[^/]+"
+
+
+def url_path(url: str) -> str:
+    """The path of a URL or request target, without query or fragment; ``/`` when empty."""
+    text = url.strip().split("#", 1)[0].split("?", 1)[0]
+    if "://" in text:
+        text = text.split("://", 1)[1]
+        text = text[text.find("/") :] if "/" in text else ""
+    elif text.startswith("//"):
+        text = text[2:]
+        text = text[text.find("/") :] if "/" in text else ""
+    return text or "/"
+
+
+def is_identifier(segment: str) -> bool:
+    """A path segment that names one object (an id), not a resource: digits, a UUID, long hex."""
+    return bool(segment) and (
+        segment.isdigit() or bool(_UUID.match(segment)) or bool(_LONG_HEX.match(segment))
+    )
+
+
+def path_regex(url: str, collapse: bool = False) -> str:
+    """``^…$`` matching exactly the URL's path (identifier segments as one-segment wildcards
+    when ``collapse``)."""
+    parts = []
+    for segment in url_path(url).split("/"):
+        if collapse and is_identifier(segment):
+            parts.append(SEGMENT_WILDCARD)
+        else:
+            parts.append(_RE2_SPECIAL.sub(r"\\\1", segment))
+    return "^" + "/".join(parts) + "$"
+
+
+def http_method(method: str) -> str:
+    return method.strip().upper()
+
+
+def dns_name(query: str) -> str:
+    """A DNS query as a ``matchName``: trimmed, lower case, without the trailing dot."""
+    name = query.strip()
+    if name.endswith("."):
+        name = name[:-1]
+    return name.strip().lower()

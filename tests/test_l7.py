@@ -1,0 +1,240 @@
+"""L7: HTTP rules per port, toFQDNs with the resolver's DNS rule, merges, evidence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from conftest import EXAMPLE, WORLD, assert_crd_valid, endpoint, flow_dict, jsonl
+from cpg_core.l7 import dns_name, is_identifier, path_regex, url_path
+from test_cli import cpg
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def replay(
+    tmp_path: Path, name: str, *captures: Path, extra: tuple[str, ...] = ("--l7",)
+) -> dict[str, str]:
+    out = tmp_path / name
+    for capture in captures:
+        result = cpg(
+            "replay", str(capture), "-o", str(out), "--evidence-dir", str(tmp_path / "ev"), *extra
+        )
+        assert result.returncode == 0, result.stderr
+    files = {str(p.relative_to(out)): p.read_text() for p in sorted(out.rglob("*.yaml"))}
+    for text in files.values():
+        assert_crd_valid(text, required=True)
+    return files
+
+
+@pytest.mark.parametrize(
+    ("url", "collapse", "regex"),
+    [
+        ("/api/v1/users", False, "^/api/v1/users$"),
+        ("/api/v1/orders?id=42", False, "^/api/v1/orders$"),
+        ("http://api:8080/x/y?q=1#frag", False, "^/x/y$"),
+        ("", False, "^/$"),
+        ("/a.b+c*d?e", False, "^/a\\.b\\+c\\*d$"),
+        ("/f(1)[2]{3}|^$", False, "^/f\\(1\\)\\[2\\]\\{3\\}\\|\\^\\$$"),
+        (
+            "/users/17/orders/9f1c2b7a-4d4e-4c1f-9a2b-0c1d2e3f4a5b",
+            True,
+            "^/users/[^/]+/orders/[^/]+$",
+        ),
+        ("/blobs/0123456789abcdef0123", True, "^/blobs/[^/]+$"),
+        ("/v2/users/me", True, "^/v2/users/me$"),
+        ("/users/17", False, "^/users/17$"),
+    ],
+)
+def test_paths(url: str, collapse: bool, regex: str) -> None:
+    assert path_regex(url, collapse) == regex
+
+
+def test_helpers() -> None:
+    assert url_path("//host/p?q") == "/p"
+    assert is_identifier("123") and is_identifier("deadbeefdeadbeef") and not is_identifier("v2")
+    assert dns_name(" API.Example.com. ") == "api.example.com"
+
+
+def test_http_rules_snapshot(tmp_path: Path, snapshot: Any) -> None:
+    files = replay(tmp_path, "http", FIXTURES / "l7_http.jsonl")
+    text = files["shop/api.yaml"]
+    assert "host:" not in text and "headers" not in text and "headerMatches" not in text
+    assert '"^/api/v1/users$"' in text and "?x=1" not in text
+    assert text == snapshot(name="http")
+    collapsed = replay(
+        tmp_path, "collapsed", FIXTURES / "l7_http.jsonl", extra=("--l7", "--l7-collapse-paths")
+    )
+    assert '"^/api/v1/users/[^/]+$"' in collapsed["shop/api.yaml"]
+    assert "users/17" not in collapsed["shop/api.yaml"]
+    assert '"^/api/v1/users$"' in collapsed["shop/api.yaml"], "literal segments are kept"
+
+
+def test_dns_and_fqdn_snapshot(tmp_path: Path, snapshot: Any) -> None:
+    files = replay(tmp_path, "dns", FIXTURES / "l7_dns.jsonl")
+    policy = yaml.safe_load(files["shop/api.yaml"])
+    fqdns = [r["toFQDNs"][0]["matchName"] for r in policy["spec"]["egress"] if "toFQDNs" in r]
+    # learned from an answer seen before the flow, one seen after it, and destination_names
+    assert fqdns == ["api.example.com", "cdn.example.org", "later.example.net"]
+    assert not any("toCIDR" in r for r in policy["spec"]["egress"]), (
+        "named world peers are not CIDRs"
+    )
+    (resolver,) = [r for r in policy["spec"]["egress"] if "toEndpoints" in r]
+    assert [p["protocol"] for p in resolver["toPorts"][0]["ports"]] == ["UDP", "TCP"]
+    assert [d["matchName"] for d in resolver["toPorts"][0]["rules"]["dns"]] == fqdns
+    assert "matchPattern" not in files["shop/api.yaml"]
+    assert not any(p.startswith("kube-system/") for p in files), "the resolver never gets a policy"
+    assert files["shop/api.yaml"] == snapshot(name="dns")
+
+
+def test_resolver_rule_follows_the_observed_resolver(tmp_path: Path) -> None:
+    files = replay(tmp_path, "nodelocal", FIXTURES / "l7_nodelocal.jsonl")
+    egress = yaml.safe_load(files["shop/web.yaml"])["spec"]["egress"]
+    selectors = [r["toEndpoints"][0]["matchLabels"] for r in egress if "toEndpoints" in r]
+    assert selectors == [
+        {"io.kubernetes.pod.namespace": "kube-system", "k8s-app": "node-local-dns"}
+    ]
+    # With no DNS query seen, the rule falls back to kube-dns in kube-system.
+    capture = tmp_path / "names.jsonl"
+    capture.write_text(
+        jsonl(
+            [
+                flow_dict(
+                    src=endpoint("shop", "web"),
+                    dst=WORLD,
+                    direction="EGRESS",
+                    tcp=443,
+                    dst_ip="192.0.2.7",
+                    destination_names=["svc.example.com."],
+                )
+            ]
+        )
+    )
+    fallback = yaml.safe_load(replay(tmp_path, "fallback", capture)["shop/web.yaml"])["spec"][
+        "egress"
+    ]
+    selectors = [r["toEndpoints"][0]["matchLabels"] for r in fallback if "toEndpoints" in r]
+    assert selectors == [{"io.kubernetes.pod.namespace": "kube-system", "k8s-app": "kube-dns"}]
+    assert len([r for r in fallback if "toEndpoints" in r]) == 1, "one resolver rule per policy"
+
+
+def test_mixed_and_merge_snapshot(tmp_path: Path, snapshot: Any) -> None:
+    first = [FIXTURES / "l7_dns.jsonl", FIXTURES / "l7_http.jsonl"]
+    merged = replay(tmp_path, "merged", *first, FIXTURES / "l7_merge_more.jsonl")
+    text = merged["shop/api.yaml"]
+    assert "- matchName: new.example.com" in text
+    policy = yaml.safe_load(text)
+    fqdns = [r["toFQDNs"][0]["matchName"] for r in policy["spec"]["egress"] if "toFQDNs" in r]
+    assert "new.example.com" in fqdns, "a name learned in a later run reaches toFQDNs"
+    dns = [
+        d["matchName"]
+        for r in policy["spec"]["egress"]
+        if "toEndpoints" in r
+        for d in r["toPorts"][0]["rules"]["dns"]
+    ]
+    assert "new.example.com" in dns, "and the resolver's DNS rule"
+    assert "method: DELETE" in text
+    assert text == snapshot(name="merged")
+    combined = tmp_path / "all.jsonl"
+    combined.write_text("".join(p.read_text() for p in [*first, FIXTURES / "l7_merge_more.jsonl"]))
+    assert replay(tmp_path, "single", combined)["shop/api.yaml"] == text, (
+        "runs split or not: same bytes"
+    )
+    verdict = cpg(
+        "verify", str(combined), "--policies", str(tmp_path / "merged"), "--output", "json"
+    )
+    assert verdict.returncode == 0, verdict.stdout
+    assert json.loads(verdict.stdout)["candidates"]["total"] >= 10
+
+
+def test_without_l7_nothing_changes(tmp_path: Path) -> None:
+    plain = replay(tmp_path, "plain", FIXTURES / "l7_http.jsonl", extra=())
+    assert "rules:" not in plain["shop/api.yaml"] and "toFQDNs" not in plain["shop/api.yaml"]
+    assert '- port: "8080"' in plain["shop/api.yaml"]
+    dns_plain = replay(tmp_path, "dnsplain", FIXTURES / "l7_dns.jsonl", extra=())
+    assert "toCIDR" in dns_plain["shop/api.yaml"] and "toFQDNs" not in dns_plain["shop/api.yaml"]
+    # --l7 on a capture without any L7 record is byte for byte the same as without it.
+    with_flag = tmp_path / "with"
+    result = cpg("replay", str(EXAMPLE), "-o", str(with_flag), "--l7")
+    assert "no flow in" in result.stderr and "L7 rules: the two-step workflow" in result.stderr
+    cpg("replay", str(EXAMPLE), "-o", str(tmp_path / "without"))
+    assert {p.name: p.read_bytes() for p in with_flag.rglob("*.yaml")} == {
+        p.name: p.read_bytes() for p in (tmp_path / "without").rglob("*.yaml")
+    }
+    assert cpg("replay", str(EXAMPLE), "--l7-collapse-paths").returncode == 2
+
+
+def test_l7_evidence_keys_and_concrete_paths(tmp_path: Path) -> None:
+    out = tmp_path / "p"
+    ev = tmp_path / "ev"
+    assert (
+        cpg(
+            "replay",
+            str(FIXTURES / "l7_http.jsonl"),
+            "-o",
+            str(out),
+            "--evidence-dir",
+            str(ev),
+            "--l7",
+            "--l7-collapse-paths",
+        ).returncode
+        == 0
+    )
+    shown = json.loads(
+        cpg(
+            "explain",
+            "shop/api",
+            "-o",
+            str(out),
+            "--evidence-dir",
+            str(ev),
+            "--json",
+            "--http-method",
+            "get",
+            "--http-path",
+            "^/api/v1/users/[^/]+$",
+        ).stdout
+    )
+    (rule,) = shown["matched_rules"]
+    assert rule["key"] == "ingress:ep:shop/app=web:TCP:8080:l7=http:GET:^/api/v1/users/[^/]+$"
+    assert rule["l7"] == {
+        "protocol": "http",
+        "http_method": "GET",
+        "http_path": "^/api/v1/users/[^/]+$",
+    }
+    assert rule["flow_count"] == 2
+    assert [s["l7"] for s in rule["samples"]] == ["GET /api/v1/users/42"]  # newest per pod pair
+    dns_out = tmp_path / "d"
+    cpg(
+        "replay",
+        str(FIXTURES / "l7_dns.jsonl"),
+        "-o",
+        str(dns_out),
+        "--evidence-dir",
+        str(ev),
+        "--l7",
+    )
+    dns = json.loads(
+        cpg(
+            "explain",
+            "shop/api",
+            "-o",
+            str(dns_out),
+            "--evidence-dir",
+            str(ev),
+            "--json",
+            "--dns-pattern",
+            "api.example.com.",
+        ).stdout
+    )
+    keys = sorted(r["key"] for r in dns["matched_rules"])
+    assert keys == [
+        "egress:ep:kube-system/k8s-app=kube-dns:TCP:53:l7=dns:api.example.com",
+        "egress:ep:kube-system/k8s-app=kube-dns:UDP:53:l7=dns:api.example.com",
+    ]
+    udp = next(r for r in dns["matched_rules"] if r["protocol"] == "UDP")
+    assert udp["flow_count"] == 1 and udp["samples"][0]["l7"] == "DNS api.example.com"
