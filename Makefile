@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 EXAMPLE_OUT ?= policies-example
 
-.PHONY: install lint typecheck test example bench clean
+.PHONY: install lint typecheck test example bench clean proto
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,3 +34,9 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) $(EXAMPLE_OUT) .pytest_cache .mypy_cache .ruff_cache
+
+# Regenerate the protobuf/gRPC stubs from the project's own .proto subset (a test checks that
+# the committed stubs match the .proto files).
+PROTOS := src/cpg_io/_proto/flow/flow.proto src/cpg_io/_proto/relay/relay.proto src/cpg_io/_proto/observer/observer.proto
+proto: $(STAMP)
+	$(BIN)/python -m grpc_tools.protoc -I src --python_out=src --pyi_out=src --grpc_python_out=src $(PROTOS)

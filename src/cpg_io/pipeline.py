@@ -115,7 +115,6 @@ def replay(
     # The aggregate is large and acyclic: keep the cycle collector from rescanning it while
     # the files are rendered.
     gc.freeze()
-    evidence_store: EvidenceStore | None = None
     if evidence is not None and not dry_run:
         total = aggregator.total_flows
         result.session = SessionInfo(
@@ -128,34 +127,36 @@ def replay(
             flows_ingested=total,
             flows_unhandled=total - aggregator.rule_flows,
         )
-    batch = StagedWrites()
-    if evidence is not None and not dry_run:
-        evidence_store = EvidenceStore(evidence.root, output_dir, batch)
-        result.evidence_dir = evidence_store.base
-    store = PolicyStore(output_dir, batch)
-
-    def one(plan: PolicyPlan) -> _Outcome:
-        written = write_plan(store, plan, dry_run=dry_run, diff=diff)
-        error = None
-        if evidence_store is not None and written.plan is not None and written.outcome != "failed":
-            assert evidence is not None and result.session is not None
-            error = write_evidence(evidence_store, written.plan, result.session, evidence)
-        final = written.plan
-        return _Outcome(
-            file=attrs.evolve(written, plan=None),  # the parent has the plan already
-            evidence_error=error,
-            staged=batch.take(),
-            name=(final.workload, final.name) if final is not None else None,
-        )
-
-    # Policies and their evidence are rendered and staged in parallel, then made durable and
-    # renamed into place as one batch (see StagedWrites).
+    result.health = run_health(aggregator, stats, started, clock())
     plans = aggregator.plans()
+    written = write_outputs(
+        plans,
+        output_dir,
+        evidence=evidence if not dry_run else None,
+        session=result.session,
+        health=result.health,
+        dry_run=dry_run,
+        diff=diff,
+        jobs=jobs,
+    )
+    result.files = written.files
+    result.evidence_errors = written.evidence_errors
+    result.evidence_dir = written.evidence_dir
+    result.health_path = written.health_path
+    log.info(
+        "wrote %d policies and their evidence in %.2f s", len(plans), time.perf_counter() - tick
+    )
+    return result
+
+
+def run_health(
+    aggregator: Aggregator, stats: ReadStats, started: datetime, ended: datetime
+) -> dict[str, Any]:
     first, last = aggregator.window()
-    result.health = health_document(
+    return health_document(
         HealthSession(
             started=rfc3339(started),
-            ended=rfc3339(clock()),
+            ended=rfc3339(ended),
             flows_seen=aggregator.total_flows,
             lost_events=stats.lost_events,
             first_flow=first,
@@ -166,13 +167,59 @@ def replay(
         aggregator.drops,
         aggregator.findings.values(),
     )
+
+
+@attrs.define
+class Written:
+    files: list[FileResult] = attrs.Factory(list)
+    evidence_errors: list[str] = attrs.Factory(list)
+    evidence_dir: Path | None = None
+    health_path: Path | None = None
+
+
+def write_outputs(
+    plans: list[PolicyPlan],
+    output_dir: Path,
+    *,
+    evidence: EvidenceSettings | None,
+    session: SessionInfo | None,
+    health: dict[str, Any] | None,
+    dry_run: bool,
+    diff: bool,
+    jobs: int,
+) -> Written:
+    """Write (or diff) the policies, their evidence and cluster-health.json as one batch."""
+    result = Written()
+    batch = StagedWrites()
+    evidence_store: EvidenceStore | None = None
+    if evidence is not None and session is not None and not dry_run:
+        evidence_store = EvidenceStore(evidence.root, output_dir, batch)
+        result.evidence_dir = evidence_store.base
+    store = PolicyStore(output_dir, batch)
+
+    def one(plan: PolicyPlan) -> _Outcome:
+        written = write_plan(store, plan, dry_run=dry_run, diff=diff)
+        error = None
+        if evidence_store is not None and written.plan is not None and written.outcome != "failed":
+            assert evidence is not None and session is not None
+            error = write_evidence(evidence_store, written.plan, session, evidence)
+        final = written.plan
+        return _Outcome(
+            file=attrs.evolve(written, plan=None),  # the parent has the plan already
+            evidence_error=error,
+            staged=batch.take(),
+            name=(final.workload, final.name) if final is not None else None,
+        )
+
+    # Policies and their evidence are rendered and staged in parallel, then made durable and
+    # renamed into place as one batch (see StagedWrites).
     try:
         outcomes = map_forked(one, plans, jobs)
         for outcome in outcomes:
             batch.adopt(outcome.staged)
-        if evidence_store is not None and has_anything_to_report(result.health):
+        if evidence_store is not None and health is not None and has_anything_to_report(health):
             result.health_path = evidence_store.base / "cluster-health.json"
-            batch.stage(result.health_path, render_health(result.health))
+            batch.stage(result.health_path, render_health(health))
         batch.commit()
     except BaseException:
         batch.abort()
@@ -184,9 +231,6 @@ def replay(
         result.files.append(outcome.file)
         if outcome.evidence_error is not None:
             result.evidence_errors.append(outcome.evidence_error)
-    log.info(
-        "wrote %d policies and their evidence in %.2f s", len(plans), time.perf_counter() - tick
-    )
     return result
 
 
