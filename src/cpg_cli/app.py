@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from cpg_cli.explain_cmd import explain
+from cpg_cli.generate_cmd import generate
 from cpg_cli.replay_cmd import replay
 from cpg_cli.verify_cmd import verify
 from cpg_io.version import cpg_version
@@ -52,6 +53,7 @@ def _root(
     """Generate least-privilege CiliumNetworkPolicies from Hubble flow denials."""
 
 
+app.command()(generate)
 app.command(no_args_is_help=True)(replay)
 app.command(no_args_is_help=True)(explain)
 app.command(no_args_is_help=True)(verify)

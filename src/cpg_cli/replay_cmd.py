@@ -48,6 +48,65 @@ def split_values(values: list[str]) -> list[str]:
     return [part.strip() for value in values for part in value.split(",") if part.strip()]
 
 
+def check_namespaces(namespaces: list[str], all_namespaces: bool) -> None:
+    if namespaces and all_namespaces:
+        raise typer.BadParameter(
+            "use either --namespace or --all-namespaces, not both", param_hint="-n/-A"
+        )
+    for ns in namespaces:
+        if not is_dns1123_label(ns):
+            raise typer.BadParameter(
+                f"{ns!r} is not a valid namespace name (lower-case letters, digits and '-', at most 63)",
+                param_hint="--namespace",
+            )
+
+
+def build_options(
+    *,
+    include_audit: bool,
+    ignore_protocol: list[str],
+    ignore_drop_reason: list[str],
+    namespaces: list[str],
+    max_samples: int,
+    l7: bool,
+    l7_collapse_paths: bool,
+) -> AggregateOptions:
+    """Aggregation options from the flags shared by replay and generate (validated)."""
+    protocols = [p.lower() for p in split_values(ignore_protocol)]
+    for proto in protocols:
+        if proto not in PROTOCOLS:
+            raise typer.BadParameter(
+                f"unknown protocol {proto!r}; valid values are {', '.join(PROTOCOLS)}",
+                param_hint="--ignore-protocol",
+            )
+    if l7_collapse_paths and not l7:
+        raise typer.BadParameter("--l7-collapse-paths needs --l7", param_hint="--l7-collapse-paths")
+    reasons: list[int] = []
+    for name in split_values(ignore_drop_reason):
+        try:
+            reasons.append(parse_reason_name(name))
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--ignore-drop-reason") from None
+    redundant = sorted({reason_name(r) for r in reasons if classify_reason(r) in _NEVER_RULES})
+    if redundant:
+        log.warning(
+            "--ignore-drop-reason %s: already reported as infrastructure, transient or noise "
+            "and never turned into rules; ignoring only hides them from the report",
+            ", ".join(redundant),
+        )
+    return AggregateOptions(
+        decide=DecideOptions(
+            include_audit=include_audit,
+            ignore_protocols=frozenset(protocols),
+            ignore_reasons=frozenset(reasons),
+        ),
+        namespaces=frozenset(namespaces),
+        max_samples=max_samples,
+        l7=l7,
+        collapse_paths=l7_collapse_paths,
+    )
+
+
 def setup_logging(level: str) -> None:
     logging.basicConfig(
         stream=sys.stderr,
@@ -211,53 +270,20 @@ def replay(
         )
     setup_logging(level)
     namespaces = split_values(namespace)
-    if namespaces and all_namespaces:
-        raise typer.BadParameter(
-            "use either --namespace or --all-namespaces, not both", param_hint="-n/-A"
-        )
-    for ns in namespaces:
-        if not is_dns1123_label(ns):
-            raise typer.BadParameter(
-                f"{ns!r} is not a valid namespace name (lower-case letters, digits and '-', at most 63)",
-                param_hint="--namespace",
-            )
-    protocols = [p.lower() for p in split_values(ignore_protocol)]
-    for proto in protocols:
-        if proto not in PROTOCOLS:
-            raise typer.BadParameter(
-                f"unknown protocol {proto!r}; valid values are {', '.join(PROTOCOLS)}",
-                param_hint="--ignore-protocol",
-            )
-    if l7_collapse_paths and not l7:
-        raise typer.BadParameter("--l7-collapse-paths needs --l7", param_hint="--l7-collapse-paths")
+    check_namespaces(namespaces, all_namespaces)
     if verify and dry_run:
         raise typer.BadParameter(
             "--verify checks written files; drop --dry-run", param_hint="--verify"
         )
-    reasons: list[int] = []
-    for name in split_values(ignore_drop_reason):
-        try:
-            reasons.append(parse_reason_name(name))
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc), param_hint="--ignore-drop-reason") from None
-    redundant = sorted({reason_name(r) for r in reasons if classify_reason(r) in _NEVER_RULES})
-    if redundant:
-        log.warning(
-            "--ignore-drop-reason %s: already reported as infrastructure, transient or noise "
-            "and never turned into rules; ignoring only hides them from the report",
-            ", ".join(redundant),
-        )
     record_evidence = not no_evidence and not dry_run
-    options = AggregateOptions(
-        decide=DecideOptions(
-            include_audit=include_audit,
-            ignore_protocols=frozenset(protocols),
-            ignore_reasons=frozenset(reasons),
-        ),
-        namespaces=frozenset(namespaces),
+    options = build_options(
+        include_audit=include_audit,
+        ignore_protocol=ignore_protocol,
+        ignore_drop_reason=ignore_drop_reason,
+        namespaces=namespaces,
         max_samples=evidence_samples if record_evidence else 0,
         l7=l7,
-        collapse_paths=l7_collapse_paths,
+        l7_collapse_paths=l7_collapse_paths,
     )
     try:
         evidence = (

@@ -1,0 +1,282 @@
+"""Live capture: stream flows from Hubble Relay into the core aggregator and write policies and
+evidence every flush interval, until a signal, ``--duration`` or a relay that stays gone."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import attrs
+import grpc
+
+from cpg_core.aggregate import AggregateOptions, Aggregator
+from cpg_core.evidence import SessionInfo
+from cpg_core.flow import Flow, LostEvents
+from cpg_io.hubble import (
+    RelayError,
+    TLSSettings,
+    flow_filters,
+    flows_request,
+    open_channel,
+    stream_flows,
+    wait_ready,
+)
+from cpg_io.hubble_convert import ProtoConverter
+from cpg_io.pipeline import (
+    EvidenceSettings,
+    FileResult,
+    ReplayResult,
+    new_session_id,
+    rfc3339,
+    run_health,
+    utc_now,
+    write_outputs,
+)
+from cpg_io.sources import ReadStats
+from cpg_io.version import cpg_version
+
+log = logging.getLogger("cpg.live")
+
+MAX_BACKOFF = 30.0
+UUID_MEMORY = 200_000
+_RANK = {
+    "created": 3,
+    "would-create": 3,
+    "updated": 2,
+    "would-update": 2,
+    "failed": 4,
+    "unchanged": 1,
+}
+
+
+@attrs.frozen
+class LiveSettings:
+    server: str
+    output_dir: Path
+    options: AggregateOptions
+    namespaces: tuple[str, ...] = ()
+    tls: TLSSettings = attrs.Factory(TLSSettings)
+    timeout: float = 10.0
+    flush_interval: float = 5.0
+    duration: float | None = None
+    evidence: EvidenceSettings | None = None
+    dry_run: bool = False
+    diff: bool = True
+    max_retries: int = 10
+    """Consecutive failed reconnects before giving up."""
+
+
+@attrs.define
+class Progress:
+    flows: int = 0
+    policies_written: int = 0
+    started: float = attrs.Factory(time.monotonic)
+    reconnects: int = 0
+
+
+class LiveCapture:
+    """One capture session. ``stop`` ends it (signals, ``--duration``, an MCP call)."""
+
+    def __init__(self, settings: LiveSettings, clock: Callable[[], datetime] = utc_now) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.stop = asyncio.Event()
+        self.stats = ReadStats()
+        self.progress = Progress()
+        self.totals = Aggregator(settings.options)
+        self._interval = Aggregator(settings.options)
+        self._converter = ProtoConverter()
+        self._uuids: collections.deque[str] = collections.deque()
+        self._seen: set[str] = set()
+        self._since: Any = None
+        self._files: dict[Path, FileResult] = {}
+        self.started = clock()
+        self.session = SessionInfo(
+            id=new_session_id(self.started),
+            started_at=rfc3339(self.started),
+            ended_at=rfc3339(self.started),
+            cpg_version=cpg_version(),
+            source_type="live",
+            source_server=settings.server,
+        )
+        self.result = ReplayResult(stats=self.stats, aggregator=self.totals)
+        self.error = ""
+
+    # --- stream ------------------------------------------------------------------------------
+
+    def _take(self, response: Any) -> None:
+        self.stats.lines_read += 1
+        record = self._converter.record(response)
+        if type(record) is Flow:
+            uuid = record.uuid
+            if uuid:
+                if uuid in self._seen:  # re-sent after a reconnect
+                    return
+                self._seen.add(uuid)
+                self._uuids.append(uuid)
+                if len(self._uuids) > UUID_MEMORY:
+                    self._seen.discard(self._uuids.popleft())
+            if response.flow.HasField("time"):
+                self._since = response.flow.time
+            self._interval.add(record)
+            self.progress.flows += 1
+        elif type(record) is LostEvents:
+            self.stats.lost_events += record.count
+            log.warning(
+                "Hubble lost %d events (%s): the capture is incomplete; consider a larger "
+                "Hubble buffer",
+                record.count,
+                record.source or "unknown source",
+            )
+        else:
+            self.stats.other_records += 1
+
+    async def _stream_once(self, first: bool) -> None:
+        settings = self.settings
+        channel = open_channel(settings.server, settings.tls)
+        try:
+            await wait_ready(channel, settings.server, settings.timeout)
+            filters = flow_filters(list(settings.namespaces), settings.options.decide.include_audit)
+            call = stream_flows(channel, flows_request(filters, self._since))
+            if not first:
+                log.warning("reconnected to Hubble Relay at %s", settings.server)
+            async for response in call:
+                self._take(response)
+                self._retries = 0
+        finally:
+            await channel.close()
+
+    async def _stream(self) -> None:
+        first = True
+        self._retries = 0
+        while not self.stop.is_set():
+            try:
+                await self._stream_once(first)
+                reason = "the relay closed the stream"
+            except RelayError as exc:
+                if first:
+                    raise
+                reason = str(exc)
+            except grpc.aio.AioRpcError as exc:
+                if first and self.progress.flows == 0 and exc.code() == grpc.StatusCode.UNAVAILABLE:
+                    raise RelayError(
+                        f"Hubble Relay at {self.settings.server} is unavailable ({exc.details()})"
+                    ) from None
+                reason = f"{exc.code().name}: {exc.details()}"
+            first = False
+            if self.stop.is_set():
+                return
+            self._retries += 1
+            if self._retries > self.settings.max_retries:
+                raise RelayError(
+                    f"gave up after {self.settings.max_retries} reconnects to "
+                    f"{self.settings.server} ({reason})"
+                )
+            delay = min(MAX_BACKOFF, 0.5 * 2 ** (self._retries - 1))
+            self.progress.reconnects += 1
+            log.warning("Hubble stream lost (%s); reconnecting in %.1fs", reason, delay)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stop.wait(), delay)
+
+    # --- flushing ----------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Write what the last interval added (files are merged, so nothing is lost)."""
+        interval = self._interval
+        fresh = Aggregator(self.settings.options)
+        fresh.ip_names = interval.ip_names  # names learned so far stay known
+        self._interval = fresh
+        self.totals.absorb(interval.state())
+        plans = interval.plans()
+        if not plans:
+            return
+        ended = self.clock()
+        session = attrs.evolve(
+            self.session,
+            ended_at=rfc3339(ended),
+            flows_ingested=self.totals.total_flows,
+            flows_unhandled=self.totals.total_flows - self.totals.rule_flows,
+        )
+        self.result.session = session
+        written = write_outputs(
+            plans,
+            self.settings.output_dir,
+            evidence=self.settings.evidence,
+            session=session,
+            health=None,
+            dry_run=self.settings.dry_run,
+            diff=self.settings.diff,
+            jobs=1,
+        )
+        for item in written.files:
+            known = self._files.get(item.path)
+            if known is None or _RANK.get(item.outcome, 0) > _RANK.get(known.outcome, 0):
+                if known is not None and known.diff and not item.diff:
+                    item.diff = known.diff
+                self._files[item.path] = item
+        self.progress.policies_written = sum(
+            1 for f in self._files.values() if f.outcome in ("created", "updated")
+        )
+        self.result.evidence_errors += written.evidence_errors
+        self.result.evidence_dir = written.evidence_dir or self.result.evidence_dir
+
+    async def _flusher(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.flush_interval)
+            await asyncio.to_thread(self.flush)
+
+    # --- the whole session ---------------------------------------------------------------------
+
+    async def run(self, status: Callable[[LiveCapture], None] | None = None) -> ReplayResult:
+        stream = asyncio.create_task(self._stream())
+        flusher = asyncio.create_task(self._flusher())
+        helpers = [flusher]
+        if status is not None:
+            helpers.append(asyncio.create_task(self._status(status)))
+        if self.settings.duration is not None:
+            helpers.append(asyncio.create_task(self._timer(self.settings.duration)))
+        stopper = asyncio.create_task(self.stop.wait())
+        try:
+            done, _ = await asyncio.wait({stream, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            if stream in done and stream.exception() is not None:
+                exc = stream.exception()
+                self.error = str(exc)
+                if isinstance(exc, RelayError) and self.progress.flows == 0 and not self._files:
+                    raise exc
+        finally:
+            for task in (stream, stopper, *helpers):
+                task.cancel()
+            await asyncio.gather(stream, stopper, *helpers, return_exceptions=True)
+        await asyncio.to_thread(self.flush)
+        self.result.files = sorted(self._files.values(), key=lambda f: str(f.path))
+        self.result.health = run_health(self.totals, self.stats, self.started, self.clock())
+        if self.settings.evidence is not None and not self.settings.dry_run:
+            written = write_outputs(
+                [],
+                self.settings.output_dir,
+                evidence=self.settings.evidence,
+                session=self.result.session or self.session,
+                health=self.result.health,
+                dry_run=False,
+                diff=False,
+                jobs=1,
+            )
+            self.result.health_path = written.health_path
+            self.result.evidence_dir = self.result.evidence_dir or written.evidence_dir
+        return self.result
+
+    async def _timer(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+        self.stop.set()
+
+    async def _status(self, show: Callable[[LiveCapture], None]) -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            show(self)

@@ -1,0 +1,71 @@
+"""A fake Hubble Relay: a real gRPC server on 127.0.0.1 built from cpg's own stubs. It streams
+fixture flows, can break the stream once mid-way, honours ``since`` and can send lost events."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from concurrent import futures
+from contextlib import contextmanager
+from typing import Any
+
+import grpc
+from google.protobuf import json_format
+
+from cpg_io._proto.observer import observer_pb2, observer_pb2_grpc
+
+
+def responses_from_lines(lines: list[str]) -> list[Any]:
+    out = []
+    for line in lines:
+        if line.strip():
+            try:
+                out.append(
+                    json_format.Parse(
+                        line, observer_pb2.GetFlowsResponse(), ignore_unknown_fields=True
+                    )
+                )
+            except json_format.ParseError:
+                continue  # the malformed lines of a capture
+    return out
+
+
+class FakeRelay(observer_pb2_grpc.ObserverServicer):
+    def __init__(self, responses: list[Any], break_after: int | None = None) -> None:
+        self.responses = responses
+        self.break_after = break_after
+        self.requests: list[Any] = []
+        self.done = threading.Event()
+        self.closed = threading.Event()
+
+    def GetFlows(self, request: Any, context: Any) -> Iterator[Any]:
+        self.requests.append(request)
+        since = request.since.ToNanoseconds() if request.HasField("since") else None
+        sent = 0
+        for response in self.responses:
+            if since is not None and response.flow.time.ToNanoseconds() < since:
+                continue
+            if self.break_after is not None and sent >= self.break_after:
+                self.break_after = None  # break once
+                context.abort(grpc.StatusCode.UNAVAILABLE, "relay restarting")
+            yield response
+            sent += 1
+        self.done.set()
+        while context.is_active() and not self.closed.is_set():  # follow: keep the stream open
+            self.closed.wait(0.05)
+
+
+@contextmanager
+def fake_relay(
+    responses: list[Any], break_after: int | None = None
+) -> Iterator[tuple[FakeRelay, str]]:
+    servicer = FakeRelay(responses, break_after)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    observer_pb2_grpc.add_ObserverServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        yield servicer, f"127.0.0.1:{port}"
+    finally:
+        servicer.closed.set()
+        server.stop(grace=None)

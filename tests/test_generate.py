@@ -1,0 +1,126 @@
+"""``cpg generate`` against a fake Hubble Relay, as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import EXAMPLE, assert_crd_valid
+from fake_relay import fake_relay, responses_from_lines
+from test_cli import CPG, cpg
+
+
+def policies(out: Path) -> dict[str, str]:
+    return {str(p.relative_to(out)): p.read_text() for p in sorted(out.rglob("*.yaml"))}
+
+
+def example_responses() -> list[object]:
+    return responses_from_lines(EXAMPLE.read_text().splitlines())
+
+
+def test_generate_writes_what_replay_writes(tmp_path: Path) -> None:
+    assert cpg("replay", str(EXAMPLE), "-o", str(tmp_path / "replayed")).returncode == 0
+    with fake_relay(example_responses()) as (relay, address):
+        result = cpg(
+            "generate",
+            "--server",
+            address,
+            "-o",
+            str(tmp_path / "live"),
+            "--duration",
+            "2s",
+            "--flush-interval",
+            "0.3s",
+            "--output",
+            "json",
+        )
+    assert result.returncode == 0, result.stderr
+    assert policies(tmp_path / "live") == policies(tmp_path / "replayed")
+    report = json.loads(result.stdout)
+    assert report["flows"]["candidate"] == 34
+    assert report["lost_events"] == 3
+    assert relay.requests[0].follow
+    assert [list(f.verdict) for f in relay.requests[0].whitelist] == [[2]]
+    for text in policies(tmp_path / "live").values():
+        assert_crd_valid(text)
+
+
+def test_a_forced_reconnect_changes_nothing(tmp_path: Path) -> None:
+    assert cpg("replay", str(EXAMPLE), "-o", str(tmp_path / "replayed")).returncode == 0
+    with fake_relay(example_responses(), break_after=25) as (relay, address):
+        result = cpg(
+            "generate",
+            "--server",
+            address,
+            "-o",
+            str(tmp_path / "live"),
+            "--duration",
+            "3s",
+            "--flush-interval",
+            "0.3s",
+            "--output",
+            "json",
+            "-n",
+            "shop,payments,monitoring,kube-system",
+        )
+    assert result.returncode == 0, result.stderr
+    assert len(relay.requests) == 2, "one reconnect"
+    assert relay.requests[1].HasField("since"), "resumed from the last flow's time"
+    assert "reconnecting" in result.stderr
+    report = json.loads(result.stdout)
+    assert report["reconnects"] == 1
+    assert report["flows"]["candidate"] == 34, "re-sent flows with a uuid are not counted twice"
+    replayed = policies(tmp_path / "replayed")
+    assert policies(tmp_path / "live") == replayed
+    filters = relay.requests[0].whitelist
+    assert [list(f.source_pod) for f in filters] == [
+        ["shop/", "payments/", "monitoring/", "kube-system/"],
+        [],
+    ]
+
+
+def test_sigterm_leaves_complete_files_and_a_report(tmp_path: Path) -> None:
+    out = tmp_path / "live"
+    with fake_relay(example_responses()) as (relay, address):
+        proc = subprocess.Popen(
+            [CPG, "generate", "--server", address, "-o", str(out), "--flush-interval", "0.2s"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "NO_COLOR": "1"},
+        )
+        try:
+            assert relay.done.wait(20), "the relay sent everything"
+            deadline = time.monotonic() + 20
+            while len(policies(out) if out.exists() else {}) < 6 and time.monotonic() < deadline:
+                relay.closed.wait(0.05)
+            proc.send_signal(signal.SIGTERM)
+            stdout, stderr = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 0, stderr
+    assert "Policies in" in stdout and "Received" in stdout
+    assert not list(out.rglob("*.tmp")) and not list(out.rglob(".*"))
+    for text in policies(out).values():
+        assert_crd_valid(text)
+    assert len(policies(out)) == 6
+
+
+def test_generate_errors(tmp_path: Path) -> None:
+    nobody = cpg(
+        "generate", "--server", "127.0.0.1:9", "--timeout", "1s", "-o", str(tmp_path / "p")
+    )
+    assert (
+        nobody.returncode == 1 and "cannot connect to Hubble Relay at 127.0.0.1:9" in nobody.stderr
+    )
+    assert cpg("generate", "--server", "x:1", "--flush-interval", "0s").returncode == 2
+    assert cpg("generate", "--server", "x:1", "--duration", "soon").returncode == 2
+    missing = cpg("generate")
+    assert missing.returncode == 2 and "--server" in missing.stderr
+    assert sys.executable
