@@ -124,3 +124,37 @@ def test_generate_errors(tmp_path: Path) -> None:
     missing = cpg("generate")
     assert missing.returncode == 2 and "--server" in missing.stderr
     assert sys.executable
+
+
+def test_cluster_dedup_skips_policies_the_cluster_already_has(tmp_path: Path) -> None:
+    import yaml
+
+    from fake_kube import fake_kube
+
+    assert cpg("replay", str(EXAMPLE), "-o", str(tmp_path / "replayed")).returncode == 0
+    applied = yaml.safe_load((tmp_path / "replayed" / "shop" / "cart.yaml").read_text())
+    applied["metadata"]["resourceVersion"] = "42"  # what the API server adds does not matter
+    with fake_kube(tmp_path) as (kube, kubeconfig), fake_relay(example_responses()) as (_, address):
+        kube.policies = [applied]
+        result = cpg(
+            "generate",
+            "--server",
+            address,
+            "-o",
+            str(tmp_path / "live"),
+            "--duration",
+            "2s",
+            "--flush-interval",
+            "0.3s",
+            "--cluster-dedup",
+            "--kubeconfig",
+            str(kubeconfig),
+        )
+        assert result.returncode == 0, result.stderr
+        assert any(
+            "managed-by%3Dcpg" in path or "managed-by=cpg" in path for _, path in kube.requests
+        )
+    written = policies(tmp_path / "live")
+    assert "shop/cart.yaml" not in written
+    assert len(written) == 5
+    assert "1 already in the cluster" in result.stdout

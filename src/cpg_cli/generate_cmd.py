@@ -26,6 +26,7 @@ from cpg_cli.report import format_replay_summary, replay_summary_json
 from cpg_core.explain import parse_duration
 from cpg_io.evidence_store import default_evidence_root
 from cpg_io.hubble import RelayError, TLSSettings
+from cpg_io.kube import KubeError
 from cpg_io.live import LiveCapture, LiveSettings
 from cpg_io.pipeline import EvidenceSettings, ReplayResult
 from cpg_io.store import StoreError
@@ -126,6 +127,14 @@ def generate(
     context: Annotated[
         str | None, typer.Option("--context", help="Kubeconfig context.", show_default=False)
     ] = None,
+    cluster_dedup: Annotated[
+        bool,
+        typer.Option(
+            "--cluster-dedup",
+            help="Do not write policies the cluster already has an equivalent cpg-managed "
+            "policy for (lists ciliumnetworkpolicies labelled app.kubernetes.io/managed-by=cpg).",
+        ),
+    ] = False,
     relay_namespace: Annotated[
         str, typer.Option("--relay-namespace", help="Namespace of hubble-relay.")
     ] = "kube-system",
@@ -227,6 +236,25 @@ def generate(
     except StoreError as exc:
         typer.echo(f"cpg: error: {exc}", err=True)
         raise typer.Exit(1) from None
+    in_cluster = None
+    if cluster_dedup:
+        try:
+            from cpg_io.kube import api_client, list_cilium_policies
+
+            live = list_cilium_policies(
+                api_client(kubeconfig, context),
+                namespaces or None,
+                label_selector="app.kubernetes.io/managed-by=cpg",
+            )
+        except KubeError as exc:
+            typer.echo(f"cpg: error: --cluster-dedup: {exc}", err=True)
+            raise typer.Exit(1) from None
+        in_cluster = {
+            (p["metadata"].get("namespace", ""), p["metadata"].get("name", "")): p
+            for p in live
+            if p.get("kind") == "CiliumNetworkPolicy" and isinstance(p.get("metadata"), dict)
+        }
+        log.info("loaded %d cpg-managed policies from the cluster", len(in_cluster))
     settings = LiveSettings(
         server=server,
         output_dir=output_dir,
@@ -245,6 +273,7 @@ def generate(
         evidence=evidence,
         dry_run=dry_run,
         diff=not no_diff,
+        in_cluster=in_cluster,
     )
     capture = LiveCapture(settings)
     try:

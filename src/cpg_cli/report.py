@@ -116,6 +116,8 @@ def format_replay_summary(
             lines.append(f"  (+{len(findings) - MAX_FINDINGS_SHOWN} more in cluster-health.json)")
 
     lines.append("")
+    in_cluster = result.count("in-cluster")
+    cluster = f", {in_cluster} already in the cluster" if in_cluster else ""
     created = result.count("created")
     updated = result.count("updated")
     unchanged = result.count("unchanged")
@@ -123,12 +125,13 @@ def format_replay_summary(
     if dry_run:
         lines.append(
             f"Policies (dry run, nothing written): {result.count('would-create')} would be created, "
-            f"{result.count('would-update')} updated, {unchanged} unchanged"
+            f"{result.count('would-update')} updated, {unchanged} unchanged{cluster}"
             + (f", {failed} failed" if failed else "")
         )
     else:
         lines.append(
             f"Policies in {output_dir}: {created} created, {updated} updated, {unchanged} unchanged"
+            + cluster
             + (f", {failed} failed" if failed else "")
         )
     if result.evidence_dir is not None:

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +35,9 @@ def _read(path: Path | None, what: str) -> bytes | None:
         raise RelayError(f"cannot read the {what} {path}: {exc.strerror or exc}") from None
 
 
-def open_channel(server: str, tls: TLSSettings) -> grpc.aio.Channel:
+def open_channel(server: str, tls: TLSSettings) -> grpc.Channel:
     if not tls.enabled:
-        return grpc.aio.insecure_channel(server)
+        return grpc.insecure_channel(server)
     if (tls.client_cert is None) != (tls.client_key is None):
         raise RelayError("--tls-client-cert and --tls-client-key go together")
     credentials = grpc.ssl_channel_credentials(
@@ -48,7 +46,7 @@ def open_channel(server: str, tls: TLSSettings) -> grpc.aio.Channel:
         certificate_chain=_read(tls.client_cert, "client certificate"),
     )
     options = [("grpc.ssl_target_name_override", tls.server_name)] if tls.server_name else []
-    return grpc.aio.secure_channel(server, credentials, options=options)
+    return grpc.secure_channel(server, credentials, options=options)
 
 
 def flow_filters(namespaces: list[str], include_audit: bool) -> list[Any]:
@@ -71,17 +69,16 @@ def flows_request(filters: list[Any], since: Any | None) -> Any:
     return request
 
 
-async def wait_ready(channel: grpc.aio.Channel, server: str, timeout: float) -> None:
+def wait_ready(channel: grpc.Channel, server: str, timeout: float) -> None:
     try:
-        await asyncio.wait_for(channel.channel_ready(), timeout)
-    except TimeoutError:
+        grpc.channel_ready_future(channel).result(timeout=timeout)
+    except grpc.FutureTimeoutError:
         raise RelayError(
             f"cannot connect to Hubble Relay at {server} within {timeout:g}s; check --server "
             "(host:port), --tls flags, and that hubble-relay is running"
         ) from None
 
 
-def stream_flows(channel: grpc.aio.Channel, request: Any) -> AsyncIterator[Any]:
-    stub = observer_pb2_grpc.ObserverStub(channel)
-    call: AsyncIterator[Any] = stub.GetFlows(request)
-    return call
+def stream_flows(channel: grpc.Channel, request: Any) -> Any:
+    """The GetFlows call: iterate it for responses, ``cancel()`` it to stop."""
+    return observer_pb2_grpc.ObserverStub(channel).GetFlows(request)

@@ -8,15 +8,17 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import attrs
+import yaml
 
 from cpg_core.aggregate import AggregateOptions, Aggregator, PolicyPlan
 from cpg_core.decide import Decision
+from cpg_core.equivalence import policies_equivalent
 from cpg_core.errors import PolicyMergeError, SelectorMismatchError
 from cpg_core.evidence import EvidenceError, SessionInfo, merge_evidence, rule_records
 from cpg_core.labels import format_labels
@@ -187,6 +189,7 @@ def write_outputs(
     dry_run: bool,
     diff: bool,
     jobs: int,
+    in_cluster: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
 ) -> Written:
     """Write (or diff) the policies, their evidence and cluster-health.json as one batch."""
     result = Written()
@@ -198,7 +201,7 @@ def write_outputs(
     store = PolicyStore(output_dir, batch)
 
     def one(plan: PolicyPlan) -> _Outcome:
-        written = write_plan(store, plan, dry_run=dry_run, diff=diff)
+        written = write_plan(store, plan, dry_run=dry_run, diff=diff, in_cluster=in_cluster)
         error = None
         if evidence_store is not None and written.plan is not None and written.outcome != "failed":
             assert evidence is not None and session is not None
@@ -280,9 +283,18 @@ def _prepare(store: PolicyStore, plan: PolicyPlan) -> tuple[Path, str | None, st
     return path, existing, text
 
 
-def write_plan(store: PolicyStore, plan: PolicyPlan, *, dry_run: bool, diff: bool) -> FileResult:
+def write_plan(
+    store: PolicyStore,
+    plan: PolicyPlan,
+    *,
+    dry_run: bool,
+    diff: bool,
+    in_cluster: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
+) -> FileResult:
     """Write (or, in a dry run, diff) one policy. A file that already holds a policy for
-    other endpoints under the same name is left alone: this policy gets a suffixed name."""
+    other endpoints under the same name is left alone: this policy gets a suffixed name. With
+    ``in_cluster`` (namespace, name) -> policy, a policy the cluster already has an equivalent
+    of is not written."""
     try:
         try:
             path, existing, text = _prepare(store, plan)
@@ -299,6 +311,9 @@ def write_plan(store: PolicyStore, plan: PolicyPlan, *, dry_run: bool, diff: boo
         )
     if existing == text:
         return FileResult(path=path, outcome="unchanged", plan=plan)
+    live = (in_cluster or {}).get((plan.namespace, plan.name))
+    if live is not None and policies_equivalent(yaml.safe_load(text), live):
+        return FileResult(path=path, outcome="in-cluster", plan=plan)
     if dry_run:
         shown = ""
         if diff:
