@@ -121,8 +121,8 @@ def test_generate_errors(tmp_path: Path) -> None:
     )
     assert cpg("generate", "--server", "x:1", "--flush-interval", "0s").returncode == 2
     assert cpg("generate", "--server", "x:1", "--duration", "soon").returncode == 2
-    missing = cpg("generate")
-    assert missing.returncode == 2 and "--server" in missing.stderr
+    missing = cpg("generate", "--kubeconfig", str(tmp_path / "none"))
+    assert missing.returncode == 1 and "--server not given" in missing.stderr
     assert sys.executable
 
 
@@ -158,3 +158,78 @@ def test_cluster_dedup_skips_policies_the_cluster_already_has(tmp_path: Path) ->
     assert "shop/cart.yaml" not in written
     assert len(written) == 5
     assert "1 already in the cluster" in result.stdout
+
+
+def test_auto_port_forward_through_the_kubernetes_api(tmp_path: Path) -> None:
+    from fake_kube_pf import fake_cluster
+
+    assert cpg("replay", str(EXAMPLE), "-o", str(tmp_path / "replayed")).returncode == 0
+    with fake_relay(example_responses()) as (_, address):
+        relay_port = int(address.rsplit(":", 1)[1])
+        with fake_cluster(tmp_path, relay_port) as (cluster, kubeconfig):
+            result = cpg(
+                "generate",
+                "--kubeconfig",
+                str(kubeconfig),
+                "-o",
+                str(tmp_path / "live"),
+                "--duration",
+                "2s",
+                "--flush-interval",
+                "0.3s",
+                "--log-level",
+                "info",
+            )
+            assert result.returncode == 0, result.stderr
+            assert "port-forward to kube-system/hubble-relay-7d9f established" in result.stderr
+            assert cluster.forwards and all("ports=4245" in f for f in cluster.forwards)
+            assert policies(tmp_path / "live") == policies(tmp_path / "replayed")
+            cluster.pods[0]["status"]["phase"] = "Pending"
+            pending = cpg("generate", "--kubeconfig", str(kubeconfig), "--duration", "1s")
+            assert pending.returncode == 1 and "none running" in pending.stderr
+            cluster.pods.clear()
+            none = cpg("generate", "--kubeconfig", str(kubeconfig), "--duration", "1s")
+            assert none.returncode == 1 and "no hubble-relay pod in kube-system" in none.stderr
+            cluster.pods.append(
+                {"metadata": {"name": "hubble-relay-x"}, "status": {"phase": "Running"}}
+            )
+            cluster.forbid_portforward = True
+            forbidden = cpg("generate", "--kubeconfig", str(kubeconfig), "--duration", "1s")
+            assert forbidden.returncode == 1 and "hubble-relay-x" in forbidden.stderr
+    nokube = cpg("generate", "--kubeconfig", str(tmp_path / "missing"), "--duration", "1s")
+    assert nokube.returncode == 1 and "--server not given" in nokube.stderr
+
+
+def test_an_auth_plugin_that_waits_for_a_terminal_is_bounded_by_timeout(tmp_path: Path) -> None:
+    import yaml
+
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
+                "users": [
+                    {
+                        "name": "u",
+                        "user": {
+                            "exec": {
+                                "apiVersion": "client.authentication.k8s.io/v1beta1",
+                                "command": "sleep",
+                                "args": ["20"],
+                                "interactiveMode": "IfAvailable",
+                            }
+                        },
+                    }
+                ],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    started = time.monotonic()
+    result = cpg("generate", "--kubeconfig", str(kubeconfig), "--timeout", "1s", "--duration", "1s")
+    assert result.returncode == 1
+    assert "did not answer within 1s" in result.stderr and "needs a terminal" in result.stderr
+    assert time.monotonic() - started < 15

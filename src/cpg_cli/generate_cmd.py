@@ -62,8 +62,9 @@ def generate(
         typer.Option(
             "-s",
             "--server",
-            help="Hubble Relay address host:port (e.g. localhost:4245 after "
-            "'cilium hubble port-forward').",
+            help="Hubble Relay address host:port. Without it, cpg finds a running "
+            "k8s-app=hubble-relay pod (--relay-namespace) and port-forwards to it through the "
+            "Kubernetes API (--kubeconfig, --context).",
             show_default=False,
         ),
     ] = None,
@@ -209,13 +210,6 @@ def generate(
     connect_timeout = _seconds(timeout, "--timeout")
     interval = _seconds(flush_interval, "--flush-interval")
     stop_after = _seconds(duration, "--duration") if duration is not None else None
-    if server is None:
-        raise typer.BadParameter(
-            "give the relay address with --server host:port (for example after "
-            "'kubectl -n kube-system port-forward svc/hubble-relay 4245:80'); finding and "
-            "port-forwarding to hubble-relay by itself is not available yet",
-            param_hint="--server",
-        )
     options = build_options(
         include_audit=include_audit,
         ignore_protocol=ignore_protocol,
@@ -242,7 +236,7 @@ def generate(
             from cpg_io.kube import api_client, list_cilium_policies
 
             live = list_cilium_policies(
-                api_client(kubeconfig, context),
+                api_client(kubeconfig, context, timeout=connect_timeout),
                 namespaces or None,
                 label_selector="app.kubernetes.io/managed-by=cpg",
             )
@@ -255,6 +249,23 @@ def generate(
             if p.get("kind") == "CiliumNetworkPolicy" and isinstance(p.get("metadata"), dict)
         }
         log.info("loaded %d cpg-managed policies from the cluster", len(in_cluster))
+    forwarder = None
+    if server is None:
+        try:
+            from cpg_io.kube import PortForwarder, api_client, find_relay_pod
+
+            api = api_client(kubeconfig, context, timeout=connect_timeout)
+            pod = find_relay_pod(api, relay_namespace, connect_timeout)
+            forwarder = PortForwarder(api, relay_namespace, pod)
+            forwarder.check(connect_timeout)
+        except KubeError as exc:
+            typer.echo(
+                f"cpg: error: --server not given and no port-forward to hubble-relay: {exc}",
+                err=True,
+            )
+            raise typer.Exit(1) from None
+        server = forwarder.address
+        log.info("port-forward to %s/%s established on %s", relay_namespace, pod, server)
     settings = LiveSettings(
         server=server,
         output_dir=output_dir,
@@ -281,6 +292,9 @@ def generate(
     except RelayError as exc:
         typer.echo(f"cpg: error: {exc}", err=True)
         raise typer.Exit(1) from None
+    finally:
+        if forwarder is not None:
+            forwarder.close()
     if sys.stderr.isatty():
         sys.stderr.write("\n")
     agg = result.aggregator

@@ -114,6 +114,9 @@ def setup_logging(level: str) -> None:
         format="cpg: %(levelname)s: %(message)s",
         force=True,
     )
+    if level != "debug":  # the libraries' retry chatter; cpg says what failed
+        for noisy in ("urllib3", "kubernetes", "websocket"):
+            logging.getLogger(noisy).setLevel(logging.CRITICAL)
 
 
 def replay(

@@ -6,6 +6,7 @@ commands start fast.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,14 @@ class KubeError(Exception):
     """The cluster could not be read; the message says why and what to check."""
 
 
-def api_client(kubeconfig: Path | None = None, context: str | None = None) -> Any:
+def api_client(
+    kubeconfig: Path | None = None, context: str | None = None, timeout: float | None = None
+) -> Any:
     """An API client from a kubeconfig (``--kubeconfig``, else ``$KUBECONFIG``, else
-    ``~/.kube/config``) and context (``--context``, else the current one)."""
+    ``~/.kube/config``) and context (``--context``, else the current one). With ``timeout``,
+    an auth plugin that does not answer in time is an error, not a hang."""
+    if timeout is not None:
+        return _bounded(lambda: api_client(kubeconfig, context), timeout, "the kubeconfig's auth")
     from kubernetes import config
     from kubernetes.config.config_exception import ConfigException
 
@@ -36,6 +42,8 @@ def api_client(kubeconfig: Path | None = None, context: str | None = None) -> An
         ) from None
     except FileNotFoundError:
         raise KubeError(f"kubeconfig {kubeconfig} does not exist; pass --kubeconfig FILE") from None
+    except Exception as exc:  # auth plugins fail in many ways
+        raise KubeError(f"cannot use the kubeconfig's credentials ({exc})") from None
 
 
 def _list(
@@ -91,3 +99,163 @@ def list_cilium_policies(
         policies += _list(api, "ciliumnetworkpolicies", namespace, label_selector)
     policies += _list(api, "ciliumclusterwidenetworkpolicies", None, label_selector)
     return policies
+
+
+RELAY_SELECTOR = "k8s-app=hubble-relay"
+RELAY_PORT = 4245
+
+
+def _bounded(call: Any, timeout: float, what: str) -> Any:
+    """Run a Kubernetes call with a deadline: an auth exec plugin that waits for a terminal
+    must not hang cpg (the call runs in a daemon thread, which cannot hold up the exit)."""
+    import threading
+
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run, name="cpg kubernetes call", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise KubeError(
+            f"{what} did not answer within {timeout:g}s; if your kubeconfig uses an auth plugin "
+            "that needs a terminal (a login prompt), log in first, or pass --server"
+        )
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def find_relay_pod(api: Any, namespace: str, timeout: float) -> str:
+    """The name of a running hubble-relay pod in ``namespace``."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
+
+    def call() -> Any:
+        return client.CoreV1Api(api).list_namespaced_pod(namespace, label_selector=RELAY_SELECTOR)
+
+    try:
+        pods = _bounded(call, timeout, "the Kubernetes API")
+    except ApiException as exc:
+        if exc.status == 403:
+            raise KubeError(
+                f"RBAC denied listing pods in {namespace}; cpg needs 'list' on pods there to find "
+                "hubble-relay (or pass --server)"
+            ) from None
+        raise KubeError(
+            f"listing pods in {namespace} failed: HTTP {exc.status} {exc.reason}"
+        ) from None
+    except (HTTPError, OSError) as exc:
+        host = getattr(api.configuration, "host", "the API server")
+        raise KubeError(f"cannot reach {host} ({exc}); check --kubeconfig and --context") from None
+    items = list(pods.items or [])
+    if not items:
+        raise KubeError(
+            f"no hubble-relay pod in {namespace} (selector {RELAY_SELECTOR}); is Hubble Relay "
+            "enabled? Use --relay-namespace if it runs elsewhere, or --server"
+        )
+    running: list[str] = sorted(
+        str(p.metadata.name) for p in items if p.status and p.status.phase == "Running"
+    )
+    if not running:
+        raise KubeError(
+            f"no running hubble-relay pod in {namespace} ({len(items)} found, none running)"
+        )
+    return running[0]
+
+
+class PortForwarder:
+    """A local TCP port forwarded to a pod port through the Kubernetes API (one websocket
+    stream per connection), like ``kubectl port-forward``. Read-only towards the cluster."""
+
+    def __init__(self, api: Any, namespace: str, pod: str, port: int = RELAY_PORT) -> None:
+        import socket
+        import threading
+
+        self.api = api
+        self.namespace = namespace
+        self.pod = pod
+        self.port = port
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.address = f"127.0.0.1:{self._listener.getsockname()[1]}"
+        self._closed = threading.Event()
+        threading.Thread(target=self._accept, name="cpg port-forward", daemon=True).start()
+
+    def _open(self) -> Any:
+        from kubernetes import client
+        from kubernetes.stream import portforward
+
+        core = client.CoreV1Api(self.api)
+        return portforward(
+            core.connect_get_namespaced_pod_portforward,
+            self.pod,
+            self.namespace,
+            ports=str(self.port),
+        )
+
+    def check(self, timeout: float) -> None:
+        """Open (and close) one forward, so that RBAC or API errors show up front."""
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            forward = _bounded(self._open, timeout, "the Kubernetes API")
+        except ApiException as exc:
+            if exc.status == 403:
+                raise KubeError(
+                    f"RBAC denied port-forwarding to {self.namespace}/{self.pod}; cpg needs "
+                    "'create' on pods/portforward there (or pass --server)"
+                ) from None
+            raise KubeError(
+                f"port-forward to {self.namespace}/{self.pod} failed: {exc.reason}"
+            ) from None
+        except Exception as exc:  # the websocket client raises several kinds
+            if isinstance(exc, KubeError):
+                raise
+            raise KubeError(f"port-forward to {self.namespace}/{self.pod} failed: {exc}") from None
+        forward.close()
+
+    def _accept(self) -> None:
+        import threading
+
+        while not self._closed.is_set():
+            try:
+                local, _ = self._listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._bridge, args=(local,), daemon=True).start()
+
+    def _bridge(self, local: Any) -> None:
+        import threading
+
+        try:
+            forward = self._open()
+        except Exception:
+            local.close()
+            return
+        remote = forward.socket(self.port)
+        remote.setblocking(True)
+
+        def pump(source: Any, sink: Any) -> None:
+            try:
+                while data := source.recv(65536):
+                    sink.sendall(data)
+            except OSError:
+                pass
+            finally:
+                for side in (source, sink):
+                    with contextlib.suppress(OSError):
+                        side.close()
+
+        threading.Thread(target=pump, args=(remote, local), daemon=True).start()
+        pump(local, remote)
+        forward.close()
+
+    def close(self) -> None:
+        self._closed.set()
+        self._listener.close()
