@@ -69,3 +69,19 @@ def fake_relay(
     finally:
         servicer.closed.set()
         server.stop(grace=None)
+
+
+@contextmanager
+def fake_tls_relay(
+    responses: list[Any], cert: bytes, key: bytes
+) -> Iterator[tuple[FakeRelay, str]]:
+    servicer = FakeRelay(responses)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    observer_pb2_grpc.add_ObserverServicer_to_server(servicer, server)
+    port = server.add_secure_port("127.0.0.1:0", grpc.ssl_server_credentials([(key, cert)]))
+    server.start()
+    try:
+        yield servicer, f"127.0.0.1:{port}"
+    finally:
+        servicer.closed.set()
+        server.stop(grace=None)

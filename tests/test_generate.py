@@ -233,3 +233,77 @@ def test_an_auth_plugin_that_waits_for_a_terminal_is_bounded_by_timeout(tmp_path
     assert result.returncode == 1
     assert "did not answer within 1s" in result.stderr and "needs a terminal" in result.stderr
     assert time.monotonic() - started < 15
+
+
+def test_tls_with_a_ca_and_a_server_name(tmp_path: Path) -> None:
+    import shutil
+
+    import pytest
+
+    from fake_relay import fake_tls_relay
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    key, cert = tmp_path / "relay.key", tmp_path / "relay.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=hubble-relay.test",
+            "-addext",
+            "subjectAltName=DNS:hubble-relay.test",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    with fake_tls_relay(example_responses(), cert.read_bytes(), key.read_bytes()) as (_, address):
+        ok = cpg(
+            "generate",
+            "--server",
+            address,
+            "--tls",
+            "--tls-ca-cert",
+            str(cert),
+            "--tls-server-name",
+            "hubble-relay.test",
+            "-o",
+            str(tmp_path / "p"),
+            "--duration",
+            "1s",
+            "--flush-interval",
+            "0.3s",
+        )
+        assert ok.returncode == 0, ok.stderr
+        assert len(policies(tmp_path / "p")) == 6
+        wrong_name = cpg(
+            "generate",
+            "--server",
+            address,
+            "--tls",
+            "--tls-ca-cert",
+            str(cert),
+            "--tls-server-name",
+            "other.test",
+            "--timeout",
+            "1s",
+            "--duration",
+            "5s",
+            "-o",
+            str(tmp_path / "q"),
+        )
+        assert wrong_name.returncode == 1 and "cannot connect" in wrong_name.stderr
+    missing = cpg(
+        "generate", "--server", "127.0.0.1:9", "--tls-ca-cert", str(tmp_path / "nope.pem")
+    )
+    assert missing.returncode == 1 and "cannot read the CA certificate" in missing.stderr

@@ -114,6 +114,7 @@ class LiveCapture:
         self._halt = threading.Event()
         self._call: Any = None
         self._retries = 0
+        self.connected = False
 
     # --- stream ------------------------------------------------------------------------------
 
@@ -152,6 +153,7 @@ class LiveCapture:
         channel = open_channel(settings.server, settings.tls)
         try:
             wait_ready(channel, settings.server, settings.timeout)
+            self.connected = True
             filters = flow_filters(list(settings.namespaces), settings.options.decide.include_audit)
             call = stream_flows(channel, flows_request(filters, self._since))
             self._call = call
@@ -281,6 +283,10 @@ class LiveCapture:
             for task in (stopper, *helpers):
                 task.cancel()
             await asyncio.gather(stream, stopper, *helpers, return_exceptions=True)
+        if not self.connected and not self.error:
+            self.error = (
+                f"stopped before a connection to Hubble Relay at {self.settings.server} was made"
+            )
         await asyncio.to_thread(self.flush)
         self.result.files = sorted(self._files.values(), key=lambda f: str(f.path))
         self.result.health = run_health(self.totals, self.stats, self.started, self.clock())
