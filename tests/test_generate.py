@@ -307,3 +307,36 @@ def test_tls_with_a_ca_and_a_server_name(tmp_path: Path) -> None:
         "generate", "--server", "127.0.0.1:9", "--tls-ca-cert", str(tmp_path / "nope.pem")
     )
     assert missing.returncode == 1 and "cannot read the CA certificate" in missing.stderr
+
+
+def test_a_status_line_on_a_terminal_and_none_when_piped(tmp_path: Path) -> None:
+    import pty
+
+    with fake_relay(example_responses()) as (_, address):
+        primary, secondary = pty.openpty()
+        proc = subprocess.Popen(
+            [CPG, "generate", "--server", address, "-o", str(tmp_path / "p"), "--duration", "2.5s"],
+            stdout=subprocess.PIPE,
+            stderr=secondary,
+            text=True,
+            env={**os.environ, "NO_COLOR": "1"},
+        )
+        os.close(secondary)
+        chunks = []
+        while True:
+            try:
+                data = os.read(primary, 4096)
+            except OSError:
+                break
+            if not data:
+                break
+            chunks.append(data)
+        proc.wait(timeout=30)
+        os.close(primary)
+        piped = cpg(
+            "generate", "--server", address, "-o", str(tmp_path / "q"), "--duration", "1.5s"
+        )
+    terminal = b"".join(chunks).decode(errors="replace")
+    assert proc.returncode == 0
+    assert "flows (" in terminal and "candidates" in terminal and "infra drops" in terminal
+    assert "flows (" not in piped.stderr
