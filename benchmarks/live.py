@@ -1,4 +1,4 @@
-"""Live-path throughput: ``python benchmarks/live.py [N]`` (default 200,000).
+"""Live-path throughput: ``python benchmarks/live.py [N [FLUSH_SECONDS]]`` (200,000; 5).
 
 A fake Hubble Relay (a real gRPC server on 127.0.0.1 built from cpg's stubs) streams N
 realistic DROPPED flows; cpg's live capture converts, aggregates and writes policies and
@@ -79,7 +79,7 @@ async def measure(address: str, count: int, out: Path) -> tuple[float, int]:
         server=address,
         output_dir=out / "policies",
         options=AggregateOptions(),
-        flush_interval=5.0,
+        flush_interval=float(sys.argv[2]) if len(sys.argv) > 2 else 5.0,
         evidence=EvidenceSettings(root=out / "evidence"),
     )
     capture = LiveCapture(settings)
