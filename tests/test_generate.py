@@ -41,6 +41,8 @@ def test_generate_writes_what_replay_writes(tmp_path: Path) -> None:
         )
     assert result.returncode == 0, result.stderr
     assert policies(tmp_path / "live") == policies(tmp_path / "replayed")
+    verified = cpg("verify", str(EXAMPLE), "--policies", str(tmp_path / "live"))
+    assert verified.returncode == 0 and "29/29 candidate flows admitted" in verified.stdout
     report = json.loads(result.stdout)
     assert report["flows"]["candidate"] == 34
     assert report["lost_events"] == 3
