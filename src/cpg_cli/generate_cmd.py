@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import signal
@@ -22,7 +21,7 @@ from cpg_cli.replay_cmd import (
     setup_logging,
     split_values,
 )
-from cpg_cli.report import format_replay_summary, replay_summary_json
+from cpg_cli.report import print_run, warn_about_run
 from cpg_core.explain import parse_duration
 from cpg_io.evidence_store import default_evidence_root
 from cpg_io.hubble import RelayError, TLSSettings
@@ -298,43 +297,21 @@ def generate(
     if sys.stderr.isatty():
         sys.stderr.write("\n")
     agg = result.aggregator
-    if l7 and agg.total_flows and not agg.l7_records:
-        log.warning(
-            "--l7 is set but no flow carried an HTTP or DNS record (see README 'L7 rules: the two-step workflow')"
-        )
-    if include_audit and agg.total_flows and not agg.audit_flows:
-        log.warning("--include-audit is set but no AUDIT-verdict flow arrived")
+    source = f"Hubble Relay {server}"
+    warn_about_run(agg, source, l7=l7, include_audit=include_audit)
     failed = bool(result.failed or result.evidence_errors or capture.error)
     code = 1 if failed else 3 if fail_on_infra_drops and agg.infra_drops else 0
-    source = f"Hubble Relay {server}"
-    if output is OutputFormat.json:
-        summary = replay_summary_json(
-            result,
-            source=source,
-            output_dir=output_dir,
-            dry_run=dry_run,
-            evidence=evidence is not None,
-            exit_code=code,
-        )
-        summary["reconnects"] = capture.progress.reconnects
-        typer.echo(json.dumps(summary, indent=2, ensure_ascii=False))
-    else:
-        for item in result.files:
-            if item.diff:
-                typer.echo(item.diff, nl=False)
-        typer.echo(
-            format_replay_summary(
-                result,
-                source=source,
-                output_dir=output_dir,
-                dry_run=dry_run,
-                evidence=evidence is not None,
-            ).replace("Read ", "Received ", 1)
-        )
-    for item in result.failed:
-        typer.echo(f"cpg: error: {item.error}", err=True)
-    for error in result.evidence_errors:
-        typer.echo(f"cpg: error: {error}", err=True)
+    print_run(
+        result,
+        source=source,
+        output_dir=output_dir,
+        dry_run=dry_run,
+        evidence=evidence is not None,
+        as_json=output is OutputFormat.json,
+        exit_code=code,
+        extra_json={"reconnects": capture.progress.reconnects},
+        verb="Received",
+    )
     if capture.error:
         typer.echo(f"cpg: error: {capture.error}; what arrived before was written", err=True)
     if code:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from enum import StrEnum
@@ -11,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from cpg_cli.report import format_replay_summary, replay_summary_json
+from cpg_cli.report import print_run, warn_about_run
 from cpg_core.aggregate import AggregateOptions
 from cpg_core.decide import DecideOptions
 from cpg_core.dropreasons import DropClass, classify_reason, parse_reason_name, reason_name
@@ -315,22 +314,7 @@ def replay(
     agg = result.aggregator
     for line, why in result.stats.malformed_examples:
         log.warning("%s:%d: skipped malformed line: %s", source, line, why)
-    if l7 and agg.total_flows and not agg.l7_records:
-        log.warning(
-            "--l7 is set but no flow in %s carried an HTTP or DNS record, so the policies are "
-            "L4 only; L7 records need Cilium's L7 proxy on that traffic (see the README section "
-            "'L7 rules: the two-step workflow')",
-            source,
-        )
-    if include_audit and agg.total_flows and not agg.audit_flows:
-        log.warning("--include-audit is set but no AUDIT-verdict flow was in %s", source)
-    if agg.unrecognised_reasons:
-        log.warning(
-            "%d drop(s) carried DropReason numbers this cpg does not know (%s): classified as "
-            "unknown and treated as candidates; a newer cpg may know them",
-            sum(agg.unrecognised_reasons.values()),
-            ", ".join(str(code) for code in sorted(agg.unrecognised_reasons)),
-        )
+    warn_about_run(agg, source, l7=l7, include_audit=include_audit)
     failed = bool(result.failed or result.evidence_errors or result.stats.truncated)
     checked = None
     if verify and not failed:
@@ -341,40 +325,25 @@ def replay(
             failed = True
     verify_failed = checked is not None and not checked.passed
     code = 1 if failed else 3 if (fail_on_infra_drops and agg.infra_drops) or verify_failed else 0
-    if output is OutputFormat.json:
-        summary = replay_summary_json(
-            result,
-            source=source,
-            output_dir=output_dir,
-            dry_run=dry_run,
-            evidence=record_evidence,
-            exit_code=code,
-        )
-        if checked is not None:
-            summary["verify"] = verify_json(checked)
-        typer.echo(json.dumps(summary, indent=2, ensure_ascii=False))
-    else:
-        for item in result.files:
-            if item.diff:
-                typer.echo(item.diff, nl=False)
-        typer.echo(
-            format_replay_summary(
-                result,
-                source=source,
-                output_dir=output_dir,
-                dry_run=dry_run,
-                evidence=record_evidence,
-            )
-        )
-        if checked is not None:
-            for check in checked.checks:
-                if check.result.allowed == (check.kind == "explicit_deny"):
-                    typer.echo(f"  verify: {check.subject}: {check.result.reason}")
-            typer.echo(f"Verify: {summary_line(checked)}")
-    for item in result.failed:
-        typer.echo(f"cpg: error: {item.error}", err=True)
-    for error in result.evidence_errors:
-        typer.echo(f"cpg: error: {error}", err=True)
+    lines = []
+    if checked is not None:
+        lines = [
+            f"  verify: {check.subject}: {check.result.reason}"
+            for check in checked.checks
+            if check.result.allowed == (check.kind == "explicit_deny")
+        ]
+        lines.append(f"Verify: {summary_line(checked)}")
+    print_run(
+        result,
+        source=source,
+        output_dir=output_dir,
+        dry_run=dry_run,
+        evidence=record_evidence,
+        as_json=output is OutputFormat.json,
+        exit_code=code,
+        extra_json={"verify": verify_json(checked)} if checked is not None else None,
+        extra_lines=lines,
+    )
     if result.stats.truncated:
         typer.echo(
             f"cpg: error: {source}: {result.stats.truncated}; policies were generated from "

@@ -3,8 +3,12 @@ facts as JSON for machines (``--output json``)."""
 
 from __future__ import annotations
 
+import json
+import logging
 from pathlib import Path
 from typing import Any
+
+import typer
 
 from cpg_core.decide import Decision
 from cpg_core.triage import severity_order, top_entries
@@ -204,3 +208,65 @@ def replay_summary_json(
         "errors": [f.error for f in result.failed] + list(result.evidence_errors),
         "exit_code": exit_code,
     }
+
+
+def warn_about_run(agg: Any, source: str, *, l7: bool, include_audit: bool) -> None:
+    """The one-line warnings every capture command gives after its run."""
+    log = logging.getLogger("cpg")
+    if l7 and agg.total_flows and not agg.l7_records:
+        log.warning(
+            "--l7 is set but no flow in %s carried an HTTP or DNS record, so the policies are "
+            "L4 only; L7 records need Cilium's L7 proxy on that traffic (see the README section "
+            "'L7 rules: the two-step workflow')",
+            source,
+        )
+    if include_audit and agg.total_flows and not agg.audit_flows:
+        log.warning("--include-audit is set but no AUDIT-verdict flow was in %s", source)
+    if agg.unrecognised_reasons:
+        log.warning(
+            "%d drop(s) carried DropReason numbers this cpg does not know (%s): classified as "
+            "unknown and treated as candidates; a newer cpg may know them",
+            sum(agg.unrecognised_reasons.values()),
+            ", ".join(str(code) for code in sorted(agg.unrecognised_reasons)),
+        )
+
+
+def print_run(
+    result: ReplayResult,
+    *,
+    source: str,
+    output_dir: Path,
+    dry_run: bool,
+    evidence: bool,
+    as_json: bool,
+    exit_code: int,
+    extra_json: dict[str, Any] | None = None,
+    extra_lines: list[str] | None = None,
+    verb: str = "Read",
+) -> None:
+    """The report on stdout (text or JSON), then every write error on stderr."""
+    if as_json:
+        summary = replay_summary_json(
+            result,
+            source=source,
+            output_dir=output_dir,
+            dry_run=dry_run,
+            evidence=evidence,
+            exit_code=exit_code,
+        )
+        summary.update(extra_json or {})
+        typer.echo(json.dumps(summary, indent=2, ensure_ascii=False))
+    else:
+        for item in result.files:
+            if item.diff:
+                typer.echo(item.diff, nl=False)
+        text = format_replay_summary(
+            result, source=source, output_dir=output_dir, dry_run=dry_run, evidence=evidence
+        )
+        typer.echo(text.replace("Read ", f"{verb} ", 1))
+        for line in extra_lines or []:
+            typer.echo(line)
+    for item in result.failed:
+        typer.echo(f"cpg: error: {item.error}", err=True)
+    for error in result.evidence_errors:
+        typer.echo(f"cpg: error: {error}", err=True)
