@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from cpg_cli.bootstrap_cmd import bootstrap
 from cpg_cli.explain_cmd import explain
 from cpg_cli.generate_cmd import generate
 from cpg_cli.replay_cmd import replay
@@ -54,6 +55,7 @@ def _root(
 
 
 app.command()(generate)
+app.command(no_args_is_help=True)(bootstrap)
 app.command(no_args_is_help=True)(replay)
 app.command(no_args_is_help=True)(explain)
 app.command(no_args_is_help=True)(verify)
