@@ -61,5 +61,22 @@ app.command(no_args_is_help=True)(explain)
 app.command(no_args_is_help=True)(verify)
 
 
+@app.command(
+    context_settings={
+        "allow_extra_args": True,
+        "ignore_unknown_options": True,
+        "help_option_names": [],
+    },
+    add_help_option=False,
+)
+def mcp(ctx: typer.Context) -> None:
+    """Serve the read-only MCP stdio server (the same as cpg-mcp; see cpg-mcp --help)."""
+    import os
+    import sys
+
+    # cpg_cli never imports cpg_mcp: the server runs as its own program in this process.
+    os.execv(sys.executable, [sys.executable, "-m", "cpg_mcp", *ctx.args])
+
+
 def main() -> None:
     app()

@@ -1,0 +1,3 @@
+from cpg_mcp.main import main
+
+main()

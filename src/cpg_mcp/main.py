@@ -1,0 +1,80 @@
+"""``cpg-mcp``: serve the tools over stdio. stdout carries JSON-RPC frames only; logs go to
+stderr (configured before the server starts). stdin EOF, SIGTERM or SIGINT stop the session,
+remove its temp dir and exit."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+import anyio
+
+from cpg_mcp.server import build_server
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="cpg-mcp",
+        description="Read-only MCP stdio server for cpg: capture sessions, generated policies, "
+        "their evidence and cluster health, for LLM agents. Applying policies stays a human act.",
+    )
+    parser.add_argument(
+        "--allow-replay-dir",
+        type=Path,
+        metavar="DIR",
+        help="let start_session replay capture files from inside DIR (off by default)",
+    )
+    parser.add_argument(
+        "--log-level",
+        default="warning",
+        choices=("debug", "info", "warning", "error"),
+        help="stderr log level (default warning)",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=getattr(logging, args.log_level.upper()),
+        format="cpg-mcp: %(levelname)s: %(message)s",
+        force=True,
+    )
+    if args.allow_replay_dir is not None and not args.allow_replay_dir.is_dir():
+        sys.stderr.write(
+            f"cpg-mcp: error: --allow-replay-dir {args.allow_replay_dir} is not a folder\n"
+        )
+        raise SystemExit(2)
+    mcp = build_server(args.allow_replay_dir)
+
+    async def serve() -> None:
+        async def watch(scope: anyio.CancelScope) -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async for _ in signals:
+                    scope.cancel()  # unwinds the lifespan: the session stops, its dir goes
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(9):
+                        await cleaned.wait()
+                    logging.shutdown()
+                    os._exit(0)  # a parked stdin reader thread must not hold the exit
+
+        cleaned = anyio.Event()
+        async with anyio.create_task_group() as group:
+            scope = anyio.CancelScope()
+            group.start_soon(watch, scope)
+            try:
+                with scope:
+                    await mcp.run_stdio_async()
+            finally:
+                cleaned.set()
+            group.cancel_scope.cancel()
+
+    anyio.run(serve)
+
+
+if __name__ == "__main__":
+    main()

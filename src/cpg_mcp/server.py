@@ -1,0 +1,497 @@
+"""The ``cpg-mcp`` tools. Query tools only read the session's files; nothing writes to a
+cluster; every string returned is stripped of control characters."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import anyio
+import yaml
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field
+
+from cpg_core.aggregate import AggregateOptions
+from cpg_core.bootstrap import render_bootstrap
+from cpg_core.decide import DecideOptions
+from cpg_core.dropreasons import parse_reason_name
+from cpg_core.evidence import EvidenceError
+from cpg_core.explain import ExplainFilter, explain_record, parse_cidr, parse_peer
+from cpg_core.names import is_dns1123_label, path_component_problem
+from cpg_io.evidence_store import EvidenceStore
+from cpg_io.hubble import TLSSettings
+from cpg_io.version import cpg_version
+from cpg_mcp import paging
+from cpg_mcp.sanitize import clean
+from cpg_mcp.sessions import Session, SessionError, SessionManager
+
+log = logging.getLogger("cpg.mcp")
+
+QUERY = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+SESSION_ID = Annotated[str, Field(description="the opaque session_id returned by start_session")]
+PROTOCOLS = ("icmpv4", "icmpv6", "sctp", "tcp", "udp")
+
+
+class StartResult(BaseModel):
+    session_id: str
+    discarded_session: str | None = None
+    server: str
+
+
+class StatusResult(BaseModel):
+    session_id: str
+    state: Literal["capturing", "stopped"]
+    elapsed: str
+    policy_file_count: int
+    evidence_file_count: int
+    tmp_dir: str
+    error: str | None = None
+
+
+class StopResult(BaseModel):
+    session_id: str
+    state: Literal["stopped"] = "stopped"
+    error: str | None = None
+    already_stopped: bool
+    duration: str
+    flows_seen: int
+    policies_written: int
+    lost_events: int
+    infra_drop_total: int
+    cluster_health_path: str
+    tmp_dir: str
+
+
+class PolicyRow(BaseModel):
+    namespace: str
+    workload: str
+    name: str
+    directions: list[str]
+    ingress_rule_count: int
+    egress_rule_count: int
+    path: str
+
+
+class PolicyList(BaseModel):
+    policies: list[PolicyRow]
+    total_count: int
+    has_more: bool
+    next_cursor: str | None = None
+
+
+class PolicyResult(BaseModel):
+    namespace: str
+    workload: str
+    name: str
+    yaml: str
+    path: str
+    ingress_rule_count: int
+    egress_rule_count: int
+
+
+class EvidenceResult(BaseModel):
+    policy: dict[str, Any]
+    sessions: list[dict[str, Any]]
+    matched_rules: list[dict[str, Any]]
+    total_count: int
+    has_more: bool
+    next_cursor: str | None = None
+
+
+class HealthResult(BaseModel):
+    available_after_stop: bool | None = None
+    message: str | None = None
+    no_drops: bool | None = None
+    report: dict[str, Any] | None = None
+
+
+class BootstrapResult(BaseModel):
+    namespace: str
+    yaml: str
+    version_source: str = "undetermined"
+    version_warning: str | None = None
+
+
+def _duration(seconds: float) -> str:
+    total = round(seconds)
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    return (f"{hours}h" if hours else "") + (f"{minutes}m" if hours or minutes else "") + f"{secs}s"
+
+
+def _component(value: str, what: str) -> str:
+    problem = path_component_problem(value)
+    if problem is not None or (what == "namespace" and not is_dns1123_label(value)):
+        raise ToolError(f"{what} {value!r} is not valid: {problem or 'not a DNS-1123 label'}")
+    return value
+
+
+def _seconds(value: str | None, default: float, what: str) -> float:
+    from cpg_core.explain import parse_duration
+
+    if not value:
+        return default
+    try:
+        seconds = parse_duration(value)
+    except ValueError as exc:
+        raise ToolError(f"{what}: {exc}") from None
+    if seconds <= 0 or seconds > 86400:
+        raise ToolError(f"{what} must be more than 0 and at most 24h, got {value!r}")
+    return seconds
+
+
+def build_server(allow_replay_dir: Path | None = None) -> MCPServer:
+    manager = SessionManager(allow_replay_dir)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: MCPServer) -> AsyncIterator[SessionManager]:
+        try:
+            yield manager
+        finally:
+            with anyio.CancelScope(shield=True):  # shutting down must not cancel the cleanup
+                await manager.close()
+
+    mcp = MCPServer(
+        "cpg-mcp",
+        version=cpg_version(),
+        instructions=(
+            "cpg turns Hubble flow denials into least-privilege CiliumNetworkPolicies. Start one "
+            "session (a live capture, or a replay of an allowed capture file), poll get_status, "
+            "read list_policies/get_policy/get_evidence, stop_session, then get_cluster_health. "
+            "Nothing here writes to a cluster; applying policies is a human's job."
+        ),
+        lifespan=lifespan,
+    )
+
+    def session_of(session_id: str) -> Session:
+        try:
+            return manager.get(session_id)
+        except SessionError as exc:
+            raise ToolError(str(exc)) from None
+
+    @mcp.tool(
+        title="Start a capture session",
+        annotations=ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=False,
+            open_world_hint=True,
+        ),
+    )
+    async def start_session(
+        namespace: Annotated[
+            list[str] | None, Field(description="only flows from or to pods in these namespaces")
+        ] = None,
+        all_namespaces: Annotated[
+            bool, Field(description="observe all namespaces (the default)")
+        ] = False,
+        l7: Annotated[bool, Field(description="HTTP and DNS rules from L7 records")] = False,
+        include_audit: Annotated[
+            bool, Field(description="also turn AUDIT-verdict flows into rules")
+        ] = False,
+        ignore_drop_reasons: Annotated[
+            list[str] | None, Field(description="skip drops with these DropReason names")
+        ] = None,
+        ignore_protocols: Annotated[
+            list[str] | None,
+            Field(description="skip flows of these protocols: tcp, udp, sctp, icmpv4, icmpv6"),
+        ] = None,
+        server: Annotated[
+            str | None, Field(description="Hubble Relay host:port (required for a live session)")
+        ] = None,
+        tls: Annotated[bool, Field(description="connect with TLS")] = False,
+        timeout: Annotated[str | None, Field(description="connect timeout, e.g. 10s")] = None,
+        flush_interval: Annotated[
+            str | None, Field(description="how often files are written, e.g. 5s")
+        ] = None,
+        replay_file: Annotated[
+            str | None,
+            Field(
+                description="a capture file inside the folder the operator allowed with --allow-replay-dir (instead of a live capture)"
+            ),
+        ] = None,
+    ) -> StartResult:
+        """Start a capture session and return at once with its opaque session_id; the capture runs
+        in the background. One session at a time: stop_session before starting another (a stopped
+        session is discarded). Poll get_status."""
+        namespaces = list(namespace or [])
+        if namespaces and all_namespaces:
+            raise ToolError("namespace and all_namespaces are mutually exclusive")
+        for ns in namespaces:
+            _component(ns, "namespace")
+        protocols = [p.lower() for p in ignore_protocols or []]
+        for proto in protocols:
+            if proto not in PROTOCOLS:
+                raise ToolError(
+                    f"unknown protocol {proto!r}: valid values are {', '.join(PROTOCOLS)}"
+                )
+        reasons = []
+        for name in ignore_drop_reasons or []:
+            try:
+                reasons.append(parse_reason_name(name))
+            except ValueError as exc:
+                raise ToolError(str(exc)) from None
+        connect = _seconds(timeout, 10.0, "timeout")
+        interval = _seconds(flush_interval, 5.0, "flush_interval")
+        if replay_file is None and not server:
+            raise ToolError(
+                "give server (Hubble Relay host:port) for a live session, or replay_file"
+            )
+        options = AggregateOptions(
+            decide=DecideOptions(
+                include_audit=include_audit,
+                ignore_protocols=frozenset(protocols),
+                ignore_reasons=frozenset(reasons),
+            ),
+            namespaces=frozenset(namespaces),
+            l7=l7,
+        )
+        live = {
+            "server": server or "",
+            "namespaces": tuple(namespaces),
+            "tls": TLSSettings(enabled=tls),
+            "timeout": connect,
+            "flush_interval": interval,
+        }
+        try:
+            session, discarded = await manager.start(options, replay_file=replay_file, live=live)
+        except SessionError as exc:
+            raise ToolError(str(exc)) from None
+        return StartResult(
+            session_id=session.id, discarded_session=discarded, server=clean(session.source)
+        )
+
+    @mcp.tool(
+        title="Session status",
+        annotations=ToolAnnotations(
+            read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        ),
+    )
+    async def get_status(session_id: SESSION_ID) -> StatusResult:
+        """Coarse session state (capturing/stopped), elapsed time and file counts. Works for a
+        stopped session too."""
+        s = session_of(session_id)
+        return StatusResult(
+            session_id=s.id,
+            state=s.state,
+            elapsed=_duration(s.elapsed()),
+            policy_file_count=len(list(s.policies.glob("*/*.yaml"))),
+            evidence_file_count=len(list(s.evidence_root.glob("*/*/*.json"))),
+            tmp_dir=str(s.tmp),
+            error=clean(s.error) or None,
+        )
+
+    @mcp.tool(
+        title="Stop the session",
+        annotations=ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
+    )
+    async def stop_session(session_id: SESSION_ID) -> StopResult:
+        """Stop the capture (final flush, cluster-health.json) and return the summary. Idempotent:
+        a second stop returns the same summary with already_stopped. Files stay queryable until
+        the next start_session."""
+        s = session_of(session_id)
+        already = s.stop_calls > 0
+        await manager.stop(session_id)
+        result = s.result
+        agg = result.aggregator if result else None
+        written = (
+            sum(1 for f in result.files if f.outcome in ("created", "updated")) if result else 0
+        )
+        health = (
+            result.health_path
+            if result and result.health_path
+            else next(
+                iter(s.evidence_root.glob("*/cluster-health.json")),
+                s.evidence_root / "cluster-health.json",
+            )
+        )
+        return StopResult(
+            session_id=s.id,
+            error=clean(s.error) or None,
+            already_stopped=already,
+            duration=_duration(s.elapsed()),
+            flows_seen=agg.total_flows if agg else 0,
+            policies_written=written,
+            lost_events=result.stats.lost_events if result else 0,
+            infra_drop_total=agg.infra_drops if agg else 0,
+            cluster_health_path=str(health),
+            tmp_dir=str(s.tmp),
+        )
+
+    def _policy_row(path: Path) -> PolicyRow:
+        doc = yaml.safe_load(path.read_text())
+        spec = doc.get("spec") or {}
+        return PolicyRow(
+            namespace=path.parent.name,
+            workload=path.stem,
+            name=str((doc.get("metadata") or {}).get("name", "")),
+            directions=[d for d in ("ingress", "egress") if spec.get(d)],
+            ingress_rule_count=len(spec.get("ingress") or []),
+            egress_rule_count=len(spec.get("egress") or []),
+            path=str(path),
+        )
+
+    @mcp.tool(title="List generated policies", annotations=QUERY)
+    async def list_policies(
+        session_id: SESSION_ID,
+        limit: Annotated[int, Field(ge=1, le=200, description="max policies per page")] = 50,
+        cursor: Annotated[
+            str | None, Field(description="opaque token from a previous next_cursor")
+        ] = None,
+    ) -> PolicyList:
+        """The policies this session generated: namespace, workload, name, directions, rule
+        counts and path. Paginated."""
+        s = session_of(session_id)
+        paging.decode(cursor)  # a garbage cursor is an error even with no policy yet
+        paths = sorted(s.policies.glob("*/*.yaml"))
+        chunk, meta = paging.page(paths, cursor, limit)
+        rows = []
+        for path in chunk:
+            try:
+                rows.append(_policy_row(path))
+            except (OSError, yaml.YAMLError) as exc:
+                log.warning("skipping %s: %s", path, exc)
+        return PolicyList.model_validate(
+            clean({"policies": [r.model_dump() for r in rows], **meta})
+        )
+
+    @mcp.tool(title="Get one policy", annotations=QUERY)
+    async def get_policy(
+        session_id: SESSION_ID,
+        namespace: Annotated[
+            str, Field(description="the policy's namespace, as returned by list_policies")
+        ],
+        workload: Annotated[
+            str, Field(description="the policy's workload, as returned by list_policies")
+        ],
+    ) -> PolicyResult:
+        """The full YAML of one generated policy and its rule counts."""
+        s = session_of(session_id)
+        path = (
+            s.policies
+            / _component(namespace, "namespace")
+            / (_component(workload, "workload") + ".yaml")
+        )
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            raise ToolError(
+                f"no policy for {namespace}/{workload}; call list_policies to see what exists"
+            ) from None
+        row = _policy_row(path)
+        return PolicyResult(
+            namespace=namespace,
+            workload=workload,
+            name=clean(row.name),
+            yaml=clean(text, keep_newlines=True),
+            path=str(path),
+            ingress_rule_count=row.ingress_rule_count,
+            egress_rule_count=row.egress_rule_count,
+        )
+
+    @mcp.tool(title="Evidence behind a policy's rules", annotations=QUERY)
+    async def get_evidence(
+        session_id: SESSION_ID,
+        namespace: Annotated[
+            str, Field(description="the policy's namespace, as returned by list_policies")
+        ],
+        workload: Annotated[
+            str, Field(description="the policy's workload, as returned by list_policies")
+        ],
+        direction: Annotated[
+            Literal["ingress", "egress"] | None, Field(description="filter: ingress or egress")
+        ] = None,
+        port: Annotated[str | None, Field(description="filter: rules for this port")] = None,
+        peer: Annotated[
+            str | None, Field(description="filter: endpoint peer label KEY=VALUE")
+        ] = None,
+        peer_cidr: Annotated[
+            str | None, Field(description="filter: CIDR peers inside this CIDR")
+        ] = None,
+        http_method: Annotated[str | None, Field(description="filter: HTTP method")] = None,
+        http_path: Annotated[
+            str | None, Field(description="filter: HTTP path regex, exactly")
+        ] = None,
+        dns_pattern: Annotated[str | None, Field(description="filter: DNS name")] = None,
+        limit: Annotated[int, Field(ge=1, le=100, description="max rules per page")] = 20,
+        cursor: Annotated[
+            str | None, Field(description="opaque token from a previous next_cursor")
+        ] = None,
+    ) -> EvidenceResult:
+        """Per-rule flow evidence for one policy, records exactly as `cpg explain --json` gives
+        them. Filters AND-narrow the rules; pagination applies to matched rules."""
+        s = session_of(session_id)
+        ns, wl = _component(namespace, "namespace"), _component(workload, "workload")
+        try:
+            doc = EvidenceStore(s.evidence_root, s.policies).read(ns, wl)
+        except EvidenceError as exc:
+            raise ToolError(str(exc)) from None
+        if doc is None:
+            raise ToolError(
+                f"no evidence for {ns}/{wl}; call list_policies to see available targets"
+            )
+        try:
+            flt = ExplainFilter(
+                direction=direction,
+                port=port,
+                peer=parse_peer(peer) if peer else None,
+                peer_cidr=parse_cidr(peer_cidr) if peer_cidr else None,
+                http_method=http_method.strip().upper() if http_method else None,
+                http_path=http_path,
+                dns_pattern=dns_pattern.strip().rstrip(".") if dns_pattern else None,
+            )
+        except ValueError as exc:
+            raise ToolError(str(exc)) from None
+        record = explain_record(doc, flt)
+        rules, meta = paging.page(record["matched_rules"], cursor, limit)
+        return EvidenceResult.model_validate(clean({**record, "matched_rules": rules, **meta}))
+
+    @mcp.tool(title="Cluster health of the session", annotations=QUERY)
+    async def get_cluster_health(session_id: SESSION_ID) -> HealthResult:
+        """Infrastructure and transient drops (by reason, node and workload, with fix links) and
+        findings, once the session has stopped. No report after stop means no such drops."""
+        s = session_of(session_id)
+        if s.state == "capturing":
+            return HealthResult(
+                available_after_stop=True,
+                message="the report is written when the session stops; call stop_session first",
+            )
+        report = s.result.health if s.result else None
+        if report is None and s.error:
+            raise ToolError(clean(f"the session ended with an error before any report: {s.error}"))
+        if not report or not (report.get("drops") or report.get("findings")):
+            return HealthResult(
+                no_drops=True,
+                message="no infrastructure or transient drop and no finding in this session",
+            )
+        return HealthResult(report=clean(report))
+
+    @mcp.tool(title="Default-deny policy for a namespace", annotations=QUERY)
+    async def get_bootstrap_policy(
+        namespace: Annotated[str, Field(description="target namespace (required)")],
+    ) -> BootstrapResult:
+        """A namespaced default-deny CiliumNetworkPolicy (enableDefaultDeny both ways, ingress and
+        egress as [{}]) for Cilium 1.16 or newer. The Cilium version is not detected here."""
+        try:
+            text = render_bootstrap(namespace)
+        except ValueError as exc:
+            raise ToolError(str(exc)) from None
+        return BootstrapResult(
+            namespace=namespace,
+            yaml=text,
+            version_warning="Cilium version undetermined; enableDefaultDeny requires >= 1.16",
+        )
+
+    return mcp

@@ -1,0 +1,166 @@
+"""One capture session at a time, each in a private temp dir (mode 0700): a live capture from
+Hubble Relay, or the replay of a capture file from a folder the operator allowed."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import secrets
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import attrs
+
+from cpg_core.aggregate import AggregateOptions
+from cpg_io.live import LiveCapture, LiveSettings
+from cpg_io.pipeline import EvidenceSettings, ReplayResult, replay
+
+log = logging.getLogger("cpg.mcp")
+
+
+class SessionError(Exception):
+    """A session request cannot be served; the message says what to do."""
+
+
+@attrs.define
+class Session:
+    id: str
+    tmp: Path
+    source: str
+    started: float = attrs.Factory(time.monotonic)
+    stopped: float | None = None
+    error: str = ""
+    stop_calls: int = 0
+    result: ReplayResult | None = None
+    capture: LiveCapture | None = None
+    task: asyncio.Task[Any] | None = None
+
+    @property
+    def policies(self) -> Path:
+        return self.tmp / "policies"
+
+    @property
+    def evidence_root(self) -> Path:
+        return self.tmp / "evidence"
+
+    @property
+    def state(self) -> Literal["capturing", "stopped"]:
+        return "stopped" if self.stopped is not None else "capturing"
+
+    def elapsed(self) -> float:
+        return (self.stopped or time.monotonic()) - self.started
+
+
+class SessionManager:
+    def __init__(self, allow_replay_dir: Path | None = None) -> None:
+        self.allow_replay_dir = allow_replay_dir.resolve() if allow_replay_dir else None
+        self.current: Session | None = None
+
+    def get(self, session_id: str) -> Session:
+        session = self.current
+        if session is None or not secrets.compare_digest(session.id, session_id):
+            raise SessionError(f"session {session_id!r} not found or expired; call start_session")
+        return session
+
+    def _replay_path(self, replay_file: str) -> Path:
+        if self.allow_replay_dir is None:
+            raise SessionError(
+                "replay_file is not enabled: the operator must start cpg-mcp with "
+                "--allow-replay-dir DIR"
+            )
+        path = (self.allow_replay_dir / replay_file).resolve()
+        if not path.is_relative_to(self.allow_replay_dir) or not path.is_file():
+            raise SessionError(
+                f"replay_file must name a file inside {self.allow_replay_dir} (relative paths only)"
+            )
+        return path
+
+    async def start(
+        self, options: AggregateOptions, *, replay_file: str | None, live: dict[str, Any]
+    ) -> tuple[Session, str | None]:
+        old = self.current
+        if old is not None and old.state == "capturing":
+            raise SessionError(
+                f"session {old.id} already running ({old.elapsed():.0f}s); call stop_session first"
+            )
+        source_path = self._replay_path(replay_file) if replay_file else None
+        discarded = None
+        if old is not None:
+            discarded = old.id
+            self.discard()
+        tmp = Path(tempfile.mkdtemp(prefix="cpg-mcp-"))
+        os.chmod(tmp, 0o700)
+        session = Session(
+            id=f"sess_{secrets.token_hex(16)}",
+            tmp=tmp,
+            source=str(source_path or live.get("server")),
+        )
+        self.current = session
+        evidence = EvidenceSettings(root=session.evidence_root)
+        if source_path is not None:
+            session.task = asyncio.create_task(
+                self._replay(session, source_path, options, evidence)
+            )
+        else:
+            settings = LiveSettings(
+                output_dir=session.policies, options=options, evidence=evidence, **live
+            )
+            session.capture = LiveCapture(settings)
+            session.task = asyncio.create_task(self._live(session))
+        return session, discarded
+
+    async def _replay(
+        self, session: Session, path: Path, options: AggregateOptions, evidence: EvidenceSettings
+    ) -> None:
+        try:
+            session.result = await asyncio.to_thread(
+                replay, str(path), session.policies, options, evidence=evidence, jobs=1
+            )
+        except Exception as exc:  # the session ends with its error visible
+            session.error = str(exc)
+            log.warning("session %s failed: %s", session.id, exc)
+        finally:
+            session.stopped = time.monotonic()
+
+    async def _live(self, session: Session) -> None:
+        assert session.capture is not None
+        try:
+            session.result = await session.capture.run()
+            session.error = session.capture.error
+        except Exception as exc:
+            session.error = str(exc)
+            log.warning("session %s failed: %s", session.id, exc)
+        finally:
+            session.stopped = time.monotonic()
+
+    async def stop(self, session_id: str) -> Session:
+        session = self.get(session_id)
+        session.stop_calls += 1
+        if session.capture is not None:
+            session.capture.stop.set()
+        if session.task is not None:
+            await asyncio.shield(session.task)
+        return session
+
+    def discard(self) -> None:
+        session = self.current
+        self.current = None
+        if session is not None:
+            if session.capture is not None:
+                session.capture.stop.set()
+            shutil.rmtree(session.tmp, ignore_errors=True)
+
+    async def close(self) -> None:
+        session = self.current
+        if session is not None and session.task is not None and session.state == "capturing":
+            if session.capture is not None:
+                session.capture.stop.set()
+            try:
+                await asyncio.wait_for(asyncio.shield(session.task), 8)
+            except TimeoutError:
+                session.task.cancel()
+        self.discard()
