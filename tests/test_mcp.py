@@ -61,10 +61,12 @@ async def test_a_replay_session_end_to_end(replay_dir: Path, mode: str) -> None:
             "get_evidence",
             "get_cluster_health",
             "get_bootstrap_policy",
+            "list_dropped_flows",
         }
         for tool in tools.values():
             assert re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", tool.name)
-            assert tool.description and tool.output_schema
+            assert tool.description and tool.output_schema and tool.title
+            assert tool.input_schema["additionalProperties"] is False
         assert tools["get_policy"].annotations.read_only_hint is True
         assert tools["get_policy"].annotations.open_world_hint is False
         started = (
@@ -101,8 +103,23 @@ async def test_a_replay_session_end_to_end(replay_dir: Path, mode: str) -> None:
         assert stop["already_stopped"] is False and stop["flows_seen"] == 64
         again = (await call(client, "stop_session", session_id=sid)).structured_content
         assert again["already_stopped"] is True
+        assert stop["infra_drops_by_reason"]["CT_MAP_INSERTION_FAILED"] == 4
+        assert stop["policies_written"] == 6 and stop["policies_failed"] == 0
         health = (await call(client, "get_cluster_health", session_id=sid)).structured_content
         assert {d["reason"] for d in health["report"]["drops"]} >= {"CT_MAP_INSERTION_FAILED"}
+        dropped = (
+            await call(client, "list_dropped_flows", session_id=sid, limit=200)
+        ).structured_content
+        rows = dropped["aggregates"]["rows"]
+        assert {
+            "namespace": "shop",
+            "workload": "cart",
+            "reason": "CT_MAP_INSERTION_FAILED",
+            "class": "infra",
+            "count": 4,
+        } in rows
+        assert dropped["total_count"] == len(dropped["samples"]) + len(rows)
+        assert {s["drop_reason"] for s in dropped["samples"]} >= {"POLICY_DENIED"}
         tmp = Path(status["tmp_dir"])
         assert tmp.is_dir() and (tmp.stat().st_mode & 0o777) == 0o700
     assert not tmp.exists(), "the session dir goes when the server stops"
@@ -158,3 +175,131 @@ async def test_bootstrap_policy_tool() -> None:
         )
         bad = await call(client, "get_bootstrap_policy", namespace="../etc")
         assert bad.is_error
+
+
+async def dropped(client: Client, sid: str, **filters: Any) -> dict[str, Any]:
+    result = await call(client, "list_dropped_flows", session_id=sid, limit=200, **filters)
+    assert not result.is_error, result.content[0].text
+    return result.structured_content
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_list_dropped_flows_filters_and_pages(replay_dir: Path, mode: str) -> None:
+    async with Client(build_server(replay_dir), mode=mode) as client:
+        sid = (await call(client, "start_session", replay_file="drops.jsonl")).structured_content[
+            "session_id"
+        ]
+        await wait_stopped(client, sid)
+        whole = await dropped(client, sid)
+        assert whole["samples"] and whole["aggregates"]["rows"]
+        infra = await dropped(client, sid, dropclass="infra")
+        assert infra["samples"] == [] and infra["aggregates"]["rows"]
+        assert all(r["class"] == "infra" for r in infra["aggregates"]["rows"])
+        policy = await dropped(client, sid, dropclass="policy")
+        assert policy["samples"] and "rows" not in policy["aggregates"]
+        assert all(s["drop_reason"] == "POLICY_DENIED" for s in policy["samples"])
+        noise = await dropped(client, sid, dropclass="noise")
+        assert noise["samples"] == [] and noise["total_count"] == 0
+        ingress = await dropped(client, sid, direction="ingress")
+        assert all(s["direction"] == "ingress" for s in ingress["samples"])
+        assert ingress["aggregates"]["rows"] == whole["aggregates"]["rows"]
+        cart = await dropped(client, sid, namespace="shop", workload="cart")
+        assert {(r["namespace"], r["workload"]) for r in cart["samples"]} == {("shop", "cart")}
+        # Paging walks the same view in pages: samples before rows within a workload.
+        seen: list[Any] = []
+        cursor = None
+        while True:
+            args: dict[str, Any] = {"limit": 3} | ({"cursor": cursor} if cursor else {})
+            page = (
+                await call(client, "list_dropped_flows", session_id=sid, **args)
+            ).structured_content
+            seen += page["samples"] + (page["aggregates"].get("rows") or [])
+            assert len(page["samples"]) + len(page["aggregates"].get("rows") or []) <= 3
+            cursor = page.get("next_cursor")
+            if not page["has_more"]:
+                break
+        assert len(seen) == whole["total_count"]
+        bad = await call(client, "list_dropped_flows", session_id=sid, dropclass="bogus")
+        assert bad.is_error
+        traversal = await call(client, "list_dropped_flows", session_id=sid, namespace="..")
+        assert traversal.is_error and "is not valid" in traversal.content[0].text
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_unknown_arguments_are_refused_with_the_allowed_list(
+    replay_dir: Path, mode: str
+) -> None:
+    async with Client(build_server(replay_dir), mode=mode) as client:
+        result = await call(client, "get_status", session_id="sess_x", verbose=True)
+        text = result.content[0].text
+        assert result.is_error
+        assert "unknown argument 'verbose' for get_status; allowed: session_id" in text
+        assert re.search(r"\(trace [0-9a-f]{8}\)$", text)
+
+
+async def test_an_expired_deadline_is_a_readable_error(
+    replay_dir: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import threading
+
+    from cpg_io.evidence_store import EvidenceStore
+
+    release = threading.Event()
+    real_read = EvidenceStore.read
+
+    def stuck_read(self: EvidenceStore, namespace: str, workload: str) -> Any:
+        release.wait(30)  # a file system that hangs; released at the end of the test
+        return real_read(self, namespace, workload)
+
+    async with Client(build_server(replay_dir, tool_timeout=0.3), mode="legacy") as client:
+        sid = (await call(client, "start_session", replay_file="drops.jsonl")).structured_content[
+            "session_id"
+        ]
+        await wait_stopped(client, sid)
+        monkeypatch.setattr(EvidenceStore, "read", stuck_read)
+        try:
+            with anyio.fail_after(10):
+                result = await call(
+                    client, "get_evidence", session_id=sid, namespace="shop", workload="cart"
+                )
+        finally:
+            release.set()
+        text = result.content[0].text
+        assert result.is_error and "get_evidence did not finish within 0.3s" in text
+        trace = re.search(r"\(trace ([0-9a-f]{8})\)", text)
+        assert trace and any(trace.group(1) in r.getMessage() for r in caplog.records)
+        # The server still answers after an abandoned call.
+        status = await call(client, "get_status", session_id=sid)
+        assert not status.is_error
+
+
+async def test_every_call_leaves_an_audit_line(replay_dir: Path) -> None:
+    import hashlib
+    import io
+
+    from cpg_mcp.audit import AuditLog
+
+    sink = io.StringIO()
+    async with Client(build_server(replay_dir, audit=AuditLog(sink)), mode="legacy") as client:
+        sid = (await call(client, "start_session", replay_file="drops.jsonl")).structured_content[
+            "session_id"
+        ]
+        await call(client, "get_status", session_id="sess_nope")
+        await call(client, "get_status", session_id=sid, extra=1)
+    lines = [json.loads(line) for line in sink.getvalue().splitlines()]
+    assert [line["tool"] for line in lines[:3]] == ["start_session", "get_status", "get_status"]
+    assert [line["outcome"] for line in lines[:3]] == ["ok", "error", "rejected"]
+    first = lines[0]
+    assert set(first) == {
+        "time",
+        "tool",
+        "outcome",
+        "duration_ms",
+        "trace_id",
+        "arguments_sha256",
+        "result_sha256",
+    }
+    canonical = json.dumps({"replay_file": "drops.jsonl"}, sort_keys=True, separators=(",", ":"))
+    assert first["arguments_sha256"] == hashlib.sha256(canonical.encode()).hexdigest()
+    assert sid not in sink.getvalue(), "the audit log holds hashes, not results"
+    assert len({line["trace_id"] for line in lines}) == len(lines)

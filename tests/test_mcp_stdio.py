@@ -79,7 +79,11 @@ def test_raw_wire_and_a_clean_exit_on_eof(tmp_path: Path) -> None:
         proc.stdin.write(frame(2, "tools/list", {}))
         proc.stdin.flush()
         tools = read_response(proc, 2)["result"]["tools"]
-        assert len(tools) == 8
+        assert len(tools) == 9
+        proc.stdin.write(frame(9, "tools/call", {"name": "apply_policy", "arguments": {}}))
+        proc.stdin.flush()
+        refused = read_response(proc, 9)["error"]
+        assert refused["code"] == -32602 and "unknown tool 'apply_policy'" in refused["message"]
         proc.stdin.write(
             frame(
                 3,

@@ -13,7 +13,18 @@ from pathlib import Path
 
 import anyio
 
+from cpg_mcp.audit import AuditLog
 from cpg_mcp.server import build_server
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < seconds <= 3600:
+        raise argparse.ArgumentTypeError(f"{text!r} must be more than 0 and at most 3600")
+    return seconds
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -27,6 +38,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=Path,
         metavar="DIR",
         help="let start_session replay capture files from inside DIR (off by default)",
+    )
+    parser.add_argument(
+        "--tool-timeout",
+        type=_positive_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="deadline for every tool call; a late call ends in a readable error (default 30)",
+    )
+    parser.add_argument(
+        "--audit-log",
+        type=Path,
+        metavar="FILE",
+        help="append one JSON line per tool call (time, tool, outcome, duration, trace id, "
+        "sha256 of arguments and result) to FILE instead of stderr",
     )
     parser.add_argument(
         "--log-level",
@@ -50,7 +75,21 @@ def main(argv: list[str] | None = None) -> None:
             f"cpg-mcp: error: --allow-replay-dir {args.allow_replay_dir} is not a folder\n"
         )
         raise SystemExit(2)
-    mcp = build_server(args.allow_replay_dir)
+    try:
+        audit_stream = (
+            open(args.audit_log, "a", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
+            if args.audit_log is not None
+            else sys.stderr
+        )
+    except OSError as exc:
+        sys.stderr.write(
+            f"cpg-mcp: error: --audit-log {args.audit_log}: {exc.strerror or exc}; "
+            "give a writable file path\n"
+        )
+        raise SystemExit(2) from None
+    mcp = build_server(
+        args.allow_replay_dir, tool_timeout=args.tool_timeout, audit=AuditLog(audit_stream)
+    )
 
     async def serve() -> None:
         async def watch(scope: anyio.CancelScope) -> None:

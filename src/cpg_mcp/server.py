@@ -4,10 +4,12 @@ cluster; every string returned is stripped of control characters."""
 from __future__ import annotations
 
 import contextlib
+import functools
+import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
 import yaml
@@ -19,14 +21,22 @@ from pydantic import BaseModel, Field
 from cpg_core.aggregate import AggregateOptions
 from cpg_core.bootstrap import render_bootstrap
 from cpg_core.decide import DecideOptions
+from cpg_core.dropped_view import (
+    DroppedFlowFilter,
+    aggregate_rows,
+    compose,
+    flow_samples,
+)
 from cpg_core.dropreasons import parse_reason_name
-from cpg_core.evidence import EvidenceError
+from cpg_core.evidence import EvidenceError, parse_evidence
 from cpg_core.explain import ExplainFilter, explain_record, parse_cidr, parse_peer
 from cpg_core.names import is_dns1123_label, path_component_problem
 from cpg_io.evidence_store import EvidenceStore
 from cpg_io.hubble import TLSSettings
 from cpg_io.version import cpg_version
 from cpg_mcp import paging
+from cpg_mcp.audit import AuditLog
+from cpg_mcp.guard import GuardedServer
 from cpg_mcp.sanitize import clean
 from cpg_mcp.sessions import Session, SessionError, SessionManager
 
@@ -37,6 +47,22 @@ QUERY = ToolAnnotations(
 )
 SESSION_ID = Annotated[str, Field(description="the opaque session_id returned by start_session")]
 PROTOCOLS = ("icmpv4", "icmpv6", "sctp", "tcp", "udp")
+CURSOR = Annotated[
+    str | None, Field(description="opaque pagination token from a previous call's next_cursor")
+]
+DROPPED_FLOWS_CAPTURING = (
+    "aggregates are finalized only after stop_session; call stop_session first "
+    "(samples above are already live)"
+)
+_threads = anyio.CapacityLimiter(4)
+
+
+T = TypeVar("T")
+
+
+async def offload(fn: Callable[[], T]) -> T:
+    """Run file-reading work in a thread the call's deadline can abandon."""
+    return await anyio.to_thread.run_sync(fn, abandon_on_cancel=True, limiter=_threads)
 
 
 class StartResult(BaseModel):
@@ -63,8 +89,13 @@ class StopResult(BaseModel):
     duration: str
     flows_seen: int
     policies_written: int
+    policies_skipped: int
+    policies_failed: int
     lost_events: int
+    l7_record_count: int
+    audit_verdict_count: int
     infra_drop_total: int
+    infra_drops_by_reason: dict[str, int]
     cluster_health_path: str
     tmp_dir: str
 
@@ -82,6 +113,48 @@ class PolicyRow(BaseModel):
 class PolicyList(BaseModel):
     policies: list[PolicyRow]
     total_count: int
+    has_more: bool
+    next_cursor: str | None = None
+
+
+class Endpoint(BaseModel):
+    namespace: str | None = None
+    workload: str | None = None
+    pod: str | None = None
+    ip: str | None = None
+
+
+class DroppedFlowSample(BaseModel):
+    namespace: str
+    workload: str
+    direction: str
+    peer: dict[str, Any]
+    port: str
+    protocol: str
+    time: str
+    src: Endpoint
+    dst: Endpoint
+    verdict: str
+    drop_reason: str | None = None
+
+
+class Aggregates(BaseModel):
+    available_after_stop: bool | None = None
+    message: str | None = None
+    rows: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="per-(namespace, workload, reason) infra/transient counts; absent while "
+        "capturing or when no row on this page matches",
+    )
+
+
+class DroppedFlows(BaseModel):
+    samples: list[DroppedFlowSample]
+    aggregates: Aggregates
+    total_count: int = Field(
+        description="items (samples + aggregate rows) in this filtered view across all pages; "
+        "not a flow total (see stop_session flows_seen)"
+    )
     has_more: bool
     next_cursor: str | None = None
 
@@ -147,7 +220,12 @@ def _seconds(value: str | None, default: float, what: str) -> float:
     return seconds
 
 
-def build_server(allow_replay_dir: Path | None = None) -> MCPServer:
+def build_server(
+    allow_replay_dir: Path | None = None,
+    *,
+    tool_timeout: float = 30.0,
+    audit: AuditLog | None = None,
+) -> MCPServer:
     manager = SessionManager(allow_replay_dir)
 
     @contextlib.asynccontextmanager
@@ -158,8 +236,10 @@ def build_server(allow_replay_dir: Path | None = None) -> MCPServer:
             with anyio.CancelScope(shield=True):  # shutting down must not cancel the cleanup
                 await manager.close()
 
-    mcp = MCPServer(
+    mcp = GuardedServer(
         "cpg-mcp",
+        tool_timeout=tool_timeout,
+        audit=audit,
         version=cpg_version(),
         instructions=(
             "cpg turns Hubble flow denials into least-privilege CiliumNetworkPolicies. Start one "
@@ -282,8 +362,10 @@ def build_server(allow_replay_dir: Path | None = None) -> MCPServer:
             session_id=s.id,
             state=s.state,
             elapsed=_duration(s.elapsed()),
-            policy_file_count=len(list(s.policies.glob("*/*.yaml"))),
-            evidence_file_count=len(list(s.evidence_root.glob("*/*/*.json"))),
+            policy_file_count=await offload(lambda: len(list(s.policies.glob("*/*.yaml")))),
+            evidence_file_count=await offload(
+                lambda: len(list(s.evidence_root.glob("*/*/*.json")))
+            ),
             tmp_dir=str(s.tmp),
             error=clean(s.error) or None,
         )
@@ -306,9 +388,11 @@ def build_server(allow_replay_dir: Path | None = None) -> MCPServer:
         await manager.stop(session_id)
         result = s.result
         agg = result.aggregator if result else None
-        written = (
-            sum(1 for f in result.files if f.outcome in ("created", "updated")) if result else 0
-        )
+        written = result.count("created") + result.count("updated") if result else 0
+        by_reason = {
+            str(d.get("reason")): int(d.get("count", 0))
+            for d in ((result.health or {}).get("drops") or [] if result else [])
+        }
         health = (
             result.health_path
             if result and result.health_path
@@ -324,11 +408,104 @@ def build_server(allow_replay_dir: Path | None = None) -> MCPServer:
             duration=_duration(s.elapsed()),
             flows_seen=agg.total_flows if agg else 0,
             policies_written=written,
+            policies_skipped=result.count("unchanged") if result else 0,
+            policies_failed=len(result.failed) if result else 0,
             lost_events=result.stats.lost_events if result else 0,
+            l7_record_count=agg.l7_records if agg else 0,
+            audit_verdict_count=agg.audit_flows if agg else 0,
             infra_drop_total=agg.infra_drops if agg else 0,
+            infra_drops_by_reason=by_reason,
             cluster_health_path=str(health),
             tmp_dir=str(s.tmp),
         )
+
+    def _health_of(s: Session) -> dict[str, Any] | None:
+        if s.result is not None and s.result.health is not None:
+            return s.result.health
+        for path in sorted(s.evidence_root.glob("*/cluster-health.json")):
+            try:
+                doc: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise ToolError(f"parsing cluster health {path}: {exc}") from None
+            return doc
+        return None
+
+    def _all_samples(s: Session) -> list[dict[str, Any]]:
+        samples: list[dict[str, Any]] = []
+        for base in sorted(p for p in s.evidence_root.glob("*") if p.is_dir()):
+            for ns_dir in sorted(p for p in base.iterdir() if p.is_dir()):
+                for path in sorted(ns_dir.glob("*.json")):
+                    try:
+                        doc = parse_evidence(path.read_text(encoding="utf-8"), str(path))
+                    except (OSError, EvidenceError) as exc:
+                        log.warning("skipping %s: %s", path, exc)
+                        continue
+                    samples += flow_samples(ns_dir.name, path.stem, doc)
+        return samples
+
+    @mcp.tool(title="Dropped flows: samples and counts", annotations=QUERY)
+    async def list_dropped_flows(
+        session_id: SESSION_ID,
+        namespace: Annotated[
+            str | None,
+            Field(description="filter: namespace (applies to both samples and aggregates)"),
+        ] = None,
+        workload: Annotated[
+            str | None,
+            Field(description="filter: workload (applies to both samples and aggregates)"),
+        ] = None,
+        dropclass: Annotated[
+            Literal["policy", "infra", "transient", "noise", "unknown"] | None,
+            Field(
+                description="filter: policy-actionable vs infra/transient/noise/unknown; "
+                "policy and unknown only match samples, infra and transient only aggregates"
+            ),
+        ] = None,
+        direction: Annotated[
+            Literal["ingress", "egress"] | None,
+            Field(description="filter: ingress or egress (samples only; aggregates have none)"),
+        ] = None,
+        limit: Annotated[
+            int, Field(ge=1, le=200, description="max rows per page, samples and aggregates")
+        ] = 50,
+        cursor: CURSOR = None,
+    ) -> DroppedFlows:
+        """Dropped flows as a sampled/aggregated view, not a raw flow log. `samples` are the
+        stored flows behind each rule (the drops a policy fixes; at most 10 newest per rule,
+        served live). `aggregates.rows` count infrastructure and transient drops per namespace,
+        workload and reason (drops no policy fixes; available after stop_session). Noise is
+        never listed. Filters AND-combine; pagination covers both sections; total_count counts
+        view items, not flows."""
+        s = session_of(session_id)
+        if namespace is not None:
+            _component(namespace, "namespace")
+        if workload is not None:
+            _component(workload, "workload")
+        stopped = s.state == "stopped"
+        paging.decode(cursor)
+
+        def read() -> DroppedFlows:
+            rows = aggregate_rows(_health_of(s) or {}) if stopped else []
+            flt = DroppedFlowFilter(namespace, workload, dropclass, direction)
+            items = compose(_all_samples(s), rows, flt)
+            chunk, meta = paging.page(items, cursor, limit)
+            page_rows = [row for kind, row in chunk if kind == "aggregate"]
+            aggregates: dict[str, Any] = (
+                ({"rows": page_rows} if page_rows else {})
+                if stopped
+                else {"available_after_stop": True, "message": DROPPED_FLOWS_CAPTURING}
+            )
+            return DroppedFlows.model_validate(
+                clean(
+                    {
+                        "samples": [row for kind, row in chunk if kind == "sample"],
+                        "aggregates": aggregates,
+                        **meta,
+                    }
+                )
+            )
+
+        return await offload(read)
 
     def _policy_row(path: Path) -> PolicyRow:
         doc = yaml.safe_load(path.read_text())
@@ -347,25 +524,27 @@ def build_server(allow_replay_dir: Path | None = None) -> MCPServer:
     async def list_policies(
         session_id: SESSION_ID,
         limit: Annotated[int, Field(ge=1, le=200, description="max policies per page")] = 50,
-        cursor: Annotated[
-            str | None, Field(description="opaque token from a previous next_cursor")
-        ] = None,
+        cursor: CURSOR = None,
     ) -> PolicyList:
         """The policies this session generated: namespace, workload, name, directions, rule
         counts and path. Paginated."""
         s = session_of(session_id)
         paging.decode(cursor)  # a garbage cursor is an error even with no policy yet
-        paths = sorted(s.policies.glob("*/*.yaml"))
-        chunk, meta = paging.page(paths, cursor, limit)
-        rows = []
-        for path in chunk:
-            try:
-                rows.append(_policy_row(path))
-            except (OSError, yaml.YAMLError) as exc:
-                log.warning("skipping %s: %s", path, exc)
-        return PolicyList.model_validate(
-            clean({"policies": [r.model_dump() for r in rows], **meta})
-        )
+
+        def read() -> PolicyList:
+            paths = sorted(s.policies.glob("*/*.yaml"))
+            chunk, meta = paging.page(paths, cursor, limit)
+            rows = []
+            for path in chunk:
+                try:
+                    rows.append(_policy_row(path))
+                except (OSError, yaml.YAMLError) as exc:
+                    log.warning("skipping %s: %s", path, exc)
+            return PolicyList.model_validate(
+                clean({"policies": [r.model_dump() for r in rows], **meta})
+            )
+
+        return await offload(read)
 
     @mcp.tool(title="Get one policy", annotations=QUERY)
     async def get_policy(
@@ -385,12 +564,12 @@ def build_server(allow_replay_dir: Path | None = None) -> MCPServer:
             / (_component(workload, "workload") + ".yaml")
         )
         try:
-            text = path.read_text()
+            text = await offload(path.read_text)
         except FileNotFoundError:
             raise ToolError(
                 f"no policy for {namespace}/{workload}; call list_policies to see what exists"
             ) from None
-        row = _policy_row(path)
+        row = await offload(functools.partial(_policy_row, path))
         return PolicyResult(
             namespace=namespace,
             workload=workload,
@@ -426,16 +605,16 @@ def build_server(allow_replay_dir: Path | None = None) -> MCPServer:
         ] = None,
         dns_pattern: Annotated[str | None, Field(description="filter: DNS name")] = None,
         limit: Annotated[int, Field(ge=1, le=100, description="max rules per page")] = 20,
-        cursor: Annotated[
-            str | None, Field(description="opaque token from a previous next_cursor")
-        ] = None,
+        cursor: CURSOR = None,
     ) -> EvidenceResult:
         """Per-rule flow evidence for one policy, records exactly as `cpg explain --json` gives
         them. Filters AND-narrow the rules; pagination applies to matched rules."""
         s = session_of(session_id)
         ns, wl = _component(namespace, "namespace"), _component(workload, "workload")
         try:
-            doc = EvidenceStore(s.evidence_root, s.policies).read(ns, wl)
+            doc = await offload(
+                functools.partial(EvidenceStore(s.evidence_root, s.policies).read, ns, wl)
+            )
         except EvidenceError as exc:
             raise ToolError(str(exc)) from None
         if doc is None:
