@@ -133,3 +133,74 @@ def test_sigterm_stops_the_session_and_exits_quickly(tmp_path: Path) -> None:
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=10) == 0
     assert time.monotonic() - began < 10
+
+
+def test_a_live_session_through_the_sdk_stdio_client(tmp_path: Path) -> None:
+    """The SDK's own stdio client drives a live session against the fake relay; a tee keeps
+    every byte cpg-mcp wrote to stdout so the test can check each is a JSON-RPC frame."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    from fake_relay import fake_relay, responses_from_lines
+
+    wire = tmp_path / "stdout.jsonl"
+    session_tmp = tmp_path / "tmp"
+    session_tmp.mkdir()
+    responses = responses_from_lines(EXAMPLE.read_text().splitlines())
+
+    async def drive(address: str) -> dict[str, Any]:
+        params = StdioServerParameters(
+            command="/bin/sh",
+            args=["-c", f'"{CPG_MCP}" | tee "{wire}"'],
+            env={"TMPDIR": str(session_tmp)},
+        )
+        seen: dict[str, Any] = {}
+        async with Client(params, mode="legacy") as client:
+
+            async def call(tool: str, **args: Any) -> dict[str, Any]:
+                result = await client.call_tool(tool, args)
+                assert not result.is_error, result.content[0].text
+                assert json.loads(result.content[0].text) == result.structured_content
+                return result.structured_content
+
+            sid = (await call("start_session", server=address, flush_interval="1s"))["session_id"]
+            with anyio.fail_after(30):
+                while (await call("get_status", session_id=sid))["policy_file_count"] < 6:
+                    await anyio.sleep(0.05)
+            seen["status"] = await call("get_status", session_id=sid)
+            assert seen["status"]["state"] == "capturing"
+            again = await client.call_tool("start_session", {"server": address})
+            assert again.is_error and "already running" in again.content[0].text
+            seen["policies"] = await call("list_policies", session_id=sid)
+            seen["policy"] = await call(
+                "get_policy", session_id=sid, namespace="shop", workload="cart"
+            )
+            seen["evidence"] = await call(
+                "get_evidence", session_id=sid, namespace="shop", workload="cart"
+            )
+            seen["dropped_live"] = await call("list_dropped_flows", session_id=sid)
+            seen["health_live"] = await call("get_cluster_health", session_id=sid)
+            seen["stop"] = await call("stop_session", session_id=sid)
+            seen["stop_again"] = await call("stop_session", session_id=sid)
+            seen["health"] = await call("get_cluster_health", session_id=sid)
+            seen["dropped"] = await call("list_dropped_flows", session_id=sid)
+        return seen  # leaving the block closed stdin: EOF
+
+    with fake_relay(responses) as (_, address):
+        seen = anyio.run(drive, address)
+
+    assert seen["policies"]["total_count"] == 6
+    assert "kind: CiliumNetworkPolicy" in seen["policy"]["yaml"]
+    assert seen["evidence"]["matched_rules"]
+    assert seen["dropped_live"]["aggregates"]["available_after_stop"] is True
+    assert seen["dropped_live"]["samples"], "samples are served while capturing"
+    assert seen["health_live"]["available_after_stop"] is True
+    assert seen["stop"]["already_stopped"] is False and seen["stop"]["flows_seen"] >= 64
+    assert seen["stop_again"]["already_stopped"] is True
+    assert seen["health"]["report"]["drops"]
+    assert seen["dropped"]["aggregates"]["rows"]
+    frames = wire.read_bytes().splitlines()
+    assert len(frames) >= 15
+    for line in frames:
+        assert json.loads(line)["jsonrpc"] == "2.0"
+    assert list(session_tmp.iterdir()) == [], "the session dir went with the process"
