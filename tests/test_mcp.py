@@ -303,3 +303,35 @@ async def test_every_call_leaves_an_audit_line(replay_dir: Path) -> None:
     assert first["arguments_sha256"] == hashlib.sha256(canonical.encode()).hexdigest()
     assert sid not in sink.getvalue(), "the audit log holds hashes, not results"
     assert len({line["trace_id"] for line in lines}) == len(lines)
+
+
+async def test_a_live_session_port_forwards_with_the_environments_kubeconfig(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fake_kube_pf import fake_cluster
+    from fake_relay import fake_relay, responses_from_lines
+
+    responses = responses_from_lines(EXAMPLE.read_text().splitlines())
+    with (
+        fake_relay(responses) as (_, address),
+        fake_cluster(tmp_path, int(address.rsplit(":", 1)[1])) as (cluster, kubeconfig),
+    ):
+        monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+        async with Client(build_server(None), mode="legacy") as client:
+            started = await call(client, "start_session", flush_interval="1s")
+            assert not started.is_error, started.content[0].text
+            sid = started.structured_content["session_id"]
+            assert started.structured_content["server"].startswith("127.0.0.1:")
+            with anyio.fail_after(30):
+                while (await call(client, "get_status", session_id=sid)).structured_content[
+                    "policy_file_count"
+                ] < 6:
+                    await anyio.sleep(0.05)
+            stop = (await call(client, "stop_session", session_id=sid)).structured_content
+            assert stop["flows_seen"] >= 64 and not stop.get("error")
+            assert cluster.forwards and all("ports=4245" in f for f in cluster.forwards)
+            cluster.pods.clear()
+            refused = await call(client, "start_session")
+            text = refused.content[0].text
+            assert refused.is_error and "no hubble-relay pod in kube-system" in text
+            assert "or give server" in text

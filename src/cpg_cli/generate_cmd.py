@@ -232,31 +232,22 @@ def generate(
     in_cluster = None
     if cluster_dedup:
         try:
-            from cpg_io.kube import api_client, list_cilium_policies
+            from cpg_io.kube import api_client, cpg_managed_policies
 
-            live = list_cilium_policies(
-                api_client(kubeconfig, context, timeout=connect_timeout),
-                namespaces or None,
-                label_selector="app.kubernetes.io/managed-by=cpg",
+            in_cluster = cpg_managed_policies(
+                api_client(kubeconfig, context, timeout=connect_timeout), namespaces or None
             )
         except KubeError as exc:
             typer.echo(f"cpg: error: --cluster-dedup: {exc}", err=True)
             raise typer.Exit(1) from None
-        in_cluster = {
-            (p["metadata"].get("namespace", ""), p["metadata"].get("name", "")): p
-            for p in live
-            if p.get("kind") == "CiliumNetworkPolicy" and isinstance(p.get("metadata"), dict)
-        }
         log.info("loaded %d cpg-managed policies from the cluster", len(in_cluster))
     forwarder = None
     if server is None:
         try:
-            from cpg_io.kube import PortForwarder, api_client, find_relay_pod
+            from cpg_io.kube import api_client, forward_to_relay
 
             api = api_client(kubeconfig, context, timeout=connect_timeout)
-            pod = find_relay_pod(api, relay_namespace, connect_timeout)
-            forwarder = PortForwarder(api, relay_namespace, pod)
-            forwarder.check(connect_timeout)
+            forwarder = forward_to_relay(api, relay_namespace, connect_timeout)
         except KubeError as exc:
             typer.echo(
                 f"cpg: error: --server not given and no port-forward to hubble-relay: {exc}",
@@ -264,7 +255,7 @@ def generate(
             )
             raise typer.Exit(1) from None
         server = forwarder.address
-        log.info("port-forward to %s/%s established on %s", relay_namespace, pod, server)
+        log.info("port-forward to %s/%s established on %s", relay_namespace, forwarder.pod, server)
     settings = LiveSettings(
         server=server,
         output_dir=output_dir,

@@ -259,3 +259,27 @@ class PortForwarder:
     def close(self) -> None:
         self._closed.set()
         self._listener.close()
+
+
+def cpg_managed_policies(
+    api: Any, namespaces: list[str] | None
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """The cpg-managed CiliumNetworkPolicies already applied, by (namespace, name)."""
+    live = list_cilium_policies(api, namespaces, label_selector="app.kubernetes.io/managed-by=cpg")
+    return {
+        (p["metadata"].get("namespace", ""), p["metadata"].get("name", "")): p
+        for p in live
+        if p.get("kind") == "CiliumNetworkPolicy" and isinstance(p.get("metadata"), dict)
+    }
+
+
+def forward_to_relay(api: Any, namespace: str, timeout: float) -> PortForwarder:
+    """A checked local port-forward to the hubble-relay pod in ``namespace``."""
+    pod = find_relay_pod(api, namespace, timeout)
+    forwarder = PortForwarder(api, namespace, pod)
+    try:
+        forwarder.check(timeout)
+    except BaseException:
+        forwarder.close()
+        raise
+    return forwarder

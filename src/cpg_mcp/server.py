@@ -284,13 +284,24 @@ def build_server(
             Field(description="skip flows of these protocols: tcp, udp, sctp, icmpv4, icmpv6"),
         ] = None,
         server: Annotated[
-            str | None, Field(description="Hubble Relay host:port (required for a live session)")
+            str | None,
+            Field(
+                description="explicit Hubble Relay host:port; without it cpg port-forwards to "
+                "the hubble-relay pod in kube-system through the kubeconfig of its environment"
+            ),
         ] = None,
         tls: Annotated[bool, Field(description="connect with TLS")] = False,
         timeout: Annotated[str | None, Field(description="connect timeout, e.g. 10s")] = None,
         flush_interval: Annotated[
             str | None, Field(description="how often files are written, e.g. 5s")
         ] = None,
+        cluster_dedup: Annotated[
+            bool,
+            Field(
+                description="skip policies already applied in the cluster (lists "
+                "CiliumNetworkPolicies with the environment's kubeconfig)"
+            ),
+        ] = False,
         replay_file: Annotated[
             str | None,
             Field(
@@ -320,9 +331,9 @@ def build_server(
                 raise ToolError(str(exc)) from None
         connect = _seconds(timeout, 10.0, "timeout")
         interval = _seconds(flush_interval, 5.0, "flush_interval")
-        if replay_file is None and not server:
+        if replay_file is not None and (server or tls or cluster_dedup):
             raise ToolError(
-                "give server (Hubble Relay host:port) for a live session, or replay_file"
+                "replay_file reads a capture file: leave server, tls and cluster_dedup out"
             )
         options = AggregateOptions(
             decide=DecideOptions(
@@ -341,7 +352,9 @@ def build_server(
             "flush_interval": interval,
         }
         try:
-            session, discarded = await manager.start(options, replay_file=replay_file, live=live)
+            session, discarded = await manager.start(
+                options, replay_file=replay_file, live=live, cluster_dedup=cluster_dedup
+            )
         except SessionError as exc:
             raise ToolError(str(exc)) from None
         return StartResult(

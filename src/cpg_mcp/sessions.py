@@ -38,6 +38,13 @@ class Session:
     result: ReplayResult | None = None
     capture: LiveCapture | None = None
     task: asyncio.Task[Any] | None = None
+    forwarder: Any = None
+    """The port-forward to hubble-relay when no server was given; closed when the capture ends."""
+
+    def release(self) -> None:
+        forwarder, self.forwarder = self.forwarder, None
+        if forwarder is not None:
+            forwarder.close()
 
     @property
     def policies(self) -> Path:
@@ -80,7 +87,13 @@ class SessionManager:
         return path
 
     async def start(
-        self, options: AggregateOptions, *, replay_file: str | None, live: dict[str, Any]
+        self,
+        options: AggregateOptions,
+        *,
+        replay_file: str | None,
+        live: dict[str, Any],
+        cluster_dedup: bool = False,
+        relay_namespace: str = "kube-system",
     ) -> tuple[Session, str | None]:
         old = self.current
         if old is not None and old.state == "capturing":
@@ -106,12 +119,50 @@ class SessionManager:
                 self._replay(session, source_path, options, evidence)
             )
         else:
+            try:
+                live = await self._connect(session, live, cluster_dedup, relay_namespace)
+            except BaseException:
+                self.discard()
+                raise
             settings = LiveSettings(
                 output_dir=session.policies, options=options, evidence=evidence, **live
             )
             session.capture = LiveCapture(settings)
             session.task = asyncio.create_task(self._live(session))
         return session, discarded
+
+    async def _connect(
+        self, session: Session, live: dict[str, Any], cluster_dedup: bool, relay_namespace: str
+    ) -> dict[str, Any]:
+        """Cluster set-up before a live capture: a port-forward to hubble-relay when no server
+        was given, the applied cpg policies for ``cluster_dedup``. Kubeconfig from the
+        environment only (KUBECONFIG, then ~/.kube/config), bounded by the session timeout."""
+        if live["server"] and not cluster_dedup:
+            return live
+        from cpg_io.kube import KubeError, api_client, cpg_managed_policies, forward_to_relay
+
+        timeout = float(live["timeout"])
+
+        def setup() -> dict[str, Any]:
+            api = api_client(None, None, timeout=timeout)
+            if cluster_dedup:
+                live["in_cluster"] = cpg_managed_policies(api, list(live["namespaces"]) or None)
+            if not live["server"]:
+                session.forwarder = forward_to_relay(api, relay_namespace, timeout)
+                live["server"] = session.forwarder.address
+                session.source = f"{live['server']} (port-forward to {relay_namespace}/" + (
+                    f"{session.forwarder.pod})"
+                )
+            return live
+
+        try:
+            return await asyncio.to_thread(setup)
+        except KubeError as exc:
+            what = "cluster_dedup" if cluster_dedup and "in_cluster" not in live else "port-forward"
+            raise SessionError(
+                f"{what}: {exc}"
+                + ("" if what == "cluster_dedup" else "; or give server (Hubble Relay host:port)")
+            ) from None
 
     async def _replay(
         self, session: Session, path: Path, options: AggregateOptions, evidence: EvidenceSettings
@@ -136,6 +187,7 @@ class SessionManager:
             log.warning("session %s failed: %s", session.id, exc)
         finally:
             session.stopped = time.monotonic()
+            session.release()
 
     async def stop(self, session_id: str) -> Session:
         session = self.get(session_id)
@@ -152,6 +204,7 @@ class SessionManager:
         if session is not None:
             if session.capture is not None:
                 session.capture.stop.set()
+            session.release()
             shutil.rmtree(session.tmp, ignore_errors=True)
 
     async def close(self) -> None:
