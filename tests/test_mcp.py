@@ -162,9 +162,11 @@ async def test_control_characters_never_reach_a_result(replay_dir: Path) -> None
         evidence = await call(
             client, "get_evidence", session_id=sid, namespace="shop", workload="evil"
         )
-        text = json.dumps(evidence.structured_content) + evidence.content[0].text
-        assert "\x1b" not in text and "\\u001b" not in text
-        assert "[31mred" in text
+        flows = await call(client, "list_dropped_flows", session_id=sid)
+        for result in (evidence, flows):
+            text = json.dumps(result.structured_content) + result.content[0].text
+            assert "\x1b" not in text and "\\u001b" not in text
+            assert "[31mred" in text
 
 
 async def test_bootstrap_policy_tool() -> None:

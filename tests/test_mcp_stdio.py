@@ -112,27 +112,33 @@ def test_raw_wire_and_a_clean_exit_on_eof(tmp_path: Path) -> None:
         assert not tmp_dir.exists(), "the session dir is removed"
 
 
-def test_sigterm_stops_the_session_and_exits_quickly(tmp_path: Path) -> None:
-    shutil.copy(EXAMPLE, tmp_path / "drops.jsonl")
-    proc = start(["--allow-replay-dir", str(tmp_path)])
-    assert proc.stdin is not None
-    handshake(proc)
-    proc.stdin.write(
-        frame(
-            2, "tools/call", {"name": "start_session", "arguments": {"replay_file": "drops.jsonl"}}
+def test_sigterm_mid_capture_removes_the_session_dir_and_exits_quickly(tmp_path: Path) -> None:
+    from fake_relay import fake_relay, responses_from_lines
+
+    responses = responses_from_lines(EXAMPLE.read_text().splitlines())
+    with fake_relay(responses) as (relay, address):
+        proc = start([])
+        assert proc.stdin is not None
+        handshake(proc)
+        proc.stdin.write(
+            frame(2, "tools/call", {"name": "start_session", "arguments": {"server": address}})
         )
-    )
-    proc.stdin.flush()
-    read_response(proc, 2)
-    proc.stdin.write(
-        frame(3, "tools/call", {"name": "get_status", "arguments": {"session_id": "x"}})
-    )
-    proc.stdin.flush()
-    read_response(proc, 3)
-    began = time.monotonic()
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=10) == 0
-    assert time.monotonic() - began < 10
+        proc.stdin.flush()
+        sid = read_response(proc, 2)["result"]["structuredContent"]["session_id"]
+        assert relay.done.wait(10), "the relay streamed the capture"
+        proc.stdin.write(
+            frame(3, "tools/call", {"name": "get_status", "arguments": {"session_id": sid}})
+        )
+        proc.stdin.flush()
+        status = read_response(proc, 3)["result"]["structuredContent"]
+        assert status["state"] == "capturing"
+        tmp_dir = Path(status["tmp_dir"])
+        assert tmp_dir.is_dir()
+        began = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+        assert time.monotonic() - began < 10
+        assert not tmp_dir.exists(), "the session dir is removed"
 
 
 def test_a_live_session_through_the_sdk_stdio_client(tmp_path: Path) -> None:
