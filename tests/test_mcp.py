@@ -129,7 +129,13 @@ async def test_a_replay_session_end_to_end(replay_dir: Path, mode: str) -> None:
 async def test_errors_are_readable_tool_errors(replay_dir: Path, mode: str) -> None:
     async with Client(build_server(replay_dir), mode=mode) as client:
         unknown = await call(client, "get_status", session_id="sess_nope")
-        assert unknown.is_error and "not found or expired" in unknown.content[0].text
+        assert unknown.is_error
+        assert re.fullmatch(
+            r"session 'sess_nope' not found or expired; call start_session \(trace [0-9a-f]{8}\)",
+            unknown.content[0].text,
+        )
+        wrong_type = await call(client, "list_policies", session_id="s", limit="many")
+        assert wrong_type.content[0].text.startswith("invalid arguments for list_policies: limit:")
         sid = (await call(client, "start_session", replay_file="drops.jsonl")).structured_content[
             "session_id"
         ]

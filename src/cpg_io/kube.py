@@ -170,6 +170,27 @@ def find_relay_pod(api: Any, namespace: str, timeout: float) -> str:
     return running[0]
 
 
+def _quiet_proxy_resets() -> None:
+    """The Kubernetes client's proxy thread raises when a forwarded connection is reset at
+    close, which is how connections end here; keep that out of the user's stderr."""
+    import threading
+
+    previous = threading.excepthook
+    if getattr(previous, "cpg_quiet", False):
+        return
+
+    def hook(args: threading.ExceptHookArgs) -> None:
+        name = args.thread.name if args.thread is not None else ""
+        if name.startswith("Kubernetes port forward proxy") and issubclass(
+            args.exc_type, ConnectionResetError | BrokenPipeError
+        ):
+            return
+        previous(args)
+
+    hook.cpg_quiet = True  # type: ignore[attr-defined]
+    threading.excepthook = hook
+
+
 class PortForwarder:
     """A local TCP port forwarded to a pod port through the Kubernetes API (one websocket
     stream per connection), like ``kubectl port-forward``. Read-only towards the cluster."""
@@ -185,6 +206,7 @@ class PortForwarder:
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.address = f"127.0.0.1:{self._listener.getsockname()[1]}"
         self._closed = threading.Event()
+        _quiet_proxy_resets()
         threading.Thread(target=self._accept, name="cpg port-forward", daemon=True).start()
 
     def _open(self) -> Any:

@@ -16,6 +16,7 @@ from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, Tool
+from pydantic import ValidationError
 
 from cpg_mcp.audit import AuditLog
 from cpg_mcp.sanitize import clean
@@ -98,7 +99,7 @@ class GuardedServer(MCPServer):
         except ToolError as exc:
             if outcome == "ok":
                 outcome = "error"
-            message = clean(str(exc))
+            message = clean(_readable(name, exc))
             log.warning("trace %s: %s: %s", trace, name, message)
             result_doc = message
             raise ToolError(f"{message} (trace {trace})") from exc.__cause__
@@ -118,6 +119,20 @@ class GuardedServer(MCPServer):
                     arguments=arguments,
                     result=result_doc,
                 )
+
+
+def _readable(name: str, exc: ToolError) -> str:
+    """The tool's own message, without the SDK's ``Error executing tool`` wrapper; argument
+    validation as ``field: problem`` pairs."""
+    cause = exc.__cause__
+    if isinstance(cause, ToolError):
+        return str(cause)
+    if isinstance(cause, ValidationError):
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in err['loc'])}: {err['msg']}" for err in cause.errors()
+        )
+        return f"invalid arguments for {name}: {problems}"
+    return str(exc)
 
 
 def _without_nulls(value: Any) -> Any:
