@@ -53,6 +53,9 @@ def _private_cache(
 ) -> None:
     """Evidence written by tests (and by cpg subprocesses) never lands in the real cache."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+    # No test reaches a real cluster through the machine's kubeconfig; tests that want one
+    # point KUBECONFIG at a fake.
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path_factory.mktemp("no-kube") / "config"))
 
 
 @pytest.fixture(autouse=True)

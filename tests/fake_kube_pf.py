@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import yaml
 from websockets.asyncio.server import ServerConnection, serve
@@ -23,7 +24,11 @@ class FakeCluster:
         self.namespace = namespace
         self.pods: list[dict[str, Any]] = [
             {
-                "metadata": {"name": "hubble-relay-7d9f", "namespace": namespace},
+                "metadata": {
+                    "name": "hubble-relay-7d9f",
+                    "namespace": namespace,
+                    "labels": {"k8s-app": "hubble-relay"},
+                },
                 "status": {"phase": "Running"},
             }
         ]
@@ -37,7 +42,18 @@ class FakeCluster:
                 return self._json(403, {"kind": "Status", "code": 403, "reason": "Forbidden"})
             return None  # go on with the websocket handshake
         if path == f"/api/v1/namespaces/{self.namespace}/pods":
-            return self._json(200, {"kind": "PodList", "apiVersion": "v1", "items": self.pods})
+            query = parse_qs(urlsplit(request.path).query)
+            wanted = dict(
+                term.split("=", 1)
+                for term in query.get("labelSelector", [""])[0].split(",")
+                if term
+            )
+            items = [
+                pod
+                for pod in self.pods
+                if all((pod["metadata"].get("labels") or {}).get(k) == v for k, v in wanted.items())
+            ]
+            return self._json(200, {"kind": "PodList", "apiVersion": "v1", "items": items})
         return self._json(404, {"kind": "Status", "code": 404})
 
     @staticmethod

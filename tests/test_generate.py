@@ -193,7 +193,10 @@ def test_auto_port_forward_through_the_kubernetes_api(tmp_path: Path) -> None:
             none = cpg("generate", "--kubeconfig", str(kubeconfig), "--duration", "1s")
             assert none.returncode == 1 and "no hubble-relay pod in kube-system" in none.stderr
             cluster.pods.append(
-                {"metadata": {"name": "hubble-relay-x"}, "status": {"phase": "Running"}}
+                {
+                    "metadata": {"name": "hubble-relay-x", "labels": {"k8s-app": "hubble-relay"}},
+                    "status": {"phase": "Running"},
+                }
             )
             cluster.forbid_portforward = True
             forbidden = cpg("generate", "--kubeconfig", str(kubeconfig), "--duration", "1s")

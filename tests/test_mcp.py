@@ -175,14 +175,50 @@ async def test_control_characters_never_reach_a_result(replay_dir: Path) -> None
             assert "[31mred" in text
 
 
-async def test_bootstrap_policy_tool() -> None:
+async def test_bootstrap_policy_tool_without_a_cluster() -> None:
     async with Client(build_server(None), mode="legacy") as client:
         ok = (await call(client, "get_bootstrap_policy", namespace="shop")).structured_content
         assert (
             ok["yaml"].startswith("apiVersion: cilium.io/v2") and "default-deny-shop" in ok["yaml"]
         )
+        assert ok["version_source"] == "undetermined" and "proceeding" in ok["version_warning"]
         bad = await call(client, "get_bootstrap_policy", namespace="../etc")
-        assert bad.is_error
+        assert bad.is_error and "not a valid namespace" in bad.content[0].text
+        empty = await call(client, "get_bootstrap_policy", namespace="")
+        assert empty.is_error and "namespace is required" in empty.content[0].text
+
+
+def cilium_pod(name: str, image: str, phase: str = "Running") -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "labels": {"k8s-app": "cilium"}},
+        "spec": {"containers": [{"name": "cilium-agent", "image": image}]},
+        "status": {"phase": phase},
+    }
+
+
+async def test_bootstrap_policy_tool_reads_the_cilium_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fake_kube_pf import fake_cluster
+
+    with fake_cluster(tmp_path, 1) as (cluster, kubeconfig):
+        monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+        cluster.pods += [
+            cilium_pod("cilium-a", "quay.io/cilium/cilium:v1.19.4@sha256:00ff"),
+            cilium_pod("cilium-b", "quay.io/cilium/cilium:v1.18.2"),
+            cilium_pod("cilium-c", "quay.io/cilium/cilium:v1.12.0", phase="Pending"),
+        ]
+        async with Client(build_server(None), mode="legacy") as client:
+            ok = (await call(client, "get_bootstrap_policy", namespace="shop")).structured_content
+            assert ok["cluster_version"] == "1.18.2" and ok["version_source"] == "pod-images"
+            assert ok["cilium_versions_seen"] == {"1.18.2": 1, "1.19.4": 1}
+            assert "version_warning" not in ok
+            cluster.pods.append(cilium_pod("cilium-d", "quay.io/cilium/cilium:v1.15.9"))
+            old = await call(client, "get_bootstrap_policy", namespace="shop")
+            assert old.is_error
+            assert "cluster Cilium version 1.15.9 is below the enableDefaultDeny floor" in (
+                old.content[0].text
+            )
 
 
 async def dropped(client: Client, sid: str, **filters: Any) -> dict[str, Any]:

@@ -158,7 +158,7 @@ def test_a_live_session_through_the_sdk_stdio_client(tmp_path: Path) -> None:
         params = StdioServerParameters(
             command="/bin/sh",
             args=["-c", f'"{CPG_MCP}" | tee "{wire}"'],
-            env={"TMPDIR": str(session_tmp)},
+            env={"TMPDIR": str(session_tmp), "KUBECONFIG": os.environ["KUBECONFIG"]},
         )
         seen: dict[str, Any] = {}
         async with Client(params, mode="legacy") as client:

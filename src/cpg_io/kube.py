@@ -7,6 +7,7 @@ commands start fast.
 from __future__ import annotations
 
 import contextlib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +30,11 @@ def api_client(
     from kubernetes import config
     from kubernetes.config.config_exception import ConfigException
 
+    # The client reads $KUBECONFIG once, at import; read it at each call instead.
+    default = os.path.expanduser(os.environ.get("KUBECONFIG") or "~/.kube/config")
     try:
         return config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=str(kubeconfig) if kubeconfig else None,
+            config_file=str(kubeconfig) if kubeconfig else default,
             context=context,
             persist_config=False,
         )
@@ -41,7 +44,9 @@ def api_client(
             f"cannot load a kubeconfig from {where} ({exc}); pass --kubeconfig FILE and --context NAME"
         ) from None
     except FileNotFoundError:
-        raise KubeError(f"kubeconfig {kubeconfig} does not exist; pass --kubeconfig FILE") from None
+        raise KubeError(
+            f"kubeconfig {kubeconfig or default} does not exist; pass --kubeconfig FILE"
+        ) from None
     except Exception as exc:  # auth plugins fail in many ways
         raise KubeError(f"cannot use the kubeconfig's credentials ({exc})") from None
 
@@ -305,3 +310,27 @@ def forward_to_relay(api: Any, namespace: str, timeout: float) -> PortForwarder:
         forwarder.close()
         raise
     return forwarder
+
+
+CILIUM_AGENT_SELECTOR = "k8s-app=cilium"
+
+
+def cilium_agent_images(api: Any, timeout: float, namespace: str = "kube-system") -> list[str]:
+    """The agent image of every running Cilium pod (one per node), for version detection."""
+    from kubernetes import client
+
+    def call() -> Any:
+        return client.CoreV1Api(api).list_namespaced_pod(
+            namespace, label_selector=CILIUM_AGENT_SELECTOR
+        )
+
+    images = []
+    for pod in _bounded(call, timeout, "the Kubernetes API").items or []:
+        if not pod.status or pod.status.phase != "Running" or not pod.spec:
+            continue
+        containers = list(pod.spec.containers or [])
+        agent = next((c for c in containers if c.name == "cilium-agent"), None)
+        chosen = agent or (containers[0] if containers else None)
+        if chosen is not None and chosen.image:
+            images.append(str(chosen.image))
+    return images

@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from cpg_core.aggregate import AggregateOptions
 from cpg_core.bootstrap import render_bootstrap
+from cpg_core.cilium_version import below_floor, format_version, minimum_version, versions_seen
 from cpg_core.decide import DecideOptions
 from cpg_core.dropped_view import (
     DroppedFlowFilter,
@@ -187,9 +188,29 @@ class HealthResult(BaseModel):
 
 class BootstrapResult(BaseModel):
     namespace: str
-    yaml: str
-    version_source: str = "undetermined"
+    yaml: str = Field(description="the full CiliumNetworkPolicy YAML document")
+    cluster_version: str | None = Field(
+        default=None, description="the oldest Cilium agent version in the cluster"
+    )
+    version_source: Literal["pod-images", "undetermined"] = "undetermined"
+    cilium_versions_seen: dict[str, int] | None = None
     version_warning: str | None = None
+
+
+async def _agent_images() -> list[str]:
+    """Cilium agent images from the environment's kubeconfig; [] when that fails in any way
+    (no kubeconfig, no access, too slow): the version is then undetermined."""
+    from cpg_io.kube import api_client, cilium_agent_images
+
+    def detect() -> list[str]:
+        return cilium_agent_images(api_client(None, None, timeout=3.0), 3.0)
+
+    try:
+        with anyio.fail_after(3.5):
+            return await offload(detect)
+    except Exception as exc:
+        log.info("Cilium version undetermined: %s", exc)
+        return []
 
 
 def _duration(seconds: float) -> str:
@@ -674,16 +695,38 @@ def build_server(
     async def get_bootstrap_policy(
         namespace: Annotated[str, Field(description="target namespace (required)")],
     ) -> BootstrapResult:
-        """A namespaced default-deny CiliumNetworkPolicy (enableDefaultDeny both ways, ingress and
-        egress as [{}]) for Cilium 1.16 or newer. The Cilium version is not detected here."""
+        """A namespaced default-deny CiliumNetworkPolicy as YAML (enableDefaultDeny both ways,
+        ingress and egress as [{}]), the first step of onboarding a namespace. Detects the
+        cluster's Cilium version from the environment's kubeconfig (3 s at most); refuses below
+        1.16, where the field would be pruned, and proceeds with a warning when undetermined."""
+        if not namespace:
+            raise ToolError("namespace is required")
         try:
             text = render_bootstrap(namespace)
         except ValueError as exc:
             raise ToolError(str(exc)) from None
+        images = await _agent_images()
+        version = minimum_version(images)
+        if version is None:
+            return BootstrapResult(
+                namespace=namespace,
+                yaml=text,
+                version_warning="Cilium version undetermined; enableDefaultDeny requires "
+                ">= 1.16 — proceeding",
+            )
+        below = below_floor(version, ["enableDefaultDeny"])
+        if below:
+            raise ToolError(
+                f"cluster Cilium version {format_version(version)} is below the "
+                "enableDefaultDeny floor (>= 1.16.0 required); refusing to generate a bootstrap "
+                "artifact that would be silently pruned by the CRD schema on this cluster"
+            )
         return BootstrapResult(
             namespace=namespace,
             yaml=text,
-            version_warning="Cilium version undetermined; enableDefaultDeny requires >= 1.16",
+            cluster_version=format_version(version),
+            version_source="pod-images",
+            cilium_versions_seen=versions_seen(images),
         )
 
     return mcp
