@@ -169,6 +169,11 @@ async def test_control_characters_never_reach_a_result(replay_dir: Path) -> None
             client, "get_evidence", session_id=sid, namespace="shop", workload="evil"
         )
         flows = await call(client, "list_dropped_flows", session_id=sid)
+        health = (await call(client, "get_cluster_health", session_id=sid)).structured_content
+        assert health == {
+            "no_drops": True,
+            "message": "no infra/transient drops observed this session",
+        }
         for result in (evidence, flows):
             text = json.dumps(result.structured_content) + result.content[0].text
             assert "\x1b" not in text and "\\u001b" not in text
@@ -379,3 +384,18 @@ async def test_a_live_session_port_forwards_with_the_environments_kubeconfig(
             text = refused.content[0].text
             assert refused.is_error and "no hubble-relay pod in kube-system" in text
             assert "or give server" in text
+
+
+async def test_a_session_that_fails_by_itself_shows_its_error(replay_dir: Path) -> None:
+    (replay_dir / "broken.gz").write_bytes(b"\x1f\x8b\x08\x00garbage that is not deflate")
+    async with Client(build_server(replay_dir), mode="legacy") as client:
+        sid = (await call(client, "start_session", replay_file="broken.gz")).structured_content[
+            "session_id"
+        ]
+        status = await wait_stopped(client, sid)
+        assert status["error"]
+        stop = (await call(client, "stop_session", session_id=sid)).structured_content
+        assert stop["error"] == status["error"] and stop["already_stopped"] is False
+        health = await call(client, "get_cluster_health", session_id=sid)
+        assert health.is_error
+        assert "cluster health unavailable: session ended with error" in health.content[0].text

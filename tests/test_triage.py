@@ -182,3 +182,17 @@ def test_parallel_halves_merge_to_the_whole() -> None:
         c: (t.count, t.by_node) for c, t in whole.drops.items()
     }
     assert left.window() == whole.window()
+
+
+def test_capped_breakdowns_keep_the_largest_and_the_true_count() -> None:
+    from cpg_core.triage import capped_breakdowns
+
+    by_node = {f"node-{i:03}": i for i in range(1, 151)}
+    report = {"drops": [{"reason": "X", "count": 11325, "by_node": by_node, "by_workload": {}}]}
+    capped, truncated = capped_breakdowns(report, limit=100)
+    kept = capped["drops"][0]["by_node"]
+    assert truncated and len(kept) == 100 and min(kept.values()) == 51
+    assert capped["drops"][0]["count"] == 11325
+    assert report["drops"][0]["by_node"] is by_node and len(by_node) == 150, "input untouched"
+    same, cut = capped_breakdowns({"drops": [{"by_node": {"a": 1}, "by_workload": {}}]})
+    assert not cut and same["drops"][0]["by_node"] == {"a": 1}

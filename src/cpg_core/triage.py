@@ -212,3 +212,21 @@ def has_anything_to_report(health: Mapping[str, Any]) -> bool:
 
 def render_health(health: Mapping[str, Any]) -> str:
     return orjson.dumps(health, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE).decode()
+
+
+def capped_breakdowns(health: Mapping[str, Any], limit: int = 100) -> tuple[dict[str, Any], bool]:
+    """A copy of a health report whose per-drop ``by_node``/``by_workload`` maps keep at most
+    ``limit`` entries (highest counts, ties by name), and whether any was cut. Counts stay the
+    true totals."""
+    truncated = False
+    drops = []
+    for drop in health.get("drops") or []:
+        drop = dict(drop)
+        for key in ("by_node", "by_workload"):
+            breakdown: Mapping[str, int] = drop.get(key) or {}
+            if len(breakdown) > limit:
+                kept = sorted(breakdown.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+                drop[key] = dict(sorted(kept))
+                truncated = True
+        drops.append(drop)
+    return {**health, "drops": drops}, truncated

@@ -32,6 +32,7 @@ from cpg_core.dropreasons import parse_reason_name
 from cpg_core.evidence import EvidenceError, parse_evidence
 from cpg_core.explain import ExplainFilter, explain_record, parse_cidr, parse_peer
 from cpg_core.names import is_dns1123_label, path_component_problem
+from cpg_core.triage import capped_breakdowns
 from cpg_io.evidence_store import EvidenceStore
 from cpg_io.hubble import TLSSettings
 from cpg_io.version import cpg_version
@@ -184,6 +185,11 @@ class HealthResult(BaseModel):
     message: str | None = None
     no_drops: bool | None = None
     report: dict[str, Any] | None = None
+    truncated: bool | None = Field(
+        default=None,
+        description="true when a by_node/by_workload breakdown was capped at 100 entries "
+        "(highest counts kept; each count stays the true total)",
+    )
 
 
 class BootstrapResult(BaseModel):
@@ -679,17 +685,23 @@ def build_server(
         if s.state == "capturing":
             return HealthResult(
                 available_after_stop=True,
-                message="the report is written when the session stops; call stop_session first",
+                message="cluster health is finalized only after stop_session; call stop_session "
+                "first",
             )
-        report = s.result.health if s.result else None
+        report = await offload(functools.partial(_health_of, s))
         if report is None and s.error:
-            raise ToolError(clean(f"the session ended with an error before any report: {s.error}"))
+            raise ToolError(
+                clean(
+                    "cluster health unavailable: session ended with error before any drop was "
+                    f"recorded: {s.error}"
+                )
+            )
         if not report or not (report.get("drops") or report.get("findings")):
             return HealthResult(
-                no_drops=True,
-                message="no infrastructure or transient drop and no finding in this session",
+                no_drops=True, message="no infra/transient drops observed this session"
             )
-        return HealthResult(report=clean(report))
+        capped, truncated = capped_breakdowns(report)
+        return HealthResult(report=clean(capped), truncated=truncated or None)
 
     @mcp.tool(title="Default-deny policy for a namespace", annotations=QUERY)
     async def get_bootstrap_policy(
