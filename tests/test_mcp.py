@@ -399,3 +399,11 @@ async def test_a_session_that_fails_by_itself_shows_its_error(replay_dir: Path) 
         health = await call(client, "get_cluster_health", session_id=sid)
         assert health.is_error
         assert "cluster health unavailable: session ended with error" in health.content[0].text
+
+
+async def test_the_tool_list_on_the_wire_is_pinned(snapshot: Any) -> None:
+    """Names, titles, descriptions, schemas and annotations are the interface agents learn."""
+    async with Client(build_server(None), mode="legacy") as client:
+        tools = (await client.list_tools()).tools
+    wire = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]
+    assert json.dumps(wire, indent=2, sort_keys=True) == snapshot
