@@ -57,6 +57,7 @@ DROPPED_FLOWS_CAPTURING = (
     "(samples above are already live)"
 )
 _threads = anyio.CapacityLimiter(4)
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when built with it
 
 
 T = TypeVar("T")
@@ -548,7 +549,7 @@ def build_server(
         return await offload(read)
 
     def _policy_row(path: Path) -> PolicyRow:
-        doc = yaml.safe_load(path.read_text())
+        doc = yaml.load(path.read_text(), Loader=_YAML_LOADER)
         spec = doc.get("spec") or {}
         return PolicyRow(
             namespace=path.parent.name,
