@@ -210,3 +210,28 @@ def test_a_live_session_through_the_sdk_stdio_client(tmp_path: Path) -> None:
     for line in frames:
         assert json.loads(line)["jsonrpc"] == "2.0"
     assert list(session_tmp.iterdir()) == [], "the session dir went with the process"
+
+
+def test_audit_log_file_and_bad_options(tmp_path: Path) -> None:
+    audit = tmp_path / "audit.jsonl"
+    proc = start(["--audit-log", str(audit)])
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    handshake(proc)
+    proc.stdin.write(
+        frame(2, "tools/call", {"name": "get_status", "arguments": {"session_id": "sess_x"}})
+    )
+    proc.stdin.flush()
+    text = read_response(proc, 2)["result"]["content"][0]["text"]
+    proc.stdin.close()
+    assert proc.wait(timeout=15) == 0
+    lines = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert [(r["tool"], r["outcome"]) for r in lines] == [("get_status", "error")]
+    assert text.endswith(f"(trace {lines[0]['trace_id']})")
+    assert f"trace {lines[0]['trace_id']}" in proc.stderr.read().decode()
+    for args, complaint in (
+        (["--tool-timeout", "0"], "must be more than 0"),
+        (["--audit-log", str(tmp_path / "missing" / "a.log")], "give a writable file path"),
+        (["--allow-replay-dir", str(tmp_path / "nope")], "is not a folder"),
+    ):
+        bad = subprocess.run([CPG_MCP, *args], capture_output=True, text=True, timeout=30)
+        assert bad.returncode == 2 and complaint in bad.stderr and bad.stdout == ""
