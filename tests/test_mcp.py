@@ -407,3 +407,31 @@ async def test_the_tool_list_on_the_wire_is_pinned(snapshot: Any) -> None:
         tools = (await client.list_tools()).tools
     wire = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]
     assert json.dumps(wire, indent=2, sort_keys=True) == snapshot
+
+
+async def test_a_port_forward_opened_after_the_deadline_is_closed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+
+    import cpg_io.kube
+
+    release, closed = threading.Event(), threading.Event()
+
+    class LateForwarder:
+        address, pod = "127.0.0.1:1", "hubble-relay-late"
+
+        def close(self) -> None:
+            closed.set()
+
+    def slow_forward(api: Any, namespace: str, timeout: float) -> LateForwarder:
+        release.wait(30)  # an API server that answers after the call's deadline
+        return LateForwarder()
+
+    monkeypatch.setattr(cpg_io.kube, "api_client", lambda *a, **k: object())
+    monkeypatch.setattr(cpg_io.kube, "forward_to_relay", slow_forward)
+    async with Client(build_server(None, tool_timeout=0.3), mode="legacy") as client:
+        late = await call(client, "start_session")
+        assert late.is_error and "start_session did not finish within 0.3s" in late.content[0].text
+        release.set()
+        assert await anyio.to_thread.run_sync(closed.wait, 10), "the late port-forward is closed"

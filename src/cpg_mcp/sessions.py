@@ -155,8 +155,14 @@ class SessionManager:
                 )
             return live
 
+        pending = asyncio.get_running_loop().run_in_executor(None, setup)
         try:
-            return await asyncio.to_thread(setup)
+            return await asyncio.shield(pending)
+        except asyncio.CancelledError:
+            # The call's deadline gave up on a set-up that still runs: whatever port-forward it
+            # opens is closed when it ends.
+            pending.add_done_callback(lambda _: session.release())
+            raise
         except KubeError as exc:
             what = "cluster_dedup" if cluster_dedup and "in_cluster" not in live else "port-forward"
             raise SessionError(
