@@ -325,7 +325,8 @@ class Aggregator:
         return stats
 
     def state(self) -> AggregateState:
-        """Everything counted so far as plain values (what a worker hands back)."""
+        """A snapshot of everything counted so far (what a worker hands back). It shares no
+        mutable value with this aggregator: adding flows later never changes it."""
         return AggregateState(
             decisions=dict(self.decisions),
             unhandled=dict(self.unhandled),
@@ -333,18 +334,23 @@ class Aggregator:
             ignored_reasons=dict(self.ignored_reasons),
             filtered_namespace=self.filtered_namespace,
             audit_flows=self.audit_flows,
-            findings=self.findings,
-            atoms=self._atoms,
-            drops=self.drops,
+            findings={key: finding.copy() for key, finding in self.findings.items()},
+            atoms={
+                target: {atom: stats.copy() for atom, stats in atoms.items()}
+                for target, atoms in self._atoms.items()
+            },
+            drops={code: tally.copy() for code, tally in self.drops.items()},
             unrecognised_reasons=dict(self.unrecognised_reasons),
             first_seen=self._first,
             last_seen=self._last,
             l7_records=self.l7_records,
-            ip_names=self.ip_names,
+            ip_names={ip: set(names) for ip, names in self.ip_names.items()},
         )
 
     def absorb(self, state: AggregateState) -> None:
-        """Add another aggregator's counts and atoms; the result does not depend on order."""
+        """Add another aggregator's counts and atoms; the result does not depend on order.
+        Nothing of ``state`` is adopted as it is: absorbing the same state twice, or into two
+        aggregators, never links them."""
         self.decisions.update(state.decisions)
         self.unhandled.update(state.unhandled)
         self.ignored_protocols.update(state.ignored_protocols)
@@ -354,13 +360,13 @@ class Aggregator:
         for key, finding in state.findings.items():
             known = self.findings.get(key)
             if known is None:
-                self.findings[key] = finding
+                self.findings[key] = finding.copy()
             else:
                 known.absorb(finding)
         for code, tally in state.drops.items():
             counted = self.drops.get(code)
             if counted is None:
-                self.drops[code] = tally
+                self.drops[code] = tally.copy()
             else:
                 counted.absorb(tally)
         self.unrecognised_reasons.update(state.unrecognised_reasons)
@@ -372,15 +378,12 @@ class Aggregator:
             self.ip_names.setdefault(ip, set()).update(names)
         cap = self._max_samples
         self._entries.clear()
-        if not self._atoms:  # the first state is adopted as it is
-            self._atoms = dict(state.atoms)
-            return
         for target, atoms in state.atoms.items():
             ours = self._atoms.setdefault(target, {})
             for atom, stats in atoms.items():
                 same = ours.get(atom)
                 if same is None:
-                    ours[atom] = stats
+                    ours[atom] = stats.copy()
                 else:
                     same.absorb(stats, cap)
 

@@ -127,6 +127,9 @@ class RuleStats:
         kept = sorted(self.samples.items(), key=lambda item: sample_of(item[1]))[-limit:]
         self.samples = dict(kept)
 
+    def copy(self) -> RuleStats:
+        return RuleStats(self.count, self.first, self.last, dict(self.classes), dict(self.samples))
+
     def absorb(self, other: RuleStats, max_samples: int) -> None:
         self.count += other.count
         if other.first and (not self.first or other.first < self.first):

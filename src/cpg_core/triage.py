@@ -57,6 +57,9 @@ class DropTally:
         _bump(self.by_node, flow.node_name or UNKNOWN)
         _bump(self.by_workload, target_key(flow))
 
+    def copy(self) -> DropTally:
+        return DropTally(self.count, dict(self.by_node), dict(self.by_workload))
+
     def absorb(self, other: DropTally) -> None:
         self.count += other.count
         for node, n in other.by_node.items():
@@ -88,6 +91,9 @@ class FindingTally:
 
     def _newest(self) -> list[Flow]:
         return sorted(self.examples, key=sample_of)[-MAX_EXAMPLES:]
+
+    def copy(self) -> FindingTally:
+        return FindingTally(self.kind, self.subject, self.policies, self.count, list(self.examples))
 
     def absorb(self, other: FindingTally) -> None:
         self.count += other.count
