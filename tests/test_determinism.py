@@ -14,9 +14,10 @@ from conftest import WORLD, assert_crd_valid, endpoint, flow_dict
 from cpg_core.aggregate import AggregateOptions, Aggregator
 from cpg_core.decide import DecideOptions
 from cpg_core.parse import parse_flow
+from cpg_core.verify import verify_flows
 from cpg_io.pipeline import write_plan
 from cpg_io.store import PolicyStore
-from cpg_io.verify import load_policies, verify_flows
+from cpg_io.verify import load_policies
 
 ENDPOINTS = [
     endpoint("shop", "frontend"),
@@ -91,17 +92,19 @@ def test_order_and_run_splits_never_change_the_bytes(
         run(shuffled[start:stop], split_dir)
     assert snapshot(split_dir) == snapshot(single)
     # What was written admits every candidate cpg can express, and no explicitly denied flow.
-    checks, _ = (
-        verify_flows([parse_flow(r) for r in records], load_policies(split_dir), DecideOptions())
+    checks = (
+        verify_flows(
+            [parse_flow(r) for r in records], load_policies(split_dir), DecideOptions()
+        ).checks
         if split_dir.exists()
-        else ([], 0)
+        else ()
     )
-    assert all(c.result.allowed for c in checks if c.kind == "candidate"), checks
-    denied_elsewhere = {c.subject for c in checks if c.kind == "candidate"}
+    assert all(c.allowed for c in checks if c.kind == "candidate"), checks
+    denied_elsewhere = {c.traffic for c in checks if c.kind == "candidate"}
     assert not [
         c
         for c in checks
-        if c.kind == "explicit_deny" and c.result.allowed and c.subject not in denied_elsewhere
+        if c.kind == "explicit_deny" and c.allowed and c.traffic not in denied_elsewhere
     ]
     # and a further run with the same flows changes nothing
     before = {p: p.stat().st_mtime_ns for p in split_dir.rglob("*.yaml")}

@@ -11,9 +11,9 @@ import pytest
 from conftest import EXAMPLE, WORLD, endpoint, flow_dict
 from cpg_core.aggregate import AggregateOptions, Aggregator
 from cpg_core.attribution import time_key
+from cpg_core.documents import PolicyEvidence, RuleEvidence, SessionInfo, SessionSource
 from cpg_core.evidence import (
     EvidenceError,
-    SessionInfo,
     merge_evidence,
     parse_evidence,
     render_evidence,
@@ -23,21 +23,31 @@ from cpg_core.evidence import (
 from cpg_core.explain import ExplainFilter, render_explain_json
 from cpg_core.parse import parse_flow
 from cpg_core.rules import Atom, CidrPeer, EndpointPeer, EntityPeer
+from cpg_core.wire import from_data, to_data
 from cpg_io.pipeline import EvidenceSettings, replay
 
 
 def session(sid: str, started: str = "2026-11-29T10:00:00.000000Z", **kw: Any) -> SessionInfo:
     return SessionInfo(
-        id=sid, started_at=started, ended_at=started, cpg_version="test", source_type="replay", **kw
+        id=sid,
+        started_at=started,
+        ended_at=started,
+        cpg_version="test",
+        source=SessionSource(type="replay"),
+        **kw,
     )
 
 
 def records(*flows: dict[str, Any], max_samples: int = 10, sid: str = "s1") -> list[dict[str, Any]]:
+    """The rule evidence of one run, as wire data (what the file holds)."""
     agg = Aggregator(AggregateOptions(max_samples=max_samples))
     for f in flows:
         agg.add(parse_flow(f))
     (plan,) = agg.plans()
-    return rule_records(plan.attribution, sid, max_samples)
+    rules = rule_records(plan.attribution, sid, max_samples)
+    assert from_data(to_data(rules), list[RuleEvidence]) == rules, "round trip"
+    data: list[dict[str, Any]] = to_data(rules)
+    return data
 
 
 def test_rule_keys_name_direction_peer_with_namespace_protocol_and_port() -> None:
@@ -121,7 +131,7 @@ def test_audit_flows_are_their_own_class() -> None:
     )
     agg.add(parse_flow(flow_dict(verdict="AUDIT", reason=None)))
     (plan,) = agg.plans()
-    (rule,) = rule_records(plan.attribution, "s", 10)
+    (rule,) = to_data(rule_records(plan.attribution, "s", 10))
     assert rule["classes"] == {"audit": 1}
     assert rule["samples"][0]["verdict"] == "AUDIT"
 
@@ -129,16 +139,18 @@ def test_audit_flows_are_their_own_class() -> None:
 def merge(
     existing: dict[str, Any] | None, rules: list[dict[str, Any]], sid: str, **kw: Any
 ) -> dict[str, Any]:
-    return merge_evidence(
-        existing,
+    doc = merge_evidence(
+        from_data(existing, PolicyEvidence) if existing is not None else None,
         name="cpg-cart",
         namespace="shop",
         workload="cart",
         session=session(sid, **{k: v for k, v in kw.items() if k == "started"}),
-        rules=rules,
+        rules=from_data(rules, list[RuleEvidence]),
         max_samples=kw.get("max_samples", 10),
         max_sessions=kw.get("max_sessions", 10),
     )
+    data: dict[str, Any] = to_data(doc)
+    return data
 
 
 def test_two_runs_add_counts_widen_times_and_keep_unseen_rules() -> None:
@@ -205,7 +217,7 @@ def test_other_schema_versions_are_refused_with_the_fix() -> None:
         parse_evidence(json.dumps({"schema_version": 1}), "x.json")
     with pytest.raises(EvidenceError, match="not valid JSON"):
         parse_evidence("{", "x.json")
-    doc = merge(None, records(flow_dict()), "s1")
+    doc = from_data(merge(None, records(flow_dict()), "s1"), PolicyEvidence)
     assert parse_evidence(render_evidence(doc), "x.json") == doc
 
 

@@ -7,22 +7,31 @@ import pytest
 
 from conftest import WORLD, endpoint, flow_dict
 from cpg_core.aggregate import Aggregator
-from cpg_core.evidence import SessionInfo, merge_evidence, rule_records
+from cpg_core.documents import (
+    DnsRecord,
+    EntityPeerRecord,
+    HttpRecord,
+    PolicyEvidence,
+    PolicyIdentity,
+    RuleEvidence,
+    SessionInfo,
+    SessionSource,
+)
+from cpg_core.evidence import merge_evidence, rule_records
 from cpg_core.explain import (
     ExplainFilter,
     explain_lines,
     explain_record,
     matched_rules,
-    parse_cidr,
-    parse_duration,
-    parse_peer,
     render_explain_json,
 )
 from cpg_core.parse import parse_flow
+from cpg_core.requests import parse_cidr, parse_duration, parse_peer
+from cpg_core.wire import to_data
 
 
 @pytest.fixture(scope="module")
-def doc() -> dict[str, Any]:
+def doc() -> PolicyEvidence:
     flows = [
         flow_dict(
             src=endpoint("shop", "frontend"),
@@ -63,7 +72,12 @@ def doc() -> dict[str, Any]:
         agg.add(parse_flow(f))
     (plan,) = agg.plans()
     session = SessionInfo(
-        "s1", "2026-11-29T10:00:00Z", "2026-11-29T10:00:01Z", "t", "replay", flows_ingested=5
+        "s1",
+        "2026-11-29T10:00:00Z",
+        "2026-11-29T10:00:01Z",
+        "t",
+        SessionSource("replay"),
+        flows_ingested=5,
     )
     return merge_evidence(
         None,
@@ -75,16 +89,16 @@ def doc() -> dict[str, Any]:
     )
 
 
-def keys(doc: dict[str, Any], **kw: Any) -> list[str]:
-    return [r["key"] for r in matched_rules(doc, ExplainFilter(**kw))]
+def keys(doc: PolicyEvidence, **kw: Any) -> list[str]:
+    return [r.key for r in matched_rules(doc, ExplainFilter(**kw))]
 
 
-def test_no_filter_keeps_every_rule_in_file_order(doc: dict[str, Any]) -> None:
-    assert keys(doc) == [r["key"] for r in doc["rules"]]
+def test_no_filter_keeps_every_rule_in_file_order(doc: PolicyEvidence) -> None:
+    assert keys(doc) == [r.key for r in doc.rules]
     assert len(keys(doc)) == 5
 
 
-def test_each_filter_alone(doc: dict[str, Any]) -> None:
+def test_each_filter_alone(doc: PolicyEvidence) -> None:
     assert keys(doc, direction="egress") == [
         "egress:cidr:203.0.113.9/32:TCP:443",
         "egress:entity:host:ICMPv4:8",
@@ -112,7 +126,7 @@ def test_each_filter_alone(doc: dict[str, Any]) -> None:
     assert keys(doc, dns_pattern="example.com") == []
 
 
-def test_filters_combine(doc: dict[str, Any]) -> None:
+def test_filters_combine(doc: PolicyEvidence) -> None:
     assert keys(doc, direction="ingress", port="8080", peer=("app", "frontend")) == [
         "ingress:ep:shop/app=frontend:TCP:8080"
     ]
@@ -120,38 +134,40 @@ def test_filters_combine(doc: dict[str, Any]) -> None:
 
 
 def test_l7_filters_match_l7_records() -> None:
-    doc = {
-        "rules": [
-            {"key": "a", "l7": {"protocol": "http", "http_method": "GET", "http_path": "^/x$"}},
-            {"key": "b", "l7": {"protocol": "dns", "dns_matchname": "api.example.com"}},
-            {"key": "c"},
-        ]
-    }
+    peer = EntityPeerRecord("world")
+    doc = PolicyEvidence(
+        policy=PolicyIdentity(),
+        rules=(
+            RuleEvidence("a", "egress", peer, "80", "TCP", l7=HttpRecord("GET", "^/x$")),
+            RuleEvidence("b", "egress", peer, "53", "UDP", l7=DnsRecord("api.example.com")),
+            RuleEvidence("c", "egress", peer, "80", "TCP"),
+        ),
+    )
     assert keys(doc, http_method="GET") == ["a"]
     assert keys(doc, http_method="GET", http_path="^/y$") == []
     assert keys(doc, dns_pattern="api.example.com") == ["b"]
 
 
-def test_samples_limit_keeps_the_newest(doc: dict[str, Any]) -> None:
-    record = explain_record(doc, ExplainFilter(samples_limit=0))
+def test_samples_limit_keeps_the_newest(doc: PolicyEvidence) -> None:
+    record = to_data(explain_record(doc, ExplainFilter(samples_limit=0)))
     assert all(r["samples"] == [] for r in record["matched_rules"])
     assert list(record) == ["policy", "sessions", "matched_rules"]
 
 
-def test_json_rendering_is_the_record(doc: dict[str, Any]) -> None:
+def test_json_rendering_is_the_record(doc: PolicyEvidence) -> None:
     text = render_explain_json(doc, ExplainFilter(port="443"))
     assert text.endswith("}\n")
-    assert json.loads(text) == explain_record(doc, ExplainFilter(port="443"))
+    assert json.loads(text) == to_data(explain_record(doc, ExplainFilter(port="443")))
 
 
-def test_text_lists_available_rules_when_nothing_matches(doc: dict[str, Any]) -> None:
+def test_text_lists_available_rules_when_nothing_matches(doc: PolicyEvidence) -> None:
     lines = [text for _, text in explain_lines(doc, ExplainFilter(port="1"))]
     assert "No rule matches these filters. Available rules:" in lines
     assert "  ingress  TCP/8080 from shop/app=frontend" in lines
     assert "  egress  ICMPv4 type 8 to entity host" in lines
 
 
-def test_text_shows_counts_times_and_samples(doc: dict[str, Any]) -> None:
+def test_text_shows_counts_times_and_samples(doc: PolicyEvidence) -> None:
     lines = [text for _, text in explain_lines(doc, ExplainFilter(port="8443"))]
     assert "Ingress  TCP/8443 from shop/app=frontend" in lines
     assert "  flows:      1 (policy 1)" in lines

@@ -7,6 +7,7 @@ import pytest
 from conftest import WORLD, endpoint, flow_dict
 from cpg_core.aggregate import AggregateOptions, Aggregator
 from cpg_core.decide import DecideOptions, Decision
+from cpg_core.documents import ClusterHealth, DropRecord, HealthSessionRecord
 from cpg_core.dropreasons import (
     DROP_REASONS,
     DropClass,
@@ -17,6 +18,7 @@ from cpg_core.dropreasons import (
 )
 from cpg_core.parse import parse_flow
 from cpg_core.triage import severity_order, top_entries
+from cpg_core.wire import to_data
 
 
 def aggregate(*flows: dict[str, Any], **options: Any) -> Aggregator:
@@ -59,7 +61,8 @@ def test_unknown_reason_numbers_are_unknown_candidates_and_are_reported() -> Non
 
 def finding(agg: Aggregator) -> dict[str, Any]:
     (only,) = agg.findings.values()
-    return only.record()
+    record: dict[str, Any] = to_data(only.record())
+    return record
 
 
 def test_explicit_deny_names_the_denying_policy() -> None:
@@ -161,11 +164,11 @@ def test_top_entries_keep_ties_with_the_third() -> None:
 
 def test_severity_order() -> None:
     records = [
-        {"reason": "T", "class": "transient", "count": 50},
-        {"reason": "A", "class": "infra", "count": 1},
-        {"reason": "B", "class": "infra", "count": 9},
+        DropRecord(reason="T", drop_class="transient", count=50),
+        DropRecord(reason="A", drop_class="infra", count=1),
+        DropRecord(reason="B", drop_class="infra", count=9),
     ]
-    assert [r["reason"] for r in sorted(records, key=severity_order)] == ["B", "A", "T"]
+    assert [r.reason for r in sorted(records, key=severity_order)] == ["B", "A", "T"]
 
 
 def test_parallel_halves_merge_to_the_whole() -> None:
@@ -188,11 +191,17 @@ def test_capped_breakdowns_keep_the_largest_and_the_true_count() -> None:
     from cpg_core.triage import capped_breakdowns
 
     by_node = {f"node-{i:03}": i for i in range(1, 151)}
-    report = {"drops": [{"reason": "X", "count": 11325, "by_node": by_node, "by_workload": {}}]}
+    report = health(DropRecord("X", "infra", 11325, by_node=by_node))
     capped, truncated = capped_breakdowns(report, limit=100)
-    kept = capped["drops"][0]["by_node"]
+    kept = capped.drops[0].by_node
     assert truncated and len(kept) == 100 and min(kept.values()) == 51
-    assert capped["drops"][0]["count"] == 11325
-    assert report["drops"][0]["by_node"] is by_node and len(by_node) == 150, "input untouched"
-    same, cut = capped_breakdowns({"drops": [{"by_node": {"a": 1}, "by_workload": {}}]})
-    assert not cut and same["drops"][0]["by_node"] == {"a": 1}
+    assert capped.drops[0].count == 11325
+    assert report.drops[0].by_node is by_node and len(by_node) == 150, "input untouched"
+    same, cut = capped_breakdowns(health(DropRecord("Y", "infra", 1, by_node={"a": 1})))
+    assert not cut and same.drops[0].by_node == {"a": 1}
+
+
+def health(*drops: DropRecord) -> ClusterHealth:
+    return ClusterHealth(
+        classifier_version="t", session=HealthSessionRecord("", "", 0, 0), drops=drops
+    )

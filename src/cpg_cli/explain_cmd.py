@@ -3,27 +3,22 @@
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 import yaml
 from rich.console import Console
 
+from cpg_cli.options import validated
 from cpg_core.errors import CpgError
 from cpg_core.evidence import EvidenceError
-from cpg_core.explain import (
-    ExplainFilter,
-    explain_lines,
-    explain_record,
-    parse_cidr,
-    parse_duration,
-    parse_peer,
-    render_explain_json,
-)
+from cpg_core.explain import ExplainFilter, explain_lines, explain_record, render_explain_json
 from cpg_core.names import POLICY_NAME_PREFIX
+from cpg_core.requests import explain_filter
+from cpg_core.wire import to_data
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
 from cpg_io.store import StoreError
 
@@ -90,36 +85,20 @@ def _filter(
         raise typer.BadParameter(
             "use --ingress or --egress, not both", param_hint="--ingress/--egress"
         )
-    cutoff = None
-    try:
-        peer_pair = parse_peer(peer) if peer is not None else None
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--peer") from None
-    try:
-        cidr = parse_cidr(peer_cidr) if peer_cidr is not None else None
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--peer-cidr") from None
-    if since is not None:
-        try:
-            seconds = parse_duration(since)
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc), param_hint="--since") from None
-        moment = datetime.now(UTC) - timedelta(seconds=seconds)
-        cutoff = moment.strftime("%Y-%m-%dT%H:%M:%S.%f000Z")
-    if port is not None and not port.strip().isdigit():
-        raise typer.BadParameter(
-            f"{port!r} is not a port number (or ICMP type)", param_hint="--port"
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return validated(
+        lambda: explain_filter(
+            direction="ingress" if ingress else "egress" if egress else None,
+            port=port,
+            peer=peer,
+            peer_cidr=peer_cidr,
+            http_method=http_method,
+            http_path=http_path,
+            dns_pattern=dns_pattern,
+            since=since,
+            now=now,
+            samples_limit=samples_limit,
         )
-    return ExplainFilter(
-        direction="ingress" if ingress else "egress" if egress else None,
-        port=port.strip() if port is not None else None,
-        peer=peer_pair,
-        peer_cidr=cidr,
-        http_method=http_method.strip().upper() if http_method else None,
-        http_path=http_path if http_path else None,
-        dns_pattern=dns_pattern.strip().rstrip(".") if dns_pattern else None,
-        since=cutoff,
-        samples_limit=samples_limit,
     )
 
 
@@ -240,7 +219,7 @@ def explain(
     if fmt is Format.json:
         typer.echo(render_explain_json(doc, flt), nl=False)
     elif fmt is Format.yaml:
-        record: dict[str, Any] = explain_record(doc, flt)
+        record = to_data(explain_record(doc, flt))
         typer.echo(yaml.safe_dump(record, sort_keys=False, allow_unicode=True), nl=False)
     else:
         console = Console(highlight=False, soft_wrap=True)

@@ -13,34 +13,17 @@ from typing import Annotated
 
 import typer
 
-from cpg_cli.replay_cmd import (
-    LOG_LEVELS,
-    OutputFormat,
-    build_options,
-    check_namespaces,
-    setup_logging,
-    split_values,
-)
+from cpg_cli import options as opt
 from cpg_cli.report import print_run, warn_about_run
-from cpg_core.explain import parse_duration
+from cpg_core.requests import LiveRequest
 from cpg_io.evidence_store import default_evidence_root
 from cpg_io.hubble import RelayError, TLSSettings
-from cpg_io.kube import KubeError
+from cpg_io.kube import RelaySetupError, prepare_relay
 from cpg_io.live import LiveCapture, LiveSettings
 from cpg_io.pipeline import EvidenceSettings, ReplayResult
 from cpg_io.store import StoreError
 
 log = logging.getLogger("cpg")
-
-
-def _seconds(text: str, flag: str, *, positive: bool = True) -> float:
-    try:
-        value = parse_duration(text)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint=flag) from None
-    if positive and value <= 0:
-        raise typer.BadParameter(f"{text!r} must be more than zero", param_hint=flag)
-    return value
 
 
 def _status_line(capture: LiveCapture) -> None:
@@ -67,22 +50,9 @@ def generate(
             show_default=False,
         ),
     ] = None,
-    namespace: Annotated[
-        list[str],
-        typer.Option(
-            "-n",
-            "--namespace",
-            help="Only flows from or to pods in this namespace, "
-            "and only policies for it (repeat or comma-separate).",
-            show_default=False,
-        ),
-    ] = [],  # noqa: B006
-    all_namespaces: Annotated[
-        bool, typer.Option("-A", "--all-namespaces", help="Every namespace (the default).")
-    ] = False,
-    output_dir: Annotated[
-        Path, typer.Option("-o", "--output-dir", help="Where policies are written.")
-    ] = Path("policies"),
+    namespace: opt.Namespaces = [],  # noqa: B006 - Typer reads the default, never mutates it
+    all_namespaces: opt.AllNamespaces = False,
+    output_dir: opt.OutputDir = Path("policies"),
     tls: Annotated[bool, typer.Option("--tls", help="Connect with TLS.")] = False,
     tls_ca_cert: Annotated[
         Path | None,
@@ -120,13 +90,8 @@ def generate(
             "--duration", help="Stop by itself after this long (e.g. 10m).", show_default=False
         ),
     ] = None,
-    kubeconfig: Annotated[
-        Path | None,
-        typer.Option("--kubeconfig", help="Kubeconfig (for --cluster-dedup).", show_default=False),
-    ] = None,
-    context: Annotated[
-        str | None, typer.Option("--context", help="Kubeconfig context.", show_default=False)
-    ] = None,
+    kubeconfig: opt.Kubeconfig = None,
+    context: opt.Context = None,
     cluster_dedup: Annotated[
         bool,
         typer.Option(
@@ -138,58 +103,20 @@ def generate(
     relay_namespace: Annotated[
         str, typer.Option("--relay-namespace", help="Namespace of hubble-relay.")
     ] = "kube-system",
-    include_audit: Annotated[
-        bool, typer.Option("--include-audit", help="Also turn AUDIT-verdict flows into rules.")
-    ] = False,
-    ignore_protocol: Annotated[
-        list[str],
-        typer.Option(
-            "--ignore-protocol",
-            help="Skip flows of this L4 protocol; repeatable.",
-            show_default=False,
-        ),
-    ] = [],  # noqa: B006
-    ignore_drop_reason: Annotated[
-        list[str],
-        typer.Option(
-            "--ignore-drop-reason",
-            metavar="REASON",
-            help="Skip drops with this DropReason name; repeatable.",
-            show_default=False,
-        ),
-    ] = [],  # noqa: B006
-    l7: Annotated[
-        bool, typer.Option("--l7", help="HTTP and DNS rules from L7 records (see README).")
-    ] = False,
-    l7_collapse_paths: Annotated[
-        bool, typer.Option("--l7-collapse-paths", help="With --l7: ids in paths as wildcards.")
-    ] = False,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Write nothing; print a diff of what would change.")
-    ] = False,
-    no_diff: Annotated[bool, typer.Option("--no-diff", help="With --dry-run, no diffs.")] = False,
-    evidence_dir: Annotated[
-        Path | None, typer.Option("--evidence-dir", help="Evidence root.", show_default=False)
-    ] = None,
-    no_evidence: Annotated[bool, typer.Option("--no-evidence", help="Record no evidence.")] = False,
-    evidence_samples: Annotated[
-        int, typer.Option("--evidence-samples", min=0, help="Sample flows kept per rule.")
-    ] = 10,
-    evidence_sessions: Annotated[
-        int, typer.Option("--evidence-sessions", min=0, help="Runs kept per policy's evidence.")
-    ] = 10,
-    fail_on_infra_drops: Annotated[
-        bool,
-        typer.Option(
-            "--fail-on-infra-drops", help="Exit 3 when infrastructure or transient drops were seen."
-        ),
-    ] = False,
-    output: Annotated[
-        OutputFormat, typer.Option("--output", help="text or json report.", case_sensitive=False)
-    ] = OutputFormat.text,
-    log_level: Annotated[
-        str, typer.Option("--log-level", help=f"One of {', '.join(LOG_LEVELS)}.")
-    ] = "warning",
+    include_audit: opt.IncludeAudit = False,
+    ignore_protocol: opt.IgnoreProtocols = [],  # noqa: B006
+    ignore_drop_reason: opt.IgnoreDropReasons = [],  # noqa: B006
+    l7: opt.L7 = False,
+    l7_collapse_paths: opt.L7CollapsePaths = False,
+    dry_run: opt.DryRun = False,
+    no_diff: opt.NoDiff = False,
+    evidence_dir: opt.EvidenceDir = None,
+    no_evidence: opt.NoEvidence = False,
+    evidence_samples: opt.EvidenceSamples = 10,
+    evidence_sessions: opt.EvidenceSessions = 10,
+    fail_on_infra_drops: opt.FailOnInfraDrops = False,
+    output: opt.Output = opt.OutputFormat.text,
+    log_level: opt.LogLevel = "warning",
 ) -> None:
     """Watch Hubble Relay and write policies for denied flows as they arrive.
 
@@ -199,25 +126,27 @@ def generate(
     A lost stream is resumed from the last flow's time, with growing pauses; flows with a uuid
     are never counted twice.
     """
-    if log_level.lower() not in LOG_LEVELS:
-        raise typer.BadParameter(
-            f"{log_level!r} is not one of {', '.join(LOG_LEVELS)}", param_hint="--log-level"
+    opt.setup_logging(log_level)
+    live = opt.validated(
+        lambda: LiveRequest.build(
+            server=server,
+            timeout=timeout,
+            flush_interval=flush_interval,
+            duration=duration,
+            cluster_dedup=cluster_dedup,
         )
-    setup_logging(log_level.lower())
-    namespaces = split_values(namespace)
-    check_namespaces(namespaces, all_namespaces)
-    connect_timeout = _seconds(timeout, "--timeout")
-    interval = _seconds(flush_interval, "--flush-interval")
-    stop_after = _seconds(duration, "--duration") if duration is not None else None
-    options = build_options(
+    )
+    request = opt.capture_request(
+        namespace=namespace,
+        all_namespaces=all_namespaces,
         include_audit=include_audit,
         ignore_protocol=ignore_protocol,
         ignore_drop_reason=ignore_drop_reason,
-        namespaces=namespaces,
-        max_samples=evidence_samples if not (no_evidence or dry_run) else 0,
         l7=l7,
         l7_collapse_paths=l7_collapse_paths,
+        max_samples=evidence_samples if not (no_evidence or dry_run) else 0,
     )
+    namespaces = list(request.namespaces)
     try:
         evidence = None
         if not (no_evidence or dry_run):
@@ -229,37 +158,38 @@ def generate(
     except StoreError as exc:
         typer.echo(f"cpg: error: {exc}", err=True)
         raise typer.Exit(1) from None
-    in_cluster = None
-    if cluster_dedup:
-        try:
-            from cpg_io.kube import api_client, cpg_managed_policies
-
-            in_cluster = cpg_managed_policies(
-                api_client(kubeconfig, context, timeout=connect_timeout), namespaces or None
-            )
-        except KubeError as exc:
-            typer.echo(f"cpg: error: --cluster-dedup: {exc}", err=True)
-            raise typer.Exit(1) from None
-        log.info("loaded %d cpg-managed policies from the cluster", len(in_cluster))
-    forwarder = None
-    if server is None:
-        try:
-            from cpg_io.kube import api_client, forward_to_relay
-
-            api = api_client(kubeconfig, context, timeout=connect_timeout)
-            forwarder = forward_to_relay(api, relay_namespace, connect_timeout)
-        except KubeError as exc:
-            typer.echo(
-                f"cpg: error: --server not given and no port-forward to hubble-relay: {exc}",
-                err=True,
-            )
-            raise typer.Exit(1) from None
-        server = forwarder.address
-        log.info("port-forward to %s/%s established on %s", relay_namespace, forwarder.pod, server)
+    try:
+        relay = prepare_relay(
+            live.server,
+            timeout=live.timeout,
+            namespaces=namespaces,
+            cluster_dedup=live.cluster_dedup,
+            relay_namespace=relay_namespace,
+            kubeconfig=kubeconfig,
+            context=context,
+        )
+    except RelaySetupError as exc:
+        what = (
+            "--cluster-dedup"
+            if exc.step == "cluster_dedup"
+            else "--server not given and no port-forward to hubble-relay"
+        )
+        typer.echo(f"cpg: error: {what}: {exc}", err=True)
+        raise typer.Exit(1) from None
+    if relay.in_cluster is not None:
+        log.info("loaded %d cpg-managed policies from the cluster", len(relay.in_cluster))
+    if relay.forwarder is not None:
+        log.info(
+            "port-forward to %s/%s established on %s",
+            relay_namespace,
+            relay.forwarder.pod,
+            relay.server,
+        )
+    server = relay.server
     settings = LiveSettings(
         server=server,
         output_dir=output_dir,
-        options=options,
+        options=request.aggregate_options(),
         namespaces=tuple(namespaces),
         tls=TLSSettings(
             tls or bool(tls_ca_cert or tls_client_cert),
@@ -268,13 +198,13 @@ def generate(
             tls_client_key,
             tls_server_name,
         ),
-        timeout=connect_timeout,
-        flush_interval=interval,
-        duration=stop_after,
+        timeout=live.timeout,
+        flush_interval=live.flush_interval,
+        duration=live.duration,
         evidence=evidence,
         dry_run=dry_run,
         diff=not no_diff,
-        in_cluster=in_cluster,
+        in_cluster=relay.in_cluster,
     )
     capture = LiveCapture(settings)
     try:
@@ -283,8 +213,7 @@ def generate(
         typer.echo(f"cpg: error: {exc}", err=True)
         raise typer.Exit(1) from None
     finally:
-        if forwarder is not None:
-            forwarder.close()
+        relay.close()
     if sys.stderr.isatty():
         sys.stderr.write("\n")
     agg = result.aggregator
@@ -298,7 +227,7 @@ def generate(
         output_dir=output_dir,
         dry_run=dry_run,
         evidence=evidence is not None,
-        as_json=output is OutputFormat.json,
+        as_json=output is opt.OutputFormat.json,
         exit_code=code,
         extra_json={"reconnects": capture.progress.reconnects},
         verb="Received",

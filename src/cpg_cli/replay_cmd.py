@@ -3,119 +3,23 @@
 from __future__ import annotations
 
 import logging
-import sys
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from cpg_cli import options as opt
 from cpg_cli.report import print_run, warn_about_run
-from cpg_core.aggregate import AggregateOptions
-from cpg_core.decide import DecideOptions
-from cpg_core.dropreasons import DropClass, classify_reason, parse_reason_name, reason_name
-from cpg_core.names import is_dns1123_label
+from cpg_core.wire import to_data
 from cpg_io.evidence_store import default_evidence_root
 from cpg_io.parallel import default_jobs
 from cpg_io.pipeline import EvidenceSettings
 from cpg_io.pipeline import replay as run_replay
 from cpg_io.sources import SourceError, describe_source
 from cpg_io.store import StoreError
-from cpg_io.verify import (
-    PolicyLoadError,
-    load_policies,
-    summary_line,
-    verify_capture,
-    verify_json,
-)
+from cpg_io.verify import PolicyLoadError, load_policies, verify_capture
 
 log = logging.getLogger("cpg")
-
-PROTOCOLS = ("tcp", "udp", "sctp", "icmpv4", "icmpv6")
-_NEVER_RULES = frozenset({DropClass.INFRA, DropClass.TRANSIENT, DropClass.NOISE})
-
-
-class OutputFormat(StrEnum):
-    text = "text"
-    json = "json"
-
-
-LOG_LEVELS = ("debug", "info", "warning", "error")
-
-
-def split_values(values: list[str]) -> list[str]:
-    return [part.strip() for value in values for part in value.split(",") if part.strip()]
-
-
-def check_namespaces(namespaces: list[str], all_namespaces: bool) -> None:
-    if namespaces and all_namespaces:
-        raise typer.BadParameter(
-            "use either --namespace or --all-namespaces, not both", param_hint="-n/-A"
-        )
-    for ns in namespaces:
-        if not is_dns1123_label(ns):
-            raise typer.BadParameter(
-                f"{ns!r} is not a valid namespace name (lower-case letters, digits and '-', at most 63)",
-                param_hint="--namespace",
-            )
-
-
-def build_options(
-    *,
-    include_audit: bool,
-    ignore_protocol: list[str],
-    ignore_drop_reason: list[str],
-    namespaces: list[str],
-    max_samples: int,
-    l7: bool,
-    l7_collapse_paths: bool,
-) -> AggregateOptions:
-    """Aggregation options from the flags shared by replay and generate (validated)."""
-    protocols = [p.lower() for p in split_values(ignore_protocol)]
-    for proto in protocols:
-        if proto not in PROTOCOLS:
-            raise typer.BadParameter(
-                f"unknown protocol {proto!r}; valid values are {', '.join(PROTOCOLS)}",
-                param_hint="--ignore-protocol",
-            )
-    if l7_collapse_paths and not l7:
-        raise typer.BadParameter("--l7-collapse-paths needs --l7", param_hint="--l7-collapse-paths")
-    reasons: list[int] = []
-    for name in split_values(ignore_drop_reason):
-        try:
-            reasons.append(parse_reason_name(name))
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc), param_hint="--ignore-drop-reason") from None
-    redundant = sorted({reason_name(r) for r in reasons if classify_reason(r) in _NEVER_RULES})
-    if redundant:
-        log.warning(
-            "--ignore-drop-reason %s: already reported as infrastructure, transient or noise "
-            "and never turned into rules; ignoring only hides them from the report",
-            ", ".join(redundant),
-        )
-    return AggregateOptions(
-        decide=DecideOptions(
-            include_audit=include_audit,
-            ignore_protocols=frozenset(protocols),
-            ignore_reasons=frozenset(reasons),
-        ),
-        namespaces=frozenset(namespaces),
-        max_samples=max_samples,
-        l7=l7,
-        collapse_paths=l7_collapse_paths,
-    )
-
-
-def setup_logging(level: str) -> None:
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=getattr(logging, level.upper()),
-        format="cpg: %(levelname)s: %(message)s",
-        force=True,
-    )
-    if level != "debug":  # the libraries' retry chatter; cpg says what failed
-        for noisy in ("urllib3", "kubernetes", "websocket"):
-            logging.getLogger(noisy).setLevel(logging.CRITICAL)
 
 
 def replay(
@@ -127,113 +31,23 @@ def replay(
             show_default=False,
         ),
     ],
-    namespace: Annotated[
-        list[str],
-        typer.Option(
-            "-n",
-            "--namespace",
-            help="Only write policies for workloads in this namespace (repeat or comma-separate).",
-            show_default=False,
-        ),
-    ] = [],  # noqa: B006 - Typer reads the default, never mutates it
-    all_namespaces: Annotated[
-        bool,
-        typer.Option(
-            "-A", "--all-namespaces", help="Write policies for every namespace (the default)."
-        ),
-    ] = False,
-    output_dir: Annotated[
-        Path, typer.Option("-o", "--output-dir", help="Where policies are written.")
-    ] = Path("policies"),
-    include_audit: Annotated[
-        bool,
-        typer.Option(
-            "--include-audit",
-            help="Also turn AUDIT-verdict flows (policy audit mode) into rules.",
-        ),
-    ] = False,
-    ignore_protocol: Annotated[
-        list[str],
-        typer.Option(
-            "--ignore-protocol",
-            help=f"Skip flows of this L4 protocol ({', '.join(PROTOCOLS)}); repeatable.",
-            show_default=False,
-        ),
-    ] = [],  # noqa: B006
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            "--dry-run", help="Write nothing; print a unified diff of every file that would change."
-        ),
-    ] = False,
-    no_diff: Annotated[
-        bool, typer.Option("--no-diff", help="With --dry-run, list the files without their diffs.")
-    ] = False,
-    log_level: Annotated[
-        str, typer.Option("--log-level", help=f"One of {', '.join(LOG_LEVELS)}; logs go to stderr.")
-    ] = "warning",
-    evidence_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--evidence-dir",
-            help="Evidence root (default $XDG_CACHE_HOME/cpg/evidence, else ~/.cache/cpg/evidence).",
-            show_default=False,
-        ),
-    ] = None,
-    no_evidence: Annotated[
-        bool, typer.Option("--no-evidence", help="Do not record the flows behind each rule.")
-    ] = False,
-    evidence_samples: Annotated[
-        int, typer.Option("--evidence-samples", min=0, help="Sample flows kept per rule (newest).")
-    ] = 10,
-    evidence_sessions: Annotated[
-        int,
-        typer.Option(
-            "--evidence-sessions", min=0, help="Runs kept per policy's evidence (newest)."
-        ),
-    ] = 10,
-    ignore_drop_reason: Annotated[
-        list[str],
-        typer.Option(
-            "--ignore-drop-reason",
-            metavar="REASON",
-            help="Skip drops with this DropReason name (any case, e.g. CT_MAP_INSERTION_FAILED); "
-            "repeatable. They are counted, never classified.",
-            show_default=False,
-        ),
-    ] = [],  # noqa: B006
-    fail_on_infra_drops: Annotated[
-        bool,
-        typer.Option(
-            "--fail-on-infra-drops",
-            help="Exit with code 3 when any infrastructure or transient drop was seen "
-            "(after everything was written): for CI and cron.",
-        ),
-    ] = False,
-    output: Annotated[
-        OutputFormat,
-        typer.Option(
-            "--output",
-            help="The report: text (for people) or json (for machines).",
-            case_sensitive=False,
-        ),
-    ] = OutputFormat.text,
-    l7: Annotated[
-        bool,
-        typer.Option(
-            "--l7",
-            help="Turn HTTP requests into per-port HTTP rules and DNS queries into toFQDNs with "
-            "a DNS rule on the resolver (needs L7 visibility: see README 'L7 rules').",
-        ),
-    ] = False,
-    l7_collapse_paths: Annotated[
-        bool,
-        typer.Option(
-            "--l7-collapse-paths",
-            help="With --l7: path segments that are ids (digits, UUIDs, long hex) match any "
-            "segment, so /users/17 and /users/42 give one rule.",
-        ),
-    ] = False,
+    namespace: opt.Namespaces = [],  # noqa: B006 - Typer reads the default, never mutates it
+    all_namespaces: opt.AllNamespaces = False,
+    output_dir: opt.OutputDir = Path("policies"),
+    include_audit: opt.IncludeAudit = False,
+    ignore_protocol: opt.IgnoreProtocols = [],  # noqa: B006
+    dry_run: opt.DryRun = False,
+    no_diff: opt.NoDiff = False,
+    log_level: opt.LogLevel = "warning",
+    evidence_dir: opt.EvidenceDir = None,
+    no_evidence: opt.NoEvidence = False,
+    evidence_samples: opt.EvidenceSamples = 10,
+    evidence_sessions: opt.EvidenceSessions = 10,
+    ignore_drop_reason: opt.IgnoreDropReasons = [],  # noqa: B006
+    fail_on_infra_drops: opt.FailOnInfraDrops = False,
+    output: opt.Output = opt.OutputFormat.text,
+    l7: opt.L7 = False,
+    l7_collapse_paths: opt.L7CollapsePaths = False,
     verify: Annotated[
         bool,
         typer.Option(
@@ -265,28 +79,22 @@ def replay(
     Exit codes: 0 done, 1 something could not be read or written, 2 bad flags,
     3 --fail-on-infra-drops and infrastructure or transient drops were seen.
     """
-    level = log_level.lower()
-    if level not in LOG_LEVELS:
-        raise typer.BadParameter(
-            f"{log_level!r} is not one of {', '.join(LOG_LEVELS)}", param_hint="--log-level"
-        )
-    setup_logging(level)
-    namespaces = split_values(namespace)
-    check_namespaces(namespaces, all_namespaces)
+    opt.setup_logging(log_level)
     if verify and dry_run:
         raise typer.BadParameter(
             "--verify checks written files; drop --dry-run", param_hint="--verify"
         )
     record_evidence = not no_evidence and not dry_run
-    options = build_options(
+    options = opt.capture_request(
+        namespace=namespace,
+        all_namespaces=all_namespaces,
         include_audit=include_audit,
         ignore_protocol=ignore_protocol,
         ignore_drop_reason=ignore_drop_reason,
-        namespaces=namespaces,
-        max_samples=evidence_samples if record_evidence else 0,
         l7=l7,
         l7_collapse_paths=l7_collapse_paths,
-    )
+        max_samples=evidence_samples if record_evidence else 0,
+    ).aggregate_options()
     try:
         evidence = (
             EvidenceSettings(
@@ -319,7 +127,7 @@ def replay(
     checked = None
     if verify and not failed:
         try:
-            checked = verify_capture(file, load_policies(output_dir), options.decide)
+            checked = verify_capture(file, load_policies(output_dir), options.decide).report
         except (PolicyLoadError, SourceError) as exc:
             typer.echo(f"cpg: error: --verify: {exc}", err=True)
             failed = True
@@ -328,20 +136,20 @@ def replay(
     lines = []
     if checked is not None:
         lines = [
-            f"  verify: {check.subject}: {check.result.reason}"
+            f"  verify: {check.traffic}: {check.reason}"
             for check in checked.checks
-            if check.result.allowed == (check.kind == "explicit_deny")
+            if check.allowed == (check.kind == "explicit_deny")
         ]
-        lines.append(f"Verify: {summary_line(checked)}")
+        lines.append(f"Verify: {checked.summary()}")
     print_run(
         result,
         source=source,
         output_dir=output_dir,
         dry_run=dry_run,
         evidence=record_evidence,
-        as_json=output is OutputFormat.json,
+        as_json=output is opt.OutputFormat.json,
         exit_code=code,
-        extra_json={"verify": verify_json(checked)} if checked is not None else None,
+        extra_json={"verify": to_data(checked)} if checked is not None else None,
         extra_lines=lines,
     )
     if result.stats.truncated:

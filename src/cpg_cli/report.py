@@ -12,6 +12,7 @@ import typer
 
 from cpg_core.decide import Decision
 from cpg_core.triage import severity_order, top_entries
+from cpg_core.wire import to_data
 from cpg_io.pipeline import ReplayResult
 
 _DECISION_LABELS = (
@@ -90,32 +91,29 @@ def format_replay_summary(
     if agg.filtered_namespace:
         lines.append(f"  candidates outside --namespace: {agg.filtered_namespace}")
 
-    health = result.health or {}
-    drops = sorted(health.get("drops") or [], key=severity_order)
+    drops = sorted(result.health.drops if result.health else (), key=severity_order)
     if drops:
         lines.append("")
         lines.append("Infrastructure and transient drops (no policy can fix these):")
-        name_width = max(len(str(d["reason"])) for d in drops)
+        name_width = max(len(d.reason) for d in drops)
         for drop in drops:
             lines.append(
-                f"  {drop['reason']:<{name_width}}  {drop['class']:<9}  "
-                f"{_plural(int(drop['count']), 'flow')}"
+                f"  {drop.reason:<{name_width}}  {drop.drop_class:<9}  {_plural(drop.count, 'flow')}"
             )
-            lines.append(f"    top nodes:     {_top(drop['by_node'])}")
-            lines.append(f"    top workloads: {_top(drop['by_workload'])}")
-            if drop.get("remediation"):
-                lines.append(f"    fix:           {drop['remediation']}")
-    findings = health.get("findings") or []
+            lines.append(f"    top nodes:     {_top(drop.by_node)}")
+            lines.append(f"    top workloads: {_top(drop.by_workload)}")
+            if drop.remediation:
+                lines.append(f"    fix:           {drop.remediation}")
+    findings = result.health.findings if result.health else ()
     if findings:
         lines.append("")
         lines.append("Findings (traffic that got no allow rule, on purpose or because none fits):")
-        for finding in sorted(findings, key=lambda f: (-int(f["count"]), f["kind"], f["subject"]))[
+        for finding in sorted(findings, key=lambda f: (-f.count, f.kind, f.subject))[
             :MAX_FINDINGS_SHOWN
         ]:
-            label = _FINDING_LABELS.get(finding["kind"], finding["kind"])
-            policies = finding.get("policies")
-            by = f", denied by {', '.join(policies)}" if policies else ""
-            lines.append(f"  {label:<22} {finding['count']:>6}  {finding['subject']}{by}")
+            label = _FINDING_LABELS.get(finding.kind, finding.kind)
+            by = f", denied by {', '.join(finding.policies)}" if finding.policies else ""
+            lines.append(f"  {label:<22} {finding.count:>6}  {finding.subject}{by}")
         if len(findings) > MAX_FINDINGS_SHOWN:
             lines.append(f"  (+{len(findings) - MAX_FINDINGS_SHOWN} more in cluster-health.json)")
 
@@ -161,7 +159,7 @@ def replay_summary_json(
     """The same facts as the text report, for machines."""
     stats = result.stats
     agg = result.aggregator
-    health = result.health or {}
+    health = result.health
     return {
         "source": source,
         "output_dir": str(output_dir),
@@ -199,10 +197,10 @@ def replay_summary_json(
             }
             for f in result.files
         ],
-        "drops": sorted(health.get("drops") or [], key=severity_order),
-        "noise": health.get("noise") or {},
-        "findings": health.get("findings") or [],
-        "window": health.get("window"),
+        "drops": to_data(sorted(health.drops, key=severity_order)) if health else [],
+        "noise": dict(health.noise) if health else {},
+        "findings": to_data(health.findings) if health else [],
+        "window": to_data(health.window) if health else None,
         "evidence_dir": str(result.evidence_dir) if result.evidence_dir else None,
         "cluster_health": str(result.health_path) if result.health_path else None,
         "errors": [f.error for f in result.failed] + list(result.evidence_errors),

@@ -2,45 +2,39 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from cpg_cli.replay_cmd import OutputFormat
+from cpg_cli import options as opt
 from cpg_core.decide import DecideOptions
+from cpg_core.documents import VerifyReport
+from cpg_core.wire import to_json
 from cpg_io.kube import KubeError
 from cpg_io.sources import SourceError, describe_source
-from cpg_io.verify import (
-    PolicyLoadError,
-    VerifyResult,
-    load_policies,
-    summary_line,
-    verify_capture,
-    verify_json,
-)
+from cpg_io.verify import PolicyLoadError, load_policies, verify_capture
 
 
-def print_verify(result: VerifyResult, *, policies: int, origin: str) -> None:
+def print_verify(report: VerifyReport, *, policies: int, origin: str) -> None:
     typer.echo(
-        f"Checked {result.total('candidate')} candidate and {result.total('explicit_deny')} "
+        f"Checked {report.candidates.total} candidate and {report.explicit_deny.total} "
         f"explicit-deny flows against {policies} policies from {origin}"
     )
-    for check in result.checks:
-        flows = f"({check.count} flow{'s' if check.count != 1 else ''})"
+    for check in report.checks:
+        flows = f"({check.flows} flow{'s' if check.flows != 1 else ''})"
         if check.kind == "explicit_deny":
-            label = "DANGER" if check.result.allowed else "still denied"
+            label = "DANGER" if check.allowed else "still denied"
             why = (
-                f"{check.result.reason}, but an explicit deny rule dropped this traffic"
-                if check.result.allowed
+                f"{check.reason}, but an explicit deny rule dropped this traffic"
+                if check.allowed
                 else "no policy here allows it"
             )
         else:
-            label = "admitted" if check.result.allowed else "NOT admitted"
-            why = check.result.reason
-        typer.echo(f"  {label:<13} {check.subject} {flows}: {why}")
-    typer.echo(summary_line(result))
+            label = "admitted" if check.allowed else "NOT admitted"
+            why = check.reason
+        typer.echo(f"  {label:<13} {check.traffic} {flows}: {why}")
+    typer.echo(report.summary())
 
 
 def verify(
@@ -70,26 +64,13 @@ def verify(
             "on ciliumnetworkpolicies and ciliumclusterwidenetworkpolicies).",
         ),
     ] = False,
-    kubeconfig: Annotated[
-        Path | None,
-        typer.Option(
-            "--kubeconfig",
-            help="Kubeconfig for --cluster (default $KUBECONFIG, ~/.kube/config).",
-            show_default=False,
-        ),
-    ] = None,
-    context: Annotated[
-        str | None,
-        typer.Option("--context", help="Kubeconfig context for --cluster.", show_default=False),
-    ] = None,
+    kubeconfig: opt.Kubeconfig = None,
+    context: opt.Context = None,
     include_audit: Annotated[
         bool,
         typer.Option("--include-audit", help="Also check AUDIT-verdict flows, as replay does."),
     ] = False,
-    output: Annotated[
-        OutputFormat,
-        typer.Option("--output", help="text (for people) or json.", case_sensitive=False),
-    ] = OutputFormat.text,
+    output: opt.Output = opt.OutputFormat.text,
 ) -> None:
     """Check that policies admit every denied flow cpg can express, and no explicitly denied one.
 
@@ -109,18 +90,19 @@ def verify(
             live = list_cilium_policies(api_client(kubeconfig, context))
             documents += live
             sources.append(f"the cluster ({len(live)})")
-        result = verify_capture(flows, documents, DecideOptions(include_audit=include_audit))
+        verified = verify_capture(flows, documents, DecideOptions(include_audit=include_audit))
     except (PolicyLoadError, SourceError, KubeError) as exc:
         typer.echo(f"cpg: error: {exc}", err=True)
         raise typer.Exit(1) from None
-    if result.stats.malformed:
+    if verified.stats.malformed:
         typer.echo(
-            f"cpg: warning: {describe_source(flows)}: {result.stats.malformed} malformed lines skipped",
+            f"cpg: warning: {describe_source(flows)}: {verified.stats.malformed} malformed lines skipped",
             err=True,
         )
-    if output is OutputFormat.json:
-        typer.echo(json.dumps(verify_json(result), indent=2, ensure_ascii=False))
+    report = verified.report
+    if output is opt.OutputFormat.json:
+        typer.echo(to_json(report), nl=False)
     else:
-        print_verify(result, policies=len(documents), origin=" and ".join(sources))
-    if not result.passed:
+        print_verify(report, policies=len(documents), origin=" and ".join(sources))
+    if not report.passed:
         raise typer.Exit(3)

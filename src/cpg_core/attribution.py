@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import functools
 from datetime import UTC, datetime
-from typing import Any
+from typing import NamedTuple
 
 import attrs
 
+from cpg_core.documents import ZERO_TIME, SampleFlow, SampleSide
 from cpg_core.dropreasons import classify_reason, reason_name
 from cpg_core.flow import Endpoint, Flow, Verdict
 from cpg_core.l7 import dns_name, url_path
@@ -50,15 +51,27 @@ def flow_class(flow: Flow) -> str:
     return classify_reason(flow.drop_reason).value
 
 
-Sample = tuple[str, str, str, str, str, int, int, str, Endpoint, Endpoint, str]
-"""(time key, uuid, source IP, destination IP, node, verdict, drop reason, reason text,
-source, destination): compact, and ordered by time then content so the choice of samples
-never depends on the order flows arrived in."""
+class SampleKey(NamedTuple):
+    """What a sample shows of a flow: compact, and ordered by time then content so the choice
+    of samples never depends on the order flows arrived in."""
+
+    time: str
+    uuid: str
+    source_ip: str
+    destination_ip: str
+    node: str
+    verdict: int
+    drop_reason: int
+    drop_reason_text: str
+    source: Endpoint
+    destination: Endpoint
+    l7: str
+    """The concrete L7 request (``GET /users/17``), or ""."""
 
 
-def sample_of(flow: Flow) -> Sample:
+def sample_of(flow: Flow) -> SampleKey:
     text = flow.time
-    return (
+    return SampleKey(
         text if (len(text) == 30 and text[-1] == "Z") else time_key(text),
         flow.uuid,
         flow.source_ip,
@@ -146,7 +159,7 @@ class RuleStats:
         elif not max_samples:
             self.samples = {}
 
-    def newest(self, limit: int) -> list[Sample]:
+    def newest(self, limit: int) -> list[SampleKey]:
         """The ``limit`` newest samples (one per endpoint pair), oldest first."""
         return sorted(sample_of(flow) for flow in self.samples.values())[-limit:] if limit else []
 
@@ -157,35 +170,25 @@ def _workload_of(labels: tuple[str, ...]) -> str:
 
 
 @functools.lru_cache(maxsize=65536)
-def _side(endpoint: Endpoint, ip: str) -> dict[str, str]:
-    """One side of a sample (shared between samples: never mutate it)."""
-    out: dict[str, str] = {}
-    if endpoint.namespace:
-        out["namespace"] = endpoint.namespace
-    workload = _workload_of(endpoint.labels)
-    if workload:
-        out["workload"] = workload
-    if endpoint.pod_name:
-        out["pod"] = endpoint.pod_name
-    if ip:
-        out["ip"] = ip
-    return out
+def _side(endpoint: Endpoint, ip: str) -> SampleSide:
+    return SampleSide(
+        namespace=endpoint.namespace,
+        workload=_workload_of(endpoint.labels),
+        pod=endpoint.pod_name,
+        ip=ip,
+    )
 
 
-def sample_record(sample: Sample, protocol: str, port: int) -> dict[str, Any]:
+def sample_record(sample: SampleKey, protocol: str, port: int) -> SampleFlow:
     """One evidence sample, field names as in the Go tool's schema v2 (plus ``node``)."""
-    key, _uuid, src_ip, dst_ip, node, verdict, reason, reason_text, src, dst, l7 = sample
-    record: dict[str, Any] = {
-        "time": key or "0001-01-01T00:00:00Z",
-        "src": _side(src, src_ip),
-        "dst": _side(dst, dst_ip),
-        "port": port,
-        "protocol": protocol,
-        "verdict": _VERDICT_NAMES.get(verdict, str(verdict)),
-        "drop_reason": reason_text or reason_name(reason),
-    }
-    if node:
-        record["node"] = node
-    if l7:
-        record["l7"] = l7
-    return record
+    return SampleFlow(
+        time=sample.time or ZERO_TIME,
+        src=_side(sample.source, sample.source_ip),
+        dst=_side(sample.destination, sample.destination_ip),
+        port=port,
+        protocol=protocol,
+        verdict=_VERDICT_NAMES.get(sample.verdict, str(sample.verdict)),
+        drop_reason=sample.drop_reason_text or reason_name(sample.drop_reason),
+        node=sample.node,
+        l7=sample.l7,
+    )

@@ -4,11 +4,17 @@ report (the drops it cannot). A sampled view, not a flow log: samples are capped
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 import attrs
 
+from cpg_core.documents import (
+    ClusterHealth,
+    DroppedFlowCount,
+    DroppedFlowRow,
+    DroppedFlowSample,
+    PolicyEvidence,
+)
 from cpg_core.dropreasons import REASON_CODES, DropClass, classify_reason
 
 UNKNOWN_NAMESPACE = "_unknown"
@@ -34,75 +40,65 @@ def sample_class(drop_reason: str | None) -> str:
     return classify_reason(code).value
 
 
-def flow_samples(namespace: str, workload: str, doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+def flow_samples(namespace: str, workload: str, doc: PolicyEvidence) -> list[DroppedFlowSample]:
     """One row per stored sample of every rule of one evidence document, in file order."""
-    rows = []
-    for rule in doc.get("rules") or []:
-        for sample in rule.get("samples") or []:
-            row: dict[str, Any] = {
-                "namespace": namespace,
-                "workload": workload,
-                "direction": rule.get("direction", ""),
-                "peer": rule.get("peer", {}),
-                "port": str(rule.get("port", "")),
-                "protocol": str(rule.get("protocol", "")),
-                "time": sample.get("time", ""),
-                "src": sample.get("src", {}),
-                "dst": sample.get("dst", {}),
-                "verdict": sample.get("verdict", ""),
-            }
-            if sample.get("drop_reason"):
-                row["drop_reason"] = sample["drop_reason"]
-            rows.append(row)
-    return rows
+    return [
+        DroppedFlowSample(
+            namespace=namespace,
+            workload=workload,
+            direction=rule.direction,
+            peer=rule.peer,
+            port=rule.port,
+            protocol=rule.protocol,
+            time=sample.time,
+            src=sample.src,
+            dst=sample.dst,
+            verdict=sample.verdict,
+            drop_reason=sample.drop_reason,
+        )
+        for rule in doc.rules
+        for sample in rule.samples
+    ]
 
 
-def aggregate_rows(health: Mapping[str, Any]) -> list[dict[str, Any]]:
+def aggregate_rows(health: ClusterHealth | None) -> list[DroppedFlowCount]:
     """``drops[].by_workload`` of a cluster-health report as rows sorted by namespace, workload
     and reason. A key without ``/`` belongs to namespace ``_unknown``."""
     rows = []
-    for drop in health.get("drops") or []:
-        for key, count in (drop.get("by_workload") or {}).items():
-            namespace, sep, workload = str(key).partition("/")
+    for drop in health.drops if health is not None else ():
+        for key, count in drop.by_workload.items():
+            namespace, sep, workload = key.partition("/")
             if not sep:
-                namespace, workload = UNKNOWN_NAMESPACE, str(key)
-            rows.append(
-                {
-                    "namespace": namespace,
-                    "workload": workload,
-                    "reason": str(drop.get("reason", "")),
-                    "class": str(drop.get("class", "")),
-                    "count": int(count),
-                }
-            )
-    rows.sort(key=lambda r: (r["namespace"], r["workload"], r["reason"]))
+                namespace, workload = UNKNOWN_NAMESPACE, key
+            rows.append(DroppedFlowCount(namespace, workload, drop.reason, drop.drop_class, count))
+    rows.sort(key=lambda r: (r.namespace, r.workload, r.reason))
     return rows
 
 
 def compose(
-    samples: Iterable[Mapping[str, Any]],
-    aggregates: Iterable[Mapping[str, Any]],
+    samples: Iterable[DroppedFlowSample],
+    aggregates: Iterable[DroppedFlowCount],
     flt: DroppedFlowFilter,
-) -> list[tuple[str, Mapping[str, Any]]]:
-    """Filtered samples and rows in one list tagged ``sample``/``aggregate``, stably sorted by
-    (namespace, workload) with samples before rows inside a group."""
+) -> list[DroppedFlowRow]:
+    """Filtered samples and counts in one list, stably sorted by (namespace, workload) with
+    samples before counts inside a group."""
 
-    def common(row: Mapping[str, Any]) -> bool:
-        return (flt.namespace is None or row["namespace"] == flt.namespace) and (
-            flt.workload is None or row["workload"] == flt.workload
+    def common(row: DroppedFlowRow) -> bool:
+        return (flt.namespace is None or row.namespace == flt.namespace) and (
+            flt.workload is None or row.workload == flt.workload
         )
 
-    items: list[tuple[str, Mapping[str, Any]]] = [
-        ("sample", s)
+    items: list[DroppedFlowRow] = [
+        s
         for s in samples
         if common(s)
-        and (flt.direction is None or s["direction"] == flt.direction)
-        and (flt.dropclass is None or sample_class(s.get("drop_reason")) == flt.dropclass)
+        and (flt.direction is None or s.direction == flt.direction)
+        and (flt.dropclass is None or sample_class(s.drop_reason) == flt.dropclass)
     ]
     items += [
-        ("aggregate", r)
+        r
         for r in aggregates
-        if common(r) and (flt.dropclass is None or r["class"] == flt.dropclass)
+        if common(r) and (flt.dropclass is None or r.drop_class == flt.dropclass)
     ]
-    items.sort(key=lambda item: (item[1]["namespace"], item[1]["workload"], item[0] != "sample"))
+    items.sort(key=lambda r: (r.namespace, r.workload, isinstance(r, DroppedFlowCount)))
     return items

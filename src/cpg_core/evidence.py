@@ -8,19 +8,34 @@ fills ``samples[].src.ip``/``dst.ip``; readers of the Go schema can ignore them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 import attrs
 import orjson
 
 from cpg_core.attribution import RuleStats, sample_record
+from cpg_core.documents import (
+    EVIDENCE_SCHEMA_VERSION,
+    ZERO_TIME,
+    CidrPeerRecord,
+    DnsRecord,
+    EndpointPeerRecord,
+    EntityPeerRecord,
+    FqdnPeerRecord,
+    HttpRecord,
+    L7Record,
+    PeerRecord,
+    PolicyEvidence,
+    PolicyIdentity,
+    RuleEvidence,
+    SampleFlow,
+    SessionInfo,
+)
 from cpg_core.errors import CpgError
 from cpg_core.rules import HTTP, Atom, CidrPeer, EndpointPeer, EntityPeer, FqdnPeer, Peer
+from cpg_core.wire import DocumentError, from_data, to_data
 
-SCHEMA_VERSION = 2
-ZERO_TIME = "0001-01-01T00:00:00Z"
+SCHEMA_VERSION = EVIDENCE_SCHEMA_VERSION
 _PROTOCOL_NAMES = {
     "TCP": "TCP",
     "UDP": "UDP",
@@ -32,38 +47,6 @@ _PROTOCOL_NAMES = {
 
 class EvidenceError(CpgError):
     """An evidence file cannot be used; the message names it and says what to do."""
-
-
-@attrs.frozen(slots=True)
-class SessionInfo:
-    """One run that contributed evidence. Times are passed in: cpg_core reads no clock."""
-
-    id: str
-    started_at: str
-    ended_at: str
-    cpg_version: str
-    source_type: str  # "replay" or "live"
-    source_file: str = ""
-    source_server: str = ""
-    flows_ingested: int = 0
-    flows_unhandled: int = 0
-    """Flows of the session that produced no rule (not a drop, replies, infra, unresolvable…)."""
-
-    def record(self) -> dict[str, Any]:
-        source: dict[str, str] = {"type": self.source_type}
-        if self.source_file:
-            source["file"] = self.source_file
-        if self.source_server:
-            source["server"] = self.source_server
-        return {
-            "id": self.id,
-            "started_at": self.started_at,
-            "ended_at": self.ended_at,
-            "cpg_version": self.cpg_version,
-            "source": source,
-            "flows_ingested": self.flows_ingested,
-            "flows_unhandled": self.flows_unhandled,
-        }
 
 
 def peer_key(peer: Peer) -> str:
@@ -84,58 +67,58 @@ def rule_key(atom: Atom) -> str:
     return key + (":l7=" + ":".join(atom.l7) if atom.l7 else "")
 
 
-def l7_record(atom: Atom) -> dict[str, str] | None:
+def l7_record(atom: Atom) -> L7Record | None:
     """The ``l7`` part of an evidence rule (Go schema v2 field names)."""
     if not atom.l7:
         return None
     if atom.l7[0] == HTTP:
-        return {"protocol": "http", "http_method": atom.l7[1], "http_path": atom.l7[2]}
-    return {"protocol": "dns", "dns_matchname": atom.l7[1]}
+        return HttpRecord(http_method=atom.l7[1], http_path=atom.l7[2])
+    return DnsRecord(dns_matchname=atom.l7[1])
 
 
-def peer_record(peer: Peer) -> dict[str, Any]:
+def peer_record(peer: Peer) -> PeerRecord:
     if isinstance(peer, EntityPeer):
-        return {"type": "entity", "entity": peer.entity}
+        return EntityPeerRecord(peer.entity)
     if isinstance(peer, FqdnPeer):
-        return {"type": "fqdn", "fqdn": peer.name}
+        return FqdnPeerRecord(peer.name)
     if isinstance(peer, CidrPeer):
-        return {"type": "cidr", "cidr": peer.cidr}
+        return CidrPeerRecord(peer.cidr)
     assert isinstance(peer, EndpointPeer)
-    return {"type": "endpoint", "namespace": peer.namespace, "labels": dict(peer.labels)}
+    return EndpointPeerRecord(peer.namespace, dict(peer.labels))
 
 
 def rule_records(
     attribution: Mapping[Atom, RuleStats], session_id: str, max_samples: int
-) -> list[dict[str, Any]]:
+) -> list[RuleEvidence]:
     """One evidence rule per allow entry, sorted by direction then key."""
     records = []
     for atom, stats in attribution.items():
         protocol = _PROTOCOL_NAMES.get(atom.protocol, atom.protocol)
         records.append(
-            {
-                "key": rule_key(atom),
-                "direction": atom.direction,
-                "peer": peer_record(atom.peer),
-                "port": str(atom.port),
-                "protocol": protocol,
-                **({"l7": l7} if (l7 := l7_record(atom)) else {}),
-                "flow_count": stats.count,
-                "first_seen": stats.first or ZERO_TIME,
-                "last_seen": stats.last or ZERO_TIME,
-                "contributing_sessions": [session_id],
-                "samples": [
+            RuleEvidence(
+                key=rule_key(atom),
+                direction=atom.direction,
+                peer=peer_record(atom.peer),
+                port=str(atom.port),
+                protocol=protocol,
+                l7=l7_record(atom),
+                flow_count=stats.count,
+                first_seen=stats.first or ZERO_TIME,
+                last_seen=stats.last or ZERO_TIME,
+                contributing_sessions=(session_id,),
+                samples=tuple(
                     sample_record(sample, protocol, atom.port)
                     for sample in stats.newest(max_samples)
-                ],
-                "classes": dict(sorted(stats.classes.items())),
-            }
+                ),
+                classes=dict(sorted(stats.classes.items())),
+            )
         )
     records.sort(key=_rule_order)
     return records
 
 
-def _rule_order(rule: Mapping[str, Any]) -> tuple[str, str]:
-    return (str(rule.get("direction", "")), str(rule.get("key", "")))
+def _rule_order(rule: RuleEvidence) -> tuple[str, str]:
+    return (rule.direction, rule.key)
 
 
 def _earliest(a: str, b: str) -> str:
@@ -148,108 +131,96 @@ def _latest(a: str, b: str) -> str:
     return max(real) if real else ZERO_TIME
 
 
-def _canonical(value: Any) -> bytes:
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+def _canonical(sample: SampleFlow) -> bytes:
+    return orjson.dumps(to_data(sample), option=orjson.OPT_SORT_KEYS)
 
 
 def merge_samples(
-    old: Iterable[Mapping[str, Any]], new: Iterable[Mapping[str, Any]], limit: int
-) -> list[dict[str, Any]]:
+    old: Iterable[SampleFlow], new: Iterable[SampleFlow], limit: int
+) -> tuple[SampleFlow, ...]:
     """The ``limit`` newest distinct samples of both lists, oldest first (equal times are
     ordered by content, so the result never depends on which list a sample came from)."""
-    unique = {_canonical(s): dict(s) for s in [*old, *new]}
-    ordered = sorted(unique.items(), key=lambda item: (str(item[1].get("time", "")), item[0]))
-    return [sample for _, sample in ordered[-limit:]] if limit else []
+    unique = {_canonical(s): s for s in [*old, *new]}
+    ordered = sorted(unique.items(), key=lambda item: (item[1].time, item[0]))
+    return tuple(sample for _, sample in ordered[-limit:]) if limit else ()
 
 
-def merge_rule(old: dict[str, Any], new: Mapping[str, Any], max_samples: int) -> dict[str, Any]:
-    merged = dict(old)
-    merged["flow_count"] = int(old.get("flow_count", 0)) + int(new.get("flow_count", 0))
-    merged["first_seen"] = _earliest(old.get("first_seen", ""), new.get("first_seen", ""))
-    merged["last_seen"] = _latest(old.get("last_seen", ""), new.get("last_seen", ""))
-    sessions = list(old.get("contributing_sessions") or [])
-    for session in new.get("contributing_sessions") or []:
-        if session not in sessions:
-            sessions.append(session)
-    merged["contributing_sessions"] = sessions
-    merged["samples"] = merge_samples(
-        old.get("samples") or [], new.get("samples") or [], max_samples
-    )
-    classes = dict(old.get("classes") or {})
-    for cls, n in (new.get("classes") or {}).items():
+def merge_rule(old: RuleEvidence, new: RuleEvidence, max_samples: int) -> RuleEvidence:
+    sessions = list(old.contributing_sessions)
+    sessions += [s for s in new.contributing_sessions if s not in sessions]
+    classes = dict(old.classes)
+    for cls, n in new.classes.items():
         classes[cls] = classes.get(cls, 0) + n
-    merged["classes"] = dict(sorted(classes.items()))
-    return merged
+    return attrs.evolve(
+        old,
+        flow_count=old.flow_count + new.flow_count,
+        first_seen=_earliest(old.first_seen, new.first_seen),
+        last_seen=_latest(old.last_seen, new.last_seen),
+        contributing_sessions=tuple(sessions),
+        samples=merge_samples(old.samples, new.samples, max_samples),
+        classes=dict(sorted(classes.items())),
+    )
 
 
-def new_document(name: str, namespace: str, workload: str) -> dict[str, Any]:
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "policy": {"name": name, "namespace": namespace, "workload": workload},
-        "sessions": [],
-        "rules": [],
-    }
+def new_document(name: str, namespace: str, workload: str) -> PolicyEvidence:
+    return PolicyEvidence(policy=PolicyIdentity(name, namespace, workload))
 
 
 def merge_evidence(
-    existing: Mapping[str, Any] | None,
+    existing: PolicyEvidence | None,
     *,
     name: str,
     namespace: str,
     workload: str,
     session: SessionInfo,
-    rules: Iterable[Mapping[str, Any]],
+    rules: Iterable[RuleEvidence],
     max_samples: int = 10,
     max_sessions: int = 10,
-) -> dict[str, Any]:
+) -> PolicyEvidence:
     """Fold one session's rules into a policy's evidence. Counts add, first/last seen widen,
     the session is upserted by id (oldest sessions dropped past ``max_sessions``), samples keep
     the newest ``max_samples``, and rules not seen this time are kept."""
-    doc = new_document(name, namespace, workload)
-    if existing is not None:
-        doc["sessions"] = [dict(s) for s in existing.get("sessions") or []]
-        doc["rules"] = [dict(r) for r in existing.get("rules") or []]
-    record = session.record()
-    sessions = [s for s in doc["sessions"] if s.get("id") != session.id]
-    position = next((i for i, s in enumerate(doc["sessions"]) if s.get("id") == session.id), None)
+    old_sessions = list(existing.sessions) if existing is not None else []
+    old_rules = list(existing.rules) if existing is not None else []
+    sessions = [s for s in old_sessions if s.id != session.id]
+    position = next((i for i, s in enumerate(old_sessions) if s.id == session.id), None)
     if position is None:
-        sessions.append(record)
+        sessions.append(session)
     else:
-        sessions.insert(position, record)
+        sessions.insert(position, session)
     if max_sessions and len(sessions) > max_sessions:
-        sessions = sorted(sessions, key=lambda s: str(s.get("started_at", "")))[-max_sessions:]
-    doc["sessions"] = sessions
-    by_key = {r.get("key"): r for r in doc["rules"]}
+        sessions = sorted(sessions, key=lambda s: s.started_at)[-max_sessions:]
+    by_key = {r.key: r for r in old_rules}
     for rule in rules:
-        old = by_key.get(rule["key"])
+        old = by_key.get(rule.key)
         if old is None:
-            fresh = dict(rule)
-            samples = rule.get("samples") or []
-            if max_samples and len(samples) > max_samples:
-                fresh["samples"] = merge_samples([], samples, max_samples)
-            by_key[rule["key"]] = fresh
+            if max_samples and len(rule.samples) > max_samples:
+                rule = attrs.evolve(rule, samples=merge_samples((), rule.samples, max_samples))
+            by_key[rule.key] = rule
         else:
-            by_key[rule["key"]] = merge_rule(old, rule, max_samples)
-    doc["rules"] = sorted(by_key.values(), key=_rule_order)
-    return doc
+            by_key[rule.key] = merge_rule(old, rule, max_samples)
+    return PolicyEvidence(
+        policy=PolicyIdentity(name, namespace, workload),
+        sessions=tuple(sessions),
+        rules=tuple(sorted(by_key.values(), key=_rule_order)),
+    )
 
 
-def render_evidence(doc: Mapping[str, Any]) -> str:
+def render_evidence(doc: PolicyEvidence) -> str:
     """The evidence file's text: JSON with a 2-space indent and keys in schema order, each
     sample flow on one line (easy to grep, and a third of the size), final newline."""
-    shown = dict(doc)
-    shown["rules"] = [
-        {**rule, "samples": [orjson.Fragment(orjson.dumps(s)) for s in rule.get("samples") or []]}
-        for rule in doc.get("rules") or []
-    ]
+    shown = to_data(doc)
+    for rule in shown["rules"]:
+        rule["samples"] = [orjson.Fragment(orjson.dumps(s)) for s in rule["samples"]]
     return orjson.dumps(shown, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE).decode()
 
 
-def parse_evidence(text: str, where: str) -> dict[str, Any]:
-    """Read an evidence document; any other schema version is refused with the fix."""
+def parse_evidence(text: str, where: str) -> PolicyEvidence:
+    """Read an evidence document; any other schema version, or a field of the wrong type, is
+    refused with the fix."""
     try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
+        doc = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
         raise EvidenceError(
             f"{where}: not valid JSON ({exc}); delete it and run 'cpg replay' again to rebuild it"
         ) from None
@@ -264,4 +235,10 @@ def parse_evidence(text: str, where: str) -> dict[str, Any]:
             f"{SCHEMA_VERSION}; move the file aside (or delete the evidence folder) and run "
             "'cpg replay' or 'cpg generate' again to rebuild it"
         )
-    return doc
+    try:
+        return from_data(doc, PolicyEvidence, where)
+    except DocumentError as exc:
+        raise EvidenceError(
+            f"{exc}; move the file aside (or delete the evidence folder) and run 'cpg replay' "
+            "again to rebuild it"
+        ) from None

@@ -6,12 +6,18 @@ and the end-of-run report."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 import attrs
-import orjson
 
-from cpg_core.attribution import NO_TIME, Sample, sample_of, sample_record
+from cpg_core.attribution import NO_TIME, sample_of, sample_record
+from cpg_core.documents import (
+    CaptureWindow,
+    ClusterHealth,
+    DropRecord,
+    Finding,
+    HealthSessionRecord,
+    SkippedFlows,
+)
 from cpg_core.dropreasons import (
     CLASSIFIER_VERSION,
     DropClass,
@@ -23,7 +29,6 @@ from cpg_core.flow import Direction, Flow, PolicyRef
 from cpg_core.labels import select_labels, workload_name
 from cpg_core.synthesis import traffic_subject
 
-HEALTH_SCHEMA_VERSION = 1
 MAX_EXAMPLES = 3
 UNKNOWN = "_unknown"
 
@@ -99,18 +104,18 @@ class FindingTally:
         self.count += other.count
         self.examples = sorted(self.examples + other.examples, key=sample_of)[-MAX_EXAMPLES:]
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> Finding:
         examples = [sample_of(f) for f in self._newest()]
         flows = {sample_of(f): f for f in self.examples}
-        out: dict[str, Any] = {"kind": self.kind, "subject": self.subject, "count": self.count}
-        if self.policies:
-            out["policies"] = list(self.policies)
-        out["examples"] = [_example(flows[s], s) for s in sorted(set(examples))]
-        return out
-
-
-def _example(flow: Flow, sample: Sample) -> dict[str, Any]:
-    return sample_record(sample, flow.protocol, flow.port)
+        return Finding(
+            kind=self.kind,
+            subject=self.subject,
+            count=self.count,
+            policies=self.policies,
+            examples=tuple(
+                sample_record(s, flows[s].protocol, flows[s].port) for s in sorted(set(examples))
+            ),
+        )
 
 
 def deny_finding_key(kind: str, flow: Flow) -> tuple[str, str, tuple[str, ...]]:
@@ -132,9 +137,7 @@ def top_entries(counts: Mapping[str, int], limit: int = 3) -> tuple[list[tuple[s
     return ordered[:cut], len(ordered) - cut
 
 
-def drop_records(
-    drops: Mapping[int, DropTally], classes: Iterable[DropClass]
-) -> list[dict[str, Any]]:
+def drop_records(drops: Mapping[int, DropTally], classes: Iterable[DropClass]) -> list[DropRecord]:
     """``drops[]`` of cluster-health.json for the given classes, sorted by reason name."""
     wanted = set(classes)
     records = []
@@ -142,25 +145,24 @@ def drop_records(
         cls = classify_reason(code)
         if cls not in wanted:
             continue
-        record: dict[str, Any] = {
-            "reason": reason_name(code),
-            "class": cls.value,
-            "count": tally.count,
-        }
-        link = remediation(code)
-        if link:
-            record["remediation"] = link
-        record["by_node"] = dict(sorted(tally.by_node.items()))
-        record["by_workload"] = dict(sorted(tally.by_workload.items()))
-        records.append(record)
-    records.sort(key=lambda r: str(r["reason"]))
+        records.append(
+            DropRecord(
+                reason=reason_name(code),
+                drop_class=cls.value,
+                count=tally.count,
+                remediation=remediation(code) or "",
+                by_node=dict(sorted(tally.by_node.items())),
+                by_workload=dict(sorted(tally.by_workload.items())),
+            )
+        )
+    records.sort(key=lambda r: r.reason)
     return records
 
 
-def severity_order(record: Mapping[str, Any]) -> tuple[int, int, str]:
+def severity_order(record: DropRecord) -> tuple[int, int, str]:
     """Infra before transient, then the most frequent first."""
-    rank = {"infra": 0, "transient": 1, "noise": 2}.get(str(record.get("class")), 3)
-    return (rank, -int(record.get("count", 0)), str(record.get("reason")))
+    rank = {"infra": 0, "transient": 1, "noise": 2}.get(record.drop_class, 3)
+    return (rank, -record.count, record.reason)
 
 
 @attrs.frozen(slots=True)
@@ -179,60 +181,41 @@ def health_document(
     session: HealthSession,
     drops: Mapping[int, DropTally],
     findings: Iterable[FindingTally],
-) -> dict[str, Any]:
+) -> ClusterHealth:
     """cluster-health.json: the Go tool's schema v1 fields, then this project's additions."""
     infra = drop_records(drops, (DropClass.INFRA, DropClass.TRANSIENT))
-    noise = {r["reason"]: r["count"] for r in drop_records(drops, (DropClass.NOISE,))}
-    return {
-        "schema_version": HEALTH_SCHEMA_VERSION,
-        "classifier_version": CLASSIFIER_VERSION,
-        "session": {
-            "started": session.started,
-            "ended": session.ended,
-            "flows_seen": session.flows_seen,
-            "infra_drops_total": sum(int(r["count"]) for r in infra),
-        },
-        "drops": infra,
-        "noise": dict(sorted(noise.items())),
-        "findings": sorted(
-            (f.record() for f in findings), key=lambda r: (r["kind"], -r["count"], r["subject"])
+    noise = {r.reason: r.count for r in drop_records(drops, (DropClass.NOISE,))}
+    return ClusterHealth(
+        classifier_version=CLASSIFIER_VERSION,
+        session=HealthSessionRecord(
+            started=session.started,
+            ended=session.ended,
+            flows_seen=session.flows_seen,
+            infra_drops_total=sum(r.count for r in infra),
         ),
-        "lost_events": session.lost_events,
-        "window": {
-            "first_flow": session.first_flow or None,
-            "last_flow": session.last_flow or None,
-        },
-        "skipped": {"replies": session.replies, "not_a_drop": session.not_a_drop},
-    }
-
-
-def has_anything_to_report(health: Mapping[str, Any]) -> bool:
-    """Whether cluster-health.json is worth writing: drops, findings or lost events."""
-    return bool(
-        health.get("drops")
-        or health.get("findings")
-        or health.get("noise")
-        or health.get("lost_events")
+        drops=tuple(infra),
+        noise=dict(sorted(noise.items())),
+        findings=tuple(
+            sorted((f.record() for f in findings), key=lambda r: (r.kind, -r.count, r.subject))
+        ),
+        lost_events=session.lost_events,
+        window=CaptureWindow(session.first_flow or None, session.last_flow or None),
+        skipped=SkippedFlows(replies=session.replies, not_a_drop=session.not_a_drop),
     )
 
 
-def render_health(health: Mapping[str, Any]) -> str:
-    return orjson.dumps(health, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE).decode()
+def capped_breakdowns(health: ClusterHealth, limit: int = 100) -> tuple[ClusterHealth, bool]:
+    """The report with per-drop ``by_node``/``by_workload`` maps of at most ``limit`` entries
+    (highest counts, ties by name), and whether any was cut. Counts stay the true totals."""
 
+    def cap(breakdown: Mapping[str, int]) -> dict[str, int]:
+        if len(breakdown) <= limit:
+            return dict(breakdown)
+        return dict(sorted(sorted(breakdown.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]))
 
-def capped_breakdowns(health: Mapping[str, Any], limit: int = 100) -> tuple[dict[str, Any], bool]:
-    """A copy of a health report whose per-drop ``by_node``/``by_workload`` maps keep at most
-    ``limit`` entries (highest counts, ties by name), and whether any was cut. Counts stay the
-    true totals."""
-    truncated = False
-    drops = []
-    for drop in health.get("drops") or []:
-        drop = dict(drop)
-        for key in ("by_node", "by_workload"):
-            breakdown: Mapping[str, int] = drop.get(key) or {}
-            if len(breakdown) > limit:
-                kept = sorted(breakdown.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
-                drop[key] = dict(sorted(kept))
-                truncated = True
-        drops.append(drop)
-    return {**health, "drops": drops}, truncated
+    truncated = any(len(d.by_node) > limit or len(d.by_workload) > limit for d in health.drops)
+    drops = tuple(
+        attrs.evolve(d, by_node=cap(d.by_node), by_workload=cap(d.by_workload))
+        for d in health.drops
+    )
+    return attrs.evolve(health, drops=drops), truncated

@@ -6,11 +6,17 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
-from cpg_core.evidence import parse_evidence, render_evidence
+import orjson
+
+from cpg_core.documents import ClusterHealth, PolicyEvidence
+from cpg_core.evidence import EvidenceError, parse_evidence, render_evidence
+from cpg_core.wire import DocumentError, from_data, to_json
 from cpg_io.store import StagedWrites, StoreError, atomic_write_text, safe_component
+
+HEALTH_FILE = "cluster-health.json"
 
 
 def default_evidence_root() -> Path:
@@ -47,7 +53,11 @@ class EvidenceStore:
             / (safe_component(workload, "workload") + ".json")
         )
 
-    def read(self, namespace: str, workload: str) -> dict[str, Any] | None:
+    @property
+    def health_path(self) -> Path:
+        return self.base / HEALTH_FILE
+
+    def read(self, namespace: str, workload: str) -> PolicyEvidence | None:
         path = self.path_for(namespace, workload)
         try:
             text = path.read_text(encoding="utf-8")
@@ -55,13 +65,56 @@ class EvidenceStore:
             return None
         return parse_evidence(text, str(path))
 
-    def write(self, namespace: str, workload: str, doc: dict[str, Any]) -> Path:
-        path = self.path_for(namespace, workload)
+    def targets(self) -> Iterator[tuple[str, str]]:
+        """(namespace, workload) of every evidence file, sorted."""
+        if not self.base.is_dir():
+            return
+        for ns_dir in sorted(p for p in self.base.iterdir() if p.is_dir()):
+            for path in sorted(ns_dir.glob("*.json")):
+                yield ns_dir.name, path.stem
+
+    def read_all(
+        self, on_error: Callable[[str], None]
+    ) -> Iterator[tuple[str, str, PolicyEvidence]]:
+        """Every readable evidence document; each unreadable one is passed to ``on_error``
+        (its message names the file) and skipped."""
+        for namespace, workload in self.targets():
+            try:
+                doc = self.read(namespace, workload)
+            except (EvidenceError, StoreError, OSError, UnicodeDecodeError) as exc:
+                on_error(str(exc))
+                continue
+            if doc is not None:
+                yield namespace, workload, doc
+
+    def read_health(self) -> ClusterHealth | None:
+        """This output dir's cluster-health.json (None when the run wrote none)."""
+        path = self.health_path
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise EvidenceError(f"{path}: cannot read it ({exc})") from None
+        try:
+            return from_data(orjson.loads(text), ClusterHealth, str(path))
+        except (orjson.JSONDecodeError, DocumentError) as exc:
+            raise EvidenceError(
+                f"{path}: not a cluster-health report ({exc}); delete it and run again"
+            ) from None
+
+    def write_health(self, health: ClusterHealth) -> Path:
+        return self._write(self.health_path, to_json(health), "cluster health")
+
+    def write(self, namespace: str, workload: str, doc: PolicyEvidence) -> Path:
+        return self._write(self.path_for(namespace, workload), render_evidence(doc), "evidence")
+
+    def _write(self, path: Path, text: str, what: str) -> Path:
         try:
             if self.batch is not None:
-                self.batch.stage(path, render_evidence(doc))
+                self.batch.stage(path, text)
             else:
-                atomic_write_text(path, render_evidence(doc))
+                atomic_write_text(path, text)
         except OSError as exc:
-            raise StoreError(f"{path}: could not write evidence ({exc.strerror or exc})") from None
+            raise StoreError(f"{path}: could not write {what} ({exc.strerror or exc})") from None
         return path

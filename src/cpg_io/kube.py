@@ -11,6 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 CILIUM_GROUP = "cilium.io"
 CILIUM_VERSION = "v2"
 
@@ -334,3 +336,65 @@ def cilium_agent_images(api: Any, timeout: float, namespace: str = "kube-system"
         if chosen is not None and chosen.image:
             images.append(str(chosen.image))
     return images
+
+
+class RelaySetupError(KubeError):
+    """Set-up before a live capture failed. ``step`` is ``cluster_dedup`` or ``port_forward``."""
+
+    def __init__(self, step: str, message: str) -> None:
+        super().__init__(message)
+        self.step = step
+
+
+@attrs.define
+class RelayConnection:
+    """Where a live capture connects, and what it set up to get there."""
+
+    server: str
+    description: str
+    forwarder: PortForwarder | None = None
+    in_cluster: dict[tuple[str, str], dict[str, Any]] | None = None
+
+    def close(self) -> None:
+        forwarder, self.forwarder = self.forwarder, None
+        if forwarder is not None:
+            forwarder.close()
+
+
+def prepare_relay(
+    server: str | None,
+    *,
+    timeout: float,
+    namespaces: list[str] | None = None,
+    cluster_dedup: bool = False,
+    relay_namespace: str = "kube-system",
+    kubeconfig: Path | None = None,
+    context: str | None = None,
+) -> RelayConnection:
+    """The cluster work before a live capture, shared by ``cpg generate`` and cpg-mcp: the
+    applied cpg policies for ``cluster_dedup``, and a port-forward to the hubble-relay pod when
+    no ``server`` was given. Bounded by ``timeout``; RelaySetupError names the failed step."""
+    connection = RelayConnection(server=server or "", description=server or "")
+    if server and not cluster_dedup:
+        return connection
+    try:
+        api = api_client(kubeconfig, context, timeout=timeout)
+    except KubeError as exc:
+        step = "cluster_dedup" if cluster_dedup else "port_forward"
+        raise RelaySetupError(step, str(exc)) from None
+    if cluster_dedup:
+        try:
+            connection.in_cluster = cpg_managed_policies(api, namespaces or None)
+        except KubeError as exc:
+            raise RelaySetupError("cluster_dedup", str(exc)) from None
+    if not server:
+        try:
+            forwarder = forward_to_relay(api, relay_namespace, timeout)
+        except KubeError as exc:
+            raise RelaySetupError("port_forward", str(exc)) from None
+        connection.forwarder = forwarder
+        connection.server = forwarder.address
+        connection.description = (
+            f"{forwarder.address} (port-forward to {relay_namespace}/{forwarder.pod})"
+        )
+    return connection

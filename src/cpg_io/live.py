@@ -17,7 +17,7 @@ import attrs
 import grpc
 
 from cpg_core.aggregate import AggregateOptions, Aggregator
-from cpg_core.evidence import SessionInfo
+from cpg_core.documents import SessionInfo, SessionSource
 from cpg_core.flow import Flow, LostEvents
 from cpg_io.hubble import (
     RelayError,
@@ -105,8 +105,7 @@ class LiveCapture:
             started_at=rfc3339(self.started),
             ended_at=rfc3339(self.started),
             cpg_version=cpg_version(),
-            source_type="live",
-            source_server=settings.server,
+            source=SessionSource(type="live", server=settings.server),
         )
         self.result = ReplayResult(stats=self.stats, aggregator=self.totals)
         self.error = ""

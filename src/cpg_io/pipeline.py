@@ -18,13 +18,14 @@ import yaml
 
 from cpg_core.aggregate import AggregateOptions, Aggregator, PolicyPlan
 from cpg_core.decide import Decision
+from cpg_core.documents import ClusterHealth, SessionInfo, SessionSource
 from cpg_core.equivalence import policies_equivalent
 from cpg_core.errors import PolicyMergeError, SelectorMismatchError
-from cpg_core.evidence import EvidenceError, SessionInfo, merge_evidence, rule_records
+from cpg_core.evidence import EvidenceError, merge_evidence, rule_records
 from cpg_core.labels import format_labels
 from cpg_core.merge import render_or_merge
 from cpg_core.names import policy_name, short_hash
-from cpg_core.triage import HealthSession, has_anything_to_report, health_document, render_health
+from cpg_core.triage import HealthSession, health_document
 from cpg_io.evidence_store import EvidenceStore
 from cpg_io.parallel import aggregate_file, aggregate_stream, map_forked
 from cpg_io.sources import ReadStats, is_gzip, open_flow_stream
@@ -59,7 +60,7 @@ class ReplayResult:
     evidence_dir: Path | None = None
     """Where this output dir's evidence lives (None when evidence was not written)."""
     evidence_errors: list[str] = attrs.Factory(list)
-    health: dict[str, Any] | None = None
+    health: ClusterHealth | None = None
     """The cluster-health document of this run (also when it was not written)."""
     health_path: Path | None = None
     """Where cluster-health.json was written (None when it was not)."""
@@ -124,8 +125,9 @@ def replay(
             started_at=rfc3339(started),
             ended_at=rfc3339(clock()),
             cpg_version=cpg_version(),
-            source_type="replay",
-            source_file="" if source == "-" else os.path.abspath(source),
+            source=SessionSource(
+                type="replay", file="" if source == "-" else os.path.abspath(source)
+            ),
             flows_ingested=total,
             flows_unhandled=total - aggregator.rule_flows,
         )
@@ -153,7 +155,7 @@ def replay(
 
 def run_health(
     aggregator: Aggregator, stats: ReadStats, started: datetime, ended: datetime
-) -> dict[str, Any]:
+) -> ClusterHealth:
     first, last = aggregator.window()
     return health_document(
         HealthSession(
@@ -185,7 +187,7 @@ def write_outputs(
     *,
     evidence: EvidenceSettings | None,
     session: SessionInfo | None,
-    health: dict[str, Any] | None,
+    health: ClusterHealth | None,
     dry_run: bool,
     diff: bool,
     jobs: int,
@@ -220,9 +222,8 @@ def write_outputs(
         outcomes = map_forked(one, plans, jobs)
         for outcome in outcomes:
             batch.adopt(outcome.staged)
-        if evidence_store is not None and health is not None and has_anything_to_report(health):
-            result.health_path = evidence_store.base / "cluster-health.json"
-            batch.stage(result.health_path, render_health(health))
+        if evidence_store is not None and health is not None and health.has_anything_to_report:
+            result.health_path = evidence_store.write_health(health)
         batch.commit()
     except BaseException:
         batch.abort()

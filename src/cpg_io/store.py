@@ -10,7 +10,7 @@ import contextlib
 import os
 import tempfile
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from enum import StrEnum
 from pathlib import Path
@@ -140,6 +140,14 @@ class PolicyStore:
             / safe_component(namespace, "namespace")
             / (safe_component(workload, "workload") + ".yaml")
         )
+
+    def targets(self) -> Iterator[tuple[str, str]]:
+        """(namespace, workload) of every policy file, sorted."""
+        if not self.root.is_dir():
+            return
+        for ns_dir in sorted(p for p in self.root.iterdir() if p.is_dir()):
+            for path in sorted(ns_dir.glob("*.yaml")):
+                yield ns_dir.name, path.stem
 
     def read(self, path: Path) -> str | None:
         try:

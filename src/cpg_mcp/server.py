@@ -1,46 +1,37 @@
-"""The ``cpg-mcp`` tools. Query tools only read the session's files; nothing writes to a
-cluster; every string returned is stripped of control characters."""
+"""Registers the cpg-mcp tools (``cpg_mcp.tools``) with their argument schemas, titles and
+annotations. Each registration only declares the interface and hands the call to a plain
+function, in a thread the call's deadline can abandon."""
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import logging
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
-import yaml
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from cpg_core.aggregate import AggregateOptions
-from cpg_core.bootstrap import render_bootstrap
-from cpg_core.cilium_version import below_floor, format_version, minimum_version, versions_seen
-from cpg_core.decide import DecideOptions
-from cpg_core.dropped_view import (
-    DroppedFlowFilter,
-    aggregate_rows,
-    compose,
-    flow_samples,
-)
-from cpg_core.dropreasons import parse_reason_name
-from cpg_core.evidence import EvidenceError, parse_evidence
-from cpg_core.explain import ExplainFilter, explain_record, parse_cidr, parse_peer
-from cpg_core.names import is_dns1123_label, path_component_problem
-from cpg_core.triage import capped_breakdowns
-from cpg_io.evidence_store import EvidenceStore
-from cpg_io.hubble import TLSSettings
 from cpg_io.version import cpg_version
-from cpg_mcp import paging
+from cpg_mcp import tools
 from cpg_mcp.audit import AuditLog
 from cpg_mcp.guard import GuardedServer
-from cpg_mcp.sanitize import clean
-from cpg_mcp.sessions import Session, SessionError, SessionManager
+from cpg_mcp.models import (
+    BootstrapResult,
+    DroppedFlows,
+    EvidenceResult,
+    HealthResult,
+    PolicyList,
+    PolicyResult,
+    StartResult,
+    StatusResult,
+    StopResult,
+)
+from cpg_mcp.sessions import SessionManager
 
 log = logging.getLogger("cpg.mcp")
 
@@ -48,160 +39,19 @@ QUERY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
 SESSION_ID = Annotated[str, Field(description="the opaque session_id returned by start_session")]
-PROTOCOLS = ("icmpv4", "icmpv6", "sctp", "tcp", "udp")
 CURSOR = Annotated[
     str | None, Field(description="opaque pagination token from a previous call's next_cursor")
 ]
-DROPPED_FLOWS_CAPTURING = (
-    "aggregates are finalized only after stop_session; call stop_session first "
-    "(samples above are already live)"
-)
 _threads = anyio.CapacityLimiter(4)
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when built with it
-
 
 T = TypeVar("T")
 
 
-async def offload(fn: Callable[[], T]) -> T:
+async def offload(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Run file-reading work in a thread the call's deadline can abandon."""
-    return await anyio.to_thread.run_sync(fn, abandon_on_cancel=True, limiter=_threads)
-
-
-class StartResult(BaseModel):
-    session_id: str
-    discarded_session: str | None = None
-    server: str
-
-
-class StatusResult(BaseModel):
-    session_id: str
-    state: Literal["capturing", "stopped"]
-    elapsed: str
-    policy_file_count: int
-    evidence_file_count: int
-    tmp_dir: str
-    error: str | None = None
-
-
-class StopResult(BaseModel):
-    session_id: str
-    state: Literal["stopped"] = "stopped"
-    error: str | None = None
-    already_stopped: bool
-    duration: str
-    flows_seen: int
-    policies_written: int
-    policies_skipped: int
-    policies_failed: int
-    lost_events: int
-    l7_record_count: int
-    audit_verdict_count: int
-    infra_drop_total: int
-    infra_drops_by_reason: dict[str, int]
-    cluster_health_path: str
-    tmp_dir: str
-
-
-class PolicyRow(BaseModel):
-    namespace: str
-    workload: str
-    name: str
-    directions: list[str]
-    ingress_rule_count: int
-    egress_rule_count: int
-    path: str
-
-
-class PolicyList(BaseModel):
-    policies: list[PolicyRow]
-    total_count: int
-    has_more: bool
-    next_cursor: str | None = None
-
-
-class Endpoint(BaseModel):
-    namespace: str | None = None
-    workload: str | None = None
-    pod: str | None = None
-    ip: str | None = None
-
-
-class DroppedFlowSample(BaseModel):
-    namespace: str
-    workload: str
-    direction: str
-    peer: dict[str, Any]
-    port: str
-    protocol: str
-    time: str
-    src: Endpoint
-    dst: Endpoint
-    verdict: str
-    drop_reason: str | None = None
-
-
-class Aggregates(BaseModel):
-    available_after_stop: bool | None = None
-    message: str | None = None
-    rows: list[dict[str, Any]] | None = Field(
-        default=None,
-        description="per-(namespace, workload, reason) infra/transient counts; absent while "
-        "capturing or when no row on this page matches",
+    return await anyio.to_thread.run_sync(
+        functools.partial(fn, *args, **kwargs), abandon_on_cancel=True, limiter=_threads
     )
-
-
-class DroppedFlows(BaseModel):
-    samples: list[DroppedFlowSample]
-    aggregates: Aggregates
-    total_count: int = Field(
-        description="items (samples + aggregate rows) in this filtered view across all pages; "
-        "not a flow total (see stop_session flows_seen)"
-    )
-    has_more: bool
-    next_cursor: str | None = None
-
-
-class PolicyResult(BaseModel):
-    namespace: str
-    workload: str
-    name: str
-    yaml: str
-    path: str
-    ingress_rule_count: int
-    egress_rule_count: int
-
-
-class EvidenceResult(BaseModel):
-    policy: dict[str, Any]
-    sessions: list[dict[str, Any]]
-    matched_rules: list[dict[str, Any]]
-    total_count: int
-    has_more: bool
-    next_cursor: str | None = None
-
-
-class HealthResult(BaseModel):
-    available_after_stop: bool | None = None
-    message: str | None = None
-    no_drops: bool | None = None
-    report: dict[str, Any] | None = None
-    truncated: bool | None = Field(
-        default=None,
-        description="true when a by_node/by_workload breakdown was capped at 100 entries "
-        "(highest counts kept; each count stays the true total)",
-    )
-
-
-class BootstrapResult(BaseModel):
-    namespace: str
-    yaml: str = Field(description="the full CiliumNetworkPolicy YAML document")
-    cluster_version: str | None = Field(
-        default=None, description="the oldest Cilium agent version in the cluster"
-    )
-    version_source: Literal["pod-images", "undetermined"] = "undetermined"
-    cilium_versions_seen: dict[str, int] | None = None
-    version_warning: str | None = None
 
 
 async def _agent_images() -> list[str]:
@@ -218,34 +68,6 @@ async def _agent_images() -> list[str]:
     except Exception as exc:
         log.info("Cilium version undetermined: %s", exc)
         return []
-
-
-def _duration(seconds: float) -> str:
-    total = round(seconds)
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    return (f"{hours}h" if hours else "") + (f"{minutes}m" if hours or minutes else "") + f"{secs}s"
-
-
-def _component(value: str, what: str) -> str:
-    problem = path_component_problem(value)
-    if problem is not None or (what == "namespace" and not is_dns1123_label(value)):
-        raise ToolError(f"{what} {value!r} is not valid: {problem or 'not a DNS-1123 label'}")
-    return value
-
-
-def _seconds(value: str | None, default: float, what: str) -> float:
-    from cpg_core.explain import parse_duration
-
-    if not value:
-        return default
-    try:
-        seconds = parse_duration(value)
-    except ValueError as exc:
-        raise ToolError(f"{what}: {exc}") from None
-    if seconds <= 0 or seconds > 86400:
-        raise ToolError(f"{what} must be more than 0 and at most 24h, got {value!r}")
-    return seconds
 
 
 def build_server(
@@ -278,11 +100,8 @@ def build_server(
         lifespan=lifespan,
     )
 
-    def session_of(session_id: str) -> Session:
-        try:
-            return manager.get(session_id)
-        except SessionError as exc:
-            raise ToolError(str(exc)) from None
+    def session_of(session_id: str) -> Any:
+        return tools.session_of(manager, session_id)
 
     @mcp.tool(
         title="Start a capture session",
@@ -340,53 +159,20 @@ def build_server(
         """Start a capture session and return at once with its opaque session_id; the capture runs
         in the background. One session at a time: stop_session before starting another (a stopped
         session is discarded). Poll get_status."""
-        namespaces = list(namespace or [])
-        if namespaces and all_namespaces:
-            raise ToolError("namespace and all_namespaces are mutually exclusive")
-        for ns in namespaces:
-            _component(ns, "namespace")
-        protocols = [p.lower() for p in ignore_protocols or []]
-        for proto in protocols:
-            if proto not in PROTOCOLS:
-                raise ToolError(
-                    f"unknown protocol {proto!r}: valid values are {', '.join(PROTOCOLS)}"
-                )
-        reasons = []
-        for name in ignore_drop_reasons or []:
-            try:
-                reasons.append(parse_reason_name(name))
-            except ValueError as exc:
-                raise ToolError(str(exc)) from None
-        connect = _seconds(timeout, 10.0, "timeout")
-        interval = _seconds(flush_interval, 5.0, "flush_interval")
-        if replay_file is not None and (server or tls or cluster_dedup):
-            raise ToolError(
-                "replay_file reads a capture file: leave server, tls and cluster_dedup out"
-            )
-        options = AggregateOptions(
-            decide=DecideOptions(
-                include_audit=include_audit,
-                ignore_protocols=frozenset(protocols),
-                ignore_reasons=frozenset(reasons),
-            ),
-            namespaces=frozenset(namespaces),
+        return await tools.start_session(
+            manager,
+            namespace=namespace,
+            all_namespaces=all_namespaces,
             l7=l7,
-        )
-        live = {
-            "server": server or "",
-            "namespaces": tuple(namespaces),
-            "tls": TLSSettings(enabled=tls),
-            "timeout": connect,
-            "flush_interval": interval,
-        }
-        try:
-            session, discarded = await manager.start(
-                options, replay_file=replay_file, live=live, cluster_dedup=cluster_dedup
-            )
-        except SessionError as exc:
-            raise ToolError(str(exc)) from None
-        return StartResult(
-            session_id=session.id, discarded_session=discarded, server=clean(session.source)
+            include_audit=include_audit,
+            ignore_drop_reasons=ignore_drop_reasons,
+            ignore_protocols=ignore_protocols,
+            server=server,
+            tls=tls,
+            timeout=timeout,
+            flush_interval=flush_interval,
+            cluster_dedup=cluster_dedup,
+            replay_file=replay_file,
         )
 
     @mcp.tool(
@@ -398,18 +184,7 @@ def build_server(
     async def get_status(session_id: SESSION_ID) -> StatusResult:
         """Coarse session state (capturing/stopped), elapsed time and file counts. Works for a
         stopped session too."""
-        s = session_of(session_id)
-        return StatusResult(
-            session_id=s.id,
-            state=s.state,
-            elapsed=_duration(s.elapsed()),
-            policy_file_count=await offload(lambda: len(list(s.policies.glob("*/*.yaml")))),
-            evidence_file_count=await offload(
-                lambda: len(list(s.evidence_root.glob("*/*/*.json")))
-            ),
-            tmp_dir=str(s.tmp),
-            error=clean(s.error) or None,
-        )
+        return await offload(tools.get_status, session_of(session_id))
 
     @mcp.tool(
         title="Stop the session",
@@ -424,65 +199,10 @@ def build_server(
         """Stop the capture (final flush, cluster-health.json) and return the summary. Idempotent:
         a second stop returns the same summary with already_stopped. Files stay queryable until
         the next start_session."""
-        s = session_of(session_id)
-        already = s.stop_calls > 0
+        session = session_of(session_id)
+        already = session.stop_calls > 0
         await manager.stop(session_id)
-        result = s.result
-        agg = result.aggregator if result else None
-        written = result.count("created") + result.count("updated") if result else 0
-        by_reason = {
-            str(d.get("reason")): int(d.get("count", 0))
-            for d in ((result.health or {}).get("drops") or [] if result else [])
-        }
-        health = (
-            result.health_path
-            if result and result.health_path
-            else next(
-                iter(s.evidence_root.glob("*/cluster-health.json")),
-                s.evidence_root / "cluster-health.json",
-            )
-        )
-        return StopResult(
-            session_id=s.id,
-            error=clean(s.error) or None,
-            already_stopped=already,
-            duration=_duration(s.elapsed()),
-            flows_seen=agg.total_flows if agg else 0,
-            policies_written=written,
-            policies_skipped=result.count("unchanged") if result else 0,
-            policies_failed=len(result.failed) if result else 0,
-            lost_events=result.stats.lost_events if result else 0,
-            l7_record_count=agg.l7_records if agg else 0,
-            audit_verdict_count=agg.audit_flows if agg else 0,
-            infra_drop_total=agg.infra_drops if agg else 0,
-            infra_drops_by_reason=by_reason,
-            cluster_health_path=str(health),
-            tmp_dir=str(s.tmp),
-        )
-
-    def _health_of(s: Session) -> dict[str, Any] | None:
-        if s.result is not None and s.result.health is not None:
-            return s.result.health
-        for path in sorted(s.evidence_root.glob("*/cluster-health.json")):
-            try:
-                doc: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                raise ToolError(f"parsing cluster health {path}: {exc}") from None
-            return doc
-        return None
-
-    def _all_samples(s: Session) -> list[dict[str, Any]]:
-        samples: list[dict[str, Any]] = []
-        for base in sorted(p for p in s.evidence_root.glob("*") if p.is_dir()):
-            for ns_dir in sorted(p for p in base.iterdir() if p.is_dir()):
-                for path in sorted(ns_dir.glob("*.json")):
-                    try:
-                        doc = parse_evidence(path.read_text(encoding="utf-8"), str(path))
-                    except (OSError, EvidenceError) as exc:
-                        log.warning("skipping %s: %s", path, exc)
-                        continue
-                    samples += flow_samples(ns_dir.name, path.stem, doc)
-        return samples
+        return await offload(tools.stop_summary, session, already)
 
     @mcp.tool(title="Dropped flows: samples and counts", annotations=QUERY)
     async def list_dropped_flows(
@@ -517,48 +237,15 @@ def build_server(
         workload and reason (drops no policy fixes; available after stop_session). Noise is
         never listed. Filters AND-combine; pagination covers both sections; total_count counts
         view items, not flows."""
-        s = session_of(session_id)
-        if namespace is not None:
-            _component(namespace, "namespace")
-        if workload is not None:
-            _component(workload, "workload")
-        stopped = s.state == "stopped"
-        paging.decode(cursor)
-
-        def read() -> DroppedFlows:
-            rows = aggregate_rows(_health_of(s) or {}) if stopped else []
-            flt = DroppedFlowFilter(namespace, workload, dropclass, direction)
-            items = compose(_all_samples(s), rows, flt)
-            chunk, meta = paging.page(items, cursor, limit)
-            page_rows = [row for kind, row in chunk if kind == "aggregate"]
-            aggregates: dict[str, Any] = (
-                ({"rows": page_rows} if page_rows else {})
-                if stopped
-                else {"available_after_stop": True, "message": DROPPED_FLOWS_CAPTURING}
-            )
-            return DroppedFlows.model_validate(
-                clean(
-                    {
-                        "samples": [row for kind, row in chunk if kind == "sample"],
-                        "aggregates": aggregates,
-                        **meta,
-                    }
-                )
-            )
-
-        return await offload(read)
-
-    def _policy_row(path: Path) -> PolicyRow:
-        doc = yaml.load(path.read_text(), Loader=_YAML_LOADER)
-        spec = doc.get("spec") or {}
-        return PolicyRow(
-            namespace=path.parent.name,
-            workload=path.stem,
-            name=str((doc.get("metadata") or {}).get("name", "")),
-            directions=[d for d in ("ingress", "egress") if spec.get(d)],
-            ingress_rule_count=len(spec.get("ingress") or []),
-            egress_rule_count=len(spec.get("egress") or []),
-            path=str(path),
+        return await offload(
+            tools.list_dropped_flows,
+            session_of(session_id),
+            namespace=namespace,
+            workload=workload,
+            dropclass=dropclass,
+            direction=direction,
+            limit=limit,
+            cursor=cursor,
         )
 
     @mcp.tool(title="List generated policies", annotations=QUERY)
@@ -569,23 +256,9 @@ def build_server(
     ) -> PolicyList:
         """The policies this session generated: namespace, workload, name, directions, rule
         counts and path. Paginated."""
-        s = session_of(session_id)
-        paging.decode(cursor)  # a garbage cursor is an error even with no policy yet
-
-        def read() -> PolicyList:
-            paths = sorted(s.policies.glob("*/*.yaml"))
-            chunk, meta = paging.page(paths, cursor, limit)
-            rows = []
-            for path in chunk:
-                try:
-                    rows.append(_policy_row(path))
-                except (OSError, yaml.YAMLError) as exc:
-                    log.warning("skipping %s: %s", path, exc)
-            return PolicyList.model_validate(
-                clean({"policies": [r.model_dump() for r in rows], **meta})
-            )
-
-        return await offload(read)
+        return await offload(
+            tools.list_policies, session_of(session_id), limit=limit, cursor=cursor
+        )
 
     @mcp.tool(title="Get one policy", annotations=QUERY)
     async def get_policy(
@@ -598,27 +271,8 @@ def build_server(
         ],
     ) -> PolicyResult:
         """The full YAML of one generated policy and its rule counts."""
-        s = session_of(session_id)
-        path = (
-            s.policies
-            / _component(namespace, "namespace")
-            / (_component(workload, "workload") + ".yaml")
-        )
-        try:
-            text = await offload(path.read_text)
-        except FileNotFoundError:
-            raise ToolError(
-                f"no policy for {namespace}/{workload}; call list_policies to see what exists"
-            ) from None
-        row = await offload(functools.partial(_policy_row, path))
-        return PolicyResult(
-            namespace=namespace,
-            workload=workload,
-            name=clean(row.name),
-            yaml=clean(text, keep_newlines=True),
-            path=str(path),
-            ingress_rule_count=row.ingress_rule_count,
-            egress_rule_count=row.egress_rule_count,
+        return await offload(
+            tools.get_policy, session_of(session_id), namespace=namespace, workload=workload
         )
 
     @mcp.tool(title="Evidence behind a policy's rules", annotations=QUERY)
@@ -650,59 +304,27 @@ def build_server(
     ) -> EvidenceResult:
         """Per-rule flow evidence for one policy, records exactly as `cpg explain --json` gives
         them. Filters AND-narrow the rules; pagination applies to matched rules."""
-        s = session_of(session_id)
-        ns, wl = _component(namespace, "namespace"), _component(workload, "workload")
-        try:
-            doc = await offload(
-                functools.partial(EvidenceStore(s.evidence_root, s.policies).read, ns, wl)
-            )
-        except EvidenceError as exc:
-            raise ToolError(str(exc)) from None
-        if doc is None:
-            raise ToolError(
-                f"no evidence for {ns}/{wl}; call list_policies to see available targets"
-            )
-        try:
-            flt = ExplainFilter(
-                direction=direction,
-                port=port,
-                peer=parse_peer(peer) if peer else None,
-                peer_cidr=parse_cidr(peer_cidr) if peer_cidr else None,
-                http_method=http_method.strip().upper() if http_method else None,
-                http_path=http_path,
-                dns_pattern=dns_pattern.strip().rstrip(".") if dns_pattern else None,
-            )
-        except ValueError as exc:
-            raise ToolError(str(exc)) from None
-        record = explain_record(doc, flt)
-        rules, meta = paging.page(record["matched_rules"], cursor, limit)
-        return EvidenceResult.model_validate(clean({**record, "matched_rules": rules, **meta}))
+        return await offload(
+            tools.get_evidence,
+            session_of(session_id),
+            namespace=namespace,
+            workload=workload,
+            direction=direction,
+            port=port,
+            peer=peer,
+            peer_cidr=peer_cidr,
+            http_method=http_method,
+            http_path=http_path,
+            dns_pattern=dns_pattern,
+            limit=limit,
+            cursor=cursor,
+        )
 
     @mcp.tool(title="Cluster health of the session", annotations=QUERY)
     async def get_cluster_health(session_id: SESSION_ID) -> HealthResult:
         """Infrastructure and transient drops (by reason, node and workload, with fix links) and
         findings, once the session has stopped. No report after stop means no such drops."""
-        s = session_of(session_id)
-        if s.state == "capturing":
-            return HealthResult(
-                available_after_stop=True,
-                message="cluster health is finalized only after stop_session; call stop_session "
-                "first",
-            )
-        report = await offload(functools.partial(_health_of, s))
-        if report is None and s.error:
-            raise ToolError(
-                clean(
-                    "cluster health unavailable: session ended with error before any drop was "
-                    f"recorded: {s.error}"
-                )
-            )
-        if not report or not (report.get("drops") or report.get("findings")):
-            return HealthResult(
-                no_drops=True, message="no infra/transient drops observed this session"
-            )
-        capped, truncated = capped_breakdowns(report)
-        return HealthResult(report=clean(capped), truncated=truncated or None)
+        return await offload(tools.get_cluster_health, session_of(session_id))
 
     @mcp.tool(title="Default-deny policy for a namespace", annotations=QUERY)
     async def get_bootstrap_policy(
@@ -712,34 +334,7 @@ def build_server(
         ingress and egress as [{}]), the first step of onboarding a namespace. Detects the
         cluster's Cilium version from the environment's kubeconfig (3 s at most); refuses below
         1.16, where the field would be pruned, and proceeds with a warning when undetermined."""
-        if not namespace:
-            raise ToolError("namespace is required")
-        try:
-            text = render_bootstrap(namespace)
-        except ValueError as exc:
-            raise ToolError(str(exc)) from None
-        images = await _agent_images()
-        version = minimum_version(images)
-        if version is None:
-            return BootstrapResult(
-                namespace=namespace,
-                yaml=text,
-                version_warning="Cilium version undetermined; enableDefaultDeny requires "
-                ">= 1.16 — proceeding",
-            )
-        below = below_floor(version, ["enableDefaultDeny"])
-        if below:
-            raise ToolError(
-                f"cluster Cilium version {format_version(version)} is below the "
-                "enableDefaultDeny floor (>= 1.16.0 required); refusing to generate a bootstrap "
-                "artifact that would be silently pruned by the CRD schema on this cluster"
-            )
-        return BootstrapResult(
-            namespace=namespace,
-            yaml=text,
-            cluster_version=format_version(version),
-            version_source="pod-images",
-            cilium_versions_seen=versions_seen(images),
-        )
+        text = tools.bootstrap_text(namespace)
+        return tools.bootstrap_policy(namespace, text, await _agent_images())
 
     return mcp

@@ -16,8 +16,13 @@ from typing import Any, Literal
 import attrs
 
 from cpg_core.aggregate import AggregateOptions
+from cpg_core.requests import CaptureRequest, LiveRequest
+from cpg_io.evidence_store import EvidenceStore
+from cpg_io.hubble import TLSSettings
+from cpg_io.kube import RelayConnection, RelaySetupError, prepare_relay
 from cpg_io.live import LiveCapture, LiveSettings
 from cpg_io.pipeline import EvidenceSettings, ReplayResult, replay
+from cpg_io.store import PolicyStore
 
 log = logging.getLogger("cpg.mcp")
 
@@ -38,13 +43,21 @@ class Session:
     result: ReplayResult | None = None
     capture: LiveCapture | None = None
     task: asyncio.Task[Any] | None = None
-    forwarder: Any = None
+    relay: RelayConnection | None = None
     """The port-forward to hubble-relay when no server was given; closed when the capture ends."""
 
     def release(self) -> None:
-        forwarder, self.forwarder = self.forwarder, None
-        if forwarder is not None:
-            forwarder.close()
+        relay, self.relay = self.relay, None
+        if relay is not None:
+            relay.close()
+
+    @property
+    def policy_store(self) -> PolicyStore:
+        return PolicyStore(self.policies)
+
+    @property
+    def evidence_store(self) -> EvidenceStore:
+        return EvidenceStore(self.evidence_root, self.policies)
 
     @property
     def policies(self) -> Path:
@@ -88,11 +101,11 @@ class SessionManager:
 
     async def start(
         self,
-        options: AggregateOptions,
+        request: CaptureRequest,
+        live: LiveRequest,
         *,
-        replay_file: str | None,
-        live: dict[str, Any],
-        cluster_dedup: bool = False,
+        replay_file: str | None = None,
+        tls: bool = False,
         relay_namespace: str = "kube-system",
     ) -> tuple[Session, str | None]:
         old = self.current
@@ -100,7 +113,7 @@ class SessionManager:
             raise SessionError(
                 f"session {old.id} already running ({old.elapsed():.0f}s); call stop_session first"
             )
-        source_path = self._replay_path(replay_file) if replay_file else None
+        source_path = self._replay_path(replay_file) if replay_file is not None else None
         discarded = None
         if old is not None:
             discarded = old.id
@@ -108,52 +121,54 @@ class SessionManager:
         tmp = Path(tempfile.mkdtemp(prefix="cpg-mcp-"))
         os.chmod(tmp, 0o700)
         session = Session(
-            id=f"sess_{secrets.token_hex(16)}",
-            tmp=tmp,
-            source=str(source_path or live.get("server")),
+            id=f"sess_{secrets.token_hex(16)}", tmp=tmp, source=str(source_path or live.server)
         )
         self.current = session
+        options = request.aggregate_options()
         evidence = EvidenceSettings(root=session.evidence_root)
         if source_path is not None:
             session.task = asyncio.create_task(
                 self._replay(session, source_path, options, evidence)
             )
-        else:
-            try:
-                live = await self._connect(session, live, cluster_dedup, relay_namespace)
-            except BaseException:
-                self.discard()
-                raise
-            settings = LiveSettings(
-                output_dir=session.policies, options=options, evidence=evidence, **live
-            )
-            session.capture = LiveCapture(settings)
-            session.task = asyncio.create_task(self._live(session))
+            return session, discarded
+        try:
+            relay = await self._connect(session, request, live, relay_namespace)
+        except BaseException:
+            self.discard()
+            raise
+        settings = LiveSettings(
+            server=relay.server,
+            output_dir=session.policies,
+            options=options,
+            namespaces=request.namespaces,
+            tls=TLSSettings(enabled=tls),
+            timeout=live.timeout,
+            flush_interval=live.flush_interval,
+            duration=live.duration,
+            evidence=evidence,
+            in_cluster=relay.in_cluster,
+        )
+        session.capture = LiveCapture(settings)
+        session.task = asyncio.create_task(self._live(session))
         return session, discarded
 
     async def _connect(
-        self, session: Session, live: dict[str, Any], cluster_dedup: bool, relay_namespace: str
-    ) -> dict[str, Any]:
-        """Cluster set-up before a live capture: a port-forward to hubble-relay when no server
-        was given, the applied cpg policies for ``cluster_dedup``. Kubeconfig from the
-        environment only (KUBECONFIG, then ~/.kube/config), bounded by the session timeout."""
-        if live["server"] and not cluster_dedup:
-            return live
-        from cpg_io.kube import KubeError, api_client, cpg_managed_policies, forward_to_relay
+        self, session: Session, request: CaptureRequest, live: LiveRequest, relay_namespace: str
+    ) -> RelayConnection:
+        """Cluster set-up before a live capture (the same as ``cpg generate``'s), with the
+        kubeconfig from the environment only (KUBECONFIG, then ~/.kube/config)."""
 
-        timeout = float(live["timeout"])
-
-        def setup() -> dict[str, Any]:
-            api = api_client(None, None, timeout=timeout)
-            if cluster_dedup:
-                live["in_cluster"] = cpg_managed_policies(api, list(live["namespaces"]) or None)
-            if not live["server"]:
-                session.forwarder = forward_to_relay(api, relay_namespace, timeout)
-                live["server"] = session.forwarder.address
-                session.source = f"{live['server']} (port-forward to {relay_namespace}/" + (
-                    f"{session.forwarder.pod})"
-                )
-            return live
+        def setup() -> RelayConnection:
+            relay = prepare_relay(
+                live.server,
+                timeout=live.timeout,
+                namespaces=list(request.namespaces),
+                cluster_dedup=live.cluster_dedup,
+                relay_namespace=relay_namespace,
+            )
+            session.relay = relay
+            session.source = relay.description
+            return relay
 
         pending = asyncio.get_running_loop().run_in_executor(None, setup)
         try:
@@ -163,11 +178,11 @@ class SessionManager:
             # opens is closed when it ends.
             pending.add_done_callback(lambda _: session.release())
             raise
-        except KubeError as exc:
-            what = "cluster_dedup" if cluster_dedup and "in_cluster" not in live else "port-forward"
+        except RelaySetupError as exc:
+            if exc.step == "cluster_dedup":
+                raise SessionError(f"cluster_dedup: {exc}") from None
             raise SessionError(
-                f"{what}: {exc}"
-                + ("" if what == "cluster_dedup" else "; or give server (Hubble Relay host:port)")
+                f"port-forward: {exc}; or give server (Hubble Relay host:port)"
             ) from None
 
     async def _replay(

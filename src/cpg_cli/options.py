@@ -1,0 +1,214 @@
+"""Options more than one command takes, declared once, and the one mapping from a
+:class:`~cpg_core.requests.RequestError` to the flag the user typed."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import typer
+
+from cpg_core.requests import PROTOCOLS, CaptureRequest, RequestError
+
+T = TypeVar("T")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+FLAGS = {
+    "namespace": "--namespace",
+    "all_namespaces": "-n/-A",
+    "ignore_protocol": "--ignore-protocol",
+    "ignore_drop_reason": "--ignore-drop-reason",
+    "l7_collapse_paths": "--l7-collapse-paths",
+    "max_samples": "--evidence-samples",
+    "direction": "--ingress/--egress",
+    "port": "--port",
+    "peer": "--peer",
+    "peer_cidr": "--peer-cidr",
+    "since": "--since",
+    "samples_limit": "--samples-limit",
+    "timeout": "--timeout",
+    "flush_interval": "--flush-interval",
+    "duration": "--duration",
+}
+"""The CLI's spelling of each RequestError field."""
+
+
+def validated(build: Callable[[], T]) -> T:
+    """Run a request builder; a RequestError becomes a usage error (exit 2) naming the flag."""
+    try:
+        return build()
+    except RequestError as exc:
+        raise typer.BadParameter(exc.message, param_hint=FLAGS.get(exc.field, exc.field)) from None
+
+
+class OutputFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
+Namespaces = Annotated[
+    list[str],
+    typer.Option(
+        "-n",
+        "--namespace",
+        help="Only this namespace (repeat or comma-separate): replay writes only its policies; "
+        "generate also asks Hubble only for flows from or to its pods.",
+        show_default=False,
+    ),
+]
+AllNamespaces = Annotated[
+    bool, typer.Option("-A", "--all-namespaces", help="Every namespace (the default).")
+]
+OutputDir = Annotated[Path, typer.Option("-o", "--output-dir", help="Where policies are written.")]
+IncludeAudit = Annotated[
+    bool,
+    typer.Option(
+        "--include-audit", help="Also turn AUDIT-verdict flows (policy audit mode) into rules."
+    ),
+]
+IgnoreProtocols = Annotated[
+    list[str],
+    typer.Option(
+        "--ignore-protocol",
+        help=f"Skip flows of this L4 protocol ({', '.join(PROTOCOLS)}); repeatable.",
+        show_default=False,
+    ),
+]
+IgnoreDropReasons = Annotated[
+    list[str],
+    typer.Option(
+        "--ignore-drop-reason",
+        metavar="REASON",
+        help="Skip drops with this DropReason name (any case, e.g. CT_MAP_INSERTION_FAILED); "
+        "repeatable. They are counted, never classified.",
+        show_default=False,
+    ),
+]
+DryRun = Annotated[
+    bool,
+    typer.Option(
+        "--dry-run", help="Write nothing; print a unified diff of every file that would change."
+    ),
+]
+NoDiff = Annotated[
+    bool, typer.Option("--no-diff", help="With --dry-run, list the files without their diffs.")
+]
+LogLevel = Annotated[
+    str, typer.Option("--log-level", help=f"One of {', '.join(LOG_LEVELS)}; logs go to stderr.")
+]
+EvidenceDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--evidence-dir",
+        help="Evidence root (default $XDG_CACHE_HOME/cpg/evidence, else ~/.cache/cpg/evidence).",
+        show_default=False,
+    ),
+]
+NoEvidence = Annotated[
+    bool, typer.Option("--no-evidence", help="Do not record the flows behind each rule.")
+]
+EvidenceSamples = Annotated[
+    int, typer.Option("--evidence-samples", min=0, help="Sample flows kept per rule (newest).")
+]
+EvidenceSessions = Annotated[
+    int,
+    typer.Option("--evidence-sessions", min=0, help="Runs kept per policy's evidence (newest)."),
+]
+FailOnInfraDrops = Annotated[
+    bool,
+    typer.Option(
+        "--fail-on-infra-drops",
+        help="Exit with code 3 when any infrastructure or transient drop was seen "
+        "(after everything was written): for CI and cron.",
+    ),
+]
+Output = Annotated[
+    OutputFormat,
+    typer.Option(
+        "--output",
+        help="The report: text (for people) or json (for machines).",
+        case_sensitive=False,
+    ),
+]
+L7 = Annotated[
+    bool,
+    typer.Option(
+        "--l7",
+        help="Turn HTTP requests into per-port HTTP rules and DNS queries into toFQDNs with "
+        "a DNS rule on the resolver (needs L7 visibility: see README 'L7 rules').",
+    ),
+]
+L7CollapsePaths = Annotated[
+    bool,
+    typer.Option(
+        "--l7-collapse-paths",
+        help="With --l7: path segments that are ids (digits, UUIDs, long hex) match any "
+        "segment, so /users/17 and /users/42 give one rule.",
+    ),
+]
+Kubeconfig = Annotated[
+    Path | None,
+    typer.Option(
+        "--kubeconfig",
+        help="Kubeconfig (default $KUBECONFIG, else ~/.kube/config).",
+        show_default=False,
+    ),
+]
+Context = Annotated[
+    str | None, typer.Option("--context", help="Kubeconfig context.", show_default=False)
+]
+
+
+def capture_request(
+    *,
+    namespace: list[str],
+    all_namespaces: bool,
+    include_audit: bool,
+    ignore_protocol: list[str],
+    ignore_drop_reason: list[str],
+    l7: bool,
+    l7_collapse_paths: bool,
+    max_samples: int,
+) -> CaptureRequest:
+    """The capture request of replay and generate, from their shared flags (validated)."""
+    request = validated(
+        lambda: CaptureRequest.build(
+            namespaces=namespace,
+            all_namespaces=all_namespaces,
+            include_audit=include_audit,
+            ignore_protocols=ignore_protocol,
+            ignore_drop_reasons=ignore_drop_reason,
+            l7=l7,
+            l7_collapse_paths=l7_collapse_paths,
+            max_samples=max_samples,
+        )
+    )
+    if request.redundant_drop_reasons:
+        logging.getLogger("cpg").warning(
+            "--ignore-drop-reason %s: already reported as infrastructure, transient or noise "
+            "and never turned into rules; ignoring only hides them from the report",
+            ", ".join(request.redundant_drop_reasons),
+        )
+    return request
+
+
+def setup_logging(level: str) -> None:
+    """Logs to stderr at ``level`` (a usage error when it is not one of LOG_LEVELS)."""
+    level = level.lower()
+    if level not in LOG_LEVELS:
+        raise typer.BadParameter(
+            f"{level!r} is not one of {', '.join(LOG_LEVELS)}", param_hint="--log-level"
+        )
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=getattr(logging, level.upper()),
+        format="cpg: %(levelname)s: %(message)s",
+        force=True,
+    )
+    if level != "debug":  # the libraries' retry chatter; cpg says what failed
+        for noisy in ("urllib3", "kubernetes", "websocket"):
+            logging.getLogger(noisy).setLevel(logging.CRITICAL)

@@ -1,0 +1,299 @@
+"""What a user asks cpg to do, validated once. The CLI builds these from flags and cpg-mcp
+from tool arguments; both get the same checks and the same error texts, and only map the
+neutral field name of a :class:`RequestError` to their own spelling (``--ignore-protocol`` or
+``ignore_protocols``)."""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+from collections.abc import Iterable
+
+import attrs
+
+from cpg_core.aggregate import AggregateOptions
+from cpg_core.decide import DecideOptions
+from cpg_core.dropreasons import DropClass, classify_reason, parse_reason_name, reason_name
+from cpg_core.errors import CpgError
+from cpg_core.explain import ExplainFilter
+from cpg_core.names import is_dns1123_label, path_component_problem
+
+PROTOCOLS = ("tcp", "udp", "sctp", "icmpv4", "icmpv6")
+"""Protocol names ``ignore_protocols`` accepts."""
+MAX_SECONDS = 10 * 365 * 86400
+"""The longest duration cpg accepts anywhere (ten years)."""
+_NEVER_RULES = frozenset({DropClass.INFRA, DropClass.TRANSIENT, DropClass.NOISE})
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+class RequestError(CpgError, ValueError):
+    """A value the user gave is not valid. ``field`` names the setting neutrally (e.g.
+    ``ignore_protocol``); the message says what is wrong and what would be right."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+def split_values(values: Iterable[str]) -> list[str]:
+    """``["a,b", " c"]`` → ``["a", "b", "c"]``: repeatable and comma-separated alike."""
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in ``90s``, ``30m``, ``1h30m``, ``2d``; ValueError naming the expected form."""
+    spec = text.strip().lower()
+    parts = _DURATION.findall(spec)
+    if not spec or "".join(n + u for n, u in parts) != spec:
+        raise ValueError(
+            f"{text!r} is not a duration; use a number and a unit, e.g. 90s, 30m, 2h, 1h30m, 7d"
+        )
+    return sum(float(n) * _UNITS[u] for n, u in parts)
+
+
+def parse_peer(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise ValueError(
+            f"{text!r} is not KEY=VALUE; e.g. --peer app=frontend or --peer namespace=shop"
+        )
+    return key.strip(), value.strip()
+
+
+def parse_cidr(text: str) -> str:
+    try:
+        return str(ipaddress.ip_network(text.strip(), strict=False))
+    except ValueError:
+        raise ValueError(
+            f"{text!r} is not a CIDR; e.g. --peer-cidr 10.0.0.0/8 or 2001:db8::/32"
+        ) from None
+
+
+def duration_seconds(text: str, field: str, *, maximum: float = MAX_SECONDS) -> float:
+    """A positive duration of at most ``maximum`` seconds."""
+    try:
+        seconds = parse_duration(text)
+    except ValueError as exc:
+        raise RequestError(field, str(exc)) from None
+    if not seconds > 0:
+        raise RequestError(field, f"{text!r} must be more than zero")
+    if not math.isfinite(seconds) or seconds > maximum:
+        raise RequestError(field, f"{text!r} is too long; at most {_describe(maximum)}")
+    return seconds
+
+
+def _describe(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
+
+
+def check_namespace(name: str, field: str = "namespace") -> str:
+    if not is_dns1123_label(name):
+        raise RequestError(
+            field,
+            f"{name!r} is not a valid namespace name (lower-case letters, digits and '-', "
+            "at most 63)",
+        )
+    return name
+
+
+def check_target(value: str, what: str) -> str:
+    """A namespace or workload that names a policy: safe as a path component, and a namespace
+    is a DNS-1123 label."""
+    problem = path_component_problem(value)
+    if problem is None and what == "namespace" and not is_dns1123_label(value):
+        problem = "not a DNS-1123 label"
+    if problem is not None:
+        raise RequestError(what, f"{what} {value!r} is not valid: {problem}")
+    return value
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class CaptureRequest:
+    """What a capture (replay, live, an MCP session) should turn into policies."""
+
+    namespaces: tuple[str, ...] = ()
+    include_audit: bool = False
+    ignore_protocols: tuple[str, ...] = ()
+    ignore_drop_reasons: tuple[int, ...] = ()
+    l7: bool = False
+    l7_collapse_paths: bool = False
+    max_samples: int = 10
+    """Sample flows kept per rule (0 when no evidence is recorded)."""
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        namespaces: Iterable[str] = (),
+        all_namespaces: bool = False,
+        include_audit: bool = False,
+        ignore_protocols: Iterable[str] = (),
+        ignore_drop_reasons: Iterable[str] = (),
+        l7: bool = False,
+        l7_collapse_paths: bool = False,
+        max_samples: int = 10,
+    ) -> CaptureRequest:
+        """Validate the user's values; RequestError names the first bad one."""
+        chosen = split_values(namespaces)
+        if chosen and all_namespaces:
+            raise RequestError(
+                "all_namespaces", "use either a namespace or all namespaces, not both"
+            )
+        for ns in chosen:
+            check_namespace(ns)
+        protocols = [p.lower() for p in split_values(ignore_protocols)]
+        for proto in protocols:
+            if proto not in PROTOCOLS:
+                raise RequestError(
+                    "ignore_protocol",
+                    f"unknown protocol {proto!r}; valid values are {', '.join(PROTOCOLS)}",
+                )
+        reasons = []
+        for name in split_values(ignore_drop_reasons):
+            try:
+                reasons.append(parse_reason_name(name))
+            except ValueError as exc:
+                raise RequestError("ignore_drop_reason", str(exc)) from None
+        if l7_collapse_paths and not l7:
+            raise RequestError("l7_collapse_paths", "collapsing L7 paths needs L7 rules (l7)")
+        if max_samples < 0:
+            raise RequestError("max_samples", f"{max_samples} samples: must be 0 or more")
+        return cls(
+            namespaces=tuple(dict.fromkeys(chosen)),
+            include_audit=include_audit,
+            ignore_protocols=tuple(dict.fromkeys(protocols)),
+            ignore_drop_reasons=tuple(dict.fromkeys(reasons)),
+            l7=l7,
+            l7_collapse_paths=l7_collapse_paths,
+            max_samples=max_samples,
+        )
+
+    @property
+    def redundant_drop_reasons(self) -> list[str]:
+        """Ignored reasons that never become rules anyway (worth a warning)."""
+        return sorted(
+            {reason_name(r) for r in self.ignore_drop_reasons if classify_reason(r) in _NEVER_RULES}
+        )
+
+    def decide_options(self) -> DecideOptions:
+        return DecideOptions(
+            include_audit=self.include_audit,
+            ignore_protocols=frozenset(self.ignore_protocols),
+            ignore_reasons=frozenset(self.ignore_drop_reasons),
+        )
+
+    def aggregate_options(self) -> AggregateOptions:
+        return AggregateOptions(
+            decide=self.decide_options(),
+            namespaces=frozenset(self.namespaces),
+            max_samples=self.max_samples,
+            l7=self.l7,
+            collapse_paths=self.l7_collapse_paths,
+        )
+
+
+MAX_INTERVAL = 86400.0
+"""The longest connect timeout or flush interval (a day)."""
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class LiveRequest:
+    """Where and how a live capture runs (the connection's TLS files stay with the CLI)."""
+
+    server: str = ""
+    """Hubble Relay host:port; "" to port-forward to the hubble-relay pod."""
+    timeout: float = 10.0
+    flush_interval: float = 5.0
+    duration: float | None = None
+    cluster_dedup: bool = False
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        server: str | None = None,
+        timeout: str | None = None,
+        flush_interval: str | None = None,
+        duration: str | None = None,
+        cluster_dedup: bool = False,
+    ) -> LiveRequest:
+        return cls(
+            server=(server or "").strip(),
+            timeout=duration_seconds(timeout, "timeout", maximum=MAX_INTERVAL) if timeout else 10.0,
+            flush_interval=(
+                duration_seconds(flush_interval, "flush_interval", maximum=MAX_INTERVAL)
+                if flush_interval
+                else 5.0
+            ),
+            duration=duration_seconds(duration, "duration") if duration else None,
+            cluster_dedup=cluster_dedup,
+        )
+
+
+def explain_filter(
+    *,
+    direction: str | None = None,
+    port: str | None = None,
+    peer: str | None = None,
+    peer_cidr: str | None = None,
+    http_method: str | None = None,
+    http_path: str | None = None,
+    dns_pattern: str | None = None,
+    since: str | None = None,
+    now: str | None = None,
+    samples_limit: int = 10,
+) -> ExplainFilter:
+    """Explain/evidence filters from user text. ``since`` (a duration) needs ``now``, the
+    current time as an RFC 3339 UTC text (cpg_core reads no clock)."""
+    if direction not in (None, "ingress", "egress"):
+        raise RequestError("direction", f"{direction!r} is not a direction; use ingress or egress")
+    if port is not None:
+        port = port.strip()
+        if not port.isdigit() or int(port) > 65535:
+            raise RequestError("port", f"{port!r} is not a port number (or ICMP type)")
+        port = str(int(port))
+    try:
+        peer_pair = parse_peer(peer) if peer is not None else None
+    except ValueError as exc:
+        raise RequestError("peer", str(exc)) from None
+    try:
+        cidr = parse_cidr(peer_cidr) if peer_cidr is not None else None
+    except ValueError as exc:
+        raise RequestError("peer_cidr", str(exc)) from None
+    cutoff = None
+    if since is not None:
+        seconds = duration_seconds(since, "since")
+        if now is None:
+            raise RequestError("since", "since needs the current time")
+        cutoff = _time_before(now, seconds)
+    if samples_limit < 0:
+        raise RequestError("samples_limit", f"{samples_limit}: must be 0 or more")
+    return ExplainFilter(
+        direction=direction,
+        port=port,
+        peer=peer_pair,
+        peer_cidr=cidr,
+        http_method=http_method.strip().upper() if http_method else None,
+        http_path=http_path or None,
+        dns_pattern=dns_pattern.strip().rstrip(".") if dns_pattern else None,
+        since=cutoff,
+        samples_limit=samples_limit,
+    )
+
+
+def _time_before(now: str, seconds: float) -> str:
+    """The time key ``seconds`` before ``now`` (both RFC 3339 UTC); the year 1 at the least."""
+    from datetime import UTC, datetime, timedelta
+
+    moment = datetime.fromisoformat(now.replace("Z", "+00:00")).astimezone(UTC)
+    try:
+        earlier = moment - timedelta(seconds=seconds)
+    except OverflowError:
+        earlier = datetime.min.replace(tzinfo=UTC)
+    return earlier.strftime("%Y-%m-%dT%H:%M:%S.%f000Z").rjust(30, "0")

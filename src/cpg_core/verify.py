@@ -1,0 +1,85 @@
+"""Verify: do these policies admit every denied flow cpg can express, and no flow an explicit
+deny rule dropped? Pure: flows and policy documents in, a :class:`VerifyReport` out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+from cpg_core.decide import DecideOptions, Decision, decide
+from cpg_core.documents import VerifyCheck, VerifyReport
+from cpg_core.flow import Direction, Endpoint, Flow
+from cpg_core.matcher import dns_names, match_flow
+from cpg_core.synthesis import Resolved, Resolver, endpoint_kind, endpoint_name
+
+
+def _key(flow: Flow) -> tuple[object, ...]:
+    """Flows that the matcher cannot tell apart share one check."""
+    l7 = flow.l7
+    return (
+        flow.direction,
+        flow.source,
+        flow.destination,
+        flow.protocol,
+        flow.port,
+        flow.source_ip if flow.direction == Direction.INGRESS else flow.destination_ip,
+        flow.source_names,
+        flow.destination_names,
+        (l7.http.method, l7.http.url) if l7 is not None and l7.http is not None else None,
+        l7.dns.query if l7 is not None and l7.dns is not None else None,
+    )
+
+
+def traffic_line(flow: Flow) -> str:
+    """``ingress src → dst PROTO/port``, naming a world peer by its IP."""
+
+    def name(endpoint: Endpoint, ip: str) -> str:
+        return ip if ip and endpoint_kind(endpoint).world else endpoint_name(endpoint)
+
+    way = {int(Direction.INGRESS): "ingress", int(Direction.EGRESS): "egress"}.get(
+        flow.direction, "?"
+    )
+    traffic = f"{flow.protocol}/{flow.port}" if flow.protocol else "no-L4"
+    return (
+        f"{way:<7} {name(flow.source, flow.source_ip)} → "
+        f"{name(flow.destination, flow.destination_ip)} {traffic}"
+    )
+
+
+def verify_flows(
+    flows: Iterable[Flow],
+    policies: Sequence[Mapping[str, Any]],
+    options: DecideOptions | None = None,
+) -> VerifyReport:
+    """A check for every distinct candidate that cpg can express and every explicit-deny flow."""
+    options = options or DecideOptions()
+    resolver = Resolver()
+    seen: dict[tuple[object, ...], tuple[Literal["candidate", "explicit_deny"], Flow, list[int]]]
+    seen = {}
+    kept: list[Flow] = []
+    unexpressible = 0
+    for flow in flows:
+        if flow.l7 is not None and flow.l7.dns is not None:
+            kept.append(flow)  # for IP -> name, whatever its verdict
+        decision = decide(flow, options)
+        kind: Literal["candidate", "explicit_deny"]
+        if decision is Decision.CANDIDATE:
+            if not isinstance(resolver.resolve(flow), Resolved):
+                unexpressible += 1
+                continue
+            kind = "candidate"
+        elif decision is Decision.EXPLICIT_DENY:
+            kind = "explicit_deny"
+        else:
+            continue
+        entry = seen.setdefault((kind, *_key(flow)), (kind, flow, [0]))
+        entry[2][0] += 1
+    names = dns_names(kept)
+    checks = []
+    for kind, flow, counter in seen.values():
+        result = match_flow(policies, flow, names)
+        checks.append(
+            VerifyCheck(kind, traffic_line(flow), counter[0], result.allowed, result.reason)
+        )
+    checks.sort(key=lambda c: (c.kind, c.allowed, c.traffic))
+    return VerifyReport(checks=tuple(checks), unexpressible=unexpressible)

@@ -1,0 +1,187 @@
+"""The one converter between cpg's typed documents and their JSON: wire names, tags of the
+peer and L7 unions, and the empty fields the Go schemas leave out. Every JSON byte cpg writes
+or serves for a document comes through here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import attrs
+import cattrs
+import orjson
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+from cpg_core.documents import (
+    AdmittedCount,
+    CidrPeerRecord,
+    DnsRecord,
+    DroppedFlowCount,
+    DroppedFlowSample,
+    DropRecord,
+    EndpointPeerRecord,
+    EntityPeerRecord,
+    Finding,
+    FqdnPeerRecord,
+    HttpRecord,
+    L7Record,
+    PeerRecord,
+    RuleEvidence,
+    SampleFlow,
+    SampleSide,
+    SessionSource,
+    VerifyCheck,
+    VerifyReport,
+)
+from cpg_core.errors import CpgError
+
+T = TypeVar("T")
+
+
+class DocumentError(CpgError):
+    """A document does not have the shape its schema says; the message names the field."""
+
+
+converter = cattrs.Converter(unstruct_collection_overrides={Sequence: list, tuple: list})
+
+_PLAIN = (str, int, bool)
+_OMITTED: dict[type, tuple[str, ...]] = {
+    SampleSide: ("namespace", "workload", "pod", "ip"),
+    SampleFlow: ("node", "l7"),
+    RuleEvidence: ("l7",),
+    SessionSource: ("file", "server"),
+    DropRecord: ("remediation",),
+    Finding: ("policies",),
+    DroppedFlowSample: ("drop_reason",),
+}
+"""Fields left out of the JSON while they hold their default (Go's ``omitempty``)."""
+_RENAMED: dict[type, dict[str, str]] = {
+    DropRecord: {"drop_class": "class"},
+    DroppedFlowCount: {"drop_class": "class"},
+}
+
+
+def _in_order(cls: type, omitted: tuple[str, ...], renamed: dict[str, str]) -> Callable[[Any], Any]:
+    """An unstructure hook that keeps the fields in class order (cattrs' own generated hooks
+    move omittable fields to the end, and the Go schemas fix the order)."""
+    attrs.resolve_types(cls)
+    steps = []
+    for field in attrs.fields(cls):
+        hook = None if field.type in _PLAIN else converter.get_unstructure_hook(field.type)
+        default = field.default if field.name in omitted else attrs.NOTHING
+        if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+            default = default.factory()  # type: ignore[union-attr]
+        steps.append((field.name, renamed.get(field.name, field.name), hook, default))
+
+    def unstructure(value: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, key, hook, default in steps:
+            item = getattr(value, name)
+            if default is not attrs.NOTHING and item == default:
+                continue
+            out[key] = item if hook is None else hook(item)
+        return out
+
+    return unstructure
+
+
+def _tagged(union: Any, tag: str, kinds: dict[str, type]) -> None:
+    """Hooks for a union written as one object with a ``tag`` field naming the member."""
+    names = {cls: name for name, cls in kinds.items()}
+    for cls, name in names.items():
+        plain: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(cls, converter)
+
+        def unstructure(value: Any, _plain: Any = plain, _name: str = name) -> dict[str, Any]:
+            return {tag: _name, **_plain(value)}
+
+        converter.register_unstructure_hook(cls, unstructure)
+
+    def structure(data: Any, _: Any) -> Any:
+        if not isinstance(data, dict):
+            raise ValueError(f"expected an object with a {tag!r} field, got {type(data).__name__}")
+        cls = kinds.get(data.get(tag))  # type: ignore[arg-type]
+        if cls is None:
+            raise ValueError(f"{tag} {data.get(tag)!r} is not one of {', '.join(kinds)}")
+        return converter.structure({k: v for k, v in data.items() if k != tag}, cls)
+
+    converter.register_structure_hook_func(lambda t: t == union, structure)
+
+
+_tagged(
+    PeerRecord,
+    "type",
+    {
+        "endpoint": EndpointPeerRecord,
+        "entity": EntityPeerRecord,
+        "cidr": CidrPeerRecord,
+        "fqdn": FqdnPeerRecord,
+    },
+)
+_tagged(L7Record, "protocol", {"http": HttpRecord, "dns": DnsRecord})
+
+
+# Leaves first: a hook looks up the hooks of its fields when it is made.
+for _cls in (
+    SampleSide,
+    SampleFlow,
+    RuleEvidence,
+    SessionSource,
+    DropRecord,
+    Finding,
+    DroppedFlowSample,
+    DroppedFlowCount,
+):
+    _renamed = _RENAMED.get(_cls, {})
+    converter.register_unstructure_hook(_cls, _in_order(_cls, _OMITTED.get(_cls, ()), _renamed))
+    if _renamed:
+        _overrides: dict[str, Any] = {k: override(rename=v) for k, v in _renamed.items()}
+        converter.register_structure_hook(
+            _cls, make_dict_structure_fn(_cls, converter, **_overrides)
+        )
+
+
+def _unstructure_verify(report: VerifyReport) -> dict[str, Any]:
+    return {
+        "candidates": converter.unstructure(report.candidates),
+        "explicit_deny": converter.unstructure(report.explicit_deny),
+        "unexpressible": report.unexpressible,
+        "passed": report.passed,
+        "checks": [converter.unstructure(c) for c in report.checks],
+    }
+
+
+def _structure_verify(data: Any, _: Any) -> VerifyReport:
+    return VerifyReport(
+        checks=converter.structure(data.get("checks") or [], tuple[VerifyCheck, ...]),
+        unexpressible=int(data.get("unexpressible", 0)),
+    )
+
+
+converter.register_unstructure_hook(VerifyReport, _unstructure_verify)
+converter.register_structure_hook(VerifyReport, _structure_verify)
+converter.register_structure_hook(AdmittedCount, make_dict_structure_fn(AdmittedCount, converter))
+
+
+def to_data(document: Any) -> Any:
+    """Plain dicts and lists, with the wire names, ready for JSON or YAML."""
+    return converter.unstructure(document)
+
+
+def from_data(data: Any, cls: type[T], where: str = "document") -> T:
+    """A typed document from decoded JSON. DocumentError names ``where`` and every bad field."""
+    try:
+        return converter.structure(data, cls)
+    except Exception as exc:  # cattrs reports every field it could not read
+        problems = (
+            cattrs.transform_error(exc, path="")
+            if isinstance(exc, cattrs.BaseValidationError)
+            else [str(exc)]
+        )
+        raise DocumentError(f"{where}: {'; '.join(problems[:5])}") from None
+
+
+def to_json(document: Any) -> str:
+    """The document as JSON text: two-space indent, keys in schema order, final newline."""
+    return orjson.dumps(
+        to_data(document), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
+    ).decode()

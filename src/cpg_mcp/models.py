@@ -1,0 +1,144 @@
+"""The tools' results as pydantic models: the MCP SDK derives each tool's output schema from
+them. Documents inside come from cpg_core's one converter (``cpg_core.wire``)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+
+class StartResult(BaseModel):
+    session_id: str
+    discarded_session: str | None = None
+    server: str
+
+
+class StatusResult(BaseModel):
+    session_id: str
+    state: Literal["capturing", "stopped"]
+    elapsed: str
+    policy_file_count: int
+    evidence_file_count: int
+    tmp_dir: str
+    error: str | None = None
+
+
+class StopResult(BaseModel):
+    session_id: str
+    state: Literal["stopped"] = "stopped"
+    error: str | None = None
+    already_stopped: bool
+    duration: str
+    flows_seen: int
+    policies_written: int
+    policies_skipped: int
+    policies_failed: int
+    lost_events: int
+    l7_record_count: int
+    audit_verdict_count: int
+    infra_drop_total: int
+    infra_drops_by_reason: dict[str, int]
+    cluster_health_path: str
+    tmp_dir: str
+
+
+class PolicyRow(BaseModel):
+    namespace: str
+    workload: str
+    name: str
+    directions: list[str]
+    ingress_rule_count: int
+    egress_rule_count: int
+    path: str
+
+
+class PolicyList(BaseModel):
+    policies: list[PolicyRow]
+    total_count: int
+    has_more: bool
+    next_cursor: str | None = None
+
+
+class Endpoint(BaseModel):
+    namespace: str | None = None
+    workload: str | None = None
+    pod: str | None = None
+    ip: str | None = None
+
+
+class DroppedFlowSample(BaseModel):
+    namespace: str
+    workload: str
+    direction: str
+    peer: dict[str, Any]
+    port: str
+    protocol: str
+    time: str
+    src: Endpoint
+    dst: Endpoint
+    verdict: str
+    drop_reason: str | None = None
+
+
+class Aggregates(BaseModel):
+    available_after_stop: bool | None = None
+    message: str | None = None
+    rows: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="per-(namespace, workload, reason) infra/transient counts; absent while "
+        "capturing or when no row on this page matches",
+    )
+
+
+class DroppedFlows(BaseModel):
+    samples: list[DroppedFlowSample]
+    aggregates: Aggregates
+    total_count: int = Field(
+        description="items (samples + aggregate rows) in this filtered view across all pages; "
+        "not a flow total (see stop_session flows_seen)"
+    )
+    has_more: bool
+    next_cursor: str | None = None
+
+
+class PolicyResult(BaseModel):
+    namespace: str
+    workload: str
+    name: str
+    yaml: str
+    path: str
+    ingress_rule_count: int
+    egress_rule_count: int
+
+
+class EvidenceResult(BaseModel):
+    policy: dict[str, Any]
+    sessions: list[dict[str, Any]]
+    matched_rules: list[dict[str, Any]]
+    total_count: int
+    has_more: bool
+    next_cursor: str | None = None
+
+
+class HealthResult(BaseModel):
+    available_after_stop: bool | None = None
+    message: str | None = None
+    no_drops: bool | None = None
+    report: dict[str, Any] | None = None
+    truncated: bool | None = Field(
+        default=None,
+        description="true when a by_node/by_workload breakdown was capped at 100 entries "
+        "(highest counts kept; each count stays the true total)",
+    )
+
+
+class BootstrapResult(BaseModel):
+    namespace: str
+    yaml: str = Field(description="the full CiliumNetworkPolicy YAML document")
+    cluster_version: str | None = Field(
+        default=None, description="the oldest Cilium agent version in the cluster"
+    )
+    version_source: Literal["pod-images", "undetermined"] = "undetermined"
+    cilium_versions_seen: dict[str, int] | None = None
+    version_warning: str | None = None

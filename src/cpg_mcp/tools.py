@@ -1,0 +1,375 @@
+"""The cpg-mcp tools as plain functions over a session and its stores, so each one can be
+called and tested without an MCP client. ``server.py`` registers them with their argument
+schemas. Query tools only read, through the same stores the CLI uses; every string they
+return is stripped of control characters."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import yaml
+from mcp.server.mcpserver.exceptions import ToolError
+
+from cpg_core.bootstrap import render_bootstrap
+from cpg_core.cilium_version import below_floor, format_version, minimum_version, versions_seen
+from cpg_core.documents import ClusterHealth, DroppedFlowCount, DroppedFlowSample, PolicyEvidence
+from cpg_core.dropped_view import DroppedFlowFilter, aggregate_rows, compose, flow_samples
+from cpg_core.evidence import EvidenceError
+from cpg_core.explain import explain_record
+from cpg_core.requests import (
+    CaptureRequest,
+    LiveRequest,
+    RequestError,
+    check_target,
+    explain_filter,
+)
+from cpg_core.triage import capped_breakdowns
+from cpg_core.wire import to_data
+from cpg_io.store import StoreError
+from cpg_mcp import paging
+from cpg_mcp.models import (
+    BootstrapResult,
+    DroppedFlows,
+    EvidenceResult,
+    HealthResult,
+    PolicyList,
+    PolicyResult,
+    PolicyRow,
+    StartResult,
+    StatusResult,
+    StopResult,
+)
+from cpg_mcp.sanitize import clean
+from cpg_mcp.sessions import Session, SessionError, SessionManager
+
+log = logging.getLogger("cpg.mcp")
+T = TypeVar("T")
+
+ARGUMENTS = {
+    "namespace": "namespace",
+    "all_namespaces": "all_namespaces",
+    "ignore_protocol": "ignore_protocols",
+    "ignore_drop_reason": "ignore_drop_reasons",
+    "l7_collapse_paths": "l7",
+}
+"""The tool argument that each RequestError field comes from (where the names differ)."""
+DROPPED_FLOWS_CAPTURING = (
+    "aggregates are finalized only after stop_session; call stop_session first "
+    "(samples above are already live)"
+)
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when built with it
+
+
+def validated(build: Callable[[], T]) -> T:
+    """Run a request builder; a RequestError becomes a tool error naming the argument."""
+    try:
+        return build()
+    except RequestError as exc:
+        field = ARGUMENTS.get(exc.field, exc.field)
+        message = exc.message if exc.message.startswith(field) else f"{field}: {exc.message}"
+        raise ToolError(message) from None
+
+
+def session_of(manager: SessionManager, session_id: str) -> Session:
+    try:
+        return manager.get(session_id)
+    except SessionError as exc:
+        raise ToolError(str(exc)) from None
+
+
+def duration_text(seconds: float) -> str:
+    total = round(seconds)
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    return (f"{hours}h" if hours else "") + (f"{minutes}m" if hours or minutes else "") + f"{secs}s"
+
+
+async def start_session(
+    manager: SessionManager,
+    *,
+    namespace: list[str] | None = None,
+    all_namespaces: bool = False,
+    l7: bool = False,
+    include_audit: bool = False,
+    ignore_drop_reasons: list[str] | None = None,
+    ignore_protocols: list[str] | None = None,
+    server: str | None = None,
+    tls: bool = False,
+    timeout: str | None = None,
+    flush_interval: str | None = None,
+    cluster_dedup: bool = False,
+    replay_file: str | None = None,
+) -> StartResult:
+    request = validated(
+        lambda: CaptureRequest.build(
+            namespaces=namespace or (),
+            all_namespaces=all_namespaces,
+            include_audit=include_audit,
+            ignore_protocols=ignore_protocols or (),
+            ignore_drop_reasons=ignore_drop_reasons or (),
+            l7=l7,
+        )
+    )
+    live = validated(
+        lambda: LiveRequest.build(
+            server=server,
+            timeout=timeout,
+            flush_interval=flush_interval,
+            cluster_dedup=cluster_dedup,
+        )
+    )
+    if replay_file is not None and (server or tls or cluster_dedup):
+        raise ToolError("replay_file reads a capture file: leave server, tls and cluster_dedup out")
+    try:
+        session, discarded = await manager.start(request, live, replay_file=replay_file, tls=tls)
+    except SessionError as exc:
+        raise ToolError(str(exc)) from None
+    return StartResult(
+        session_id=session.id, discarded_session=discarded, server=clean(session.source)
+    )
+
+
+def get_status(session: Session) -> StatusResult:
+    return StatusResult(
+        session_id=session.id,
+        state=session.state,
+        elapsed=duration_text(session.elapsed()),
+        policy_file_count=sum(1 for _ in session.policy_store.targets()),
+        evidence_file_count=sum(1 for _ in session.evidence_store.targets()),
+        tmp_dir=str(session.tmp),
+        error=clean(session.error) or None,
+    )
+
+
+def stop_summary(session: Session, already_stopped: bool) -> StopResult:
+    """What stop_session returns once the session has stopped."""
+    result = session.result
+    agg = result.aggregator if result else None
+    health = result.health if result else None
+    return StopResult(
+        session_id=session.id,
+        error=clean(session.error) or None,
+        already_stopped=already_stopped,
+        duration=duration_text(session.elapsed()),
+        flows_seen=agg.total_flows if agg else 0,
+        policies_written=result.count("created") + result.count("updated") if result else 0,
+        policies_skipped=result.count("unchanged") if result else 0,
+        policies_failed=len(result.failed) if result else 0,
+        lost_events=result.stats.lost_events if result else 0,
+        l7_record_count=agg.l7_records if agg else 0,
+        audit_verdict_count=agg.audit_flows if agg else 0,
+        infra_drop_total=agg.infra_drops if agg else 0,
+        infra_drops_by_reason={d.reason: d.count for d in health.drops} if health else {},
+        cluster_health_path=str(
+            result.health_path
+            if result and result.health_path
+            else session.evidence_store.health_path
+        ),
+        tmp_dir=str(session.tmp),
+    )
+
+
+def health_of(session: Session) -> ClusterHealth | None:
+    """The session's cluster-health report: the run's own, else the file it wrote."""
+    if session.result is not None and session.result.health is not None:
+        return session.result.health
+    try:
+        return session.evidence_store.read_health()
+    except EvidenceError as exc:
+        raise ToolError(f"parsing cluster health: {exc}") from None
+
+
+def _evidence(session: Session) -> list[tuple[str, str, PolicyEvidence]]:
+    return list(
+        session.evidence_store.read_all(lambda problem: log.warning("skipping %s", problem))
+    )
+
+
+def list_dropped_flows(
+    session: Session,
+    *,
+    namespace: str | None = None,
+    workload: str | None = None,
+    dropclass: str | None = None,
+    direction: str | None = None,
+    limit: int = 50,
+    cursor: str | None = None,
+) -> DroppedFlows:
+    if namespace is not None:
+        validated(lambda: check_target(namespace, "namespace"))
+    if workload is not None:
+        validated(lambda: check_target(workload, "workload"))
+    paging.decode(cursor)
+    stopped = session.state == "stopped"
+    rows = aggregate_rows(health_of(session)) if stopped else []
+    samples = [row for ns, wl, doc in _evidence(session) for row in flow_samples(ns, wl, doc)]
+    items = compose(samples, rows, DroppedFlowFilter(namespace, workload, dropclass, direction))
+    chunk, meta = paging.page(items, cursor, limit)
+    counts = [to_data(row) for row in chunk if isinstance(row, DroppedFlowCount)]
+    aggregates: dict[str, Any] = (
+        ({"rows": counts} if counts else {})
+        if stopped
+        else {"available_after_stop": True, "message": DROPPED_FLOWS_CAPTURING}
+    )
+    return DroppedFlows.model_validate(
+        clean(
+            {
+                "samples": [to_data(row) for row in chunk if isinstance(row, DroppedFlowSample)],
+                "aggregates": aggregates,
+                **meta,
+            }
+        )
+    )
+
+
+def _policy_row(session: Session, namespace: str, workload: str) -> tuple[PolicyRow, str]:
+    store = session.policy_store
+    path = store.path_for(namespace, workload)
+    text = store.read(path)
+    if text is None:
+        raise ToolError(
+            f"no policy for {namespace}/{workload}; call list_policies to see what exists"
+        )
+    doc = yaml.load(text, Loader=_YAML_LOADER)
+    doc = doc if isinstance(doc, dict) else {}
+    spec = doc.get("spec") or {}
+    row = PolicyRow(
+        namespace=namespace,
+        workload=workload,
+        name=str((doc.get("metadata") or {}).get("name", "")),
+        directions=[d for d in ("ingress", "egress") if spec.get(d)],
+        ingress_rule_count=len(spec.get("ingress") or []),
+        egress_rule_count=len(spec.get("egress") or []),
+        path=str(path),
+    )
+    return row, text
+
+
+def list_policies(session: Session, *, limit: int = 50, cursor: str | None = None) -> PolicyList:
+    paging.decode(cursor)  # a garbage cursor is an error even with no policy yet
+    chunk, meta = paging.page(list(session.policy_store.targets()), cursor, limit)
+    rows = []
+    for namespace, workload in chunk:
+        try:
+            rows.append(_policy_row(session, namespace, workload)[0])
+        except (OSError, StoreError, ToolError, yaml.YAMLError) as exc:
+            log.warning("skipping %s/%s: %s", namespace, workload, exc)
+    return PolicyList.model_validate(clean({"policies": [r.model_dump() for r in rows], **meta}))
+
+
+def get_policy(session: Session, *, namespace: str, workload: str) -> PolicyResult:
+    validated(lambda: check_target(namespace, "namespace"))
+    validated(lambda: check_target(workload, "workload"))
+    try:
+        row, text = _policy_row(session, namespace, workload)
+    except StoreError as exc:
+        raise ToolError(str(exc)) from None
+    return PolicyResult(
+        namespace=namespace,
+        workload=workload,
+        name=clean(row.name),
+        yaml=clean(text, keep_newlines=True),
+        path=row.path,
+        ingress_rule_count=row.ingress_rule_count,
+        egress_rule_count=row.egress_rule_count,
+    )
+
+
+def get_evidence(
+    session: Session,
+    *,
+    namespace: str,
+    workload: str,
+    direction: str | None = None,
+    port: str | None = None,
+    peer: str | None = None,
+    peer_cidr: str | None = None,
+    http_method: str | None = None,
+    http_path: str | None = None,
+    dns_pattern: str | None = None,
+    limit: int = 20,
+    cursor: str | None = None,
+) -> EvidenceResult:
+    validated(lambda: check_target(namespace, "namespace"))
+    validated(lambda: check_target(workload, "workload"))
+    flt = validated(
+        lambda: explain_filter(
+            direction=direction,
+            port=port,
+            peer=peer,
+            peer_cidr=peer_cidr,
+            http_method=http_method,
+            http_path=http_path,
+            dns_pattern=dns_pattern,
+        )
+    )
+    paging.decode(cursor)
+    try:
+        doc = session.evidence_store.read(namespace, workload)
+    except (EvidenceError, StoreError) as exc:
+        raise ToolError(str(exc)) from None
+    if doc is None:
+        raise ToolError(
+            f"no evidence for {namespace}/{workload}; call list_policies to see available targets"
+        )
+    record = to_data(explain_record(doc, flt))
+    rules, meta = paging.page(record["matched_rules"], cursor, limit)
+    return EvidenceResult.model_validate(clean({**record, "matched_rules": rules, **meta}))
+
+
+HEALTH_CAPTURING = "cluster health is finalized only after stop_session; call stop_session first"
+
+
+def get_cluster_health(session: Session) -> HealthResult:
+    if session.state == "capturing":
+        return HealthResult(available_after_stop=True, message=HEALTH_CAPTURING)
+    report = health_of(session)
+    if report is None and session.error:
+        raise ToolError(
+            clean(
+                "cluster health unavailable: session ended with error before any drop was "
+                f"recorded: {session.error}"
+            )
+        )
+    if report is None or not (report.drops or report.findings):
+        return HealthResult(no_drops=True, message="no infra/transient drops observed this session")
+    capped, truncated = capped_breakdowns(report)
+    return HealthResult(report=clean(to_data(capped)), truncated=truncated or None)
+
+
+def bootstrap_text(namespace: str) -> str:
+    """The default-deny policy YAML for ``namespace`` (checked before the cluster is asked)."""
+    if not namespace:
+        raise ToolError("namespace is required")
+    try:
+        return render_bootstrap(namespace)
+    except ValueError as exc:
+        raise ToolError(str(exc)) from None
+
+
+def bootstrap_policy(namespace: str, text: str, agent_images: list[str]) -> BootstrapResult:
+    """The bootstrap result, checked against the oldest Cilium agent among ``agent_images``
+    (none: the version is undetermined, with a warning)."""
+    version = minimum_version(agent_images)
+    if version is None:
+        return BootstrapResult(
+            namespace=namespace,
+            yaml=text,
+            version_warning="Cilium version undetermined; enableDefaultDeny requires "
+            ">= 1.16 — proceeding",
+        )
+    if below_floor(version, ["enableDefaultDeny"]):
+        raise ToolError(
+            f"cluster Cilium version {format_version(version)} is below the "
+            "enableDefaultDeny floor (>= 1.16.0 required); refusing to generate a bootstrap "
+            "artifact that would be silently pruned by the CRD schema on this cluster"
+        )
+    return BootstrapResult(
+        namespace=namespace,
+        yaml=text,
+        cluster_version=format_version(version),
+        version_source="pod-images",
+        cilium_versions_seen=versions_seen(agent_images),
+    )
