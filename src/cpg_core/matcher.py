@@ -4,6 +4,10 @@ and what people commonly write, so generated policies can be checked before they
 The endpoint that dropped a flow is taken to enforce policy in that direction (it did). A flow
 is allowed when some policy that selects the endpoint in that direction has a rule whose peer
 and ports match, and no deny rule matches. The answer names the rule, or says why none did.
+
+The same rule semantics answer merge's question, "does a rule a human wrote already allow this
+allow entry?" (:func:`covered_by`): an entry's peer is known only by the labels cpg selected, so
+a selector that needs more than those, or excludes a label cpg did not select, does not cover it.
 """
 
 from __future__ import annotations
@@ -16,9 +20,13 @@ from typing import Any
 
 import attrs
 
-from cpg_core.flow import ICMPV4, ICMPV6, Direction, Endpoint, Flow
+from cpg_core.flow import ICMP_PROTOCOLS, ICMPV4, Direction, Endpoint, Flow
 from cpg_core.labels import NAMESPACE_LABEL, reserved_names
+from cpg_core.rules import DNS, EGRESS, HTTP, INGRESS, Atom, CidrPeer, EndpointPeer, EntityPeer
 from cpg_core.synthesis import endpoint_kind
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+_WORLD_ENTITIES = frozenset({"world", "world-ipv4", "world-ipv6"})
 
 _SOURCES = ("k8s:", "any:", "reserved:", "cidr:", "unspec:", "container:")
 _POLICY_KINDS = frozenset({"CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy"})
@@ -55,10 +63,16 @@ def endpoint_labels(endpoint: Endpoint) -> dict[str, str]:
 
 
 def selector_matches(
-    selector: object, labels: Mapping[str, str], default_namespace: str | None
+    selector: object,
+    labels: Mapping[str, str],
+    default_namespace: str | None,
+    *,
+    complete: bool = True,
 ) -> bool:
     """A LabelSelector against endpoint labels. ``default_namespace`` is the implicit namespace
-    of a namespaced policy's peer selector (None: no implicit namespace)."""
+    of a namespaced policy's peer selector (None: no implicit namespace). With ``complete``
+    False the endpoint may carry labels beyond ``labels``: a selector that excludes a label
+    cpg does not know (NotIn, DoesNotExist) does not match."""
     if not isinstance(selector, Mapping):
         return False
     match_labels = {
@@ -85,6 +99,8 @@ def selector_matches(
         op = expr.get("operator")
         values = [str(v) for v in expr.get("values") or []]
         present = key in labels
+        if not complete and not present and op in ("NotIn", "DoesNotExist"):
+            return False
         if op == "In" and not (present and labels[key] in values):
             return False
         if op == "NotIn" and present and labels[key] in values:
@@ -112,23 +128,35 @@ def _entities(endpoint: Endpoint) -> set[str]:
     return names
 
 
-def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+def _network(text: str) -> Network | None:
     try:
-        return ipaddress.ip_address(text)
+        return ipaddress.ip_network(text, strict=False)
     except ValueError:
         return None
 
 
-def _in_cidrs(ip: str, cidrs: Iterable[object]) -> bool:
-    addr = _ip(ip)
-    if addr is None:
+def _in_cidrs(network: Network | None, cidrs: Iterable[object]) -> bool:
+    """Whether every address of ``network`` is inside one of ``cidrs``."""
+    if network is None:
         return False
     for cidr in cidrs:
-        try:
-            if addr in ipaddress.ip_network(str(cidr), strict=False):
-                return True
-        except ValueError:
-            continue
+        outer = _network(str(cidr))
+        if (
+            outer is not None
+            and outer.version == network.version
+            and network.subnet_of(outer)  # type: ignore[arg-type]
+        ):
+            return True
+    return False
+
+
+def _overlaps(network: Network | None, cidrs: Iterable[object]) -> bool:
+    if network is None:
+        return False
+    for cidr in cidrs:
+        outer = _network(str(cidr))
+        if outer is not None and outer.version == network.version and network.overlaps(outer):
+            return True
     return False
 
 
@@ -149,18 +177,38 @@ def _fqdn_matches(names: Iterable[str], fqdns: Iterable[object]) -> bool:
 
 
 @attrs.frozen(slots=True)
-class _Side:
-    """What a rule needs to know about the flow's peer."""
+class PeerView:
+    """What a rule needs to know about the peer: of a flow, or of an allow entry."""
 
-    endpoint: Endpoint
     labels: dict[str, str]
     entities: frozenset[str]
     world: bool
-    ip: str
+    network: Network | None
     names: tuple[str, ...]
+    complete: bool = True
+    """Whether ``labels`` are all the peer's labels (an entry knows only the selected ones)."""
 
 
-def _peer_matches(rule: Mapping[str, Any], prefix: str, peer: _Side, policy_ns: str | None) -> bool:
+@attrs.frozen(slots=True)
+class Request:
+    """What the traffic asks for: protocol and port (ICMP type), and its L7 request if known.
+    ``http_path`` is a concrete path, or with ``regex`` cpg's own anchored path regex."""
+
+    protocol: str
+    port: int
+    http_method: str | None = None
+    http_path: str | None = None
+    dns_name: str | None = None
+    regex: bool = False
+    every_request: bool = False
+    """An allow entry without L7 asks for every request on the port, which a port with L7
+    rules does not grant; a flow without an L7 record is a connection, which it admits (and
+    hands to the proxy)."""
+
+
+def _peer_matches(
+    rule: Mapping[str, Any], prefix: str, peer: PeerView, policy_ns: str | None
+) -> bool:
     """Whether a rule's L3 part selects the peer. A rule with no L3 part selects every peer."""
     keys = [prefix + "Endpoints", prefix + "Entities", prefix + "CIDR", prefix + "CIDRSet"]
     if prefix == "to":
@@ -169,91 +217,148 @@ def _peer_matches(rule: Mapping[str, Any], prefix: str, peer: _Side, policy_ns: 
     if not present:
         return True
     for selector in rule.get(prefix + "Endpoints") or []:
-        if not peer.world and selector_matches(selector, peer.labels, policy_ns):
+        if not peer.world and selector_matches(
+            selector, peer.labels, policy_ns, complete=peer.complete
+        ):
             return True
-    if peer.entities & set(rule.get(prefix + "Entities") or []):
+    if peer.entities & {str(e) for e in rule.get(prefix + "Entities") or []}:
         return True
-    if peer.world and _in_cidrs(peer.ip, rule.get(prefix + "CIDR") or []):
+    if peer.world and _in_cidrs(peer.network, rule.get(prefix + "CIDR") or []):
         return True
     for entry in rule.get(prefix + "CIDRSet") or []:
         if not isinstance(entry, Mapping) or not peer.world:
             continue
-        if _in_cidrs(peer.ip, [entry.get("cidr")]) and not _in_cidrs(
-            peer.ip, entry.get("except") or []
+        if _in_cidrs(peer.network, [entry.get("cidr")]) and not _overlaps(
+            peer.network, entry.get("except") or []
         ):
             return True
     return prefix == "to" and peer.world and _fqdn_matches(peer.names, rule.get("toFQDNs") or [])
 
 
-def _l7_matches(port_rule: Mapping[str, Any], flow: Flow) -> bool:
+def _l7_matches(port_rule: Mapping[str, Any], request: Request) -> bool:
     rules = port_rule.get("rules")
     if not isinstance(rules, Mapping) or not rules:
         return True
     http_rules = rules.get("http")
-    if http_rules and flow.l7 is not None and flow.l7.http is not None:
-        method = flow.l7.http.method.upper()
-        path = flow.l7.http.url.split("?", 1)[0].split("#", 1)[0]
-        if "://" in path:
-            path = "/" + path.split("://", 1)[1].partition("/")[2]
+    if http_rules and request.http_method is not None:
         for rule in http_rules:
-            if not isinstance(rule, Mapping):
-                continue
-            want_method = rule.get("method")
-            want_path = rule.get("path")
-            if want_method and not re.fullmatch(str(want_method), method):
-                continue
-            if want_path and not re.fullmatch(str(want_path), path or "/"):
-                continue
-            return True
+            if isinstance(rule, Mapping) and _http_matches(rule, request):
+                return True
         return False
     dns_rules = rules.get("dns")
-    if dns_rules and flow.l7 is not None and flow.l7.dns is not None:
-        return _fqdn_matches([flow.l7.dns.query], dns_rules)
-    return True  # an L4 flow on a port with L7 rules reaches the proxy: allowed at L4
+    if dns_rules and request.dns_name is not None:
+        return _fqdn_matches([request.dns_name], dns_rules)
+    return not request.every_request
 
 
-def _ports_match(rule: Mapping[str, Any], flow: Flow) -> bool:
+def _http_matches(rule: Mapping[str, Any], request: Request) -> bool:
+    want_method, want_path = rule.get("method"), rule.get("path")
+    method, path = request.http_method or "", request.http_path or "/"
+    if request.regex:  # an allow entry: only the same pattern (or none) covers it
+        return (not want_method or re.fullmatch(str(want_method), method) is not None) and (
+            not want_path or str(want_path) == path
+        )
+    if want_method and not re.fullmatch(str(want_method), method):
+        return False
+    return not want_path or re.fullmatch(str(want_path), path) is not None
+
+
+def _ports_match(rule: Mapping[str, Any], request: Request) -> bool:
     to_ports = rule.get("toPorts")
     icmps = rule.get("icmps")
     if not to_ports and not icmps:
         return True
-    if flow.protocol in (ICMPV4, ICMPV6):
-        family = "IPv4" if flow.protocol == ICMPV4 else "IPv6"
+    if request.protocol in ICMP_PROTOCOLS:
+        family = "IPv4" if request.protocol == ICMPV4 else "IPv6"
         for icmp in icmps or []:
             for field in (icmp or {}).get("fields") or []:
                 if field.get("family", "IPv4") == family and str(field.get("type")) == str(
-                    flow.port
+                    request.port
                 ):
                     return True
         return False
     for port_rule in to_ports or []:
         if not isinstance(port_rule, Mapping):
             continue
-        ports = port_rule.get("ports") or [{}]
-        for port in ports:
-            proto = str(port.get("protocol") or "ANY").upper()
-            if proto not in (flow.protocol, "ANY"):
+        for port in port_rule.get("ports") or [{}]:
+            # The CRD spells protocols in capitals; anything else never reaches a cluster.
+            proto = str(port.get("protocol") or "ANY")
+            if proto not in (request.protocol, "ANY"):
                 continue
             try:
                 low = int(port.get("port") or 0)
                 high = int(port.get("endPort") or low)
             except (TypeError, ValueError):
                 continue  # a named port: cpg cannot resolve it from a flow
-            if (low == 0 or low <= flow.port <= high) and _l7_matches(port_rule, flow):
+            if (low == 0 or low <= request.port <= high) and _l7_matches(port_rule, request):
                 return True
     return False
 
 
-def _side(endpoint: Endpoint, ip: str, names: Sequence[str]) -> _Side:
-    kind = endpoint_kind(endpoint)
-    return _Side(
-        endpoint=endpoint,
+def rule_admits(
+    rule: object, prefix: str, peer: PeerView, request: Request, policy_ns: str | None
+) -> bool:
+    """Whether one ingress/egress (or deny) rule selects the peer and the request."""
+    return (
+        isinstance(rule, Mapping)
+        and _peer_matches(rule, prefix, peer, policy_ns)
+        and _ports_match(rule, request)
+    )
+
+
+def _flow_request(flow: Flow) -> Request:
+    l7 = flow.l7
+    if l7 is not None and l7.http is not None:
+        path = l7.http.url.split("?", 1)[0].split("#", 1)[0]
+        if "://" in path:
+            path = "/" + path.split("://", 1)[1].partition("/")[2]
+        return Request(flow.protocol, flow.port, http_method=l7.http.method.upper(), http_path=path)
+    if l7 is not None and l7.dns is not None:
+        return Request(flow.protocol, flow.port, dns_name=l7.dns.query)
+    return Request(flow.protocol, flow.port)
+
+
+def _side(endpoint: Endpoint, ip: str, names: Sequence[str]) -> PeerView:
+    address = _network(ip) if ip else None
+    return PeerView(
         labels=endpoint_labels(endpoint),
         entities=frozenset(_entities(endpoint)),
-        world=kind.world,
-        ip=ip,
+        world=endpoint_kind(endpoint).world,
+        network=address if address is not None and address.num_addresses == 1 else None,
         names=tuple(names),
     )
+
+
+def atom_peer(atom: Atom) -> PeerView:
+    """The peer of an allow entry, as far as cpg knows it."""
+    peer = atom.peer
+    if isinstance(peer, EndpointPeer):
+        labels = {**dict(peer.labels), NAMESPACE_LABEL: peer.namespace}
+        return PeerView(labels, frozenset({"all", "cluster"}), False, None, (), complete=False)
+    if isinstance(peer, EntityPeer):
+        if peer.entity in _WORLD_ENTITIES:
+            return PeerView({}, frozenset({"all", "world", peer.entity}), True, None, ())
+        return PeerView({}, frozenset({"all", "cluster", peer.entity}), False, None, ())
+    if isinstance(peer, CidrPeer):
+        return PeerView({}, frozenset({"all", "world"}), True, _network(peer.cidr), ())
+    return PeerView({}, frozenset({"all", "world"}), True, None, (peer.name,))
+
+
+def atom_request(atom: Atom) -> Request:
+    if atom.l7 and atom.l7[0] == HTTP:
+        return Request(atom.protocol, atom.port, atom.l7[1], atom.l7[2], regex=True)
+    if atom.l7 and atom.l7[0] == DNS:
+        return Request(atom.protocol, atom.port, dns_name=atom.l7[1])
+    return Request(atom.protocol, atom.port, every_request=True)
+
+
+def covered_by(atom: Atom, rules: Iterable[object], namespace: str) -> bool:
+    """Whether one of ``rules`` (of a policy in ``namespace``, in the atom's direction)
+    already allows the allow entry, by the same semantics verify uses for flows."""
+    prefix = "from" if atom.direction == INGRESS else "to"
+    assert atom.direction in (INGRESS, EGRESS)
+    peer, request = atom_peer(atom), atom_request(atom)
+    return any(rule_admits(rule, prefix, peer, request, namespace) for rule in rules)
 
 
 def _policy_name(policy: Mapping[str, Any]) -> str:
@@ -306,13 +411,10 @@ def match_flow(
                 spec.get("endpointSelector"), target_labels, None
             ):
                 selecting.append((policy, spec, namespace))
+    request = _flow_request(flow)
     for policy, spec, namespace in selecting:  # deny rules win over any allow
         for index, rule in enumerate(spec.get(direction + "Deny") or []):
-            if (
-                isinstance(rule, Mapping)
-                and _peer_matches(rule, prefix, peer, namespace)
-                and _ports_match(rule, flow)
-            ):
+            if rule_admits(rule, prefix, peer, request, namespace):
                 return MatchResult(
                     False,
                     f"denied by {_policy_name(policy)} {direction}Deny[{index}]",
@@ -324,7 +426,7 @@ def match_flow(
         for index, rule in enumerate(spec.get(direction) or []):
             if not isinstance(rule, Mapping) or not _peer_matches(rule, prefix, peer, namespace):
                 continue
-            if _ports_match(rule, flow):
+            if _ports_match(rule, request):
                 return MatchResult(
                     True,
                     f"allowed by {_policy_name(policy)} {direction}[{index}]",

@@ -11,26 +11,22 @@ rule a human wrote is not added again.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 import yaml
 
 from cpg_core.errors import PolicyMergeError, SelectorMismatchError
-from cpg_core.flow import ICMPV4
 from cpg_core.labels import LabelItems
+from cpg_core.matcher import covered_by
 from cpg_core.render import endpoint_selector, render_policy, rule_lines
 from cpg_core.rules import (
     EGRESS,
     INGRESS,
     Atom,
-    CidrPeer,
-    EndpointPeer,
-    EntityPeer,
     Rule,
     describe_rule,
-    peer_selector,
     rule_from_dict,
     rule_sort_key,
     rules_from_atoms,
@@ -170,64 +166,6 @@ def _classify(section: _Section, namespace: str) -> None:
         rendered = [shift + line for line in rule_lines(rule, namespace)]
         if item.preamble[-1] == rendered[0] and item.lines == rendered[1:]:
             item.rule = rule
-
-
-def _peer_matches(atom: Atom, rule: Mapping[str, Any], namespace: str) -> bool:
-    prefix = "from" if atom.direction == INGRESS else "to"
-    peer = atom.peer
-    if isinstance(peer, EntityPeer):
-        entities = rule.get(prefix + "Entities") or ()
-        return peer.entity in entities or "all" in entities
-    if isinstance(peer, CidrPeer):
-        if peer.cidr in (rule.get(prefix + "CIDR") or ()):
-            return True
-        return any(
-            isinstance(c, Mapping) and c.get("cidr") == peer.cidr and not c.get("except")
-            for c in rule.get(prefix + "CIDRSet") or ()
-        )
-    assert isinstance(peer, EndpointPeer)
-    wanted = peer_selector(peer, namespace)
-    return any(
-        isinstance(s, Mapping) and set(s) == {"matchLabels"} and s.get("matchLabels") == wanted
-        for s in rule.get(prefix + "Endpoints") or ()
-    )
-
-
-def _ports_match(atom: Atom, rule: Mapping[str, Any]) -> bool:
-    to_ports = rule.get("toPorts")
-    icmps = rule.get("icmps")
-    if not to_ports and not icmps:
-        return True  # an L3-only rule allows every port
-    if atom.protocol in ("ICMPv4", "ICMPv6"):
-        family = "IPv4" if atom.protocol == ICMPV4 else "IPv6"
-        for icmp in icmps or ():
-            for f in (icmp or {}).get("fields") or ():
-                if f.get("family", "IPv4") == family and str(f.get("type")) == str(atom.port):
-                    return True
-        return False
-    for port_rule in to_ports or ():
-        if not isinstance(port_rule, Mapping) or port_rule.get("rules"):
-            continue  # L7 rules narrow what the port allows
-        for p in port_rule.get("ports") or ():
-            proto = p.get("protocol") or "ANY"
-            if proto not in (atom.protocol, "ANY"):
-                continue
-            try:
-                low = int(p.get("port", 0))
-                high = int(p.get("endPort") or low)
-            except (TypeError, ValueError):
-                continue
-            if low == 0 or low <= atom.port <= high:
-                return True
-    return False
-
-
-def covered_by(atom: Atom, rules: Iterable[Mapping[str, Any]], namespace: str) -> bool:
-    """Whether a rule already allows the atom (conservative: only clear cases count)."""
-    return any(
-        isinstance(r, Mapping) and _peer_matches(atom, r, namespace) and _ports_match(atom, r)
-        for r in rules
-    )
 
 
 def _rule_key(rule: Rule) -> tuple[str, Any, str]:
