@@ -103,3 +103,27 @@ def test_public_api_is_importable_and_small() -> None:
     for name in cpg_core.__all__:
         assert hasattr(cpg_core, name), name
     assert len(cpg_core.__all__) < 60
+
+
+def test_adapters_take_the_public_api_from_cpg_core_itself() -> None:
+    """What cpg_core exports is imported from ``cpg_core``, never from its private modules:
+    the adapters use the same API a notebook does."""
+    import cpg_core
+
+    public = set(cpg_core.__all__)
+    used = set()
+    for package in ("cpg_io", "cpg_cli", "cpg_mcp"):
+        for path in sorted((SRC / package).rglob("*.py")):
+            if "_proto" in path.parts:
+                continue
+            tree = ast.parse(path.read_text(), filename=str(path))
+            for node in ast.walk(tree):
+                if not isinstance(node, ast.ImportFrom) or not node.module:
+                    continue
+                names = {alias.name for alias in node.names}
+                if node.module.startswith("cpg_core."):
+                    leaked = names & public
+                    assert not leaked, f"{path}: import {sorted(leaked)} from cpg_core"
+                elif node.module == "cpg_core":
+                    used |= names
+    assert len(used) > 30, "the adapters use the public API"

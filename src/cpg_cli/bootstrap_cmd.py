@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from cpg_core.bootstrap import render_bootstrap
+from cpg_core import render_bootstrap
 
 
 def bootstrap(

@@ -13,12 +13,17 @@ import yaml
 from rich.console import Console
 
 from cpg_cli.options import validated
-from cpg_core.errors import CpgError
-from cpg_core.evidence import EvidenceError
-from cpg_core.explain import ExplainFilter, explain_lines, explain_record, render_explain_json
+from cpg_core import (
+    CpgError,
+    EvidenceError,
+    ExplainFilter,
+    explain_filter,
+    explain_lines,
+    explain_record,
+    render_explain_json,
+    to_data,
+)
 from cpg_core.names import POLICY_NAME_PREFIX
-from cpg_core.requests import explain_filter
-from cpg_core.wire import to_data
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
 from cpg_io.store import StoreError
 

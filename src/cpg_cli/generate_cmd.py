@@ -15,7 +15,7 @@ import typer
 
 from cpg_cli import options as opt
 from cpg_cli.report import print_run, warn_about_run
-from cpg_core.requests import LiveRequest
+from cpg_core import LiveRequest
 from cpg_io.evidence_store import default_evidence_root
 from cpg_io.hubble import RelayError, TLSSettings
 from cpg_io.kube import RelaySetupError, prepare_relay

@@ -12,7 +12,7 @@ from typing import Annotated, TypeVar
 
 import typer
 
-from cpg_core.requests import PROTOCOLS, CaptureRequest, RequestError
+from cpg_core import PROTOCOLS, CaptureRequest, RequestError
 
 T = TypeVar("T")
 LOG_LEVELS = ("debug", "info", "warning", "error")

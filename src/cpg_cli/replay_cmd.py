@@ -10,7 +10,7 @@ import typer
 
 from cpg_cli import options as opt
 from cpg_cli.report import print_run, warn_about_run
-from cpg_core.wire import to_data
+from cpg_core import to_data
 from cpg_io.evidence_store import default_evidence_root
 from cpg_io.parallel import default_jobs
 from cpg_io.pipeline import EvidenceSettings

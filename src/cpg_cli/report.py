@@ -10,9 +10,8 @@ from typing import Any
 
 import typer
 
-from cpg_core.decide import Decision
+from cpg_core import Decision, to_data
 from cpg_core.triage import severity_order, top_entries
-from cpg_core.wire import to_data
 from cpg_io.pipeline import ReplayResult
 
 _DECISION_LABELS = (

@@ -8,9 +8,7 @@ from typing import Annotated
 import typer
 
 from cpg_cli import options as opt
-from cpg_core.decide import DecideOptions
-from cpg_core.documents import VerifyReport
-from cpg_core.wire import to_json
+from cpg_core import DecideOptions, VerifyReport, to_json
 from cpg_io.kube import KubeError
 from cpg_io.sources import SourceError, describe_source
 from cpg_io.verify import PolicyLoadError, load_policies, verify_capture

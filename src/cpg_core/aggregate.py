@@ -14,13 +14,15 @@ import attrs
 
 from cpg_core.attribution import NO_TIME, RuleStats, flow_class, time_key
 from cpg_core.decide import DecideOptions, Decision, decide
+from cpg_core.documents import ClusterHealth
 from cpg_core.dropreasons import POLICY_DENIED, is_known_reason, reason_name
-from cpg_core.flow import ICMP_PROTOCOLS, PORT_PROTOCOLS, Endpoint, Flow, Verdict
+from cpg_core.flow import ICMP_PROTOCOLS, PORT_PROTOCOLS, Direction, Endpoint, Flow, Verdict
 from cpg_core.l7 import dns_name, http_method, path_regex
 from cpg_core.labels import format_labels
 from cpg_core.names import policy_name, short_hash
 from cpg_core.rules import (
     DNS,
+    DNS_PORT,
     DNS_PORTS,
     EGRESS,
     HTTP,
@@ -33,7 +35,13 @@ from cpg_core.rules import (
     rules_from_atoms,
 )
 from cpg_core.synthesis import PolicyTarget, Resolved, Resolver, Unhandled, Unresolved
-from cpg_core.triage import DropTally, FindingTally, deny_finding_key
+from cpg_core.triage import (
+    DropTally,
+    FindingTally,
+    HealthSession,
+    deny_finding_key,
+    health_document,
+)
 
 AtomKey = tuple[Any, ...]
 """An Atom's fields as a plain tuple: (direction, peer, protocol, port[, l7])."""
@@ -44,6 +52,8 @@ _FINDINGS = frozenset({Decision.EXPLICIT_DENY, Decision.AUTH_REQUIRED, Decision.
 _ENTRY_CACHE_LIMIT = 65536
 _AUDIT = int(Verdict.AUDIT)
 _DROPPED = int(Verdict.DROPPED)
+_INGRESS = int(Direction.INGRESS)
+_EGRESS = int(Direction.EGRESS)
 
 
 @attrs.frozen(slots=True)
@@ -74,6 +84,12 @@ class PolicyPlan:
     @property
     def namespace(self) -> str:
         return self.target.namespace
+
+    def with_selector_suffix(self) -> PolicyPlan:
+        """The plan under a name derived from its selector too, for when another selector
+        already has its workload name (in this run, or in the file on disk)."""
+        stem = f"{self.workload}-{short_hash(format_labels(self.target.selector))}"
+        return attrs.evolve(self, workload=stem, name=policy_name(stem))
 
 
 @attrs.frozen(slots=True)
@@ -262,7 +278,10 @@ class Aggregator:
         if l7.dns is not None and atom.direction == EGRESS and dns_name(l7.dns.query):
             detail = (DNS, dns_name(l7.dns.query))
             self._keep(
-                result.target, (atom.direction, atom.peer, atom.protocol, 53, detail), flow, cls
+                result.target,
+                (atom.direction, atom.peer, atom.protocol, DNS_PORT, detail),
+                flow,
+                cls,
             )
             return True
         return False
@@ -274,10 +293,10 @@ class Aggregator:
         direction = flow.direction
         protocol = flow.protocol
         port = flow.port
-        if (direction == 1 or direction == 2) and (
+        if direction in (_INGRESS, _EGRESS) and (
             (protocol in PORT_PROTOCOLS and 0 < port <= 65535) or protocol in ICMP_PROTOCOLS
         ):
-            if direction == 1:
+            if direction == _INGRESS:
                 way, target_ep, peer_ep = INGRESS, flow.destination, flow.source
             else:
                 way, target_ep, peer_ep = EGRESS, flow.source, flow.destination
@@ -387,6 +406,24 @@ class Aggregator:
                 else:
                     same.absorb(stats, cap)
 
+    def health(self, *, started: str, ended: str, lost_events: int = 0) -> ClusterHealth:
+        """The cluster-health document of what was added so far (times are passed in)."""
+        first, last = self.window()
+        return health_document(
+            HealthSession(
+                started=started,
+                ended=ended,
+                flows_seen=self.total_flows,
+                lost_events=lost_events,
+                first_flow=first,
+                last_flow=last,
+                replies=self.decisions[Decision.REPLY],
+                not_a_drop=self.decisions[Decision.NOT_A_DROP],
+            ),
+            self.drops,
+            self.findings.values(),
+        )
+
     @property
     def total_flows(self) -> int:
         return sum(self.decisions.values())
@@ -414,18 +451,14 @@ def plan_policies(
     plans = []
     for (_namespace, workload), targets in by_name.items():
         for target in targets:
-            stem = workload
-            if len(targets) > 1:
-                stem = f"{workload}-{short_hash(format_labels(target.selector))}"
-            plans.append(
-                PolicyPlan(
-                    target=target,
-                    workload=stem,
-                    name=policy_name(stem),
-                    rules=tuple(rules_from_atoms(atoms[target])),
-                    attribution=_stats_of(atoms[target]),
-                )
+            plan = PolicyPlan(
+                target=target,
+                workload=workload,
+                name=policy_name(workload),
+                rules=tuple(rules_from_atoms(atoms[target])),
+                attribution=_stats_of(atoms[target]),
             )
+            plans.append(plan.with_selector_suffix() if len(targets) > 1 else plan)
     plans.sort(key=lambda p: (p.target.namespace, p.workload))
     return plans
 

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 import attrs
 import orjson
 
+from cpg_core.aggregate import PolicyPlan
 from cpg_core.attribution import RuleStats, sample_record
 from cpg_core.documents import (
     EVIDENCE_SCHEMA_VERSION,
@@ -203,6 +204,28 @@ def merge_evidence(
         policy=PolicyIdentity(name, namespace, workload),
         sessions=tuple(sessions),
         rules=tuple(sorted(by_key.values(), key=_rule_order)),
+    )
+
+
+def plan_evidence(
+    plan: PolicyPlan,
+    session: SessionInfo,
+    existing: PolicyEvidence | None = None,
+    *,
+    max_samples: int = 10,
+    max_sessions: int = 10,
+) -> PolicyEvidence:
+    """One policy's evidence after ``session``: what this run attributed to each allow entry,
+    folded into what ``existing`` evidence already held."""
+    return merge_evidence(
+        existing,
+        name=plan.name,
+        namespace=plan.namespace,
+        workload=plan.workload,
+        session=session,
+        rules=rule_records(plan.attribution, session.id, max_samples),
+        max_samples=max_samples,
+        max_sessions=max_sessions,
     )
 
 

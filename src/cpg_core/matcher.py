@@ -142,9 +142,7 @@ def _in_cidrs(network: Network | None, cidrs: Iterable[object]) -> bool:
     for cidr in cidrs:
         outer = _network(str(cidr))
         if (
-            outer is not None
-            and outer.version == network.version
-            and network.subnet_of(outer)  # type: ignore[arg-type]
+            outer is not None and outer.version == network.version and network.subnet_of(outer)  # type: ignore[arg-type]
         ):
             return True
     return False

@@ -62,7 +62,8 @@ Peer = EntityPeer | CidrPeer | EndpointPeer | FqdnPeer
 
 HTTP = "http"
 DNS = "dns"
-DNS_PORTS = ((53, "TCP"), (53, "UDP"))
+DNS_PORT = 53
+DNS_PORTS = ((DNS_PORT, "TCP"), (DNS_PORT, "UDP"))
 
 
 @attrs.frozen(slots=True, order=True)
@@ -227,7 +228,7 @@ def rule_to_dict(rule: Rule, policy_namespace: str) -> dict[str, Any]:
     if rule.dns:
         out["toPorts"] = [
             {
-                "ports": [_port(53, "UDP"), _port(53, "TCP")],
+                "ports": [_port(DNS_PORT, "UDP"), _port(DNS_PORT, "TCP")],
                 "rules": {"dns": [{"matchName": name} for name in rule.dns]},
             }
         ]

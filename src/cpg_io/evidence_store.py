@@ -11,9 +11,16 @@ from pathlib import Path
 
 import orjson
 
-from cpg_core.documents import ClusterHealth, PolicyEvidence
-from cpg_core.evidence import EvidenceError, parse_evidence, render_evidence
-from cpg_core.wire import DocumentError, from_data, to_json
+from cpg_core import (
+    ClusterHealth,
+    DocumentError,
+    EvidenceError,
+    PolicyEvidence,
+    from_data,
+    parse_evidence,
+    render_evidence,
+    to_json,
+)
 from cpg_io.store import StagedWrites, StoreError, atomic_write_text, safe_component
 
 HEALTH_FILE = "cluster-health.json"

@@ -5,18 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cpg_core.flow import (
-    EMPTY_ENDPOINT,
-    DNSInfo,
-    Endpoint,
-    Flow,
-    HTTPInfo,
-    L7Info,
-    LostEvents,
-    OtherRecord,
-    PolicyRef,
-    Record,
-)
+from cpg_core import Endpoint, Flow, LostEvents, OtherRecord
+from cpg_core.flow import EMPTY_ENDPOINT, DNSInfo, HTTPInfo, L7Info, PolicyRef, Record
 from cpg_io._proto.flow import flow_pb2
 
 _L7_TYPES = {v.number: v.name for v in flow_pb2.L7FlowType.DESCRIPTOR.values}
@@ -82,23 +72,26 @@ class ProtoConverter:
             l7 = L7Info(type=_L7_TYPES.get(f.l7.type, str(f.l7.type)), http=http, dns=dns)
         reason = f.drop_reason_desc or f.drop_reason
         return Flow(
-            time.ToJsonString() if time is not None else "",
-            f.uuid,
-            f.verdict,
-            reason,
-            f.traffic_direction,
-            self._endpoint(f.source, f.HasField("source")),
-            self._endpoint(f.destination, f.HasField("destination")),
-            f.IP.source,
-            f.IP.destination,
-            protocol,
-            port,
-            is_reply,
-            f.node_name or response.node_name,
-            tuple(f.source_names),
-            tuple(f.destination_names),
-            l7,
-            tuple(PolicyRef(p.name, p.namespace, p.kind) for p in f.ingress_denied_by),
-            tuple(PolicyRef(p.name, p.namespace, p.kind) for p in f.egress_denied_by),
-            "",
+            time=time.ToJsonString() if time is not None else "",
+            uuid=f.uuid,
+            verdict=f.verdict,
+            drop_reason=reason,
+            direction=f.traffic_direction,
+            source=self._endpoint(f.source, f.HasField("source")),
+            destination=self._endpoint(f.destination, f.HasField("destination")),
+            source_ip=f.IP.source,
+            destination_ip=f.IP.destination,
+            protocol=protocol,
+            port=port,
+            is_reply=is_reply,
+            node_name=f.node_name or response.node_name,
+            source_names=tuple(f.source_names),
+            destination_names=tuple(f.destination_names),
+            l7=l7,
+            ingress_denied_by=tuple(
+                PolicyRef(p.name, p.namespace, p.kind) for p in f.ingress_denied_by
+            ),
+            egress_denied_by=tuple(
+                PolicyRef(p.name, p.namespace, p.kind) for p in f.egress_denied_by
+            ),
         )

@@ -16,9 +16,7 @@ from typing import Any
 import attrs
 import grpc
 
-from cpg_core.aggregate import AggregateOptions, Aggregator
-from cpg_core.documents import SessionInfo, SessionSource
-from cpg_core.flow import Flow, LostEvents
+from cpg_core import AggregateOptions, Aggregator, Flow, LostEvents, SessionInfo, SessionSource
 from cpg_io.hubble import (
     RelayError,
     TLSSettings,

@@ -12,8 +12,7 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, BinaryIO, TypeVar
 
-from cpg_core.aggregate import AggregateOptions, AggregateState, Aggregator
-from cpg_core.parse import FlowParser
+from cpg_core import AggregateOptions, AggregateState, Aggregator, FlowParser
 from cpg_io.sources import ReadStats, feed_lines, iter_chunks, merge_stats
 
 T = TypeVar("T")

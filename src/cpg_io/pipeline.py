@@ -16,16 +16,20 @@ from typing import Any
 import attrs
 import yaml
 
-from cpg_core.aggregate import AggregateOptions, Aggregator, PolicyPlan
-from cpg_core.decide import Decision
-from cpg_core.documents import ClusterHealth, SessionInfo, SessionSource
-from cpg_core.equivalence import policies_equivalent
-from cpg_core.errors import PolicyMergeError, SelectorMismatchError
-from cpg_core.evidence import EvidenceError, merge_evidence, rule_records
-from cpg_core.labels import format_labels
-from cpg_core.merge import render_or_merge
-from cpg_core.names import policy_name, short_hash
-from cpg_core.triage import HealthSession, health_document
+from cpg_core import (
+    AggregateOptions,
+    Aggregator,
+    ClusterHealth,
+    EvidenceError,
+    PolicyMergeError,
+    PolicyPlan,
+    SelectorMismatchError,
+    SessionInfo,
+    SessionSource,
+    plan_evidence,
+    policies_equivalent,
+    render_or_merge,
+)
 from cpg_io.evidence_store import EvidenceStore
 from cpg_io.parallel import aggregate_file, aggregate_stream, map_forked
 from cpg_io.sources import ReadStats, is_gzip, open_flow_stream
@@ -156,20 +160,8 @@ def replay(
 def run_health(
     aggregator: Aggregator, stats: ReadStats, started: datetime, ended: datetime
 ) -> ClusterHealth:
-    first, last = aggregator.window()
-    return health_document(
-        HealthSession(
-            started=rfc3339(started),
-            ended=rfc3339(ended),
-            flows_seen=aggregator.total_flows,
-            lost_events=stats.lost_events,
-            first_flow=first,
-            last_flow=last,
-            replies=aggregator.decisions[Decision.REPLY],
-            not_a_drop=aggregator.decisions[Decision.NOT_A_DROP],
-        ),
-        aggregator.drops,
-        aggregator.findings.values(),
+    return aggregator.health(
+        started=rfc3339(started), ended=rfc3339(ended), lost_events=stats.lost_events
     )
 
 
@@ -252,14 +244,10 @@ def write_evidence(
 ) -> str | None:
     """Fold this session's attribution into one policy's evidence; the error, if any."""
     try:
-        existing = store.read(plan.namespace, plan.workload)
-        doc = merge_evidence(
-            existing,
-            name=plan.name,
-            namespace=plan.namespace,
-            workload=plan.workload,
-            session=session,
-            rules=rule_records(plan.attribution, session.id, settings.max_samples),
+        doc = plan_evidence(
+            plan,
+            session,
+            store.read(plan.namespace, plan.workload),
             max_samples=settings.max_samples,
             max_sessions=settings.max_sessions,
         )
@@ -300,8 +288,7 @@ def write_plan(
         try:
             path, existing, text = _prepare(store, plan)
         except SelectorMismatchError:
-            stem = f"{plan.workload}-{short_hash(format_labels(plan.target.selector))}"
-            plan = attrs.evolve(plan, workload=stem, name=policy_name(stem))
+            plan = plan.with_selector_suffix()
             path, existing, text = _prepare(store, plan)
     except (PolicyMergeError, StoreError) as exc:
         return FileResult(

@@ -9,10 +9,7 @@ from typing import Any
 import attrs
 import yaml
 
-from cpg_core.decide import DecideOptions
-from cpg_core.documents import VerifyReport
-from cpg_core.parse import FlowParser
-from cpg_core.verify import verify_flows
+from cpg_core import DecideOptions, FlowParser, VerifyReport, verify_flows
 from cpg_io.sources import ReadStats, open_flow_stream, read_records
 
 

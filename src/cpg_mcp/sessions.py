@@ -15,8 +15,7 @@ from typing import Any, Literal
 
 import attrs
 
-from cpg_core.aggregate import AggregateOptions
-from cpg_core.requests import CaptureRequest, LiveRequest
+from cpg_core import AggregateOptions, CaptureRequest, LiveRequest
 from cpg_io.evidence_store import EvidenceStore
 from cpg_io.hubble import TLSSettings
 from cpg_io.kube import RelayConnection, RelaySetupError, prepare_relay

@@ -12,21 +12,24 @@ from typing import Any, TypeVar
 import yaml
 from mcp.server.mcpserver.exceptions import ToolError
 
-from cpg_core.bootstrap import render_bootstrap
-from cpg_core.cilium_version import below_floor, format_version, minimum_version, versions_seen
-from cpg_core.documents import ClusterHealth, DroppedFlowCount, DroppedFlowSample, PolicyEvidence
-from cpg_core.dropped_view import DroppedFlowFilter, aggregate_rows, compose, flow_samples
-from cpg_core.evidence import EvidenceError
-from cpg_core.explain import explain_record
-from cpg_core.requests import (
+from cpg_core import (
     CaptureRequest,
+    ClusterHealth,
+    DroppedFlowCount,
+    DroppedFlowSample,
+    EvidenceError,
     LiveRequest,
+    PolicyEvidence,
     RequestError,
     check_target,
     explain_filter,
+    explain_record,
+    render_bootstrap,
+    to_data,
 )
+from cpg_core.cilium_version import below_floor, format_version, minimum_version, versions_seen
+from cpg_core.dropped_view import DroppedFlowFilter, aggregate_rows, compose, flow_samples
 from cpg_core.triage import capped_breakdowns
-from cpg_core.wire import to_data
 from cpg_io.store import StoreError
 from cpg_mcp import paging
 from cpg_mcp.models import (

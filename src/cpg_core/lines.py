@@ -1,0 +1,97 @@
+"""JSON lines to flows: each line decoded and parsed on its own, so a bad line is counted with
+its number and never stops a run. Pure: lines in, flows and counts out (reading the lines is
+the caller's business)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import attrs
+import orjson
+
+from cpg_core.errors import FlowParseError
+from cpg_core.flow import Flow, LostEvents, OtherRecord
+from cpg_core.parse import FlowParser
+
+MAX_LINE_BYTES = 16 * 1024 * 1024
+MAX_REPORTED = 10
+
+
+@attrs.define
+class ReadStats:
+    lines_read: int = 0
+    blank_lines: int = 0
+    malformed: int = 0
+    malformed_examples: list[tuple[int, str]] = attrs.Factory(list)
+    """The first few malformed lines: (line number, what is wrong)."""
+    lost_events: int = 0
+    other_records: int = 0
+    truncated: str = ""
+    """Why reading stopped early, or "" when the input was read to its end."""
+
+    @property
+    def malformed_lines(self) -> list[int]:
+        return [line for line, _ in self.malformed_examples]
+
+
+OVERSIZED = b"\x00oversized"  # stands for a line too long to keep; never valid JSON
+
+
+def parse_lines(
+    lines: Iterable[bytes], first_line: int, stats: ReadStats, parser: FlowParser | None = None
+) -> list[Flow]:
+    """The flows of JSON lines numbered from ``first_line``; everything else is counted."""
+    flows: list[Flow] = []
+    feed_lines(lines, first_line, stats, parser or FlowParser(), flows.append)
+    return flows
+
+
+def feed_lines(
+    lines: Iterable[str | bytes],
+    first_line: int,
+    stats: ReadStats,
+    parser: FlowParser,
+    sink: Callable[[Flow], object],
+) -> None:
+    """Parse JSON lines numbered from ``first_line`` and hand each flow to ``sink``."""
+    parse = parser.parse
+    loads = orjson.loads
+    number = first_line - 1
+    for line in lines:
+        number += 1
+        try:
+            record = parse(loads(line))
+        except orjson.JSONDecodeError as exc:
+            if not line.strip():
+                stats.blank_lines += 1
+            elif line == OVERSIZED or len(line) > MAX_LINE_BYTES:
+                _malformed(stats, number, f"line longer than {MAX_LINE_BYTES} bytes")
+            else:
+                _malformed(stats, number, f"not valid JSON ({exc})")
+            continue
+        except FlowParseError as exc:
+            _malformed(stats, number, str(exc))
+            continue
+        if type(record) is Flow:
+            sink(record)
+        elif type(record) is LostEvents:
+            stats.lost_events += record.count
+        elif type(record) is OtherRecord:
+            stats.other_records += 1
+    stats.lines_read += number - first_line + 1
+
+
+def _malformed(stats: ReadStats, number: int, why: str) -> None:
+    stats.malformed += 1
+    if len(stats.malformed_examples) < MAX_REPORTED:
+        stats.malformed_examples.append((number, why))
+
+
+def merge_stats(total: ReadStats, part: ReadStats) -> None:
+    total.lines_read += part.lines_read
+    total.blank_lines += part.blank_lines
+    total.malformed += part.malformed
+    total.lost_events += part.lost_events
+    total.other_records += part.other_records
+    examples = sorted(total.malformed_examples + part.malformed_examples)
+    total.malformed_examples = examples[:MAX_REPORTED]
