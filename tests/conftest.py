@@ -1,13 +1,21 @@
-"""Shared test helpers: paths to ../shared, the CRD validator, and a flow factory."""
+"""Shared test helpers: paths to ../shared, the CRD validator, a flow factory, the captures
+several modules use, and ``cpg``: the CLI run in-process (``cpg_process`` when the process
+boundary is the point)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import logging
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import yaml
 
@@ -140,3 +148,149 @@ def flow_dict(
 
 def jsonl(records: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(r) + "\n" for r in records)
+
+
+# --- the CLI ----------------------------------------------------------------------------------
+
+CPG = str(Path(sys.executable).with_name("cpg"))
+
+
+@attrs.frozen
+class CpgRun:
+    """How a ``cpg`` command ended: the fields of subprocess.CompletedProcess that tests read."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def cpg(*args: str, stdin: bytes | None = None, cwd: Path | None = None) -> CpgRun:
+    """Run ``cpg ARGS`` in this process (Typer's CliRunner), as the installed command would.
+    An exception the command did not turn into an exit code fails the test."""
+    from typer.testing import CliRunner
+
+    from cpg_cli.app import app
+
+    root = logging.getLogger()
+    handlers = list(root.handlers)
+    with contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext():
+        result = CliRunner().invoke(app, list(args), input=stdin, env={"NO_COLOR": "1"})
+    root.handlers[:] = handlers  # the command's stderr handler dies with its run
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return CpgRun(result.exit_code, result.stdout, result.stderr)
+
+
+def cpg_process(
+    *args: str, stdin: bytes | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The installed ``cpg`` as a subprocess: for entry points, signals and process exits."""
+    return subprocess.run(
+        [CPG, *args],
+        input=stdin.decode() if stdin is not None else None,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "NO_COLOR": "1"},
+        timeout=120,
+    )
+
+
+def policies(out: Path) -> dict[str, str]:
+    """Every policy file under ``out`` by its relative path."""
+    return {str(p.relative_to(out)): p.read_text() for p in sorted(out.rglob("*.yaml"))}
+
+
+# --- captures more than one module uses ------------------------------------------------------
+
+
+def explain_capture(tmp_path: Path) -> tuple[Path, int]:
+    """A capture whose candidates all become rules, mixed with flows that never do."""
+    frontend, cart, api = (
+        endpoint("shop", "frontend"),
+        endpoint("shop", "cart"),
+        endpoint("pay", "api"),
+    )
+    candidates = [
+        *[
+            flow_dict(
+                src=endpoint("shop", "frontend", pod_name=f"frontend-{i}"),
+                dst=cart,
+                tcp=8080,
+                time=f"2026-11-02T10:00:0{i}Z",
+            )
+            for i in range(5)
+        ],
+        flow_dict(src=frontend, dst=cart, tcp=8443),
+        flow_dict(src=api, dst=cart, tcp=8080, reason=None),
+        flow_dict(src=cart, dst=api, direction="EGRESS", tcp=9000),
+        flow_dict(src=cart, dst=WORLD, dst_ip="203.0.113.7", direction="EGRESS", tcp=443),
+        flow_dict(
+            src=cart,
+            dst={"identity": 7, "labels": ["reserved:kube-apiserver"]},
+            direction="EGRESS",
+            tcp=6443,
+        ),
+        flow_dict(src=cart, dst=WORLD, dst_ip="2001:db8::7", direction="EGRESS", icmp6=128),
+    ]
+    others = [
+        flow_dict(verdict="FORWARDED", reason=None),
+        flow_dict(reply=True),
+        flow_dict(reason="POLICY_DENY", tcp=5432),
+        flow_dict(reason="CT_MAP_INSERTION_FAILED"),
+    ]
+    path = tmp_path / "capture.jsonl"
+    path.write_text(jsonl(candidates + others))
+    return path, len(candidates)
+
+
+NODES = ("node-a", "node-b", "node-c")
+PODS = {
+    "web": endpoint("shop", "web"),
+    "cart": endpoint("shop", "cart"),
+    "db": endpoint("data", "db"),
+    "bare": endpoint("shop", None, pod_name="bare-pod"),
+}
+REASONS = {
+    "CT_MAP_INSERTION_FAILED": 5,
+    "SERVICE_BACKEND_NOT_FOUND": 3,
+    "DROP_EP_NOT_READY": 4,
+    "STALE_OR_UNROUTABLE_IP": 2,
+    "IS_A_CLUSTERIP": 2,
+    "POLICY_DENY": 3,
+    "AUTH_REQUIRED": 2,
+}
+
+
+def triage_records() -> list[dict[str, Any]]:
+    records = []
+    i = 0
+    for reason, count in REASONS.items():
+        for n in range(count):
+            src, dst = ("web", "cart") if n % 2 else ("cart", "db")
+            records.append(
+                flow_dict(
+                    src=PODS[src],
+                    dst=PODS[dst],
+                    direction="INGRESS" if n % 3 else "EGRESS",
+                    reason=reason,
+                    node_name=NODES[(i := i + 1) % 3],
+                    tcp=5432,
+                    time=f"2026-11-02T10:{n:02d}:{i % 60:02d}Z",
+                    **(
+                        {"ingress_denied_by": [{"name": "deny-db", "namespace": "data"}]}
+                        if reason == "POLICY_DENY"
+                        else {}
+                    ),
+                )
+            )
+    for _ in range(3):
+        records.append(flow_dict(src=PODS["web"], dst=PODS["cart"], reply=True, node_name="node-a"))
+        records.append(
+            flow_dict(src=PODS["web"], dst=PODS["cart"], verdict="FORWARDED", reason=None)
+        )
+    for port in (8080, 8081, 8082):
+        records.append(flow_dict(src=PODS["web"], dst=PODS["cart"], tcp=port, node_name="node-b"))
+    records.append(flow_dict(src=WORLD, dst=PODS["web"], src_ip="203.0.113.1", tcp=443))
+    records.append(flow_dict(src=PODS["bare"], dst=PODS["cart"], tcp=9000))
+    return records

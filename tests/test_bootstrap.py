@@ -3,9 +3,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from conftest import assert_crd_valid
+from conftest import assert_crd_valid, cpg
 from cpg_core.bootstrap import render_bootstrap
-from test_cli import cpg
 
 
 def test_default_deny_policy_shape() -> None:

@@ -1,42 +1,29 @@
-"""End to end: the installed ``cpg`` run as a subprocess, as a user runs it."""
+"""End to end: the ``cpg`` command, in-process (the installed entry point once, as a process)."""
 
 from __future__ import annotations
 
 import gzip
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import CORPUS, EXAMPLE, assert_crd_valid, endpoint, flow_dict, jsonl
-
-CPG = str(Path(sys.executable).with_name("cpg"))
-
-
-def cpg(
-    *args: str, stdin: bytes | None = None, cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [CPG, *args],
-        input=stdin.decode() if stdin is not None else None,
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**os.environ, "NO_COLOR": "1"},
-        timeout=120,
-    )
-
-
-def policies(out: Path) -> dict[str, str]:
-    return {str(p.relative_to(out)): p.read_text() for p in sorted(out.rglob("*.yaml"))}
+from conftest import (
+    CORPUS,
+    EXAMPLE,
+    assert_crd_valid,
+    cpg,
+    cpg_process,
+    endpoint,
+    flow_dict,
+    jsonl,
+    policies,
+)
 
 
 def test_version_and_help() -> None:
-    version = cpg("--version")
+    version = cpg_process("--version")
     assert version.returncode == 0 and version.stdout.startswith("cpg ")
     helped = cpg("replay", "--help")
     assert helped.returncode == 0

@@ -1,4 +1,4 @@
-"""``cpg replay`` then ``cpg explain``, as subprocesses."""
+"""``cpg replay`` then ``cpg explain``, run in-process as the CLI."""
 
 from __future__ import annotations
 
@@ -9,48 +9,7 @@ from typing import Any
 
 import yaml
 
-from conftest import WORLD, endpoint, flow_dict, jsonl
-from test_cli import cpg
-
-
-def capture(tmp_path: Path) -> tuple[Path, int]:
-    """A capture whose candidates all become rules, mixed with flows that never do."""
-    frontend, cart, api = (
-        endpoint("shop", "frontend"),
-        endpoint("shop", "cart"),
-        endpoint("pay", "api"),
-    )
-    candidates = [
-        *[
-            flow_dict(
-                src=endpoint("shop", "frontend", pod_name=f"frontend-{i}"),
-                dst=cart,
-                tcp=8080,
-                time=f"2026-11-02T10:00:0{i}Z",
-            )
-            for i in range(5)
-        ],
-        flow_dict(src=frontend, dst=cart, tcp=8443),
-        flow_dict(src=api, dst=cart, tcp=8080, reason=None),
-        flow_dict(src=cart, dst=api, direction="EGRESS", tcp=9000),
-        flow_dict(src=cart, dst=WORLD, dst_ip="203.0.113.7", direction="EGRESS", tcp=443),
-        flow_dict(
-            src=cart,
-            dst={"identity": 7, "labels": ["reserved:kube-apiserver"]},
-            direction="EGRESS",
-            tcp=6443,
-        ),
-        flow_dict(src=cart, dst=WORLD, dst_ip="2001:db8::7", direction="EGRESS", icmp6=128),
-    ]
-    others = [
-        flow_dict(verdict="FORWARDED", reason=None),
-        flow_dict(reply=True),
-        flow_dict(reason="POLICY_DENY", tcp=5432),
-        flow_dict(reason="CT_MAP_INSERTION_FAILED"),
-    ]
-    path = tmp_path / "capture.jsonl"
-    path.write_text(jsonl(candidates + others))
-    return path, len(candidates)
+from conftest import cpg, explain_capture
 
 
 def allow_entries(policy: dict[str, Any]) -> set[tuple[str, str, str, str]]:
@@ -71,7 +30,7 @@ def allow_entries(policy: dict[str, Any]) -> set[tuple[str, str, str, str]]:
 
 
 def test_every_allow_entry_has_exactly_one_evidence_rule(tmp_path: Path) -> None:
-    path, candidates = capture(tmp_path)
+    path, candidates = explain_capture(tmp_path)
     out = tmp_path / "policies"
     assert cpg("replay", str(path), "-o", str(out)).returncode == 0
     total = 0
@@ -97,7 +56,7 @@ def test_every_allow_entry_has_exactly_one_evidence_rule(tmp_path: Path) -> None
 
 
 def test_explain_a_policy_file_and_other_formats(tmp_path: Path) -> None:
-    path, _ = capture(tmp_path)
+    path, _ = explain_capture(tmp_path)
     out = tmp_path / "policies"
     assert cpg("replay", str(path), "-o", str(out)).returncode == 0
     # A policy file path: workload and output dir come from where the file is.
@@ -126,7 +85,7 @@ def test_explain_a_policy_file_and_other_formats(tmp_path: Path) -> None:
 
 
 def test_evidence_flags(tmp_path: Path) -> None:
-    path, _ = capture(tmp_path)
+    path, _ = explain_capture(tmp_path)
     out = tmp_path / "policies"
     evidence = tmp_path / "ev"
     result = cpg(
@@ -204,7 +163,7 @@ def test_errors_that_teach(tmp_path: Path) -> None:
     assert "no evidence for shop/cart" in missing.stderr
     assert os.path.abspath(tmp_path / "nowhere") in missing.stderr
     assert "cpg replay" in missing.stderr
-    path, _ = capture(tmp_path)
+    path, _ = explain_capture(tmp_path)
     out = tmp_path / "policies"
     evidence = tmp_path / "ev"
     cpg("replay", str(path), "-o", str(out), "--evidence-dir", str(evidence))

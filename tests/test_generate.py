@@ -10,13 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import EXAMPLE, assert_crd_valid
+from conftest import CPG, EXAMPLE, assert_crd_valid, cpg, policies
 from fake_relay import fake_relay, responses_from_lines
-from test_cli import CPG, cpg
-
-
-def policies(out: Path) -> dict[str, str]:
-    return {str(p.relative_to(out)): p.read_text() for p in sorted(out.rglob("*.yaml"))}
 
 
 def example_responses() -> list[object]:

@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import EXAMPLE, WORLD, assert_crd_valid, endpoint, flow_dict, jsonl
+from conftest import EXAMPLE, WORLD, assert_crd_valid, cpg, endpoint, flow_dict, jsonl
 from cpg_core.l7 import dns_name, is_identifier, path_regex, url_path
-from test_cli import cpg
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

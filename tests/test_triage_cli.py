@@ -10,59 +10,7 @@ from typing import Any
 
 import yaml
 
-from conftest import WORLD, endpoint, flow_dict, jsonl
-from test_cli import cpg
-
-NODES = ("node-a", "node-b", "node-c")
-PODS = {
-    "web": endpoint("shop", "web"),
-    "cart": endpoint("shop", "cart"),
-    "db": endpoint("data", "db"),
-    "bare": endpoint("shop", None, pod_name="bare-pod"),
-}
-REASONS = {
-    "CT_MAP_INSERTION_FAILED": 5,
-    "SERVICE_BACKEND_NOT_FOUND": 3,
-    "DROP_EP_NOT_READY": 4,
-    "STALE_OR_UNROUTABLE_IP": 2,
-    "IS_A_CLUSTERIP": 2,
-    "POLICY_DENY": 3,
-    "AUTH_REQUIRED": 2,
-}
-
-
-def build_capture() -> list[dict[str, Any]]:
-    records = []
-    i = 0
-    for reason, count in REASONS.items():
-        for n in range(count):
-            src, dst = ("web", "cart") if n % 2 else ("cart", "db")
-            records.append(
-                flow_dict(
-                    src=PODS[src],
-                    dst=PODS[dst],
-                    direction="INGRESS" if n % 3 else "EGRESS",
-                    reason=reason,
-                    node_name=NODES[(i := i + 1) % 3],
-                    tcp=5432,
-                    time=f"2026-11-02T10:{n:02d}:{i % 60:02d}Z",
-                    **(
-                        {"ingress_denied_by": [{"name": "deny-db", "namespace": "data"}]}
-                        if reason == "POLICY_DENY"
-                        else {}
-                    ),
-                )
-            )
-    for _ in range(3):
-        records.append(flow_dict(src=PODS["web"], dst=PODS["cart"], reply=True, node_name="node-a"))
-        records.append(
-            flow_dict(src=PODS["web"], dst=PODS["cart"], verdict="FORWARDED", reason=None)
-        )
-    for port in (8080, 8081, 8082):
-        records.append(flow_dict(src=PODS["web"], dst=PODS["cart"], tcp=port, node_name="node-b"))
-    records.append(flow_dict(src=WORLD, dst=PODS["web"], src_ip="203.0.113.1", tcp=443))
-    records.append(flow_dict(src=PODS["bare"], dst=PODS["cart"], tcp=9000))
-    return records
+from conftest import cpg, flow_dict, jsonl, triage_records
 
 
 def expected_tallies(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -90,7 +38,7 @@ def expected_tallies(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]
 
 
 def test_cluster_health_counts_equal_the_capture(tmp_path: Path) -> None:
-    records = build_capture()
+    records = triage_records()
     capture = tmp_path / "capture.jsonl"
     capture.write_text(jsonl(records))
     out, evidence = tmp_path / "policies", tmp_path / "ev"
@@ -134,7 +82,7 @@ def test_cluster_health_counts_equal_the_capture(tmp_path: Path) -> None:
 
 def test_exit_codes(tmp_path: Path) -> None:
     capture = tmp_path / "capture.jsonl"
-    capture.write_text(jsonl(build_capture()))
+    capture.write_text(jsonl(triage_records()))
     clean = tmp_path / "clean.jsonl"
     clean.write_text(jsonl([flow_dict()]))
     ok = cpg("replay", str(clean), "-o", str(tmp_path / "a"), "--fail-on-infra-drops")
@@ -182,7 +130,7 @@ def normalise(text: str, tmp_path: Path) -> str:
 
 def test_report_snapshots(tmp_path: Path, snapshot: Any) -> None:
     capture = tmp_path / "capture.jsonl"
-    capture.write_text(jsonl(build_capture()))
+    capture.write_text(jsonl(triage_records()))
     args = [
         "replay",
         str(capture),

@@ -7,10 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from conftest import CORPUS, EXAMPLE, flow_dict, jsonl
-from test_cli import cpg
-from test_explain_cli import capture as explain_capture
-from test_triage_cli import build_capture
+from conftest import CORPUS, EXAMPLE, cpg, explain_capture, flow_dict, jsonl, triage_records
 
 
 def replay_then_verify(capture: Path, out: Path, *extra: str) -> dict[str, object]:
@@ -31,7 +28,7 @@ def test_every_test_capture_is_fully_admitted(tmp_path: Path) -> None:
     audit = replay_then_verify(EXAMPLE, tmp_path / "audit", "--include-audit")
     assert audit["candidates"] == {"total": 30, "admitted": 30}
     triage = tmp_path / "triage.jsonl"
-    triage.write_text(jsonl(build_capture()))
+    triage.write_text(jsonl(triage_records()))
     assert replay_then_verify(triage, tmp_path / "triage")["explicit_deny"] == {
         "total": 3,
         "admitted": 0,
