@@ -177,7 +177,7 @@ def capture_request(
     """The capture request of replay and generate, from their shared flags (validated)."""
     request = validated(
         lambda: CaptureRequest.build(
-            namespaces=namespace,
+            namespace=namespace,
             all_namespaces=all_namespaces,
             include_audit=include_audit,
             ignore_protocols=ignore_protocol,

@@ -130,24 +130,25 @@ class CaptureRequest:
     def build(
         cls,
         *,
-        namespaces: Iterable[str] = (),
+        namespace: Iterable[str] | None = None,
         all_namespaces: bool = False,
         include_audit: bool = False,
-        ignore_protocols: Iterable[str] = (),
-        ignore_drop_reasons: Iterable[str] = (),
+        ignore_protocols: Iterable[str] | None = None,
+        ignore_drop_reasons: Iterable[str] | None = None,
         l7: bool = False,
         l7_collapse_paths: bool = False,
         max_samples: int = 10,
     ) -> CaptureRequest:
-        """Validate the user's values; RequestError names the first bad one."""
-        chosen = split_values(namespaces)
+        """Validate the user's values (lists may repeat or comma-separate); RequestError names
+        the first bad one."""
+        chosen = split_values(namespace or ())
         if chosen and all_namespaces:
             raise RequestError(
                 "all_namespaces", "use either a namespace or all namespaces, not both"
             )
         for ns in chosen:
             check_namespace(ns)
-        protocols = [p.lower() for p in split_values(ignore_protocols)]
+        protocols = [p.lower() for p in split_values(ignore_protocols or ())]
         for proto in protocols:
             if proto not in PROTOCOLS:
                 raise RequestError(
@@ -155,7 +156,7 @@ class CaptureRequest:
                     f"unknown protocol {proto!r}; valid values are {', '.join(PROTOCOLS)}",
                 )
         reasons = []
-        for name in split_values(ignore_drop_reasons):
+        for name in split_values(ignore_drop_reasons or ()):
             try:
                 reasons.append(parse_reason_name(name))
             except ValueError as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import logging
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -17,20 +18,9 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from cpg_io.version import cpg_version
-from cpg_mcp import tools
+from cpg_mcp import models, tools
 from cpg_mcp.audit import AuditLog
 from cpg_mcp.guard import GuardedServer
-from cpg_mcp.models import (
-    BootstrapResult,
-    DroppedFlows,
-    EvidenceResult,
-    HealthResult,
-    PolicyList,
-    PolicyResult,
-    StartResult,
-    StatusResult,
-    StopResult,
-)
 from cpg_mcp.sessions import SessionManager
 
 log = logging.getLogger("cpg.mcp")
@@ -39,6 +29,12 @@ QUERY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
 SESSION_ID = Annotated[str, Field(description="the opaque session_id returned by start_session")]
+POLICY_NAMESPACE = Annotated[
+    str, Field(description="the policy's namespace, as returned by list_policies")
+]
+POLICY_WORKLOAD = Annotated[
+    str, Field(description="the policy's workload, as returned by list_policies")
+]
 CURSOR = Annotated[
     str | None, Field(description="opaque pagination token from a previous call's next_cursor")
 ]
@@ -52,6 +48,12 @@ async def offload(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     return await anyio.to_thread.run_sync(
         functools.partial(fn, *args, **kwargs), abandon_on_cancel=True, limiter=_threads
     )
+
+
+def _arguments(values: dict[str, Any], tool: Callable[..., Any]) -> dict[str, Any]:
+    """A tool's arguments, taken from its ``locals()`` at entry (closure names left out)."""
+    names = inspect.signature(tool).parameters
+    return {name: value for name, value in values.items() if name in names}
 
 
 async def _agent_images() -> list[str]:
@@ -155,25 +157,12 @@ def build_server(
                 description="a capture file inside the folder the operator allowed with --allow-replay-dir (instead of a live capture)"
             ),
         ] = None,
-    ) -> StartResult:
+    ) -> models.StartResult:
         """Start a capture session and return at once with its opaque session_id; the capture runs
         in the background. One session at a time: stop_session before starting another (a stopped
         session is discarded). Poll get_status."""
-        return await tools.start_session(
-            manager,
-            namespace=namespace,
-            all_namespaces=all_namespaces,
-            l7=l7,
-            include_audit=include_audit,
-            ignore_drop_reasons=ignore_drop_reasons,
-            ignore_protocols=ignore_protocols,
-            server=server,
-            tls=tls,
-            timeout=timeout,
-            flush_interval=flush_interval,
-            cluster_dedup=cluster_dedup,
-            replay_file=replay_file,
-        )
+        arguments = _arguments(locals(), start_session)
+        return await tools.start_session(manager, **arguments)
 
     @mcp.tool(
         title="Session status",
@@ -181,7 +170,7 @@ def build_server(
             read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
         ),
     )
-    async def get_status(session_id: SESSION_ID) -> StatusResult:
+    async def get_status(session_id: SESSION_ID) -> models.StatusResult:
         """Coarse session state (capturing/stopped), elapsed time and file counts. Works for a
         stopped session too."""
         return await offload(tools.get_status, session_of(session_id))
@@ -195,7 +184,7 @@ def build_server(
             open_world_hint=False,
         ),
     )
-    async def stop_session(session_id: SESSION_ID) -> StopResult:
+    async def stop_session(session_id: SESSION_ID) -> models.StopResult:
         """Stop the capture (final flush, cluster-health.json) and return the summary. Idempotent:
         a second stop returns the same summary with already_stopped. Files stay queryable until
         the next start_session."""
@@ -230,30 +219,23 @@ def build_server(
             int, Field(ge=1, le=200, description="max rows per page, samples and aggregates")
         ] = 50,
         cursor: CURSOR = None,
-    ) -> DroppedFlows:
+    ) -> models.DroppedFlows:
         """Dropped flows as a sampled/aggregated view, not a raw flow log. `samples` are the
         stored flows behind each rule (the drops a policy fixes; at most 10 newest per rule,
         served live). `aggregates.rows` count infrastructure and transient drops per namespace,
         workload and reason (drops no policy fixes; available after stop_session). Noise is
         never listed. Filters AND-combine; pagination covers both sections; total_count counts
         view items, not flows."""
-        return await offload(
-            tools.list_dropped_flows,
-            session_of(session_id),
-            namespace=namespace,
-            workload=workload,
-            dropclass=dropclass,
-            direction=direction,
-            limit=limit,
-            cursor=cursor,
-        )
+        arguments = _arguments(locals(), list_dropped_flows)
+        session = session_of(arguments.pop("session_id"))
+        return await offload(tools.list_dropped_flows, session, **arguments)
 
     @mcp.tool(title="List generated policies", annotations=QUERY)
     async def list_policies(
         session_id: SESSION_ID,
         limit: Annotated[int, Field(ge=1, le=200, description="max policies per page")] = 50,
         cursor: CURSOR = None,
-    ) -> PolicyList:
+    ) -> models.PolicyList:
         """The policies this session generated: namespace, workload, name, directions, rule
         counts and path. Paginated."""
         return await offload(
@@ -263,13 +245,9 @@ def build_server(
     @mcp.tool(title="Get one policy", annotations=QUERY)
     async def get_policy(
         session_id: SESSION_ID,
-        namespace: Annotated[
-            str, Field(description="the policy's namespace, as returned by list_policies")
-        ],
-        workload: Annotated[
-            str, Field(description="the policy's workload, as returned by list_policies")
-        ],
-    ) -> PolicyResult:
+        namespace: POLICY_NAMESPACE,
+        workload: POLICY_WORKLOAD,
+    ) -> models.PolicyResult:
         """The full YAML of one generated policy and its rule counts."""
         return await offload(
             tools.get_policy, session_of(session_id), namespace=namespace, workload=workload
@@ -278,12 +256,8 @@ def build_server(
     @mcp.tool(title="Evidence behind a policy's rules", annotations=QUERY)
     async def get_evidence(
         session_id: SESSION_ID,
-        namespace: Annotated[
-            str, Field(description="the policy's namespace, as returned by list_policies")
-        ],
-        workload: Annotated[
-            str, Field(description="the policy's workload, as returned by list_policies")
-        ],
+        namespace: POLICY_NAMESPACE,
+        workload: POLICY_WORKLOAD,
         direction: Annotated[
             Literal["ingress", "egress"] | None, Field(description="filter: ingress or egress")
         ] = None,
@@ -301,27 +275,15 @@ def build_server(
         dns_pattern: Annotated[str | None, Field(description="filter: DNS name")] = None,
         limit: Annotated[int, Field(ge=1, le=100, description="max rules per page")] = 20,
         cursor: CURSOR = None,
-    ) -> EvidenceResult:
+    ) -> models.EvidenceResult:
         """Per-rule flow evidence for one policy, records exactly as `cpg explain --json` gives
         them. Filters AND-narrow the rules; pagination applies to matched rules."""
-        return await offload(
-            tools.get_evidence,
-            session_of(session_id),
-            namespace=namespace,
-            workload=workload,
-            direction=direction,
-            port=port,
-            peer=peer,
-            peer_cidr=peer_cidr,
-            http_method=http_method,
-            http_path=http_path,
-            dns_pattern=dns_pattern,
-            limit=limit,
-            cursor=cursor,
-        )
+        arguments = _arguments(locals(), get_evidence)
+        session = session_of(arguments.pop("session_id"))
+        return await offload(tools.get_evidence, session, **arguments)
 
     @mcp.tool(title="Cluster health of the session", annotations=QUERY)
-    async def get_cluster_health(session_id: SESSION_ID) -> HealthResult:
+    async def get_cluster_health(session_id: SESSION_ID) -> models.HealthResult:
         """Infrastructure and transient drops (by reason, node and workload, with fix links) and
         findings, once the session has stopped. No report after stop means no such drops."""
         return await offload(tools.get_cluster_health, session_of(session_id))
@@ -329,7 +291,7 @@ def build_server(
     @mcp.tool(title="Default-deny policy for a namespace", annotations=QUERY)
     async def get_bootstrap_policy(
         namespace: Annotated[str, Field(description="target namespace (required)")],
-    ) -> BootstrapResult:
+    ) -> models.BootstrapResult:
         """A namespaced default-deny CiliumNetworkPolicy as YAML (enableDefaultDeny both ways,
         ingress and egress as [{}]), the first step of onboarding a namespace. Detects the
         cluster's Cilium version from the environment's kubeconfig (3 s at most); refuses below

@@ -89,41 +89,22 @@ def duration_text(seconds: float) -> str:
     return (f"{hours}h" if hours else "") + (f"{minutes}m" if hours or minutes else "") + f"{secs}s"
 
 
+LIVE_ARGUMENTS = frozenset({"server", "timeout", "flush_interval", "cluster_dedup"})
+
+
 async def start_session(
-    manager: SessionManager,
-    *,
-    namespace: list[str] | None = None,
-    all_namespaces: bool = False,
-    l7: bool = False,
-    include_audit: bool = False,
-    ignore_drop_reasons: list[str] | None = None,
-    ignore_protocols: list[str] | None = None,
-    server: str | None = None,
-    tls: bool = False,
-    timeout: str | None = None,
-    flush_interval: str | None = None,
-    cluster_dedup: bool = False,
-    replay_file: str | None = None,
+    manager: SessionManager, *, tls: bool = False, replay_file: str | None = None, **arguments: Any
 ) -> StartResult:
+    """``arguments`` are the tool's: the LiveRequest ones (LIVE_ARGUMENTS), the rest the
+    CaptureRequest's, each built and checked by cpg_core as the CLI's are."""
+    live_args = {k: v for k, v in arguments.items() if k in LIVE_ARGUMENTS}
     request = validated(
         lambda: CaptureRequest.build(
-            namespaces=namespace or (),
-            all_namespaces=all_namespaces,
-            include_audit=include_audit,
-            ignore_protocols=ignore_protocols or (),
-            ignore_drop_reasons=ignore_drop_reasons or (),
-            l7=l7,
+            **{k: v for k, v in arguments.items() if k not in LIVE_ARGUMENTS}
         )
     )
-    live = validated(
-        lambda: LiveRequest.build(
-            server=server,
-            timeout=timeout,
-            flush_interval=flush_interval,
-            cluster_dedup=cluster_dedup,
-        )
-    )
-    if replay_file is not None and (server or tls or cluster_dedup):
+    live = validated(lambda: LiveRequest.build(**live_args))
+    if replay_file is not None and (live.server or tls or live.cluster_dedup):
         raise ToolError("replay_file reads a capture file: leave server, tls and cluster_dedup out")
     try:
         session, discarded = await manager.start(request, live, replay_file=replay_file, tls=tls)
@@ -285,29 +266,14 @@ def get_evidence(
     *,
     namespace: str,
     workload: str,
-    direction: str | None = None,
-    port: str | None = None,
-    peer: str | None = None,
-    peer_cidr: str | None = None,
-    http_method: str | None = None,
-    http_path: str | None = None,
-    dns_pattern: str | None = None,
     limit: int = 20,
     cursor: str | None = None,
+    **filters: Any,
 ) -> EvidenceResult:
+    """``filters`` are explain filters as the tool received them (direction, port, peer…)."""
     validated(lambda: check_target(namespace, "namespace"))
     validated(lambda: check_target(workload, "workload"))
-    flt = validated(
-        lambda: explain_filter(
-            direction=direction,
-            port=port,
-            peer=peer,
-            peer_cidr=peer_cidr,
-            http_method=http_method,
-            http_path=http_path,
-            dns_pattern=dns_pattern,
-        )
-    )
+    flt = validated(lambda: explain_filter(**filters))
     paging.decode(cursor)
     try:
         doc = session.evidence_store.read(namespace, workload)
