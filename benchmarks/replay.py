@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import resource
 import shutil
 import subprocess
 import sys
@@ -94,8 +93,54 @@ def time_json_loads(path: Path) -> float:
     return time.perf_counter() - start
 
 
+def run_replay(cpg: str, capture: Path, work: Path) -> tuple[float, float, str]:
+    """One ``cpg replay`` into a fresh folder: seconds, that child's own peak RSS (MB, from
+    wait4) and the report's last line."""
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    with (work / "out.txt").open("w+") as out, (work / "err.txt").open("w+") as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            [
+                cpg,
+                "replay",
+                str(capture),
+                "-o",
+                str(work / "policies"),
+                "--evidence-dir",
+                str(work / "evidence"),
+            ],
+            stdout=out,
+            stderr=err,
+            env={**os.environ, "NO_COLOR": "1"},
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            err.seek(0)
+            sys.exit(f"{cpg} replay failed ({proc.returncode}):\n{err.read()}")
+        out.seek(0)
+        last = out.read().strip().splitlines()[-1]
+    return seconds, usage.ru_maxrss / 1024, last
+
+
 def main() -> None:
-    count = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+    """``replay.py [N] [--compare OTHER_CPG] [--rounds K]``: with --compare, the other cpg (an
+    older build) runs the same capture in the same run, alternating, best of K rounds each."""
+    args = sys.argv[1:]
+    other = None
+    rounds = 1
+    if "--compare" in args:
+        at = args.index("--compare")
+        other = args[at + 1]
+        del args[at : at + 2]
+        rounds = 3
+    if "--rounds" in args:
+        at = args.index("--rounds")
+        rounds = int(args[at + 1])
+        del args[at : at + 2]
+    count = int(args[0]) if args else 1_000_000
     cpg = shutil.which("cpg") or str(Path(sys.executable).with_name("cpg"))
     with tempfile.TemporaryDirectory(prefix="cpg-bench-") as tmp:
         capture = Path(tmp) / "flows.jsonl"
@@ -103,30 +148,28 @@ def main() -> None:
         os.sync()  # the capture's own writeback must not be timed as cpg's
         print(f"generated {count:,} flows, {size / count:.0f} bytes/line on average")
         loads_s = time_json_loads(capture)
-        start = time.perf_counter()
-        proc = subprocess.run(
-            [
-                cpg,
-                "replay",
-                str(capture),
-                "-o",
-                str(Path(tmp) / "policies"),
-                "--evidence-dir",
-                str(Path(tmp) / "evidence"),
-            ],
-            capture_output=True,
-            text=True,
-            env={**os.environ, "NO_COLOR": "1"},
-        )
-        cpg_s = time.perf_counter() - start
-        if proc.returncode != 0:
-            sys.exit(f"cpg replay failed ({proc.returncode}):\n{proc.stderr}")
-        rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         print(f"json.loads only : {count / loads_s:>12,.0f} lines/s ({loads_s:.2f} s)")
-        print(f"cpg replay e2e  : {count / cpg_s:>12,.0f} flows/s ({cpg_s:.2f} s)")
-        print(f"peak RSS (cpg)  : {rss_mb:>12,.1f} MB")
-        print(f"ratio cpg/json.loads throughput: {loads_s / cpg_s:.2f}")
-        print(proc.stdout.strip().splitlines()[-1])
+        binaries = [("this cpg", cpg)] + ([("compared", other)] if other else [])
+        best: dict[str, float] = {}
+        peak: dict[str, float] = {}
+        last = ""
+        for _ in range(rounds):
+            for label, binary in binaries:
+                seconds, rss, last = run_replay(
+                    binary, capture, Path(tmp) / label.replace(" ", "-")
+                )
+                best[label] = min(best.get(label, seconds), seconds)
+                peak[label] = max(peak.get(label, 0.0), rss)
+        for label, _binary in binaries:
+            seconds = best[label]
+            print(
+                f"{label:<9} replay: {count / seconds:>12,.0f} flows/s ({seconds:.2f} s, best of "
+                f"{rounds}), ratio to json.loads {loads_s / seconds:.2f}, peak RSS "
+                f"{peak[label]:,.1f} MB"
+            )
+        if other:
+            print(f"this/compared throughput: {best['compared'] / best['this cpg']:.2f}")
+        print(last)
 
 
 if __name__ == "__main__":
