@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from cpg_cli import options as opt
-from cpg_core import DecideOptions, VerifyReport, to_json
+from cpg_core import CaptureRequest, VerifyReport, to_json
 from cpg_io.kube import KubeError
 from cpg_io.sources import SourceError, describe_source
 from cpg_io.verify import PolicyLoadError, load_policies, verify_capture
@@ -88,7 +88,8 @@ def verify(
             live = list_cilium_policies(api_client(kubeconfig, context))
             documents += live
             sources.append(f"the cluster ({len(live)})")
-        verified = verify_capture(flows, documents, DecideOptions(include_audit=include_audit))
+        request = CaptureRequest.build(include_audit=include_audit)
+        verified = verify_capture(flows, documents, request.decide_options())
     except (PolicyLoadError, SourceError, KubeError) as exc:
         typer.echo(f"cpg: error: {exc}", err=True)
         raise typer.Exit(1) from None

@@ -8,9 +8,14 @@ record, the rows of the dropped-flow view and the verify report. Field order is 
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 import attrs
+
+PolicyDocument = Mapping[str, Any]
+"""A CiliumNetworkPolicy as loaded from YAML or the cluster: raw input whose schema is the
+CRD's, read leniently (cpg never writes one through this type; it renders its own YAML)."""
 
 EVIDENCE_SCHEMA_VERSION = 2
 HEALTH_SCHEMA_VERSION = 1

@@ -10,6 +10,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from cpg_core.documents import PolicyDocument
+
 _SORTABLE_LISTS = frozenset(
     {
         "fromEndpoints",
@@ -73,6 +75,6 @@ def specs_equivalent(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -
     return normalise_spec(a) == normalise_spec(b)
 
 
-def policies_equivalent(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+def policies_equivalent(a: PolicyDocument, b: PolicyDocument) -> bool:
     """Whether two policy documents select the same endpoints with the same rules."""
     return specs_equivalent(a.get("spec"), b.get("spec"))

@@ -20,6 +20,7 @@ from typing import Any
 
 import attrs
 
+from cpg_core.documents import PolicyDocument
 from cpg_core.flow import ICMP_PROTOCOLS, ICMPV4, Direction, Endpoint, Flow
 from cpg_core.labels import NAMESPACE_LABEL, reserved_names
 from cpg_core.rules import DNS, EGRESS, HTTP, INGRESS, Atom, CidrPeer, EndpointPeer, EntityPeer
@@ -359,13 +360,13 @@ def covered_by(atom: Atom, rules: Iterable[object], namespace: str) -> bool:
     return any(rule_admits(rule, prefix, peer, request, namespace) for rule in rules)
 
 
-def _policy_name(policy: Mapping[str, Any]) -> str:
+def _policy_name(policy: PolicyDocument) -> str:
     meta = policy.get("metadata") or {}
     return f"{meta.get('namespace', '')}/{meta.get('name', '?')}"
 
 
 def match_flow(
-    policies: Sequence[Mapping[str, Any]],
+    policies: Sequence[PolicyDocument],
     flow: Flow,
     ip_names: Mapping[str, Sequence[str]] | None = None,
 ) -> MatchResult:

@@ -3,11 +3,11 @@ deny rule dropped? Pure: flows and policy documents in, a :class:`VerifyReport` 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Iterable, Sequence
+from typing import Literal
 
 from cpg_core.decide import DecideOptions, Decision, decide
-from cpg_core.documents import VerifyCheck, VerifyReport
+from cpg_core.documents import PolicyDocument, VerifyCheck, VerifyReport
 from cpg_core.flow import Direction, Endpoint, Flow
 from cpg_core.matcher import dns_names, match_flow
 from cpg_core.synthesis import Resolved, Resolver, endpoint_kind, endpoint_name
@@ -48,7 +48,7 @@ def traffic_line(flow: Flow) -> str:
 
 def verify_flows(
     flows: Iterable[Flow],
-    policies: Sequence[Mapping[str, Any]],
+    policies: Sequence[PolicyDocument],
     options: DecideOptions | None = None,
 ) -> VerifyReport:
     """A check for every distinct candidate that cpg can express and every explicit-deny flow."""

@@ -1,0 +1,97 @@
+"""The cpg-mcp tools are plain functions over a session: called here without any MCP client,
+they answer what the CLI answers for the same capture."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from mcp.server.mcpserver.exceptions import ToolError
+
+from conftest import EXAMPLE, cpg
+from cpg_mcp import tools
+from cpg_mcp.sessions import Session, SessionManager
+
+
+def replayed(tmp_path: Path) -> tuple[SessionManager, Session]:
+    folder = tmp_path / "captures"
+    folder.mkdir()
+    shutil.copy(EXAMPLE, folder / "drops.jsonl")
+    manager = SessionManager(folder)
+
+    async def run() -> Session:
+        started = await tools.start_session(manager, replay_file="drops.jsonl", l7=False)
+        session = tools.session_of(manager, started.session_id)
+        await manager.stop(session.id)
+        return session
+
+    return manager, asyncio.run(run())
+
+
+def test_the_tools_answer_what_the_cli_answers(tmp_path: Path) -> None:
+    manager, session = replayed(tmp_path)
+    try:
+        assert tools.get_status(session).state == "stopped"
+        listed = tools.list_policies(session, limit=200)
+        assert [(p.namespace, p.workload) for p in listed.policies] == list(
+            session.policy_store.targets()
+        )
+        assert listed.total_count == 6
+        policy = tools.get_policy(session, namespace="shop", workload="cart")
+        assert policy.yaml == (session.policies / "shop" / "cart.yaml").read_text()
+
+        # get_evidence's records are cpg explain --json's, for the same evidence.
+        evidence = tools.get_evidence(session, namespace="shop", workload="cart", port="8080")
+        explained = cpg(
+            "explain",
+            "shop/cart",
+            "-o",
+            str(session.policies),
+            "--evidence-dir",
+            str(session.evidence_root),
+            "--port",
+            "8080",
+            "--json",
+        )
+        assert explained.returncode == 0, explained.stderr
+        record = json.loads(explained.stdout)
+        assert evidence.matched_rules == record["matched_rules"]
+        assert evidence.policy == record["policy"]
+
+        rows = tools.list_dropped_flows(session, namespace="shop", limit=200)
+        assert rows.samples and all(s.namespace == "shop" for s in rows.samples)
+        health = tools.get_cluster_health(session)
+        assert health.report is not None and health.report["lost_events"] == 3
+        summary = tools.stop_summary(session, already_stopped=True)
+        assert summary.flows_seen == 64 and summary.policies_written == 6
+    finally:
+        manager.discard()
+    assert not session.tmp.exists()
+
+
+def test_the_tools_validate_as_the_cli_does(tmp_path: Path) -> None:
+    manager, session = replayed(tmp_path)
+    try:
+        for bad, message in (
+            ({"port": "http"}, "port: 'http' is not a port number"),
+            ({"port": "70000"}, "not a port number"),
+            ({"peer": "app"}, "peer: 'app' is not KEY=VALUE"),
+            ({"direction": "sideways"}, "not a direction"),
+        ):
+            with pytest.raises(ToolError, match=message):
+                tools.get_evidence(session, namespace="shop", workload="cart", **bad)
+        with pytest.raises(ToolError, match=r"namespace '\.\./etc' is not valid"):
+            tools.get_policy(session, namespace="../etc", workload="cart")
+    finally:
+        manager.discard()
+
+    async def bad_start() -> None:
+        await tools.start_session(manager, ignore_protocols=["http"])
+
+    with pytest.raises(ToolError, match="ignore_protocols: unknown protocol 'http'"):
+        asyncio.run(bad_start())
+    with pytest.raises(ToolError, match="timeout: '99999999999999999999d' is too long"):
+        asyncio.run(tools.start_session(manager, timeout="99999999999999999999d"))
