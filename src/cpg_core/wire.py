@@ -11,6 +11,7 @@ import attrs
 import cattrs
 import orjson
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+from cattrs.v import format_exception
 
 from cpg_core.documents import (
     AdmittedCount,
@@ -40,6 +41,10 @@ T = TypeVar("T")
 
 class DocumentError(CpgError):
     """A document does not have the shape its schema says; the message names the field."""
+
+
+class _UnknownTag(ValueError):
+    """A tagged union member this version does not know."""
 
 
 converter = cattrs.Converter(unstruct_collection_overrides={Sequence: list, tuple: list})
@@ -98,10 +103,10 @@ def _tagged(union: Any, tag: str, kinds: dict[str, type]) -> None:
 
     def structure(data: Any, _: Any) -> Any:
         if not isinstance(data, dict):
-            raise ValueError(f"expected an object with a {tag!r} field, got {type(data).__name__}")
+            raise _UnknownTag(f"expected an object with a {tag!r} field, got {type(data).__name__}")
         cls = kinds.get(data.get(tag))  # type: ignore[arg-type]
         if cls is None:
-            raise ValueError(f"{tag} {data.get(tag)!r} is not one of {', '.join(kinds)}")
+            raise _UnknownTag(f"{tag} {data.get(tag)!r} is not one of {', '.join(kinds)}")
         return converter.structure({k: v for k, v in data.items() if k != tag}, cls)
 
     converter.register_structure_hook_func(lambda t: t == union, structure)
@@ -173,11 +178,17 @@ def from_data(data: Any, cls: type[T], where: str = "document") -> T:
         return converter.structure(data, cls)
     except Exception as exc:  # cattrs reports every field it could not read
         problems = (
-            cattrs.transform_error(exc, path="")
+            cattrs.transform_error(exc, path="", format_exception=_problem)
             if isinstance(exc, cattrs.BaseValidationError)
             else [str(exc)]
         )
         raise DocumentError(f"{where}: {'; '.join(problems[:5])}") from None
+
+
+def _problem(exc: BaseException, expected: Any) -> str:
+    if isinstance(exc, _UnknownTag):
+        return str(exc)
+    return format_exception(exc, expected)
 
 
 def to_json(document: Any) -> str:

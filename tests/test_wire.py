@@ -1,0 +1,67 @@
+"""One converter owns the wire form of every document: what cpg writes structures back into the
+same typed value, and the typed value unstructures to the same bytes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import EXAMPLE, cpg
+from cpg_core import (
+    ClusterHealth,
+    DocumentError,
+    DroppedFlowCount,
+    DroppedFlowSample,
+    ExplainFilter,
+    ExplainResult,
+    PolicyEvidence,
+    VerifyReport,
+    explain_record,
+    from_data,
+    generate,
+    parse_evidence,
+    render_evidence,
+    to_data,
+    to_json,
+)
+from cpg_core.dropped_view import aggregate_rows, flow_samples
+
+
+def test_every_document_round_trips(tmp_path: Path) -> None:
+    out, evidence = tmp_path / "policies", tmp_path / "evidence"
+    ran = cpg("replay", str(EXAMPLE), "-o", str(out), "--evidence-dir", str(evidence))
+    assert ran.returncode == 0, ran.stderr
+    (base,) = evidence.iterdir()
+    health_text = (base / "cluster-health.json").read_text()
+    health = from_data(json.loads(health_text), ClusterHealth, "cluster-health.json")
+    assert to_json(health) == health_text, "the file's bytes come back from the typed value"
+    for path in sorted(base.glob("*/*.json")):
+        text = path.read_text()
+        doc = parse_evidence(text, str(path))
+        assert render_evidence(doc) == text
+        record = explain_record(doc, ExplainFilter())
+        assert from_data(to_data(record), ExplainResult) == record
+        for row in flow_samples(path.parent.name, path.stem, doc):
+            assert from_data(to_data(row), DroppedFlowSample) == row
+    for count in aggregate_rows(health):
+        assert from_data(to_data(count), DroppedFlowCount) == count
+        assert set(to_data(count)) == {"namespace", "workload", "reason", "class", "count"}
+
+    verified = cpg("verify", str(EXAMPLE), "--policies", str(out), "--output", "json")
+    report = from_data(json.loads(verified.stdout), VerifyReport)
+    assert to_json(report) == verified.stdout
+    assert report.passed and report.candidates.total == report.candidates.admitted > 0
+
+
+def test_a_document_of_the_wrong_shape_names_the_field() -> None:
+    doc = to_data(next(iter(generate(EXAMPLE.read_text().splitlines()).evidence.values())))
+    doc["rules"][0]["flow_count"] = "lots"
+    with pytest.raises(DocumentError, match=r"rules\[0\]\.flow_count"):
+        from_data(doc, PolicyEvidence, "x.json")
+    doc["rules"][0]["peer"] = {"type": "planet", "name": "mars"}
+    with pytest.raises(DocumentError, match="type 'planet' is not one of endpoint"):
+        from_data(doc, PolicyEvidence, "x.json")
+    with pytest.raises(DocumentError, match=r"^x\.json: .*sessions"):
+        from_data({"policy": {}, "sessions": 5}, PolicyEvidence, "x.json")
