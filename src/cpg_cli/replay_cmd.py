@@ -10,7 +10,7 @@ import typer
 
 from cpg_cli import options as opt
 from cpg_cli.report import print_run, warn_about_run
-from cpg_core import to_data
+from cpg_core import CpgError, to_data
 from cpg_io.evidence_store import default_evidence_root
 from cpg_io.parallel import default_jobs
 from cpg_io.pipeline import EvidenceSettings
@@ -128,7 +128,7 @@ def replay(
     if verify and not failed:
         try:
             checked = verify_capture(file, load_policies(output_dir), options.decide).report
-        except (PolicyLoadError, SourceError) as exc:
+        except (PolicyLoadError, SourceError, CpgError) as exc:
             typer.echo(f"cpg: error: --verify: {exc}", err=True)
             failed = True
     verify_failed = checked is not None and not checked.passed

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from cpg_cli import options as opt
-from cpg_core import CaptureRequest, VerifyReport, to_json
+from cpg_core import CaptureRequest, CpgError, VerifyReport, to_json
 from cpg_io.kube import KubeError
 from cpg_io.sources import SourceError, describe_source
 from cpg_io.verify import PolicyLoadError, load_policies, verify_capture
@@ -90,7 +90,7 @@ def verify(
             sources.append(f"the cluster ({len(live)})")
         request = CaptureRequest.build(include_audit=include_audit)
         verified = verify_capture(flows, documents, request.decide_options())
-    except (PolicyLoadError, SourceError, KubeError) as exc:
+    except (PolicyLoadError, SourceError, KubeError, CpgError) as exc:
         typer.echo(f"cpg: error: {exc}", err=True)
         raise typer.Exit(1) from None
     if verified.stats.malformed:

@@ -21,6 +21,7 @@ from typing import Any
 import attrs
 
 from cpg_core.documents import PolicyDocument
+from cpg_core.errors import CpgError
 from cpg_core.flow import ICMP_PROTOCOLS, ICMPV4, Direction, Endpoint, Flow
 from cpg_core.labels import NAMESPACE_LABEL, reserved_names
 from cpg_core.rules import DNS, EGRESS, HTTP, INGRESS, Atom, CidrPeer, EndpointPeer, EntityPeer
@@ -76,10 +77,11 @@ def selector_matches(
     cpg does not know (NotIn, DoesNotExist) does not match."""
     if not isinstance(selector, Mapping):
         return False
-    match_labels = {
-        _strip_source(k): str(v) for k, v in (selector.get("matchLabels") or {}).items()
-    }
+    raw_labels = selector.get("matchLabels") or {}
     expressions = selector.get("matchExpressions") or []
+    if not isinstance(raw_labels, Mapping) or not isinstance(expressions, list):
+        return False  # not a LabelSelector the API server would accept
+    match_labels = {_strip_source(k): str(v) for k, v in raw_labels.items()}
     if (
         default_namespace is not None
         and NAMESPACE_LABEL not in match_labels
@@ -98,7 +100,10 @@ def selector_matches(
             return False
         key = _strip_source(str(expr.get("key", "")))
         op = expr.get("operator")
-        values = [str(v) for v in expr.get("values") or []]
+        raw_values = expr.get("values") or []
+        if not isinstance(raw_values, list):
+            return False  # not a LabelSelector the API server would accept
+        values = [str(v) for v in raw_values]
         present = key in labels
         if not complete and not present and op in ("NotIn", "DoesNotExist"):
             return False
@@ -361,8 +366,13 @@ def covered_by(atom: Atom, rules: Iterable[object], namespace: str) -> bool:
 
 
 def _policy_name(policy: PolicyDocument) -> str:
-    meta = policy.get("metadata") or {}
+    meta = policy.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
     return f"{meta.get('namespace', '')}/{meta.get('name', '?')}"
+
+
+class PolicyShapeError(CpgError):
+    """A policy document has a field of a shape the CRD does not allow."""
 
 
 def match_flow(
@@ -370,7 +380,28 @@ def match_flow(
     flow: Flow,
     ip_names: Mapping[str, Sequence[str]] | None = None,
 ) -> MatchResult:
-    """Whether ``policies`` allow ``flow`` in its traffic direction, and by which rule."""
+    """Whether ``policies`` allow ``flow`` in its traffic direction, and by which rule. A
+    policy with a field of the wrong shape raises PolicyShapeError naming it."""
+    try:
+        return _match_flow(policies, flow, ip_names)
+    except (TypeError, AttributeError, ValueError) as exc:
+        for policy in policies:  # find the culprit to name it
+            try:
+                _match_flow([policy], flow, ip_names)
+            except (TypeError, AttributeError, ValueError):
+                name = _policy_name(policy) if isinstance(policy, Mapping) else repr(policy)[:80]
+                raise PolicyShapeError(
+                    f"policy {name} is not a valid CiliumNetworkPolicy ({exc}); "
+                    "check it with kubectl apply --dry-run=server"
+                ) from None
+        raise
+
+
+def _match_flow(
+    policies: Sequence[PolicyDocument],
+    flow: Flow,
+    ip_names: Mapping[str, Sequence[str]] | None = None,
+) -> MatchResult:
     if flow.direction == Direction.INGRESS:
         direction, target, target_ip, peer_ep, peer_ip, prefix = (
             "ingress",

@@ -126,20 +126,33 @@ def _as_str(value: object, field: str) -> str:
     raise _bad(field, "a string", value)
 
 
-def _as_int(value: object, field: str) -> int:
-    """Integers arrive as JSON numbers or, for 64-bit values, as decimal strings."""
+MAX_COUNT = 2**63 - 1
+"""The largest count or identifier cpg accepts (a signed 64-bit integer, as JSON readers
+and writers everywhere can hold)."""
+MAX_PORT = 65535
+MAX_ICMP_TYPE = 255
+
+
+def _as_int(value: object, field: str, maximum: int = MAX_COUNT) -> int:
+    """Integers arrive as JSON numbers or, for 64-bit values, as decimal strings; anything
+    outside 0..maximum makes the record malformed (never the run)."""
     if value is None:
         return 0
     if type(value) is int:
-        return value
-    if type(value) is str:
+        number = value
+    elif type(value) is str:
         try:
-            return int(value, 10)
+            number = int(value, 10)
         except ValueError:
-            raise FlowParseError(f"field {field!r} must be an integer, got {value!r}") from None
-    if type(value) is float and value.is_integer():
-        return int(value)
-    raise _bad(field, "an integer", value)
+            shown = value if len(value) <= 40 else value[:40] + "…"
+            raise FlowParseError(f"field {field!r} must be an integer, got {shown!r}") from None
+    elif type(value) is float and value.is_integer():
+        number = int(value)
+    else:
+        raise _bad(field, "an integer", value)
+    if not 0 <= number <= maximum:
+        raise FlowParseError(f"field {field!r} must be between 0 and {maximum}, got {value!r}")
+    return number
 
 
 def _as_bool(value: object, field: str) -> bool | None:
@@ -177,6 +190,8 @@ def _enum(value: object, names: Mapping[str, int], field: str) -> int:
         # A name from a newer Hubble: protojson would reject it; we keep going as "unknown".
         return 0
     if type(value) is int:
+        if not 0 <= value <= 2**31 - 1:
+            raise FlowParseError(f"field {field!r} is not an enum number: {value}")
         return value
     raise _bad(field, "an enum name or number", value)
 
@@ -305,7 +320,11 @@ class FlowParser:
                 raw = body.get("destination_port")
                 if raw is None:
                     raw = body.get("destinationPort", 0)
-                port = raw if type(raw) is int else _as_int(raw, "l4.TCP.destination_port")
+                port = (
+                    raw
+                    if type(raw) is int and 0 <= raw <= MAX_PORT
+                    else _as_int(raw, "l4.TCP.destination_port", MAX_PORT)
+                )
             else:
                 protocol, port = _other_l4(l4)
 
@@ -378,10 +397,12 @@ def _other_l4(l4: Mapping[str, Any]) -> tuple[str, int]:
         if type(body) is not dict:
             raise _bad(f"l4.{protocol}", "an object", body)
         if protocol in ICMP_PROTOCOLS:
-            return protocol, _as_int(body.get("type"), f"l4.{protocol}.type")
+            return protocol, _as_int(body.get("type"), f"l4.{protocol}.type", MAX_ICMP_TYPE)
         if protocol in PORT_PROTOCOLS:
             return protocol, _as_int(
-                _get(body, "destination_port", "destinationPort"), f"l4.{protocol}.destination_port"
+                _get(body, "destination_port", "destinationPort"),
+                f"l4.{protocol}.destination_port",
+                MAX_PORT,
             )
         return protocol, 0
     return "", 0
@@ -408,14 +429,14 @@ def _l7(value: object) -> L7Info:
         http = HTTPInfo(
             method=_as_str(h.get("method"), "l7.http.method"),
             url=_as_str(h.get("url"), "l7.http.url"),
-            code=_as_int(h.get("code"), "l7.http.code"),
+            code=_as_int(h.get("code"), "l7.http.code", MAX_PORT),
         )
     if dns_raw is not None:
         d = _as_obj(dns_raw, "l7.dns")
         dns = DNSInfo(
             query=_as_str(d.get("query"), "l7.dns.query"),
             ips=_as_str_tuple(d.get("ips"), "l7.dns.ips"),
-            rcode=_as_int(d.get("rcode"), "l7.dns.rcode"),
+            rcode=_as_int(d.get("rcode"), "l7.dns.rcode", MAX_PORT),
         )
     return L7Info(
         type=l7_type if type(l7_type) is str else str(_as_int(l7_type, "l7.type")),

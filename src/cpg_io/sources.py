@@ -31,6 +31,11 @@ def describe_source(path: str) -> str:
 def open_flow_stream(path: str) -> Iterator[BinaryIO]:
     """Open a capture for binary line reading, unwrapping gzip whatever the file is called."""
     if path == "-":
+        if sys.stdin is None or getattr(sys.stdin, "buffer", None) is None:
+            raise SourceError(
+                "standard input is closed; pipe a capture into cpg (hubble observe -o jsonpb | "
+                "cpg replay -) or give a file"
+            )
         raw: BinaryIO = sys.stdin.buffer
         owned = False
     else:
@@ -45,6 +50,8 @@ def open_flow_stream(path: str) -> Iterator[BinaryIO]:
             raise SourceError(f"{path}: is a directory; pass a capture file") from None
         except PermissionError:
             raise SourceError(f"{path}: permission denied; check the file's permissions") from None
+        except OSError as exc:
+            raise SourceError(f"{path}: cannot open it ({exc.strerror or exc})") from None
         owned = True
     try:
         buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[type-var]

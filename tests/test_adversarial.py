@@ -1,0 +1,139 @@
+"""Regression tests for the adversarial findings (issue 12), one group per finding, each
+failing on the code before its fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import cpg, flow_dict, jsonl
+from cpg_core import FlowParseError, parse_record
+
+
+def _with_l4(body: dict[str, Any]) -> dict[str, Any]:
+    record = flow_dict()
+    record["flow"]["l4"] = body
+    return record
+
+
+OUT_OF_RANGE = [
+    _with_l4({"TCP": {"destination_port": 2**64}}),
+    _with_l4({"TCP": {"destination_port": 1e308}}),
+    _with_l4({"UDP": {"destination_port": "12345678901234567890123456"}}),
+    _with_l4({"TCP": {"destination_port": 65536}}),
+    _with_l4({"ICMPv4": {"type": 2**64}}),
+    _with_l4({"ICMPv6": {"type": 256}}),
+    {"lost_events": {"source": "HUBBLE_RING_BUFFER", "num_events_lost": 2**64}},
+    {"lost_events": {"source": "HUBBLE_RING_BUFFER", "num_events_lost": -5}},
+    {**flow_dict(), "flow": {**flow_dict()["flow"], "drop_reason_desc": None, "drop_reason": -1}},
+    {**flow_dict(), "flow": {**flow_dict()["flow"], "verdict": 2**40}},
+]
+
+
+@pytest.mark.parametrize("record", OUT_OF_RANGE)
+def test_10_out_of_range_numbers_make_the_line_malformed(record: dict[str, Any]) -> None:
+    with pytest.raises(FlowParseError, match=r"between 0 and|not an enum number"):
+        parse_record(json.loads(json.dumps(record)))
+
+
+def test_10_a_bad_number_never_aborts_the_run(tmp_path: Path) -> None:
+    capture = tmp_path / "bad.jsonl"
+    capture.write_text(jsonl([flow_dict(), *OUT_OF_RANGE, flow_dict(tcp=443)]))
+    out = tmp_path / "policies"
+    ran = cpg(
+        "replay",
+        str(capture),
+        "-o",
+        str(out),
+        "--evidence-dir",
+        str(tmp_path / "e"),
+        "--output",
+        "json",
+    )
+    assert ran.returncode == 0, ran.stderr
+    report = json.loads(ran.stdout)
+    assert report["malformed"]["count"] == len(OUT_OF_RANGE)
+    assert report["lost_events"] == 0
+    assert (out / "shop" / "cart.yaml").exists()
+
+
+def _replayed(tmp_path: Path) -> tuple[Path, Path, Path]:
+    capture = tmp_path / "c.jsonl"
+    capture.write_text(jsonl([flow_dict()]))
+    out, evidence = tmp_path / "policies", tmp_path / "evidence"
+    assert (
+        cpg("replay", str(capture), "-o", str(out), "--evidence-dir", str(evidence)).returncode == 0
+    )
+    return capture, out, evidence
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("sessions", 5), ("rules", {"a": 1}), ("flow_count", "lots")]
+)
+def test_12_evidence_with_wrong_types_is_an_error_naming_the_file(
+    tmp_path: Path, field: str, value: object
+) -> None:
+    capture, out, evidence = _replayed(tmp_path)
+    (path,) = evidence.glob("*/shop/cart.json")
+    doc = json.loads(path.read_text())
+    if field == "flow_count":
+        doc["rules"][0][field] = value
+    else:
+        doc[field] = value
+    path.write_text(json.dumps(doc))
+    explained = cpg("explain", "shop/cart", "-o", str(out), "--evidence-dir", str(evidence))
+    assert explained.returncode == 1 and str(path) in explained.stderr
+    again = cpg("replay", str(capture), "-o", str(out), "--evidence-dir", str(evidence))
+    assert again.returncode == 1 and str(path) in again.stderr
+
+
+def test_12_durations_too_long_are_usage_errors(tmp_path: Path) -> None:
+    _, out, evidence = _replayed(tmp_path)
+    since = cpg(
+        "explain",
+        "shop/cart",
+        "-o",
+        str(out),
+        "--evidence-dir",
+        str(evidence),
+        "--since",
+        "99999999999999d",
+    )
+    assert since.returncode == 2 and "too long" in since.stderr
+    timeout = cpg("generate", "--server", "127.0.0.1:9", "--timeout", "99999999999999999999d")
+    assert timeout.returncode == 2 and "too long" in timeout.stderr
+
+
+def test_12_closed_standard_input_is_an_error(tmp_path: Path) -> None:
+    import subprocess
+
+    from conftest import CPG
+
+    ran = subprocess.run(
+        ["bash", "-c", f"'{CPG}' replay - -o '{tmp_path / 'p'}' <&-"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ran.returncode == 1, ran.stderr
+    assert "standard input is closed" in ran.stderr and "Traceback" not in ran.stderr
+
+
+def test_12_a_malformed_selector_in_a_policy_is_named_not_a_crash(tmp_path: Path) -> None:
+    capture, _, _ = _replayed(tmp_path)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "not-a-policy-odd.yaml").write_text(
+        "apiVersion: cilium.io/v2\nkind: CiliumNetworkPolicy\n"
+        "metadata: {name: odd, namespace: shop}\n"
+        "spec:\n  endpointSelector: {matchLabels: {app: cart}}\n"
+        "  ingress:\n  - fromEndpoints:\n    - matchExpressions:\n"
+        "      - {key: app, operator: In, values: 5}\n"
+        "    toPorts: [{ports: 7}]\n"
+    )
+    verified = cpg("verify", str(capture), "--policies", str(bad))
+    assert verified.returncode == 1, verified.stderr
+    assert "policy shop/odd is not a valid CiliumNetworkPolicy" in verified.stderr
