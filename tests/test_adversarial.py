@@ -122,18 +122,26 @@ def test_12_closed_standard_input_is_an_error(tmp_path: Path) -> None:
     assert "standard input is closed" in ran.stderr and "Traceback" not in ran.stderr
 
 
-def test_12_a_malformed_selector_in_a_policy_is_named_not_a_crash(tmp_path: Path) -> None:
+def test_12_a_malformed_policy_is_named_not_a_crash(tmp_path: Path) -> None:
     capture, _, _ = _replayed(tmp_path)
-    bad = tmp_path / "bad"
-    bad.mkdir()
-    (bad / "not-a-policy-odd.yaml").write_text(
+    head = (
         "apiVersion: cilium.io/v2\nkind: CiliumNetworkPolicy\n"
         "metadata: {name: odd, namespace: shop}\n"
-        "spec:\n  endpointSelector: {matchLabels: {app: cart}}\n"
-        "  ingress:\n  - fromEndpoints:\n    - matchExpressions:\n"
+        "spec:\n  endpointSelector: {matchLabels: {app: cart}}\n  ingress:\n"
+    )
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    # values: 5 is no selector the API server accepts: it selects nothing.
+    (bad / "not-a-policy-odd.yaml").write_text(
+        head + "  - fromEndpoints:\n    - matchExpressions:\n"
         "      - {key: app, operator: In, values: 5}\n"
-        "    toPorts: [{ports: 7}]\n"
     )
     verified = cpg("verify", str(capture), "--policies", str(bad))
-    assert verified.returncode == 1, verified.stderr
+    assert verified.returncode == 3 and "NOT admitted" in verified.stdout
+    # ports: 7 cannot be read at all: the policy is named.
+    (bad / "not-a-policy-odd.yaml").write_text(
+        head + "  - fromEndpoints: [{matchLabels: {app: frontend}}]\n    toPorts: [{ports: 7}]\n"
+    )
+    verified = cpg("verify", str(capture), "--policies", str(bad))
+    assert verified.returncode == 1, verified.stdout
     assert "policy shop/odd is not a valid CiliumNetworkPolicy" in verified.stderr
