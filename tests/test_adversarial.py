@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from conftest import cpg, flow_dict, jsonl
+from conftest import cpg, endpoint, flow_dict, jsonl
 from cpg_core import FlowParseError, parse_record
 
 
@@ -145,3 +145,40 @@ def test_12_a_malformed_policy_is_named_not_a_crash(tmp_path: Path) -> None:
     verified = cpg("verify", str(capture), "--policies", str(bad))
     assert verified.returncode == 1, verified.stdout
     assert "policy shop/odd is not a valid CiliumNetworkPolicy" in verified.stderr
+
+
+HOSTILE = "web\x1b[2J\x1b]0;pwned\x07\u200b\u200e\u200f\u061c\ufeff\U000e0041\U000e007f\ue000x"
+
+
+def test_17_19_no_escape_or_invisible_character_reaches_a_terminal(tmp_path: Path) -> None:
+    flows = [
+        flow_dict(
+            src=endpoint("shop", "web", pod_name=f"pod-{HOSTILE}"),
+            dst=endpoint("shop", "cart"),
+            node_name=f"node-{HOSTILE}",
+        ),
+        flow_dict(
+            reason="POLICY_DENY", tcp=5432, src=endpoint("shop", "web", pod_name=f"x-{HOSTILE}")
+        ),
+    ]
+    capture = tmp_path / "hostile.jsonl"
+    capture.write_text(jsonl(flows))
+    out, evidence = tmp_path / "policies", tmp_path / "evidence"
+    runs = [
+        cpg("replay", str(capture), "-o", str(out), "--evidence-dir", str(evidence)),
+        cpg("explain", "shop/cart", "-o", str(out), "--evidence-dir", str(evidence)),
+        cpg("verify", str(capture), "--policies", str(out)),
+    ]
+    for ran in runs:
+        assert ran.returncode == 0, ran.stderr
+        for text in (ran.stdout, ran.stderr):
+            assert "\x1b" not in text and "[2J" not in text and "pwned" not in text
+            assert not any(ord(c) > 0x2000 and c not in "→…" for c in text), repr(text)
+    assert "pod-webx" in runs[1].stdout, "the readable rest of the name stays"
+
+
+def test_17_the_mcp_cleaner_drops_format_private_and_tag_characters() -> None:
+    from cpg_mcp.sanitize import clean
+
+    assert clean({"k\u200b": [HOSTILE]}) == {"k": ["webx"]}
+    assert clean("caf\u00e9 \u00a0ok\n", keep_newlines=True) == "caf\u00e9 \u00a0ok\n"

@@ -13,6 +13,7 @@ import yaml
 from rich.console import Console
 
 from cpg_cli.options import validated
+from cpg_cli.terminal import say
 from cpg_core import (
     CpgError,
     EvidenceError,
@@ -24,6 +25,7 @@ from cpg_core import (
     to_data,
 )
 from cpg_core.names import POLICY_NAME_PREFIX
+from cpg_core.text import clean_text
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
 from cpg_io.store import StoreError
 
@@ -37,7 +39,7 @@ class Format(StrEnum):
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
-    typer.echo(f"cpg: error: {message}", err=True)
+    say(f"cpg: error: {message}", err=True)
     return typer.Exit(code)
 
 
@@ -229,4 +231,4 @@ def explain(
     else:
         console = Console(highlight=False, soft_wrap=True)
         for style, text in explain_lines(doc, flt, where=str(path)):
-            console.print(text, style=_STYLES.get(style) or None, markup=False)
+            console.print(clean_text(text), style=_STYLES.get(style) or None, markup=False)

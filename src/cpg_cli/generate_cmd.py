@@ -15,6 +15,7 @@ import typer
 
 from cpg_cli import options as opt
 from cpg_cli.report import print_run, warn_about_run
+from cpg_cli.terminal import say
 from cpg_core import LiveRequest
 from cpg_io.evidence_store import default_evidence_root
 from cpg_io.hubble import RelayError, TLSSettings
@@ -156,7 +157,7 @@ def generate(
                 max_sessions=evidence_sessions,
             )
     except StoreError as exc:
-        typer.echo(f"cpg: error: {exc}", err=True)
+        say(f"cpg: error: {exc}", err=True)
         raise typer.Exit(1) from None
     try:
         relay = prepare_relay(
@@ -174,7 +175,7 @@ def generate(
             if exc.step == "cluster_dedup"
             else "--server not given and no port-forward to hubble-relay"
         )
-        typer.echo(f"cpg: error: {what}: {exc}", err=True)
+        say(f"cpg: error: {what}: {exc}", err=True)
         raise typer.Exit(1) from None
     if relay.in_cluster is not None:
         log.info("loaded %d cpg-managed policies from the cluster", len(relay.in_cluster))
@@ -210,7 +211,7 @@ def generate(
     try:
         result = asyncio.run(_run(capture))
     except RelayError as exc:
-        typer.echo(f"cpg: error: {exc}", err=True)
+        say(f"cpg: error: {exc}", err=True)
         raise typer.Exit(1) from None
     finally:
         relay.close()
@@ -233,7 +234,7 @@ def generate(
         verb="Received",
     )
     if capture.error:
-        typer.echo(f"cpg: error: {capture.error}; what arrived before was written", err=True)
+        say(f"cpg: error: {capture.error}; what arrived before was written", err=True)
     if code:
         raise typer.Exit(code)
 

@@ -10,6 +10,7 @@ import typer
 
 from cpg_cli import options as opt
 from cpg_cli.report import print_run, warn_about_run
+from cpg_cli.terminal import say
 from cpg_core import CpgError, to_data
 from cpg_io.evidence_store import default_evidence_root
 from cpg_io.parallel import default_jobs
@@ -115,7 +116,7 @@ def replay(
             evidence=evidence,
         )
     except (SourceError, StoreError) as exc:
-        typer.echo(f"cpg: error: {exc}", err=True)
+        say(f"cpg: error: {exc}", err=True)
         raise typer.Exit(1) from None
 
     source = describe_source(file)
@@ -129,7 +130,7 @@ def replay(
         try:
             checked = verify_capture(file, load_policies(output_dir), options.decide).report
         except (PolicyLoadError, SourceError, CpgError) as exc:
-            typer.echo(f"cpg: error: --verify: {exc}", err=True)
+            say(f"cpg: error: --verify: {exc}", err=True)
             failed = True
     verify_failed = checked is not None and not checked.passed
     code = 1 if failed else 3 if (fail_on_infra_drops and agg.infra_drops) or verify_failed else 0
@@ -153,15 +154,15 @@ def replay(
         extra_lines=lines,
     )
     if result.stats.truncated:
-        typer.echo(
+        say(
             f"cpg: error: {source}: {result.stats.truncated}; policies were generated from "
             "the flows read before that point",
             err=True,
         )
     if verify_failed:
-        typer.echo("cpg: --verify: the policies do not admit every candidate flow", err=True)
+        say("cpg: --verify: the policies do not admit every candidate flow", err=True)
     if code == 3 and agg.infra_drops and fail_on_infra_drops:
-        typer.echo(
+        say(
             f"cpg: {agg.infra_drops} infrastructure or transient drop(s) seen "
             "(--fail-on-infra-drops): see the report above",
             err=True,

@@ -10,6 +10,7 @@ from typing import Any
 
 import typer
 
+from cpg_cli.terminal import say
 from cpg_core import Decision, to_data
 from cpg_core.triage import severity_order, top_entries
 from cpg_io.pipeline import ReplayResult
@@ -256,14 +257,14 @@ def print_run(
     else:
         for item in result.files:
             if item.diff:
-                typer.echo(item.diff, nl=False)
+                say(item.diff, nl=False)
         text = format_replay_summary(
             result, source=source, output_dir=output_dir, dry_run=dry_run, evidence=evidence
         )
-        typer.echo(text.replace("Read ", f"{verb} ", 1))
+        say(text.replace("Read ", f"{verb} ", 1))
         for line in extra_lines or []:
-            typer.echo(line)
+            say(line)
     for item in result.failed:
-        typer.echo(f"cpg: error: {item.error}", err=True)
+        say(f"cpg: error: {item.error}", err=True)
     for error in result.evidence_errors:
-        typer.echo(f"cpg: error: {error}", err=True)
+        say(f"cpg: error: {error}", err=True)

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from cpg_cli import options as opt
+from cpg_cli.terminal import say
 from cpg_core import CaptureRequest, CpgError, VerifyReport, to_json
 from cpg_io.kube import KubeError
 from cpg_io.sources import SourceError, describe_source
@@ -15,7 +16,7 @@ from cpg_io.verify import PolicyLoadError, load_policies, verify_capture
 
 
 def print_verify(report: VerifyReport, *, policies: int, origin: str) -> None:
-    typer.echo(
+    say(
         f"Checked {report.candidates.total} candidate and {report.explicit_deny.total} "
         f"explicit-deny flows against {policies} policies from {origin}"
     )
@@ -31,8 +32,8 @@ def print_verify(report: VerifyReport, *, policies: int, origin: str) -> None:
         else:
             label = "admitted" if check.allowed else "NOT admitted"
             why = check.reason
-        typer.echo(f"  {label:<13} {check.traffic} {flows}: {why}")
-    typer.echo(report.summary())
+        say(f"  {label:<13} {check.traffic} {flows}: {why}")
+    say(report.summary())
 
 
 def verify(
@@ -91,10 +92,10 @@ def verify(
         request = CaptureRequest.build(include_audit=include_audit)
         verified = verify_capture(flows, documents, request.decide_options())
     except (PolicyLoadError, SourceError, KubeError, CpgError) as exc:
-        typer.echo(f"cpg: error: {exc}", err=True)
+        say(f"cpg: error: {exc}", err=True)
         raise typer.Exit(1) from None
     if verified.stats.malformed:
-        typer.echo(
+        say(
             f"cpg: warning: {describe_source(flows)}: {verified.stats.malformed} malformed lines skipped",
             err=True,
         )

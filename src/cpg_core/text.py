@@ -1,0 +1,47 @@
+"""Text from a capture is shown to people and models only after this: no terminal escape
+sequence (nor what is left of one), control character, invisible format character (zero-width
+space, bidi marks, the tag block that hides prompt injections), private-use or surrogate code
+point survives. A label or an HTTP path cannot clear a terminal or whisper to a model."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any
+
+_ESCAPES = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves, clear screen
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: window titles, hyperlinks
+    r"|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"  # DCS, SOS, PM, APC strings
+    r"|\x1b[@-Z\\-_]"  # any other two-byte escape
+    r"|\x9b[0-?]*[ -/]*[@-~]"  # 8-bit CSI
+)
+_DROPPED_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cs", "Zl", "Zp"})
+
+
+def _keep(char: str, keep_newlines: bool) -> bool:
+    if char == "\n" or char == "\t":
+        return keep_newlines
+    return unicodedata.category(char) not in _DROPPED_CATEGORIES
+
+
+def clean_text(text: str, keep_newlines: bool = False) -> str:
+    """``text`` without escape sequences and invisible or control characters; newlines and
+    tabs become spaces unless ``keep_newlines``."""
+    if text.isprintable():
+        return text
+    text = _ESCAPES.sub("", text)
+    if not keep_newlines:
+        text = text.replace("\n", " ").replace("\t", " ")
+    return "".join(c for c in text if c == " " or _keep(c, keep_newlines))
+
+
+def clean(value: Any, keep_newlines: bool = False) -> Any:
+    """A copy of a JSON-like value with every string (keys too) cleaned."""
+    if isinstance(value, str):
+        return clean_text(value, keep_newlines)
+    if isinstance(value, dict):
+        return {clean_text(str(k)): clean(v, keep_newlines) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [clean(v, keep_newlines) for v in value]
+    return value
