@@ -21,7 +21,7 @@ def image_version(image: str) -> Version | None:
     last = name.rsplit("/", 1)[-1]
     if ":" not in last:
         return None
-    match = _TAG.match(last.rsplit(":", 1)[1])
+    match = _TAG.fullmatch(last.rsplit(":", 1)[1])
     if match is None:
         return None
     return (int(match[1]), int(match[2]), int(match[3] or 0))

@@ -26,7 +26,7 @@ def url_path(url: str) -> str:
 def is_identifier(segment: str) -> bool:
     """A path segment that names one object (an id), not a resource: digits, a UUID, long hex."""
     return bool(segment) and (
-        segment.isdigit() or bool(_UUID.match(segment)) or bool(_LONG_HEX.match(segment))
+        segment.isdigit() or bool(_UUID.fullmatch(segment)) or bool(_LONG_HEX.fullmatch(segment))
     )
 
 

@@ -15,7 +15,7 @@ MAX_NAME = 63
 
 
 def is_dns1123_label(value: str) -> bool:
-    return len(value) <= 63 and bool(_DNS1123_LABEL.match(value))
+    return len(value) <= 63 and bool(_DNS1123_LABEL.fullmatch(value))
 
 
 def short_hash(value: str, length: int = 6) -> str:
@@ -27,7 +27,7 @@ def policy_name(workload: str) -> str:
     label values). A workload that had to be changed to fit gets a short hash of its real name,
     so two workloads never share a name: ``MyApp`` → ``cpg-myapp-1a2b3c``, ``myapp`` → ``cpg-myapp``."""
     candidate = POLICY_NAME_PREFIX + workload
-    if len(candidate) <= MAX_NAME and _DNS1123_SUBDOMAIN.match(candidate):
+    if len(candidate) <= MAX_NAME and _DNS1123_SUBDOMAIN.fullmatch(candidate):
         return candidate
     cleaned = _INVALID_RUN.sub("-", workload.lower())
     cleaned = re.sub(r"-{2,}", "-", cleaned).strip("-.")

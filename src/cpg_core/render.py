@@ -29,7 +29,13 @@ KIND = "CiliumNetworkPolicy"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "cpg"
 
-_PLAIN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./-]*$")
+_PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]*")
+# Plain scalars some YAML reader takes for something else: YAML 1.2 numbers (0o17, 1_000,
+# 0x1F, 1e3) and the YAML 1.1 booleans go-yaml v2 (kubectl) knows (y, n, on, off…).
+_OTHER_READINGS = re.compile(
+    r"[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?|0o[0-7_]+|0x[0-9a-fA-F_]+"
+    r"|0b[01_]+|\.[0-9]+)|(?i:y|n|yes|no|on|off|true|false|null)"
+)
 _RESOLVER = yaml.resolver.Resolver()
 _STR_TAG = "tag:yaml.org,2002:str"
 
@@ -55,10 +61,35 @@ def yaml_scalar(value: object) -> str:
 
 @functools.lru_cache(maxsize=65536)
 def yaml_string(text: str) -> str:
-    """A string as YAML: plain when that reads back as the same string, else double-quoted."""
-    if _PLAIN.match(text) and _resolve(text) == _STR_TAG:
+    """A string as YAML: plain when every YAML 1.1 and 1.2 reader reads it back as the same
+    string, else double-quoted with every non-ASCII or control character escaped (``\\uXXXX``,
+    ``\\UXXXXXXXX`` beyond the BMP: never a surrogate pair, which libyaml rejects)."""
+    if (
+        _PLAIN.fullmatch(text)
+        and not _OTHER_READINGS.fullmatch(text)
+        and _resolve(text) == _STR_TAG
+    ):
         return text
-    return json.dumps(text).replace("\x7f", "\\u007f")
+    quoted = json.dumps(text, ensure_ascii=False)  # escapes quotes, backslashes and C0
+    if quoted.isascii() and "\x7f" not in quoted:
+        return quoted
+    return "".join(c if " " <= c < "\x7f" else _escape(c) for c in quoted)
+
+
+def rule_comment(rule: Rule) -> str:
+    """The comment above a rule: printable ASCII only, so no label or path can end the comment
+    line (and write YAML of its own) or hide a character from the reviewer."""
+    text = describe_rule(rule)
+    if not (text.isascii() and text.isprintable()):
+        text = "".join(c if " " <= c < "\x7f" else _escape(c) for c in text)
+    return f"  # {text}"
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    if 0xD800 <= code <= 0xDFFF:
+        return "\\ufffd"  # a lone surrogate is no character; YAML cannot hold it
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def emit(value: Any, indent: int = 0) -> list[str]:
@@ -116,7 +147,7 @@ def rule_lines(rule: Rule, policy_namespace: str) -> list[str]:
     peer = rule.peer
     if rule.http or rule.dns or isinstance(peer, FqdnPeer):
         return rule_lines_generic(rule, policy_namespace)  # L7 rules: rare, keep one code path
-    lines = [f"  # {describe_rule(rule)}"]
+    lines = [rule_comment(rule)]
     prefix = "from" if rule.direction == INGRESS else "to"
     if isinstance(peer, EntityPeer):
         lines += [f"  - {prefix}Entities:", f"    - {yaml_string(peer.entity)}"]
@@ -147,7 +178,7 @@ def rule_lines(rule: Rule, policy_namespace: str) -> list[str]:
 
 def rule_lines_generic(rule: Rule, policy_namespace: str) -> list[str]:
     """:func:`rule_lines` through the generic emitter (the reference the fast path must match)."""
-    lines = [f"  # {describe_rule(rule)}"]
+    lines = [rule_comment(rule)]
     _emit_sequence([rule_to_dict(rule, policy_namespace)], 2, lines)
     return lines
 
