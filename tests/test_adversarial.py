@@ -289,3 +289,37 @@ def tmp_path_factory_dir(tmp_path: Path) -> Path:
 def test_2_bootstrap_refuses_a_namespace_with_a_newline() -> None:
     ran = cpg("bootstrap", "-n", "shop\n")
     assert ran.returncode == 2 and "apiVersion" not in ran.stdout
+
+
+# --- 9: YAML aliases ---------------------------------------------------------------------------
+
+
+def _laughs() -> str:
+    """Eight nested aliases (the classic expansion bomb) in an otherwise valid policy."""
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for i in range(1, 9):
+        refs = ",".join([f"*a{i - 1}"] * 9)
+        lines.append(f"a{i}: &a{i} [{refs}]")
+    return (
+        "apiVersion: cilium.io/v2\nkind: CiliumNetworkPolicy\n"
+        "metadata:\n  name: cpg-cart\n  namespace: shop\n"
+        + "\n".join(lines).replace("a0:", "x-bomb:\n  a0:").replace("\na", "\n  a")
+        + "\nspec:\n  endpointSelector:\n    matchLabels:\n      app: cart\n"
+        + "  ingress:\n  - fromEntities:\n    - host\n"
+    )
+
+
+def test_9_aliases_in_an_existing_policy_are_refused(tmp_path: Path) -> None:
+    capture = tmp_path / "c.jsonl"
+    capture.write_text(jsonl([flow_dict()]))
+    out = tmp_path / "policies"
+    (out / "shop").mkdir(parents=True)
+    bomb = out / "shop" / "cart.yaml"
+    bomb.write_text(_laughs())
+    assert len(bomb.read_bytes()) < 1000
+    ran = cpg("replay", str(capture), "-o", str(out), "--no-evidence")
+    assert ran.returncode == 1
+    assert f"{bomb}: uses YAML anchors or aliases" in ran.stderr
+    assert bomb.read_text() == _laughs(), "the file is left alone"
+    verified = cpg("verify", str(capture), "--policies", str(out))
+    assert verified.returncode == 1 and "anchors or aliases" in verified.stderr

@@ -26,6 +26,7 @@ from cpg_core import (
 )
 from cpg_core.names import POLICY_NAME_PREFIX
 from cpg_core.text import clean_text
+from cpg_core.yamlread import load_one
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
 from cpg_io.store import StoreError
 
@@ -48,11 +49,13 @@ def _target(arg: str, output_dir: Path | None) -> tuple[str, str, Path]:
     if arg.endswith((".yaml", ".yml")):
         path = Path(arg)
         try:
-            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+            doc = load_one(path.read_text(encoding="utf-8"), arg)
         except FileNotFoundError:
             raise _fail(f"{arg}: no such policy file") from None
-        except (OSError, yaml.YAMLError) as exc:
-            raise _fail(f"{arg}: cannot read it as YAML ({exc})") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise _fail(f"{arg}: cannot read it ({exc})") from None
+        except CpgError as exc:
+            raise _fail(str(exc)) from None
         meta = doc.get("metadata") if isinstance(doc, dict) else None
         name = meta.get("name") if isinstance(meta, dict) else None
         namespace = meta.get("namespace") if isinstance(meta, dict) else None

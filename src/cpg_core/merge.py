@@ -31,6 +31,7 @@ from cpg_core.rules import (
     rule_sort_key,
     rules_from_atoms,
 )
+from cpg_core.yamlread import _LOADER, YamlInputError, load_all
 
 _SPEC = re.compile(r"^spec:\s*(#.*)?$")
 _SECTION = re.compile(r"^  (ingress|egress):\s*(#.*)?$")
@@ -69,11 +70,9 @@ def _is_comment(line: str) -> bool:
 
 def _load(text: str, path: str) -> dict[str, Any]:
     try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as exc:
-        raise PolicyMergeError(
-            f"{path}: not valid YAML ({exc}); fix the file or move it aside"
-        ) from None
+        docs = [d for d in load_all(text, path) if d is not None]
+    except YamlInputError as exc:
+        raise PolicyMergeError(f"{exc}; fix the file or move it aside") from None
     if len(docs) != 1 or not isinstance(docs[0], dict):
         raise PolicyMergeError(
             f"{path}: expected exactly one CiliumNetworkPolicy document; "
@@ -146,7 +145,7 @@ def _check_items(section: _Section, data: object, path: str) -> None:
         indent = _indent(item.lines[0])
         text = "\n".join(line[indent:] if len(line) >= indent else line for line in item.lines)
         try:
-            loaded = yaml.safe_load(text)
+            loaded = yaml.load(text, Loader=_LOADER)
         except yaml.YAMLError:
             loaded = None
         if loaded != [expected]:

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import yaml
 
 from cpg_core import DecideOptions, FlowParser, VerifyReport, verify_flows
+from cpg_core.yamlread import YamlInputError, load_all
 from cpg_io.sources import ReadStats, open_flow_stream, read_records
 
 
@@ -26,9 +26,11 @@ def load_policies(folder: Path) -> list[dict[str, Any]]:
     policies = []
     for path in sorted([*folder.rglob("*.yaml"), *folder.rglob("*.yml")]):
         try:
-            docs = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            docs = load_all(path.read_text(encoding="utf-8"), str(path))
+        except (OSError, UnicodeDecodeError) as exc:
             raise PolicyLoadError(f"{path}: cannot read it as YAML ({exc})") from None
+        except YamlInputError as exc:
+            raise PolicyLoadError(str(exc)) from None
         policies += [
             d for d in docs if isinstance(d, dict) and d.get("kind") == "CiliumNetworkPolicy"
         ]
