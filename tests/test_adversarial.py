@@ -323,3 +323,100 @@ def test_9_aliases_in_an_existing_policy_are_refused(tmp_path: Path) -> None:
     assert bomb.read_text() == _laughs(), "the file is left alone"
     verified = cpg("verify", str(capture), "--policies", str(out))
     assert verified.returncode == 1 and "anchors or aliases" in verified.stderr
+
+
+# --- 3, 4, 7: bounded, exact input reading ---------------------------------------------------
+
+
+def _capture_lines(count: int) -> bytes:
+    return jsonl(
+        [
+            flow_dict(
+                src=endpoint("shop", f"web-{i % 7}"), tcp=8000 + i % 50, src_ip=f"10.1.0.{i % 250}"
+            )
+            for i in range(count)
+        ]
+    ).encode()
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_3_a_truncated_gzip_keeps_every_complete_line(tmp_path: Path, jobs: str) -> None:
+    import gzip
+    import zlib
+
+    data = _capture_lines(3000)
+    packed = gzip.compress(data)
+    cut = packed[: len(packed) * 9 // 10]
+    readable = zlib.decompressobj(wbits=31).decompress(cut)
+    complete = readable.count(b"\n")
+    assert 0 < complete < 3000
+    capture = tmp_path / "cut.jsonl.gz"
+    capture.write_bytes(cut)
+    ran = cpg(
+        "replay",
+        str(capture),
+        "-o",
+        str(tmp_path / "p"),
+        "--no-evidence",
+        "-j",
+        jobs,
+        "--output",
+        "json",
+    )
+    assert ran.returncode == 1 and "input ended early" in ran.stderr
+    report = json.loads(ran.stdout)
+    assert report["flows"]["total"] == complete
+    assert report["lines_read"] == complete
+
+
+def test_4_the_line_length_limit_does_not_depend_on_jobs(tmp_path: Path) -> None:
+    from cpg_core.lines import MAX_LINE_BYTES
+
+    huge = flow_dict(tcp=9999)
+    huge["flow"]["padding"] = "x" * (MAX_LINE_BYTES + 1000)
+    capture = tmp_path / "huge.jsonl"
+    with capture.open("wb") as out:
+        out.write(_capture_lines(200))
+        out.write(jsonl([huge]).encode())
+        out.write(_capture_lines(40_000))
+    reports = []
+    for jobs in ("1", "2"):
+        ran = cpg(
+            "replay",
+            str(capture),
+            "-o",
+            str(tmp_path / f"p{jobs}"),
+            "--no-evidence",
+            "-j",
+            jobs,
+            "--output",
+            "json",
+        )
+        assert ran.returncode == 0, ran.stderr
+        report = json.loads(ran.stdout)
+        reports.append((report["malformed"], report["flows"], report["lines_read"]))
+    assert reports[0] == reports[1]
+    assert reports[0][0]["count"] == 1 and reports[0][0]["examples"][0]["line"] == 201
+    assert "9999" not in (tmp_path / "p2" / "shop" / "cart.yaml").read_text()
+
+
+def test_7_a_fifo_is_read_once(tmp_path: Path) -> None:
+    import os
+    import threading
+
+    from conftest import cpg_process
+
+    fifo = tmp_path / "flows.fifo"
+    os.mkfifo(fifo)
+    data = _capture_lines(100)  # fits the pipe buffer: the writer is gone before cpg reads
+
+    def feed() -> None:
+        with fifo.open("wb") as out:
+            out.write(data)
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    ran = cpg_process("replay", str(fifo), "-o", str(tmp_path / "p"), "--no-evidence", "-j", "2")
+    writer.join(10)
+    assert ran.returncode == 0, ran.stderr
+    assert "Read 100 lines" in ran.stdout

@@ -59,12 +59,15 @@ def feed_lines(
     number = first_line - 1
     for line in lines:
         number += 1
+        if len(line) > MAX_LINE_BYTES:  # the same limit whoever cut the lines
+            _malformed(stats, number, f"line longer than {MAX_LINE_BYTES} bytes")
+            continue
         try:
             record = parse(loads(line))
         except orjson.JSONDecodeError as exc:
             if not line.strip():
                 stats.blank_lines += 1
-            elif line == OVERSIZED or len(line) > MAX_LINE_BYTES:
+            elif line == OVERSIZED:
                 _malformed(stats, number, f"line longer than {MAX_LINE_BYTES} bytes")
             else:
                 _malformed(stats, number, f"not valid JSON ({exc})")

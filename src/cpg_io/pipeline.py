@@ -32,7 +32,7 @@ from cpg_core import (
 )
 from cpg_io.evidence_store import EvidenceStore
 from cpg_io.parallel import aggregate_file, aggregate_stream, map_forked
-from cpg_io.sources import ReadStats, is_gzip, open_flow_stream
+from cpg_io.sources import ReadStats, is_gzip, is_regular_file, open_flow_stream
 from cpg_io.store import PolicyStore, StagedWrites, StoreError, WriteOutcome
 from cpg_io.version import cpg_version
 
@@ -107,7 +107,9 @@ def replay(
     tick = time.perf_counter()
     stats = ReadStats()
     with open_flow_stream(source) as stream:
-        plain_file = source != "-" and not is_gzip(stream)
+        # Workers read byte ranges of their own only from a regular file (a FIFO or a device
+        # can be read once, by this process).
+        plain_file = source != "-" and not is_gzip(stream) and is_regular_file(stream)
         found = aggregate_file(source, options, stats, jobs) if plain_file and jobs > 1 else None
         aggregator = found or aggregate_stream(stream, options, stats, jobs)
     result = ReplayResult(stats=stats, aggregator=aggregator)

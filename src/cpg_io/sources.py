@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import gzip
 import io
+import os
+import stat
 import sys
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -63,6 +65,14 @@ def open_flow_stream(path: str) -> Iterator[BinaryIO]:
             raw.close()
 
 
+def is_regular_file(stream: BinaryIO) -> bool:
+    """Whether ``stream`` reads a regular file (which another process may open and seek)."""
+    try:
+        return stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return False
+
+
 def is_gzip(stream: BinaryIO) -> bool:
     """Whether :func:`open_flow_stream` unwrapped gzip for this stream."""
     return isinstance(stream, gzip.GzipFile)
@@ -104,16 +114,44 @@ def _lines(stream: BinaryIO, stats: ReadStats) -> Iterator[bytes]:
         yield line
 
 
+def _read_block(stream: BinaryIO, size: int) -> tuple[bytes, BaseException | None]:
+    """Up to ``size`` bytes, and the error that ended the input early, if one did. Read in
+    pieces (``read1``) so that a truncated gzip loses only what it really lost, never the
+    whole block it was decompressing."""
+    read1 = getattr(stream, "read1", None) or stream.read
+    pieces: list[bytes] = []
+    have = 0
+    while have < size:
+        try:
+            piece = read1(size - have)
+        except (EOFError, OSError, gzip.BadGzipFile) as exc:
+            return b"".join(pieces), exc
+        if not piece:
+            break
+        pieces.append(piece)
+        have += len(piece)
+    return b"".join(pieces), None
+
+
 def iter_chunks(stream: BinaryIO, stats: ReadStats, size: int) -> Iterator[tuple[int, bytes]]:
-    """Blocks of whole lines, each with the number of its first line."""
+    """Blocks of whole lines, each with the number of its first line. When the input ends
+    early (a truncated gzip), every complete line before that point is still yielded, and the
+    cut-off line is reported in ``stats.truncated``."""
     number = 1
     rest = b""
     while True:
-        try:
-            block = stream.read(size)
-        except (EOFError, OSError, gzip.BadGzipFile) as exc:
-            stats.truncated = f"input ended early after line {number - 1}: {exc}"
-            block = b""
+        block, error = _read_block(stream, size)
+        if error is not None:
+            block = rest + block
+            cut = block.rfind(b"\n") + 1
+            if cut:
+                yield number, block[:cut]
+                number += block.count(b"\n", 0, cut)
+            lost = (
+                f" (an incomplete line of {len(block) - cut} bytes dropped)" if block[cut:] else ""
+            )
+            stats.truncated = f"input ended early after line {number - 1}{lost}: {error}"
+            return
         if not block:
             if rest:
                 yield number, rest
