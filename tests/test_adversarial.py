@@ -420,3 +420,245 @@ def test_7_a_fifo_is_read_once(tmp_path: Path) -> None:
     writer.join(10)
     assert ran.returncode == 0, ran.stderr
     assert "Read 100 lines" in ran.stdout
+
+
+# --- 11: store errors become messages ---------------------------------------------------------
+
+
+def _one_flow(tmp_path: Path, **kw: Any) -> Path:
+    capture = tmp_path / "one.jsonl"
+    capture.write_text(jsonl([flow_dict(**kw)]))
+    return capture
+
+
+def _no_traceback(ran: Any) -> None:
+    assert "Traceback" not in ran.stderr and "Error:" not in ran.stderr.replace("cpg: error", "")
+
+
+def test_11_an_output_or_evidence_dir_that_is_a_file(tmp_path: Path) -> None:
+    capture = _one_flow(tmp_path)
+    (tmp_path / "afile").write_text("x")
+    ran = cpg("replay", str(capture), "-o", str(tmp_path / "afile"), "--no-evidence")
+    assert ran.returncode == 1 and "afile: is a file, not a folder" in ran.stderr
+    ran = cpg(
+        "replay", str(capture), "-o", str(tmp_path / "p"), "--evidence-dir", str(tmp_path / "afile")
+    )
+    assert ran.returncode == 1 and "afile: is a file, not a folder" in ran.stderr
+    _no_traceback(ran)
+
+
+def test_11_unreadable_evidence_is_named(tmp_path: Path) -> None:
+    capture, out, evidence = _replayed(tmp_path)
+    (path,) = evidence.glob("*/shop/cart.json")
+    path.write_bytes(b"\xff\xfe not utf-8")
+    for ran in (
+        cpg("replay", str(capture), "-o", str(out), "--evidence-dir", str(evidence)),
+        cpg("explain", "shop/cart", "-o", str(out), "--evidence-dir", str(evidence)),
+    ):
+        assert ran.returncode == 1 and f"{path}: not UTF-8" in ran.stderr
+        _no_traceback(ran)
+    path.unlink()
+    path.mkdir()
+    for ran in (
+        cpg("replay", str(capture), "-o", str(out), "--evidence-dir", str(evidence)),
+        cpg("explain", "shop/cart", "-o", str(out), "--evidence-dir", str(evidence)),
+    ):
+        assert ran.returncode == 1 and f"{path}: is a folder" in ran.stderr
+        _no_traceback(ran)
+
+
+def test_11_an_unreadable_policy_is_named(tmp_path: Path) -> None:
+    import multiprocessing
+    import os
+
+    capture, out, _ = _replayed(tmp_path)
+    policy = out / "shop" / "cart.yaml"
+    policy.chmod(0o000)
+    for folder in (tmp_path, out, out / "shop"):
+        folder.chmod(0o777)
+    for folder in tmp_path.parents:  # pytest's own folders are 0700: let nobody pass
+        if str(folder).startswith("/tmp/"):
+            folder.chmod(folder.stat().st_mode | 0o011)
+
+    def as_nobody(queue: Any) -> None:
+        os.setgid(65534)
+        os.setuid(65534)
+        ran = cpg("replay", str(capture), "-o", str(out), "--no-evidence")
+        queue.put((ran.returncode, ran.stderr))
+
+    queue: Any = multiprocessing.get_context("fork").Queue()
+    child = multiprocessing.get_context("fork").Process(target=as_nobody, args=(queue,))
+    child.start()
+    code, stderr = queue.get(timeout=60)
+    child.join(10)
+    policy.chmod(0o644)
+    assert code == 1 and f"{policy}: permission denied" in stderr
+
+
+def test_11_a_namespace_that_is_no_namespace_never_becomes_a_path(tmp_path: Path) -> None:
+    odd = endpoint("cluster-health.json", "x")
+    capture = tmp_path / "odd.jsonl"
+    capture.write_text(jsonl([flow_dict(dst=odd), flow_dict()]))
+    out, evidence = tmp_path / "p", tmp_path / "e"
+    args = ("replay", str(capture), "-o", str(out), "--evidence-dir", str(evidence))
+    first = cpg(*args)
+    assert first.returncode == 1 and "not a DNS-1123 label" in first.stderr
+    assert (out / "shop" / "cart.yaml").exists(), "the other policies are written"
+    assert not (out / "cluster-health.json").exists()
+    assert not list(evidence.glob("*/cluster-health.json/*"))
+    second = cpg(*args)
+    assert second.returncode == 1 and "Traceback" not in second.stderr
+
+
+def test_11_a_full_disk_for_evidence_still_writes_the_policies(tmp_path: Path) -> None:
+    import subprocess
+
+    small = tmp_path / "small"
+    small.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=8k", "tmpfs", str(small)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        subprocess.run(  # fill it to the last byte
+            ["dd", "if=/dev/zero", f"of={small / 'filler'}", "bs=512"], capture_output=True
+        )
+        records = [
+            flow_dict(src=endpoint("shop", f"web-{i}"), reason=reason)
+            for i in range(40)
+            for reason in ("POLICY_DENIED", "CT_MAP_INSERTION_FAILED")
+        ]
+        capture = tmp_path / "many.jsonl"
+        capture.write_text(jsonl(records))
+        out = tmp_path / "p"
+        ran = cpg("replay", str(capture), "-o", str(out), "--evidence-dir", str(small))
+        assert ran.returncode == 1 and "No space left on device" in ran.stderr
+        _no_traceback(ran)
+        assert (out / "shop" / "cart.yaml").exists()
+        assert not list(small.rglob("*.tmp"))
+    finally:
+        subprocess.run(["umount", str(small)], check=True)
+
+
+# --- 5: temp files, modes, owners, links ------------------------------------------------------
+
+
+def test_5_a_failed_commit_leaves_no_temp_file(tmp_path: Path) -> None:
+    capture = tmp_path / "c.jsonl"
+    capture.write_text(jsonl([flow_dict(), flow_dict(reason="CT_MAP_INSERTION_FAILED")]))
+    out, evidence = tmp_path / "p", tmp_path / "e"
+    args = ("replay", str(capture), "-o", str(out), "--evidence-dir", str(evidence))
+    assert cpg(*args).returncode == 0
+    (health,) = evidence.glob("*/cluster-health.json")
+    health.unlink()
+    health.mkdir()  # the rename onto it fails after everything was staged
+    (health / "keep").write_text("x")
+    ran = cpg(*args)
+    assert ran.returncode == 1 and "could not put the new file in place" in ran.stderr
+    assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_5_temp_files_a_killed_run_left_are_removed(tmp_path: Path) -> None:
+    capture, out, evidence = _replayed(tmp_path)
+    (base,) = evidence.iterdir()
+    stale = [out / "shop" / ".cart.yaml.x1y2.tmp", base / "shop" / ".cart.json.a1b2.tmp"]
+    for path in stale:
+        path.write_text("half")
+    assert (
+        cpg("replay", str(capture), "-o", str(out), "--evidence-dir", str(evidence)).returncode == 0
+    )
+    assert not any(p.exists() for p in stale)
+
+
+def test_5_a_rewrite_keeps_mode_and_owner(tmp_path: Path) -> None:
+    import os
+
+    _, out, evidence = _replayed(tmp_path)
+    policy = out / "shop" / "cart.yaml"
+    policy.chmod(0o600)
+    os.chown(policy, 65534, 65534)
+    more = tmp_path / "more.jsonl"
+    more.write_text(jsonl([flow_dict(tcp=9443)]))
+    assert cpg("replay", str(more), "-o", str(out), "--evidence-dir", str(evidence)).returncode == 0
+    assert "9443" in policy.read_text()
+    info = policy.stat()
+    assert (info.st_mode & 0o777, info.st_uid, info.st_gid) == (0o600, 65534, 65534)
+
+
+def test_5_nothing_is_written_through_a_symlinked_folder(tmp_path: Path) -> None:
+    capture = _one_flow(tmp_path)
+    out, elsewhere = tmp_path / "p", tmp_path / "elsewhere"
+    out.mkdir()
+    elsewhere.mkdir()
+    (out / "shop").symlink_to(elsewhere)
+    ran = cpg("replay", str(capture), "-o", str(out), "--no-evidence")
+    assert ran.returncode == 1 and f"{out / 'shop'}: is a symbolic link" in ran.stderr
+    assert not list(elsewhere.iterdir())
+
+
+# --- 1: concurrent runs into the same folders --------------------------------------------------
+
+
+def _evidence_rules(evidence: Path) -> dict[str, Any]:
+    """Evidence without what differs between any two runs (session ids and times)."""
+    out = {}
+    for path in sorted(evidence.rglob("*.json")):
+        if path.name == "cluster-health.json":
+            continue
+        doc = json.loads(path.read_text())
+        out[str(path.relative_to(evidence))] = (len(doc["sessions"]), doc["rules"])
+    for rules in out.values():
+        for rule in rules[1]:
+            rule.pop("contributing_sessions")
+    return out
+
+
+def test_1_two_concurrent_runs_lose_nothing(tmp_path: Path) -> None:
+    import subprocess
+
+    from conftest import CPG, policies
+
+    workloads = 150
+    captures = []
+    for name, port in (("a", 8080), ("b", 9090)):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text(
+            jsonl(
+                [
+                    flow_dict(
+                        dst=endpoint("shop", f"svc-{i:03}"), tcp=port, src_ip=f"10.2.{i % 200}.1"
+                    )
+                    for i in range(workloads)
+                ]
+            )
+        )
+        captures.append(path)
+
+    def run(out: Path, evidence: Path, capture: Path) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [CPG, "replay", str(capture), "-o", str(out), "--evidence-dir", str(evidence)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+
+    seq_out, seq_ev = tmp_path / "seq" / "p", tmp_path / "seq-evidence"
+    for capture in captures:
+        assert run(seq_out, seq_ev, capture).wait(60) == 0
+    expected_policies = policies(seq_out)
+    assert len(expected_policies) == workloads
+    expected_evidence = _evidence_rules(seq_ev)
+    for round_ in range(10):
+        # The same output path each round: evidence is keyed by it.
+        out, evidence = tmp_path / "seq" / "p", tmp_path / f"ev-{round_}"
+        shutil_rmtree(out)
+        both = [run(out, evidence, capture) for capture in captures]
+        assert [proc.wait(60) for proc in both] == [0, 0]
+        assert policies(out) == expected_policies, f"round {round_}: a policy lost an update"
+        assert _evidence_rules(evidence) == expected_evidence, f"round {round_}: evidence"
+
+
+def shutil_rmtree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)

@@ -21,7 +21,14 @@ from cpg_core import (
     render_evidence,
     to_json,
 )
-from cpg_io.store import StagedWrites, StoreError, atomic_write_text, safe_component
+from cpg_io.store import (
+    StagedWrites,
+    StoreError,
+    atomic_write_text,
+    inside,
+    read_text,
+    safe_component,
+)
 
 HEALTH_FILE = "cluster-health.json"
 
@@ -54,11 +61,12 @@ class EvidenceStore:
         self.batch = batch
 
     def path_for(self, namespace: str, workload: str) -> Path:
-        return (
+        path = (
             self.base
             / safe_component(namespace, "namespace")
             / (safe_component(workload, "workload") + ".json")
         )
+        return inside(self.root, path)
 
     @property
     def health_path(self) -> Path:
@@ -66,11 +74,8 @@ class EvidenceStore:
 
     def read(self, namespace: str, workload: str) -> PolicyEvidence | None:
         path = self.path_for(namespace, workload)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return None
-        return parse_evidence(text, str(path))
+        text = read_text(path, "evidence")
+        return None if text is None else parse_evidence(text, str(path))
 
     def targets(self) -> Iterator[tuple[str, str]]:
         """(namespace, workload) of every evidence file, sorted."""
@@ -97,12 +102,9 @@ class EvidenceStore:
     def read_health(self) -> ClusterHealth | None:
         """This output dir's cluster-health.json (None when the run wrote none)."""
         path = self.health_path
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        text = read_text(path, "cluster health")
+        if text is None:
             return None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise EvidenceError(f"{path}: cannot read it ({exc})") from None
         try:
             return from_data(orjson.loads(text), ClusterHealth, str(path))
         except (orjson.JSONDecodeError, DocumentError) as exc:

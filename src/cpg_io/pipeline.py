@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import gc
 import logging
@@ -33,7 +34,15 @@ from cpg_core import (
 from cpg_io.evidence_store import EvidenceStore
 from cpg_io.parallel import aggregate_file, aggregate_stream, map_forked
 from cpg_io.sources import ReadStats, is_gzip, is_regular_file, open_flow_stream
-from cpg_io.store import PolicyStore, StagedWrites, StoreError, WriteOutcome
+from cpg_io.store import (
+    PolicyStore,
+    StagedWrites,
+    StoreError,
+    WriteOutcome,
+    check_folder,
+    folder_lock,
+    remove_stale_temp_files,
+)
 from cpg_io.version import cpg_version
 
 log = logging.getLogger("cpg.replay")
@@ -106,6 +115,11 @@ def replay(
     started = clock()
     tick = time.perf_counter()
     stats = ReadStats()
+    # Fail before reading the capture when the output cannot be written.
+    if not dry_run or output_dir.exists():
+        check_folder(output_dir, "policies")
+    if evidence is not None and not dry_run:
+        check_folder(evidence.root, "evidence")
     with open_flow_stream(source) as stream:
         # Workers read byte ranges of their own only from a regular file (a FIFO or a device
         # can be read once, by this process).
@@ -197,11 +211,19 @@ def write_outputs(
     store = PolicyStore(output_dir, batch)
 
     def one(plan: PolicyPlan) -> _Outcome:
-        written = write_plan(store, plan, dry_run=dry_run, diff=diff, in_cluster=in_cluster)
-        error = None
-        if evidence_store is not None and written.plan is not None and written.outcome != "failed":
-            assert evidence is not None and session is not None
-            error = write_evidence(evidence_store, written.plan, session, evidence)
+        try:
+            written = write_plan(store, plan, dry_run=dry_run, diff=diff, in_cluster=in_cluster)
+            error = None
+            if (
+                evidence_store is not None
+                and written.plan is not None
+                and written.outcome != "failed"
+            ):
+                assert evidence is not None and session is not None
+                error = write_evidence(evidence_store, written.plan, session, evidence)
+        except BaseException:
+            StagedWrites.discard(batch.take())  # nothing this plan staged outlives it
+            raise
         final = written.plan
         return _Outcome(
             file=attrs.evolve(written, plan=None),  # the parent has the plan already
@@ -210,18 +232,30 @@ def write_outputs(
             name=(final.workload, final.name) if final is not None else None,
         )
 
-    # Policies and their evidence are rendered and staged in parallel, then made durable and
-    # renamed into place as one batch (see StagedWrites).
-    try:
-        outcomes = map_forked(one, plans, jobs)
-        for outcome in outcomes:
-            batch.adopt(outcome.staged)
-        if evidence_store is not None and health is not None and health.has_anything_to_report:
-            result.health_path = evidence_store.write_health(health)
-        batch.commit()
-    except BaseException:
-        batch.abort()
-        raise
+    with contextlib.ExitStack() as held:
+        if not dry_run:
+            # One run at a time reads, merges and writes these folders; temp files an earlier,
+            # killed run left are removed first.
+            held.enter_context(folder_lock(output_dir, "policies"))
+            remove_stale_temp_files(output_dir)
+            if evidence_store is not None:
+                held.enter_context(folder_lock(evidence_store.base, "evidence"))
+                remove_stale_temp_files(evidence_store.base)
+        # Policies and their evidence are rendered and staged in parallel, then made durable
+        # and renamed into place as one batch (see StagedWrites).
+        try:
+            outcomes = map_forked(one, plans, jobs)
+            for outcome in outcomes:
+                batch.adopt(outcome.staged)
+            if evidence_store is not None and health is not None and health.has_anything_to_report:
+                try:
+                    result.health_path = evidence_store.write_health(health)
+                except StoreError as exc:  # the policies and their evidence still land
+                    result.evidence_errors.append(str(exc))
+            batch.commit()
+        except BaseException:
+            batch.abort()
+            raise
     for plan, outcome in zip(plans, outcomes, strict=True):
         if outcome.name is not None:
             workload, name = outcome.name

@@ -1,12 +1,18 @@
 """Atomic file writes and the policy store ``<output-dir>/<namespace>/<workload>.yaml``.
 
 A reader never sees a partial file: text goes to a temp file in the same folder, is fsynced,
-then renamed over the target. A file whose content would not change is not touched at all.
+then renamed over the target (keeping the old file's mode and owner). A file whose content
+would not change is not touched at all. Runs writing into the same folder take turns
+(:func:`folder_lock`); temp files a killed run left behind are removed by the next one;
+nothing is written through a symbolic link out of the folder.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
+import logging
 import os
 import tempfile
 import threading
@@ -15,7 +21,10 @@ from concurrent.futures import ThreadPoolExecutor
 from enum import StrEnum
 from pathlib import Path
 
-from cpg_core.names import path_component_problem
+from cpg_core import RequestError, check_target
+
+log = logging.getLogger("cpg.store")
+TEMP_SUFFIX = ".tmp"
 
 
 class WriteOutcome(StrEnum):
@@ -28,17 +37,30 @@ class StoreError(Exception):
     """A path or a write was refused; the message names the path and the fix."""
 
 
+def _keep_mode_and_owner(fd: int, target: Path, mode: int) -> None:
+    """The new file gets the mode and owner of the file it replaces (``mode`` when new)."""
+    try:
+        old = os.stat(target, follow_symlinks=False)
+    except FileNotFoundError:
+        os.fchmod(fd, mode)
+        return
+    os.fchmod(fd, old.st_mode & 0o7777)
+    if (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
+        with contextlib.suppress(PermissionError):  # only root may give a file away
+            os.fchown(fd, old.st_uid, old.st_gid)
+
+
 def atomic_write_text(path: Path, text: str, mode: int = 0o644, *, sync_dir: bool = True) -> None:
     """Write ``text`` so that readers see the old file or the new one, never a mix. With
     ``sync_dir=False`` the caller fsyncs the folder itself (see :func:`fsync_dirs`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(text.encode("utf-8"))
             handle.flush()
             os.fsync(handle.fileno())
-            os.fchmod(handle.fileno(), mode)
+            _keep_mode_and_owner(handle.fileno(), path, mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -70,11 +92,11 @@ class StagedWrites:
 
     def stage(self, path: Path, text: str, mode: int = 0o644) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(text.encode("utf-8"))
-                os.fchmod(handle.fileno(), mode)
+                _keep_mode_and_owner(handle.fileno(), path, mode)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
@@ -97,15 +119,30 @@ class StagedWrites:
             staged, self._staged = self._staged, []
         if not staged:
             return
-        with ThreadPoolExecutor(16) as pool:  # concurrent fsyncs share journal commits
-            list(pool.map(_fsync_path, (tmp for tmp, _ in staged)))
-        for tmp, path in staged:
-            os.replace(tmp, path)
-        fsync_dirs(path.parent for _, path in staged)
+        try:
+            with ThreadPoolExecutor(16) as pool:  # concurrent fsyncs share journal commits
+                list(pool.map(_fsync_path, (tmp for tmp, _ in staged)))
+            for tmp, path in staged:
+                try:
+                    os.replace(tmp, path)
+                except OSError as exc:
+                    raise StoreError(
+                        f"{path}: could not put the new file in place ({exc.strerror or exc}); "
+                        "move whatever stands there aside"
+                    ) from None
+            fsync_dirs(path.parent for _, path in staged)
+        except BaseException:
+            self.discard(staged)  # what was not renamed yet
+            raise
 
     def abort(self) -> None:
         with self._lock:
             staged, self._staged = self._staged, []
+        self.discard(staged)
+
+    @staticmethod
+    def discard(staged: Iterable[tuple[str, Path]]) -> None:
+        """Remove staged temp files (of a batch that will not commit)."""
         for tmp, _ in staged:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
@@ -120,10 +157,104 @@ def _fsync_path(path: str) -> None:
 
 
 def safe_component(value: str, what: str) -> str:
-    problem = path_component_problem(value)
-    if problem is not None:
-        raise StoreError(f"refusing to use {what} {value!r} as a file name: it {problem}")
-    return value
+    """A namespace (a DNS-1123 label) or workload that is safe as one path component."""
+    try:
+        return check_target(value, what)
+    except RequestError as exc:
+        raise StoreError(f"refusing to use it as a file name: {exc}") from None
+
+
+def read_text(path: Path, what: str) -> str | None:
+    """A text file's content; None when it does not exist; StoreError naming the path and
+    the fix for anything else (a folder in its place, no permission, not UTF-8…)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        raise StoreError(
+            f"{path}: a file stands where a folder of {what} files should be; move it aside"
+        ) from None
+    except IsADirectoryError:
+        raise StoreError(f"{path}: is a folder, not a {what} file; move it aside") from None
+    except PermissionError:
+        raise StoreError(
+            f"{path}: permission denied; make it readable for this user or move it aside"
+        ) from None
+    except UnicodeDecodeError:
+        raise StoreError(f"{path}: not UTF-8 text; move it aside and run again") from None
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+
+
+def check_folder(folder: Path, what: str) -> Path:
+    """``folder`` made if missing; StoreError when something else stands there or it cannot
+    be made."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise StoreError(
+            f"{folder}: is a file, not a folder for {what}; choose another folder"
+        ) from None
+    except NotADirectoryError:
+        raise StoreError(
+            f"{folder}: a file stands in its path; choose another folder for {what}"
+        ) from None
+    except OSError as exc:
+        raise StoreError(f"{folder}: cannot make the folder ({exc.strerror or exc})") from None
+    if not folder.is_dir():
+        raise StoreError(f"{folder}: is not a folder; choose another folder for {what}")
+    return folder
+
+
+def inside(root: Path, path: Path) -> Path:
+    """``path`` when every folder between ``root`` and it is a real folder, not a link that
+    could lead out of ``root``; StoreError otherwise."""
+    current = root
+    for part in path.relative_to(root).parts[:-1]:
+        current = current / part
+        if current.is_symlink():
+            raise StoreError(
+                f"{current}: is a symbolic link; cpg writes only inside {root}, so replace the "
+                "link with a folder (or choose another output folder)"
+            )
+    return path
+
+
+def remove_stale_temp_files(folder: Path) -> int:
+    """Temp files a killed run left in ``folder`` and its subfolders (call it holding the
+    folder's lock, when no other run can be staging). How many were removed."""
+    removed = 0
+    if not folder.is_dir():
+        return 0
+    for current, _dirs, files in os.walk(folder):
+        for name in files:
+            if name.startswith(".") and name.endswith(TEMP_SUFFIX):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(current, name))
+                    removed += 1
+    if removed:
+        log.info("removed %d temp files an interrupted run left in %s", removed, folder)
+    return removed
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path, what: str) -> Iterator[None]:
+    """Hold ``folder`` for one run's read-merge-write: a second run writing there waits for
+    the first to finish (an advisory lock on the folder itself; it ends with the process)."""
+    check_folder(folder, what)
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise StoreError(f"{folder}: cannot lock it ({exc.strerror})") from None
+            log.warning("another cpg run is writing to %s; waiting for it to finish", folder)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 class PolicyStore:
@@ -135,11 +266,12 @@ class PolicyStore:
         self.batch = batch
 
     def path_for(self, namespace: str, workload: str) -> Path:
-        return (
+        path = (
             self.root
             / safe_component(namespace, "namespace")
             / (safe_component(workload, "workload") + ".yaml")
         )
+        return inside(self.root, path)
 
     def targets(self) -> Iterator[tuple[str, str]]:
         """(namespace, workload) of every policy file, sorted."""
@@ -150,12 +282,7 @@ class PolicyStore:
                 yield ns_dir.name, path.stem
 
     def read(self, path: Path) -> str | None:
-        try:
-            return path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return None
-        except UnicodeDecodeError:
-            raise StoreError(f"{path}: not UTF-8 text; move it aside and run again") from None
+        return read_text(path, "policy")
 
     def write(self, path: Path, text: str, existing: str | None) -> WriteOutcome:
         if existing == text:
