@@ -3,6 +3,7 @@ failing on the code before its fix."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -662,3 +663,108 @@ def shutil_rmtree(path: Path) -> None:
     import shutil
 
     shutil.rmtree(path, ignore_errors=True)
+
+
+# --- 6, 8: interrupts and killed parents ------------------------------------------------------
+
+
+def _alive_with(marker: str) -> list[int]:
+    """Processes whose command line mentions ``marker`` (our unique temp path)."""
+    import os
+
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                cmdline = handle.read().decode(errors="replace")
+            with open(f"/proc/{entry}/stat") as handle:
+                state = handle.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in cmdline and state != "Z":
+            found.append(int(entry))
+    return found
+
+
+def _wait_for(predicate: Any, seconds: float = 20) -> bool:
+    import threading
+    import time
+
+    deadline = time.monotonic() + seconds
+    tick = threading.Event()
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        tick.wait(0.05)
+    return False
+
+
+def _endless_replay(tmp_path: Path, gz: bool) -> Any:
+    """A -j 2 replay of standard input that never ends by itself: a thread feeds it flows
+    (gzip-compressed or plain) until the pipe closes."""
+    import gzip
+    import subprocess
+    import threading
+
+    from conftest import CPG
+
+    out = tmp_path / "endless-out"
+    proc = subprocess.Popen(
+        [CPG, "replay", "-", "-o", str(out), "--no-evidence", "-j", "2"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    block = _capture_lines(2000)
+
+    def feed() -> None:
+        assert proc.stdin is not None
+        sink: Any = (
+            gzip.GzipFile(fileobj=proc.stdin, mode="wb", compresslevel=1) if gz else proc.stdin
+        )
+        with contextlib.suppress(OSError, ValueError):
+            while True:
+                sink.write(block)
+
+    threading.Thread(target=feed, daemon=True).start()
+    return proc, str(out)
+
+
+@pytest.mark.parametrize("gz", [False, True], ids=["stdin", "gzip"])
+def test_6_ctrl_c_ends_a_replay(tmp_path: Path, gz: bool) -> None:
+    import os
+    import signal
+
+    proc, marker = _endless_replay(tmp_path, gz)
+    try:
+        # Workers are running (parent + 2) and flows are flowing.
+        assert _wait_for(lambda: len(_alive_with(marker)) >= 3), "the workers started"
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl+C in a terminal does
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.stderr is not None
+    stderr = proc.stderr.read().decode()
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr and "Traceback" not in stderr
+    assert _wait_for(lambda: not _alive_with(marker), 5), "no worker outlives the run"
+
+
+def test_8_workers_die_with_a_killed_parent(tmp_path: Path) -> None:
+    import os
+    import signal
+
+    proc, marker = _endless_replay(tmp_path, gz=False)
+    try:
+        assert _wait_for(lambda: len(_alive_with(marker)) >= 3), "the workers started"
+        proc.kill()
+        proc.wait(timeout=10)
+        assert _wait_for(lambda: not _alive_with(marker), 10), _alive_with(marker)
+    finally:
+        for pid in _alive_with(marker):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import signal
 from pathlib import Path
 from typing import Annotated
 
@@ -118,6 +120,11 @@ def replay(
     except (SourceError, StoreError) as exc:
         say(f"cpg: error: {exc}", err=True)
         raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        # A second Ctrl+C during the clean-up below leaves at once, without a traceback.
+        signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+        say("cpg: interrupted; nothing is half-written, and a rerun completes the run", err=True)
+        raise typer.Exit(130) from None
 
     source = describe_source(file)
     agg = result.aggregator

@@ -4,10 +4,14 @@ depend on flow order, so the result is the same as a single-process run."""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import ctypes.util
 import gc
 import itertools
 import multiprocessing
 import os
+import signal
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, BinaryIO, TypeVar
@@ -28,6 +32,36 @@ def default_jobs() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
         return max(1, os.cpu_count() or 1)
+
+
+def die_with_parent() -> None:
+    """In a worker: be killed when the parent dies (kill -9 included), and leave Ctrl+C to
+    the parent, which stops the workers itself."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = os.getppid()
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before the request took hold
+        os._exit(1)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _stop(workers: Sequence[Any], queues: Sequence[Any], failed: bool) -> None:
+    """End the workers: at once when the run failed or was interrupted (nothing waits for a
+    queue that no one reads any more), else after they finished."""
+    for queue in queues:
+        queue.cancel_join_thread()
+    if failed:
+        for worker in workers:
+            worker.terminate()
+    for worker in workers:
+        worker.join(timeout=5)
+        if worker.is_alive():
+            worker.kill()
+            worker.join(timeout=5)
 
 
 def _lines_of(block: bytes) -> list[bytes]:
@@ -53,6 +87,7 @@ def _consume(blocks: Iterator[tuple[int, bytes]], aggregator: Aggregator, stats:
 
 
 def _worker(options: AggregateOptions, inbox: Any, outbox: Any) -> None:
+    die_with_parent()
     try:
         aggregator = Aggregator(options)
         stats = ReadStats()
@@ -92,6 +127,7 @@ def aggregate_stream(
     ]
     for worker in workers:
         worker.start()
+    failed = True
     try:
         for index, chunk in enumerate(_chain(head, chunks)):
             inboxes[index % jobs].put(chunk)
@@ -104,11 +140,9 @@ def aggregate_stream(
             assert isinstance(payload, AggregateState) and isinstance(part, ReadStats)
             aggregator.absorb(payload)
             merge_stats(stats, part)
+        failed = False
     finally:
-        for worker in workers:
-            worker.join(timeout=5)
-            if worker.is_alive():
-                worker.terminate()
+        _stop(workers, [*inboxes, outbox], failed)
     return aggregator
 
 
@@ -157,6 +191,7 @@ def _range_worker(
     options: AggregateOptions,
     outbox: Any,
 ) -> None:
+    die_with_parent()
     try:
         aggregator = Aggregator(options)
         parser = FlowParser()
@@ -202,6 +237,7 @@ def aggregate_file(
         worker.start()
     aggregator = Aggregator(options)
     reports: list[ChunkReport] = []
+    failed = True
     try:
         for _ in workers:
             status, payload, extra = outbox.get()
@@ -211,11 +247,9 @@ def aggregate_file(
             aggregator.absorb(payload)
             merge_stats(stats, part)
             reports.extend(chunk_reports)
+        failed = False
     finally:
-        for worker in workers:
-            worker.join(timeout=5)
-            if worker.is_alive():
-                worker.terminate()
+        _stop(workers, [outbox], failed)
     first_line = 1
     examples: list[tuple[int, str]] = []
     for _index, count, found in sorted(reports):
@@ -250,7 +284,7 @@ def map_forked(func: Callable[[T], R], items: Sequence[T], jobs: int) -> list[R]
     groups = [list(range(w, len(items), jobs)) for w in range(jobs)]
     _FORKED = (func, items)
     try:
-        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        with multiprocessing.get_context("fork").Pool(jobs, initializer=die_with_parent) as pool:
             parts = pool.map(_run_forked, groups)
     finally:
         _FORKED = None
