@@ -768,3 +768,78 @@ def test_8_workers_die_with_a_killed_parent(tmp_path: Path) -> None:
         for pid in _alive_with(marker):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+# --- crash: kill -9 at random points ---------------------------------------------------------
+
+
+def test_crash_kill_9_at_random_points_leaves_only_whole_files(tmp_path: Path) -> None:
+    import os
+    import random
+    import shutil
+    import signal
+    import subprocess
+    import time
+
+    from conftest import CPG, policies
+
+    capture = tmp_path / "large.jsonl"
+    capture.write_text(
+        jsonl(
+            [
+                flow_dict(
+                    dst=endpoint(f"ns-{i % 8}", f"svc-{i % 400:03}"),
+                    tcp=8000 + i % 30,
+                    src_ip=f"10.3.{i % 200}.{i % 7}",
+                    time=f"2026-11-02T10:00:{i % 60:02}Z",
+                )
+                for i in range(3000)
+            ]
+            + [flow_dict(reason="CT_MAP_INSERTION_FAILED")]
+        )
+    )
+
+    def command(out: Path, evidence: Path) -> list[str]:
+        return [
+            CPG,
+            "replay",
+            str(capture),
+            "-o",
+            str(out),
+            "--evidence-dir",
+            str(evidence),
+            "-j",
+            "2",
+        ]
+
+    reference = tmp_path / "reference"
+    started = time.monotonic()
+    subprocess.run(command(reference, tmp_path / "ref-ev"), check=True, capture_output=True)
+    duration = time.monotonic() - started
+    expected = policies(reference)
+    assert len(expected) == 400
+    rng = random.Random(20261201)
+    out, evidence = tmp_path / "out", tmp_path / "ev"
+    for kill in range(20):
+        shutil.rmtree(out, ignore_errors=True)
+        proc = subprocess.Popen(
+            command(out, evidence), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        threading_wait(rng.uniform(0.05, duration))
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        assert _wait_for(lambda: not _alive_with(str(out)), 10), f"kill {kill}: a worker lives"
+        for path in out.rglob("*.yaml"):
+            assert yaml.safe_load(path.read_text())["kind"] == "CiliumNetworkPolicy", path
+        for path in evidence.rglob("*.json"):
+            json.loads(path.read_text())
+        rerun = subprocess.run(command(out, evidence), capture_output=True, text=True)
+        assert rerun.returncode == 0, rerun.stderr
+        assert policies(out) == expected, f"kill {kill}: the rerun differs"
+        assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")], f"kill {kill}"
+
+
+def threading_wait(seconds: float) -> None:
+    import threading
+
+    threading.Event().wait(seconds)
