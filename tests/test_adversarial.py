@@ -793,7 +793,7 @@ def test_crash_kill_9_at_random_points_leaves_only_whole_files(tmp_path: Path) -
                     src_ip=f"10.3.{i % 200}.{i % 7}",
                     time=f"2026-11-02T10:00:{i % 60:02}Z",
                 )
-                for i in range(3000)
+                for i in range(1200)
             ]
             + [flow_dict(reason="CT_MAP_INSERTION_FAILED")]
         )

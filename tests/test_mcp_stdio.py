@@ -235,3 +235,37 @@ def test_audit_log_file_and_bad_options(tmp_path: Path) -> None:
     ):
         bad = subprocess.run([CPG_MCP, *args], capture_output=True, text=True, timeout=30)
         assert bad.returncode == 2 and complaint in bad.stderr and bad.stdout == ""
+
+
+def test_eof_mid_replay_stops_the_replay_and_leaves_nothing(tmp_path: Path) -> None:
+    """Issue 12, finding 13: the session is stopped before its folder is removed, so the
+    replay cannot recreate it; the server exits promptly."""
+    from conftest import endpoint, flow_dict, jsonl
+
+    captures, private_tmp = tmp_path / "captures", tmp_path / "tmp"
+    captures.mkdir()
+    private_tmp.mkdir()
+    block = jsonl(
+        [flow_dict(dst=endpoint("shop", f"svc-{i % 500}"), tcp=8000 + i % 9) for i in range(4000)]
+    )
+    (captures / "big.jsonl").write_text(block * 30)  # a replay of several seconds
+    proc = subprocess.Popen(
+        [CPG_MCP, "--allow-replay-dir", str(captures)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "TMPDIR": str(private_tmp)},
+    )
+    assert proc.stdin is not None
+    handshake(proc)
+    proc.stdin.write(
+        frame(2, "tools/call", {"name": "start_session", "arguments": {"replay_file": "big.jsonl"}})
+    )
+    proc.stdin.flush()
+    assert "result" in read_response(proc, 2)
+    assert [p.name[:8] for p in private_tmp.iterdir()] == ["cpg-mcp-"], "the session runs"
+    began = time.monotonic()
+    proc.stdin.close()
+    assert proc.wait(timeout=15) == 0
+    assert time.monotonic() - began < 10
+    assert not list(private_tmp.iterdir()), "no session folder, no kube temp file left"

@@ -95,3 +95,28 @@ def test_the_tools_validate_as_the_cli_does(tmp_path: Path) -> None:
         asyncio.run(bad_start())
     with pytest.raises(ToolError, match="timeout: '99999999999999999999d' is too long"):
         asyncio.run(tools.start_session(manager, timeout="99999999999999999999d"))
+
+
+def test_closing_cancels_a_running_replay_before_removing_its_folder(tmp_path: Path) -> None:
+    from conftest import endpoint, flow_dict, jsonl
+
+    folder = tmp_path / "captures"
+    folder.mkdir()
+    block = jsonl(
+        [flow_dict(dst=endpoint("shop", f"svc-{i % 500}"), tcp=8000 + i % 9) for i in range(4000)]
+    )
+    (folder / "big.jsonl").write_text(block * 40)  # seconds of work
+    manager = SessionManager(folder)
+
+    async def run() -> Session:
+        started = await tools.start_session(manager, replay_file="big.jsonl")
+        session = tools.session_of(manager, started.session_id)
+        await asyncio.sleep(0)  # the replay thread starts
+        await manager.close()
+        return session
+
+    session = asyncio.run(run())
+    assert session.task is not None and session.task.done(), "stopped before the folder went"
+    assert session.result is None, "the replay was cancelled, not waited for"
+    assert "stopped before it finished" in session.error
+    assert not session.tmp.exists() and manager.closed.is_set()

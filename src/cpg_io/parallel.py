@@ -11,7 +11,9 @@ import gc
 import itertools
 import multiprocessing
 import os
+import queue
 import signal
+import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, BinaryIO, TypeVar
@@ -34,6 +36,19 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+class Cancelled(Exception):
+    """The run was asked to stop (an MCP session that ends, a deadline); nothing was written."""
+
+
+def _checked(
+    chunks: Iterator[tuple[int, bytes]], cancel: threading.Event | None
+) -> Iterator[tuple[int, bytes]]:
+    for chunk in chunks:
+        if cancel is not None and cancel.is_set():
+            raise Cancelled("the run was cancelled")
+        yield chunk
+
+
 def die_with_parent() -> None:
     """In a worker: be killed when the parent dies (kill -9 included), and leave Ctrl+C to
     the parent, which stops the workers itself."""
@@ -52,8 +67,8 @@ _PR_SET_PDEATHSIG = 1
 def _stop(workers: Sequence[Any], queues: Sequence[Any], failed: bool) -> None:
     """End the workers: at once when the run failed or was interrupted (nothing waits for a
     queue that no one reads any more), else after they finished."""
-    for queue in queues:
-        queue.cancel_join_thread()
+    for pipe in queues:
+        pipe.cancel_join_thread()
     if failed:
         for worker in workers:
             worker.terminate()
@@ -103,9 +118,11 @@ def aggregate_stream(
     stats: ReadStats,
     jobs: int,
     chunk_bytes: int = CHUNK_BYTES,
+    cancel: threading.Event | None = None,
 ) -> Aggregator:
-    """Aggregate every flow of ``stream``; with ``jobs`` > 1 and a large input, in workers."""
-    chunks = iter_chunks(stream, stats, chunk_bytes)
+    """Aggregate every flow of ``stream``; with ``jobs`` > 1 and a large input, in workers.
+    Setting ``cancel`` stops it between blocks (Cancelled)."""
+    chunks = _checked(iter_chunks(stream, stats, chunk_bytes), cancel)
     head: list[tuple[int, bytes]] = []
     for chunk in chunks:
         head.append(chunk)
@@ -218,6 +235,7 @@ def aggregate_file(
     stats: ReadStats,
     jobs: int,
     chunk_bytes: int = CHUNK_BYTES,
+    cancel: threading.Event | None = None,
 ) -> Aggregator | None:
     """Aggregate a plain (uncompressed) file in ``jobs`` processes that each read their own
     ranges: no data crosses a pipe. None when the file is too small to be worth it."""
@@ -240,7 +258,14 @@ def aggregate_file(
     failed = True
     try:
         for _ in workers:
-            status, payload, extra = outbox.get()
+            while True:
+                if cancel is not None and cancel.is_set():
+                    raise Cancelled("the run was cancelled")
+                try:
+                    status, payload, extra = outbox.get(timeout=0.2)
+                    break
+                except queue.Empty:
+                    continue
             if status != "ok":
                 raise RuntimeError(f"a replay worker failed:\n{payload}")
             part, chunk_reports = extra

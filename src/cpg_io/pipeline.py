@@ -8,6 +8,7 @@ import gc
 import logging
 import os
 import secrets
+import threading
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -32,7 +33,7 @@ from cpg_core import (
     render_or_merge,
 )
 from cpg_io.evidence_store import EvidenceStore
-from cpg_io.parallel import aggregate_file, aggregate_stream, map_forked
+from cpg_io.parallel import Cancelled, aggregate_file, aggregate_stream, map_forked
 from cpg_io.sources import ReadStats, is_gzip, is_regular_file, open_flow_stream
 from cpg_io.store import (
     PolicyStore,
@@ -110,8 +111,11 @@ def replay(
     evidence: EvidenceSettings | None = None,
     clock: Callable[[], datetime] = utc_now,
     session_id: str | None = None,
+    cancel: threading.Event | None = None,
 ) -> ReplayResult:
-    """Replay one capture into ``output_dir`` (and its evidence), or diff it in a dry run."""
+    """Replay one capture into ``output_dir`` (and its evidence), or diff it in a dry run.
+    Setting ``cancel`` stops the run (Cancelled) at the next block or before anything is
+    renamed into place."""
     started = clock()
     tick = time.perf_counter()
     stats = ReadStats()
@@ -124,8 +128,12 @@ def replay(
         # Workers read byte ranges of their own only from a regular file (a FIFO or a device
         # can be read once, by this process).
         plain_file = source != "-" and not is_gzip(stream) and is_regular_file(stream)
-        found = aggregate_file(source, options, stats, jobs) if plain_file and jobs > 1 else None
-        aggregator = found or aggregate_stream(stream, options, stats, jobs)
+        found = (
+            aggregate_file(source, options, stats, jobs, cancel=cancel)
+            if plain_file and jobs > 1
+            else None
+        )
+        aggregator = found or aggregate_stream(stream, options, stats, jobs, cancel=cancel)
     result = ReplayResult(stats=stats, aggregator=aggregator)
     log.info(
         "read %d lines, %d flows in %.2f s (%d jobs)",
@@ -162,6 +170,7 @@ def replay(
         dry_run=dry_run,
         diff=diff,
         jobs=jobs,
+        cancel=cancel,
     )
     result.files = written.files
     result.evidence_errors = written.evidence_errors
@@ -200,8 +209,10 @@ def write_outputs(
     diff: bool,
     jobs: int,
     in_cluster: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
+    cancel: threading.Event | None = None,
 ) -> Written:
-    """Write (or diff) the policies, their evidence and cluster-health.json as one batch."""
+    """Write (or diff) the policies, their evidence and cluster-health.json as one batch
+    (none of it when ``cancel`` is set before the batch commits)."""
     result = Written()
     batch = StagedWrites()
     evidence_store: EvidenceStore | None = None
@@ -252,6 +263,8 @@ def write_outputs(
                     result.health_path = evidence_store.write_health(health)
                 except StoreError as exc:  # the policies and their evidence still land
                     result.evidence_errors.append(str(exc))
+            if cancel is not None and cancel.is_set():
+                raise Cancelled("the run was cancelled before its files were written")
             batch.commit()
         except BaseException:
             batch.abort()
@@ -362,4 +375,4 @@ def write_plan(
     return FileResult(path=path, outcome=outcome.value, plan=plan)
 
 
-__all__ = ["FileResult", "ReplayResult", "WriteOutcome", "replay", "write_plan"]
+__all__ = ["Cancelled", "FileResult", "ReplayResult", "WriteOutcome", "replay", "write_plan"]

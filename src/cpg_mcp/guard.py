@@ -36,6 +36,8 @@ class GuardedServer(MCPServer):
         self.tool_timeout = tool_timeout
         self.audit = audit
         self._allowed: dict[str, tuple[str, ...]] | None = None
+        self.sessions: Any = None
+        """The SessionManager (``main`` waits for its clean-up on a signal)."""
 
     async def list_tools(self) -> list[Tool]:
         """Input schemas say what the guard enforces: no argument beyond those listed."""

@@ -96,20 +96,20 @@ def main(argv: list[str] | None = None) -> None:
             with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
                 async for _ in signals:
                     scope.cancel()  # unwinds the lifespan: the session stops, its dir goes
-                    with anyio.CancelScope(shield=True), anyio.move_on_after(9):
-                        await cleaned.wait()
+                    # The stdin reader thread cannot be cancelled: wait for the session's
+                    # clean-up only, then leave.
+                    with anyio.CancelScope(shield=True):
+                        await anyio.to_thread.run_sync(
+                            mcp.sessions.closed.wait, 9, abandon_on_cancel=True
+                        )
                     logging.shutdown()
                     os._exit(0)  # a parked stdin reader thread must not hold the exit
 
-        cleaned = anyio.Event()
         async with anyio.create_task_group() as group:
             scope = anyio.CancelScope()
             group.start_soon(watch, scope)
-            try:
-                with scope:
-                    await mcp.run_stdio_async()
-            finally:
-                cleaned.set()
+            with scope:
+                await mcp.run_stdio_async()
             group.cancel_scope.cancel()
 
     anyio.run(serve)

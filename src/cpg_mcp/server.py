@@ -77,7 +77,7 @@ def build_server(
     *,
     tool_timeout: float = 30.0,
     audit: AuditLog | None = None,
-) -> MCPServer:
+) -> GuardedServer:
     manager = SessionManager(allow_replay_dir)
 
     @contextlib.asynccontextmanager
@@ -101,6 +101,7 @@ def build_server(
         ),
         lifespan=lifespan,
     )
+    mcp.sessions = manager
 
     def session_of(session_id: str) -> Any:
         return tools.session_of(manager, session_id)

@@ -9,6 +9,7 @@ import os
 import secrets
 import shutil
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -20,7 +21,7 @@ from cpg_io.evidence_store import EvidenceStore
 from cpg_io.hubble import TLSSettings
 from cpg_io.kube import RelayConnection, RelaySetupError, prepare_relay
 from cpg_io.live import LiveCapture, LiveSettings
-from cpg_io.pipeline import EvidenceSettings, ReplayResult, replay
+from cpg_io.pipeline import Cancelled, EvidenceSettings, ReplayResult, replay
 from cpg_io.store import PolicyStore
 
 log = logging.getLogger("cpg.mcp")
@@ -42,6 +43,8 @@ class Session:
     result: ReplayResult | None = None
     capture: LiveCapture | None = None
     task: asyncio.Task[Any] | None = None
+    cancel: threading.Event = attrs.Factory(threading.Event)
+    """Set to end a replay early: it stops at its next block, before writing anything."""
     relay: RelayConnection | None = None
     """The port-forward to hubble-relay when no server was given; closed when the capture ends."""
 
@@ -78,6 +81,8 @@ class SessionManager:
     def __init__(self, allow_replay_dir: Path | None = None) -> None:
         self.allow_replay_dir = allow_replay_dir.resolve() if allow_replay_dir else None
         self.current: Session | None = None
+        self.closed = threading.Event()
+        """Set once :meth:`close` has stopped the session and removed its folder."""
 
     def get(self, session_id: str) -> Session:
         session = self.current
@@ -189,8 +194,16 @@ class SessionManager:
     ) -> None:
         try:
             session.result = await asyncio.to_thread(
-                replay, str(path), session.policies, options, evidence=evidence, jobs=1
+                replay,
+                str(path),
+                session.policies,
+                options,
+                evidence=evidence,
+                jobs=1,
+                cancel=session.cancel,
             )
+        except Cancelled:
+            session.error = "the replay was stopped before it finished; nothing was written"
         except Exception as exc:  # the session ends with its error visible
             session.error = str(exc)
             log.warning("session %s failed: %s", session.id, exc)
@@ -222,18 +235,25 @@ class SessionManager:
         session = self.current
         self.current = None
         if session is not None:
+            session.cancel.set()
             if session.capture is not None:
                 session.capture.stop.set()
             session.release()
             shutil.rmtree(session.tmp, ignore_errors=True)
 
     async def close(self) -> None:
-        session = self.current
-        if session is not None and session.task is not None and session.state == "capturing":
-            if session.capture is not None:
-                session.capture.stop.set()
-            try:
-                await asyncio.wait_for(asyncio.shield(session.task), 8)
-            except TimeoutError:
-                session.task.cancel()
-        self.discard()
+        """Stop the session (a replay is cancelled, a live capture stops), then remove its
+        folder: nothing is left behind, and nothing writes there afterwards."""
+        try:
+            session = self.current
+            if session is not None and session.task is not None and session.state == "capturing":
+                session.cancel.set()
+                if session.capture is not None:
+                    session.capture.stop.set()
+                try:
+                    await asyncio.wait_for(asyncio.shield(session.task), 6)
+                except TimeoutError:
+                    session.task.cancel()
+            self.discard()
+        finally:
+            self.closed.set()
