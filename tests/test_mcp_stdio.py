@@ -269,3 +269,45 @@ def test_eof_mid_replay_stops_the_replay_and_leaves_nothing(tmp_path: Path) -> N
     assert proc.wait(timeout=15) == 0
     assert time.monotonic() - began < 10
     assert not list(private_tmp.iterdir()), "no session folder, no kube temp file left"
+
+
+def test_every_message_with_an_id_is_answered_even_malformed_ones() -> None:
+    """Issue 12, finding 16, over the real stdio wire."""
+    proc = start([])
+    assert proc.stdin is not None and proc.stdout is not None
+    before = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "x"}}
+    lines = [
+        b"{not json\n",
+        b"\xff\xfe\x00 not utf-8\n",
+        b"[]\n",
+        b'[{"jsonrpc": "2.0", "id": 5, "method": "ping"}]\n',
+        b'{"jsonrpc": "1.0", "id": 7, "method": "ping"}\n',
+        b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"}\n',
+        b'{"jsonrpc": "2.0", "id": 1e400, "method": "ping"}\n',
+        b'{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": "x"}\n',
+        json.dumps(before).encode() + b"\n",
+        b'{"jsonrpc": "2.0", "method": "notifications/oops", "params": 5}\n',  # no answer
+    ]
+    for line in lines:
+        proc.stdin.write(line)
+    proc.stdin.flush()
+    answers = []
+    for _ in range(9):
+        message = json.loads(proc.stdout.readline())
+        assert message["jsonrpc"] == "2.0" and "error" in message
+        answers.append((message["id"], message["error"]["code"]))
+    assert answers == [
+        (None, -32700),
+        (None, -32700),
+        (None, -32600),
+        (None, -32600),
+        (7, -32600),
+        (None, -32600),
+        (None, -32600),
+        (9, -32602),
+        (3, -32600),
+    ]
+    init = handshake(proc)  # the server is still fine
+    assert init["result"]["serverInfo"]["name"] == "cpg-mcp"
+    proc.stdin.close()
+    assert proc.wait(timeout=10) == 0

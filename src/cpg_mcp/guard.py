@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+import sys
 import time
 from typing import Any
 
@@ -14,11 +15,13 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, Tool
 from pydantic import ValidationError
 
 from cpg_mcp.audit import AuditLog
+from cpg_mcp.framing import FramedStdin
 from cpg_mcp.sanitize import clean
 
 log = logging.getLogger("cpg.mcp")
@@ -38,6 +41,15 @@ class GuardedServer(MCPServer):
         self._allowed: dict[str, tuple[str, ...]] | None = None
         self.sessions: Any = None
         """The SessionManager (``main`` waits for its clean-up on a signal)."""
+
+    async def run_stdio_async(self) -> None:
+        """The SDK's stdio transport, with every stdin line checked first (``framing``)."""
+        stdin = FramedStdin(sys.stdin.buffer)
+        async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
+            stdin.attach(write_stream)
+            await self._lowlevel_server.run(
+                read_stream, write_stream, self._lowlevel_server.create_initialization_options()
+            )
 
     async def list_tools(self) -> list[Tool]:
         """Input schemas say what the guard enforces: no argument beyond those listed."""
