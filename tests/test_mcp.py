@@ -435,3 +435,36 @@ async def test_a_port_forward_opened_after_the_deadline_is_closed(
         assert late.is_error and "start_session did not finish within 0.3s" in late.content[0].text
         release.set()
         assert await anyio.to_thread.run_sync(closed.wait, 10), "the late port-forward is closed"
+
+
+async def test_18_bad_file_names_and_huge_arguments_are_short_readable_errors(
+    replay_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with Client(build_server(replay_dir), mode="legacy") as client:
+        for name in ("drops\x00.jsonl", "a" * 300, ""):
+            bad = await call(client, "start_session", replay_file=name)
+            text = bad.content[0].text
+            assert bad.is_error and "failed unexpectedly" not in text, text
+            assert "replay_file" in text and "inside" in text
+        sid = (await call(client, "start_session", replay_file="drops.jsonl")).structured_content[
+            "session_id"
+        ]
+        await wait_stopped(client, sid)
+        huge = "x" * (10 * 1024 * 1024)
+        for tool, args in (
+            ("get_policy", {"session_id": sid, "namespace": huge, "workload": "w"}),
+            (
+                "get_evidence",
+                {"session_id": sid, "namespace": "shop", "workload": "cart", "peer": huge},
+            ),
+            ("get_bootstrap_policy", {"namespace": huge}),
+            ("start_session", {"ignore_protocols": [huge]}),
+            ("start_session", {huge: 1}),
+        ):
+            result = await call(client, tool, **args)
+            assert result.is_error and len(result.content[0].text) < 1200, tool
+        assert all(len(r.getMessage()) < 2000 for r in caplog.records)
+        port = await call(
+            client, "get_evidence", session_id=sid, namespace="shop", workload="cart", port="abc"
+        )
+        assert port.is_error and "'abc' is not a port number" in port.content[0].text

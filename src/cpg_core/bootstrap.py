@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from cpg_core.names import is_dns1123_label
 from cpg_core.render import MANAGED_BY_LABEL, MANAGED_BY_VALUE
+from cpg_core.text import shown
 
 
 def bootstrap_name(namespace: str) -> str:
@@ -17,7 +18,7 @@ def render_bootstrap(namespace: str) -> str:
     ``egress: [{}]`` (never empty lists) keep both directions enforced."""
     if not is_dns1123_label(namespace):
         raise ValueError(
-            f"{namespace!r} is not a valid namespace name (lower-case letters, digits and '-', "
+            f"{shown(namespace)} is not a valid namespace name (lower-case letters, digits and '-', "
             "starting and ending with a letter or digit, at most 63)"
         )
     return (

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from cpg_core.text import shown
+
 
 class DropClass(StrEnum):
     POLICY = "policy"
@@ -180,5 +182,5 @@ def parse_reason_name(text: str) -> int:
     close = suggest_reasons(text)
     hint = f"did you mean {', '.join(close)}? " if close else ""
     raise ValueError(
-        f"unknown drop reason {text!r}; {hint}see {DROP_REASON_DOCS} for the full list"
+        f"unknown drop reason {shown(text)}; {hint}see {DROP_REASON_DOCS} for the full list"
     )

@@ -18,6 +18,7 @@ from cpg_core.dropreasons import DropClass, classify_reason, parse_reason_name, 
 from cpg_core.errors import CpgError
 from cpg_core.explain import ExplainFilter
 from cpg_core.names import is_dns1123_label, path_component_problem
+from cpg_core.text import shown
 
 PROTOCOLS = ("tcp", "udp", "sctp", "icmpv4", "icmpv6")
 """Protocol names ``ignore_protocols`` accepts."""
@@ -49,7 +50,7 @@ def parse_duration(text: str) -> float:
     parts = _DURATION.findall(spec)
     if not spec or "".join(n + u for n, u in parts) != spec:
         raise ValueError(
-            f"{text!r} is not a duration; use a number and a unit, e.g. 90s, 30m, 2h, 1h30m, 7d"
+            f"{shown(text)} is not a duration; use a number and a unit, e.g. 90s, 30m, 2h, 1h30m, 7d"
         )
     return sum(float(n) * _UNITS[u] for n, u in parts)
 
@@ -58,7 +59,7 @@ def parse_peer(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
         raise ValueError(
-            f"{text!r} is not KEY=VALUE; e.g. --peer app=frontend or --peer namespace=shop"
+            f"{shown(text)} is not KEY=VALUE; e.g. --peer app=frontend or --peer namespace=shop"
         )
     return key.strip(), value.strip()
 
@@ -68,7 +69,7 @@ def parse_cidr(text: str) -> str:
         return str(ipaddress.ip_network(text.strip(), strict=False))
     except ValueError:
         raise ValueError(
-            f"{text!r} is not a CIDR; e.g. --peer-cidr 10.0.0.0/8 or 2001:db8::/32"
+            f"{shown(text)} is not a CIDR; e.g. --peer-cidr 10.0.0.0/8 or 2001:db8::/32"
         ) from None
 
 
@@ -79,9 +80,9 @@ def duration_seconds(text: str, field: str, *, maximum: float = MAX_SECONDS) -> 
     except ValueError as exc:
         raise RequestError(field, str(exc)) from None
     if not seconds > 0:
-        raise RequestError(field, f"{text!r} must be more than zero")
+        raise RequestError(field, f"{shown(text)} must be more than zero")
     if not math.isfinite(seconds) or seconds > maximum:
-        raise RequestError(field, f"{text!r} is too long; at most {_describe(maximum)}")
+        raise RequestError(field, f"{shown(text)} is too long; at most {_describe(maximum)}")
     return seconds
 
 
@@ -96,7 +97,7 @@ def check_namespace(name: str, field: str = "namespace") -> str:
     if not is_dns1123_label(name):
         raise RequestError(
             field,
-            f"{name!r} is not a valid namespace name (lower-case letters, digits and '-', "
+            f"{shown(name)} is not a valid namespace name (lower-case letters, digits and '-', "
             "at most 63)",
         )
     return name
@@ -109,7 +110,7 @@ def check_target(value: str, what: str) -> str:
     if problem is None and what == "namespace" and not is_dns1123_label(value):
         problem = "not a DNS-1123 label"
     if problem is not None:
-        raise RequestError(what, f"{what} {value!r} is not valid: {problem}")
+        raise RequestError(what, f"{what} {shown(value)} is not valid: {problem}")
     return value
 
 
@@ -153,7 +154,7 @@ class CaptureRequest:
             if proto not in PROTOCOLS:
                 raise RequestError(
                     "ignore_protocol",
-                    f"unknown protocol {proto!r}; valid values are {', '.join(PROTOCOLS)}",
+                    f"unknown protocol {shown(proto)}; valid values are {', '.join(PROTOCOLS)}",
                 )
         reasons = []
         for name in split_values(ignore_drop_reasons or ()):
@@ -253,11 +254,13 @@ def explain_filter(
     """Explain/evidence filters from user text. ``since`` (a duration) needs ``now``, the
     current time as an RFC 3339 UTC text (cpg_core reads no clock)."""
     if direction not in (None, "ingress", "egress"):
-        raise RequestError("direction", f"{direction!r} is not a direction; use ingress or egress")
+        raise RequestError(
+            "direction", f"{shown(direction)} is not a direction; use ingress or egress"
+        )
     if port is not None:
         port = port.strip()
         if not port.isdigit() or int(port) > 65535:
-            raise RequestError("port", f"{port!r} is not a port number (or ICMP type)")
+            raise RequestError("port", f"{shown(port)} is not a port number (or ICMP type)")
         port = str(int(port))
     try:
         peer_pair = parse_peer(peer) if peer is not None else None

@@ -36,6 +36,16 @@ def clean_text(text: str, keep_newlines: bool = False) -> str:
     return "".join(c for c in text if c == " " or _keep(c, keep_newlines))
 
 
+MAX_SHOWN = 200
+
+
+def shown(value: object) -> str:
+    """``repr(value)`` for an error message, cut to MAX_SHOWN characters: a 50 MB argument
+    is never echoed whole into a reply or a log."""
+    text = repr(value)
+    return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + f"… ({len(text)} chars)"
+
+
 def clean(value: Any, keep_newlines: bool = False) -> Any:
     """A copy of a JSON-like value with every string (keys too) cleaned."""
     if isinstance(value, str):

@@ -20,11 +20,13 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, Tool
 from pydantic import ValidationError
 
+from cpg_core.text import shown
 from cpg_mcp.audit import AuditLog
 from cpg_mcp.framing import FramedStdin
 from cpg_mcp.sanitize import clean
 
 log = logging.getLogger("cpg.mcp")
+MAX_MESSAGE = 1000
 
 
 def new_trace_id() -> str:
@@ -79,13 +81,13 @@ class GuardedServer(MCPServer):
             allowed = await self._allowed_arguments(name)
             if allowed is None:
                 outcome = "unknown_tool"
-                raise MCPError(INVALID_PARAMS, f"unknown tool {name!r} (trace {trace})")
+                raise MCPError(INVALID_PARAMS, f"unknown tool {shown(name)} (trace {trace})")
             unknown = sorted(set(arguments) - set(allowed))
             if unknown:
                 outcome = "rejected"
                 raise ToolError(
                     f"unknown argument{'s' if len(unknown) > 1 else ''} "
-                    f"{', '.join(map(repr, unknown))} for {name}; allowed: "
+                    f"{', '.join(map(shown, unknown[:10]))} for {name}; allowed: "
                     f"{', '.join(allowed) or 'none'}"
                 )
             try:
@@ -114,6 +116,8 @@ class GuardedServer(MCPServer):
             if outcome == "ok":
                 outcome = "error"
             message = clean(_readable(name, exc))
+            if len(message) > MAX_MESSAGE:  # whatever a message repeats, it stays readable
+                message = message[:MAX_MESSAGE] + "…"
             log.warning("trace %s: %s: %s", trace, name, message)
             result_doc = message
             raise ToolError(f"{message} (trace {trace})") from exc.__cause__

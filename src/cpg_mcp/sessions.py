@@ -17,6 +17,7 @@ from typing import Any, Literal
 import attrs
 
 from cpg_core import AggregateOptions, CaptureRequest, LiveRequest
+from cpg_core.text import shown
 from cpg_io.evidence_store import EvidenceStore
 from cpg_io.hubble import TLSSettings
 from cpg_io.kube import RelayConnection, RelaySetupError, prepare_relay
@@ -87,7 +88,9 @@ class SessionManager:
     def get(self, session_id: str) -> Session:
         session = self.current
         if session is None or not secrets.compare_digest(session.id, session_id):
-            raise SessionError(f"session {session_id!r} not found or expired; call start_session")
+            raise SessionError(
+                f"session {shown(session_id)} not found or expired; call start_session"
+            )
         return session
 
     def _replay_path(self, replay_file: str) -> Path:
@@ -96,8 +99,18 @@ class SessionManager:
                 "replay_file is not enabled: the operator must start cpg-mcp with "
                 "--allow-replay-dir DIR"
             )
-        path = (self.allow_replay_dir / replay_file).resolve()
-        if not path.is_relative_to(self.allow_replay_dir) or not path.is_file():
+        try:
+            if "\x00" in replay_file:
+                raise ValueError("it contains a NUL character")
+            path = (self.allow_replay_dir / replay_file).resolve()
+            is_file = path.is_file()
+        except (OSError, ValueError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise SessionError(
+                f"replay_file {shown(replay_file)} is not a file name cpg can open ({reason}); "
+                f"name a capture file inside {self.allow_replay_dir}"
+            ) from None
+        if not path.is_relative_to(self.allow_replay_dir) or not is_file:
             raise SessionError(
                 f"replay_file must name a file inside {self.allow_replay_dir} (relative paths only)"
             )
