@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -121,10 +122,14 @@ def replay(
         say(f"cpg: error: {exc}", err=True)
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
-        # A second Ctrl+C during the clean-up below leaves at once, without a traceback.
-        signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+        # The workers are stopped and staged files removed by now. Leave at once: an
+        # interrupt can land inside a multiprocessing queue's lock, and the interpreter's
+        # exit handlers would then wait on it for ever (a second Ctrl+C too).
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         say("cpg: interrupted; nothing is half-written, and a rerun completes the run", err=True)
-        raise typer.Exit(130) from None
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
 
     source = describe_source(file)
     agg = result.aggregator
