@@ -468,3 +468,53 @@ async def test_18_bad_file_names_and_huge_arguments_are_short_readable_errors(
             client, "get_evidence", session_id=sid, namespace="shop", workload="cart", port="abc"
         )
         assert port.is_error and "'abc' is not a port number" in port.content[0].text
+
+
+async def test_15_expired_deadlines_stop_the_work_and_the_server_is_idle_again(
+    tmp_path: Path,
+) -> None:
+    """Thirty concurrent calls that all run past their deadline: all are answered, and the
+    reading threads stop, so the server answers promptly again soon after."""
+    import time
+
+    from cpg_mcp import server as server_module
+
+    folder = tmp_path / "captures"
+    folder.mkdir()
+    (folder / "many.jsonl").write_text(
+        jsonl(
+            [
+                flow_dict(dst=endpoint(f"ns-{i % 20}", f"svc-{i:04}"), tcp=8000 + i % 7)
+                for i in range(4000)
+            ]
+        )
+    )
+    deadline = 0.3
+    async with Client(build_server(folder, tool_timeout=deadline), mode="legacy") as client:
+        sid = (await call(client, "start_session", replay_file="many.jsonl")).structured_content[
+            "session_id"
+        ]
+        for _ in range(600):  # the replay of 4,000 policies takes a few seconds
+            status = await call(client, "get_status", session_id=sid)
+            if not status.is_error and status.structured_content["state"] == "stopped":
+                break
+            await anyio.sleep(0.05)
+        results: list[Any] = [None] * 30
+
+        async def one(index: int) -> None:
+            results[index] = await call(client, "list_dropped_flows", session_id=sid, limit=200)
+
+        async with anyio.create_task_group() as group:
+            for index in range(30):
+                group.start_soon(one, index)
+        answered = time.monotonic()
+        assert all(r is not None for r in results), "every call was answered"
+        assert any(r.is_error and "did not finish within" in r.content[0].text for r in results)
+        with anyio.fail_after(deadline + 2):  # no reading thread runs on
+            while server_module.RUNNING.count:
+                await anyio.sleep(0.02)
+        assert time.monotonic() - answered <= deadline + 2
+        quick = await call(
+            client, "get_policy", session_id=sid, namespace="ns-0", workload="svc-0000"
+        )
+        assert not quick.is_error

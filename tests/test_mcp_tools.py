@@ -7,6 +7,7 @@ import asyncio
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
@@ -25,6 +26,8 @@ def replayed(tmp_path: Path) -> tuple[SessionManager, Session]:
     async def run() -> Session:
         started = await tools.start_session(manager, replay_file="drops.jsonl", l7=False)
         session = tools.session_of(manager, started.session_id)
+        assert session.task is not None
+        await session.task  # the replay runs to its end
         await manager.stop(session.id)
         return session
 
@@ -120,3 +123,29 @@ def test_closing_cancels_a_running_replay_before_removing_its_folder(tmp_path: P
     assert session.result is None, "the replay was cancelled, not waited for"
     assert "stopped before it finished" in session.error
     assert not session.tmp.exists() and manager.closed.is_set()
+
+
+def test_stop_session_ends_an_unfinished_replay_at_once(tmp_path: Path) -> None:
+    from conftest import endpoint, flow_dict, jsonl
+
+    folder = tmp_path / "captures"
+    folder.mkdir()
+    block = jsonl(
+        [flow_dict(dst=endpoint("shop", f"svc-{i % 500}"), tcp=8000 + i % 9) for i in range(4000)]
+    )
+    (folder / "big.jsonl").write_text(block * 40)
+    manager = SessionManager(folder)
+
+    async def run() -> tuple[Session, Any]:
+        started = await tools.start_session(manager, replay_file="big.jsonl")
+        session = tools.session_of(manager, started.session_id)
+        await asyncio.sleep(0)
+        await asyncio.wait_for(manager.stop(session.id), 5)  # no waiting for the whole replay
+        return session, tools.stop_summary(session, already_stopped=False)
+
+    try:
+        session, summary = asyncio.run(run())
+        assert session.result is None and summary.error is not None
+        assert "stopped before it finished" in summary.error
+    finally:
+        manager.discard()

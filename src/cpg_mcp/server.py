@@ -8,6 +8,7 @@ import contextlib
 import functools
 import inspect
 import logging
+import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
@@ -44,10 +45,45 @@ T = TypeVar("T")
 
 
 async def offload(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Run file-reading work in a thread the call's deadline can abandon."""
-    return await anyio.to_thread.run_sync(
-        functools.partial(fn, *args, **kwargs), abandon_on_cancel=True, limiter=_threads
-    )
+    """Run file-reading work in a thread. When the call's deadline expires the call answers
+    at once and the thread is told to stop (``tools.checkpoint``), so it frees its slot
+    within one file read instead of running on."""
+    cancel = threading.Event()
+    token = tools.CANCEL.set(cancel)  # the worker thread runs in a copy of this context
+    try:
+        return await anyio.to_thread.run_sync(
+            functools.partial(_counted, fn, *args, **kwargs),
+            abandon_on_cancel=True,
+            limiter=_threads,
+        )
+    except anyio.get_cancelled_exc_class():
+        cancel.set()
+        raise
+    finally:
+        tools.CANCEL.reset(token)
+
+
+class _Running:
+    """How many offloaded functions are still executing (abandoned ones included)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.count = 0
+
+    def add(self, delta: int) -> None:
+        with self._lock:
+            self.count += delta
+
+
+RUNNING = _Running()
+
+
+def _counted(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    RUNNING.add(1)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        RUNNING.add(-1)
 
 
 def _arguments(values: dict[str, Any], tool: Callable[..., Any]) -> dict[str, Any]:

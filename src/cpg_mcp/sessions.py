@@ -240,6 +240,8 @@ class SessionManager:
         session.stop_calls += 1
         if session.capture is not None:
             session.capture.stop.set()
+        else:
+            session.cancel.set()  # an unfinished replay stops now; nothing of it is written
         if session.task is not None:
             await asyncio.shield(session.task)
         return session

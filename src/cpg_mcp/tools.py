@@ -5,7 +5,9 @@ return is stripped of control characters."""
 
 from __future__ import annotations
 
+import contextvars
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -63,6 +65,23 @@ DROPPED_FLOWS_CAPTURING = (
     "(samples above are already live)"
 )
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when built with it
+
+
+CANCEL: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar(
+    "cpg_mcp_cancel", default=None
+)
+"""Set by the server for each offloaded call: the call's deadline expired."""
+
+
+class CallCancelled(Exception):
+    """The call's deadline expired while it was still reading."""
+
+
+def checkpoint() -> None:
+    """Stop here if the call this work belongs to has been given up."""
+    cancel = CANCEL.get()
+    if cancel is not None and cancel.is_set():
+        raise CallCancelled("the call's deadline expired")
 
 
 def validated(build: Callable[[], T]) -> T:
@@ -166,9 +185,13 @@ def health_of(session: Session) -> ClusterHealth | None:
 
 
 def _evidence(session: Session) -> list[tuple[str, str, PolicyEvidence]]:
-    return list(
-        session.evidence_store.read_all(lambda problem: log.warning("skipping %s", problem))
-    )
+    found = []
+    for item in session.evidence_store.read_all(
+        lambda problem: log.warning("skipping %s", problem)
+    ):
+        checkpoint()
+        found.append(item)
+    return found
 
 
 def list_dropped_flows(
@@ -236,6 +259,7 @@ def list_policies(session: Session, *, limit: int = 50, cursor: str | None = Non
     chunk, meta = paging.page(list(session.policy_store.targets()), cursor, limit)
     rows = []
     for namespace, workload in chunk:
+        checkpoint()
         try:
             rows.append(_policy_row(session, namespace, workload)[0])
         except (OSError, StoreError, ToolError, yaml.YAMLError) as exc:
