@@ -311,3 +311,64 @@ def test_every_message_with_an_id_is_answered_even_malformed_ones() -> None:
     assert init["result"]["serverInfo"]["name"] == "cpg-mcp"
     proc.stdin.close()
     assert proc.wait(timeout=10) == 0
+
+
+def test_sigterm_leaves_no_client_key_under_tmpdir(tmp_path: Path) -> None:
+    """Issue 12, finding 14: a kubeconfig with inline credentials makes the Kubernetes
+    client write them to files; they go to a private folder that every exit removes."""
+    import base64
+
+    private_tmp = tmp_path / "tmp"
+    private_tmp.mkdir()
+    secret = b"-----BEGIN PRIVATE KEY-----\nnot-a-real-key-but-secret\n-----END PRIVATE KEY-----\n"
+    pem = b"-----BEGIN CERTIFICATE-----\nnot-a-real-cert\n-----END CERTIFICATE-----\n"
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "c",
+                "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+                "clusters": [
+                    {
+                        "name": "k",
+                        "cluster": {
+                            "server": "https://127.0.0.1:9",
+                            "certificate-authority-data": base64.b64encode(pem).decode(),
+                        },
+                    }
+                ],
+                "users": [
+                    {
+                        "name": "u",
+                        "user": {
+                            "client-certificate-data": base64.b64encode(pem).decode(),
+                            "client-key-data": base64.b64encode(secret).decode(),
+                        },
+                    }
+                ],
+            }
+        )
+    )
+    proc = subprocess.Popen(
+        [CPG_MCP],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "TMPDIR": str(private_tmp), "KUBECONFIG": str(kubeconfig)},
+    )
+    assert proc.stdin is not None
+    handshake(proc)
+    proc.stdin.write(
+        frame(2, "tools/call", {"name": "get_bootstrap_policy", "arguments": {"namespace": "shop"}})
+    )
+    proc.stdin.write(frame(3, "tools/call", {"name": "start_session", "arguments": {}}))
+    proc.stdin.flush()
+    read_response(proc, 2)
+    read_response(proc, 3)  # the port-forward fails: nothing listens on 127.0.0.1:9
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=10) == 0
+    left = [p for p in private_tmp.rglob("*")]
+    assert not left, left
+    assert not any(secret in p.read_bytes() for p in private_tmp.rglob("*") if p.is_file())

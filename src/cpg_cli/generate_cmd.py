@@ -7,7 +7,9 @@ import logging
 import os
 import signal
 import sys
+import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -168,6 +170,8 @@ def generate(
             relay_namespace=relay_namespace,
             kubeconfig=kubeconfig,
             context=context,
+            # Inline kubeconfig credentials land in a private folder removed on every exit.
+            temp_dir=Path(tempfile.mkdtemp(prefix="cpg-kube-")),
         )
     except RelaySetupError as exc:
         what = (
@@ -209,7 +213,7 @@ def generate(
     )
     capture = LiveCapture(settings)
     try:
-        result = asyncio.run(_run(capture))
+        result = asyncio.run(_run(capture, relay.close))
     except RelayError as exc:
         say(f"cpg: error: {exc}", err=True)
         raise typer.Exit(1) from None
@@ -239,13 +243,14 @@ def generate(
         raise typer.Exit(code)
 
 
-async def _run(capture: LiveCapture) -> ReplayResult:
+async def _run(capture: LiveCapture, release: Callable[[], None]) -> ReplayResult:
     loop = asyncio.get_running_loop()
     signals = {"count": 0}
 
     def on_signal() -> None:
         signals["count"] += 1
         if signals["count"] > 1:
+            release()  # the port-forward and any credential files go first
             os._exit(130)  # a second Ctrl+C: leave now
         capture.stop.set()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -84,9 +85,13 @@ def verify(
     try:
         documents = load_policies(folder) if folder is not None else []
         if cluster:
-            from cpg_io.kube import api_client, list_cilium_policies
+            from cpg_io.kube import api_client, forget_temp_dir, list_cilium_policies
 
-            live = list_cilium_policies(api_client(kubeconfig, context))
+            kube_tmp = Path(tempfile.mkdtemp(prefix="cpg-kube-"))
+            try:
+                live = list_cilium_policies(api_client(kubeconfig, context, temp_dir=kube_tmp))
+            finally:
+                forget_temp_dir(kube_tmp)
             documents += live
             sources.append(f"the cluster ({len(live)})")
         request = CaptureRequest.build(include_audit=include_audit)

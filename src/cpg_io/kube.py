@@ -22,23 +22,38 @@ class KubeError(Exception):
 
 
 def api_client(
-    kubeconfig: Path | None = None, context: str | None = None, timeout: float | None = None
+    kubeconfig: Path | None = None,
+    context: str | None = None,
+    timeout: float | None = None,
+    temp_dir: Path | None = None,
 ) -> Any:
     """An API client from a kubeconfig (``--kubeconfig``, else ``$KUBECONFIG``, else
     ``~/.kube/config``) and context (``--context``, else the current one). With ``timeout``,
-    an auth plugin that does not answer in time is an error, not a hang."""
+    an auth plugin that does not answer in time is an error, not a hang. Certificates and keys
+    given inline (``client-key-data``…) are written by the client to files: into ``temp_dir``
+    when given (a private folder the caller removes with :func:`forget_temp_dir`), never
+    left in the shared temp folder for an exit handler that may not run."""
     if timeout is not None:
-        return _bounded(lambda: api_client(kubeconfig, context), timeout, "the kubeconfig's auth")
-    from kubernetes import config
+        return _bounded(
+            lambda: api_client(kubeconfig, context, temp_dir=temp_dir),
+            timeout,
+            "the kubeconfig's auth",
+        )
+    from kubernetes import client, config
     from kubernetes.config.config_exception import ConfigException
 
+    if temp_dir is not None:
+        temp_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     # The client reads $KUBECONFIG once, at import; read it at each call instead.
     default = os.path.expanduser(os.environ.get("KUBECONFIG") or "~/.kube/config")
+    configuration = client.Configuration()
     try:
-        return config.new_client_from_config(  # type: ignore[no-untyped-call]
+        config.load_kube_config(  # type: ignore[no-untyped-call]
             config_file=str(kubeconfig) if kubeconfig else default,
             context=context,
+            client_configuration=configuration,
             persist_config=False,
+            temp_file_path=str(temp_dir) if temp_dir is not None else None,
         )
     except ConfigException as exc:
         where = str(kubeconfig) if kubeconfig else "$KUBECONFIG or ~/.kube/config"
@@ -51,6 +66,24 @@ def api_client(
         ) from None
     except Exception as exc:  # auth plugins fail in many ways
         raise KubeError(f"cannot use the kubeconfig's credentials ({exc})") from None
+    return client.ApiClient(configuration)
+
+
+def forget_temp_dir(temp_dir: Path) -> None:
+    """Remove a client's private credential folder, and the client library's memory of the
+    files in it (it would hand out their paths again)."""
+    import shutil
+
+    if temp_dir.exists():
+        shutil.rmtree(temp_dir, ignore_errors=True)
+    try:
+        from kubernetes.config import kube_config
+    except ImportError:  # pragma: no cover - the dependency is always installed
+        return
+    prefix = str(temp_dir) + os.sep
+    for key, name in list(kube_config._temp_files.items()):
+        if str(name).startswith(prefix):
+            del kube_config._temp_files[key]
 
 
 def _list(
@@ -354,11 +387,15 @@ class RelayConnection:
     description: str
     forwarder: PortForwarder | None = None
     in_cluster: dict[tuple[str, str], dict[str, Any]] | None = None
+    temp_dir: Path | None = None
+    """The client's private credential folder, removed on close."""
 
     def close(self) -> None:
         forwarder, self.forwarder = self.forwarder, None
         if forwarder is not None:
             forwarder.close()
+        if self.temp_dir is not None:
+            forget_temp_dir(self.temp_dir)
 
 
 def prepare_relay(
@@ -370,15 +407,43 @@ def prepare_relay(
     relay_namespace: str = "kube-system",
     kubeconfig: Path | None = None,
     context: str | None = None,
+    temp_dir: Path | None = None,
 ) -> RelayConnection:
     """The cluster work before a live capture, shared by ``cpg generate`` and cpg-mcp: the
     applied cpg policies for ``cluster_dedup``, and a port-forward to the hubble-relay pod when
     no ``server`` was given. Bounded by ``timeout``; RelaySetupError names the failed step."""
-    connection = RelayConnection(server=server or "", description=server or "")
+    connection = RelayConnection(server=server or "", description=server or "", temp_dir=temp_dir)
     if server and not cluster_dedup:
         return connection
     try:
-        api = api_client(kubeconfig, context, timeout=timeout)
+        return _connect(
+            connection,
+            server,
+            timeout,
+            namespaces,
+            cluster_dedup,
+            relay_namespace,
+            kubeconfig,
+            context,
+        )
+    except BaseException:
+        connection.close()
+        raise
+
+
+def _connect(
+    connection: RelayConnection,
+    server: str | None,
+    timeout: float,
+    namespaces: list[str] | None,
+    cluster_dedup: bool,
+    relay_namespace: str,
+    kubeconfig: Path | None,
+    context: str | None,
+) -> RelayConnection:
+    temp_dir = connection.temp_dir
+    try:
+        api = api_client(kubeconfig, context, timeout=timeout, temp_dir=temp_dir)
     except KubeError as exc:
         step = "cluster_dedup" if cluster_dedup else "port_forward"
         raise RelaySetupError(step, str(exc)) from None

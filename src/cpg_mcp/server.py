@@ -92,13 +92,13 @@ def _arguments(values: dict[str, Any], tool: Callable[..., Any]) -> dict[str, An
     return {name: value for name, value in values.items() if name in names}
 
 
-async def _agent_images() -> list[str]:
+async def _agent_images(kube_dir: Path) -> list[str]:
     """Cilium agent images from the environment's kubeconfig; [] when that fails in any way
     (no kubeconfig, no access, too slow): the version is then undetermined."""
     from cpg_io.kube import api_client, cilium_agent_images
 
     def detect() -> list[str]:
-        return cilium_agent_images(api_client(None, None, timeout=3.0), 3.0)
+        return cilium_agent_images(api_client(None, None, timeout=3.0, temp_dir=kube_dir), 3.0)
 
     try:
         with anyio.fail_after(3.5):
@@ -334,6 +334,6 @@ def build_server(
         cluster's Cilium version from the environment's kubeconfig (3 s at most); refuses below
         1.16, where the field would be pruned, and proceeds with a warning when undetermined."""
         text = tools.bootstrap_text(namespace)
-        return tools.bootstrap_policy(namespace, text, await _agent_images())
+        return tools.bootstrap_policy(namespace, text, await _agent_images(manager.kube_dir()))
 
     return mcp

@@ -20,7 +20,7 @@ from cpg_core import AggregateOptions, CaptureRequest, LiveRequest
 from cpg_core.text import shown
 from cpg_io.evidence_store import EvidenceStore
 from cpg_io.hubble import TLSSettings
-from cpg_io.kube import RelayConnection, RelaySetupError, prepare_relay
+from cpg_io.kube import RelayConnection, RelaySetupError, forget_temp_dir, prepare_relay
 from cpg_io.live import LiveCapture, LiveSettings
 from cpg_io.pipeline import Cancelled, EvidenceSettings, ReplayResult, replay
 from cpg_io.store import PolicyStore
@@ -84,6 +84,14 @@ class SessionManager:
         self.current: Session | None = None
         self.closed = threading.Event()
         """Set once :meth:`close` has stopped the session and removed its folder."""
+        self._kube_dir: Path | None = None
+
+    def kube_dir(self) -> Path:
+        """A private folder (0700) for the Kubernetes client's credential files outside a
+        session (the Cilium version check); removed by :meth:`close`."""
+        if self._kube_dir is None:
+            self._kube_dir = Path(tempfile.mkdtemp(prefix="cpg-mcp-kube-"))
+        return self._kube_dir
 
     def get(self, session_id: str) -> Session:
         session = self.current
@@ -182,6 +190,7 @@ class SessionManager:
                 namespaces=list(request.namespaces),
                 cluster_dedup=live.cluster_dedup,
                 relay_namespace=relay_namespace,
+                temp_dir=session.tmp / "kube",  # credentials go with the session's folder
             )
             session.relay = relay
             session.source = relay.description
@@ -254,6 +263,7 @@ class SessionManager:
             if session.capture is not None:
                 session.capture.stop.set()
             session.release()
+            forget_temp_dir(session.tmp / "kube")
             shutil.rmtree(session.tmp, ignore_errors=True)
 
     async def close(self) -> None:
@@ -271,4 +281,6 @@ class SessionManager:
                     session.task.cancel()
             self.discard()
         finally:
+            if self._kube_dir is not None:
+                forget_temp_dir(self._kube_dir)
             self.closed.set()
