@@ -372,3 +372,81 @@ def test_sigterm_leaves_no_client_key_under_tmpdir(tmp_path: Path) -> None:
     left = [p for p in private_tmp.rglob("*")]
     assert not left, left
     assert not any(secret in p.read_bytes() for p in private_tmp.rglob("*") if p.is_file())
+
+
+def _cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_thirty_expiring_calls_are_answered_and_the_server_goes_idle(tmp_path: Path) -> None:
+    """Issue 12, finding 15, over the raw wire: every late call is answered, and the work
+    behind them stops instead of trickling on."""
+    import threading
+
+    from conftest import flow_dict, jsonl
+
+    captures = tmp_path / "captures"
+    captures.mkdir()
+    (captures / "one.jsonl").write_text(jsonl([flow_dict()]))
+    deadline = 0.5
+    proc = start(["--allow-replay-dir", str(captures), "--tool-timeout", str(deadline)])
+    assert proc.stdin is not None
+    try:
+        handshake(proc)
+        proc.stdin.write(
+            frame(
+                2,
+                "tools/call",
+                {"name": "start_session", "arguments": {"replay_file": "one.jsonl"}},
+            )
+        )
+        proc.stdin.flush()
+        sid = read_response(proc, 2)["result"]["structuredContent"]["session_id"]
+        for _ in range(200):
+            proc.stdin.write(
+                frame(3, "tools/call", {"name": "get_status", "arguments": {"session_id": sid}})
+            )
+            proc.stdin.flush()
+            status = read_response(proc, 3)["result"]["structuredContent"]
+            if status["state"] == "stopped":
+                break
+        (evidence,) = Path(status["tmp_dir"]).glob("evidence/*/shop/cart.json")
+        text = evidence.read_text()
+        for i in range(4000):  # 4,000 evidence files to read per call
+            folder = evidence.parent.parent / f"ns-{i % 20}"
+            folder.mkdir(exist_ok=True)
+            (folder / f"svc-{i:04}.json").write_text(text)
+        for n in range(30):
+            proc.stdin.write(
+                frame(
+                    100 + n,
+                    "tools/call",
+                    {"name": "list_dropped_flows", "arguments": {"session_id": sid, "limit": 200}},
+                )
+            )
+        proc.stdin.flush()
+        answers = [read_response(proc, 100 + n) for n in range(30)]
+        answered = time.monotonic()
+        assert all("result" in a or "error" in a for a in answers)
+        assert any(a.get("result", {}).get("isError") for a in answers)
+        # Idle again: the server's CPU time stops growing within deadline + 2 s.
+        idle = False
+        previous = _cpu_seconds(proc.pid)
+        while time.monotonic() - answered < deadline + 2:
+            threading.Event().wait(0.25)  # a sampling interval, not a wait for an event
+            now = _cpu_seconds(proc.pid)
+            if now - previous < 0.03:
+                idle = True
+                break
+            previous = now
+        assert idle, "reading threads kept running after their calls were answered"
+        proc.stdin.write(
+            frame(500, "tools/call", {"name": "get_status", "arguments": {"session_id": sid}})
+        )
+        proc.stdin.flush()
+        assert "result" in read_response(proc, 500)
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=10)
