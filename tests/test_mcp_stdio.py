@@ -28,6 +28,8 @@ def frame(message_id: int | None, method: str, params: dict[str, Any] | None = N
 
 
 def read_response(proc: subprocess.Popen[bytes], message_id: int) -> dict[str, Any]:
+    """The answer to ``message_id``; answers to other ids before it are skipped (send one
+    request at a time, or use read_responses)."""
     assert proc.stdout is not None
     while True:
         line = proc.stdout.readline()
@@ -36,6 +38,20 @@ def read_response(proc: subprocess.Popen[bytes], message_id: int) -> dict[str, A
         assert message["jsonrpc"] == "2.0"
         if message.get("id") == message_id:
             return message
+
+
+def read_responses(proc: subprocess.Popen[bytes], ids: set[int]) -> list[dict[str, Any]]:
+    """The answers to ``ids``, in whatever order the server sends them."""
+    assert proc.stdout is not None
+    found: dict[int, dict[str, Any]] = {}
+    while len(found) < len(ids):
+        line = proc.stdout.readline()
+        assert line, "the server closed stdout"
+        message = json.loads(line)
+        assert message["jsonrpc"] == "2.0"
+        if message.get("id") in ids:
+            found[message["id"]] = message
+    return [found[i] for i in sorted(ids)]
 
 
 def start(args: list[str], command: list[str] | None = None) -> subprocess.Popen[bytes]:
@@ -363,9 +379,10 @@ def test_sigterm_leaves_no_client_key_under_tmpdir(tmp_path: Path) -> None:
     proc.stdin.write(
         frame(2, "tools/call", {"name": "get_bootstrap_policy", "arguments": {"namespace": "shop"}})
     )
-    proc.stdin.write(frame(3, "tools/call", {"name": "start_session", "arguments": {}}))
     proc.stdin.flush()
     read_response(proc, 2)
+    proc.stdin.write(frame(3, "tools/call", {"name": "start_session", "arguments": {}}))
+    proc.stdin.flush()
     read_response(proc, 3)  # the port-forward fails: nothing listens on 127.0.0.1:9
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=10) == 0
@@ -427,7 +444,7 @@ def test_thirty_expiring_calls_are_answered_and_the_server_goes_idle(tmp_path: P
                 )
             )
         proc.stdin.flush()
-        answers = [read_response(proc, 100 + n) for n in range(30)]
+        answers = read_responses(proc, {100 + n for n in range(30)})
         answered = time.monotonic()
         assert all("result" in a or "error" in a for a in answers)
         assert any(a.get("result", {}).get("isError") for a in answers)
