@@ -814,7 +814,9 @@ def test_crash_kill_9_at_random_points_leaves_only_whole_files(tmp_path: Path) -
 
     reference = tmp_path / "reference"
     started = time.monotonic()
-    subprocess.run(command(reference, tmp_path / "ref-ev"), check=True, capture_output=True)
+    subprocess.run(
+        command(reference, tmp_path / "ref-ev"), check=True, capture_output=True, timeout=120
+    )
     duration = time.monotonic() - started
     expected = policies(reference)
     assert len(expected) == 400
@@ -833,7 +835,7 @@ def test_crash_kill_9_at_random_points_leaves_only_whole_files(tmp_path: Path) -
             assert yaml.safe_load(path.read_text())["kind"] == "CiliumNetworkPolicy", path
         for path in evidence.rglob("*.json"):
             json.loads(path.read_text())
-        rerun = subprocess.run(command(out, evidence), capture_output=True, text=True)
+        rerun = subprocess.run(command(out, evidence), capture_output=True, text=True, timeout=120)
         assert rerun.returncode == 0, rerun.stderr
         assert policies(out) == expected, f"kill {kill}: the rerun differs"
         assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")], f"kill {kill}"
