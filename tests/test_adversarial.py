@@ -701,6 +701,12 @@ def _wait_for(predicate: Any, seconds: float = 20) -> bool:
     return False
 
 
+def _default_sigint() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _endless_replay(tmp_path: Path, gz: bool) -> Any:
     """A -j 2 replay of standard input that never ends by itself: a thread feeds it flows
     (gzip-compressed or plain) until the pipe closes."""
@@ -717,6 +723,9 @@ def _endless_replay(tmp_path: Path, gz: bool) -> Any:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        # A shell starts background jobs with SIGINT ignored, and that is inherited: give cpg
+        # the disposition a terminal's foreground process has.
+        preexec_fn=_default_sigint,
     )
     block = _capture_lines(2000)
 
