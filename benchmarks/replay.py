@@ -105,7 +105,7 @@ def run_replay(cpg: str, capture: Path, work: Path) -> tuple[float, float, str]:
                 cpg,
                 "replay",
                 str(capture),
-                "-o",
+                "-d",
                 str(work / "policies"),
                 "--evidence-dir",
                 str(work / "evidence"),

@@ -50,7 +50,7 @@ def test_10_a_bad_number_never_aborts_the_run(tmp_path: Path) -> None:
     ran = cpg(
         "replay",
         str(capture),
-        "-o",
+        "-d",
         str(out),
         "--evidence-dir",
         str(tmp_path / "e"),
@@ -69,7 +69,7 @@ def _replayed(tmp_path: Path) -> tuple[Path, Path, Path]:
     capture.write_text(jsonl([flow_dict()]))
     out, evidence = tmp_path / "policies", tmp_path / "evidence"
     assert (
-        cpg("replay", str(capture), "-o", str(out), "--evidence-dir", str(evidence)).returncode == 0
+        cpg("replay", str(capture), "-d", str(out), "--evidence-dir", str(evidence)).returncode == 0
     )
     return capture, out, evidence
 
@@ -88,9 +88,9 @@ def test_12_evidence_with_wrong_types_is_an_error_naming_the_file(
     else:
         doc[field] = value
     path.write_text(json.dumps(doc))
-    explained = cpg("explain", "shop/cart", "-o", str(out), "--evidence-dir", str(evidence))
+    explained = cpg("explain", "shop/cart", "-d", str(out), "--evidence-dir", str(evidence))
     assert explained.returncode == 1 and str(path) in explained.stderr
-    again = cpg("replay", str(capture), "-o", str(out), "--evidence-dir", str(evidence))
+    again = cpg("replay", str(capture), "-d", str(out), "--evidence-dir", str(evidence))
     assert again.returncode == 1 and str(path) in again.stderr
 
 
@@ -99,7 +99,7 @@ def test_12_durations_too_long_are_usage_errors(tmp_path: Path) -> None:
     since = cpg(
         "explain",
         "shop/cart",
-        "-o",
+        "-d",
         str(out),
         "--evidence-dir",
         str(evidence),
@@ -117,7 +117,7 @@ def test_12_closed_standard_input_is_an_error(tmp_path: Path) -> None:
     from conftest import CPG
 
     ran = subprocess.run(
-        ["bash", "-c", f"'{CPG}' replay - -o '{tmp_path / 'p'}' <&-"],
+        ["bash", "-c", f"'{CPG}' replay - -d '{tmp_path / 'p'}' <&-"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -169,8 +169,8 @@ def test_17_19_no_escape_or_invisible_character_reaches_a_terminal(tmp_path: Pat
     capture.write_text(jsonl(flows))
     out, evidence = tmp_path / "policies", tmp_path / "evidence"
     runs = [
-        cpg("replay", str(capture), "-o", str(out), "--evidence-dir", str(evidence)),
-        cpg("explain", "shop/cart", "-o", str(out), "--evidence-dir", str(evidence)),
+        cpg("replay", str(capture), "-d", str(out), "--evidence-dir", str(evidence)),
+        cpg("explain", "shop/cart", "-d", str(out), "--evidence-dir", str(evidence)),
         cpg("verify", str(capture), "--policies", str(out)),
     ]
     for ran in runs:
@@ -265,14 +265,14 @@ def test_2_emoji_paths_and_newline_labels_are_written_once(tmp_path: Path) -> No
     capture = tmp_path / "c.jsonl"
     capture.write_text(jsonl(records))
     out = tmp_path_factory_dir(tmp_path)
-    first = cpg("replay", str(capture), "-o", str(out), "--l7", "--no-evidence")
+    first = cpg("replay", str(capture), "-d", str(out), "--l7", "--no-evidence")
     assert first.returncode == 0, first.stderr
     text = (out / "shop" / "cart.yaml").read_text()
     assert "\\ud83d" not in text and '"^/emoji/\\U0001f680$"' in text
     assert '"frontend\\n"' in text
     doc = _both_loaders(text)
     assert doc["spec"]["ingress"]
-    second = cpg("replay", str(capture), "-o", str(out), "--l7", "--no-evidence")
+    second = cpg("replay", str(capture), "-d", str(out), "--l7", "--no-evidence")
     assert second.returncode == 0 and (out / "shop" / "cart.yaml").read_text() == text
     assert "1 unchanged" in second.stdout
     verified = cpg("verify", str(capture), "--policies", str(out))
@@ -318,7 +318,7 @@ def test_9_aliases_in_an_existing_policy_are_refused(tmp_path: Path) -> None:
     bomb = out / "shop" / "cart.yaml"
     bomb.write_text(_laughs())
     assert len(bomb.read_bytes()) < 1000
-    ran = cpg("replay", str(capture), "-o", str(out), "--no-evidence")
+    ran = cpg("replay", str(capture), "-d", str(out), "--no-evidence")
     assert ran.returncode == 1
     assert f"{bomb}: uses YAML anchors or aliases" in ran.stderr
     assert bomb.read_text() == _laughs(), "the file is left alone"
@@ -356,7 +356,7 @@ def test_3_a_truncated_gzip_keeps_every_complete_line(tmp_path: Path, jobs: str)
     ran = cpg(
         "replay",
         str(capture),
-        "-o",
+        "-d",
         str(tmp_path / "p"),
         "--no-evidence",
         "-j",
@@ -385,7 +385,7 @@ def test_4_the_line_length_limit_does_not_depend_on_jobs(tmp_path: Path) -> None
         ran = cpg(
             "replay",
             str(capture),
-            "-o",
+            "-d",
             str(tmp_path / f"p{jobs}"),
             "--no-evidence",
             "-j",
@@ -417,7 +417,7 @@ def test_7_a_fifo_is_read_once(tmp_path: Path) -> None:
 
     writer = threading.Thread(target=feed, daemon=True)
     writer.start()
-    ran = cpg_process("replay", str(fifo), "-o", str(tmp_path / "p"), "--no-evidence", "-j", "2")
+    ran = cpg_process("replay", str(fifo), "-d", str(tmp_path / "p"), "--no-evidence", "-j", "2")
     writer.join(10)
     assert ran.returncode == 0, ran.stderr
     assert "Read 100 lines" in ran.stdout
@@ -439,10 +439,10 @@ def _no_traceback(ran: Any) -> None:
 def test_11_an_output_or_evidence_dir_that_is_a_file(tmp_path: Path) -> None:
     capture = _one_flow(tmp_path)
     (tmp_path / "afile").write_text("x")
-    ran = cpg("replay", str(capture), "-o", str(tmp_path / "afile"), "--no-evidence")
+    ran = cpg("replay", str(capture), "-d", str(tmp_path / "afile"), "--no-evidence")
     assert ran.returncode == 1 and "afile: is a file, not a folder" in ran.stderr
     ran = cpg(
-        "replay", str(capture), "-o", str(tmp_path / "p"), "--evidence-dir", str(tmp_path / "afile")
+        "replay", str(capture), "-d", str(tmp_path / "p"), "--evidence-dir", str(tmp_path / "afile")
     )
     assert ran.returncode == 1 and "afile: is a file, not a folder" in ran.stderr
     _no_traceback(ran)
@@ -453,16 +453,16 @@ def test_11_unreadable_evidence_is_named(tmp_path: Path) -> None:
     (path,) = evidence.glob("*/shop/cart.json")
     path.write_bytes(b"\xff\xfe not utf-8")
     for ran in (
-        cpg("replay", str(capture), "-o", str(out), "--evidence-dir", str(evidence)),
-        cpg("explain", "shop/cart", "-o", str(out), "--evidence-dir", str(evidence)),
+        cpg("replay", str(capture), "-d", str(out), "--evidence-dir", str(evidence)),
+        cpg("explain", "shop/cart", "-d", str(out), "--evidence-dir", str(evidence)),
     ):
         assert ran.returncode == 1 and f"{path}: not UTF-8" in ran.stderr
         _no_traceback(ran)
     path.unlink()
     path.mkdir()
     for ran in (
-        cpg("replay", str(capture), "-o", str(out), "--evidence-dir", str(evidence)),
-        cpg("explain", "shop/cart", "-o", str(out), "--evidence-dir", str(evidence)),
+        cpg("replay", str(capture), "-d", str(out), "--evidence-dir", str(evidence)),
+        cpg("explain", "shop/cart", "-d", str(out), "--evidence-dir", str(evidence)),
     ):
         assert ran.returncode == 1 and f"{path}: is a folder" in ran.stderr
         _no_traceback(ran)
@@ -484,7 +484,7 @@ def test_11_an_unreadable_policy_is_named(tmp_path: Path) -> None:
     def as_nobody(queue: Any) -> None:
         os.setgid(65534)
         os.setuid(65534)
-        ran = cpg("replay", str(capture), "-o", str(out), "--no-evidence")
+        ran = cpg("replay", str(capture), "-d", str(out), "--no-evidence")
         queue.put((ran.returncode, ran.stderr))
 
     queue: Any = multiprocessing.get_context("fork").Queue()
@@ -501,7 +501,7 @@ def test_11_a_namespace_that_is_no_namespace_never_becomes_a_path(tmp_path: Path
     capture = tmp_path / "odd.jsonl"
     capture.write_text(jsonl([flow_dict(dst=odd), flow_dict()]))
     out, evidence = tmp_path / "p", tmp_path / "e"
-    args = ("replay", str(capture), "-o", str(out), "--evidence-dir", str(evidence))
+    args = ("replay", str(capture), "-d", str(out), "--evidence-dir", str(evidence))
     first = cpg(*args)
     assert first.returncode == 1 and "not a DNS-1123 label" in first.stderr
     assert (out / "shop" / "cart.yaml").exists(), "the other policies are written"
@@ -533,7 +533,7 @@ def test_11_a_full_disk_for_evidence_still_writes_the_policies(tmp_path: Path) -
         capture = tmp_path / "many.jsonl"
         capture.write_text(jsonl(records))
         out = tmp_path / "p"
-        ran = cpg("replay", str(capture), "-o", str(out), "--evidence-dir", str(small))
+        ran = cpg("replay", str(capture), "-d", str(out), "--evidence-dir", str(small))
         assert ran.returncode == 1 and "No space left on device" in ran.stderr
         _no_traceback(ran)
         assert (out / "shop" / "cart.yaml").exists()
@@ -549,7 +549,7 @@ def test_5_a_failed_commit_leaves_no_temp_file(tmp_path: Path) -> None:
     capture = tmp_path / "c.jsonl"
     capture.write_text(jsonl([flow_dict(), flow_dict(reason="CT_MAP_INSERTION_FAILED")]))
     out, evidence = tmp_path / "p", tmp_path / "e"
-    args = ("replay", str(capture), "-o", str(out), "--evidence-dir", str(evidence))
+    args = ("replay", str(capture), "-d", str(out), "--evidence-dir", str(evidence))
     assert cpg(*args).returncode == 0
     (health,) = evidence.glob("*/cluster-health.json")
     health.unlink()
@@ -567,7 +567,7 @@ def test_5_temp_files_a_killed_run_left_are_removed(tmp_path: Path) -> None:
     for path in stale:
         path.write_text("half")
     assert (
-        cpg("replay", str(capture), "-o", str(out), "--evidence-dir", str(evidence)).returncode == 0
+        cpg("replay", str(capture), "-d", str(out), "--evidence-dir", str(evidence)).returncode == 0
     )
     assert not any(p.exists() for p in stale)
 
@@ -581,7 +581,7 @@ def test_5_a_rewrite_keeps_mode_and_owner(tmp_path: Path) -> None:
     os.chown(policy, 65534, 65534)
     more = tmp_path / "more.jsonl"
     more.write_text(jsonl([flow_dict(tcp=9443)]))
-    assert cpg("replay", str(more), "-o", str(out), "--evidence-dir", str(evidence)).returncode == 0
+    assert cpg("replay", str(more), "-d", str(out), "--evidence-dir", str(evidence)).returncode == 0
     assert "9443" in policy.read_text()
     info = policy.stat()
     assert (info.st_mode & 0o777, info.st_uid, info.st_gid) == (0o600, 65534, 65534)
@@ -593,7 +593,7 @@ def test_5_nothing_is_written_through_a_symlinked_folder(tmp_path: Path) -> None
     out.mkdir()
     elsewhere.mkdir()
     (out / "shop").symlink_to(elsewhere)
-    ran = cpg("replay", str(capture), "-o", str(out), "--no-evidence")
+    ran = cpg("replay", str(capture), "-d", str(out), "--no-evidence")
     assert ran.returncode == 1 and f"{out / 'shop'}: is a symbolic link" in ran.stderr
     assert not list(elsewhere.iterdir())
 
@@ -638,7 +638,7 @@ def test_1_two_concurrent_runs_lose_nothing(tmp_path: Path) -> None:
 
     def run(out: Path, evidence: Path, capture: Path) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
-            [CPG, "replay", str(capture), "-o", str(out), "--evidence-dir", str(evidence)],
+            [CPG, "replay", str(capture), "-d", str(out), "--evidence-dir", str(evidence)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
@@ -718,7 +718,7 @@ def _endless_replay(tmp_path: Path, gz: bool) -> Any:
 
     out = tmp_path / "endless-out"
     proc = subprocess.Popen(
-        [CPG, "replay", "-", "-o", str(out), "--no-evidence", "-j", "2"],
+        [CPG, "replay", "-", "-d", str(out), "--no-evidence", "-j", "2"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -813,7 +813,7 @@ def test_crash_kill_9_at_random_points_leaves_only_whole_files(tmp_path: Path) -
             CPG,
             "replay",
             str(capture),
-            "-o",
+            "-d",
             str(out),
             "--evidence-dir",
             str(evidence),

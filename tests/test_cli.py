@@ -42,7 +42,7 @@ def test_version_and_help() -> None:
 
 def test_example_capture_end_to_end(tmp_path: Path, snapshot: object) -> None:
     out = tmp_path / "policies"
-    result = cpg("replay", str(EXAMPLE), "-o", str(out))
+    result = cpg("replay", str(EXAMPLE), "-d", str(out))
     assert result.returncode == 0, result.stderr
     files = policies(out)
     assert sorted(files) == [
@@ -86,7 +86,7 @@ def test_example_capture_end_to_end(tmp_path: Path, snapshot: object) -> None:
     ), "the explicit deny (cart -> ledger) must never become an allow rule"
     # A second run changes nothing and touches nothing.
     mtimes = {p: p.stat().st_mtime_ns for p in out.rglob("*.yaml")}
-    again = cpg("replay", str(EXAMPLE), "-o", str(out))
+    again = cpg("replay", str(EXAMPLE), "-d", str(out))
     assert again.returncode == 0
     assert "0 created, 0 updated, 6 unchanged" in again.stdout
     assert {p: p.stat().st_mtime_ns for p in out.rglob("*.yaml")} == mtimes
@@ -94,7 +94,7 @@ def test_example_capture_end_to_end(tmp_path: Path, snapshot: object) -> None:
 
 def test_include_audit_adds_the_audit_flow(tmp_path: Path) -> None:
     out = tmp_path / "p"
-    assert cpg("replay", str(EXAMPLE), "-o", str(out), "--include-audit").returncode == 0
+    assert cpg("replay", str(EXAMPLE), "-d", str(out), "--include-audit").returncode == 0
     cart = yaml.safe_load((out / "shop" / "cart.yaml").read_text())
     ports = {
         p["port"]
@@ -108,7 +108,7 @@ def test_include_audit_adds_the_audit_flow(tmp_path: Path) -> None:
 def test_include_audit_warns_when_no_audit_flow_arrived(tmp_path: Path) -> None:
     capture = tmp_path / "c.jsonl"
     capture.write_text(jsonl([flow_dict()]))
-    result = cpg("replay", str(capture), "-o", str(tmp_path / "p"), "--include-audit")
+    result = cpg("replay", str(capture), "-d", str(tmp_path / "p"), "--include-audit")
     assert result.returncode == 0
     assert "no AUDIT-verdict flow" in result.stderr
 
@@ -118,7 +118,7 @@ def test_include_audit_warns_when_no_audit_flow_arrived(tmp_path: Path) -> None:
     "name", sorted(p.name for p in CORPUS.glob("*.json*")) if CORPUS.exists() else []
 )
 def test_every_real_capture_replays_cleanly(tmp_path: Path, name: str) -> None:
-    result = cpg("replay", str(CORPUS / name), "-o", str(tmp_path / "p"))
+    result = cpg("replay", str(CORPUS / name), "-d", str(tmp_path / "p"))
     assert result.returncode == 0, result.stderr
     assert "malformed" not in result.stdout
     lines = sum(1 for line in (CORPUS / name).read_text().splitlines() if line.strip())
@@ -131,33 +131,33 @@ def test_stdin_and_gzip_give_the_same_files(tmp_path: Path) -> None:
     data = EXAMPLE.read_bytes()
     gz = tmp_path / "capture.bin"
     gz.write_bytes(gzip.compress(data))
-    assert cpg("replay", "-", "-o", str(tmp_path / "a"), stdin=data).returncode == 0
-    assert cpg("replay", str(gz), "-o", str(tmp_path / "b")).returncode == 0
+    assert cpg("replay", "-", "-d", str(tmp_path / "a"), stdin=data).returncode == 0
+    assert cpg("replay", str(gz), "-d", str(tmp_path / "b")).returncode == 0
     assert policies(tmp_path / "a") == policies(tmp_path / "b")
     assert policies(tmp_path / "a")
 
 
 def test_dry_run_writes_nothing_and_prints_a_diff(tmp_path: Path) -> None:
     out = tmp_path / "p"
-    result = cpg("replay", str(EXAMPLE), "-o", str(out), "--dry-run")
+    result = cpg("replay", str(EXAMPLE), "-d", str(out), "--dry-run")
     assert result.returncode == 0
     assert not out.exists()
     assert f"+++ {out}/shop/cart.yaml" in result.stdout
     assert "+  # TCP/8080, TCP/8443 from shop/app=frontend" in result.stdout
     assert "6 would be created" in result.stdout
-    quiet = cpg("replay", str(EXAMPLE), "-o", str(out), "--dry-run", "--no-diff")
+    quiet = cpg("replay", str(EXAMPLE), "-d", str(out), "--dry-run", "--no-diff")
     assert "+++" not in quiet.stdout and not out.exists()
 
 
 def test_namespace_filter(tmp_path: Path) -> None:
     out = tmp_path / "p"
-    assert cpg("replay", str(EXAMPLE), "-o", str(out), "-n", "payments,monitoring").returncode == 0
+    assert cpg("replay", str(EXAMPLE), "-d", str(out), "-n", "payments,monitoring").returncode == 0
     assert {p.split("/")[0] for p in policies(out)} == {"payments", "monitoring"}
 
 
 def test_ignore_protocol(tmp_path: Path) -> None:
     out = tmp_path / "p"
-    result = cpg("replay", str(EXAMPLE), "-o", str(out), "--ignore-protocol", "icmpv4,ICMPv6")
+    result = cpg("replay", str(EXAMPLE), "-d", str(out), "--ignore-protocol", "icmpv4,ICMPv6")
     assert result.returncode == 0
     assert "by protocol: icmpv4 2, icmpv6 1" in result.stdout
     assert not any("icmps" in text for text in policies(out).values())
@@ -169,7 +169,7 @@ def test_a_human_edited_file_keeps_its_edits(tmp_path: Path) -> None:
     first.write_text(
         jsonl([flow_dict(src=endpoint("shop", "frontend"), dst=endpoint("shop", "cart"), tcp=8080)])
     )
-    assert cpg("replay", str(first), "-o", str(out)).returncode == 0
+    assert cpg("replay", str(first), "-d", str(out)).returncode == 0
     path = out / "shop" / "cart.yaml"
     path.write_text(
         path.read_text().replace("  ingress:\n", "  ingress:\n  # keep: vetted by security\n")
@@ -178,7 +178,7 @@ def test_a_human_edited_file_keeps_its_edits(tmp_path: Path) -> None:
     second.write_text(
         jsonl([flow_dict(src=endpoint("shop", "frontend"), dst=endpoint("shop", "cart"), tcp=9000)])
     )
-    assert cpg("replay", str(second), "-o", str(out)).returncode == 0
+    assert cpg("replay", str(second), "-d", str(out)).returncode == 0
     text = path.read_text()
     assert "# keep: vetted by security" in text
     assert "# TCP/8080, TCP/9000 from shop/app=frontend" in text
@@ -202,7 +202,7 @@ def test_usage_errors_exit_2(args: list[str], message: str) -> None:
 
 
 def test_runtime_errors_exit_1(tmp_path: Path) -> None:
-    missing = cpg("replay", str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "p"))
+    missing = cpg("replay", str(tmp_path / "missing.jsonl"), "-d", str(tmp_path / "p"))
     assert missing.returncode == 1
     assert "no such file" in missing.stderr
     capture = tmp_path / "c.jsonl"
@@ -210,14 +210,14 @@ def test_runtime_errors_exit_1(tmp_path: Path) -> None:
     out = tmp_path / "p"
     (out / "shop").mkdir(parents=True)
     (out / "shop" / "cart.yaml").write_text("kind: ConfigMap\nspec: {}\n")
-    broken = cpg("replay", str(capture), "-o", str(out))
+    broken = cpg("replay", str(capture), "-d", str(out))
     assert broken.returncode == 1
     assert "cart.yaml" in broken.stderr and "move the file aside" in broken.stderr
     assert (out / "shop" / "cart.yaml").read_text() == "kind: ConfigMap\nspec: {}\n"
 
 
 def test_results_on_stdout_and_logs_on_stderr(tmp_path: Path) -> None:
-    result = cpg("replay", str(EXAMPLE), "-o", str(tmp_path / "p"), "--log-level", "info")
+    result = cpg("replay", str(EXAMPLE), "-d", str(tmp_path / "p"), "--log-level", "info")
     assert result.stdout.startswith("Read ")
     assert "WARNING" in result.stderr and "Read " not in result.stderr
     json.dumps(result.stdout)  # plain text, no binary noise

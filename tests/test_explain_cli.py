@@ -32,12 +32,12 @@ def allow_entries(policy: dict[str, Any]) -> set[tuple[str, str, str, str]]:
 def test_every_allow_entry_has_exactly_one_evidence_rule(tmp_path: Path) -> None:
     path, candidates = explain_capture(tmp_path)
     out = tmp_path / "policies"
-    assert cpg("replay", str(path), "-o", str(out)).returncode == 0
+    assert cpg("replay", str(path), "-d", str(out)).returncode == 0
     total = 0
     for policy_file in sorted(out.rglob("*.yaml")):
         policy = yaml.safe_load(policy_file.read_text())
         target = f"{policy['metadata']['namespace']}/{policy_file.stem}"
-        result = cpg("explain", target, "-o", str(out), "--json")
+        result = cpg("explain", target, "-d", str(out), "--json")
         assert result.returncode == 0, result.stderr
         record = json.loads(result.stdout)
         assert list(record) == ["policy", "sessions", "matched_rules"]
@@ -58,14 +58,14 @@ def test_every_allow_entry_has_exactly_one_evidence_rule(tmp_path: Path) -> None
 def test_explain_a_policy_file_and_other_formats(tmp_path: Path) -> None:
     path, _ = explain_capture(tmp_path)
     out = tmp_path / "policies"
-    assert cpg("replay", str(path), "-o", str(out)).returncode == 0
+    assert cpg("replay", str(path), "-d", str(out)).returncode == 0
     # A policy file path: workload and output dir come from where the file is.
     by_file = cpg("explain", str(out / "shop" / "cart.yaml"), "--json", cwd=tmp_path.parent)
-    by_name = cpg("explain", "shop/cart", "-o", str(out), "--format", "json")
+    by_name = cpg("explain", "shop/cart", "-d", str(out), "--format", "json")
     assert by_file.returncode == 0, by_file.stderr
     assert by_file.stdout == by_name.stdout
     as_yaml = cpg(
-        "explain", "shop/cart", "-o", str(out), "--format", "yaml", "--ingress", "--port", "8080"
+        "explain", "shop/cart", "-d", str(out), "--format", "yaml", "--ingress", "--port", "8080"
     )
     assert as_yaml.returncode == 0
     data = yaml.safe_load(as_yaml.stdout)
@@ -73,12 +73,12 @@ def test_explain_a_policy_file_and_other_formats(tmp_path: Path) -> None:
         "ingress:ep:pay/app=api:TCP:8080",
         "ingress:ep:shop/app=frontend:TCP:8080",
     ]
-    text = cpg("explain", "shop/cart", "-o", str(out), "--peer", "app=frontend", "--port", "8080")
+    text = cpg("explain", "shop/cart", "-d", str(out), "--peer", "app=frontend", "--port", "8080")
     assert text.returncode == 0
     assert "Ingress  TCP/8080 from shop/app=frontend" in text.stdout
     assert "flows:      5 (policy 5)" in text.stdout
     assert "\x1b[" not in text.stdout, "no colour when piped"
-    none = cpg("explain", "shop/cart", "-o", str(out), "--peer-cidr", "10.0.0.0/8")
+    none = cpg("explain", "shop/cart", "-d", str(out), "--peer-cidr", "10.0.0.0/8")
     assert none.returncode == 0
     assert "No rule matches these filters. Available rules:" in none.stdout
     assert "egress  TCP/443 to 203.0.113.7/32" in none.stdout
@@ -91,7 +91,7 @@ def test_evidence_flags(tmp_path: Path) -> None:
     result = cpg(
         "replay",
         str(path),
-        "-o",
+        "-d",
         str(out),
         "--evidence-dir",
         str(evidence),
@@ -102,7 +102,7 @@ def test_evidence_flags(tmp_path: Path) -> None:
     assert f"Evidence in {evidence}/" in result.stdout
     shown = json.loads(
         cpg(
-            "explain", "shop/cart", "-o", str(out), "--evidence-dir", str(evidence), "--json"
+            "explain", "shop/cart", "-d", str(out), "--evidence-dir", str(evidence), "--json"
         ).stdout
     )
     assert max(len(r["samples"]) for r in shown["matched_rules"]) == 2
@@ -110,7 +110,7 @@ def test_evidence_flags(tmp_path: Path) -> None:
     cpg(
         "replay",
         str(path),
-        "-o",
+        "-d",
         str(out),
         "--evidence-dir",
         str(evidence),
@@ -119,7 +119,7 @@ def test_evidence_flags(tmp_path: Path) -> None:
     )
     again = json.loads(
         cpg(
-            "explain", "shop/cart", "-o", str(out), "--evidence-dir", str(evidence), "--json"
+            "explain", "shop/cart", "-d", str(out), "--evidence-dir", str(evidence), "--json"
         ).stdout
     )
     assert len(again["sessions"]) == 1
@@ -133,7 +133,7 @@ def test_evidence_flags(tmp_path: Path) -> None:
         cpg(
             "replay",
             str(path),
-            "-o",
+            "-d",
             str(other),
             "--evidence-dir",
             str(tmp_path / "e2"),
@@ -145,7 +145,7 @@ def test_evidence_flags(tmp_path: Path) -> None:
         cpg(
             "replay",
             str(path),
-            "-o",
+            "-d",
             str(tmp_path / "dry"),
             "--evidence-dir",
             str(tmp_path / "e3"),
@@ -158,7 +158,7 @@ def test_evidence_flags(tmp_path: Path) -> None:
 
 
 def test_errors_that_teach(tmp_path: Path) -> None:
-    missing = cpg("explain", "shop/cart", "-o", str(tmp_path / "nowhere"))
+    missing = cpg("explain", "shop/cart", "-d", str(tmp_path / "nowhere"))
     assert missing.returncode == 1
     assert "no evidence for shop/cart" in missing.stderr
     assert os.path.abspath(tmp_path / "nowhere") in missing.stderr
@@ -166,13 +166,13 @@ def test_errors_that_teach(tmp_path: Path) -> None:
     path, _ = explain_capture(tmp_path)
     out = tmp_path / "policies"
     evidence = tmp_path / "ev"
-    cpg("replay", str(path), "-o", str(out), "--evidence-dir", str(evidence))
+    cpg("replay", str(path), "-d", str(out), "--evidence-dir", str(evidence))
     (evidence_file,) = [p for p in evidence.rglob("cart.json")]
     evidence_file.write_text(json.dumps({"schema_version": 1}))
-    bad = cpg("explain", "shop/cart", "-o", str(out), "--evidence-dir", str(evidence))
+    bad = cpg("explain", "shop/cart", "-d", str(out), "--evidence-dir", str(evidence))
     assert bad.returncode == 1 and "schema_version 1" in bad.stderr and "rebuild" in bad.stderr
     # A replay into the same output refuses to merge into it, and says so.
-    rerun = cpg("replay", str(path), "-o", str(out), "--evidence-dir", str(evidence))
+    rerun = cpg("replay", str(path), "-d", str(out), "--evidence-dir", str(evidence))
     assert rerun.returncode == 1 and "schema_version 1" in rerun.stderr
     for args, hint in (
         (["explain", "shop"], "NAMESPACE/WORKLOAD"),

@@ -19,13 +19,13 @@ def example_responses() -> list[object]:
 
 
 def test_generate_writes_what_replay_writes(tmp_path: Path) -> None:
-    assert cpg("replay", str(EXAMPLE), "-o", str(tmp_path / "replayed")).returncode == 0
+    assert cpg("replay", str(EXAMPLE), "-d", str(tmp_path / "replayed")).returncode == 0
     with fake_relay(example_responses()) as (relay, address):
         result = cpg(
             "generate",
             "--server",
             address,
-            "-o",
+            "-d",
             str(tmp_path / "live"),
             "--duration",
             "2s",
@@ -48,13 +48,13 @@ def test_generate_writes_what_replay_writes(tmp_path: Path) -> None:
 
 
 def test_a_forced_reconnect_changes_nothing(tmp_path: Path) -> None:
-    assert cpg("replay", str(EXAMPLE), "-o", str(tmp_path / "replayed")).returncode == 0
+    assert cpg("replay", str(EXAMPLE), "-d", str(tmp_path / "replayed")).returncode == 0
     with fake_relay(example_responses(), break_after=25) as (relay, address):
         result = cpg(
             "generate",
             "--server",
             address,
-            "-o",
+            "-d",
             str(tmp_path / "live"),
             "--duration",
             "3s",
@@ -85,7 +85,7 @@ def test_sigterm_leaves_complete_files_and_a_report(tmp_path: Path) -> None:
     out = tmp_path / "live"
     with fake_relay(example_responses()) as (relay, address):
         proc = subprocess.Popen(
-            [CPG, "generate", "--server", address, "-o", str(out), "--flush-interval", "0.2s"],
+            [CPG, "generate", "--server", address, "-d", str(out), "--flush-interval", "0.2s"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -111,7 +111,7 @@ def test_sigterm_leaves_complete_files_and_a_report(tmp_path: Path) -> None:
 
 def test_generate_errors(tmp_path: Path) -> None:
     nobody = cpg(
-        "generate", "--server", "127.0.0.1:9", "--timeout", "1s", "-o", str(tmp_path / "p")
+        "generate", "--server", "127.0.0.1:9", "--timeout", "1s", "-d", str(tmp_path / "p")
     )
     assert (
         nobody.returncode == 1 and "cannot connect to Hubble Relay at 127.0.0.1:9" in nobody.stderr
@@ -128,7 +128,7 @@ def test_cluster_dedup_skips_policies_the_cluster_already_has(tmp_path: Path) ->
 
     from fake_kube import fake_kube
 
-    assert cpg("replay", str(EXAMPLE), "-o", str(tmp_path / "replayed")).returncode == 0
+    assert cpg("replay", str(EXAMPLE), "-d", str(tmp_path / "replayed")).returncode == 0
     applied = yaml.safe_load((tmp_path / "replayed" / "shop" / "cart.yaml").read_text())
     applied["metadata"]["resourceVersion"] = "42"  # what the API server adds does not matter
     with fake_kube(tmp_path) as (kube, kubeconfig), fake_relay(example_responses()) as (_, address):
@@ -137,7 +137,7 @@ def test_cluster_dedup_skips_policies_the_cluster_already_has(tmp_path: Path) ->
             "generate",
             "--server",
             address,
-            "-o",
+            "-d",
             str(tmp_path / "live"),
             "--duration",
             "2s",
@@ -160,7 +160,7 @@ def test_cluster_dedup_skips_policies_the_cluster_already_has(tmp_path: Path) ->
 def test_auto_port_forward_through_the_kubernetes_api(tmp_path: Path) -> None:
     from fake_kube_pf import fake_cluster
 
-    assert cpg("replay", str(EXAMPLE), "-o", str(tmp_path / "replayed")).returncode == 0
+    assert cpg("replay", str(EXAMPLE), "-d", str(tmp_path / "replayed")).returncode == 0
     with fake_relay(example_responses()) as (_, address):
         relay_port = int(address.rsplit(":", 1)[1])
         with fake_cluster(tmp_path, relay_port) as (cluster, kubeconfig):
@@ -168,7 +168,7 @@ def test_auto_port_forward_through_the_kubernetes_api(tmp_path: Path) -> None:
                 "generate",
                 "--kubeconfig",
                 str(kubeconfig),
-                "-o",
+                "-d",
                 str(tmp_path / "live"),
                 "--duration",
                 "2s",
@@ -277,7 +277,7 @@ def test_tls_with_a_ca_and_a_server_name(tmp_path: Path) -> None:
             str(cert),
             "--tls-server-name",
             "hubble-relay.test",
-            "-o",
+            "-d",
             str(tmp_path / "p"),
             "--duration",
             "1s",
@@ -299,7 +299,7 @@ def test_tls_with_a_ca_and_a_server_name(tmp_path: Path) -> None:
             "1s",
             "--duration",
             "5s",
-            "-o",
+            "-d",
             str(tmp_path / "q"),
         )
         assert wrong_name.returncode == 1 and "cannot connect" in wrong_name.stderr
@@ -315,7 +315,7 @@ def test_a_status_line_on_a_terminal_and_none_when_piped(tmp_path: Path) -> None
     with fake_relay(example_responses()) as (_, address):
         primary, secondary = pty.openpty()
         proc = subprocess.Popen(
-            [CPG, "generate", "--server", address, "-o", str(tmp_path / "p"), "--duration", "2.5s"],
+            [CPG, "generate", "--server", address, "-d", str(tmp_path / "p"), "--duration", "2.5s"],
             stdout=subprocess.PIPE,
             stderr=secondary,
             text=True,
@@ -334,7 +334,7 @@ def test_a_status_line_on_a_terminal_and_none_when_piped(tmp_path: Path) -> None
         proc.wait(timeout=30)
         os.close(primary)
         piped = cpg(
-            "generate", "--server", address, "-o", str(tmp_path / "q"), "--duration", "1.5s"
+            "generate", "--server", address, "-d", str(tmp_path / "q"), "--duration", "1.5s"
         )
     terminal = b"".join(chunks).decode(errors="replace")
     assert proc.returncode == 0

@@ -21,7 +21,7 @@ def replay(
     out = tmp_path / name
     for capture in captures:
         result = cpg(
-            "replay", str(capture), "-o", str(out), "--evidence-dir", str(tmp_path / "ev"), *extra
+            "replay", str(capture), "-d", str(out), "--evidence-dir", str(tmp_path / "ev"), *extra
         )
         assert result.returncode == 0, result.stderr
     files = {str(p.relative_to(out)): p.read_text() for p in sorted(out.rglob("*.yaml"))}
@@ -158,9 +158,9 @@ def test_without_l7_nothing_changes(tmp_path: Path) -> None:
     assert "toCIDR" in dns_plain["shop/api.yaml"] and "toFQDNs" not in dns_plain["shop/api.yaml"]
     # --l7 on a capture without any L7 record is byte for byte the same as without it.
     with_flag = tmp_path / "with"
-    result = cpg("replay", str(EXAMPLE), "-o", str(with_flag), "--l7")
+    result = cpg("replay", str(EXAMPLE), "-d", str(with_flag), "--l7")
     assert "no flow in" in result.stderr and "L7 rules: the two-step workflow" in result.stderr
-    cpg("replay", str(EXAMPLE), "-o", str(tmp_path / "without"))
+    cpg("replay", str(EXAMPLE), "-d", str(tmp_path / "without"))
     assert {p.name: p.read_bytes() for p in with_flag.rglob("*.yaml")} == {
         p.name: p.read_bytes() for p in (tmp_path / "without").rglob("*.yaml")
     }
@@ -174,7 +174,7 @@ def test_l7_evidence_keys_and_concrete_paths(tmp_path: Path) -> None:
         cpg(
             "replay",
             str(FIXTURES / "l7_http.jsonl"),
-            "-o",
+            "-d",
             str(out),
             "--evidence-dir",
             str(ev),
@@ -187,7 +187,7 @@ def test_l7_evidence_keys_and_concrete_paths(tmp_path: Path) -> None:
         cpg(
             "explain",
             "shop/api",
-            "-o",
+            "-d",
             str(out),
             "--evidence-dir",
             str(ev),
@@ -211,7 +211,7 @@ def test_l7_evidence_keys_and_concrete_paths(tmp_path: Path) -> None:
     cpg(
         "replay",
         str(FIXTURES / "l7_dns.jsonl"),
-        "-o",
+        "-d",
         str(dns_out),
         "--evidence-dir",
         str(ev),
@@ -221,7 +221,7 @@ def test_l7_evidence_keys_and_concrete_paths(tmp_path: Path) -> None:
         cpg(
             "explain",
             "shop/api",
-            "-o",
+            "-d",
             str(dns_out),
             "--evidence-dir",
             str(ev),

@@ -52,7 +52,7 @@ def test_the_readme_snippet_runs_on_the_example(tmp_path: Path) -> None:
     # The same policies as cpg replay writes into a fresh folder, key for key, byte for byte.
     out = tmp_path / "policies"
     ran = CliRunner().invoke(
-        app, ["replay", str(ROOT / "examples" / "drops.jsonl"), "-o", str(out), "--no-evidence"]
+        app, ["replay", str(ROOT / "examples" / "drops.jsonl"), "-d", str(out), "--no-evidence"]
     )
     assert ran.exit_code == 0, ran.output
     written = {str(p.relative_to(out).with_suffix("")): p.read_text() for p in out.rglob("*.yaml")}

@@ -51,7 +51,7 @@ def test_the_tools_answer_what_the_cli_answers(tmp_path: Path) -> None:
         explained = cpg(
             "explain",
             "shop/cart",
-            "-o",
+            "-d",
             str(session.policies),
             "--evidence-dir",
             str(session.evidence_root),

@@ -42,7 +42,7 @@ def test_cluster_health_counts_equal_the_capture(tmp_path: Path) -> None:
     capture = tmp_path / "capture.jsonl"
     capture.write_text(jsonl(records))
     out, evidence = tmp_path / "policies", tmp_path / "ev"
-    result = cpg("replay", str(capture), "-o", str(out), "--evidence-dir", str(evidence))
+    result = cpg("replay", str(capture), "-d", str(out), "--evidence-dir", str(evidence))
     assert result.returncode == 0, result.stderr
     (health_file,) = evidence.rglob("cluster-health.json")
     assert f"cluster-health.json: {health_file}" in result.stdout
@@ -85,18 +85,18 @@ def test_exit_codes(tmp_path: Path) -> None:
     capture.write_text(jsonl(triage_records()))
     clean = tmp_path / "clean.jsonl"
     clean.write_text(jsonl([flow_dict()]))
-    ok = cpg("replay", str(clean), "-o", str(tmp_path / "a"), "--fail-on-infra-drops")
+    ok = cpg("replay", str(clean), "-d", str(tmp_path / "a"), "--fail-on-infra-drops")
     assert ok.returncode == 0, ok.stderr
-    tripped = cpg("replay", str(capture), "-o", str(tmp_path / "b"), "--fail-on-infra-drops")
+    tripped = cpg("replay", str(capture), "-d", str(tmp_path / "b"), "--fail-on-infra-drops")
     assert tripped.returncode == 3
     assert "14 infrastructure or transient drop(s)" in tripped.stderr
     assert list((tmp_path / "b").rglob("*.yaml")), "everything is written before exit 3"
-    assert cpg("replay", str(capture), "-o", str(tmp_path / "c")).returncode == 0
+    assert cpg("replay", str(capture), "-d", str(tmp_path / "c")).returncode == 0
     # Ignoring the infra reasons untrips it.
     quiet = cpg(
         "replay",
         str(capture),
-        "-o",
+        "-d",
         str(tmp_path / "d"),
         "--fail-on-infra-drops",
         "--ignore-drop-reason",
@@ -117,7 +117,7 @@ def test_exit_codes(tmp_path: Path) -> None:
 def test_unknown_reason_numbers_warn_once(tmp_path: Path) -> None:
     capture = tmp_path / "c.jsonl"
     capture.write_text(jsonl([flow_dict(reason=None, drop_reason=250, tcp=p) for p in (1, 2, 3)]))
-    result = cpg("replay", str(capture), "-o", str(tmp_path / "p"))
+    result = cpg("replay", str(capture), "-d", str(tmp_path / "p"))
     assert result.returncode == 0
     assert result.stderr.count("does not know") == 1
     assert "(250)" in result.stderr
@@ -134,7 +134,7 @@ def test_report_snapshots(tmp_path: Path, snapshot: Any) -> None:
     args = [
         "replay",
         str(capture),
-        "-o",
+        "-d",
         str(tmp_path / "p"),
         "--evidence-dir",
         str(tmp_path / "ev"),

@@ -11,7 +11,7 @@ from conftest import CORPUS, EXAMPLE, cpg, explain_capture, flow_dict, jsonl, tr
 
 
 def replay_then_verify(capture: Path, out: Path, *extra: str) -> dict[str, object]:
-    assert cpg("replay", str(capture), "-o", str(out), *extra).returncode in (0, 3)
+    assert cpg("replay", str(capture), "-d", str(out), *extra).returncode in (0, 3)
     out.mkdir(exist_ok=True)  # a capture without candidates writes no policy
     result = cpg("verify", str(capture), "--policies", str(out), "--output", "json", *extra)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -44,7 +44,7 @@ def test_every_test_capture_is_fully_admitted(tmp_path: Path) -> None:
 
 def test_a_hand_broken_policy_is_caught_with_the_reason(tmp_path: Path) -> None:
     out = tmp_path / "p"
-    assert cpg("replay", str(EXAMPLE), "-o", str(out)).returncode == 0
+    assert cpg("replay", str(EXAMPLE), "-d", str(out)).returncode == 0
     cart = out / "shop" / "cart.yaml"
     doc = yaml.safe_load(cart.read_text())
     ports = doc["spec"]["ingress"][0]["toPorts"][0]["ports"]
@@ -60,7 +60,7 @@ def test_a_hand_broken_policy_is_caught_with_the_reason(tmp_path: Path) -> None:
 
 def test_a_policy_that_allows_an_explicitly_denied_flow_is_flagged(tmp_path: Path) -> None:
     out = tmp_path / "p"
-    assert cpg("replay", str(EXAMPLE), "-o", str(out)).returncode == 0
+    assert cpg("replay", str(EXAMPLE), "-d", str(out)).returncode == 0
     ledger = out / "payments" / "ledger.yaml"
     doc = yaml.safe_load(ledger.read_text())
     doc["spec"]["ingress"].append(
@@ -74,7 +74,7 @@ def test_a_policy_that_allows_an_explicitly_denied_flow_is_flagged(tmp_path: Pat
 
 
 def test_replay_verify_prints_the_summary(tmp_path: Path) -> None:
-    result = cpg("replay", str(EXAMPLE), "-o", str(tmp_path / "p"), "--verify")
+    result = cpg("replay", str(EXAMPLE), "-d", str(tmp_path / "p"), "--verify")
     assert result.returncode == 0
     assert (
         "Verify: 29/29 candidate flows admitted, 0/2 explicit-deny flows admitted" in result.stdout
@@ -101,7 +101,7 @@ def test_verify_reads_the_clusters_policies(tmp_path: Path) -> None:
     from fake_kube import fake_kube
 
     out = tmp_path / "p"
-    assert cpg("replay", str(EXAMPLE), "-o", str(out)).returncode == 0
+    assert cpg("replay", str(EXAMPLE), "-d", str(out)).returncode == 0
     cart = out / "shop" / "cart.yaml"
     applied = yaml.safe_load(cart.read_text())
     cart.unlink()  # the cart policy is not in the folder, only in the cluster

@@ -31,7 +31,7 @@ from cpg_core.dropped_view import aggregate_rows, flow_samples
 
 def test_every_document_round_trips(tmp_path: Path) -> None:
     out, evidence = tmp_path / "policies", tmp_path / "evidence"
-    ran = cpg("replay", str(EXAMPLE), "-o", str(out), "--evidence-dir", str(evidence))
+    ran = cpg("replay", str(EXAMPLE), "-d", str(out), "--evidence-dir", str(evidence))
     assert ran.returncode == 0, ran.stderr
     (base,) = evidence.iterdir()
     health_text = (base / "cluster-health.json").read_text()

@@ -6,10 +6,12 @@ failure, 2 usage error.
 
 from __future__ import annotations
 
+import json
 from typing import Annotated
 
 import typer
 
+from cpg_cli import options as opt
 from cpg_cli.bootstrap_cmd import bootstrap
 from cpg_cli.explain_cmd import explain
 from cpg_cli.generate_cmd import generate
@@ -28,6 +30,7 @@ app = typer.Typer(
     ),
     no_args_is_help=True,
     add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
@@ -52,6 +55,36 @@ def _root(
     ] = False,
 ) -> None:
     """Generate least-privilege CiliumNetworkPolicies from Hubble flow denials."""
+
+
+@app.command()
+def version(
+    output: Annotated[
+        str,
+        typer.Option(
+            "-o",
+            "--output",
+            metavar="FORMAT",
+            callback=opt.output_format(opt.OutputFormat.text, opt.OutputFormat.json),
+            help="text or json.",
+        ),
+    ] = "text",
+) -> None:
+    """Print the versions of cpg and of the libraries it talks to Hubble and MCP with."""
+    import platform
+    from importlib import metadata
+
+    versions = {"cpg": cpg_version(), "python": platform.python_version()}
+    for package in ("grpcio", "protobuf", "mcp", "kubernetes"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "not installed"
+    if output == "json":
+        typer.echo(json.dumps(versions, indent=2))
+    else:
+        for name, number in versions.items():
+            typer.echo(f"{name:<11} {number}")
 
 
 app.command()(generate)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated
 
 import typer
+import yaml
 
+from cpg_cli import options as opt
 from cpg_core import render_bootstrap
 
 
@@ -13,9 +16,23 @@ def bootstrap(
     namespace: Annotated[
         str,
         typer.Option(
-            "-n", "--namespace", help="The namespace to put under default deny.", show_default=False
+            "-n",
+            "--namespace",
+            metavar="NS",
+            help="The namespace to put under default deny.",
+            show_default=False,
         ),
     ],
+    output: Annotated[
+        str,
+        typer.Option(
+            "-o",
+            "--output",
+            metavar="FORMAT",
+            callback=opt.output_format(opt.OutputFormat.yaml, opt.OutputFormat.json),
+            help="yaml (to pipe into kubectl apply -f -) or json.",
+        ),
+    ] = "yaml",
 ) -> None:
     """Print a default-deny CiliumNetworkPolicy for a namespace (Cilium 1.16 or newer).
 
@@ -23,6 +40,9 @@ def bootstrap(
     or replay and apply the policies they give. cpg never applies anything.
     """
     try:
-        typer.echo(render_bootstrap(namespace), nl=False)
+        text = render_bootstrap(namespace)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--namespace") from None
+    if output == "json":
+        text = json.dumps(yaml.safe_load(text), indent=2) + "\n"
+    typer.echo(text, nl=False)

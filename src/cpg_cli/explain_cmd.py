@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from datetime import UTC, datetime
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -12,6 +11,7 @@ import typer
 import yaml
 from rich.console import Console
 
+from cpg_cli import options as opt
 from cpg_cli.options import validated
 from cpg_cli.terminal import say
 from cpg_core import (
@@ -31,12 +31,6 @@ from cpg_io.evidence_store import EvidenceStore, default_evidence_root
 from cpg_io.store import StoreError
 
 _STYLES = {"title": "bold", "rule": "bold green", "dim": "dim", "warn": "yellow", "": ""}
-
-
-class Format(StrEnum):
-    text = "text"
-    json = "json"
-    yaml = "yaml"
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
@@ -124,9 +118,11 @@ def explain(
     output_dir: Annotated[
         Path | None,
         typer.Option(
-            "-o",
+            "-d",
             "--output-dir",
-            help="The --output-dir the policy was generated into (default ./policies, or the "
+            metavar="DIR",
+            envvar="CPG_OUTPUT_DIR",
+            help="The policy folder the policy was generated into (default ./policies, or the "
             "folder above a policy file's namespace folder).",
             show_default=False,
         ),
@@ -134,7 +130,11 @@ def explain(
     evidence_dir: Annotated[
         Path | None,
         typer.Option(
-            "--evidence-dir", help="Evidence root, if cpg replay used one.", show_default=False
+            "--evidence-dir",
+            metavar="DIR",
+            envvar="CPG_EVIDENCE_DIR",
+            help="Evidence root, if cpg replay used one.",
+            show_default=False,
         ),
     ] = None,
     ingress: Annotated[bool, typer.Option("--ingress", help="Only ingress rules.")] = False,
@@ -191,10 +191,19 @@ def explain(
         int, typer.Option("--samples-limit", min=0, help="Sample flows shown per rule (newest).")
     ] = 10,
     output_format: Annotated[
-        Format,
-        typer.Option("--format", help="text (for people), json or yaml.", case_sensitive=False),
-    ] = Format.text,
-    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+        str,
+        typer.Option(
+            "-o",
+            "--output",
+            "--format",
+            metavar="FORMAT",
+            callback=opt.output_format(
+                opt.OutputFormat.text, opt.OutputFormat.json, opt.OutputFormat.yaml
+            ),
+            help="text (for people), json or yaml.",
+        ),
+    ] = "text",
+    as_json: Annotated[bool, typer.Option("--json", help="Same as -o json.")] = False,
 ) -> None:
     """Show the flows behind each rule of a generated policy.
 
@@ -222,13 +231,13 @@ def explain(
     if doc is None:
         raise _fail(
             f"no evidence for {namespace}/{workload} at {path} (evidence is keyed by the output "
-            f"dir {os.path.abspath(out_dir)}); run 'cpg replay CAPTURE -o {out_dir}' first, or pass "
-            "the -o and --evidence-dir that run used"
+            f"dir {os.path.abspath(out_dir)}); run 'cpg replay CAPTURE -d {out_dir}' first, or pass "
+            "the -d and --evidence-dir that run used"
         )
-    fmt = Format.json if as_json else output_format
-    if fmt is Format.json:
+    fmt = "json" if as_json else output_format
+    if fmt == "json":
         typer.echo(render_explain_json(doc, flt), nl=False)
-    elif fmt is Format.yaml:
+    elif fmt == "yaml":
         record = to_data(explain_record(doc, flt))
         typer.echo(yaml.safe_dump(record, sort_keys=False, allow_unicode=True), nl=False)
     else:

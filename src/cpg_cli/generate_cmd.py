@@ -118,7 +118,7 @@ def generate(
     evidence_samples: opt.EvidenceSamples = 10,
     evidence_sessions: opt.EvidenceSessions = 10,
     fail_on_infra_drops: opt.FailOnInfraDrops = False,
-    output: opt.Output = opt.OutputFormat.text,
+    output: opt.Output = "text",
     log_level: opt.LogLevel = "warning",
 ) -> None:
     """Watch Hubble Relay and write policies for denied flows as they arrive.
@@ -232,7 +232,7 @@ def generate(
         output_dir=output_dir,
         dry_run=dry_run,
         evidence=evidence is not None,
-        as_json=output is opt.OutputFormat.json,
+        as_json=output == "json",
         exit_code=code,
         extra_json={"reconnects": capture.progress.reconnects},
         verb="Received",

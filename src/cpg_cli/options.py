@@ -48,6 +48,24 @@ def validated(build: Callable[[], T]) -> T:
 class OutputFormat(StrEnum):
     text = "text"
     json = "json"
+    yaml = "yaml"
+
+
+def output_format(*allowed: OutputFormat) -> Callable[[str], OutputFormat]:
+    """A ``-o/--output`` parser for a command that prints ``allowed`` formats. A value that
+    looks like a folder gets the hint kubectl and hubble users need: ``-o`` is a format."""
+    names = [f.value for f in allowed]
+
+    def parse(value: str) -> OutputFormat:
+        text = str(value).strip().lower()
+        if text in names:
+            return OutputFormat(text)
+        hint = ""
+        if "/" in text or "." in text or text not in {f.value for f in OutputFormat}:
+            hint = "; -o is the output format (as in kubectl and hubble): use -d DIR for a folder"
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(names)}{hint}")
+
+    return parse
 
 
 Namespaces = Annotated[
@@ -63,7 +81,16 @@ Namespaces = Annotated[
 AllNamespaces = Annotated[
     bool, typer.Option("-A", "--all-namespaces", help="Every namespace (the default).")
 ]
-OutputDir = Annotated[Path, typer.Option("-o", "--output-dir", help="Where policies are written.")]
+OutputDir = Annotated[
+    Path,
+    typer.Option(
+        "-d",
+        "--output-dir",
+        metavar="DIR",
+        envvar="CPG_OUTPUT_DIR",
+        help="The policy folder: DIR/<namespace>/<workload>.yaml.",
+    ),
+]
 IncludeAudit = Annotated[
     bool,
     typer.Option(
@@ -104,6 +131,8 @@ EvidenceDir = Annotated[
     Path | None,
     typer.Option(
         "--evidence-dir",
+        metavar="DIR",
+        envvar="CPG_EVIDENCE_DIR",
         help="Evidence root (default $XDG_CACHE_HOME/cpg/evidence, else ~/.cache/cpg/evidence).",
         show_default=False,
     ),
@@ -127,11 +156,13 @@ FailOnInfraDrops = Annotated[
     ),
 ]
 Output = Annotated[
-    OutputFormat,
+    str,
     typer.Option(
+        "-o",
         "--output",
+        metavar="FORMAT",
+        callback=output_format(OutputFormat.text, OutputFormat.json),
         help="The report: text (for people) or json (for machines).",
-        case_sensitive=False,
     ),
 ]
 L7 = Annotated[

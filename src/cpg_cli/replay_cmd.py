@@ -49,7 +49,7 @@ def replay(
     evidence_sessions: opt.EvidenceSessions = 10,
     ignore_drop_reason: opt.IgnoreDropReasons = [],  # noqa: B006
     fail_on_infra_drops: opt.FailOnInfraDrops = False,
-    output: opt.Output = opt.OutputFormat.text,
+    output: opt.Output = "text",
     l7: opt.L7 = False,
     l7_collapse_paths: opt.L7CollapsePaths = False,
     verify: Annotated[
@@ -160,7 +160,7 @@ def replay(
         output_dir=output_dir,
         dry_run=dry_run,
         evidence=record_evidence,
-        as_json=output is opt.OutputFormat.json,
+        as_json=output == "json",
         exit_code=code,
         extra_json={"verify": to_data(checked)} if checked is not None else None,
         extra_lines=lines,

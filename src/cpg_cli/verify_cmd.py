@@ -49,9 +49,12 @@ def verify(
     policies: Annotated[
         Path | None,
         typer.Option(
+            "-d",
+            "--output-dir",
             "--policies",
-            "-p",
-            help="Folder of policy YAML (the --output-dir of cpg replay; default ./policies "
+            metavar="DIR",
+            envvar="CPG_OUTPUT_DIR",
+            help="Folder of policy YAML (the -d/--output-dir of cpg replay; default ./policies "
             "unless --cluster is given).",
             show_default=False,
         ),
@@ -70,7 +73,7 @@ def verify(
         bool,
         typer.Option("--include-audit", help="Also check AUDIT-verdict flows, as replay does."),
     ] = False,
-    output: opt.Output = opt.OutputFormat.text,
+    output: opt.Output = "text",
 ) -> None:
     """Check that policies admit every denied flow cpg can express, and no explicitly denied one.
 
@@ -105,7 +108,7 @@ def verify(
             err=True,
         )
     report = verified.report
-    if output is opt.OutputFormat.json:
+    if output == "json":
         typer.echo(to_json(report), nl=False)
     else:
         print_verify(report, policies=len(documents), origin=" and ".join(sources))

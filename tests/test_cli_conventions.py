@@ -1,0 +1,74 @@
+"""kubectl and hubble habits on every command: -h, -o is a format (JSON parses), -d is the
+policy folder, a folder given to -o is a usage error with the hint, and a version."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import EXAMPLE, cpg
+
+
+@pytest.fixture(scope="module")
+def replayed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("conventions")
+    out, evidence = root / "policies", root / "evidence"
+    ran = cpg("replay", str(EXAMPLE), "-d", str(out), "--evidence-dir", str(evidence))
+    assert ran.returncode == 0, ran.stderr
+    return out, evidence
+
+
+def _commands(out: Path, evidence: Path) -> dict[str, list[str]]:
+    """Each command with the arguments it needs, reading or writing the folder given by -d."""
+    return {
+        "replay": ["replay", str(EXAMPLE), "-d", str(out), "--evidence-dir", str(evidence)],
+        "explain": ["explain", "shop/cart", "-d", str(out), "--evidence-dir", str(evidence)],
+        "verify": ["verify", str(EXAMPLE), "-d", str(out)],
+        "bootstrap": ["bootstrap", "-n", "shop"],
+        "version": ["version"],
+    }
+
+
+@pytest.mark.parametrize("command", ["replay", "explain", "verify", "bootstrap", "version"])
+def test_every_command_follows_the_conventions(replayed: tuple[Path, Path], command: str) -> None:
+    out, evidence = replayed
+    args = _commands(out, evidence)[command]
+    helped = cpg(command, "-h")
+    assert helped.returncode == 0 and "Usage: " in helped.stdout
+    as_json = cpg(*args, "-o", "json")
+    assert as_json.returncode in (0, 3), as_json.stderr
+    json.loads(as_json.stdout)
+    folder = cpg(*args, "-o", str(out))
+    assert folder.returncode == 2
+    assert "-o is the output format" in folder.stderr and "-d DIR" in folder.stderr
+
+
+@pytest.mark.parametrize("command", ["generate"])
+def test_generate_takes_the_same_flags(command: str) -> None:
+    helped = cpg(command, "-h")
+    assert helped.returncode == 0
+    for flag in ("-d, --output-dir", "-o, --output", "CPG_OUTPUT_DIR"):
+        assert flag in helped.stdout
+    assert cpg(command, "--server", "127.0.0.1:9", "-o", "policies").returncode == 2
+
+
+def test_the_folder_comes_from_the_environment(
+    replayed: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out, evidence = replayed
+    monkeypatch.setenv("CPG_OUTPUT_DIR", str(out))
+    monkeypatch.setenv("CPG_EVIDENCE_DIR", str(evidence))
+    explained = cpg("explain", "shop/cart", "-o", "json")
+    assert explained.returncode == 0, explained.stderr
+    assert json.loads(explained.stdout)["policy"]["workload"] == "cart"
+
+
+def test_version_both_ways() -> None:
+    flag = cpg("--version")
+    assert flag.returncode == 0 and flag.stdout.startswith("cpg ")
+    command = cpg("version", "-o", "json")
+    versions = json.loads(command.stdout)
+    assert set(versions) >= {"cpg", "python", "grpcio", "protobuf", "mcp"}
+    assert flag.stdout.split()[1] == versions["cpg"]
