@@ -72,3 +72,18 @@ def test_version_both_ways() -> None:
     versions = json.loads(command.stdout)
     assert set(versions) >= {"cpg", "python", "grpcio", "protobuf", "mcp"}
     assert flag.stdout.split()[1] == versions["cpg"]
+
+
+def test_readable_placeholders_missing_and_repeated_options() -> None:
+    for command in ("replay", "generate", "explain", "verify", "bootstrap", "version"):
+        helped = cpg(command, "-h").stdout
+        options = [line for line in helped.splitlines() if line.strip().startswith("-")]
+        assert not [line for line in options if "<" in line.split("  ")[0]], (command, helped)
+    missing = cpg("bootstrap")
+    assert missing.returncode == 2 and "Missing option '-n'" in missing.stderr
+    twice = cpg("bootstrap", "-n", "a", "-n", "b")
+    assert (
+        twice.returncode == 2 and "given twice" in twice.stderr and "apiVersion" not in twice.stdout
+    )
+    repeatable = cpg("replay", str(EXAMPLE), "-n", "shop", "-n", "payments", "--dry-run")
+    assert repeatable.returncode == 0, repeatable.stderr

@@ -57,7 +57,7 @@ def _root(
     """Generate least-privilege CiliumNetworkPolicies from Hubble flow denials."""
 
 
-@app.command()
+@app.command(cls=opt.StrictCommand)
 def version(
     output: Annotated[
         str,
@@ -87,11 +87,11 @@ def version(
             typer.echo(f"{name:<11} {number}")
 
 
-app.command()(generate)
-app.command(no_args_is_help=True)(bootstrap)
-app.command(no_args_is_help=True)(replay)
-app.command(no_args_is_help=True)(explain)
-app.command(no_args_is_help=True)(verify)
+app.command(cls=opt.StrictCommand)(generate)
+app.command(cls=opt.StrictCommand)(bootstrap)  # without -n: "Missing option '-n'"
+app.command(cls=opt.StrictCommand, no_args_is_help=True)(replay)
+app.command(cls=opt.StrictCommand, no_args_is_help=True)(explain)
+app.command(cls=opt.StrictCommand, no_args_is_help=True)(verify)
 
 
 @app.command(

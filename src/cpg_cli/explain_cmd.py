@@ -141,7 +141,12 @@ def explain(
     egress: Annotated[bool, typer.Option("--egress", help="Only egress rules.")] = False,
     port: Annotated[
         str | None,
-        typer.Option("--port", help="Only rules for this port (or ICMP type).", show_default=False),
+        typer.Option(
+            "--port",
+            metavar="PORT",
+            help="Only rules for this port (or ICMP type).",
+            show_default=False,
+        ),
     ] = None,
     peer: Annotated[
         str | None,
@@ -165,18 +170,29 @@ def explain(
     http_method: Annotated[
         str | None,
         typer.Option(
-            "--http-method", help="Only L7 rules with this HTTP method.", show_default=False
+            "--http-method",
+            metavar="METHOD",
+            help="Only L7 rules with this HTTP method.",
+            show_default=False,
         ),
     ] = None,
     http_path: Annotated[
         str | None,
         typer.Option(
-            "--http-path", help="Only L7 rules with exactly this path regex.", show_default=False
+            "--http-path",
+            metavar="REGEX",
+            help="Only L7 rules with exactly this path regex.",
+            show_default=False,
         ),
     ] = None,
     dns_pattern: Annotated[
         str | None,
-        typer.Option("--dns-pattern", help="Only DNS rules for this name.", show_default=False),
+        typer.Option(
+            "--dns-pattern",
+            metavar="NAME",
+            help="Only DNS rules for this name.",
+            show_default=False,
+        ),
     ] = None,
     since: Annotated[
         str | None,
@@ -188,7 +204,10 @@ def explain(
         ),
     ] = None,
     samples_limit: Annotated[
-        int, typer.Option("--samples-limit", min=0, help="Sample flows shown per rule (newest).")
+        int,
+        typer.Option(
+            "--samples-limit", metavar="N", min=0, help="Sample flows shown per rule (newest)."
+        ),
     ] = 10,
     output_format: Annotated[
         str,

@@ -47,6 +47,7 @@ def generate(
         typer.Option(
             "-s",
             "--server",
+            metavar="ADDR",
             help="Hubble Relay address host:port. Without it, cpg finds a running "
             "k8s-app=hubble-relay pod (--relay-namespace) and port-forwards to it through the "
             "Kubernetes API (--kubeconfig, --context).",
@@ -59,38 +60,56 @@ def generate(
     tls: Annotated[bool, typer.Option("--tls", help="Connect with TLS.")] = False,
     tls_ca_cert: Annotated[
         Path | None,
-        typer.Option("--tls-ca-cert", help="CA bundle to trust (PEM).", show_default=False),
+        typer.Option(
+            "--tls-ca-cert", metavar="FILE", help="CA bundle to trust (PEM).", show_default=False
+        ),
     ] = None,
     tls_client_cert: Annotated[
         Path | None,
         typer.Option(
-            "--tls-client-cert", help="Client certificate (PEM) for mutual TLS.", show_default=False
+            "--tls-client-cert",
+            metavar="FILE",
+            help="Client certificate (PEM) for mutual TLS.",
+            show_default=False,
         ),
     ] = None,
     tls_client_key: Annotated[
         Path | None,
         typer.Option(
-            "--tls-client-key", help="Client key (PEM) for mutual TLS.", show_default=False
+            "--tls-client-key",
+            metavar="FILE",
+            help="Client key (PEM) for mutual TLS.",
+            show_default=False,
         ),
     ] = None,
     tls_server_name: Annotated[
         str | None,
         typer.Option(
             "--tls-server-name",
+            metavar="NAME",
             help="Name to expect in the relay's certificate.",
             show_default=False,
         ),
     ] = None,
     timeout: Annotated[
-        str, typer.Option("--timeout", help="How long to wait for the connection.")
+        str,
+        typer.Option("--timeout", metavar="DURATION", help="How long to wait for the connection."),
     ] = "10s",
     flush_interval: Annotated[
-        str, typer.Option("--flush-interval", help="How often policies and evidence are written.")
+        str,
+        typer.Option(
+            "--flush-interval",
+            metavar="DURATION",
+            help="How often policies and evidence are written.",
+        ),
     ] = "5s",
     duration: Annotated[
         str | None,
         typer.Option(
-            "--duration", help="Stop by itself after this long (e.g. 10m).", show_default=False
+            "--duration",
+            metavar="DURATION",
+            help="Stop by itself after this long (e.g. 10m).",
+            show_default=False,
         ),
     ] = None,
     kubeconfig: opt.Kubeconfig = None,
@@ -104,7 +123,7 @@ def generate(
         ),
     ] = False,
     relay_namespace: Annotated[
-        str, typer.Option("--relay-namespace", help="Namespace of hubble-relay.")
+        str, typer.Option("--relay-namespace", metavar="NS", help="Namespace of hubble-relay.")
     ] = "kube-system",
     include_audit: opt.IncludeAudit = False,
     ignore_protocol: opt.IgnoreProtocols = [],  # noqa: B006

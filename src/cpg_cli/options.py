@@ -8,9 +8,10 @@ import sys
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
+from typer.core import TyperCommand
 
 from cpg_core import PROTOCOLS, CaptureRequest, RequestError
 
@@ -35,6 +36,42 @@ FLAGS = {
     "duration": "--duration",
 }
 """The CLI's spelling of each RequestError field."""
+
+
+class StrictCommand(TyperCommand):
+    """A command that refuses an option given twice when it takes one value (click keeps the
+    last one silently: ``bootstrap -n a -n b`` would print only b's policy)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        single: dict[str, Any] = {}
+        for param in self.get_params(ctx):
+            if getattr(param, "param_type_name", "") == "option" and not (
+                param.multiple or getattr(param, "is_flag", False) or getattr(param, "count", False)
+            ):
+                for name in [*param.opts, *param.secondary_opts]:
+                    single[name] = param
+        seen: dict[str, str] = {}
+        for arg in args:
+            if arg == "--":
+                break
+            if arg.startswith("--"):
+                name = arg.split("=", 1)[0]
+            elif arg.startswith("-") and len(arg) >= 2 and arg[1] != "-":
+                name = arg[:2]
+            else:
+                continue
+            option = single.get(name)
+            if option is None:
+                continue
+            if option.name in seen:
+                raise typer.BadParameter(
+                    f"given twice ({seen[option.name]} and {name}); it takes one value",
+                    ctx=ctx,
+                    param_hint=name,
+                )
+            seen[option.name] = name
+        result: list[str] = super().parse_args(ctx, args)
+        return result
 
 
 def validated(build: Callable[[], T]) -> T:
@@ -73,6 +110,7 @@ Namespaces = Annotated[
     typer.Option(
         "-n",
         "--namespace",
+        metavar="NS",
         help="Only this namespace (repeat or comma-separate): replay writes only its policies; "
         "generate also asks Hubble only for flows from or to its pods.",
         show_default=False,
@@ -101,6 +139,7 @@ IgnoreProtocols = Annotated[
     list[str],
     typer.Option(
         "--ignore-protocol",
+        metavar="PROTO",
         help=f"Skip flows of this L4 protocol ({', '.join(PROTOCOLS)}); repeatable.",
         show_default=False,
     ),
@@ -125,7 +164,12 @@ NoDiff = Annotated[
     bool, typer.Option("--no-diff", help="With --dry-run, list the files without their diffs.")
 ]
 LogLevel = Annotated[
-    str, typer.Option("--log-level", help=f"One of {', '.join(LOG_LEVELS)}; logs go to stderr.")
+    str,
+    typer.Option(
+        "--log-level",
+        metavar="LEVEL",
+        help=f"One of {', '.join(LOG_LEVELS)}; logs go to stderr.",
+    ),
 ]
 EvidenceDir = Annotated[
     Path | None,
@@ -141,11 +185,16 @@ NoEvidence = Annotated[
     bool, typer.Option("--no-evidence", help="Do not record the flows behind each rule.")
 ]
 EvidenceSamples = Annotated[
-    int, typer.Option("--evidence-samples", min=0, help="Sample flows kept per rule (newest).")
+    int,
+    typer.Option(
+        "--evidence-samples", metavar="N", min=0, help="Sample flows kept per rule (newest)."
+    ),
 ]
 EvidenceSessions = Annotated[
     int,
-    typer.Option("--evidence-sessions", min=0, help="Runs kept per policy's evidence (newest)."),
+    typer.Option(
+        "--evidence-sessions", metavar="N", min=0, help="Runs kept per policy's evidence (newest)."
+    ),
 ]
 FailOnInfraDrops = Annotated[
     bool,
@@ -185,12 +234,21 @@ Kubeconfig = Annotated[
     Path | None,
     typer.Option(
         "--kubeconfig",
+        "--kube-config",
+        metavar="FILE",
         help="Kubeconfig (default $KUBECONFIG, else ~/.kube/config).",
         show_default=False,
     ),
 ]
 Context = Annotated[
-    str | None, typer.Option("--context", help="Kubeconfig context.", show_default=False)
+    str | None,
+    typer.Option(
+        "--context",
+        "--kube-context",
+        metavar="NAME",
+        help="Kubeconfig context.",
+        show_default=False,
+    ),
 ]
 
 

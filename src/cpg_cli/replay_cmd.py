@@ -65,6 +65,7 @@ def replay(
         typer.Option(
             "-j",
             "--jobs",
+            metavar="N",
             min=1,
             help="Worker processes for large captures (default: one per CPU).",
             show_default=False,
