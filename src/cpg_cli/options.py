@@ -298,6 +298,8 @@ def setup_logging(level: str) -> None:
         format="cpg: %(levelname)s: %(message)s",
         force=True,
     )
+    # Library warnings (urllib3's insecure-request warning…) go to the log, shown at debug.
+    logging.captureWarnings(True)
     if level != "debug":  # the libraries' retry chatter; cpg says what failed
-        for noisy in ("urllib3", "kubernetes", "websocket"):
+        for noisy in ("urllib3", "kubernetes", "websocket", "py.warnings"):
             logging.getLogger(noisy).setLevel(logging.CRITICAL)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import socket
+import ssl
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +69,65 @@ def flows_request(filters: list[Any], since: Any | None) -> Any:
     if since is not None:
         request.since.CopyFrom(since)
     return request
+
+
+def _split(server: str) -> tuple[str, int]:
+    host, sep, port = server.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise RelayError(f"{server!r} is not host:port; e.g. --server localhost:4245")
+    return host.strip("[]"), int(port)
+
+
+def diagnose(server: str, tls: TLSSettings, timeout: float) -> None:
+    """What the operating system says about reaching ``server``, at once: a name that does
+    not resolve, a refused connection, no answer, a failed TLS handshake. Each is its own
+    RelayError; gRPC alone would wait out the whole timeout and say the same for all."""
+    host, port = _split(server)
+    if tls.enabled:  # unreadable certificate files first: they are the user's to fix
+        _read(tls.ca_cert, "CA certificate")
+        _read(tls.client_cert, "client certificate")
+        _read(tls.client_key, "client key")
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise RelayError(
+            f"cannot resolve {host!r} ({exc.strerror}); check the host name in --server"
+        ) from None
+    family, kind, proto, _, address = addresses[0]
+    try:
+        with socket.socket(family, kind, proto) as sock:
+            sock.settimeout(timeout)
+            sock.connect(address)
+            if tls.enabled:
+                _handshake(sock, host, tls)
+    except ConnectionRefusedError:
+        raise RelayError(
+            f"connection refused by {server}: nothing listens there; start a port-forward to "
+            "hubble-relay (or leave --server out and cpg makes one) and check the port"
+        ) from None
+    except TimeoutError:
+        raise RelayError(
+            f"no answer from {server} within {timeout:g}s; check the address, and any firewall "
+            "between here and the relay"
+        ) from None
+    except ssl.SSLError as exc:
+        raise RelayError(
+            f"TLS handshake with {server} failed ({exc.reason or exc}); check --tls-ca-cert, "
+            "--tls-server-name and the client certificate"
+        ) from None
+    except OSError as exc:
+        raise RelayError(f"cannot connect to {server}: {exc.strerror or exc}") from None
+
+
+def _handshake(sock: socket.socket, host: str, tls: TLSSettings) -> None:
+    context = ssl.create_default_context(
+        cadata=(_read(tls.ca_cert, "CA certificate") or b"").decode() or None
+    )
+    if tls.client_cert is not None and tls.client_key is not None:
+        context.load_cert_chain(str(tls.client_cert), str(tls.client_key))
+    context.set_alpn_protocols(["h2"])
+    with context.wrap_socket(sock, server_hostname=tls.server_name or host) as wrapped:
+        wrapped.do_handshake()
 
 
 def wait_ready(channel: grpc.Channel, server: str, timeout: float) -> None:

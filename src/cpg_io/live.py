@@ -20,6 +20,7 @@ from cpg_core import AggregateOptions, Aggregator, Flow, LostEvents, SessionInfo
 from cpg_io.hubble import (
     RelayError,
     TLSSettings,
+    diagnose,
     flow_filters,
     flows_request,
     open_channel,
@@ -147,6 +148,8 @@ class LiveCapture:
 
     def _stream_once(self, first: bool) -> None:
         settings = self.settings
+        if first:  # say at once why the relay cannot be reached, when the system knows
+            diagnose(settings.server, settings.tls, settings.timeout)
         channel = open_channel(settings.server, settings.tls)
         try:
             wait_ready(channel, settings.server, settings.timeout)
