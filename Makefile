@@ -3,12 +3,19 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
+RUNTIME_STAMP := $(VENV)/.runtime-stamp
 EXAMPLE_OUT ?= policies-example
 
 .PHONY: install lint typecheck test example bench clean proto
 
-$(STAMP): pyproject.toml
+# cpg and its runtime dependencies only (what `make example` needs).
+$(RUNTIME_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	touch $(RUNTIME_STAMP)
+
+# Plus the development tools (tests, linters, type checker).
+$(STAMP): $(RUNTIME_STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	touch $(STAMP)
 
@@ -26,7 +33,7 @@ test: lint typecheck
 	$(BIN)/pytest
 
 # Run cpg on the example capture shipped in examples/.
-example: $(STAMP)
+example: $(RUNTIME_STAMP)
 	$(BIN)/cpg replay examples/drops.jsonl --output-dir $(EXAMPLE_OUT)
 
 bench: $(STAMP)
