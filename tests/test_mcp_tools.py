@@ -149,3 +149,24 @@ def test_stop_session_ends_an_unfinished_replay_at_once(tmp_path: Path) -> None:
         assert "stopped before it finished" in summary.error
     finally:
         manager.discard()
+
+
+def test_start_session_says_what_it_reads(tmp_path: Path) -> None:
+    folder = tmp_path / "captures"
+    folder.mkdir()
+    shutil.copy(EXAMPLE, folder / "drops.jsonl")
+    manager = SessionManager(folder)
+
+    async def run() -> Any:
+        started = await tools.start_session(manager, replay_file="drops.jsonl")
+        session = tools.session_of(manager, started.session_id)
+        assert session.task is not None
+        await session.task
+        return started
+
+    try:
+        started = asyncio.run(run())
+        assert started.server is None
+        assert started.replay_file is not None and started.replay_file.endswith("drops.jsonl")
+    finally:
+        manager.discard()

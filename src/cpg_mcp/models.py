@@ -11,7 +11,12 @@ from pydantic import BaseModel, Field
 class StartResult(BaseModel):
     session_id: str
     discarded_session: str | None = None
-    server: str
+    server: str | None = Field(
+        default=None, description="the Hubble Relay a live session reads (with a port-forward)"
+    )
+    replay_file: str | None = Field(
+        default=None, description="the capture file a replay session reads"
+    )
 
 
 class StatusResult(BaseModel):

@@ -156,7 +156,11 @@ def build_server(
             list[str] | None, Field(description="only flows from or to pods in these namespaces")
         ] = None,
         all_namespaces: Annotated[
-            bool, Field(description="observe all namespaces (the default)")
+            bool,
+            Field(
+                description="observe every namespace (what happens anyway when no namespace "
+                "is given); cannot be combined with namespace"
+            ),
         ] = False,
         l7: Annotated[bool, Field(description="HTTP and DNS rules from L7 records")] = False,
         include_audit: Annotated[

@@ -129,9 +129,10 @@ async def start_session(
         session, discarded = await manager.start(request, live, replay_file=replay_file, tls=tls)
     except SessionError as exc:
         raise ToolError(str(exc)) from None
-    return StartResult(
-        session_id=session.id, discarded_session=discarded, server=clean(session.source)
-    )
+    source = clean(session.source)
+    if replay_file is not None:
+        return StartResult(session_id=session.id, discarded_session=discarded, replay_file=source)
+    return StartResult(session_id=session.id, discarded_session=discarded, server=source)
 
 
 def get_status(session: Session) -> StatusResult:
