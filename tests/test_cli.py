@@ -144,9 +144,16 @@ def test_dry_run_writes_nothing_and_prints_a_diff(tmp_path: Path) -> None:
     assert not out.exists()
     assert f"+++ {out}/shop/cart.yaml" in result.stdout
     assert "+  # TCP/8080, TCP/8443 from shop/app=frontend" in result.stdout
-    assert "6 would be created" in result.stdout
+    assert "6 would be created" in result.stderr, "the summary goes to stderr"
+    assert result.stdout.startswith("--- /dev/null"), "stdout is the diff alone"
     quiet = cpg("replay", str(EXAMPLE), "-d", str(out), "--dry-run", "--no-diff")
     assert "+++" not in quiet.stdout and not out.exists()
+    changes = cpg("replay", str(EXAMPLE), "-d", str(out), "--dry-run", "--exit-code")
+    assert changes.returncode == 3, "files would change"
+    assert cpg("replay", str(EXAMPLE), "-d", str(out)).returncode == 0
+    same = cpg("replay", str(EXAMPLE), "-d", str(out), "--dry-run", "--exit-code")
+    assert same.returncode == 0 and not same.stdout, "nothing would change"
+    assert cpg("replay", str(EXAMPLE), "--exit-code").returncode == 2
 
 
 def test_namespace_filter(tmp_path: Path) -> None:

@@ -132,6 +132,7 @@ def generate(
     l7_collapse_paths: opt.L7CollapsePaths = False,
     dry_run: opt.DryRun = False,
     no_diff: opt.NoDiff = False,
+    exit_code: opt.ExitCode = False,
     evidence_dir: opt.EvidenceDir = None,
     no_evidence: opt.NoEvidence = False,
     evidence_samples: opt.EvidenceSamples = 10,
@@ -149,6 +150,7 @@ def generate(
     are never counted twice.
     """
     opt.setup_logging(log_level)
+    opt.check_exit_code(exit_code, dry_run)
     live = opt.validated(
         lambda: LiveRequest.build(
             server=server,
@@ -245,6 +247,8 @@ def generate(
     warn_about_run(agg, source, l7=l7, include_audit=include_audit)
     failed = bool(result.failed or result.evidence_errors or capture.error)
     code = 1 if failed else 3 if fail_on_infra_drops and agg.infra_drops else 0
+    if not code and exit_code and opt.would_change(result.files):
+        code = 3
     print_run(
         result,
         source=source,

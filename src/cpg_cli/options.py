@@ -160,6 +160,13 @@ DryRun = Annotated[
         "--dry-run", help="Write nothing; print a unified diff of every file that would change."
     ),
 ]
+ExitCode = Annotated[
+    bool,
+    typer.Option(
+        "--exit-code",
+        help="With --dry-run: exit 3 when any file would change (as git diff --exit-code).",
+    ),
+]
 NoDiff = Annotated[
     bool, typer.Option("--no-diff", help="With --dry-run, list the files without their diffs.")
 ]
@@ -283,6 +290,16 @@ def capture_request(
             ", ".join(request.redundant_drop_reasons),
         )
     return request
+
+
+def would_change(files: list[Any]) -> bool:
+    """Whether a dry run found a file to create or update."""
+    return any(f.outcome in ("would-create", "would-update") for f in files)
+
+
+def check_exit_code(exit_code: bool, dry_run: bool) -> None:
+    if exit_code and not dry_run:
+        raise typer.BadParameter("--exit-code goes with --dry-run", param_hint="--exit-code")
 
 
 def setup_logging(level: str) -> None:

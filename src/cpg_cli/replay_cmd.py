@@ -42,6 +42,7 @@ def replay(
     ignore_protocol: opt.IgnoreProtocols = [],  # noqa: B006
     dry_run: opt.DryRun = False,
     no_diff: opt.NoDiff = False,
+    exit_code: opt.ExitCode = False,
     log_level: opt.LogLevel = "warning",
     evidence_dir: opt.EvidenceDir = None,
     no_evidence: opt.NoEvidence = False,
@@ -85,6 +86,7 @@ def replay(
     3 --fail-on-infra-drops and infrastructure or transient drops were seen.
     """
     opt.setup_logging(log_level)
+    opt.check_exit_code(exit_code, dry_run)
     if verify and dry_run:
         raise typer.BadParameter(
             "--verify checks written files; drop --dry-run", param_hint="--verify"
@@ -147,6 +149,8 @@ def replay(
             failed = True
     verify_failed = checked is not None and not checked.passed
     code = 1 if failed else 3 if (fail_on_infra_drops and agg.infra_drops) or verify_failed else 0
+    if not code and exit_code and opt.would_change(result.files):
+        code = 3
     lines = []
     if checked is not None:
         lines = [

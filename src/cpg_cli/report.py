@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -255,15 +256,18 @@ def print_run(
         summary.update(extra_json or {})
         typer.echo(json.dumps(summary, indent=2, ensure_ascii=False))
     else:
+        # A dry run's stdout is the diff alone (for patch or a review tool); the summary goes
+        # to stderr. On a terminal the diff is cleaned like any other text.
+        show = say if sys.stdout.isatty() else typer.echo
         for item in result.files:
             if item.diff:
-                say(item.diff, nl=False)
+                show(item.diff, nl=False)
         text = format_replay_summary(
             result, source=source, output_dir=output_dir, dry_run=dry_run, evidence=evidence
         )
-        say(text.replace("Read ", f"{verb} ", 1))
+        say(text.replace("Read ", f"{verb} ", 1), err=dry_run)
         for line in extra_lines or []:
-            say(line)
+            say(line, err=dry_run)
     for item in result.failed:
         say(f"cpg: error: {item.error}", err=True)
     for error in result.evidence_errors:
