@@ -87,3 +87,23 @@ def test_readable_placeholders_missing_and_repeated_options() -> None:
     )
     repeatable = cpg("replay", str(EXAMPLE), "-n", "shop", "-n", "payments", "--dry-run")
     assert repeatable.returncode == 0, repeatable.stderr
+
+
+def test_hubbles_flag_spellings_and_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    helped = cpg("generate", "-h").stdout
+    for spelling in (
+        "--tls-ca-cert-files",
+        "--tls-client-cert-file",
+        "--tls-client-key-file",
+        "--kube-context",
+        "HUBBLE_SERVER",
+        "HUBBLE_TLS_CA_CERT_FILES",
+    ):
+        assert spelling in helped
+    monkeypatch.setenv("HUBBLE_SERVER", "127.0.0.1:9")
+    from_env = cpg("generate", "-d", str(tmp_path / "p"))
+    assert from_env.returncode == 1 and "connection refused by 127.0.0.1:9" in from_env.stderr
+    flag_wins = cpg("generate", "--server", "no-such-host.invalid:1", "-d", str(tmp_path / "p"))
+    assert "cannot resolve 'no-such-host.invalid'" in flag_wins.stderr

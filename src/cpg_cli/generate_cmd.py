@@ -48,6 +48,7 @@ def generate(
             "-s",
             "--server",
             metavar="ADDR",
+            envvar="HUBBLE_SERVER",
             help="Hubble Relay address host:port. Without it, cpg finds a running "
             "k8s-app=hubble-relay pod (--relay-namespace) and port-forwards to it through the "
             "Kubernetes API (--kubeconfig, --context).",
@@ -57,18 +58,27 @@ def generate(
     namespace: opt.Namespaces = [],  # noqa: B006 - Typer reads the default, never mutates it
     all_namespaces: opt.AllNamespaces = False,
     output_dir: opt.OutputDir = Path("policies"),
-    tls: Annotated[bool, typer.Option("--tls", help="Connect with TLS.")] = False,
+    tls: Annotated[
+        bool, typer.Option("--tls", envvar="HUBBLE_TLS", help="Connect with TLS.")
+    ] = False,
     tls_ca_cert: Annotated[
         Path | None,
         typer.Option(
-            "--tls-ca-cert", metavar="FILE", help="CA bundle to trust (PEM).", show_default=False
+            "--tls-ca-cert",
+            "--tls-ca-cert-files",
+            metavar="FILE",
+            envvar="HUBBLE_TLS_CA_CERT_FILES",
+            help="CA bundle to trust (PEM).",
+            show_default=False,
         ),
     ] = None,
     tls_client_cert: Annotated[
         Path | None,
         typer.Option(
             "--tls-client-cert",
+            "--tls-client-cert-file",
             metavar="FILE",
+            envvar="HUBBLE_TLS_CLIENT_CERT_FILE",
             help="Client certificate (PEM) for mutual TLS.",
             show_default=False,
         ),
@@ -77,7 +87,9 @@ def generate(
         Path | None,
         typer.Option(
             "--tls-client-key",
+            "--tls-client-key-file",
             metavar="FILE",
+            envvar="HUBBLE_TLS_CLIENT_KEY_FILE",
             help="Client key (PEM) for mutual TLS.",
             show_default=False,
         ),
@@ -87,6 +99,7 @@ def generate(
         typer.Option(
             "--tls-server-name",
             metavar="NAME",
+            envvar="HUBBLE_TLS_SERVER_NAME",
             help="Name to expect in the relay's certificate.",
             show_default=False,
         ),
