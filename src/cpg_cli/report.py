@@ -137,15 +137,43 @@ def format_replay_summary(
             + cluster
             + (f", {failed} failed" if failed else "")
         )
+    changed = [f for f in result.files if f.outcome in _CHANGED]
+    for item in changed[:MAX_FILES_SHOWN]:
+        lines.append(f"  {item.outcome:<12} {_relative(item.path, output_dir)}")
+    if len(changed) > MAX_FILES_SHOWN:
+        lines.append(f"  … and {len(changed) - MAX_FILES_SHOWN} more")
     if result.evidence_dir is not None:
         lines.append(
-            f"Evidence in {result.evidence_dir} (see: cpg explain NAMESPACE/WORKLOAD -o {output_dir})"
+            f"Evidence in {result.evidence_dir} (see: cpg explain NAMESPACE/WORKLOAD -d {output_dir})"
         )
     if drops or findings or stats.lost_events:
         lines.append(
             f"cluster-health.json: {health_location(result, dry_run=dry_run, evidence=evidence)}"
         )
+    if changed and not dry_run:
+        capture = source if source != "standard input" else "CAPTURE"
+        first = changed[0].plan
+        target = f"{first.namespace}/{first.workload}" if first else "NAMESPACE/WORKLOAD"
+        lines += ["", "Next steps:"]
+        lines.append(
+            f"  review:  kubectl diff -R -f {output_dir}   (reads the cluster, changes nothing)"
+        )
+        lines.append(f"  check:   cpg verify {capture} -d {output_dir}")
+        if result.evidence_dir is not None:
+            lines.append(f"  explain: cpg explain {target} -d {output_dir}")
+        lines.append(f"  apply:   kubectl apply -R -f {output_dir}   (yourself, once reviewed)")
     return "\n".join(lines)
+
+
+_CHANGED = ("created", "updated", "would-create", "would-update")
+MAX_FILES_SHOWN = 20
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
 
 
 def replay_summary_json(
