@@ -170,3 +170,20 @@ def test_start_session_says_what_it_reads(tmp_path: Path) -> None:
         assert started.replay_file is not None and started.replay_file.endswith("drops.jsonl")
     finally:
         manager.discard()
+
+
+def test_errors_name_what_an_agent_can_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing-kubeconfig"))
+    manager = SessionManager(None)
+
+    async def run() -> str:
+        with pytest.raises(ToolError) as refused:
+            await tools.start_session(manager, timeout="2s")
+        return str(refused.value)
+
+    try:
+        message = asyncio.run(run())
+    finally:
+        manager.discard()
+    assert "--" not in message, message
+    assert "KUBECONFIG" in message and "server" in message

@@ -84,6 +84,30 @@ def checkpoint() -> None:
         raise CallCancelled("the call's deadline expired")
 
 
+_CLI_WORDS = (
+    ("pass --kubeconfig FILE and --context NAME", "set KUBECONFIG in cpg-mcp's environment"),
+    ("pass --kubeconfig FILE", "set KUBECONFIG in cpg-mcp's environment"),
+    ("--kubeconfig", "KUBECONFIG in cpg-mcp's environment"),
+    ("--context", "the kubeconfig's current context"),
+    ("--relay-namespace", "the kube-system namespace"),
+    ("--tls-client-cert and --tls-client-key", "a client certificate and key"),
+    ("--tls-server-name", "the relay's certificate name"),
+    ("--tls-ca-cert", "the CA the relay's certificate is signed by"),
+    ("--tls flags", "tls"),
+    ("--server", "server"),
+    ("--timeout", "timeout"),
+    ("--cluster-dedup", "cluster_dedup"),
+)
+
+
+def in_tool_words(message: str) -> str:
+    """A message from the shared I/O layer, with the CLI's flags replaced by what an agent
+    can set: the tool's arguments, or the server's environment."""
+    for cli, tool in _CLI_WORDS:
+        message = message.replace(cli, tool)
+    return message
+
+
 def validated(build: Callable[[], T]) -> T:
     """Run a request builder; a RequestError becomes a tool error naming the argument."""
     try:
@@ -128,7 +152,7 @@ async def start_session(
     try:
         session, discarded = await manager.start(request, live, replay_file=replay_file, tls=tls)
     except SessionError as exc:
-        raise ToolError(str(exc)) from None
+        raise ToolError(in_tool_words(str(exc))) from None
     source = clean(session.source)
     if replay_file is not None:
         return StartResult(session_id=session.id, discarded_session=discarded, replay_file=source)
@@ -143,7 +167,7 @@ def get_status(session: Session) -> StatusResult:
         policy_file_count=sum(1 for _ in session.policy_store.targets()),
         evidence_file_count=sum(1 for _ in session.evidence_store.targets()),
         tmp_dir=str(session.tmp),
-        error=clean(session.error) or None,
+        error=clean(in_tool_words(session.error)) or None,
     )
 
 
@@ -154,7 +178,7 @@ def stop_summary(session: Session, already_stopped: bool) -> StopResult:
     health = result.health if result else None
     return StopResult(
         session_id=session.id,
-        error=clean(session.error) or None,
+        error=clean(in_tool_words(session.error)) or None,
         already_stopped=already_stopped,
         duration=duration_text(session.elapsed()),
         flows_seen=agg.total_flows if agg else 0,
