@@ -25,11 +25,9 @@ def bootstrap(
     ],
     output: Annotated[
         str,
-        typer.Option(
-            "-o",
-            "--output",
-            metavar="FORMAT",
-            callback=opt.output_format(opt.OutputFormat.yaml, opt.OutputFormat.json),
+        opt.output_option(
+            opt.OutputFormat.yaml,
+            opt.OutputFormat.json,
             help="yaml (to pipe into kubectl apply -f -) or json.",
         ),
     ] = "yaml",

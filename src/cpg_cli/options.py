@@ -211,13 +211,20 @@ FailOnInfraDrops = Annotated[
         "(after everything was written): for CI and cron.",
     ),
 ]
+
+
+def output_option(*formats: OutputFormat, help: str) -> Any:
+    """The ``-o/--output FORMAT`` option of a command that prints ``formats``."""
+    return typer.Option(
+        "-o", "--output", metavar="FORMAT", callback=output_format(*formats), help=help
+    )
+
+
 Output = Annotated[
     str,
-    typer.Option(
-        "-o",
-        "--output",
-        metavar="FORMAT",
-        callback=output_format(OutputFormat.text, OutputFormat.json),
+    output_option(
+        OutputFormat.text,
+        OutputFormat.json,
         help="The report: text (for people) or json (for machines).",
     ),
 ]
