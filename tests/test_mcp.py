@@ -512,3 +512,60 @@ async def test_15_expired_deadlines_stop_the_work_and_the_server_is_idle_again(
         assert time.monotonic() - answered <= deadline + 2
         quick = await call(client, "get_policy", session_id=sid, namespace="shop", workload="cart")
         assert not quick.is_error
+
+
+async def test_a_live_session_over_tls_with_a_ca_and_a_server_name(tmp_path: Path) -> None:
+    import subprocess
+
+    from fake_relay import fake_tls_relay, responses_from_lines
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    key, cert = tmp_path / "relay.key", tmp_path / "relay.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=hubble-relay.test",
+            "-addext",
+            "subjectAltName=DNS:hubble-relay.test",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    responses = responses_from_lines(EXAMPLE.read_text().splitlines())
+    with fake_tls_relay(responses, cert.read_bytes(), key.read_bytes()) as (_, address):
+        async with Client(build_server(None), mode="legacy") as client:
+            missing = await call(
+                client, "start_session", server=address, tls_ca_cert=str(tmp_path / "none.pem")
+            )
+            assert missing.is_error and "tls_ca_cert" in missing.content[0].text
+            started = await call(
+                client,
+                "start_session",
+                server=address,
+                tls_ca_cert=str(cert),
+                tls_server_name="hubble-relay.test",
+                flush_interval="1s",
+            )
+            assert not started.is_error, started.content[0].text
+            sid = started.structured_content["session_id"]
+            with anyio.fail_after(30):
+                while (await call(client, "get_status", session_id=sid)).structured_content[
+                    "policy_file_count"
+                ] < 6:
+                    await anyio.sleep(0.05)
+            stopped = (await call(client, "stop_session", session_id=sid)).structured_content
+            assert stopped["policies_written"] + stopped["policies_skipped"] >= 6
+            assert not stopped.get("error")

@@ -181,6 +181,19 @@ def build_server(
             ),
         ] = None,
         tls: Annotated[bool, Field(description="connect with TLS")] = False,
+        tls_ca_cert: Annotated[
+            str | None,
+            Field(description="path of the CA bundle (PEM) that signed the relay's certificate"),
+        ] = None,
+        tls_client_cert: Annotated[
+            str | None, Field(description="path of a client certificate (PEM) for mutual TLS")
+        ] = None,
+        tls_client_key: Annotated[
+            str | None, Field(description="path of the client certificate's key (PEM)")
+        ] = None,
+        tls_server_name: Annotated[
+            str | None, Field(description="the name to expect in the relay's certificate")
+        ] = None,
         timeout: Annotated[str | None, Field(description="connect timeout, e.g. 10s")] = None,
         flush_interval: Annotated[
             str | None, Field(description="how often files are written, e.g. 5s")

@@ -130,7 +130,7 @@ class SessionManager:
         live: LiveRequest,
         *,
         replay_file: str | None = None,
-        tls: bool = False,
+        tls: TLSSettings | None = None,
         relay_namespace: str = "kube-system",
     ) -> tuple[Session, str | None]:
         old = self.current
@@ -166,7 +166,7 @@ class SessionManager:
             output_dir=session.policies,
             options=options,
             namespaces=request.namespaces,
-            tls=TLSSettings(enabled=tls),
+            tls=tls or TLSSettings(),
             timeout=live.timeout,
             flush_interval=live.flush_interval,
             duration=live.duration,

@@ -9,6 +9,7 @@ import contextvars
 import logging
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
@@ -31,7 +32,9 @@ from cpg_core import (
 )
 from cpg_core.cilium_version import below_floor, format_version, minimum_version, versions_seen
 from cpg_core.dropped_view import DroppedFlowFilter, aggregate_rows, compose, flow_samples
+from cpg_core.text import shown
 from cpg_core.triage import capped_breakdowns
+from cpg_io.hubble import TLSSettings
 from cpg_io.store import StoreError
 from cpg_mcp import paging
 from cpg_mcp.models import (
@@ -136,7 +139,15 @@ LIVE_ARGUMENTS = frozenset({"server", "timeout", "flush_interval", "cluster_dedu
 
 
 async def start_session(
-    manager: SessionManager, *, tls: bool = False, replay_file: str | None = None, **arguments: Any
+    manager: SessionManager,
+    *,
+    tls: bool = False,
+    tls_ca_cert: str | None = None,
+    tls_client_cert: str | None = None,
+    tls_client_key: str | None = None,
+    tls_server_name: str | None = None,
+    replay_file: str | None = None,
+    **arguments: Any,
 ) -> StartResult:
     """``arguments`` are the tool's: the LiveRequest ones (LIVE_ARGUMENTS), the rest the
     CaptureRequest's, each built and checked by cpg_core as the CLI's are."""
@@ -147,10 +158,30 @@ async def start_session(
         )
     )
     live = validated(lambda: LiveRequest.build(**live_args))
-    if replay_file is not None and (live.server or tls or live.cluster_dedup):
-        raise ToolError("replay_file reads a capture file: leave server, tls and cluster_dedup out")
+    files = {"tls_ca_cert": tls_ca_cert, "tls_client_cert": tls_client_cert}
+    files["tls_client_key"] = tls_client_key
+    wants_tls = tls or any(files.values()) or bool(tls_server_name)
+    if replay_file is not None and (live.server or wants_tls or live.cluster_dedup):
+        raise ToolError(
+            "replay_file reads a capture file: leave server, the tls arguments and "
+            "cluster_dedup out"
+        )
+    if (tls_client_cert is None) != (tls_client_key is None):
+        raise ToolError("tls_client_cert and tls_client_key go together")
+    for name, path in files.items():
+        if path is not None and not Path(path).is_file():
+            raise ToolError(f"{name}: {shown(path)} is not a readable file on the server's host")
+    settings = TLSSettings(
+        enabled=wants_tls,
+        ca_cert=Path(tls_ca_cert) if tls_ca_cert else None,
+        client_cert=Path(tls_client_cert) if tls_client_cert else None,
+        client_key=Path(tls_client_key) if tls_client_key else None,
+        server_name=tls_server_name or None,
+    )
     try:
-        session, discarded = await manager.start(request, live, replay_file=replay_file, tls=tls)
+        session, discarded = await manager.start(
+            request, live, replay_file=replay_file, tls=settings
+        )
     except SessionError as exc:
         raise ToolError(in_tool_words(str(exc))) from None
     source = clean(session.source)
