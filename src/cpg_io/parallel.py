@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import gc
 import itertools
 import multiprocessing
@@ -49,15 +48,15 @@ def _checked(
         yield chunk
 
 
-def die_with_parent() -> None:
+def die_with_parent(parent: int | None = None) -> None:
     """In a worker: be killed when the parent dies (kill -9 included), and leave Ctrl+C to
-    the parent, which stops the workers itself."""
+    the parent, which stops the workers itself. ``parent`` is the pid the parent had before
+    the fork: a parent that died between the fork and this call is noticed too."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    parent = os.getppid()
+    expected = parent if parent is not None else os.getppid()
     with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:  # the parent died before the request took hold
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != expected:  # the parent died before the request took hold
         os._exit(1)
 
 
@@ -101,8 +100,8 @@ def _consume(blocks: Iterator[tuple[int, bytes]], aggregator: Aggregator, stats:
             gc.enable()
 
 
-def _worker(options: AggregateOptions, inbox: Any, outbox: Any) -> None:
-    die_with_parent()
+def _worker(options: AggregateOptions, inbox: Any, outbox: Any, parent: int) -> None:
+    die_with_parent(parent)
     try:
         aggregator = Aggregator(options)
         stats = ReadStats()
@@ -139,7 +138,7 @@ def aggregate_stream(
     outbox = context.Queue()
     inboxes = [context.Queue(QUEUE_DEPTH) for _ in range(jobs)]
     workers = [
-        context.Process(target=_worker, args=(options, inbox, outbox), daemon=True)
+        context.Process(target=_worker, args=(options, inbox, outbox, os.getpid()), daemon=True)
         for inbox in inboxes
     ]
     for worker in workers:
@@ -207,8 +206,9 @@ def _range_worker(
     ranges: list[tuple[int, tuple[int, int]]],
     options: AggregateOptions,
     outbox: Any,
+    parent: int,
 ) -> None:
-    die_with_parent()
+    die_with_parent(parent)
     try:
         aggregator = Aggregator(options)
         parser = FlowParser()
@@ -247,7 +247,9 @@ def aggregate_file(
     indexed = list(enumerate(ranges))
     workers = [
         context.Process(
-            target=_range_worker, args=(path, indexed[w::jobs], options, outbox), daemon=True
+            target=_range_worker,
+            args=(path, indexed[w::jobs], options, outbox, os.getpid()),
+            daemon=True,
         )
         for w in range(jobs)
     ]
@@ -309,7 +311,9 @@ def map_forked(func: Callable[[T], R], items: Sequence[T], jobs: int) -> list[R]
     groups = [list(range(w, len(items), jobs)) for w in range(jobs)]
     _FORKED = (func, items)
     try:
-        with multiprocessing.get_context("fork").Pool(jobs, initializer=die_with_parent) as pool:
+        with multiprocessing.get_context("fork").Pool(
+            jobs, initializer=die_with_parent, initargs=(os.getpid(),)
+        ) as pool:
             parts = pool.map(_run_forked, groups)
     finally:
         _FORKED = None
