@@ -294,3 +294,37 @@ def triage_records() -> list[dict[str, Any]]:
     records.append(flow_dict(src=WORLD, dst=PODS["web"], src_ip="203.0.113.1", tcp=443))
     records.append(flow_dict(src=PODS["bare"], dst=PODS["cart"], tcp=9000))
     return records
+
+
+@pytest.fixture
+def relay_cert(tmp_path: Path) -> tuple[Path, Path]:
+    """A throwaway key and self-signed certificate for hubble-relay.test (skips without
+    openssl)."""
+    import shutil
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    key, cert = tmp_path / "relay.key", tmp_path / "relay.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=hubble-relay.test",
+            "-addext",
+            "subjectAltName=DNS:hubble-relay.test",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return key, cert

@@ -233,38 +233,11 @@ def test_an_auth_plugin_that_waits_for_a_terminal_is_bounded_by_timeout(tmp_path
     assert time.monotonic() - started < 15
 
 
-def test_tls_with_a_ca_and_a_server_name(tmp_path: Path) -> None:
-    import shutil
-
-    import pytest
+def test_tls_with_a_ca_and_a_server_name(tmp_path: Path, relay_cert: tuple[Path, Path]) -> None:
 
     from fake_relay import fake_tls_relay
 
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed")
-    key, cert = tmp_path / "relay.key", tmp_path / "relay.pem"
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "1",
-            "-subj",
-            "/CN=hubble-relay.test",
-            "-addext",
-            "subjectAltName=DNS:hubble-relay.test",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    key, cert = relay_cert
     with fake_tls_relay(example_responses(), cert.read_bytes(), key.read_bytes()) as (_, address):
         ok = cpg(
             "generate",

@@ -514,36 +514,13 @@ async def test_15_expired_deadlines_stop_the_work_and_the_server_is_idle_again(
         assert not quick.is_error
 
 
-async def test_a_live_session_over_tls_with_a_ca_and_a_server_name(tmp_path: Path) -> None:
-    import subprocess
+async def test_a_live_session_over_tls_with_a_ca_and_a_server_name(
+    tmp_path: Path, relay_cert: tuple[Path, Path]
+) -> None:
 
     from fake_relay import fake_tls_relay, responses_from_lines
 
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed")
-    key, cert = tmp_path / "relay.key", tmp_path / "relay.pem"
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "1",
-            "-subj",
-            "/CN=hubble-relay.test",
-            "-addext",
-            "subjectAltName=DNS:hubble-relay.test",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    key, cert = relay_cert
     responses = responses_from_lines(EXAMPLE.read_text().splitlines())
     with fake_tls_relay(responses, cert.read_bytes(), key.read_bytes()) as (_, address):
         async with Client(build_server(None), mode="legacy") as client:
