@@ -11,7 +11,7 @@ import logging
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -328,3 +328,37 @@ def relay_cert(tmp_path: Path) -> tuple[Path, Path]:
         capture_output=True,
     )
     return key, cert
+
+
+def on_terminal(
+    *args: str, until: bytes | None = None, then: Callable[[subprocess.Popen[bytes]], None] | None = None
+) -> tuple[int, str, str]:
+    """Run the installed ``cpg ARGS`` with stderr on a pseudo-terminal, as a person at a
+    terminal would. When ``until`` shows up on the terminal, ``then(process)`` is called (to
+    send a signal). Returns the exit code, stdout and everything the terminal received."""
+    import pty
+
+    primary, secondary = pty.openpty()
+    proc = subprocess.Popen(
+        [CPG, *args],
+        stdout=subprocess.PIPE,
+        stderr=secondary,
+        env={**os.environ, "NO_COLOR": "1", "TERM": "xterm", "COLUMNS": "160"},
+    )
+    os.close(secondary)
+    received = b""
+    while True:
+        try:
+            data = os.read(primary, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        received += data
+        if until is not None and then is not None and until in received:
+            then(proc)
+            then = None
+    stdout = proc.stdout.read() if proc.stdout is not None else b""
+    proc.wait(timeout=60)
+    os.close(primary)
+    return proc.returncode, stdout.decode(errors="replace"), received.decode(errors="replace")

@@ -6,9 +6,7 @@ import asyncio
 import logging
 import os
 import signal
-import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
@@ -16,6 +14,7 @@ from typing import Annotated
 import typer
 
 from cpg_cli import options as opt
+from cpg_cli.progress import GenerateProgress, on_terminal
 from cpg_cli.report import print_run, warn_about_run
 from cpg_cli.terminal import say
 from cpg_core import LiveRequest
@@ -27,18 +26,6 @@ from cpg_io.pipeline import EvidenceSettings, ReplayResult
 from cpg_io.store import StoreError
 
 log = logging.getLogger("cpg")
-
-
-def _status_line(capture: LiveCapture) -> None:
-    elapsed = time.monotonic() - capture.progress.started
-    totals = capture.totals
-    rate = capture.progress.flows / max(1.0, elapsed)
-    sys.stderr.write(
-        f"\r\x1b[2Kcpg: {capture.progress.flows} flows ({rate:.0f}/s), "
-        f"{totals.candidates} candidates, {capture.progress.policies_written} policies written, "
-        f"{totals.infra_drops} infra drops"
-    )
-    sys.stderr.flush()
 
 
 def generate(
@@ -152,6 +139,7 @@ def generate(
     evidence_sessions: opt.EvidenceSessions = 10,
     fail_on_infra_drops: opt.FailOnInfraDrops = False,
     output: opt.Output = "text",
+    quiet: opt.Quiet = False,
     log_level: opt.LogLevel = "warning",
 ) -> None:
     """Watch Hubble Relay and write policies for denied flows as they arrive.
@@ -247,14 +235,13 @@ def generate(
     )
     capture = LiveCapture(settings)
     try:
-        result = asyncio.run(_run(capture, relay.close))
+        with GenerateProgress(capture, show=on_terminal(quiet)) as progress:
+            result = asyncio.run(_run(capture, relay.close, progress))
     except RelayError as exc:
         say(f"cpg: error: {exc}", err=True)
         raise typer.Exit(1) from None
     finally:
         relay.close()
-    if sys.stderr.isatty():
-        sys.stderr.write("\n")
     agg = result.aggregator
     source = f"Hubble Relay {server}"
     warn_about_run(agg, source, l7=l7, include_audit=include_audit)
@@ -279,18 +266,21 @@ def generate(
         raise typer.Exit(code)
 
 
-async def _run(capture: LiveCapture, release: Callable[[], None]) -> ReplayResult:
+async def _run(
+    capture: LiveCapture, release: Callable[[], None], progress: GenerateProgress
+) -> ReplayResult:
     loop = asyncio.get_running_loop()
     signals = {"count": 0}
 
     def on_signal() -> None:
         signals["count"] += 1
         if signals["count"] > 1:
+            progress.__exit__(None, None, None)  # the terminal gets its cursor back
             release()  # the port-forward and any credential files go first
             os._exit(130)  # a second Ctrl+C: leave now
+        progress.interrupted = True
         capture.stop.set()
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
-    status = _status_line if sys.stderr.isatty() else None
-    return await capture.run(status)
+    return await capture.run(progress.final_flush)

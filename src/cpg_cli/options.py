@@ -167,6 +167,14 @@ ExitCode = Annotated[
         help="With --dry-run: exit 3 when any file would change (as git diff --exit-code).",
     ),
 ]
+Quiet = Annotated[
+    bool,
+    typer.Option(
+        "-q",
+        "--quiet",
+        help="No progress line on the terminal (there is none when stderr is not a terminal).",
+    ),
+]
 NoDiff = Annotated[
     bool, typer.Option("--no-diff", help="With --dry-run, list the files without their diffs.")
 ]
@@ -309,6 +317,19 @@ def check_exit_code(exit_code: bool, dry_run: bool) -> None:
         raise typer.BadParameter("--exit-code goes with --dry-run", param_hint="--exit-code")
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is at the time: while a progress line is drawn,
+    that is rich's proxy, which prints the message above the line."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
 def setup_logging(level: str) -> None:
     """Logs to stderr at ``level`` (a usage error when it is not one of LOG_LEVELS)."""
     level = level.lower()
@@ -316,12 +337,9 @@ def setup_logging(level: str) -> None:
         raise typer.BadParameter(
             f"{level!r} is not one of {', '.join(LOG_LEVELS)}", param_hint="--log-level"
         )
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=getattr(logging, level.upper()),
-        format="cpg: %(levelname)s: %(message)s",
-        force=True,
-    )
+    handler = _StderrHandler()
+    handler.setFormatter(logging.Formatter("cpg: %(levelname)s: %(message)s"))
+    logging.basicConfig(level=getattr(logging, level.upper()), handlers=[handler], force=True)
     # Library warnings (urllib3's insecure-request warning…) go to the log, shown at debug.
     logging.captureWarnings(True)
     if level != "debug":  # the libraries' retry chatter; cpg says what failed

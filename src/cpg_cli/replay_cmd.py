@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from cpg_cli import options as opt
+from cpg_cli.progress import ReplayProgress, on_terminal
 from cpg_cli.report import print_run, warn_about_run
 from cpg_cli.terminal import say
 from cpg_core import CpgError, to_data
@@ -51,6 +52,7 @@ def replay(
     ignore_drop_reason: opt.IgnoreDropReasons = [],  # noqa: B006
     fail_on_infra_drops: opt.FailOnInfraDrops = False,
     output: opt.Output = "text",
+    quiet: opt.Quiet = False,
     l7: opt.L7 = False,
     l7_collapse_paths: opt.L7CollapsePaths = False,
     verify: Annotated[
@@ -112,15 +114,17 @@ def replay(
             if record_evidence
             else None
         )
-        result = run_replay(
-            file,
-            output_dir,
-            options,
-            dry_run=dry_run,
-            diff=not no_diff,
-            jobs=jobs or default_jobs(),
-            evidence=evidence,
-        )
+        with ReplayProgress(describe_source(file), show=on_terminal(quiet)) as progress:
+            result = run_replay(
+                file,
+                output_dir,
+                options,
+                dry_run=dry_run,
+                diff=not no_diff,
+                jobs=jobs or default_jobs(),
+                evidence=evidence,
+                watch=progress,
+            )
     except (SourceError, StoreError) as exc:
         say(f"cpg: error: {exc}", err=True)
         raise typer.Exit(1) from None
@@ -136,8 +140,6 @@ def replay(
 
     source = describe_source(file)
     agg = result.aggregator
-    for line, why in result.stats.malformed_examples:
-        log.warning("%s:%d: skipped malformed line: %s", source, line, why)
     warn_about_run(agg, source, l7=l7, include_audit=include_audit)
     failed = bool(result.failed or result.evidence_errors or result.stats.truncated)
     checked = None

@@ -80,6 +80,8 @@ class Progress:
     policies_written: int = 0
     started: float = attrs.Factory(time.monotonic)
     reconnects: int = 0
+    flushing: int = 0
+    """Policies the flush under way is merging and writing (0 between flushes)."""
 
 
 class LiveCapture:
@@ -213,8 +215,9 @@ class LiveCapture:
 
     # --- flushing ----------------------------------------------------------------------------
 
-    def flush(self) -> None:
-        """Write what the last interval added (files are merged, so nothing is lost)."""
+    def flush(self, on_start: Callable[[int], None] | None = None) -> None:
+        """Write what the last interval added (files are merged, so nothing is lost).
+        ``on_start`` hears how many policies are about to be written."""
         with self._lock:
             interval = self._interval
             fresh = Aggregator(self.settings.options)
@@ -232,17 +235,23 @@ class LiveCapture:
             flows_unhandled=self.totals.total_flows - self.totals.rule_flows,
         )
         self.result.session = session
-        written = write_outputs(
-            plans,
-            self.settings.output_dir,
-            evidence=self.settings.evidence,
-            session=session,
-            health=None,
-            dry_run=self.settings.dry_run,
-            diff=self.settings.diff,
-            jobs=1,
-            in_cluster=self.settings.in_cluster,
-        )
+        if on_start is not None:
+            on_start(len(plans))
+        self.progress.flushing = len(plans)
+        try:
+            written = write_outputs(
+                plans,
+                self.settings.output_dir,
+                evidence=self.settings.evidence,
+                session=session,
+                health=None,
+                dry_run=self.settings.dry_run,
+                diff=self.settings.diff,
+                jobs=1,
+                in_cluster=self.settings.in_cluster,
+            )
+        finally:
+            self.progress.flushing = 0
         for item in written.files:
             known = self._files.get(item.path)
             if known is None or _RANK.get(item.outcome, 0) > _RANK.get(known.outcome, 0):
@@ -262,12 +271,12 @@ class LiveCapture:
 
     # --- the whole session ---------------------------------------------------------------------
 
-    async def run(self, status: Callable[[LiveCapture], None] | None = None) -> ReplayResult:
+    async def run(self, on_final_flush: Callable[[int], None] | None = None) -> ReplayResult:
+        """Stream until stopped, then flush what is left; ``on_final_flush`` hears how many
+        policies that last flush writes (it can take a while with many)."""
         stream = asyncio.create_task(asyncio.to_thread(self._stream))
         flusher = asyncio.create_task(self._flusher())
         helpers = [flusher]
-        if status is not None:
-            helpers.append(asyncio.create_task(self._status(status)))
         if self.settings.duration is not None:
             helpers.append(asyncio.create_task(self._timer(self.settings.duration)))
         stopper = asyncio.create_task(self.stop.wait())
@@ -287,7 +296,7 @@ class LiveCapture:
             self.error = (
                 f"stopped before a connection to Hubble Relay at {self.settings.server} was made"
             )
-        await asyncio.to_thread(self.flush)
+        await asyncio.to_thread(self.flush, on_final_flush)
         self.result.files = sorted(self._files.values(), key=lambda f: str(f.path))
         self.result.health = run_health(self.totals, self.stats, self.started, self.clock())
         if self.settings.evidence is not None and not self.settings.dry_run:
@@ -308,8 +317,3 @@ class LiveCapture:
     async def _timer(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
         self.stop.set()
-
-    async def _status(self, show: Callable[[LiveCapture], None]) -> None:
-        while True:
-            await asyncio.sleep(1.0)
-            show(self)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, BinaryIO, TypeVar
 
 from cpg_core import AggregateOptions, AggregateState, Aggregator, FlowParser
+from cpg_io.progress import Reported
 from cpg_io.sources import ReadStats, feed_lines, iter_chunks, merge_stats
 
 T = TypeVar("T")
@@ -40,12 +41,19 @@ class Cancelled(Exception):
 
 
 def _checked(
-    chunks: Iterator[tuple[int, bytes]], cancel: threading.Event | None
+    chunks: Iterator[tuple[int, bytes]],
+    cancel: threading.Event | None,
+    watch: Reported | None = None,
+    position: Callable[[], int] | None = None,
 ) -> Iterator[tuple[int, bytes]]:
-    for chunk in chunks:
+    done = 0
+    for first, block in chunks:
         if cancel is not None and cancel.is_set():
             raise Cancelled("the run was cancelled")
-        yield chunk
+        if watch is not None:
+            done += len(block)
+            watch.read(position() if position is not None else done, first - 1 + block.count(b"\n"))
+        yield first, block
 
 
 def die_with_parent(parent: int | None = None) -> None:
@@ -85,9 +93,15 @@ def _lines_of(block: bytes) -> list[bytes]:
     return lines
 
 
-def _consume(blocks: Iterator[tuple[int, bytes]], aggregator: Aggregator, stats: ReadStats) -> None:
+def _consume(
+    blocks: Iterator[tuple[int, bytes]],
+    aggregator: Aggregator,
+    stats: ReadStats,
+    on_malformed: Callable[[int, str], object] | None = None,
+) -> None:
     parser = FlowParser()
     add = aggregator.add
+    told = 0
     # The hot loop creates no reference cycles; pausing the cycle collector saves it from
     # rescanning the growing set of kept samples again and again.
     was_enabled = gc.isenabled()
@@ -95,6 +109,10 @@ def _consume(blocks: Iterator[tuple[int, bytes]], aggregator: Aggregator, stats:
     try:
         for first, block in blocks:
             feed_lines(_lines_of(block), first, stats, parser, add)
+            if on_malformed is not None and len(stats.malformed_examples) > told:
+                for line, why in stats.malformed_examples[told:]:
+                    on_malformed(line, why)
+                told = len(stats.malformed_examples)
     finally:
         if was_enabled:
             gc.enable()
@@ -105,7 +123,11 @@ def _worker(options: AggregateOptions, inbox: Any, outbox: Any, parent: int) -> 
     try:
         aggregator = Aggregator(options)
         stats = ReadStats()
-        _consume(iter(inbox.get, None), aggregator, stats)
+
+        def tell(line: int, why: str) -> None:
+            outbox.put(("malformed", line, why))
+
+        _consume(iter(inbox.get, None), aggregator, stats, tell)
         outbox.put(("ok", aggregator.state(), stats))
     except BaseException:  # report, never hang the parent
         outbox.put(("error", traceback.format_exc(), None))
@@ -118,10 +140,13 @@ def aggregate_stream(
     jobs: int,
     chunk_bytes: int = CHUNK_BYTES,
     cancel: threading.Event | None = None,
+    watch: Reported | None = None,
+    position: Callable[[], int] | None = None,
 ) -> Aggregator:
     """Aggregate every flow of ``stream``; with ``jobs`` > 1 and a large input, in workers.
-    Setting ``cancel`` stops it between blocks (Cancelled)."""
-    chunks = _checked(iter_chunks(stream, stats, chunk_bytes), cancel)
+    Setting ``cancel`` stops it between blocks (Cancelled). ``watch`` hears how far reading
+    got (``position()`` bytes, when given) and each malformed line as it is found."""
+    chunks = _checked(iter_chunks(stream, stats, chunk_bytes), cancel, watch, position)
     head: list[tuple[int, bytes]] = []
     for chunk in chunks:
         head.append(chunk)
@@ -130,7 +155,7 @@ def aggregate_stream(
     aggregator = Aggregator(options)
     if jobs <= 1 or len(head) < PARALLEL_AFTER_CHUNKS:
         local = ReadStats()
-        _consume(_chain(head, chunks), aggregator, local)
+        _consume(_chain(head, chunks), aggregator, local, watch.malformed if watch else None)
         merge_stats(stats, local)
         return aggregator
 
@@ -144,18 +169,34 @@ def aggregate_stream(
     for worker in workers:
         worker.start()
     failed = True
+    finished = 0
+
+    def take(message: tuple[Any, Any, Any]) -> None:
+        nonlocal finished
+        status, payload, part = message
+        if status == "malformed":
+            if watch is not None:
+                watch.malformed(payload, part)
+            return
+        if status != "ok":
+            raise RuntimeError(f"a replay worker failed:\n{payload}")
+        assert isinstance(payload, AggregateState) and isinstance(part, ReadStats)
+        aggregator.absorb(payload)
+        merge_stats(stats, part)
+        finished += 1
+
     try:
         for index, chunk in enumerate(_chain(head, chunks)):
             inboxes[index % jobs].put(chunk)
+            while True:  # what the workers said so far: malformed lines, or a failure
+                try:
+                    take(outbox.get_nowait())
+                except queue.Empty:
+                    break
         for inbox in inboxes:
             inbox.put(None)
-        for _ in workers:
-            status, payload, part = outbox.get()
-            if status != "ok":
-                raise RuntimeError(f"a replay worker failed:\n{payload}")
-            assert isinstance(payload, AggregateState) and isinstance(part, ReadStats)
-            aggregator.absorb(payload)
-            merge_stats(stats, part)
+        while finished < len(workers):
+            take(outbox.get())
         failed = False
     finally:
         _stop(workers, [*inboxes, outbox], failed)
@@ -201,6 +242,30 @@ ChunkReport = tuple[int, int, list[tuple[int, str]]]
 """(chunk index, lines in the chunk, malformed examples numbered within the chunk)."""
 
 
+class _LineNumbers:
+    """Turns per-range reports, arriving in any order, into absolute line numbers as soon as
+    every range before one is known: malformed lines are told while the run goes on."""
+
+    def __init__(self, watch: Reported | None) -> None:
+        self.watch = watch
+        self.reports: dict[int, ChunkReport] = {}
+        self.next_index = 0
+        self.first_line = 1
+        self.examples: list[tuple[int, str]] = []
+
+    def add(self, report: ChunkReport) -> None:
+        self.reports[report[0]] = report
+        while self.next_index in self.reports:
+            _index, count, found = self.reports[self.next_index]
+            for line, why in found:
+                number = self.first_line + line - 1
+                self.examples.append((number, why))
+                if self.watch is not None:
+                    self.watch.malformed(number, why)
+            self.first_line += count
+            self.next_index += 1
+
+
 def _range_worker(
     path: str,
     ranges: list[tuple[int, tuple[int, int]]],
@@ -213,7 +278,6 @@ def _range_worker(
         aggregator = Aggregator(options)
         parser = FlowParser()
         total = ReadStats()
-        reports: list[ChunkReport] = []
         gc.disable()  # see _consume
         with open(path, "rb") as handle:
             for index, (start, stop) in ranges:
@@ -221,10 +285,10 @@ def _range_worker(
                 lines = _lines_of(handle.read(stop - start))
                 chunk = ReadStats()
                 feed_lines(lines, 1, chunk, parser, aggregator.add)
-                reports.append((index, len(lines), chunk.malformed_examples))
+                outbox.put(("chunk", (index, len(lines), chunk.malformed_examples), stop - start))
                 chunk.malformed_examples = []
                 merge_stats(total, chunk)
-        outbox.put(("ok", aggregator.state(), (total, reports)))
+        outbox.put(("ok", aggregator.state(), total))
     except BaseException:
         outbox.put(("error", traceback.format_exc(), None))
 
@@ -236,6 +300,7 @@ def aggregate_file(
     jobs: int,
     chunk_bytes: int = CHUNK_BYTES,
     cancel: threading.Event | None = None,
+    watch: Reported | None = None,
 ) -> Aggregator | None:
     """Aggregate a plain (uncompressed) file in ``jobs`` processes that each read their own
     ranges: no data crosses a pipe. None when the file is too small to be worth it."""
@@ -256,33 +321,34 @@ def aggregate_file(
     for worker in workers:
         worker.start()
     aggregator = Aggregator(options)
-    reports: list[ChunkReport] = []
+    numbers = _LineNumbers(watch)
+    position = lines = 0
+    finished = 0
     failed = True
     try:
-        for _ in workers:
-            while True:
-                if cancel is not None and cancel.is_set():
-                    raise Cancelled("the run was cancelled")
-                try:
-                    status, payload, extra = outbox.get(timeout=0.2)
-                    break
-                except queue.Empty:
-                    continue
+        while finished < len(workers):
+            if cancel is not None and cancel.is_set():
+                raise Cancelled("the run was cancelled")
+            try:
+                status, payload, extra = outbox.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if status == "chunk":
+                numbers.add(payload)
+                position += extra
+                lines += payload[1]
+                if watch is not None:
+                    watch.read(position, lines)
+                continue
             if status != "ok":
                 raise RuntimeError(f"a replay worker failed:\n{payload}")
-            part, chunk_reports = extra
             aggregator.absorb(payload)
-            merge_stats(stats, part)
-            reports.extend(chunk_reports)
+            merge_stats(stats, extra)
+            finished += 1
         failed = False
     finally:
         _stop(workers, [outbox], failed)
-    first_line = 1
-    examples: list[tuple[int, str]] = []
-    for _index, count, found in sorted(reports):
-        examples.extend((first_line + line - 1, why) for line, why in found)
-        first_line += count
-    merge_stats(stats, ReadStats(malformed_examples=examples))
+    merge_stats(stats, ReadStats(malformed_examples=numbers.examples))
     return aggregator
 
 

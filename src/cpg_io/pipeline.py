@@ -34,7 +34,8 @@ from cpg_core import (
 )
 from cpg_io.evidence_store import EvidenceStore
 from cpg_io.parallel import Cancelled, aggregate_file, aggregate_stream, map_forked
-from cpg_io.sources import ReadStats, is_gzip, is_regular_file, open_flow_stream
+from cpg_io.progress import SILENT, ReplayWatcher, Reported
+from cpg_io.sources import ReadStats, input_size, is_gzip, is_regular_file, open_flow_stream
 from cpg_io.store import (
     PolicyStore,
     StagedWrites,
@@ -112,10 +113,11 @@ def replay(
     clock: Callable[[], datetime] = utc_now,
     session_id: str | None = None,
     cancel: threading.Event | None = None,
+    watch: ReplayWatcher = SILENT,
 ) -> ReplayResult:
     """Replay one capture into ``output_dir`` (and its evidence), or diff it in a dry run.
     Setting ``cancel`` stops the run (Cancelled) at the next block or before anything is
-    renamed into place."""
+    renamed into place. ``watch`` hears how far it got."""
     started = clock()
     tick = time.perf_counter()
     stats = ReadStats()
@@ -128,12 +130,19 @@ def replay(
         # Workers read byte ranges of their own only from a regular file (a FIFO or a device
         # can be read once, by this process).
         plain_file = source != "-" and not is_gzip(stream) and is_regular_file(stream)
+        reported = Reported(watch)
+        size, position = input_size(stream)
+        watch.reading(size)
         found = (
-            aggregate_file(source, options, stats, jobs, cancel=cancel)
+            aggregate_file(source, options, stats, jobs, cancel=cancel, watch=reported)
             if plain_file and jobs > 1
             else None
         )
-        aggregator = found or aggregate_stream(stream, options, stats, jobs, cancel=cancel)
+        aggregator = found or aggregate_stream(
+            stream, options, stats, jobs, cancel=cancel, watch=reported, position=position
+        )
+    for line, why in stats.malformed_examples:  # those a worker kept to the end
+        reported.malformed(line, why)
     result = ReplayResult(stats=stats, aggregator=aggregator)
     log.info(
         "read %d lines, %d flows in %.2f s (%d jobs)",
@@ -161,6 +170,7 @@ def replay(
         )
     result.health = run_health(aggregator, stats, started, clock())
     plans = aggregator.plans()
+    watch.writing(len(plans))
     written = write_outputs(
         plans,
         output_dir,

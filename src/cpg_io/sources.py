@@ -12,7 +12,7 @@ import io
 import os
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
 from cpg_core import Flow, FlowParser, ReadStats, feed_lines
@@ -71,6 +71,20 @@ def is_regular_file(stream: BinaryIO) -> bool:
         return stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
     except (OSError, ValueError, io.UnsupportedOperation):
         return False
+
+
+def input_size(stream: BinaryIO) -> tuple[int | None, Callable[[], int] | None]:
+    """The size of the file under ``stream`` (compressed, for gzip) and a function giving
+    how far into it reading got; (None, None) for a pipe or anything without a size."""
+    raw = stream.fileobj if isinstance(stream, gzip.GzipFile) else stream
+    if raw is None or not is_regular_file(raw):
+        return None, None
+    try:
+        size = os.fstat(raw.fileno()).st_size
+        raw.tell()
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return None, None
+    return size, raw.tell
 
 
 def is_gzip(stream: BinaryIO) -> bool:

@@ -1,0 +1,176 @@
+"""Progress on a terminal, drawn by rich on stderr: how far a replay has read (percent of the
+bytes, flows/s, time left) and what ``generate`` is doing. Nothing is drawn when stderr is not
+a terminal or with ``--quiet``; warnings are printed above the line as they happen."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from types import TracebackType
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.progress import (
+    BarColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+from cpg_core.text import clean_text
+from cpg_io.live import LiveCapture
+
+log = logging.getLogger("cpg")
+
+REFRESHES_PER_SECOND = 4
+
+
+def on_terminal(quiet: bool) -> bool:
+    return not quiet and sys.stderr.isatty()
+
+
+def _console() -> Console:
+    # highlight off: rich would colour numbers and paths inside capture-derived text
+    return Console(stderr=True, highlight=False)
+
+
+class _Percent(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        return Text("" if task.total is None else f"{task.percentage:5.1f}%")
+
+
+class _Flows(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        lines = int(task.fields.get("lines", 0))
+        elapsed = task.elapsed or 0.0
+        rate = lines / elapsed if elapsed > 0 else 0.0
+        return Text(f"{lines:,} flows  {rate:,.0f} flows/s")
+
+
+class ReplayProgress:
+    """The :class:`cpg_io.progress.ReplayWatcher` of ``cpg replay``: malformed lines are
+    logged as they are found; on a terminal a progress line is drawn under them."""
+
+    def __init__(self, source: str, *, show: bool) -> None:
+        self.source = source
+        self._progress: Progress | None = None
+        self._task: Any = None
+        self._drawn = False
+        if show:
+            self._progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(bar_width=24),
+                _Percent(),
+                _Flows(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                console=_console(),
+                transient=True,
+                refresh_per_second=REFRESHES_PER_SECOND,
+            )
+
+    def __enter__(self) -> ReplayProgress:
+        if self._progress is not None:
+            self._progress.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        if self._progress is not None:
+            self._progress.stop()  # the cursor comes back whatever happened
+
+    def reading(self, total_bytes: int | None) -> None:
+        if self._progress is not None:
+            self._task = self._progress.add_task(
+                f"cpg: reading {clean_text(self.source)}", total=total_bytes, lines=0
+            )
+
+    def read(self, position: int, lines: int) -> None:
+        if self._progress is not None and self._task is not None:
+            # the first news is drawn at once; then rich redraws a few times a second
+            self._progress.update(
+                self._task, completed=position, lines=lines, refresh=not self._drawn
+            )
+            self._drawn = True
+
+    def malformed(self, line: int, why: str) -> None:
+        log.warning("%s:%d: skipped malformed line: %s", self.source, line, why)
+
+    def writing(self, policies: int) -> None:
+        if self._progress is not None and self._task is not None:
+            task = self._progress.tasks[0]
+            self._progress.update(
+                self._task,
+                description=f"cpg: writing {policies} policies…",
+                completed=task.total if task.total is not None else task.completed,
+            )
+            self._progress.stop_task(self._task)  # flows/s is the reading rate
+
+
+class _LiveLine:
+    """``generate``'s status line, rendered from the capture's counters at each refresh."""
+
+    def __init__(self, capture: LiveCapture) -> None:
+        self.capture = capture
+
+    def __rich__(self) -> Text:
+        capture = self.capture
+        progress = capture.progress
+        elapsed = max(1.0, time.monotonic() - progress.started)
+        totals = capture.totals
+        text = (
+            f"cpg: {progress.flows:,} flows ({progress.flows / elapsed:,.0f}/s), "
+            f"{totals.candidates:,} candidates, {progress.policies_written:,} policies written, "
+            f"{totals.infra_drops:,} infra drops"
+        )
+        if progress.flushing:
+            text += f"; flushing {progress.flushing:,} policies…"
+        return Text(text)
+
+
+class GenerateProgress:
+    """The status line of ``cpg generate`` on a terminal, and the message when the last
+    flush starts (which can take seconds with many policies)."""
+
+    def __init__(self, capture: LiveCapture, *, show: bool) -> None:
+        self._console = _console() if show else None
+        self._live = (
+            Live(
+                _LiveLine(capture),
+                console=self._console,
+                transient=True,
+                refresh_per_second=REFRESHES_PER_SECOND,
+            )
+            if show
+            else None
+        )
+        self.interrupted = False
+
+    def __enter__(self) -> GenerateProgress:
+        if self._live is not None:
+            self._live.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        if self._live is not None:
+            self._live.stop()
+
+    def final_flush(self, policies: int) -> None:
+        if self._console is None or not policies:
+            return
+        abort = "Ctrl+C again to abort" if self.interrupted else "Ctrl+C to abort"
+        self._console.print(f"cpg: flushing {policies:,} policies… ({abort})")

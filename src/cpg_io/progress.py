@@ -1,0 +1,57 @@
+"""What a replay tells whoever watches it while it runs: how far it has read, the malformed
+lines as they are found, and when it starts writing. The CLI draws a progress line from it;
+everything else passes :data:`SILENT`."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from cpg_core.lines import MAX_REPORTED
+
+
+class ReplayWatcher(Protocol):
+    def reading(self, total_bytes: int | None) -> None:
+        """Reading starts; ``total_bytes`` is None when the size is unknown (a pipe)."""
+
+    def read(self, position: int, lines: int) -> None:
+        """``position`` bytes of the input and ``lines`` lines were read so far."""
+
+    def malformed(self, line: int, why: str) -> None:
+        """A line that is not a Hubble record (each reported line once)."""
+
+    def writing(self, policies: int) -> None:
+        """Reading is done; ``policies`` policies are being merged and written."""
+
+
+class _Silent:
+    def reading(self, total_bytes: int | None) -> None:
+        pass
+
+    def read(self, position: int, lines: int) -> None:
+        pass
+
+    def malformed(self, line: int, why: str) -> None:
+        pass
+
+    def writing(self, policies: int) -> None:
+        pass
+
+
+SILENT: ReplayWatcher = _Silent()
+
+
+class Reported:
+    """Hands each malformed line to the watcher once, whichever path found it first, and no
+    more of them than a report lists."""
+
+    def __init__(self, watcher: ReplayWatcher) -> None:
+        self.watcher = watcher
+        self._seen: set[int] = set()
+
+    def malformed(self, line: int, why: str) -> None:
+        if line not in self._seen and len(self._seen) < MAX_REPORTED:
+            self._seen.add(line)
+            self.watcher.malformed(line, why)
+
+    def read(self, position: int, lines: int) -> None:
+        self.watcher.read(position, lines)
