@@ -331,7 +331,9 @@ def relay_cert(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def on_terminal(
-    *args: str, until: bytes | None = None, then: Callable[[subprocess.Popen[bytes]], None] | None = None
+    *args: str,
+    until: bytes | None = None,
+    then: Callable[[subprocess.Popen[bytes]], None] | None = None,
 ) -> tuple[int, str, str]:
     """Run the installed ``cpg ARGS`` with stderr on a pseudo-terminal, as a person at a
     terminal would. When ``until`` shows up on the terminal, ``then(process)`` is called (to

@@ -34,7 +34,9 @@ def large_capture(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_replay_draws_progress_on_a_terminal(large_capture: Path, tmp_path: Path) -> None:
-    code, stdout, terminal = on_terminal("replay", str(large_capture), "-d", str(tmp_path / "p"), "-j", "2")
+    code, stdout, terminal = on_terminal(
+        "replay", str(large_capture), "-d", str(tmp_path / "p"), "-j", "2"
+    )
     assert code == 0, terminal
     assert f"cpg: reading {large_capture}" in terminal
     assert "%" in terminal and "flows/s" in terminal and "ETA" in terminal

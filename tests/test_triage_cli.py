@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from conftest import cpg, flow_dict, jsonl, triage_records
+from conftest import EXAMPLE, cpg, flow_dict, jsonl, triage_records
 
 
 def expected_tallies(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -146,3 +146,32 @@ def test_report_snapshots(tmp_path: Path, snapshot: Any) -> None:
     data = json.loads(as_json.stdout)
     assert data["exit_code"] == 3 and data["flows"]["infra"] == 8
     assert normalise(as_json.stdout, tmp_path) == snapshot(name="json-report")
+
+
+def test_findings_are_in_plain_words_with_a_fix(tmp_path: Path) -> None:
+    from cpg_core.advice import ADVICE
+    from cpg_core.synthesis import Unhandled
+
+    # every kind of finding cpg can produce has words and a fix
+    kinds = {u.value for u in Unhandled} | {"explicit_deny", "auth_required", "lb_source_range"}
+    assert kinds <= set(ADVICE), kinds - set(ADVICE)
+    assert all(a.fix for a in ADVICE.values())
+
+    result = cpg("replay", str(EXAMPLE), "-d", str(tmp_path / "p"))
+    report = result.stdout[result.stdout.index("Findings") : result.stdout.index("Policies in")]
+    for code in ("no_port", "world_no_ip", "unselectable", "unknown_direction", "reserved_target"):
+        assert code not in report, code
+    assert "shop/debug-shell (peer) has no stable label" in report
+    entries = [
+        line
+        for line in report.splitlines()[1:]
+        if line.startswith("  ") and not line.startswith("    ")
+    ]
+    fixes = [line for line in report.splitlines() if line.startswith("    fix: ")]
+    assert len(entries) == len(fixes) == 8
+    as_json = json.loads(
+        cpg("replay", str(EXAMPLE), "-d", str(tmp_path / "p"), "-o", "json").stdout
+    )
+    port_zero = next(f for f in as_json["findings"] if f["kind"] == "no_port")
+    assert port_zero["label"] == "port 0" and "every port" in port_zero["explanation"]
+    assert port_zero["fix"]

@@ -29,11 +29,6 @@ _DECISION_LABELS = (
     (Decision.IGNORED_PROTOCOL, "ignored protocol"),
     (Decision.IGNORED_REASON, "ignored drop reason"),
 )
-_FINDING_LABELS = {
-    "explicit_deny": "explicit deny",
-    "auth_required": "auth required",
-    "lb_source_range": "LB source range",
-}
 MAX_FINDINGS_SHOWN = 20
 
 
@@ -112,9 +107,10 @@ def format_replay_summary(
         for finding in sorted(findings, key=lambda f: (-f.count, f.kind, f.subject))[
             :MAX_FINDINGS_SHOWN
         ]:
-            label = _FINDING_LABELS.get(finding.kind, finding.kind)
-            by = f", denied by {', '.join(finding.policies)}" if finding.policies else ""
-            lines.append(f"  {label:<22} {finding.count:>6}  {finding.subject}{by}")
+            label, what, fix = finding.advice()
+            lines.append(f"  {label} ({_plural(finding.count, 'flow')}): {what}")
+            if fix:
+                lines.append(f"    fix: {fix}")
         if len(findings) > MAX_FINDINGS_SHOWN:
             lines.append(f"  (+{len(findings) - MAX_FINDINGS_SHOWN} more in cluster-health.json)")
 
@@ -228,7 +224,15 @@ def replay_summary_json(
         ],
         "drops": to_data(sorted(health.drops, key=severity_order)) if health else [],
         "noise": dict(health.noise) if health else {},
-        "findings": to_data(health.findings) if health else [],
+        "findings": [
+            {
+                **to_data(finding),
+                **dict(zip(("label", "explanation", "fix"), finding.advice(), strict=True)),
+            }
+            for finding in health.findings
+        ]
+        if health
+        else [],
         "window": to_data(health.window) if health else None,
         "evidence_dir": str(result.evidence_dir) if result.evidence_dir else None,
         "cluster_health": str(result.health_path) if result.health_path else None,

@@ -176,6 +176,12 @@ class Finding:
     policies: tuple[str, ...] = ()
     examples: tuple[SampleFlow, ...] = ()
 
+    def advice(self) -> tuple[str, str, str]:
+        """(label, what happened, fix) in plain words, for people."""
+        from cpg_core.advice import advice_for
+
+        return advice_for(self.kind, self.subject, self.policies)
+
 
 @attrs.frozen(slots=True)
 class HealthSessionRecord:

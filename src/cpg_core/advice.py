@@ -1,0 +1,91 @@
+"""Findings in words a reviewer acts on: what happened to the traffic, and what fixes it.
+The finding kinds stay the stable keys of cluster-health.json; these are for people."""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.frozen(slots=True)
+class Advice:
+    label: str
+    """A short name for the kind of finding, in plain words."""
+    what: str
+    """What happened to the traffic (``{subject}`` and ``{policies}`` are filled in)."""
+    fix: str
+    """What to do about it."""
+
+
+_LABEL_FIX = "add app.kubernetes.io/name (or app) to its pod template so a policy can select it"
+
+ADVICE: dict[str, Advice] = {
+    "explicit_deny": Advice(
+        "explicit deny",
+        "{subject} is denied by a deny rule ({policies}); cpg never allows it",
+        "if it should pass, change that deny policy: no allow rule overrides a deny",
+    ),
+    "auth_required": Advice(
+        "needs mutual auth",
+        "{subject} needs mutual authentication, which failed or is not set up",
+        "enable Cilium's mutual authentication (SPIRE) on both ends, or drop the policy's "
+        "authentication.mode",
+    ),
+    "lb_source_range": Advice(
+        "outside LB source range",
+        "{subject} comes from outside the Service's loadBalancerSourceRanges",
+        "add the client's CIDR to the Service's spec.loadBalancerSourceRanges",
+    ),
+    "unselectable": Advice(
+        "no stable label",
+        "{subject} has no stable label to select it by",
+        _LABEL_FIX,
+    ),
+    "no_namespace": Advice(
+        "no namespace",
+        "{subject} has no namespace, so no namespaced policy can select it",
+        "write a CiliumClusterwideNetworkPolicy for it by hand",
+    ),
+    "reserved_target": Advice(
+        "node-level target",
+        "{subject} is a node-level identity (host, remote-node…), which namespaced policies "
+        "do not select",
+        "allow it in a CiliumClusterwideNetworkPolicy with a nodeSelector, by hand",
+    ),
+    "no_l4": Advice(
+        "no L4 header",
+        "{subject} has no layer-4 header, so there is no port to allow",
+        "check the capture: hubble observe -o jsonpb records TCP, UDP, SCTP and ICMP ports",
+    ),
+    "no_port": Advice(
+        "port 0",
+        "{subject} went to port 0; a rule for it would allow every port, so cpg writes none",
+        "find out why the sender uses port 0 (often a health probe or a scan); allow it by "
+        "hand only with the real port",
+    ),
+    "unsupported_protocol": Advice(
+        "protocol without ports",
+        "{subject} uses a protocol a CiliumNetworkPolicy port rule cannot name",
+        "allow the peer without toPorts by hand, if it must pass at all",
+    ),
+    "unknown_direction": Advice(
+        "direction unknown",
+        "{subject}: Hubble did not say whether this was ingress or egress",
+        "capture again with a Cilium that sets traffic_direction, or allow it by hand",
+    ),
+    "world_no_ip": Advice(
+        "world peer without IP",
+        "{subject} talks to the world but the flow has no IP address, so no CIDR rule can be "
+        "written",
+        "capture with the IP fields kept (hubble observe -o jsonpb), or write a toFQDNs or "
+        "toCIDR rule by hand",
+    ),
+}
+
+
+def advice_for(kind: str, subject: str, policies: tuple[str, ...] = ()) -> tuple[str, str, str]:
+    """(label, what happened, fix) for a finding; an unknown kind is shown as it is."""
+    known = ADVICE.get(kind)
+    if known is None:
+        return kind, subject, ""
+    named = ", ".join(policies) if policies else "a policy Hubble did not name"
+    return known.label, known.what.format(subject=subject, policies=named), known.fix
