@@ -107,3 +107,77 @@ def test_hubbles_flag_spellings_and_environment(
     assert from_env.returncode == 1 and "connection refused by 127.0.0.1:9" in from_env.stderr
     flag_wins = cpg("generate", "--server", "no-such-host.invalid:1", "-d", str(tmp_path / "p"))
     assert "cannot resolve 'no-such-host.invalid'" in flag_wins.stderr
+
+
+def _complete(shell: str, words: str, cword: int, cwd: Path) -> str:
+    import os
+    import subprocess
+
+    from conftest import CPG
+
+    env = {  # what each shell's script hands to cpg (bash: COMP_*, the others one string)
+        **os.environ,
+        "_CPG_COMPLETE": f"complete_{shell}",
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(cword),
+        "_TYPER_COMPLETE_ARGS": words,
+        "_TYPER_COMPLETE_FISH_ACTION": "get-args",
+    }
+    env.pop("CPG_OUTPUT_DIR", None)
+    return subprocess.run(
+        [CPG], env=env, cwd=cwd, capture_output=True, text=True, timeout=60
+    ).stdout
+
+
+def test_shell_completion_in_a_real_bash(replayed: tuple[Path, Path]) -> None:
+    import shutil
+    import subprocess
+
+    from conftest import CPG
+
+    out, _ = replayed
+    script = cpg("completion", "bash")
+    assert script.returncode == 0 and "_CPG_COMPLETE" in script.stdout
+    bash = shutil.which("bash")
+    assert bash is not None
+    probe = (
+        f"source <({CPG} completion bash)\n"
+        'show() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _cpg_completion cpg; '
+        "printf '%s\\n' \"${COMPREPLY[@]}\"; echo --; }\n"
+        f"show cpg explain -d {out} sh\n"
+        "show cpg ver\n"
+        "show cpg replay --dry\n"
+    )
+    import os
+
+    path = f"{Path(CPG).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    ran = subprocess.run(
+        [bash, "--norc", "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PATH": path},
+    )
+    workloads, commands, flags, _ = ran.stdout.split("--\n")
+    assert workloads.split() == ["shop/cart", "shop/frontend"], ran.stderr
+    assert commands.split() == ["version", "verify"]
+    assert flags.split() == ["--dry-run"]
+
+
+def test_completion_of_workloads_from_the_policy_folder(
+    replayed: tuple[Path, Path], tmp_path: Path
+) -> None:
+    out, _ = replayed
+    # without -d: ./policies, as explain itself reads
+    (tmp_path / "policies").symlink_to(out)
+    assert "payments/ledger" in _complete("zsh", "cpg explain pay", 2, tmp_path)
+    assert "payments/payments-api" in _complete("fish", "cpg explain pay", 2, tmp_path)
+    assert _complete("bash", "cpg explain pay", 2, tmp_path).split() == [
+        "payments/ledger",
+        "payments/payments-api",
+    ]
+    for shell in ("zsh", "fish", "powershell"):
+        script = cpg("completion", shell)
+        assert script.returncode == 0 and "_CPG_COMPLETE" in script.stdout, shell
+    unknown = cpg("completion", "tcsh")
+    assert unknown.returncode == 2 and "'tcsh' is not one of bash, zsh, fish" in unknown.stderr

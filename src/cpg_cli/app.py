@@ -29,7 +29,6 @@ app = typer.Typer(
         "then apply it yourself."
     ),
     no_args_is_help=True,
-    add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -78,6 +77,32 @@ def version(
     else:
         for name, number in versions.items():
             typer.echo(f"{name:<11} {number}")
+
+
+SHELLS = ("bash", "zsh", "fish", "powershell")
+
+
+@app.command(cls=opt.StrictCommand)
+def completion(
+    shell: Annotated[
+        str,
+        typer.Argument(metavar="SHELL", help="bash, zsh, fish or powershell.", show_default=False),
+    ],
+) -> None:
+    """Print the shell completion script (commands, flags, and NAMESPACE/WORKLOAD for
+    cpg explain from the policy folder).
+
+    \b
+    bash:  source <(cpg completion bash)          # add to ~/.bashrc
+    zsh:   cpg completion zsh > "${fpath[1]}/_cpg"  # then start a new shell
+    fish:  cpg completion fish > ~/.config/fish/completions/cpg.fish
+    """
+    if shell not in SHELLS:
+        raise typer.BadParameter(f"{shell!r} is not one of {', '.join(SHELLS)}", param_hint="SHELL")
+    # Typer's own script: its completion protocol is what `cpg` answers to.
+    from typer._completion_shared import get_completion_script
+
+    typer.echo(get_completion_script(prog_name="cpg", complete_var="_CPG_COMPLETE", shell=shell))
 
 
 app.command(cls=opt.StrictCommand)(generate)

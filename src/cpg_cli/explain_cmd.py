@@ -106,6 +106,21 @@ def _filter(
     )
 
 
+def complete_workloads(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Shell completion for TARGET: the NAMESPACE/WORKLOAD of every policy in the output
+    folder (-d, $CPG_OUTPUT_DIR, else ./policies)."""
+    folder = Path(ctx.params.get("output_dir") or os.environ.get("CPG_OUTPUT_DIR") or "policies")
+    try:
+        found = sorted(
+            f"{path.parent.name}/{path.stem}"
+            for path in folder.glob("*/*.yaml")
+            if path.is_file() and not path.name.startswith(".")
+        )
+    except OSError:
+        return []
+    return [name for name in found if name.startswith(incomplete)]
+
+
 def explain(
     target: Annotated[
         str,
@@ -113,6 +128,7 @@ def explain(
             metavar="NAMESPACE/WORKLOAD|POLICY.yaml",
             help="A workload (shop/cart) or a policy file cpg generated.",
             show_default=False,
+            autocompletion=complete_workloads,
         ),
     ],
     output_dir: Annotated[
