@@ -8,7 +8,7 @@ import shlex
 
 from conftest import ROOT, cpg
 
-COMMANDS = ("replay", "generate", "explain", "verify", "bootstrap", "version", "mcp")
+COMMANDS = ("replay", "generate", "explain", "verify", "bootstrap", "version", "completion", "mcp")
 _FLAG = re.compile(r"^-{1,2}[A-Za-z][-A-Za-z0-9]*")
 
 
