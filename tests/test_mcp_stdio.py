@@ -186,8 +186,11 @@ def test_a_live_session_through_the_sdk_stdio_client(tmp_path: Path) -> None:
                 return result.structured_content
 
             sid = (await call("start_session", server=address, flush_interval="1s"))["session_id"]
-            with anyio.fail_after(30):
-                while (await call("get_status", session_id=sid))["policy_file_count"] < 6:
+            with anyio.fail_after(30):  # every flow of the capture is in, and flushed
+                while True:
+                    status = await call("get_status", session_id=sid)
+                    if status["policy_file_count"] >= 6 and status["flows_seen"] >= 64:
+                        break
                     await anyio.sleep(0.05)
             seen["status"] = await call("get_status", session_id=sid)
             assert seen["status"]["state"] == "capturing"
@@ -214,9 +217,13 @@ def test_a_live_session_through_the_sdk_stdio_client(tmp_path: Path) -> None:
     assert seen["policies"]["total_count"] == 6
     assert "kind: CiliumNetworkPolicy" in seen["policy"]["yaml"]
     assert seen["evidence"]["matched_rules"]
-    assert seen["dropped_live"]["aggregates"]["available_after_stop"] is True
+    # While capturing: the counts so far, said to be so (not an empty "no infra drops").
+    live_rows = seen["dropped_live"]["aggregates"]
+    assert live_rows["so_far"] is True and "still running" in live_rows["message"]
+    assert live_rows["rows"] == seen["dropped"]["aggregates"]["rows"], "every flow was in"
     assert seen["dropped_live"]["samples"], "samples are served while capturing"
-    assert seen["health_live"]["available_after_stop"] is True
+    assert seen["health_live"]["so_far"] is True
+    assert seen["health_live"]["report"]["drops"] == seen["health"]["report"]["drops"]
     assert seen["stop"]["already_stopped"] is False and seen["stop"]["flows_seen"] >= 64
     assert seen["stop_again"]["already_stopped"] is True
     assert seen["health"]["report"]["drops"]

@@ -16,7 +16,15 @@ from typing import Any
 import attrs
 import grpc
 
-from cpg_core import AggregateOptions, Aggregator, Flow, LostEvents, SessionInfo, SessionSource
+from cpg_core import (
+    AggregateOptions,
+    Aggregator,
+    ClusterHealth,
+    Flow,
+    LostEvents,
+    SessionInfo,
+    SessionSource,
+)
 from cpg_io.hubble import (
     RelayError,
     TLSSettings,
@@ -111,6 +119,10 @@ class LiveCapture:
         self.result = ReplayResult(stats=self.stats, aggregator=self.totals)
         self.error = ""
         self._lock = threading.Lock()
+        """Held by the stream for each flow; taken to hand the interval on."""
+        self._totals_lock = threading.Lock()
+        """Held while an interval moves into the totals, so a snapshot never sees it twice
+        or not at all."""
         self._halt = threading.Event()
         self._call: Any = None
         self._retries = 0
@@ -218,12 +230,13 @@ class LiveCapture:
     def flush(self, on_start: Callable[[int], None] | None = None) -> None:
         """Write what the last interval added (files are merged, so nothing is lost).
         ``on_start`` hears how many policies are about to be written."""
-        with self._lock:
-            interval = self._interval
-            fresh = Aggregator(self.settings.options)
-            fresh.ip_names = interval.ip_names  # names learned so far stay known
-            self._interval = fresh
-        self.totals.absorb(interval.state())
+        with self._totals_lock:
+            with self._lock:
+                interval = self._interval
+                fresh = Aggregator(self.settings.options)
+                fresh.ip_names = interval.ip_names  # names learned so far stay known
+                self._interval = fresh
+            self.totals.absorb(interval.state())
         plans = interval.plans()
         if not plans:
             return
@@ -263,6 +276,17 @@ class LiveCapture:
         )
         self.result.evidence_errors += written.evidence_errors
         self.result.evidence_dir = written.evidence_dir or self.result.evidence_dir
+
+    def health_so_far(self) -> ClusterHealth:
+        """The cluster-health document of every flow received so far, flushed or not (for
+        questions asked while the capture runs); the capture itself is not disturbed."""
+        with self._totals_lock:
+            snapshot = Aggregator(self.settings.options)
+            snapshot.absorb(self.totals.state())
+            with self._lock:
+                snapshot.absorb(self._interval.state())
+                lost = self.stats.lost_events
+        return run_health(snapshot, ReadStats(lost_events=lost), self.started, self.clock())
 
     async def _flusher(self) -> None:
         while True:

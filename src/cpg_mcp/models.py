@@ -23,6 +23,11 @@ class StatusResult(BaseModel):
     session_id: str
     state: Literal["capturing", "stopped"]
     elapsed: str
+    flows_seen: int | None = Field(
+        default=None,
+        description="flows received so far (live) or read (a finished replay); absent while "
+        "a replay is still reading",
+    )
     policy_file_count: int
     evidence_file_count: int
     tmp_dir: str
@@ -87,12 +92,19 @@ class DroppedFlowSample(BaseModel):
 
 
 class Aggregates(BaseModel):
-    available_after_stop: bool | None = None
+    available_after_stop: bool | None = Field(
+        default=None, description="true while a replay runs: no counts until it ends"
+    )
+    so_far: bool | None = Field(
+        default=None,
+        description="true while a live capture runs: the rows count the flows received so "
+        "far and grow until stop_session",
+    )
     message: str | None = None
     rows: list[dict[str, Any]] | None = Field(
         default=None,
         description="per-(namespace, workload, reason) infra/transient counts; absent while "
-        "capturing or when no row on this page matches",
+        "a replay runs or when no row on this page matches",
     )
 
 
@@ -127,7 +139,14 @@ class EvidenceResult(BaseModel):
 
 
 class HealthResult(BaseModel):
-    available_after_stop: bool | None = None
+    available_after_stop: bool | None = Field(
+        default=None, description="true while a replay runs: the report comes when it ends"
+    )
+    so_far: bool | None = Field(
+        default=None,
+        description="true while a live capture runs: the report covers the flows received so "
+        "far; final after stop_session",
+    )
     message: str | None = None
     no_drops: bool | None = None
     report: dict[str, Any] | None = None

@@ -277,7 +277,8 @@ def build_server(
         """Dropped flows as a sampled/aggregated view, not a raw flow log. `samples` are the
         stored flows behind each rule (the drops a policy fixes; at most 10 newest per rule,
         served live). `aggregates.rows` count infrastructure and transient drops per namespace,
-        workload and reason (drops no policy fixes; available after stop_session). Noise is
+        workload and reason (drops no policy fixes): while a live capture runs they count the
+        flows so far (`so_far` is true), final after stop_session. Noise is
         never listed. Filters AND-combine; pagination covers both sections; total_count counts
         view items, not flows."""
         arguments = _arguments(locals(), list_dropped_flows)
@@ -339,7 +340,8 @@ def build_server(
     @mcp.tool(title="Cluster health of the session", annotations=QUERY)
     async def get_cluster_health(session_id: SESSION_ID) -> models.HealthResult:
         """Infrastructure and transient drops (by reason, node and workload, with fix links) and
-        findings, once the session has stopped. No report after stop means no such drops."""
+        findings. While a live capture runs, the report covers the flows so far (`so_far` is
+        true); after stop_session it is final. No report after stop means no such drops."""
         return await offload(tools.get_cluster_health, session_of(session_id))
 
     @mcp.tool(title="Default-deny policy for a namespace", annotations=QUERY)

@@ -64,8 +64,12 @@ ARGUMENTS = {
 }
 """The tool argument that each RequestError field comes from (where the names differ)."""
 DROPPED_FLOWS_CAPTURING = (
-    "aggregates are finalized only after stop_session; call stop_session first "
-    "(samples above are already live)"
+    "the replay is still running: aggregates come when it ends (or after stop_session); "
+    "samples above are already live"
+)
+DROPPED_FLOWS_SO_FAR = (
+    "the capture is still running: these counts cover the flows received so far and grow "
+    "until stop_session"
 )
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when built with it
 
@@ -191,10 +195,15 @@ async def start_session(
 
 
 def get_status(session: Session) -> StatusResult:
+    if session.capture is not None and session.state == "capturing":
+        flows: int | None = session.capture.progress.flows
+    else:
+        flows = session.result.aggregator.total_flows if session.result is not None else None
     return StatusResult(
         session_id=session.id,
         state=session.state,
         elapsed=duration_text(session.elapsed()),
+        flows_seen=flows,
         policy_file_count=sum(1 for _ in session.policy_store.targets()),
         evidence_file_count=sum(1 for _ in session.evidence_store.targets()),
         tmp_dir=str(session.tmp),
@@ -266,16 +275,25 @@ def list_dropped_flows(
         validated(lambda: check_target(workload, "workload"))
     paging.decode(cursor)
     stopped = session.state == "stopped"
-    rows = aggregate_rows(health_of(session)) if stopped else []
+    live = not stopped and session.capture is not None
+    rows: list[Any] = []
+    if stopped:
+        rows = aggregate_rows(health_of(session))
+    elif session.capture is not None:  # a live capture: the counts so far
+        rows = aggregate_rows(session.capture.health_so_far())
     samples = [row for ns, wl, doc in _evidence(session) for row in flow_samples(ns, wl, doc)]
     items = compose(samples, rows, DroppedFlowFilter(namespace, workload, dropclass, direction))
     chunk, meta = paging.page(items, cursor, limit)
     counts = [to_data(row) for row in chunk if isinstance(row, DroppedFlowCount)]
-    aggregates: dict[str, Any] = (
-        ({"rows": counts} if counts else {})
-        if stopped
-        else {"available_after_stop": True, "message": DROPPED_FLOWS_CAPTURING}
-    )
+    aggregates: dict[str, Any]
+    if stopped:
+        aggregates = {"rows": counts} if counts else {}
+    elif live:
+        aggregates = {"so_far": True, "message": DROPPED_FLOWS_SO_FAR} | (
+            {"rows": counts} if counts else {}
+        )
+    else:
+        aggregates = {"available_after_stop": True, "message": DROPPED_FLOWS_CAPTURING}
     return DroppedFlows.model_validate(
         clean(
             {
@@ -368,13 +386,21 @@ def get_evidence(
     return EvidenceResult.model_validate(clean({**record, "matched_rules": rules, **meta}))
 
 
-HEALTH_CAPTURING = "cluster health is finalized only after stop_session; call stop_session first"
+HEALTH_CAPTURING = (
+    "the replay is still running: the cluster health report comes when it ends (or after "
+    "stop_session)"
+)
 
 
 def get_cluster_health(session: Session) -> HealthResult:
+    so_far = None
     if session.state == "capturing":
-        return HealthResult(available_after_stop=True, message=HEALTH_CAPTURING)
-    report = health_of(session)
+        if session.capture is None:  # a replay still reading
+            return HealthResult(available_after_stop=True, message=HEALTH_CAPTURING)
+        so_far = True
+        report: ClusterHealth | None = session.capture.health_so_far()
+    else:
+        report = health_of(session)
     if report is None and session.error:
         raise ToolError(
             clean(
@@ -383,9 +409,19 @@ def get_cluster_health(session: Session) -> HealthResult:
             )
         )
     if report is None or not (report.drops or report.findings):
-        return HealthResult(no_drops=True, message="no infra/transient drops observed this session")
+        return HealthResult(
+            no_drops=True,
+            so_far=so_far,
+            message="no infra/transient drops observed this session"
+            + (" so far (the capture is still running)" if so_far else ""),
+        )
     capped, truncated = capped_breakdowns(report)
-    return HealthResult(report=clean(to_data(capped)), truncated=truncated or None)
+    return HealthResult(
+        report=clean(to_data(capped)),
+        truncated=truncated or None,
+        so_far=so_far,
+        message=DROPPED_FLOWS_SO_FAR if so_far else None,
+    )
 
 
 def bootstrap_text(namespace: str) -> str:
