@@ -54,6 +54,24 @@ class Endpoint:
 
 EMPTY_ENDPOINT = Endpoint()
 
+_NAMESPACE_LABEL_PREFIX = "k8s:io.kubernetes.pod.namespace="
+_CLUSTER_LABEL_PREFIX = "k8s:io.cilium.k8s.policy.cluster="
+
+
+def endpoint_of(
+    namespace: str, labels: tuple[str, ...], identity: int, pod_name: str, cluster_name: str
+) -> Endpoint:
+    """The endpoint as cpg reads it, whichever decoder saw it: Hubble often gives a remote
+    endpoint only its labels, so a missing namespace (or cluster) comes from the
+    ``io.kubernetes.pod.namespace`` (``io.cilium.k8s.policy.cluster``) label."""
+    if not namespace or not cluster_name:
+        for label in labels:
+            if not namespace and label.startswith(_NAMESPACE_LABEL_PREFIX):
+                namespace = label[len(_NAMESPACE_LABEL_PREFIX) :]
+            elif not cluster_name and label.startswith(_CLUSTER_LABEL_PREFIX):
+                cluster_name = label[len(_CLUSTER_LABEL_PREFIX) :]
+    return Endpoint(namespace, labels, identity, pod_name, cluster_name)
+
 
 @attrs.frozen(slots=True)
 class HTTPInfo:

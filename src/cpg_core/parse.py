@@ -28,6 +28,7 @@ from cpg_core.flow import (
     PolicyRef,
     Record,
     Verdict,
+    endpoint_of,
 )
 
 _VERDICTS = {v.name: int(v) for v in Verdict}
@@ -259,12 +260,12 @@ class FlowParser:
             cached = None
         if cached is not None:
             return cached
-        endpoint = Endpoint(
-            namespace=_as_str(namespace, f"{field}.namespace"),
-            labels=_as_str_tuple(labels, f"{field}.labels"),
-            identity=_as_int(identity, f"{field}.identity"),
-            pod_name=_as_str(pod_name, f"{field}.pod_name"),
-            cluster_name=_as_str(cluster, f"{field}.cluster_name"),
+        endpoint = endpoint_of(
+            _as_str(namespace, f"{field}.namespace"),
+            _as_str_tuple(labels, f"{field}.labels"),
+            _as_int(identity, f"{field}.identity"),
+            _as_str(pod_name, f"{field}.pod_name"),
+            _as_str(cluster, f"{field}.cluster_name"),
         )
         if len(self._endpoints) >= _ENDPOINT_CACHE_LIMIT:
             self._endpoints.clear()

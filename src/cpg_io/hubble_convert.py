@@ -6,7 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 from cpg_core import Endpoint, Flow, LostEvents, OtherRecord
-from cpg_core.flow import EMPTY_ENDPOINT, DNSInfo, HTTPInfo, L7Info, PolicyRef, Record
+from cpg_core.flow import (
+    EMPTY_ENDPOINT,
+    DNSInfo,
+    HTTPInfo,
+    L7Info,
+    PolicyRef,
+    Record,
+    endpoint_of,
+)
 from cpg_io._proto.flow import flow_pb2
 
 _L7_TYPES = {v.number: v.name for v in flow_pb2.L7FlowType.DESCRIPTOR.values}
@@ -40,7 +48,7 @@ class ProtoConverter:
         if found is None:
             if len(self._endpoints) >= 65536:
                 self._endpoints.clear()
-            found = self._endpoints[key] = Endpoint(*key)
+            found = self._endpoints[key] = endpoint_of(*key)
         return found
 
     def flow(self, f: Any, response: Any) -> Flow:
