@@ -57,7 +57,7 @@ def test_example_capture_end_to_end(tmp_path: Path, snapshot: object) -> None:
         assert_crd_valid(text)
     assert files == snapshot
     summary = result.stdout
-    assert "malformed lines skipped: 2 (line 32, 46)" in summary
+    assert "malformed lines skipped: 2 of 67 (3.0 %; line 32, 46)" in summary
     assert "explicit deny (never allowed)              2" in summary
     assert "6 created, 0 updated, 0 unchanged" in summary
     assert "examples/drops.jsonl:32: skipped malformed line" in result.stderr

@@ -63,6 +63,17 @@ def replay(
             "explicitly denied one (as cpg verify does); exit 3 if they do not.",
         ),
     ] = False,
+    max_malformed: Annotated[
+        float,
+        typer.Option(
+            "--max-malformed",
+            metavar="PCT",
+            min=0,
+            max=100,
+            help="Fail (exit 1, nothing written) when more than PCT percent of the lines are "
+            "not Hubble records. An input without any Hubble record always fails.",
+        ),
+    ] = 50.0,
     jobs: Annotated[
         int | None,
         typer.Option(
@@ -84,8 +95,9 @@ def replay(
     counted in the report and never allowed. Existing files are merged: rules and comments
     you added are kept, and a file is only rewritten when its content changes.
 
-    Exit codes: 0 done, 1 something could not be read or written, 2 bad flags,
-    3 --fail-on-infra-drops and infrastructure or transient drops were seen.
+    Exit codes: 0 done (an empty input writes nothing), 1 something could not be read or
+    written (an input that is not a Hubble capture, or mostly not: see --max-malformed), 2 bad
+    flags, 3 --fail-on-infra-drops and infrastructure or transient drops were seen.
     """
     opt.setup_logging(log_level)
     opt.check_exit_code(exit_code, dry_run)
@@ -124,6 +136,7 @@ def replay(
                 jobs=jobs or default_jobs(),
                 evidence=evidence,
                 watch=progress,
+                max_malformed=max_malformed,
             )
     except (SourceError, StoreError) as exc:
         say(f"cpg: error: {exc}", err=True)

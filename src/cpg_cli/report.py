@@ -63,7 +63,11 @@ def format_replay_summary(
     if stats.malformed:
         shown = ", ".join(str(n) for n in stats.malformed_lines)
         more = " …" if stats.malformed > len(stats.malformed_lines) else ""
-        lines.append(f"  malformed lines skipped: {stats.malformed} (line {shown}{more})")
+        content = max(1, stats.lines_read - stats.blank_lines)
+        lines.append(
+            f"  malformed lines skipped: {stats.malformed} of {content} "
+            f"({100 * stats.malformed / content:.1f} %; line {shown}{more})"
+        )
     if stats.blank_lines:
         lines.append(f"  blank lines: {stats.blank_lines}")
     if stats.other_records:

@@ -4,6 +4,7 @@ the caller's business)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 
 import attrs
@@ -67,11 +68,18 @@ def feed_lines(
         except orjson.JSONDecodeError as exc:
             if not line.strip():
                 stats.blank_lines += 1
-            elif line == OVERSIZED:
+                continue
+            if line == OVERSIZED:
                 _malformed(stats, number, f"line longer than {MAX_LINE_BYTES} bytes")
-            else:
+                continue
+            try:
+                record = parse(loads(_container_log_payload(line)))
+            except (orjson.JSONDecodeError, _NotContainerLog):
                 _malformed(stats, number, f"not valid JSON ({exc})")
-            continue
+                continue
+            except FlowParseError as inner:
+                _malformed(stats, number, str(inner))
+                continue
         except FlowParseError as exc:
             _malformed(stats, number, str(exc))
             continue
@@ -82,6 +90,24 @@ def feed_lines(
         elif type(record) is OtherRecord:
             stats.other_records += 1
     stats.lines_read += number - first_line + 1
+
+
+class _NotContainerLog(Exception):
+    pass
+
+
+_CONTAINER_LOG = re.compile(rb"^\S+ (?:stdout|stderr) [FP] (?=\{)")
+
+
+def _container_log_payload(line: str | bytes) -> bytes:
+    """The JSON of a line a log shipper kept in the CRI container-log format
+    (``2026-11-02T10:00:00.1Z stdout F {...}``), as Hubble's exporter lines often arrive
+    through fluent-bit or Loki."""
+    raw = line.encode() if isinstance(line, str) else line
+    found = _CONTAINER_LOG.match(raw)
+    if found is None:
+        raise _NotContainerLog
+    return raw[found.end() :]
 
 
 def _malformed(stats: ReadStats, number: int, why: str) -> None:

@@ -35,7 +35,17 @@ from cpg_core import (
 from cpg_io.evidence_store import EvidenceStore
 from cpg_io.parallel import Cancelled, aggregate_file, aggregate_stream, map_forked
 from cpg_io.progress import SILENT, ReplayWatcher, Reported
-from cpg_io.sources import ReadStats, input_size, is_gzip, is_regular_file, open_flow_stream
+from cpg_io.sources import (
+    SNIFF_BYTES,
+    ReadStats,
+    check_readable,
+    describe_source,
+    input_size,
+    is_gzip,
+    is_regular_file,
+    open_flow_stream,
+    peek,
+)
 from cpg_io.store import (
     PolicyStore,
     StagedWrites,
@@ -114,23 +124,27 @@ def replay(
     session_id: str | None = None,
     cancel: threading.Event | None = None,
     watch: ReplayWatcher = SILENT,
+    max_malformed: float = 100.0,
 ) -> ReplayResult:
     """Replay one capture into ``output_dir`` (and its evidence), or diff it in a dry run.
     Setting ``cancel`` stops the run (Cancelled) at the next block or before anything is
-    renamed into place. ``watch`` hears how far it got."""
+    renamed into place. ``watch`` hears how far it got. An input without a single Hubble
+    record, or with more than ``max_malformed`` percent of its lines malformed, is an
+    UnreadableInput and nothing is written."""
     started = clock()
     tick = time.perf_counter()
     stats = ReadStats()
     # Fail before reading the capture when the output cannot be written.
     if not dry_run or output_dir.exists():
-        check_folder(output_dir, "policies")
+        check_folder(output_dir, "policies", create=False)
     if evidence is not None and not dry_run:
-        check_folder(evidence.root, "evidence")
+        check_folder(evidence.root, "evidence", create=False)
     with open_flow_stream(source) as stream:
         # Workers read byte ranges of their own only from a regular file (a FIFO or a device
         # can be read once, by this process).
         plain_file = source != "-" and not is_gzip(stream) and is_regular_file(stream)
         reported = Reported(watch)
+        head = peek(stream, SNIFF_BYTES)
         size, position = input_size(stream)
         watch.reading(size)
         found = (
@@ -143,7 +157,11 @@ def replay(
         )
     for line, why in stats.malformed_examples:  # those a worker kept to the end
         reported.malformed(line, why)
+    check_readable(describe_source(source), stats, head, max_malformed)
     result = ReplayResult(stats=stats, aggregator=aggregator)
+    if stats.lines_read == stats.blank_lines:  # an empty input: nothing to write
+        result.health = run_health(aggregator, stats, started, clock())
+        return result
     log.info(
         "read %d lines, %d flows in %.2f s (%d jobs)",
         stats.lines_read,

@@ -17,12 +17,42 @@ from typing import BinaryIO
 
 from cpg_core import Flow, FlowParser, ReadStats, feed_lines
 from cpg_core.lines import MAX_LINE_BYTES, OVERSIZED, merge_stats, parse_lines
+from cpg_core.sniff import CAPTURE_HINT, describe_unreadable
 
 GZIP_MAGIC = b"\x1f\x8b"
 
 
 class SourceError(Exception):
     """The input could not be read; the message names it and says what to do."""
+
+
+SNIFF_BYTES = 4096
+
+
+class UnreadableInput(SourceError):
+    """The input is not a Hubble capture, or mostly not; nothing was written."""
+
+
+def check_readable(source: str, stats: ReadStats, head: bytes, max_malformed: float) -> None:
+    """UnreadableInput when a non-empty input held no Hubble record at all (saying what it
+    looks like instead), or when more than ``max_malformed`` percent of its lines are not
+    Hubble records."""
+    content = stats.lines_read - stats.blank_lines
+    if content <= 0:
+        return
+    records = content - stats.malformed
+    if records <= 0:
+        raise UnreadableInput(
+            f"{source}: not a single Hubble flow record in it: it looks like "
+            f"{describe_unreadable(head)}; {CAPTURE_HINT}"
+        )
+    share = 100.0 * stats.malformed / content
+    if share > max_malformed:
+        raise UnreadableInput(
+            f"{source}: {stats.malformed} of {content} lines ({share:.1f} %) are not Hubble "
+            f"records, more than --max-malformed {max_malformed:g} %; nothing was written. "
+            f"To use the rest anyway, raise --max-malformed; else {CAPTURE_HINT}"
+        )
 
 
 def describe_source(path: str) -> str:
@@ -85,6 +115,16 @@ def input_size(stream: BinaryIO) -> tuple[int | None, Callable[[], int] | None]:
     except (OSError, ValueError, io.UnsupportedOperation):
         return None, None
     return size, raw.tell
+
+
+def peek(stream: BinaryIO, size: int) -> bytes:
+    """Up to ``size`` bytes from the start of ``stream`` without consuming them (for saying
+    what an unreadable input looks like); b"" when they cannot be had."""
+    try:
+        head = stream.peek(size)  # type: ignore[attr-defined]
+    except (AttributeError, OSError, EOFError, gzip.BadGzipFile):
+        return b""
+    return bytes(head[:size])
 
 
 def is_gzip(stream: BinaryIO) -> bool:

@@ -187,9 +187,12 @@ def read_text(path: Path, what: str) -> str | None:
         raise StoreError(f"{path}: cannot read it ({exc.strerror or exc})") from None
 
 
-def check_folder(folder: Path, what: str) -> Path:
+def check_folder(folder: Path, what: str, *, create: bool = True) -> Path:
     """``folder`` made if missing; StoreError when something else stands there or it cannot
-    be made."""
+    be made. With ``create=False`` nothing is made: only whether it could be is checked (a run
+    that fails later leaves no empty folder behind)."""
+    if not create:
+        return _check_could_make(folder, what)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
@@ -204,6 +207,28 @@ def check_folder(folder: Path, what: str) -> Path:
         raise StoreError(f"{folder}: cannot make the folder ({exc.strerror or exc})") from None
     if not folder.is_dir():
         raise StoreError(f"{folder}: is not a folder; choose another folder for {what}")
+    return folder
+
+
+def _check_could_make(folder: Path, what: str) -> Path:
+    existing = folder
+    while not existing.exists() and not existing.is_symlink():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if existing == folder and folder.is_dir():
+        writable = os.access(folder, os.W_OK | os.X_OK)
+    elif existing.is_dir():
+        writable = os.access(existing, os.W_OK | os.X_OK)
+    elif existing == folder:
+        raise StoreError(f"{folder}: is a file, not a folder for {what}; choose another folder")
+    else:
+        raise StoreError(f"{folder}: a file stands in its path; choose another folder for {what}")
+    if not writable:
+        raise StoreError(
+            f"{folder}: cannot make the folder (permission denied in {existing}); choose "
+            f"another folder for {what}"
+        )
     return folder
 
 

@@ -10,7 +10,15 @@ import attrs
 
 from cpg_core import DecideOptions, FlowParser, VerifyReport, verify_flows
 from cpg_core.yamlread import YamlInputError, load_all
-from cpg_io.sources import ReadStats, open_flow_stream, read_records
+from cpg_io.sources import (
+    SNIFF_BYTES,
+    ReadStats,
+    check_readable,
+    describe_source,
+    open_flow_stream,
+    peek,
+    read_records,
+)
 
 
 class PolicyLoadError(Exception):
@@ -46,7 +54,10 @@ class VerifiedCapture:
 def verify_capture(
     source: str, policies: Sequence[Mapping[str, Any]], options: DecideOptions
 ) -> VerifiedCapture:
+    """Check ``policies`` against a capture; UnreadableInput when it holds no Hubble record."""
     stats = ReadStats()
     with open_flow_stream(source) as stream:
+        head = peek(stream, SNIFF_BYTES)
         report = verify_flows(read_records(stream, stats, FlowParser()), policies, options)
+    check_readable(describe_source(source), stats, head, 100.0)
     return VerifiedCapture(stats=stats, report=report)

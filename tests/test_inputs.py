@@ -1,0 +1,118 @@
+"""Every real capture read right (issue 14): inputs that are not Hubble captures fail loudly,
+saying what they look like; the shares of malformed lines; container-log wrapped lines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import EXAMPLE, cpg, flow_dict, jsonl
+
+FIX = "give cpg a capture from 'hubble observe -o jsonpb'"
+
+NOT_CAPTURES = {
+    "policy.yaml": (
+        b"apiVersion: cilium.io/v2\nkind: CiliumNetworkPolicy\nmetadata:\n  name: x\n",
+        "Kubernetes YAML",
+    ),
+    "compact.txt": (
+        b"Nov  2 10:00:00.123: shop/frontend-6d8f:40000 (ID:1234) -> shop/cart-7c9:8080 "
+        b"(ID:5678) policy-verdict:none INGRESS DENIED (TCP Flags: SYN)\n",
+        "Hubble compact text (hubble observe -o compact)",
+    ),
+    "table.txt": (
+        b"TIMESTAMP             SOURCE              DESTINATION         TYPE            VERDICT"
+        b"     SUMMARY\nNov  2 10:00:00.123   shop/frontend:40000 shop/cart:8080      "
+        b"policy-verdict  DROPPED     TCP Flags: SYN\n",
+        "Hubble table text (hubble observe -o table)",
+    ),
+    "dict.txt": (
+        b"  TIMESTAMP: Nov  2 10:00:00.123\n     SOURCE: shop/frontend:40000\n"
+        b"DESTINATION: shop/cart:8080\n       TYPE: policy-verdict\n    VERDICT: DROPPED\n",
+        "Hubble dict text (hubble observe -o dict)",
+    ),
+    "other.json": (b'{"items": [], "kind": "List"}\n', "JSON that is not a Hubble flow record"),
+    "pretty.json": (
+        json.dumps(flow_dict(), indent=2).encode() + b"\n",
+        "JSON that does not parse (a pretty-printed or cut-off document?)",
+    ),
+    "binary.bin": (bytes(range(256)) * 8, "binary data"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOT_CAPTURES))
+def test_an_input_that_is_not_a_capture_fails_and_writes_nothing(name: str, tmp_path: Path) -> None:
+    data, looks_like = NOT_CAPTURES[name]
+    path = tmp_path / name
+    path.write_bytes(data)
+    out, evidence = tmp_path / "policies", tmp_path / "evidence"
+    ran = cpg("replay", str(path), "-d", str(out), "--evidence-dir", str(evidence))
+    assert ran.returncode == 1, ran.stdout
+    assert f"{path}: not a single Hubble flow record in it: it looks like {looks_like}" in (
+        ran.stderr
+    )
+    assert FIX in ran.stderr
+    assert not out.exists() and not evidence.exists(), "nothing written, not even a folder"
+
+
+def test_an_empty_input_is_fine_and_writes_nothing(tmp_path: Path) -> None:
+    for data in (b"", b"\n\n  \n"):
+        path = tmp_path / "empty.jsonl"
+        path.write_bytes(data)
+        out, evidence = tmp_path / "policies", tmp_path / "evidence"
+        ran = cpg("replay", str(path), "-d", str(out), "--evidence-dir", str(evidence))
+        assert ran.returncode == 0, ran.stderr
+        assert not out.exists() and not evidence.exists()
+
+
+def test_max_malformed(tmp_path: Path) -> None:
+    good = jsonl([flow_dict(dst_ip=f"10.0.0.{n}") for n in range(3)])
+    path = tmp_path / "mostly-broken.jsonl"
+    path.write_text(good + "junk\n" * 4)
+    out = tmp_path / "policies"
+    refused = cpg("replay", str(path), "-d", str(out), "--no-evidence")
+    assert refused.returncode == 1
+    assert "4 of 7 lines (57.1 %) are not Hubble records, more than --max-malformed 50 %" in (
+        refused.stderr
+    )
+    assert not out.exists()
+    allowed = cpg("replay", str(path), "-d", str(out), "--no-evidence", "--max-malformed", "60")
+    assert allowed.returncode == 0, allowed.stderr
+    assert "malformed lines skipped: 4 of 7 (57.1 %; line 4, 5, 6, 7)" in allowed.stdout
+    assert (out / "shop" / "cart.yaml").exists()
+    as_json = cpg("replay", str(path), "-d", str(out), "--no-evidence", "--max-malformed", "0")
+    assert as_json.returncode == 1
+    out_of_range = cpg("replay", str(path), "--max-malformed", "101")
+    assert out_of_range.returncode == 2
+
+
+def test_the_example_with_two_malformed_lines_states_the_share(tmp_path: Path) -> None:
+    ran = cpg("replay", str(EXAMPLE), "-d", str(tmp_path / "p"), "--no-evidence")
+    assert ran.returncode == 0
+    assert "malformed lines skipped: 2 of 67 (3.0 %; line 32, 46)" in ran.stdout
+
+
+def test_container_log_lines_are_read(tmp_path: Path) -> None:
+    lines = EXAMPLE.read_text().splitlines()
+    wrapped = tmp_path / "fluent-bit.log"
+    wrapped.write_text(
+        "".join(f"2026-11-02T10:00:00.{n:09d}Z stdout F {line}\n" for n, line in enumerate(lines))
+    )
+    plain_out, wrapped_out = tmp_path / "plain", tmp_path / "wrapped"
+    assert cpg("replay", str(EXAMPLE), "-d", str(plain_out), "--no-evidence").returncode == 0
+    assert cpg("replay", str(wrapped), "-d", str(wrapped_out), "--no-evidence").returncode == 0
+    from conftest import policies
+
+    assert policies(plain_out) == policies(wrapped_out)
+
+
+def test_verify_refuses_an_input_that_is_not_a_capture(tmp_path: Path) -> None:
+    out = tmp_path / "policies"
+    assert cpg("replay", str(EXAMPLE), "-d", str(out), "--no-evidence").returncode == 0
+    data, looks_like = NOT_CAPTURES["policy.yaml"]
+    path = tmp_path / "policy.yaml"
+    path.write_bytes(data)
+    ran = cpg("verify", str(path), "-d", str(out))
+    assert ran.returncode == 1 and looks_like in ran.stderr
