@@ -21,8 +21,9 @@ def allow_entries(policy: dict[str, Any]) -> set[tuple[str, str, str, str]]:
                 {k: v for k, v in rule.items() if k not in ("toPorts", "icmps")}, sort_keys=True
             )
             for port_rule in rule.get("toPorts", []):
-                for p in port_rule["ports"]:
-                    entries.add((direction, peer, p["protocol"], p["port"]))
+                for p in port_rule["ports"]:  # a range is one entry per port in evidence
+                    for port in range(int(p["port"]), int(p.get("endPort", p["port"])) + 1):
+                        entries.add((direction, peer, p["protocol"], str(port)))
             for icmp in rule.get("icmps", []):
                 for f in icmp["fields"]:
                     entries.add((direction, peer, "ICMP" + f["family"][2:], str(f["type"])))

@@ -116,3 +116,37 @@ def test_verify_refuses_an_input_that_is_not_a_capture(tmp_path: Path) -> None:
     path.write_bytes(data)
     ran = cpg("verify", str(path), "-d", str(out))
     assert ran.returncode == 1 and looks_like in ran.stderr
+
+
+def test_verify_and_explain_understand_port_ranges(tmp_path: Path) -> None:
+    ports = (8080, 8081, 8082, 8084)
+    capture = tmp_path / "ports.jsonl"
+    capture.write_text(jsonl([flow_dict(tcp=port) for port in ports]))
+    out = tmp_path / "policies"
+    evidence = tmp_path / "evidence"
+    ran = cpg("replay", str(capture), "-d", str(out), "--evidence-dir", str(evidence), "--verify")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    text = (out / "shop" / "cart.yaml").read_text()
+    assert 'port: "8080"\n        endPort: 8082\n' in text and 'port: "8084"' in text
+    # the port in the gap stays denied
+    gap = tmp_path / "gap.jsonl"
+    gap.write_text(jsonl([flow_dict(tcp=8083)]))
+    checked = cpg("verify", str(gap), "-d", str(out), "-o", "json")
+    assert checked.returncode == 3
+    assert json.loads(checked.stdout)["candidates"] == {"total": 1, "admitted": 0}
+    # evidence stays per observed port: explain finds a port inside the range
+    explained = cpg(
+        "explain",
+        "shop/cart",
+        "-d",
+        str(out),
+        "--evidence-dir",
+        str(evidence),
+        "--port",
+        "8081",
+        "-o",
+        "json",
+    )
+    assert explained.returncode == 0, explained.stderr
+    (rule,) = json.loads(explained.stdout)["matched_rules"]
+    assert rule["port"] == "8081" and rule["flow_count"] == 1

@@ -228,3 +228,31 @@ def test_rules_cpg_added_to_an_indented_list_stay_managed() -> None:
     ports = yaml.safe_load(twice)["spec"]["ingress"][0]["toPorts"][0]["ports"]
     assert [p["port"] for p in ports] == ["80", "443", "8080"]
     assert "    # TCP/80, TCP/443, TCP/8080 from default/app=client\n" in twice
+
+
+def _port_entries(text: str) -> list[tuple[str, int | None]]:
+    return [
+        (p["port"], p.get("endPort"))
+        for rule in yaml.safe_load(text)["spec"]["ingress"]
+        for port_rule in rule["toPorts"]
+        for p in port_rule["ports"]
+    ]
+
+
+def test_a_new_port_that_extends_a_range_merges_into_it() -> None:
+    first = render([Atom("ingress", CLIENT, "TCP", p) for p in (8080, 8081, 8082, 8084)])
+    assert _port_entries(first) == [("8080", 8082), ("8084", None)]
+    merged = merge(first, [Atom("ingress", CLIENT, "TCP", 8083)])
+    assert _port_entries(merged) == [("8080", 8084)], "the gap filled: one range"
+    assert "TCP/8080-8084" in merged
+    assert_crd_valid(merged, required=True)
+    # a port inside a range is already allowed: nothing changes
+    assert merge(merged, [Atom("ingress", CLIENT, "TCP", 8082)]) == merged
+
+
+def test_a_human_range_covers_new_ports_and_is_kept() -> None:
+    human = render([Atom("ingress", CLIENT, "TCP", 443)]).replace(
+        '      - port: "443"\n', '      - port: "30000"\n        endPort: 32767\n'
+    )
+    assert _port_entries(human) == [("30000", 32767)]
+    assert merge(human, [Atom("ingress", CLIENT, "TCP", 31000)]) == human

@@ -84,7 +84,7 @@ def test_icmp_never_shares_a_rule_with_ports() -> None:
 
 
 def test_45_ports_are_split_into_port_rules_of_at_most_40() -> None:
-    atoms = [Atom("ingress", CLIENT, "TCP", 1000 + i) for i in range(45)]
+    atoms = [Atom("ingress", CLIENT, "TCP", 1000 + 2 * i) for i in range(45)]  # no runs
     (rule,) = rules_from_atoms(atoms)
     data = rule_to_dict(rule, "prod")
     assert [len(pr["ports"]) for pr in data["toPorts"]] == [40, 5]
@@ -216,3 +216,61 @@ def test_emit_generic_mapping() -> None:
         "e:",
         '  f: "8"',
     ]
+
+
+def _entries(text: str) -> list[tuple[str, int | None, str]]:
+    doc = yaml.safe_load(text)
+    return [
+        (p["port"], p.get("endPort"), p["protocol"])
+        for rule in doc["spec"]["ingress"]
+        for port_rule in rule["toPorts"]
+        for p in port_rule["ports"]
+    ]
+
+
+def test_a_run_of_observed_ports_becomes_one_range_and_a_gap_stays_a_gap() -> None:
+    atoms = [Atom("ingress", CLIENT, "TCP", p) for p in (8080, 8081, 8082, 8084)]
+    atoms += [Atom("ingress", CLIENT, "UDP", p) for p in (9000, 9001)]  # two: no range
+    text = render(atoms)
+    assert _entries(text) == [
+        ("8080", 8082, "TCP"),
+        ("8084", None, "TCP"),
+        ("9000", None, "UDP"),
+        ("9001", None, "UDP"),
+    ]
+    assert "# TCP/8080-8082, TCP/8084, UDP/9000, UDP/9001 from" in text
+    assert_crd_valid(text, required=True)
+    # the fast renderer and the generic emitter agree
+    (rule, *_) = rules_from_atoms(atoms)
+    assert rule_lines(rule, "prod") == rule_lines_generic(rule, "prod")
+
+
+def test_80_consecutive_ports_are_one_entry_and_a_short_comment() -> None:
+    atoms = [Atom("ingress", CLIENT, "TCP", 8080 + i) for i in range(80)]
+    text = render(atoms)
+    assert _entries(text) == [("8080", 8159, "TCP")]
+    comment = next(line for line in text.splitlines() if line.strip().startswith("#"))
+    assert "TCP/8080-8159 from" in comment and len(comment) < 120
+    assert_crd_valid(text, required=True)
+
+
+def test_the_40_entry_limit_counts_entries_not_ports() -> None:
+    # 41 runs of three ports with gaps between them: 123 ports, 41 entries → 40 + 1
+    atoms = [
+        Atom("ingress", CLIENT, "TCP", 1000 + 4 * run + k) for run in range(41) for k in range(3)
+    ]
+    (rule,) = rules_from_atoms(atoms)
+    data = rule_to_dict(rule, "prod")
+    assert [len(pr["ports"]) for pr in data["toPorts"]] == [40, 1]
+    assert all("endPort" in p for pr in data["toPorts"] for p in pr["ports"])
+    assert_crd_valid(render(atoms), required=True)
+
+
+def test_a_range_reads_back_as_its_ports() -> None:
+    atoms = [Atom("ingress", CLIENT, "TCP", p) for p in (8080, 8081, 8082, 8084)]
+    (rule,) = rules_from_atoms(atoms)
+    assert rule_from_dict(rule_to_dict(rule, "prod"), "ingress", "prod") == rule
+    # a range with a gap is not what cpg writes: left to whoever wrote it
+    edited = rule_to_dict(rule, "prod")
+    edited["toPorts"][0]["ports"][0]["endPort"] = 8083
+    assert rule_from_dict(edited, "ingress", "prod") is None

@@ -75,8 +75,13 @@ def test_cluster_health_counts_equal_the_capture(tmp_path: Path) -> None:
     files = {str(p.relative_to(out)) for p in out.rglob("*.yaml")}
     assert files == {"shop/cart.yaml", "shop/web.yaml"}
     cart = yaml.safe_load((out / "shop" / "cart.yaml").read_text())
-    ports = [p["port"] for r in cart["spec"]["ingress"] for pr in r["toPorts"] for p in pr["ports"]]
-    assert ports == ["8080", "8081", "8082"]
+    ports = [
+        (p["port"], p.get("endPort"))
+        for r in cart["spec"]["ingress"]
+        for pr in r["toPorts"]
+        for p in pr["ports"]
+    ]
+    assert ports == [("8080", 8082)]  # three consecutive observed ports: one range
     assert "egress" not in cart["spec"]
 
 

@@ -21,6 +21,7 @@ from cpg_core.rules import (
     Rule,
     describe_rule,
     peer_selector,
+    port_entries,
     rule_to_dict,
 )
 
@@ -161,10 +162,13 @@ def rule_lines(rule: Rule, policy_namespace: str) -> list[str]:
         ]
     if rule.ports:
         lines.append("    toPorts:")
-        for start in range(0, len(rule.ports), MAX_PORTS_PER_RULE):
+        entries = port_entries(rule.ports)
+        for start in range(0, len(entries), MAX_PORTS_PER_RULE):
             lines.append("    - ports:")
-            for port, proto in rule.ports[start : start + MAX_PORTS_PER_RULE]:
-                lines.append(f'      - port: "{port}"')
+            for first, last, proto in entries[start : start + MAX_PORTS_PER_RULE]:
+                lines.append(f'      - port: "{first}"')
+                if last != first:
+                    lines.append(f"        endPort: {last}")
                 lines.append(f"        protocol: {proto}")
     if rule.icmps:
         lines.append("    icmps:")

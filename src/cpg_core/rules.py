@@ -8,8 +8,8 @@ set, which is what makes output independent of flow order and of how runs were s
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import attrs
 
@@ -18,6 +18,8 @@ from cpg_core.labels import NAMESPACE_LABEL, LabelItems, format_labels
 
 INGRESS = "ingress"
 EGRESS = "egress"
+T = TypeVar("T")
+
 MAX_PORTS_PER_RULE = 40  # CRD limit on PortRule.ports and ICMPRule.fields
 
 ENTITIES = (
@@ -176,7 +178,7 @@ def rules_from_atoms(atoms: Iterable[Atom]) -> list[Rule]:
     return rules
 
 
-def _chunks(items: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+def _chunks(items: Sequence[T]) -> list[Sequence[T]]:
     return [items[i : i + MAX_PORTS_PER_RULE] for i in range(0, len(items), MAX_PORTS_PER_RULE)]
 
 
@@ -189,6 +191,54 @@ def peer_selector(peer: EndpointPeer, policy_namespace: str) -> dict[str, str]:
 
 def _port(port: int, proto: str) -> dict[str, str]:
     return {"port": str(port), "protocol": proto}
+
+
+MIN_PORT_RANGE = 3
+"""Runs of at least this many consecutive observed ports become one ``port``/``endPort``
+entry; shorter runs stay single ports (as readable, and the same rule)."""
+MAX_PORT_RANGE_READ = 4096
+"""A cpg-shaped entry spanning more ports than this is left to the human who wrote it."""
+
+
+def port_entries(ports: Iterable[tuple[int, str]]) -> list[tuple[int, int, str]]:
+    """``(first, last, protocol)`` entries for sorted ``(port, protocol)`` pairs: every run of
+    consecutive ports that were all observed becomes one entry, never a range with a gap."""
+    by_protocol: dict[str, list[int]] = {}
+    for port, proto in ports:
+        by_protocol.setdefault(proto, []).append(port)
+    entries: list[tuple[int, int, str]] = []
+    for proto, numbers in by_protocol.items():
+        numbers.sort()
+        start = 0
+        for i in range(1, len(numbers) + 1):
+            if i < len(numbers) and numbers[i] == numbers[i - 1] + 1:
+                continue
+            run = numbers[start:i]
+            if len(run) >= MIN_PORT_RANGE:
+                entries.append((run[0], run[-1], proto))
+            else:
+                entries.extend((n, n, proto) for n in run)
+            start = i
+    entries.sort(key=lambda e: (e[0], e[2]))
+    return entries
+
+
+def _port_entry(first: int, last: int, proto: str) -> dict[str, Any]:
+    if first == last:
+        return {"port": str(first), "protocol": proto}
+    return {"port": str(first), "endPort": last, "protocol": proto}
+
+
+def _entry_ports(entry: Mapping[str, Any]) -> set[tuple[int, str]]:
+    """The ports of one cpg-shaped ``ports`` entry (ValueError for any other shape)."""
+    first = int(entry["port"])
+    proto = str(entry["protocol"])
+    if "endPort" not in entry:
+        return {(first, proto)}
+    last = entry["endPort"]
+    if type(last) is not int or not first < last <= first + MAX_PORT_RANGE_READ:
+        raise ValueError("not a range cpg writes")
+    return {(n, proto) for n in range(first, last + 1)}
 
 
 def rule_to_dict(rule: Rule, policy_namespace: str) -> dict[str, Any]:
@@ -217,8 +267,8 @@ def rule_to_dict(rule: Rule, policy_namespace: str) -> dict[str, Any]:
         out["toPorts"] = port_rules
     elif rule.ports:
         out["toPorts"] = [
-            {"ports": [_port(port, proto) for port, proto in chunk]}
-            for chunk in _chunks(rule.ports)
+            {"ports": [_port_entry(*entry) for entry in chunk]}
+            for chunk in _chunks(port_entries(rule.ports))
         ]
     if rule.icmps:
         out["icmps"] = [
@@ -268,7 +318,9 @@ def rule_from_dict(data: object, direction: str, policy_namespace: str) -> Rule 
         http: set[tuple[int, str, str, str]] = set()
         names: set[str] = set()
         for port_rule in rest.pop("toPorts", ()):
-            found = {(int(p["port"]), str(p["protocol"])) for p in port_rule["ports"]}
+            found: set[tuple[int, str]] = set()
+            for entry in port_rule["ports"]:
+                found |= _entry_ports(entry)
             l7 = port_rule.get("rules") or {}
             if "dns" in l7:
                 names.update(str(d["matchName"]) for d in l7["dns"])
@@ -316,11 +368,17 @@ def describe_rule(rule: Rule) -> str:
     http: dict[tuple[int, str], list[str]] = {}
     for port, proto, method, path in rule.http:
         http.setdefault((port, proto), []).append(f"{method} {path}")
-    traffic = [
-        f"{proto}/{port}"
-        + (f" (HTTP {', '.join(http[(port, proto)])})" if (port, proto) in http else "")
-        for port, proto in rule.ports
-    ]
+    if http:
+        traffic = [
+            f"{proto}/{port}"
+            + (f" (HTTP {', '.join(http[(port, proto)])})" if (port, proto) in http else "")
+            for port, proto in rule.ports
+        ]
+    else:
+        traffic = [
+            f"{proto}/{first}" + (f"-{last}" if last != first else "")
+            for first, last, proto in port_entries(rule.ports)
+        ]
     traffic += [f"ICMP{fam[2:]} type {t}" for fam, t in rule.icmps]
     way = "from" if rule.direction == INGRESS else "to"
     return printable(f"{', '.join(traffic)} {way} {describe_peer(rule.peer)}")
