@@ -73,6 +73,16 @@ def verify(
         bool,
         typer.Option("--include-audit", help="Also check AUDIT-verdict flows, as replay does."),
     ] = False,
+    default_local_cluster: Annotated[
+        str,
+        typer.Option(
+            "--policy-default-local-cluster",
+            metavar="true|false",
+            help="As the Cilium agent flag of that name (true since Cilium 1.19): a peer "
+            "selector that names no cluster (io.cilium.k8s.policy.cluster) selects endpoints "
+            "of the local cluster only. Use false for ClusterMesh before 1.19.",
+        ),
+    ] = "true",
     output: opt.Output = "text",
 ) -> None:
     """Check that policies admit every denied flow cpg can express, and no explicitly denied one.
@@ -83,6 +93,12 @@ def verify(
     in that direction. Exit codes: 0 all admitted and no deny admitted, 3 otherwise, 1 unreadable
     input, 2 bad flags.
     """
+    if default_local_cluster.lower() not in ("true", "false"):
+        raise typer.BadParameter(
+            f"{default_local_cluster!r} is not true or false",
+            param_hint="--policy-default-local-cluster",
+        )
+    local_default = default_local_cluster.lower() == "true"
     folder = policies if policies is not None or cluster else Path("policies")
     sources = [str(folder)] if folder is not None else []
     try:
@@ -98,7 +114,9 @@ def verify(
             documents += live
             sources.append(f"the cluster ({len(live)})")
         request = CaptureRequest.build(include_audit=include_audit)
-        verified = verify_capture(flows, documents, request.decide_options())
+        verified = verify_capture(
+            flows, documents, request.decide_options(), default_local_cluster=local_default
+        )
     except (PolicyLoadError, SourceError, KubeError, CpgError) as exc:
         say(f"cpg: error: {exc}", err=True)
         raise typer.Exit(1) from None

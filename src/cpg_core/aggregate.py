@@ -34,7 +34,14 @@ from cpg_core.rules import (
     Rule,
     rules_from_atoms,
 )
-from cpg_core.synthesis import PolicyTarget, Resolved, Resolver, Unhandled, Unresolved
+from cpg_core.synthesis import (
+    PolicyTarget,
+    Resolved,
+    Resolver,
+    Unhandled,
+    Unresolved,
+    mesh_peer,
+)
 from cpg_core.triage import (
     DropTally,
     FindingTally,
@@ -303,6 +310,8 @@ class Aggregator:
             target = resolver.roles(target_ep).target
             peer = resolver.roles(peer_ep).peer
             if type(target) is PolicyTarget and peer is not None and type(peer) is not Unresolved:
+                if peer_ep.cluster_name != target_ep.cluster_name:
+                    peer = mesh_peer(peer, target_ep, peer_ep)
                 cls = (
                     "policy"
                     if flow.drop_reason == POLICY_DENIED and flow.verdict == _DROPPED

@@ -33,6 +33,7 @@ from cpg_core.documents import (
     SessionInfo,
 )
 from cpg_core.errors import CpgError
+from cpg_core.labels import CLUSTER_LABEL
 from cpg_core.rules import HTTP, Atom, CidrPeer, EndpointPeer, EntityPeer, FqdnPeer, Peer
 from cpg_core.wire import DocumentError, from_data, to_data
 
@@ -57,8 +58,15 @@ def peer_key(peer: Peer) -> str:
         return f"cidr:{peer.cidr}"
     if isinstance(peer, FqdnPeer):
         return f"fqdn:{peer.name}"
-    labels = ",".join(f"{k}={v}" for k, v in peer.labels)
+    labels = ",".join(f"{k}={v}" for k, v in _record_labels(peer))
     return f"ep:{peer.namespace}/{labels}"
+
+
+def _record_labels(peer: EndpointPeer) -> list[tuple[str, str]]:
+    """The selected labels, and the cluster label for a peer in another cluster."""
+    if not peer.cluster:
+        return list(peer.labels)
+    return sorted([*peer.labels, (CLUSTER_LABEL, peer.cluster)])
 
 
 def rule_key(atom: Atom) -> str:
@@ -85,7 +93,7 @@ def peer_record(peer: Peer) -> PeerRecord:
     if isinstance(peer, CidrPeer):
         return CidrPeerRecord(peer.cidr)
     assert isinstance(peer, EndpointPeer)
-    return EndpointPeerRecord(peer.namespace, dict(peer.labels))
+    return EndpointPeerRecord(peer.namespace, dict(_record_labels(peer)))
 
 
 def rule_records(

@@ -11,6 +11,8 @@ from collections.abc import Iterable
 import attrs
 
 NAMESPACE_LABEL = "io.kubernetes.pod.namespace"
+CLUSTER_LABEL = "io.cilium.k8s.policy.cluster"
+"""The ClusterMesh cluster of an endpoint, as policy selectors name it."""
 PRIORITY_KEYS = ("app.kubernetes.io/name", "app.kubernetes.io/component", "app")
 UNSTABLE_KEYS = frozenset(
     {

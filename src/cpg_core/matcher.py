@@ -23,7 +23,7 @@ import attrs
 from cpg_core.documents import PolicyDocument
 from cpg_core.errors import CpgError
 from cpg_core.flow import ICMP_PROTOCOLS, ICMPV4, Direction, Endpoint, Flow
-from cpg_core.labels import NAMESPACE_LABEL, reserved_names
+from cpg_core.labels import CLUSTER_LABEL, NAMESPACE_LABEL, reserved_names
 from cpg_core.rules import DNS, EGRESS, HTTP, INGRESS, Atom, CidrPeer, EndpointPeer, EntityPeer
 from cpg_core.synthesis import endpoint_kind
 
@@ -61,6 +61,8 @@ def endpoint_labels(endpoint: Endpoint) -> dict[str, str]:
         out[key] = value
     if endpoint.namespace:
         out.setdefault(NAMESPACE_LABEL, endpoint.namespace)
+    if endpoint.cluster_name:
+        out.setdefault(CLUSTER_LABEL, endpoint.cluster_name)
     return out
 
 
@@ -70,11 +72,14 @@ def selector_matches(
     default_namespace: str | None,
     *,
     complete: bool = True,
+    local_cluster: str | None = None,
 ) -> bool:
     """A LabelSelector against endpoint labels. ``default_namespace`` is the implicit namespace
     of a namespaced policy's peer selector (None: no implicit namespace). With ``complete``
     False the endpoint may carry labels beyond ``labels``: a selector that excludes a label
-    cpg does not know (NotIn, DoesNotExist) does not match."""
+    cpg does not know (NotIn, DoesNotExist) does not match. With ``local_cluster`` (Cilium's
+    policy-default-local-cluster), a selector that names no cluster selects only endpoints of
+    that cluster (an endpoint whose cluster is unknown counts as local)."""
     if not isinstance(selector, Mapping):
         return False
     raw_labels = selector.get("matchLabels") or {}
@@ -92,6 +97,17 @@ def selector_matches(
         )
     ):
         match_labels[NAMESPACE_LABEL] = default_namespace
+    if (
+        local_cluster is not None
+        and CLUSTER_LABEL not in match_labels
+        and labels.get(CLUSTER_LABEL, local_cluster) != local_cluster
+        and not any(
+            _strip_source(str(e.get("key", ""))) == CLUSTER_LABEL
+            for e in expressions
+            if isinstance(e, Mapping)
+        )
+    ):
+        return False
     for key, value in match_labels.items():
         if labels.get(key) != value:
             return False
@@ -191,6 +207,9 @@ class PeerView:
     names: tuple[str, ...]
     complete: bool = True
     """Whether ``labels`` are all the peer's labels (an entry knows only the selected ones)."""
+    local_cluster: str | None = None
+    """The cluster selectors default to (policy-default-local-cluster), or None for every
+    cluster (the default before Cilium 1.19)."""
 
 
 @attrs.frozen(slots=True)
@@ -222,7 +241,11 @@ def _peer_matches(
         return True
     for selector in rule.get(prefix + "Endpoints") or []:
         if not peer.world and selector_matches(
-            selector, peer.labels, policy_ns, complete=peer.complete
+            selector,
+            peer.labels,
+            policy_ns,
+            complete=peer.complete,
+            local_cluster=peer.local_cluster,
         ):
             return True
     if peer.entities & {str(e) for e in rule.get(prefix + "Entities") or []}:
@@ -322,7 +345,7 @@ def _flow_request(flow: Flow) -> Request:
     return Request(flow.protocol, flow.port)
 
 
-def _side(endpoint: Endpoint, ip: str, names: Sequence[str]) -> PeerView:
+def _side(endpoint: Endpoint, ip: str, names: Sequence[str], local_cluster: str | None) -> PeerView:
     address = _network(ip) if ip else None
     return PeerView(
         labels=endpoint_labels(endpoint),
@@ -330,6 +353,7 @@ def _side(endpoint: Endpoint, ip: str, names: Sequence[str]) -> PeerView:
         world=endpoint_kind(endpoint).world,
         network=address if address is not None and address.num_addresses == 1 else None,
         names=tuple(names),
+        local_cluster=local_cluster,
     )
 
 
@@ -338,7 +362,11 @@ def atom_peer(atom: Atom) -> PeerView:
     peer = atom.peer
     if isinstance(peer, EndpointPeer):
         labels = {**dict(peer.labels), NAMESPACE_LABEL: peer.namespace}
-        return PeerView(labels, frozenset({"all", "cluster"}), False, None, (), complete=False)
+        if peer.cluster:  # another cluster's peer: a rule naming no cluster does not cover it
+            labels[CLUSTER_LABEL] = peer.cluster
+        return PeerView(
+            labels, frozenset({"all", "cluster"}), False, None, (), complete=False, local_cluster=""
+        )
     if isinstance(peer, EntityPeer):
         if peer.entity in _WORLD_ENTITIES:
             return PeerView({}, frozenset({"all", "world", peer.entity}), True, None, ())
@@ -379,15 +407,19 @@ def match_flow(
     policies: Sequence[PolicyDocument],
     flow: Flow,
     ip_names: Mapping[str, Sequence[str]] | None = None,
+    *,
+    default_local_cluster: bool = True,
 ) -> MatchResult:
     """Whether ``policies`` allow ``flow`` in its traffic direction, and by which rule. A
-    policy with a field of the wrong shape raises PolicyShapeError naming it."""
+    policy with a field of the wrong shape raises PolicyShapeError naming it.
+    ``default_local_cluster`` is Cilium's policy-default-local-cluster (on since 1.19): a
+    peer selector that names no cluster selects the enforcing endpoint's cluster only."""
     try:
-        return _match_flow(policies, flow, ip_names)
+        return _match_flow(policies, flow, ip_names, default_local_cluster)
     except (TypeError, AttributeError, ValueError) as exc:
         for policy in policies:  # find the culprit to name it
             try:
-                _match_flow([policy], flow, ip_names)
+                _match_flow([policy], flow, ip_names, default_local_cluster)
             except (TypeError, AttributeError, ValueError):
                 name = _policy_name(policy) if isinstance(policy, Mapping) else repr(policy)[:80]
                 raise PolicyShapeError(
@@ -400,7 +432,8 @@ def match_flow(
 def _match_flow(
     policies: Sequence[PolicyDocument],
     flow: Flow,
-    ip_names: Mapping[str, Sequence[str]] | None = None,
+    ip_names: Mapping[str, Sequence[str]] | None,
+    default_local_cluster: bool,
 ) -> MatchResult:
     if flow.direction == Direction.INGRESS:
         direction, target, target_ip, peer_ep, peer_ip, prefix = (
@@ -424,7 +457,8 @@ def _match_flow(
         return MatchResult(False, "the flow has no traffic direction")
     names = list(flow.destination_names if direction == "egress" else flow.source_names)
     names += list((ip_names or {}).get(peer_ip, ()))
-    peer = _side(peer_ep, peer_ip, names)
+    local = (target.cluster_name or None) if default_local_cluster else None
+    peer = _side(peer_ep, peer_ip, names, local)
     target_labels = endpoint_labels(target)
     selecting = []
     for policy in policies:

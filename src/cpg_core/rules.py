@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import attrs
 
 from cpg_core.flow import ICMPV4, ICMPV6, PORT_PROTOCOLS
-from cpg_core.labels import NAMESPACE_LABEL, LabelItems, format_labels
+from cpg_core.labels import CLUSTER_LABEL, NAMESPACE_LABEL, LabelItems, format_labels
 
 INGRESS = "ingress"
 EGRESS = "egress"
@@ -51,6 +51,9 @@ class CidrPeer:
 class EndpointPeer:
     namespace: str
     labels: LabelItems
+    cluster: str = ""
+    """The peer's ClusterMesh cluster when it is not the target's, else "": a selector
+    selects the local cluster only unless it names another (Cilium 1.19+)."""
 
 
 @attrs.frozen(slots=True, order=True, cache_hash=True)
@@ -85,7 +88,7 @@ def peer_sort_key(peer: Peer) -> tuple[Any, ...]:
         return (1, peer.sort_key())
     if isinstance(peer, FqdnPeer):
         return (3, peer.name)
-    return (2, peer.namespace, peer.labels)
+    return (2, peer.namespace, peer.labels, peer.cluster)
 
 
 def host_cidr(ip: str) -> str | None:
@@ -186,6 +189,8 @@ def peer_selector(peer: EndpointPeer, policy_namespace: str) -> dict[str, str]:
     labels = dict(peer.labels)
     if peer.namespace != policy_namespace:
         labels[NAMESPACE_LABEL] = peer.namespace
+    if peer.cluster:
+        labels[CLUSTER_LABEL] = peer.cluster
     return dict(sorted(labels.items()))
 
 
@@ -311,7 +316,8 @@ def rule_from_dict(data: object, direction: str, policy_namespace: str) -> Rule 
             if set(selector) != {"matchLabels"}:
                 return None
             namespace = labels.pop(NAMESPACE_LABEL, policy_namespace)
-            peer = EndpointPeer(str(namespace), tuple(sorted(labels.items())))
+            cluster = labels.pop(CLUSTER_LABEL, "")
+            peer = EndpointPeer(str(namespace), tuple(sorted(labels.items())), str(cluster))
         else:
             return None
         ports: set[tuple[int, str]] = set()
@@ -355,7 +361,8 @@ def describe_peer(peer: Peer) -> str:
         return peer.cidr
     if isinstance(peer, FqdnPeer):
         return peer.name
-    return f"{peer.namespace}/{format_labels(peer.labels)}"
+    where = f" in cluster {peer.cluster}" if peer.cluster else ""
+    return f"{peer.namespace}/{format_labels(peer.labels)}{where}"
 
 
 def describe_rule(rule: Rule) -> str:

@@ -139,17 +139,43 @@ def endpoint_name(endpoint: Endpoint) -> str:
     return workload or (reserved[0] if reserved else "?")
 
 
+def mesh_flow(flow: Flow) -> bool:
+    """Whether the two ends are known to be in different ClusterMesh clusters."""
+    src, dst = flow.source.cluster_name, flow.destination.cluster_name
+    return bool(src and dst and src != dst)
+
+
 def traffic_subject(flow: Flow) -> str:
-    """``src → dst PROTO/port``: one kind of traffic, for findings."""
+    """``src → dst PROTO/port``: one kind of traffic, for findings (``cluster/ns/workload``
+    when the ends are in different clusters)."""
     proto = flow.protocol or "no-L4"
     port = f"/{flow.port}" if flow.protocol else ""
-    return f"{endpoint_name(flow.source)} → {endpoint_name(flow.destination)} {proto}{port}"
+    src, dst = endpoint_name(flow.source), endpoint_name(flow.destination)
+    if mesh_flow(flow):
+        src, dst = f"{flow.source.cluster_name}/{src}", f"{flow.destination.cluster_name}/{dst}"
+    return f"{src} → {dst} {proto}{port}"
 
 
 def _who(endpoint: Endpoint, role: str) -> str:
     name = endpoint.pod_name or ",".join(endpoint.labels) or "no labels"
     where = f"{endpoint.namespace}/{name}" if endpoint.namespace else name
     return f"{where} ({role})"
+
+
+def mesh_peer(
+    peer: Peer | Unresolved, target: Endpoint, peer_endpoint: Endpoint
+) -> Peer | Unresolved:
+    """ClusterMesh: an endpoint peer of another cluster than the target's is selected with
+    its cluster named (a selector naming none selects the local cluster only, Cilium 1.19+).
+    When either cluster is unknown, the peer is taken to be local."""
+    if (
+        type(peer) is EndpointPeer
+        and peer_endpoint.cluster_name
+        and target.cluster_name
+        and peer_endpoint.cluster_name != target.cluster_name
+    ):
+        return EndpointPeer(peer.namespace, peer.labels, peer_endpoint.cluster_name)
+    return peer
 
 
 class Resolver:
@@ -217,6 +243,8 @@ class Resolver:
                 return Unresolved(Unhandled.WORLD_NO_IP, traffic_subject(flow))
         elif type(peer) is Unresolved:
             return peer
+        elif peer_ep.cluster_name != target_ep.cluster_name:
+            peer = mesh_peer(peer, target_ep, peer_ep)
         assert isinstance(target, PolicyTarget)
         assert not isinstance(peer, Unresolved)
         return Resolved(target, Atom(way, peer, protocol, port))

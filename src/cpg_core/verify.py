@@ -10,7 +10,7 @@ from cpg_core.decide import DecideOptions, Decision, decide
 from cpg_core.documents import PolicyDocument, VerifyCheck, VerifyReport
 from cpg_core.flow import Direction, Endpoint, Flow
 from cpg_core.matcher import dns_names, match_flow
-from cpg_core.synthesis import Resolved, Resolver, endpoint_kind, endpoint_name
+from cpg_core.synthesis import Resolved, Resolver, endpoint_kind, endpoint_name, mesh_flow
 
 
 def _key(flow: Flow) -> tuple[object, ...]:
@@ -33,8 +33,12 @@ def _key(flow: Flow) -> tuple[object, ...]:
 def traffic_line(flow: Flow) -> str:
     """``ingress src → dst PROTO/port``, naming a world peer by its IP."""
 
+    mesh = mesh_flow(flow)
+
     def name(endpoint: Endpoint, ip: str) -> str:
-        return ip if ip and endpoint_kind(endpoint).world else endpoint_name(endpoint)
+        if ip and endpoint_kind(endpoint).world:
+            return ip
+        return f"{endpoint.cluster_name}/" * mesh + endpoint_name(endpoint)
 
     way = {int(Direction.INGRESS): "ingress", int(Direction.EGRESS): "egress"}.get(
         flow.direction, "?"
@@ -50,6 +54,8 @@ def verify_flows(
     flows: Iterable[Flow],
     policies: Sequence[PolicyDocument],
     options: DecideOptions | None = None,
+    *,
+    default_local_cluster: bool = True,
 ) -> VerifyReport:
     """A check for every distinct candidate that cpg can express and every explicit-deny flow."""
     options = options or DecideOptions()
@@ -77,7 +83,7 @@ def verify_flows(
     names = dns_names(kept)
     checks = []
     for kind, flow, counter in seen.values():
-        result = match_flow(policies, flow, names)
+        result = match_flow(policies, flow, names, default_local_cluster=default_local_cluster)
         checks.append(
             VerifyCheck(kind, traffic_line(flow), counter[0], result.allowed, result.reason)
         )

@@ -52,12 +52,21 @@ class VerifiedCapture:
 
 
 def verify_capture(
-    source: str, policies: Sequence[Mapping[str, Any]], options: DecideOptions
+    source: str,
+    policies: Sequence[Mapping[str, Any]],
+    options: DecideOptions,
+    *,
+    default_local_cluster: bool = True,
 ) -> VerifiedCapture:
     """Check ``policies`` against a capture; UnreadableInput when it holds no Hubble record."""
     stats = ReadStats()
     with open_flow_stream(source) as stream:
         head = peek(stream, SNIFF_BYTES)
-        report = verify_flows(read_records(stream, stats, FlowParser()), policies, options)
+        report = verify_flows(
+            read_records(stream, stats, FlowParser()),
+            policies,
+            options,
+            default_local_cluster=default_local_cluster,
+        )
     check_readable(describe_source(source), stats, head, 100.0)
     return VerifiedCapture(stats=stats, report=report)

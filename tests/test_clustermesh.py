@@ -1,0 +1,126 @@
+"""ClusterMesh (issue 14): a peer in another cluster is selected by its cluster label; the
+matcher knows both values of Cilium's policy-default-local-cluster."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from conftest import assert_crd_valid, cpg, endpoint, flow_dict, jsonl
+
+CLUSTER = "k8s:io.cilium.k8s.policy.cluster="
+
+
+def pod(cluster: str, ns: str, app: str, *, label: bool = True) -> dict[str, Any]:
+    """A pod of ``cluster``: named by its cluster label, or only by ``cluster_name``."""
+    extra = [f"{CLUSTER}{cluster}"] if label else []
+    return endpoint(ns, app, *extra, cluster_name=cluster)
+
+
+def mesh_capture(path: Path) -> Path:
+    """Captured in cluster east: frontends in east and west call cart in east; cart calls
+    ledger in west (egress), and a reporting job in west with only cluster_name set."""
+    path.write_text(
+        jsonl(
+            [
+                flow_dict(pod("east", "shop", "frontend"), pod("east", "shop", "cart")),
+                flow_dict(pod("west", "shop", "frontend"), pod("east", "shop", "cart")),
+                flow_dict(pod("west", "shop", "reports", label=False), pod("east", "shop", "cart")),
+                flow_dict(
+                    pod("east", "shop", "cart"),
+                    pod("west", "payments", "ledger"),
+                    direction="EGRESS",
+                    tcp=5432,
+                ),
+            ]
+        )
+    )
+    return path
+
+
+def selectors(policy: dict[str, Any], section: str, key: str) -> list[dict[str, str]]:
+    return [s["matchLabels"] for rule in policy["spec"][section] for s in rule[key]]
+
+
+def test_cross_cluster_peers_name_their_cluster(tmp_path: Path) -> None:
+    capture = mesh_capture(tmp_path / "mesh.jsonl")
+    out, evidence = tmp_path / "policies", tmp_path / "evidence"
+    ran = cpg("replay", str(capture), "-d", str(out), "--evidence-dir", str(evidence))
+    assert ran.returncode == 0, ran.stderr
+    text = (out / "shop" / "cart.yaml").read_text()
+    assert_crd_valid(text, required=True)
+    cart = yaml.safe_load(text)
+    assert selectors(cart, "ingress", "fromEndpoints") == [
+        {"app": "frontend"},  # same cluster: unchanged
+        {"app": "frontend", "io.cilium.k8s.policy.cluster": "west"},
+        {"app": "reports", "io.cilium.k8s.policy.cluster": "west"},
+    ]
+    assert selectors(cart, "egress", "toEndpoints") == [
+        {
+            "app": "ledger",
+            "io.cilium.k8s.policy.cluster": "west",
+            "io.kubernetes.pod.namespace": "payments",
+        }
+    ]
+    assert "from shop/app=frontend in cluster west" in text
+    # the evidence key tells the two frontends apart
+    explained = cpg(
+        "explain", "shop/cart", "-d", str(out), "--evidence-dir", str(evidence), "--json"
+    )
+    keys = [rule["key"] for rule in json.loads(explained.stdout)["matched_rules"]]
+    assert "ingress:ep:shop/app=frontend:TCP:8080" in keys
+    assert "ingress:ep:shop/app=frontend,io.cilium.k8s.policy.cluster=west:TCP:8080" in keys
+    for default in ("true", "false"):
+        checked = cpg(
+            "verify", str(capture), "-d", str(out), "--policy-default-local-cluster", default
+        )
+        assert checked.returncode == 0, (default, checked.stdout)
+
+
+def test_a_rule_without_the_cluster_label_fails_under_the_local_cluster_default(
+    tmp_path: Path,
+) -> None:
+    capture = mesh_capture(tmp_path / "mesh.jsonl")
+    out = tmp_path / "policies"
+    assert cpg("replay", str(capture), "-d", str(out), "--no-evidence").returncode == 0
+    cart = out / "shop" / "cart.yaml"
+    # the pre-1.19 way: one selector for the frontends of every cluster
+    pre_119 = cart.read_text().replace("        io.cilium.k8s.policy.cluster: west\n", "")
+    cart.write_text(pre_119)
+    strict = cpg("verify", str(capture), "-d", str(out), "-o", "json")
+    assert strict.returncode == 3
+    report = json.loads(strict.stdout)
+    refused = sorted(c["traffic"] for c in report["checks"] if not c["allowed"])
+    assert refused == [
+        "egress  east/shop/cart → west/payments/ledger TCP/5432",
+        "ingress west/shop/frontend → east/shop/cart TCP/8080",
+        "ingress west/shop/reports → east/shop/cart TCP/8080",
+    ]
+    assert report["candidates"] == {"total": 4, "admitted": 1}
+    legacy = cpg("verify", str(capture), "-d", str(out), "--policy-default-local-cluster", "false")
+    assert legacy.returncode == 0, legacy.stdout
+    bad = cpg("verify", str(capture), "-d", str(out), "--policy-default-local-cluster", "maybe")
+    assert bad.returncode == 2
+
+
+def test_a_new_cross_cluster_peer_is_not_covered_by_a_local_rule(tmp_path: Path) -> None:
+    """Merging: a rule naming no cluster does not make a cross-cluster rule redundant."""
+    first = tmp_path / "first.jsonl"
+    first.write_text(
+        jsonl([flow_dict(pod("east", "shop", "frontend"), pod("east", "shop", "cart"))])
+    )
+    second = tmp_path / "second.jsonl"
+    second.write_text(
+        jsonl([flow_dict(pod("west", "shop", "frontend"), pod("east", "shop", "cart"))])
+    )
+    out = tmp_path / "policies"
+    assert cpg("replay", str(first), "-d", str(out), "--no-evidence").returncode == 0
+    assert cpg("replay", str(second), "-d", str(out), "--no-evidence").returncode == 0
+    cart = yaml.safe_load((out / "shop" / "cart.yaml").read_text())
+    assert selectors(cart, "ingress", "fromEndpoints") == [
+        {"app": "frontend"},
+        {"app": "frontend", "io.cilium.k8s.policy.cluster": "west"},
+    ]
