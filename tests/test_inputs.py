@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -150,3 +151,88 @@ def test_verify_and_explain_understand_port_ranges(tmp_path: Path) -> None:
     assert explained.returncode == 0, explained.stderr
     (rule,) = json.loads(explained.stdout)["matched_rules"]
     assert rule["port"] == "8081" and rule["flow_count"] == 1
+
+
+def _exporter_folder(tmp_path: Path) -> tuple[Path, Path]:
+    """An exporter's folder (rotated files, the older ones gzipped, one of them with a
+    malformed line) and the concatenation of its files in name order."""
+    import gzip
+
+    from conftest import explain_capture
+
+    capture, _ = explain_capture(tmp_path)
+    lines = capture.read_text().splitlines(keepends=True)
+    lines += EXAMPLE.read_text().splitlines(keepends=True)
+    folder = tmp_path / "hubble"
+    folder.mkdir()
+    thirds = [lines[: len(lines) // 3], lines[len(lines) // 3 : 2 * len(lines) // 3]]
+    thirds.append(lines[2 * len(lines) // 3 :])
+    (folder / "events.log").write_text("".join(thirds[0]))
+    (folder / "events.log.1.gz").write_bytes(gzip.compress("".join(thirds[1]).encode()))
+    (folder / "events.log.2.gz").write_bytes(gzip.compress("".join(thirds[2]).encode()))
+    (folder / ".hidden").write_text("not read\n")
+    joined = tmp_path / "all.jsonl"
+    joined.write_text("".join(thirds[0] + thirds[1] + thirds[2]))
+    return folder, joined
+
+
+def _evidence(root: Path) -> dict[str, Any]:
+    """Every evidence rule, without what names the run (session ids)."""
+    out = {}
+    for path in sorted(root.rglob("*.json")):
+        if path.name == "cluster-health.json":
+            continue
+        doc = json.loads(path.read_text())
+        for rule in doc["rules"]:
+            rule.pop("contributing_sessions")
+        out[f"{path.parent.name}/{path.name}"] = doc["rules"]
+    return out
+
+
+def test_a_folder_or_glob_of_exporter_files_equals_their_concatenation(tmp_path: Path) -> None:
+    from conftest import policies
+
+    folder, joined = _exporter_folder(tmp_path)
+    runs = {
+        "concatenated": [str(joined)],
+        "folder -j 1": [str(folder), "-j", "1"],
+        "folder -j 2": [str(folder), "-j", "2"],
+        "glob": [str(folder / "events.log*"), "-j", "2"],
+        "files": [
+            str(folder / "events.log"),
+            str(folder / "events.log.1.gz"),
+            str(folder / "events.log.2.gz"),
+        ],
+    }
+    results = {}
+    for name, args in runs.items():
+        out, evidence = tmp_path / name / "policies", tmp_path / name / "evidence"
+        ran = cpg("replay", *args, "-d", str(out), "--evidence-dir", str(evidence), "-o", "json")
+        assert ran.returncode == 0, (name, ran.stderr)
+        report = json.loads(ran.stdout)
+        results[name] = (
+            policies(out),
+            _evidence(evidence),
+            report["flows"],
+            report["malformed"]["count"],
+            report["lines_read"],
+            report["findings"],
+        )
+    expected = results.pop("concatenated")
+    assert expected[0] and expected[2]["candidate"] > 10
+    for name, got in results.items():
+        assert got == expected, name
+    # malformed lines are named with their file
+    folder_run = cpg("replay", str(folder), "-d", str(tmp_path / "x"), "--no-evidence")
+    assert "events.log.2.gz:" in folder_run.stderr or "events.log.1.gz:" in folder_run.stderr
+
+
+def test_inputs_that_give_nothing_are_named(tmp_path: Path) -> None:
+    empty = tmp_path / "empty-folder"
+    empty.mkdir()
+    ran = cpg("replay", str(empty), "-d", str(tmp_path / "p"))
+    assert ran.returncode == 1 and "no files in this folder" in ran.stderr
+    ran = cpg("replay", str(tmp_path / "nothing-*.log"), "-d", str(tmp_path / "p"))
+    assert ran.returncode == 1 and "matches no file" in ran.stderr
+    ran = cpg("replay", "-", str(EXAMPLE), "-d", str(tmp_path / "p"))
+    assert ran.returncode == 1 and "cannot be combined" in ran.stderr

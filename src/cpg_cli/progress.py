@@ -102,8 +102,8 @@ class ReplayProgress:
             )
             self._drawn = True
 
-    def malformed(self, line: int, why: str) -> None:
-        log.warning("%s:%d: skipped malformed line: %s", self.source, line, why)
+    def malformed(self, line: int, why: str, source: str | None = None) -> None:
+        log.warning("%s:%d: skipped malformed line: %s", source or self.source, line, why)
 
     def writing(self, policies: int) -> None:
         if self._progress is not None and self._task is not None:

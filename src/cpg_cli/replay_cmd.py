@@ -28,11 +28,13 @@ log = logging.getLogger("cpg")
 
 
 def replay(
-    file: Annotated[
-        str,
+    inputs: Annotated[
+        list[str],
         typer.Argument(
-            metavar="FILE|-",
-            help="Capture from 'hubble observe -o jsonpb' (plain or gzip), or - for stdin.",
+            metavar="FILE|DIR|GLOB...|-",
+            help="Captures from 'hubble observe -o jsonpb' or the Hubble exporter (plain or "
+            "gzip): files, folders (every file inside, e.g. rotated events.log*), quoted glob "
+            "patterns, or - for stdin. Several are read as one capture.",
             show_default=False,
         ),
     ],
@@ -106,6 +108,7 @@ def replay(
             "--verify checks written files; drop --dry-run", param_hint="--verify"
         )
     record_evidence = not no_evidence and not dry_run
+    label = describe_source(inputs[0]) if len(inputs) == 1 else f"{len(inputs)} inputs"
     options = opt.capture_request(
         namespace=namespace,
         all_namespaces=all_namespaces,
@@ -126,9 +129,9 @@ def replay(
             if record_evidence
             else None
         )
-        with ReplayProgress(describe_source(file), show=on_terminal(quiet)) as progress:
+        with ReplayProgress(label, show=on_terminal(quiet)) as progress:
             result = run_replay(
-                file,
+                inputs,
                 output_dir,
                 options,
                 dry_run=dry_run,
@@ -151,14 +154,14 @@ def replay(
         sys.stderr.flush()
         os._exit(130)
 
-    source = describe_source(file)
+    source = result.describe_inputs()
     agg = result.aggregator
     warn_about_run(agg, source, l7=l7, include_audit=include_audit)
     failed = bool(result.failed or result.evidence_errors or result.stats.truncated)
     checked = None
     if verify and not failed:
         try:
-            checked = verify_capture(file, load_policies(output_dir), options.decide).report
+            checked = verify_capture(inputs, load_policies(output_dir), options.decide).report
         except (PolicyLoadError, SourceError, CpgError) as exc:
             say(f"cpg: error: --verify: {exc}", err=True)
             failed = True

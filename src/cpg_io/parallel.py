@@ -19,7 +19,15 @@ from typing import Any, BinaryIO, TypeVar
 
 from cpg_core import AggregateOptions, AggregateState, Aggregator, FlowParser
 from cpg_io.progress import Reported
-from cpg_io.sources import ReadStats, feed_lines, iter_chunks, merge_stats
+from cpg_io.sources import (
+    ReadStats,
+    SourceError,
+    feed_lines,
+    input_size,
+    iter_chunks,
+    merge_stats,
+    open_flow_stream,
+)
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -350,6 +358,105 @@ def aggregate_file(
         _stop(workers, [outbox], failed)
     merge_stats(stats, ReadStats(malformed_examples=numbers.examples))
     return aggregator
+
+
+# --- several files: each read whole by one worker -----------------------------------------
+
+
+def _files_worker(
+    files: list[tuple[int, str]], options: AggregateOptions, outbox: Any, parent: int
+) -> None:
+    die_with_parent(parent)
+    try:
+        aggregator = Aggregator(options)
+        for index, path in files:
+            stats = ReadStats()
+            with open_flow_stream(path) as stream:
+                _size, position = input_size(stream)
+                chunks = iter_chunks(stream, stats, CHUNK_BYTES)
+                _consume(_told(chunks, outbox, position), aggregator, stats)
+            outbox.put(("file", index, stats))
+        outbox.put(("ok", aggregator.state(), None))
+    except SourceError as exc:
+        outbox.put(("source", str(exc), None))
+    except BaseException:
+        outbox.put(("error", traceback.format_exc(), None))
+
+
+def _told(
+    chunks: Iterator[tuple[int, bytes]], outbox: Any, position: Callable[[], int] | None
+) -> Iterator[tuple[int, bytes]]:
+    """The chunks, telling the parent how many bytes (of the file, compressed for gzip) and
+    lines each one moved the reading on."""
+    done = 0
+    for first, block in chunks:
+        now = position() if position is not None else done + len(block)
+        outbox.put(("read", now - done, block.count(b"\n")))
+        done = now
+        yield first, block
+
+
+def aggregate_files(
+    paths: Sequence[str],
+    options: AggregateOptions,
+    jobs: int,
+    cancel: threading.Event | None = None,
+    watch: Reported | None = None,
+) -> tuple[Aggregator, list[ReadStats]]:
+    """Aggregate several files in up to ``jobs`` worker processes, each file read whole (and
+    decompressed) by one worker: the rotated files of an exporter. The same result as one
+    process reading their concatenation; the stats of each file, in order."""
+    sizes = {path: os.path.getsize(path) for path in paths}
+    workers_n = max(1, min(jobs, len(paths)))
+    shares: list[list[tuple[int, str]]] = [[] for _ in range(workers_n)]
+    loads = [0] * workers_n
+    for index, path in sorted(enumerate(paths), key=lambda item: -sizes[item[1]]):
+        least = loads.index(min(loads))  # the biggest files first, each to the least loaded
+        shares[least].append((index, path))
+        loads[least] += sizes[path]
+    context: Any = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+    outbox = context.Queue()
+    workers = [
+        context.Process(
+            target=_files_worker, args=(sorted(share), options, outbox, os.getpid()), daemon=True
+        )
+        for share in shares
+    ]
+    for worker in workers:
+        worker.start()
+    aggregator = Aggregator(options)
+    per_file: list[ReadStats | None] = [None] * len(paths)
+    position = lines = finished = 0
+    failed = True
+    try:
+        while finished < len(workers):
+            if cancel is not None and cancel.is_set():
+                raise Cancelled("the run was cancelled")
+            try:
+                status, payload, extra = outbox.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if status == "read":
+                position += payload
+                lines += extra
+                if watch is not None:
+                    watch.read(position, lines)
+            elif status == "file":
+                per_file[payload] = extra
+                if watch is not None:
+                    for line, why in extra.malformed_examples:
+                        watch.malformed(line, why, paths[payload])
+            elif status == "ok":
+                aggregator.absorb(payload)
+                finished += 1
+            elif status == "source":
+                raise SourceError(payload)
+            else:
+                raise RuntimeError(f"a replay worker failed:\n{payload}")
+        failed = False
+    finally:
+        _stop(workers, [outbox], failed)
+    return aggregator, [stats or ReadStats() for stats in per_file]
 
 
 # --- fan out the output stage --------------------------------------------------------------

@@ -10,7 +10,7 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,16 +33,24 @@ from cpg_core import (
     render_or_merge,
 )
 from cpg_io.evidence_store import EvidenceStore
-from cpg_io.parallel import Cancelled, aggregate_file, aggregate_stream, map_forked
+from cpg_io.parallel import (
+    Cancelled,
+    aggregate_file,
+    aggregate_files,
+    aggregate_stream,
+    map_forked,
+)
 from cpg_io.progress import SILENT, ReplayWatcher, Reported
 from cpg_io.sources import (
     SNIFF_BYTES,
     ReadStats,
     check_readable,
     describe_source,
+    expand_inputs,
     input_size,
     is_gzip,
     is_regular_file,
+    merge_stats,
     open_flow_stream,
     peek,
 )
@@ -89,6 +97,14 @@ class ReplayResult:
     """The cluster-health document of this run (also when it was not written)."""
     health_path: Path | None = None
     """Where cluster-health.json was written (None when it was not)."""
+    inputs: list[str] = attrs.Factory(list)
+    """The files read (folders and patterns expanded)."""
+
+    def describe_inputs(self) -> str:
+        if len(self.inputs) == 1:
+            return describe_source(self.inputs[0])
+        shown = ", ".join(self.inputs[:3]) + (", …" if len(self.inputs) > 3 else "")
+        return f"{len(self.inputs)} files ({shown})"
 
     def count(self, outcome: str) -> int:
         return sum(1 for f in self.files if f.outcome == outcome)
@@ -96,6 +112,94 @@ class ReplayResult:
     @property
     def failed(self) -> list[FileResult]:
         return [f for f in self.files if f.outcome == "failed"]
+
+
+def _read_one(
+    source: str,
+    options: AggregateOptions,
+    stats: ReadStats,
+    jobs: int,
+    cancel: threading.Event | None,
+    reported: Reported,
+    watch: ReplayWatcher,
+) -> tuple[Aggregator, bytes]:
+    with open_flow_stream(source) as stream:
+        # Workers read byte ranges of their own only from a regular file (a FIFO or a device
+        # can be read once, by this process).
+        plain_file = source != "-" and not is_gzip(stream) and is_regular_file(stream)
+        head = peek(stream, SNIFF_BYTES)
+        size, position = input_size(stream)
+        watch.reading(size)
+        found = (
+            aggregate_file(source, options, stats, jobs, cancel=cancel, watch=reported)
+            if plain_file and jobs > 1
+            else None
+        )
+        aggregator = found or aggregate_stream(
+            stream, options, stats, jobs, cancel=cancel, watch=reported, position=position
+        )
+    return aggregator, head
+
+
+def _read_many(
+    files: list[str],
+    options: AggregateOptions,
+    stats: ReadStats,
+    jobs: int,
+    cancel: threading.Event | None,
+    reported: Reported,
+    watch: ReplayWatcher,
+) -> tuple[Aggregator, bytes]:
+    """Several files as one capture (their concatenation): by file-level workers with
+    ``jobs`` > 1, else one after the other. Malformed lines are named with their file."""
+    head = b""
+    for path in files:
+        with open_flow_stream(path) as stream:
+            head = peek(stream, SNIFF_BYTES)
+        if head.strip():
+            break
+    watch.reading(sum(os.path.getsize(path) for path in files))
+    if jobs > 1:
+        aggregator, per_file = aggregate_files(files, options, jobs, cancel, reported)
+    else:
+        aggregator, per_file = Aggregator(options), []
+        base_position = base_lines = 0
+        for path in files:
+            part = ReadStats()
+            offset = _Offset(reported, path, base_position, base_lines)
+            with open_flow_stream(path) as stream:
+                _size, position = input_size(stream)
+                aggregator.absorb(
+                    aggregate_stream(
+                        stream, options, part, 1, cancel=cancel, watch=offset, position=position
+                    ).state()
+                )
+            per_file.append(part)
+            base_position += os.path.getsize(path)
+            base_lines += part.lines_read
+    for path, part in zip(files, per_file, strict=True):
+        part.malformed_examples = [
+            (line, f"{path}: {why}") for line, why in part.malformed_examples
+        ]
+        merge_stats(stats, part)
+        if part.truncated and not stats.truncated:
+            stats.truncated = f"{path}: {part.truncated}"
+    return aggregator, head
+
+
+class _Offset(Reported):
+    """What reading one file of several tells: positions counted from the first file's
+    start, malformed lines named with their file."""
+
+    def __init__(self, inner: Reported, path: str, position: int, lines: int) -> None:
+        super().__init__(inner.watcher)
+        self.inner, self.path, self.position, self.lines = inner, path, position, lines
+
+    def read(self, position: int, lines: int) -> None:
+        self.inner.read(self.position + position, self.lines + lines)
+
+    def malformed(self, line: int, why: str, source: str | None = None) -> None:
+        self.inner.malformed(line, why, source or self.path)
 
 
 def utc_now() -> datetime:
@@ -112,7 +216,7 @@ def new_session_id(started: datetime) -> str:
 
 
 def replay(
-    source: str,
+    source: str | Sequence[str],
     output_dir: Path,
     options: AggregateOptions,
     *,
@@ -139,26 +243,17 @@ def replay(
         check_folder(output_dir, "policies", create=False)
     if evidence is not None and not dry_run:
         check_folder(evidence.root, "evidence", create=False)
-    with open_flow_stream(source) as stream:
-        # Workers read byte ranges of their own only from a regular file (a FIFO or a device
-        # can be read once, by this process).
-        plain_file = source != "-" and not is_gzip(stream) and is_regular_file(stream)
-        reported = Reported(watch)
-        head = peek(stream, SNIFF_BYTES)
-        size, position = input_size(stream)
-        watch.reading(size)
-        found = (
-            aggregate_file(source, options, stats, jobs, cancel=cancel, watch=reported)
-            if plain_file and jobs > 1
-            else None
-        )
-        aggregator = found or aggregate_stream(
-            stream, options, stats, jobs, cancel=cancel, watch=reported, position=position
-        )
-    for line, why in stats.malformed_examples:  # those a worker kept to the end
-        reported.malformed(line, why)
-    check_readable(describe_source(source), stats, head, max_malformed)
-    result = ReplayResult(stats=stats, aggregator=aggregator)
+    files = expand_inputs([source] if isinstance(source, str) else list(source))
+    reported = Reported(watch)
+    if len(files) == 1:
+        aggregator, head = _read_one(files[0], options, stats, jobs, cancel, reported, watch)
+        for line, why in stats.malformed_examples:  # those a worker kept to the end
+            reported.malformed(line, why)
+    else:
+        aggregator, head = _read_many(files, options, stats, jobs, cancel, reported, watch)
+    label = describe_source(files[0]) if len(files) == 1 else f"{len(files)} input files"
+    check_readable(label, stats, head, max_malformed)
+    result = ReplayResult(stats=stats, aggregator=aggregator, inputs=files)
     if stats.lines_read == stats.blank_lines:  # an empty input: nothing to write
         result.health = run_health(aggregator, stats, started, clock())
         return result
@@ -181,7 +276,8 @@ def replay(
             ended_at=rfc3339(clock()),
             cpg_version=cpg_version(),
             source=SessionSource(
-                type="replay", file="" if source == "-" else os.path.abspath(source)
+                type="replay",
+                file=", ".join("" if f == "-" else os.path.abspath(f) for f in files),
             ),
             flows_ingested=total,
             flows_unhandled=total - aggregator.rule_flows,

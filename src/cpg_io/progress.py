@@ -16,8 +16,9 @@ class ReplayWatcher(Protocol):
     def read(self, position: int, lines: int) -> None:
         """``position`` bytes of the input and ``lines`` lines were read so far."""
 
-    def malformed(self, line: int, why: str) -> None:
-        """A line that is not a Hubble record (each reported line once)."""
+    def malformed(self, line: int, why: str, source: str | None = None) -> None:
+        """A line that is not a Hubble record (each reported line once); ``source`` names
+        the file when a run reads several."""
 
     def writing(self, policies: int) -> None:
         """Reading is done; ``policies`` policies are being merged and written."""
@@ -30,7 +31,7 @@ class _Silent:
     def read(self, position: int, lines: int) -> None:
         pass
 
-    def malformed(self, line: int, why: str) -> None:
+    def malformed(self, line: int, why: str, source: str | None = None) -> None:
         pass
 
     def writing(self, policies: int) -> None:
@@ -46,12 +47,12 @@ class Reported:
 
     def __init__(self, watcher: ReplayWatcher) -> None:
         self.watcher = watcher
-        self._seen: set[int] = set()
+        self._seen: set[tuple[str | None, int]] = set()
 
-    def malformed(self, line: int, why: str) -> None:
-        if line not in self._seen and len(self._seen) < MAX_REPORTED:
-            self._seen.add(line)
-            self.watcher.malformed(line, why)
+    def malformed(self, line: int, why: str, source: str | None = None) -> None:
+        if (source, line) not in self._seen and len(self._seen) < MAX_REPORTED:
+            self._seen.add((source, line))
+            self.watcher.malformed(line, why, source)
 
     def read(self, position: int, lines: int) -> None:
         self.watcher.read(position, lines)

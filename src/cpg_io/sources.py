@@ -7,12 +7,13 @@ not a Hubble record is counted with its line number and never stops the run.
 from __future__ import annotations
 
 import contextlib
+import glob
 import gzip
 import io
 import os
 import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import BinaryIO
 
 from cpg_core import Flow, FlowParser, ReadStats, feed_lines
@@ -57,6 +58,46 @@ def check_readable(source: str, stats: ReadStats, head: bytes, max_malformed: fl
 
 def describe_source(path: str) -> str:
     return "standard input" if path == "-" else path
+
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+def expand_inputs(inputs: Sequence[str]) -> list[str]:
+    """The files to read for the inputs as given: a file, ``-`` (standard input, alone), a
+    folder (every regular file directly inside it, by name: an exporter's rotated
+    ``events.log*``) or a glob pattern. Each file once, in that order; SourceError naming an
+    input that gives nothing."""
+    if "-" in inputs and len(inputs) > 1:
+        raise SourceError(
+            "- (standard input) cannot be combined with files; give only -, or only files"
+        )
+    files: list[str] = []
+    seen: set[str] = set()
+    for given in inputs:
+        found: list[str]
+        if given == "-":
+            found = ["-"]
+        elif os.path.isdir(given):
+            found = sorted(
+                os.path.join(given, name)
+                for name in os.listdir(given)
+                if not name.startswith(".") and os.path.isfile(os.path.join(given, name))
+            )
+            if not found:
+                raise SourceError(f"{given}: no files in this folder; give the folder of captures")
+        elif not os.path.lexists(given) and _GLOB_CHARS & set(given):
+            found = sorted(path for path in glob.glob(given) if os.path.isfile(path))
+            if not found:
+                raise SourceError(f"{given}: matches no file; check the pattern")
+        else:
+            found = [given]  # a missing file is named when it is opened
+        for path in found:
+            key = os.path.realpath(path) if path != "-" else path
+            if key not in seen:
+                seen.add(key)
+                files.append(path)
+    return files
 
 
 @contextlib.contextmanager

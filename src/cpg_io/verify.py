@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from cpg_core import DecideOptions, FlowParser, VerifyReport, verify_flows
+from cpg_core import DecideOptions, Flow, FlowParser, VerifyReport, verify_flows
 from cpg_core.yamlread import YamlInputError, load_all
 from cpg_io.sources import (
     SNIFF_BYTES,
     ReadStats,
     check_readable,
     describe_source,
+    expand_inputs,
     open_flow_stream,
     peek,
     read_records,
@@ -52,21 +53,27 @@ class VerifiedCapture:
 
 
 def verify_capture(
-    source: str,
+    source: str | Sequence[str],
     policies: Sequence[Mapping[str, Any]],
     options: DecideOptions,
     *,
     default_local_cluster: bool = True,
 ) -> VerifiedCapture:
-    """Check ``policies`` against a capture; UnreadableInput when it holds no Hubble record."""
+    """Check ``policies`` against a capture (files, folders, globs: as cpg replay reads
+    them); UnreadableInput when it holds no Hubble record."""
+    files = expand_inputs([source] if isinstance(source, str) else list(source))
     stats = ReadStats()
-    with open_flow_stream(source) as stream:
-        head = peek(stream, SNIFF_BYTES)
-        report = verify_flows(
-            read_records(stream, stats, FlowParser()),
-            policies,
-            options,
-            default_local_cluster=default_local_cluster,
-        )
-    check_readable(describe_source(source), stats, head, 100.0)
+    heads: list[bytes] = []
+
+    def flows() -> Iterator[Flow]:
+        parser = FlowParser()
+        for path in files:
+            with open_flow_stream(path) as stream:
+                heads.append(peek(stream, SNIFF_BYTES))
+                yield from read_records(stream, stats, parser)
+
+    report = verify_flows(flows(), policies, options, default_local_cluster=default_local_cluster)
+    head = next((h for h in heads if h.strip()), b"")
+    label = describe_source(files[0]) if len(files) == 1 else f"{len(files)} input files"
+    check_readable(label, stats, head, 100.0)
     return VerifiedCapture(stats=stats, report=report)
