@@ -180,7 +180,10 @@ def test_errors_that_teach(tmp_path: Path) -> None:
         (["explain", "shop/cart", "--ingress", "--egress"], "not both"),
         (["explain", "shop/cart", "--peer", "app"], "KEY=VALUE"),
         (["explain", "shop/cart", "--peer-cidr", "nope"], "not a CIDR"),
-        (["explain", "shop/cart", "--since", "yesterday"], "e.g. 90s"),
+        (
+            ["explain", "shop/cart", "--since", "yesterday"],
+            "is not an RFC 3339 time (e.g. 2026-11-02T10:00:00Z) or a duration",
+        ),
         (["explain", "shop/cart", "--port", "http"], "not a port"),
         (["explain", "shop/cart", "--format", "xml"], "--format"),
     ):

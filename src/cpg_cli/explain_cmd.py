@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -83,13 +82,14 @@ def _filter(
     http_path: str | None,
     dns_pattern: str | None,
     since: str | None,
+    until: str | None,
+    reference: str | None,
     samples_limit: int,
 ) -> ExplainFilter:
     if ingress and egress:
         raise typer.BadParameter(
             "use --ingress or --egress, not both", param_hint="--ingress/--egress"
         )
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     return validated(
         lambda: explain_filter(
             direction="ingress" if ingress else "egress" if egress else None,
@@ -100,7 +100,8 @@ def _filter(
             http_path=http_path,
             dns_pattern=dns_pattern,
             since=since,
-            now=now,
+            until=until,
+            reference=reference,
             samples_limit=samples_limit,
         )
     )
@@ -214,8 +215,19 @@ def explain(
         str | None,
         typer.Option(
             "--since",
-            metavar="DURATION",
-            help="Only rules seen in the last DURATION (30m, 2h, 7d).",
+            metavar="TIME|DURATION",
+            help="Only rules seen at or after TIME (RFC 3339) or in the last DURATION (30m, "
+            "2h, 7d) before the newest flow in this workload's evidence (not before now: "
+            "evidence of last week's capture still answers --since 2h).",
+            show_default=False,
+        ),
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option(
+            "--until",
+            metavar="TIME|DURATION",
+            help="Only rules seen at or before TIME, or DURATION before the newest evidence.",
             show_default=False,
         ),
     ] = None,
@@ -244,18 +256,24 @@ def explain(
 
     Reads the evidence cpg replay recorded for the same --output-dir. Filters combine (AND).
     """
-    flt = _filter(
-        ingress,
-        egress,
-        port,
-        peer,
-        peer_cidr,
-        http_method,
-        http_path,
-        dns_pattern,
-        since,
-        samples_limit,
-    )
+
+    def build(reference: str | None) -> ExplainFilter:
+        return _filter(
+            ingress,
+            egress,
+            port,
+            peer,
+            peer_cidr,
+            http_method,
+            http_path,
+            dns_pattern,
+            since,
+            until,
+            reference,
+            samples_limit,
+        )
+
+    build(None)  # bad flags are told before any evidence is read
     namespace, workload, out_dir = _target(target, output_dir)
     try:
         store = EvidenceStore(evidence_dir or default_evidence_root(), out_dir)
@@ -269,6 +287,8 @@ def explain(
             f"dir {os.path.abspath(out_dir)}); run 'cpg replay CAPTURE -d {out_dir}' first, or pass "
             "the -d and --evidence-dir that run used"
         )
+    newest = max((rule.last_seen for rule in doc.rules if rule.last_seen), default=None)
+    flt = build(newest)
     fmt = "json" if as_json else output_format
     if fmt == "json":
         typer.echo(render_explain_json(doc, flt), nl=False)

@@ -8,9 +8,11 @@ import os
 import signal
 import tempfile
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
+import attrs
 import typer
 
 from cpg_cli import options as opt
@@ -18,6 +20,8 @@ from cpg_cli.progress import GenerateProgress, on_terminal
 from cpg_cli.report import print_run, warn_about_run
 from cpg_cli.terminal import say
 from cpg_core import LiveRequest
+from cpg_core.attribution import time_key
+from cpg_core.requests import TimeWindow
 from cpg_io.evidence_store import default_evidence_root
 from cpg_io.hubble import RelayError, TLSSettings
 from cpg_io.kube import RelaySetupError, prepare_relay
@@ -138,6 +142,25 @@ def generate(
     evidence_samples: opt.EvidenceSamples = 10,
     evidence_sessions: opt.EvidenceSessions = 10,
     fail_on_infra_drops: opt.FailOnInfraDrops = False,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            metavar="TIME|DURATION",
+            help="Also take the flows Hubble still buffers from TIME (RFC 3339) or the last "
+            "DURATION (30m, 2h), counted back from now as hubble observe does.",
+            show_default=False,
+        ),
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option(
+            "--until",
+            metavar="TIME",
+            help="Stop at TIME (RFC 3339, in the future); flows after it are not used.",
+            show_default=False,
+        ),
+    ] = None,
     output: opt.Output = "text",
     quiet: opt.Quiet = False,
     log_level: opt.LogLevel = "warning",
@@ -172,6 +195,20 @@ def generate(
         max_samples=evidence_samples if not (no_evidence or dry_run) else 0,
     )
     namespaces = list(request.namespaces)
+    window = opt.validated(lambda: TimeWindow.build(since, until))
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    first, last = opt.validated(lambda: window.resolve(now))
+    stop_after = live.duration
+    if until is not None:
+        if isinstance(window.until, float) or last <= time_key(now):
+            raise typer.BadParameter(
+                f"{until!r} is not a time in the future; cpg generate follows new flows (for "
+                "a past window, capture with hubble observe --since … --until … -o jsonpb and "
+                "use cpg replay --since/--until)",
+                param_hint="--until",
+            )
+        left = datetime.fromisoformat(last.replace("Z", "+00:00")) - datetime.now(UTC)
+        stop_after = min(stop_after, left.total_seconds()) if stop_after else left.total_seconds()
     try:
         evidence = None
         if not (no_evidence or dry_run):
@@ -216,7 +253,8 @@ def generate(
     settings = LiveSettings(
         server=server,
         output_dir=output_dir,
-        options=request.aggregate_options(),
+        options=attrs.evolve(request.aggregate_options(), since=first, until=last),
+        since=first,
         namespaces=tuple(namespaces),
         tls=TLSSettings(
             tls or bool(tls_ca_cert or tls_client_cert),
@@ -227,7 +265,7 @@ def generate(
         ),
         timeout=live.timeout,
         flush_interval=live.flush_interval,
-        duration=live.duration,
+        duration=stop_after,
         evidence=evidence,
         dry_run=dry_run,
         diff=not no_diff,

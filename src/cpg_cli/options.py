@@ -30,6 +30,7 @@ FLAGS = {
     "peer": "--peer",
     "peer_cidr": "--peer-cidr",
     "since": "--since",
+    "until": "--until",
     "samples_limit": "--samples-limit",
     "timeout": "--timeout",
     "flush_interval": "--flush-interval",
@@ -165,6 +166,26 @@ ExitCode = Annotated[
     typer.Option(
         "--exit-code",
         help="With --dry-run: exit 3 when any file would change (as git diff --exit-code).",
+    ),
+]
+Since = Annotated[
+    str | None,
+    typer.Option(
+        "--since",
+        metavar="TIME|DURATION",
+        help="Only flows at or after TIME (RFC 3339, e.g. 2026-11-02T10:00:00Z) or in the last "
+        "DURATION (30m, 2h, 7d) before the newest flow of the capture. Flows outside are "
+        "counted, not used.",
+        show_default=False,
+    ),
+]
+Until = Annotated[
+    str | None,
+    typer.Option(
+        "--until",
+        metavar="TIME|DURATION",
+        help="Only flows at or before TIME, or up to DURATION before the newest flow.",
+        show_default=False,
     ),
 ]
 Quiet = Annotated[

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
+import attrs
 import typer
 
 from cpg_cli import options as opt
@@ -16,11 +17,12 @@ from cpg_cli.progress import ReplayProgress, on_terminal
 from cpg_cli.report import print_run, warn_about_run
 from cpg_cli.terminal import say
 from cpg_core import CpgError, to_data
+from cpg_core.requests import TimeWindow
 from cpg_io.evidence_store import default_evidence_root
 from cpg_io.parallel import default_jobs
 from cpg_io.pipeline import EvidenceSettings
 from cpg_io.pipeline import replay as run_replay
-from cpg_io.sources import SourceError, describe_source
+from cpg_io.sources import SourceError, describe_source, expand_inputs, newest_time
 from cpg_io.store import StoreError
 from cpg_io.verify import PolicyLoadError, load_policies, verify_capture
 
@@ -53,6 +55,8 @@ def replay(
     evidence_sessions: opt.EvidenceSessions = 10,
     ignore_drop_reason: opt.IgnoreDropReasons = [],  # noqa: B006
     fail_on_infra_drops: opt.FailOnInfraDrops = False,
+    since: opt.Since = None,
+    until: opt.Until = None,
     output: opt.Output = "text",
     quiet: opt.Quiet = False,
     l7: opt.L7 = False,
@@ -119,7 +123,12 @@ def replay(
         l7_collapse_paths=l7_collapse_paths,
         max_samples=evidence_samples if record_evidence else 0,
     ).aggregate_options()
+    window = opt.validated(lambda: TimeWindow.build(since, until))
     try:
+        if window.bounded:
+            reference = newest_time(expand_inputs(inputs)) if window.relative else None
+            first, last = opt.validated(lambda: window.resolve(reference))
+            options = attrs.evolve(options, since=first, until=last)
         evidence = (
             EvidenceSettings(
                 root=evidence_dir or default_evidence_root(),
@@ -161,7 +170,12 @@ def replay(
     checked = None
     if verify and not failed:
         try:
-            checked = verify_capture(inputs, load_policies(output_dir), options.decide).report
+            checked = verify_capture(
+                inputs,
+                load_policies(output_dir),
+                options.decide,
+                window=(options.since, options.until),
+            ).report
         except (PolicyLoadError, SourceError, CpgError) as exc:
             say(f"cpg: error: --verify: {exc}", err=True)
             failed = True

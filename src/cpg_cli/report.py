@@ -28,6 +28,7 @@ _DECISION_LABELS = (
     (Decision.LB_SOURCE_RANGE, "LB source range denied"),
     (Decision.IGNORED_PROTOCOL, "ignored protocol"),
     (Decision.IGNORED_REASON, "ignored drop reason"),
+    (Decision.OUTSIDE_WINDOW, "outside --since/--until"),
 )
 MAX_FINDINGS_SHOWN = 20
 

@@ -74,6 +74,10 @@ class AggregateOptions:
     """Turn HTTP and DNS records into L7 rules, and named world peers into ``toFQDNs``."""
     collapse_paths: bool = False
     """With ``l7``: identifier path segments become one-segment wildcards."""
+    since: str = ""
+    """A time key: flows before it are counted as outside the window, not used."""
+    until: str = ""
+    """A time key: flows after it are counted as outside the window, not used."""
 
 
 @attrs.frozen(slots=True)
@@ -150,6 +154,9 @@ class Aggregator:
         # endpoint and entity peers (a world peer's entry also depends on the flow's IP).
         self._entries: dict[tuple[int, Endpoint, Endpoint, str, int], RuleStats] = {}
         self._resolver = Resolver()
+        self._since = self.options.since
+        self._until = self.options.until
+        self._window = bool(self._since or self._until)
         self._fast = (
             not self.options.decide.ignore_protocols
             and POLICY_DENIED not in self.options.decide.ignore_reasons
@@ -185,6 +192,9 @@ class Aggregator:
         return sum(st.count for atoms in self._atoms.values() for st in atoms.values())
 
     def add(self, flow: Flow) -> Decision:
+        if self._window and not self._inside(flow.time):
+            self.decisions[Decision.OUTSIDE_WINDOW] += 1
+            return Decision.OUTSIDE_WINDOW
         if self._l7 and (flow.l7 is not None or flow.destination_names):
             self._learn(flow)
             if flow.l7 is not None:
@@ -209,6 +219,13 @@ class Aggregator:
         self.decisions[decision] += 1
         self._candidate(flow)
         return decision
+
+    def _inside(self, when: str) -> bool:
+        """Whether a flow's time is inside --since/--until (a flow without one is not)."""
+        key = time_key(when)
+        if key == NO_TIME:
+            return False
+        return (not self._since or key >= self._since) and (not self._until or key <= self._until)
 
     def _slow(self, flow: Flow) -> Decision:
         decision = decide(flow, self.options.decide)

@@ -39,6 +39,8 @@ class Decision(StrEnum):
     """Skipped by the user's --ignore-protocol."""
     IGNORED_REASON = "ignored_reason"
     """A drop skipped by the user's --ignore-drop-reason."""
+    OUTSIDE_WINDOW = "outside_window"
+    """Outside the user's --since/--until: counted, not used."""
 
 
 @attrs.frozen(slots=True)

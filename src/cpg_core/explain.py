@@ -39,6 +39,8 @@ class ExplainFilter:
     dns_pattern: str | None = None
     since: str | None = None
     """Keep rules last seen at or after this time key (rules never seen are kept)."""
+    until: str | None = None
+    """Keep rules first seen at or before this time key (rules never seen are kept)."""
     samples_limit: int = 10
 
     @property
@@ -80,6 +82,10 @@ def rule_matches(rule: RuleEvidence, f: ExplainFilter) -> bool:
     if f.since:
         last = rule.last_seen
         if last and last != ZERO_TIME and last < f.since:
+            return False
+    if f.until:
+        first = rule.first_seen
+        if first and first != ZERO_TIME and first > f.until:
             return False
     if f.wants_l7:
         l7 = rule.l7

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 import attrs
 
 from cpg_core.aggregate import AggregateOptions
+from cpg_core.attribution import NO_TIME, time_key
 from cpg_core.decide import DecideOptions
 from cpg_core.dropreasons import DropClass, classify_reason, parse_reason_name, reason_name
 from cpg_core.errors import CpgError
@@ -248,11 +249,13 @@ def explain_filter(
     http_path: str | None = None,
     dns_pattern: str | None = None,
     since: str | None = None,
-    now: str | None = None,
+    until: str | None = None,
+    reference: str | None = None,
     samples_limit: int = 10,
 ) -> ExplainFilter:
-    """Explain/evidence filters from user text. ``since`` (a duration) needs ``now``, the
-    current time as an RFC 3339 UTC text (cpg_core reads no clock)."""
+    """Explain/evidence filters from user text. ``since``/``until`` are RFC 3339 times or
+    durations counted back from ``reference`` (cpg explain: the newest evidence; cpg_core
+    reads no clock)."""
     if direction not in (None, "ingress", "egress"):
         raise RequestError(
             "direction", f"{shown(direction)} is not a direction; use ingress or egress"
@@ -270,12 +273,7 @@ def explain_filter(
         cidr = parse_cidr(peer_cidr) if peer_cidr is not None else None
     except ValueError as exc:
         raise RequestError("peer_cidr", str(exc)) from None
-    cutoff = None
-    if since is not None:
-        seconds = duration_seconds(since, "since")
-        if now is None:
-            raise RequestError("since", "since needs the current time")
-        cutoff = _time_before(now, seconds)
+    first, last = TimeWindow.build(since, until).resolve(reference)
     if samples_limit < 0:
         raise RequestError("samples_limit", f"{samples_limit}: must be 0 or more")
     return ExplainFilter(
@@ -286,7 +284,8 @@ def explain_filter(
         http_method=http_method.strip().upper() if http_method else None,
         http_path=http_path or None,
         dns_pattern=dns_pattern.strip().rstrip(".") if dns_pattern else None,
-        since=cutoff,
+        since=first or None,
+        until=last or None,
         samples_limit=samples_limit,
     )
 
@@ -301,3 +300,70 @@ def _time_before(now: str, seconds: float) -> str:
     except OverflowError:
         earlier = datetime.min.replace(tzinfo=UTC)
     return earlier.strftime("%Y-%m-%dT%H:%M:%S.%f000Z").rjust(30, "0")
+
+
+@attrs.frozen(slots=True)
+class TimeWindow:
+    """``--since``/``--until`` as given: an RFC 3339 time (kept as a time key), or a duration
+    in seconds counted back from a reference the caller chooses (the newest flow of a capture,
+    the newest evidence, or now)."""
+
+    since: str | float | None = None
+    until: str | float | None = None
+
+    @classmethod
+    def build(cls, since: str | None = None, until: str | None = None) -> TimeWindow:
+        window = cls(_time_bound(since, "since"), _time_bound(until, "until"))
+        if (
+            isinstance(window.since, str)
+            and isinstance(window.until, str)
+            and window.since > window.until
+        ):
+            raise RequestError("since", "the window ends before it starts (since > until)")
+        return window
+
+    @property
+    def bounded(self) -> bool:
+        return self.since is not None or self.until is not None
+
+    @property
+    def relative(self) -> bool:
+        return isinstance(self.since, float) or isinstance(self.until, float)
+
+    def resolve(self, reference: str | None) -> tuple[str, str]:
+        """(since, until) time keys, "" where unbounded. A duration counts back from
+        ``reference`` (an RFC 3339 time); with none (no flow had a time) it bounds nothing."""
+        keys = []
+        for bound in (self.since, self.until):
+            if isinstance(bound, float):
+                keys.append(_time_before(reference, bound) if reference else "")
+            else:
+                keys.append(bound or "")
+        since, until = keys
+        if since and until and since > until:
+            raise RequestError("since", "the window ends before it starts (since > until)")
+        return since, until
+
+
+def _time_bound(text: str | None, field: str) -> str | float | None:
+    if text is None:
+        return None
+    stripped = text.strip()
+    if stripped[:1].isdigit() and ("T" in stripped or "-" in stripped[1:]):
+        key = time_key(stripped)
+        if key == NO_TIME:
+            raise RequestError(
+                field,
+                f"{shown(text)} is not an RFC 3339 time (e.g. 2026-11-02T10:00:00Z) or a "
+                "duration (e.g. 2h, 30m, 7d)",
+            )
+        return key
+    try:
+        parse_duration(text)
+    except ValueError:
+        raise RequestError(
+            field,
+            f"{shown(text)} is not an RFC 3339 time (e.g. 2026-11-02T10:00:00Z) or a duration "
+            "(e.g. 2h, 30m, 7d)",
+        ) from None
+    return duration_seconds(text, field)

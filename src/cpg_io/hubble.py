@@ -63,6 +63,15 @@ def flow_filters(namespaces: list[str], include_audit: bool) -> list[Any]:
     ]
 
 
+def timestamp(key: str) -> Any:
+    """A protobuf Timestamp from an RFC 3339 time key."""
+    from google.protobuf import timestamp_pb2
+
+    stamp = timestamp_pb2.Timestamp()
+    stamp.FromJsonString(key)
+    return stamp
+
+
 def flows_request(filters: list[Any], since: Any | None) -> Any:
     """Follow new flows; with ``since`` (a Timestamp), resume from that time."""
     request = observer_pb2.GetFlowsRequest(follow=True, whitelist=filters)

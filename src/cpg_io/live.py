@@ -33,6 +33,7 @@ from cpg_io.hubble import (
     flows_request,
     open_channel,
     stream_flows,
+    timestamp,
     wait_ready,
 )
 from cpg_io.hubble_convert import ProtoConverter
@@ -80,6 +81,8 @@ class LiveSettings:
     """Consecutive failed reconnects before giving up."""
     in_cluster: dict[tuple[str, str], dict[str, Any]] | None = None
     """(namespace, name) -> cpg-managed policy already applied (``--cluster-dedup``)."""
+    since: str = ""
+    """A time key: ask the relay for its buffered flows from then on (``--since``)."""
 
 
 @attrs.define
@@ -169,7 +172,10 @@ class LiveCapture:
             wait_ready(channel, settings.server, settings.timeout)
             self.connected = True
             filters = flow_filters(list(settings.namespaces), settings.options.decide.include_audit)
-            call = stream_flows(channel, flows_request(filters, self._since))
+            since = self._since
+            if since is None and settings.since:
+                since = timestamp(settings.since)
+            call = stream_flows(channel, flows_request(filters, since))
             self._call = call
             if self._halt.is_set():
                 call.cancel()

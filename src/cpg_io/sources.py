@@ -11,12 +11,14 @@ import glob
 import gzip
 import io
 import os
+import re
 import stat
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import BinaryIO
 
 from cpg_core import Flow, FlowParser, ReadStats, feed_lines
+from cpg_core.attribution import time_key
 from cpg_core.lines import MAX_LINE_BYTES, OVERSIZED, merge_stats, parse_lines
 from cpg_core.sniff import CAPTURE_HINT, describe_unreadable
 
@@ -166,6 +168,28 @@ def peek(stream: BinaryIO, size: int) -> bytes:
     except (AttributeError, OSError, EOFError, gzip.BadGzipFile):
         return b""
     return bytes(head[:size])
+
+
+_TIME_FIELD = re.compile(rb'"time":\s*"([^"]{1,64})"')
+
+
+def newest_time(files: Sequence[str]) -> str | None:
+    """The newest flow time in the files, as a time key (None when no line has one): what a
+    ``--since 2h`` counts back from. A quick scan for the ``time`` fields, without parsing."""
+    newest = ""
+    for path in files:
+        if path == "-":
+            raise SourceError(
+                "a --since/--until duration counts back from the newest flow, which standard "
+                "input cannot be read twice to find; give a file, or an RFC 3339 time"
+            )
+        with open_flow_stream(path) as stream:
+            for _first, block in iter_chunks(stream, ReadStats(), 4 * 1024 * 1024):
+                for raw in set(_TIME_FIELD.findall(block)):
+                    key = time_key(raw.decode("utf-8", "replace"))
+                    if key > newest:
+                        newest = key
+    return newest or None
 
 
 def is_gzip(stream: BinaryIO) -> bool:

@@ -9,6 +9,7 @@ from typing import Any
 import attrs
 
 from cpg_core import DecideOptions, Flow, FlowParser, VerifyReport, verify_flows
+from cpg_core.attribution import time_key
 from cpg_core.yamlread import YamlInputError, load_all
 from cpg_io.sources import (
     SNIFF_BYTES,
@@ -52,25 +53,34 @@ class VerifiedCapture:
     report: VerifyReport
 
 
+def _inside(key: str, since: str, until: str) -> bool:
+    return bool(key) and (not since or key >= since) and (not until or key <= until)
+
+
 def verify_capture(
     source: str | Sequence[str],
     policies: Sequence[Mapping[str, Any]],
     options: DecideOptions,
     *,
     default_local_cluster: bool = True,
+    window: tuple[str, str] = ("", ""),
 ) -> VerifiedCapture:
     """Check ``policies`` against a capture (files, folders, globs: as cpg replay reads
-    them); UnreadableInput when it holds no Hubble record."""
+    them); UnreadableInput when it holds no Hubble record. Only flows inside ``window``
+    (since, until time keys; "" is open) are checked."""
     files = expand_inputs([source] if isinstance(source, str) else list(source))
     stats = ReadStats()
     heads: list[bytes] = []
+    since, until = window
 
     def flows() -> Iterator[Flow]:
         parser = FlowParser()
         for path in files:
             with open_flow_stream(path) as stream:
                 heads.append(peek(stream, SNIFF_BYTES))
-                yield from read_records(stream, stats, parser)
+                for flow in read_records(stream, stats, parser):
+                    if not (since or until) or _inside(time_key(flow.time), since, until):
+                        yield flow
 
     report = verify_flows(flows(), policies, options, default_local_cluster=default_local_cluster)
     head = next((h for h in heads if h.strip()), b"")
