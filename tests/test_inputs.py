@@ -236,3 +236,27 @@ def test_inputs_that_give_nothing_are_named(tmp_path: Path) -> None:
     assert ran.returncode == 1 and "matches no file" in ran.stderr
     ran = cpg("replay", "-", str(EXAMPLE), "-d", str(tmp_path / "p"))
     assert ran.returncode == 1 and "cannot be combined" in ran.stderr
+
+
+def test_every_record_shape_hubble_writes_is_read(tmp_path: Path) -> None:
+    """The exporter's agent and debug events, node status, lost events and the legacy bare
+    flow of `hubble observe -o json` before v0.11: none is malformed."""
+    path = tmp_path / "shapes.jsonl"
+    path.write_text(
+        "\n".join(
+            [
+                '{"agent_event":{"type":"AGENT_STARTED"},"node_name":"n1","time":"2026-11-02T10:00:00Z"}',
+                '{"debug_event":{"type":"DBG_GENERIC","message":"x"},"node_name":"n1"}',
+                '{"node_status":{"state_change":"NODE_CONNECTED","node_names":["n1"]}}',
+                '{"lost_events":{"source":"HUBBLE_RING_BUFFER","num_events_lost":"1"}}',
+                json.dumps(flow_dict()["flow"]),  # bare, legacy -o json
+                json.dumps(flow_dict()),  # wrapped, -o jsonpb / exporter
+            ]
+        )
+        + "\n"
+    )
+    ran = cpg("replay", str(path), "-d", str(tmp_path / "p"), "--no-evidence", "-o", "json")
+    assert ran.returncode == 0, ran.stderr
+    report = json.loads(ran.stdout)
+    assert report["malformed"]["count"] == 0
+    assert report["lost_events"] == 1 and report["flows"]["total"] == 2
