@@ -364,12 +364,13 @@ def aggregate_file(
 
 
 def _files_worker(
-    files: list[tuple[int, str]], options: AggregateOptions, outbox: Any, parent: int
+    paths: Sequence[str], options: AggregateOptions, inbox: Any, outbox: Any, parent: int
 ) -> None:
     die_with_parent(parent)
     try:
         aggregator = Aggregator(options)
-        for index, path in files:
+        for index in iter(inbox.get, None):  # the next file no worker has taken yet
+            path = paths[index]
             stats = ReadStats()
             with open_flow_stream(path) as stream:
                 _size, position = input_size(stream)
@@ -406,21 +407,22 @@ def aggregate_files(
     """Aggregate several files in up to ``jobs`` worker processes, each file read whole (and
     decompressed) by one worker: the rotated files of an exporter. The same result as one
     process reading their concatenation; the stats of each file, in order."""
-    sizes = {path: os.path.getsize(path) for path in paths}
     workers_n = max(1, min(jobs, len(paths)))
-    shares: list[list[tuple[int, str]]] = [[] for _ in range(workers_n)]
-    loads = [0] * workers_n
-    for index, path in sorted(enumerate(paths), key=lambda item: -sizes[item[1]]):
-        least = loads.index(min(loads))  # the biggest files first, each to the least loaded
-        shares[least].append((index, path))
-        loads[least] += sizes[path]
     context: Any = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-    outbox = context.Queue()
+    inbox, outbox = context.Queue(), context.Queue()
+    # The biggest files first (by their size once decompressed), each to whichever worker is
+    # free: the work evens out whatever mix of sizes and compression.
+    for index in sorted(range(len(paths)), key=lambda i: -_content_size(paths[i])):
+        inbox.put(index)
+    for _ in range(workers_n):
+        inbox.put(None)
     workers = [
         context.Process(
-            target=_files_worker, args=(sorted(share), options, outbox, os.getpid()), daemon=True
+            target=_files_worker,
+            args=(list(paths), options, inbox, outbox, os.getpid()),
+            daemon=True,
         )
-        for share in shares
+        for _ in range(workers_n)
     ]
     for worker in workers:
         worker.start()
@@ -455,8 +457,21 @@ def aggregate_files(
                 raise RuntimeError(f"a replay worker failed:\n{payload}")
         failed = False
     finally:
-        _stop(workers, [outbox], failed)
+        _stop(workers, [inbox, outbox], failed)
     return aggregator, [stats or ReadStats() for stats in per_file]
+
+
+def _content_size(path: str) -> int:
+    """A file's size, for gzip the size of its content (the ISIZE trailer, mod 4 GiB)."""
+    size = os.path.getsize(path)
+    try:
+        with open(path, "rb") as handle:
+            if handle.read(2) == b"\x1f\x8b" and size >= 18:
+                handle.seek(-4, os.SEEK_END)
+                return max(size, int.from_bytes(handle.read(4), "little"))
+    except OSError:
+        pass
+    return size
 
 
 # --- fan out the output stage --------------------------------------------------------------
