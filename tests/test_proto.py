@@ -46,6 +46,8 @@ EXPECTED = {
         "traffic_direction": 22,
         "drop_reason_desc": 25,
         "is_reply": 26,
+        "egress_allowed_by": 21001,
+        "ingress_allowed_by": 21002,
         "egress_denied_by": 21004,
         "ingress_denied_by": 21005,
     },

@@ -133,6 +133,9 @@ class Flow:
     ingress_denied_by: tuple[PolicyRef, ...] = ()
     egress_denied_by: tuple[PolicyRef, ...] = ()
     drop_reason_text: str = ""
+    ingress_allowed_by: tuple[PolicyRef, ...] = ()
+    """The policies Hubble says allowed a forwarded flow (ingress side)."""
+    egress_allowed_by: tuple[PolicyRef, ...] = ()
     """The drop reason name exactly as given when cpg does not know it (else "")."""
 
     def __reduce__(self) -> tuple[type[Flow], tuple[object, ...]]:

@@ -64,7 +64,15 @@ _ENDPOINT_CACHE_LIMIT = 65536
 _NO_IP: dict[str, str] = {}
 # Fields most flows lack: looked up only when one of them is there.
 _RARE_KEYS = frozenset(
-    {"l7", "source_names", "destination_names", "ingress_denied_by", "egress_denied_by"}
+    {
+        "l7",
+        "source_names",
+        "destination_names",
+        "ingress_denied_by",
+        "egress_denied_by",
+        "ingress_allowed_by",
+        "egress_allowed_by",
+    }
 )
 # The protojson JSON names that differ from the proto names cpg reads.
 _CAMEL_TO_SNAKE = {
@@ -77,6 +85,8 @@ _CAMEL_TO_SNAKE = {
     "destinationNames": "destination_names",
     "ingressDeniedBy": "ingress_denied_by",
     "egressDeniedBy": "egress_denied_by",
+    "ingressAllowedBy": "ingress_allowed_by",
+    "egressAllowedBy": "egress_allowed_by",
     "eventType": "event_type",
     "subType": "sub_type",
     "podName": "pod_name",
@@ -98,6 +108,8 @@ _CAMEL_MARKERS = frozenset(
         "destinationNames",
         "ingressDeniedBy",
         "egressDeniedBy",
+        "ingressAllowedBy",
+        "egressAllowedBy",
     }
 )
 
@@ -353,13 +365,15 @@ class FlowParser:
             _as_str(src_ip, "IP.source")
             _as_str(dst_ip, "IP.destination")
             _as_str(node, "node_name")
-        l7_raw = src_names = dst_names = in_denied = eg_denied = None
+        l7_raw = src_names = dst_names = in_denied = eg_denied = in_allowed = eg_allowed = None
         if not f.keys().isdisjoint(_RARE_KEYS):
             l7_raw = get("l7")
             src_names = get("source_names")
             dst_names = get("destination_names")
             in_denied = get("ingress_denied_by")
             eg_denied = get("egress_denied_by")
+            in_allowed = get("ingress_allowed_by")
+            eg_allowed = get("egress_allowed_by")
         return Flow(
             time=time,
             uuid=uuid,
@@ -380,6 +394,8 @@ class FlowParser:
             ingress_denied_by=_policies(in_denied, "ingress_denied_by") if in_denied else (),
             egress_denied_by=_policies(eg_denied, "egress_denied_by") if eg_denied else (),
             drop_reason_text=reason_text,
+            ingress_allowed_by=_policies(in_allowed, "ingress_allowed_by") if in_allowed else (),
+            egress_allowed_by=_policies(eg_allowed, "egress_allowed_by") if eg_allowed else (),
         )
 
     @staticmethod

@@ -102,4 +102,10 @@ class ProtoConverter:
             egress_denied_by=tuple(
                 PolicyRef(p.name, p.namespace, p.kind) for p in f.egress_denied_by
             ),
+            ingress_allowed_by=tuple(
+                PolicyRef(p.name, p.namespace, p.kind) for p in f.ingress_allowed_by
+            ),
+            egress_allowed_by=tuple(
+                PolicyRef(p.name, p.namespace, p.kind) for p in f.egress_allowed_by
+            ),
         )

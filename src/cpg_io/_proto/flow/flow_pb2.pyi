@@ -237,7 +237,7 @@ OBSERVER_EVENTS_QUEUE: LostEventSource
 HUBBLE_RING_BUFFER: LostEventSource
 
 class Flow(_message.Message):
-    __slots__ = ("time", "uuid", "verdict", "drop_reason", "IP", "l4", "source", "destination", "Type", "node_name", "source_names", "destination_names", "l7", "reply", "event_type", "traffic_direction", "drop_reason_desc", "is_reply", "egress_denied_by", "ingress_denied_by")
+    __slots__ = ("time", "uuid", "verdict", "drop_reason", "IP", "l4", "source", "destination", "Type", "node_name", "source_names", "destination_names", "l7", "reply", "event_type", "traffic_direction", "drop_reason_desc", "is_reply", "egress_allowed_by", "ingress_allowed_by", "egress_denied_by", "ingress_denied_by")
     TIME_FIELD_NUMBER: _ClassVar[int]
     UUID_FIELD_NUMBER: _ClassVar[int]
     VERDICT_FIELD_NUMBER: _ClassVar[int]
@@ -256,6 +256,8 @@ class Flow(_message.Message):
     TRAFFIC_DIRECTION_FIELD_NUMBER: _ClassVar[int]
     DROP_REASON_DESC_FIELD_NUMBER: _ClassVar[int]
     IS_REPLY_FIELD_NUMBER: _ClassVar[int]
+    EGRESS_ALLOWED_BY_FIELD_NUMBER: _ClassVar[int]
+    INGRESS_ALLOWED_BY_FIELD_NUMBER: _ClassVar[int]
     EGRESS_DENIED_BY_FIELD_NUMBER: _ClassVar[int]
     INGRESS_DENIED_BY_FIELD_NUMBER: _ClassVar[int]
     time: _timestamp_pb2.Timestamp
@@ -276,9 +278,11 @@ class Flow(_message.Message):
     traffic_direction: TrafficDirection
     drop_reason_desc: DropReason
     is_reply: _wrappers_pb2.BoolValue
+    egress_allowed_by: _containers.RepeatedCompositeFieldContainer[Policy]
+    ingress_allowed_by: _containers.RepeatedCompositeFieldContainer[Policy]
     egress_denied_by: _containers.RepeatedCompositeFieldContainer[Policy]
     ingress_denied_by: _containers.RepeatedCompositeFieldContainer[Policy]
-    def __init__(self, time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., uuid: _Optional[str] = ..., verdict: _Optional[_Union[Verdict, str]] = ..., drop_reason: _Optional[int] = ..., IP: _Optional[_Union[IP, _Mapping]] = ..., l4: _Optional[_Union[Layer4, _Mapping]] = ..., source: _Optional[_Union[Endpoint, _Mapping]] = ..., destination: _Optional[_Union[Endpoint, _Mapping]] = ..., Type: _Optional[_Union[FlowType, str]] = ..., node_name: _Optional[str] = ..., source_names: _Optional[_Iterable[str]] = ..., destination_names: _Optional[_Iterable[str]] = ..., l7: _Optional[_Union[Layer7, _Mapping]] = ..., reply: _Optional[bool] = ..., event_type: _Optional[_Union[CiliumEventType, _Mapping]] = ..., traffic_direction: _Optional[_Union[TrafficDirection, str]] = ..., drop_reason_desc: _Optional[_Union[DropReason, str]] = ..., is_reply: _Optional[_Union[_wrappers_pb2.BoolValue, _Mapping]] = ..., egress_denied_by: _Optional[_Iterable[_Union[Policy, _Mapping]]] = ..., ingress_denied_by: _Optional[_Iterable[_Union[Policy, _Mapping]]] = ...) -> None: ...
+    def __init__(self, time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., uuid: _Optional[str] = ..., verdict: _Optional[_Union[Verdict, str]] = ..., drop_reason: _Optional[int] = ..., IP: _Optional[_Union[IP, _Mapping]] = ..., l4: _Optional[_Union[Layer4, _Mapping]] = ..., source: _Optional[_Union[Endpoint, _Mapping]] = ..., destination: _Optional[_Union[Endpoint, _Mapping]] = ..., Type: _Optional[_Union[FlowType, str]] = ..., node_name: _Optional[str] = ..., source_names: _Optional[_Iterable[str]] = ..., destination_names: _Optional[_Iterable[str]] = ..., l7: _Optional[_Union[Layer7, _Mapping]] = ..., reply: _Optional[bool] = ..., event_type: _Optional[_Union[CiliumEventType, _Mapping]] = ..., traffic_direction: _Optional[_Union[TrafficDirection, str]] = ..., drop_reason_desc: _Optional[_Union[DropReason, str]] = ..., is_reply: _Optional[_Union[_wrappers_pb2.BoolValue, _Mapping]] = ..., egress_allowed_by: _Optional[_Iterable[_Union[Policy, _Mapping]]] = ..., ingress_allowed_by: _Optional[_Iterable[_Union[Policy, _Mapping]]] = ..., egress_denied_by: _Optional[_Iterable[_Union[Policy, _Mapping]]] = ..., ingress_denied_by: _Optional[_Iterable[_Union[Policy, _Mapping]]] = ...) -> None: ...
 
 class Layer4(_message.Message):
     __slots__ = ("TCP", "UDP", "ICMPv4", "ICMPv6", "SCTP", "VRRP", "IGMP")
