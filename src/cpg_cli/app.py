@@ -15,6 +15,7 @@ from cpg_cli import options as opt
 from cpg_cli.bootstrap_cmd import bootstrap
 from cpg_cli.explain_cmd import explain
 from cpg_cli.generate_cmd import generate
+from cpg_cli.plan_cmd import plan
 from cpg_cli.replay_cmd import replay
 from cpg_cli.verify_cmd import verify
 from cpg_io.version import cpg_version
@@ -110,6 +111,7 @@ app.command(cls=opt.StrictCommand)(bootstrap)  # without -n: "Missing option '-n
 app.command(cls=opt.StrictCommand, no_args_is_help=True)(replay)
 app.command(cls=opt.StrictCommand, no_args_is_help=True)(explain)
 app.command(cls=opt.StrictCommand, no_args_is_help=True)(verify)
+app.command(cls=opt.StrictCommand, no_args_is_help=True)(plan)
 
 
 @app.command(

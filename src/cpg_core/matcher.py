@@ -403,6 +403,46 @@ class PolicyShapeError(CpgError):
     """A policy document has a field of a shape the CRD does not allow."""
 
 
+Selected = tuple[PolicyDocument, Mapping[str, Any], str | None]
+"""A policy, one of its specs that selects an endpoint, and its namespace (None: clusterwide)."""
+
+
+def selecting_specs(policies: Iterable[PolicyDocument], endpoint: Endpoint) -> list[Selected]:
+    """Every spec of ``policies`` whose endpointSelector selects ``endpoint``."""
+    labels = endpoint_labels(endpoint)
+    selecting = []
+    for policy in policies:
+        if not isinstance(policy, Mapping) or policy.get("kind") not in _POLICY_KINDS:
+            continue
+        meta = policy.get("metadata") or {}
+        namespace = meta.get("namespace") if policy.get("kind") == "CiliumNetworkPolicy" else None
+        if namespace and namespace != endpoint.namespace:
+            continue
+        specs = [policy.get("spec")] if policy.get("spec") else []
+        specs += list(policy.get("specs") or [])
+        for spec in specs:
+            if isinstance(spec, Mapping) and selector_matches(
+                spec.get("endpointSelector"), labels, None
+            ):
+                selecting.append((policy, spec, namespace))
+    return selecting
+
+
+def enforces(spec: Mapping[str, Any], direction: str) -> bool:
+    """Whether a spec that selects an endpoint puts it into default-deny for ``direction``
+    (``ingress`` or ``egress``): it has rules for that direction (allow or deny) and does not
+    turn default-deny off with ``enableDefaultDeny``."""
+    if not (spec.get(direction) or spec.get(direction + "Deny")):
+        return False
+    default_deny = spec.get("enableDefaultDeny")
+    return not (isinstance(default_deny, Mapping) and default_deny.get(direction) is False)
+
+
+def policy_name(policy: PolicyDocument) -> str:
+    """``namespace/name`` (or ``name`` for a clusterwide policy)."""
+    return _policy_name(policy).lstrip("/")
+
+
 def match_flow(
     policies: Sequence[PolicyDocument],
     flow: Flow,
@@ -459,22 +499,7 @@ def _match_flow(
     names += list((ip_names or {}).get(peer_ip, ()))
     local = (target.cluster_name or None) if default_local_cluster else None
     peer = _side(peer_ep, peer_ip, names, local)
-    target_labels = endpoint_labels(target)
-    selecting = []
-    for policy in policies:
-        if not isinstance(policy, Mapping) or policy.get("kind") not in _POLICY_KINDS:
-            continue
-        meta = policy.get("metadata") or {}
-        namespace = meta.get("namespace") if policy.get("kind") == "CiliumNetworkPolicy" else None
-        if namespace and namespace != target.namespace:
-            continue
-        specs = [policy.get("spec")] if policy.get("spec") else []
-        specs += list(policy.get("specs") or [])
-        for spec in specs:
-            if isinstance(spec, Mapping) and selector_matches(
-                spec.get("endpointSelector"), target_labels, None
-            ):
-                selecting.append((policy, spec, namespace))
+    selecting = selecting_specs(policies, target)
     request = _flow_request(flow)
     for policy, spec, namespace in selecting:  # deny rules win over any allow
         for index, rule in enumerate(spec.get(direction + "Deny") or []):

@@ -27,23 +27,41 @@ class PolicyLoadError(Exception):
     """A policy file could not be read; the message names it."""
 
 
+_KINDS = frozenset({"CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy"})
+
+
+def _policies_in(doc: object) -> list[dict[str, Any]]:
+    """The Cilium policies of one YAML document: itself, or the items of a ``kind: List``
+    (as ``kubectl get cnp,ccnp -A -o yaml`` writes)."""
+    if not isinstance(doc, dict):
+        return []
+    if doc.get("kind") in _KINDS:
+        return [doc]
+    if doc.get("kind") == "List" or (doc.get("kind") or "").endswith("List"):
+        return [item for entry in doc.get("items") or [] for item in _policies_in(entry)]
+    return []
+
+
 def load_policies(folder: Path) -> list[dict[str, Any]]:
-    """Every CiliumNetworkPolicy document in the YAML files under ``folder``."""
-    if not folder.is_dir():
+    """Every CiliumNetworkPolicy and CiliumClusterwideNetworkPolicy in the YAML files under
+    ``folder`` (or in that one file), lists included."""
+    if folder.is_file():
+        paths = [folder]
+    elif folder.is_dir():
+        paths = sorted([*folder.rglob("*.yaml"), *folder.rglob("*.yml")])
+    else:
         raise PolicyLoadError(
             f"{folder}: not a folder of policies; pass the --output-dir of cpg replay"
         )
     policies = []
-    for path in sorted([*folder.rglob("*.yaml"), *folder.rglob("*.yml")]):
+    for path in paths:
         try:
             docs = load_all(path.read_text(encoding="utf-8"), str(path))
         except (OSError, UnicodeDecodeError) as exc:
             raise PolicyLoadError(f"{path}: cannot read it as YAML ({exc})") from None
         except YamlInputError as exc:
             raise PolicyLoadError(str(exc)) from None
-        policies += [
-            d for d in docs if isinstance(d, dict) and d.get("kind") == "CiliumNetworkPolicy"
-        ]
+        policies += [policy for doc in docs for policy in _policies_in(doc)]
     return policies
 
 

@@ -1,0 +1,533 @@
+"""What applying proposed policies would change, before anyone applies them.
+
+Cilium enforces per endpoint and per direction: an endpoint no policy selects allows
+everything; once a policy with rules for a direction selects it, that direction is
+default-deny. A proposal whose selector reaches pods that were never policed puts them into
+default-deny, and their traffic that works today stops unless a rule admits it. The plan
+replays a capture with every verdict against the current and the proposed policies, with the
+one matcher ``cpg verify`` uses, and lists what would be fixed, what would break, which
+endpoints would be policed for the first time, and how each policy changes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+import attrs
+
+from cpg_core.decide import DecideOptions, Decision, decide
+from cpg_core.documents import PolicyDocument, PolicyEvidence
+from cpg_core.flow import Direction, Endpoint, Flow, Verdict
+from cpg_core.labels import stable_labels
+from cpg_core.matcher import (
+    dns_names,
+    enforces,
+    match_flow,
+    policy_name,
+    selecting_specs,
+)
+from cpg_core.synthesis import endpoint_kind, endpoint_name
+from cpg_core.verify import traffic_line
+
+CurrentSource = Literal["current", "cluster", "flows"]
+
+BLIND_SPOTS: dict[str, str] = {
+    "current": "the policy files given; anything applied to the cluster but not in them is "
+    "not seen",
+    "cluster": "the policies in the cluster now; a policy applied after the capture was taken "
+    "may already have changed what the capture shows",
+    "flows": "only what the capture shows: an endpoint counts as policed in a direction when a "
+    "flow names the policy that allowed it (*_allowed_by) or was denied by policy; endpoints "
+    "with no such flow count as not policed, and current rules are unknown, so only the "
+    "proposal is checked against their traffic",
+}
+
+
+@attrs.frozen(slots=True)
+class Traffic:
+    """One kind of traffic in the capture, with how often it was seen and one example."""
+
+    direction: str
+    source: str
+    destination: str
+    protocol: str
+    port: int
+    flows: int
+    sample: str
+    """The traffic as ``cpg verify`` prints it, with the time of one flow."""
+
+
+@attrs.frozen(slots=True)
+class WouldBreak:
+    traffic: Traffic
+    endpoint: str
+    """``namespace/workload`` of the endpoint newly put into default-deny."""
+    labels: dict[str, str]
+    """Its stable labels."""
+    policy: str
+    """The proposed policy whose selector newly captures the endpoint."""
+    selector: dict[str, str]
+    why: str
+    fix: str
+
+
+@attrs.frozen(slots=True)
+class NewlyEnforced:
+    namespace: str
+    workload: str
+    labels: dict[str, str]
+    direction: str
+    policies: tuple[str, ...]
+    forwarded_flows: int
+    pods: tuple[str, ...] = ()
+
+
+@attrs.frozen(slots=True)
+class PolicyDiff:
+    policy: str
+    status: Literal["new", "changed", "unchanged"]
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+
+
+@attrs.frozen(slots=True)
+class RuleConfidence:
+    policy: str
+    rule: str
+    flows: int
+    sources: int
+    destinations: int
+    sessions: int
+    first_seen: str
+    last_seen: str
+
+
+@attrs.frozen(slots=True)
+class PolicyPlanSummary:
+    policy: str
+    fixes: int
+    would_break: int
+    newly_enforced: int
+
+
+@attrs.frozen(slots=True)
+class Plan:
+    current_source: str
+    blind_spots: str
+    candidates: int
+    fixed: int
+    not_fixed: tuple[Traffic, ...]
+    would_break: tuple[WouldBreak, ...]
+    newly_enforced: tuple[NewlyEnforced, ...]
+    diffs: tuple[PolicyDiff, ...]
+    confidence: tuple[RuleConfidence, ...]
+    policies: tuple[PolicyPlanSummary, ...]
+    forwarded_flows: int
+
+    @property
+    def breaks(self) -> bool:
+        return bool(self.would_break)
+
+
+_WAYS = {int(Direction.INGRESS): "ingress", int(Direction.EGRESS): "egress"}
+_WORKS = frozenset({int(Verdict.FORWARDED), int(Verdict.REDIRECTED)})
+
+
+@attrs.define
+class _Group:
+    first: Flow
+    flows: int = 0
+
+
+def _group_key(flow: Flow) -> tuple[Any, ...]:
+    """Flows the matcher cannot tell apart: same ends, port and L7 request."""
+    l7 = flow.l7
+    request: tuple[str, ...] = ()
+    if l7 is not None and l7.http is not None:
+        request = ("http", l7.http.method, l7.http.url)
+    elif l7 is not None and l7.dns is not None:
+        request = ("dns", l7.dns.query)
+    src_ip = flow.source_ip if endpoint_kind(flow.source).world else ""
+    dst_ip = flow.destination_ip if endpoint_kind(flow.destination).world else ""
+    return (
+        flow.direction,
+        flow.source,
+        flow.destination,
+        src_ip,
+        dst_ip,
+        flow.protocol,
+        flow.port,
+        request,
+    )
+
+
+class _PolicyIndex:
+    """Policies by namespace (a namespaced policy selects only its own namespace's pods),
+    with each endpoint's selecting specs cached."""
+
+    def __init__(self, policies: Sequence[PolicyDocument]) -> None:
+        self.all = list(policies)
+        self._by_namespace: dict[str, list[PolicyDocument]] = {}
+        self._clusterwide: list[PolicyDocument] = []
+        for policy in self.all:
+            meta = policy.get("metadata") if isinstance(policy, Mapping) else None
+            namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+            if isinstance(policy, Mapping) and policy.get("kind") == "CiliumNetworkPolicy":
+                self._by_namespace.setdefault(str(namespace or ""), []).append(policy)
+            else:
+                self._clusterwide.append(policy)
+        self._selecting: dict[Endpoint, list[Any]] = {}
+
+    def near(self, endpoint: Endpoint) -> list[PolicyDocument]:
+        return self._by_namespace.get(endpoint.namespace, []) + self._clusterwide
+
+    def selecting(self, endpoint: Endpoint) -> list[Any]:
+        found = self._selecting.get(endpoint)
+        if found is None:
+            found = self._selecting[endpoint] = selecting_specs(self.near(endpoint), endpoint)
+        return found
+
+    def enforcing(self, endpoint: Endpoint, direction: str) -> list[str]:
+        """Names of the policies that put ``endpoint`` into default-deny for ``direction``."""
+        return sorted(
+            {policy_name(p) for p, spec, _ in self.selecting(endpoint) if enforces(spec, direction)}
+        )
+
+
+def _key(policy: PolicyDocument) -> tuple[str, str, str]:
+    meta = policy.get("metadata") or {}
+    return (str(policy.get("kind", "")), str(meta.get("namespace", "")), str(meta.get("name", "")))
+
+
+def plan(
+    flows: Iterable[Flow],
+    proposal: Sequence[PolicyDocument],
+    current: Sequence[PolicyDocument] | None,
+    *,
+    current_source: CurrentSource = "current",
+    options: DecideOptions | None = None,
+    evidence: Mapping[str, PolicyEvidence] | None = None,
+    default_local_cluster: bool = True,
+) -> Plan:
+    """The plan of applying ``proposal`` on top of ``current`` (None: infer what is policed
+    from the flows), judged on ``flows`` (a capture with every verdict). ``evidence`` maps
+    ``namespace/name`` of a proposed policy to its evidence, for the confidence of its rules."""
+    options = options or DecideOptions()
+    groups: dict[tuple[Any, ...], _Group] = {}
+    policed_in_flows: set[tuple[Endpoint, str]] = set()
+    kept: list[Flow] = []
+    for flow in flows:
+        way = _WAYS.get(flow.direction)
+        if way is None:
+            continue
+        target = flow.destination if way == "ingress" else flow.source
+        allowed_by = flow.ingress_allowed_by if way == "ingress" else flow.egress_allowed_by
+        decision = decide(flow, options)
+        if allowed_by or decision in (Decision.CANDIDATE, Decision.EXPLICIT_DENY):
+            policed_in_flows.add((target, way))
+        if flow.l7 is not None and flow.l7.dns is not None:
+            kept.append(flow)  # names for toFQDNs
+        if decision is Decision.CANDIDATE or (flow.verdict in _WORKS and flow.is_reply is not True):
+            key = (decision is Decision.CANDIDATE, *_group_key(flow))
+            group = groups.get(key)
+            if group is None:
+                group = groups[key] = _Group(flow)
+            group.flows += 1
+    names = dns_names(kept)
+    proposed = _PolicyIndex(proposal)
+    replaced = {_key(p) for p in proposal}
+    today = _PolicyIndex(current or [])
+    after = _PolicyIndex([p for p in (current or []) if _key(p) not in replaced] + list(proposal))
+
+    def admitted(index: _PolicyIndex, flow: Flow, target: Endpoint) -> tuple[bool, str]:
+        result = match_flow(
+            index.near(target), flow, names, default_local_cluster=default_local_cluster
+        )
+        return result.allowed, result.policy
+
+    candidates = fixed = forwarded = 0
+    not_fixed: list[Traffic] = []
+    fixes_by_policy: Counter[str] = Counter()
+    breaks: list[WouldBreak] = []
+    newly: dict[tuple[str, tuple[tuple[str, str], ...], str], list[Any]] = {}
+    intended: dict[str, list[Endpoint]] = {}  # proposed policy -> the pods its fixes are for
+    for (is_candidate, *_), group in groups.items():
+        flow = group.first
+        way = _WAYS[flow.direction]
+        target = flow.destination if way == "ingress" else flow.source
+        if is_candidate:
+            candidates += group.flows
+            ok, by = admitted(after, flow, target)
+            by = by.lstrip("/")
+            if ok:
+                fixed += group.flows
+                fixes_by_policy[by] += group.flows
+                intended.setdefault(by, []).append(target)
+            else:
+                not_fixed.append(_traffic(flow, group.flows))
+            continue
+        forwarded += group.flows
+        policed_now = (
+            bool(today.enforcing(target, way))
+            if current is not None
+            else (target, way) in policed_in_flows
+        )
+        newly_by = proposed.enforcing(target, way)
+        if not policed_now and newly_by:
+            labels = tuple(sorted(stable_labels(target.labels).items()))
+            entry = newly.setdefault(
+                (target.namespace, labels, way), [set(), 0, set(), endpoint_name(target)]
+            )
+            entry[0].update(newly_by)
+            entry[1] += group.flows
+            if target.pod_name:
+                entry[2].add(target.pod_name)
+            ok, _ = admitted(after, flow, target)
+            if not ok:
+                breaks.append(
+                    WouldBreak(
+                        traffic=_traffic(flow, group.flows),
+                        endpoint=endpoint_name(target),
+                        labels=stable_labels(target.labels),
+                        policy=newly_by[0],
+                        selector=_selector(proposal, newly_by[0], target),
+                        why=f"{_who(target)} was not policed for {way}; "
+                        f"{', '.join(newly_by)} would put it in default-deny",
+                        fix="",
+                    )
+                )
+        elif policed_now and current is not None and replaced:
+            was, _ = admitted(today, flow, target)
+            now, _ = admitted(after, flow, target)
+            if was and not now:
+                enforcing = today.enforcing(target, way)
+                breaks.append(
+                    WouldBreak(
+                        traffic=_traffic(flow, group.flows),
+                        endpoint=endpoint_name(target),
+                        labels=stable_labels(target.labels),
+                        policy=enforcing[0] if enforcing else "",
+                        selector={},
+                        why="allowed by the current policies, not by the proposed ones",
+                        fix="",
+                    )
+                )
+    breaks = [attrs.evolve(item, fix=_fix(item, intended.get(item.policy, []))) for item in breaks]
+    diffs = _diffs(proposal, current or [])
+    newly_enforced = tuple(
+        sorted(
+            (
+                NewlyEnforced(
+                    namespace=namespace,
+                    workload=entry[3].partition("/")[2] or entry[3],
+                    labels=dict(labels),
+                    direction=way,
+                    policies=tuple(sorted(entry[0])),
+                    forwarded_flows=entry[1],
+                    pods=tuple(sorted(entry[2])),
+                )
+                for (namespace, labels, way), entry in newly.items()
+            ),
+            key=lambda n: (n.namespace, n.workload, n.direction),
+        )
+    )
+    per_policy = []
+    for policy in proposal:
+        name = policy_name(policy)
+        per_policy.append(
+            PolicyPlanSummary(
+                policy=name,
+                fixes=fixes_by_policy.get(name, 0),
+                would_break=sum(b.traffic.flows for b in breaks if b.policy == name),
+                newly_enforced=sum(1 for n in newly_enforced if name in n.policies),
+            )
+        )
+    touched = {d.policy for d in diffs if d.status != "unchanged"}
+    return Plan(
+        current_source=current_source,
+        blind_spots=BLIND_SPOTS[current_source],
+        candidates=candidates,
+        fixed=fixed,
+        not_fixed=tuple(sorted(not_fixed, key=lambda t: (-t.flows, t.sample))),
+        would_break=tuple(sorted(breaks, key=lambda b: (-b.traffic.flows, b.traffic.sample))),
+        newly_enforced=newly_enforced,
+        diffs=tuple(diffs),
+        confidence=tuple(_confidence(evidence or {}, touched)),
+        policies=tuple(sorted(per_policy, key=lambda p: p.policy)),
+        forwarded_flows=forwarded,
+    )
+
+
+def _who(endpoint: Endpoint) -> str:
+    name = endpoint_name(endpoint)
+    return f"{name} (pod {endpoint.pod_name})" if endpoint.pod_name else name
+
+
+def _traffic(flow: Flow, count: int) -> Traffic:
+    line = traffic_line(flow)
+    return Traffic(
+        direction=_WAYS.get(flow.direction, "?"),
+        source=endpoint_name(flow.source),
+        destination=endpoint_name(flow.destination),
+        protocol=flow.protocol,
+        port=flow.port,
+        flows=count,
+        sample=f"{line.split(None, 1)[1]} at {flow.time}" if flow.time else line.split(None, 1)[1],
+    )
+
+
+def _selector(proposal: Sequence[PolicyDocument], name: str, target: Endpoint) -> dict[str, str]:
+    for policy in proposal:
+        if policy_name(policy) != name:
+            continue
+        for _, spec, _ in selecting_specs([policy], target):
+            labels = (spec.get("endpointSelector") or {}).get("matchLabels") or {}
+            return {str(k): str(v) for k, v in labels.items()}
+    return {}
+
+
+def _fix(item: WouldBreak, intended: list[Endpoint]) -> str:
+    """The narrower selector that leaves the endpoint out (a label all the pods the policy is
+    for share and this one lacks), or else the rule to add."""
+    traffic = item.traffic
+    rule = (
+        f"add a rule to {item.policy or 'the policy'} allowing {traffic.source} → "
+        f"{traffic.destination} {traffic.protocol}/{traffic.port}"
+    )
+    if not intended or not item.selector:
+        return rule
+    broken_labels = [item.labels]
+    shared = None
+    for endpoint in intended:
+        labels = stable_labels(endpoint.labels)
+        shared = (
+            dict(labels)
+            if shared is None
+            else {k: v for k, v in shared.items() if labels.get(k) == v}
+        )
+    for key, value in sorted((shared or {}).items()):
+        if key in item.selector:
+            continue
+        if broken_labels and all(labels.get(key) != value for labels in broken_labels):
+            return (
+                f"narrow {item.policy}: add {key}: {value} to spec.endpointSelector.matchLabels "
+                f"(the pods it was made for have it, {item.endpoint} with "
+                f"{key}={item.labels.get(key, '(none)')} does not); or {rule}"
+            )
+    return rule
+
+
+# --- semantic diff ---------------------------------------------------------------------------
+
+
+def _peers(rule: Mapping[str, Any], prefix: str) -> list[str]:
+    peers: list[str] = []
+    for selector in rule.get(prefix + "Endpoints") or []:
+        labels = (selector or {}).get("matchLabels") or {}
+        shown = ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or "all endpoints"
+        if (selector or {}).get("matchExpressions"):
+            shown += " (+expressions)"
+        peers.append(f"endpoints {shown}")
+    peers += [f"entity {e}" for e in rule.get(prefix + "Entities") or []]
+    peers += [f"cidr {c}" for c in rule.get(prefix + "CIDR") or []]
+    for entry in rule.get(prefix + "CIDRSet") or []:
+        excepted = entry.get("except") or []
+        peers.append(
+            f"cidr {entry.get('cidr')}" + (f" except {', '.join(excepted)}" if excepted else "")
+        )
+    if prefix == "to":
+        for fqdn in rule.get("toFQDNs") or []:
+            peers.append(
+                f"fqdn {fqdn.get('matchName') or ''}{fqdn.get('matchPattern') or ''}".rstrip()
+            )
+        for service in rule.get("toServices") or []:
+            peers.append(f"service {service}")
+    return peers or ["any peer"]
+
+
+def _ports(rule: Mapping[str, Any]) -> list[str]:
+    out: list[str] = []
+    for port_rule in rule.get("toPorts") or []:
+        l7 = port_rule.get("rules") or {}
+        extras = [
+            f"HTTP {h.get('method', '*')} {h.get('path', '/*')}" for h in l7.get("http") or []
+        ]
+        extras += [
+            f"DNS {d.get('matchName') or d.get('matchPattern')}" for d in l7.get("dns") or []
+        ]
+        for port in port_rule.get("ports") or [{}]:
+            base = f"{port.get('protocol', 'ANY')}/{port.get('port', 'any')}"
+            if port.get("endPort"):
+                base += f"-{port['endPort']}"
+            out += [f"{base} {extra}" for extra in extras] or [base]
+    for icmp in rule.get("icmps") or []:
+        out += [
+            f"ICMP{f.get('family', 'IPv4')[2:]} type {f.get('type')}"
+            for f in icmp.get("fields") or []
+        ]
+    return out or ["any port"]
+
+
+def policy_entries(policy: PolicyDocument) -> set[str]:
+    """Every (direction, peer, port/L7) a policy allows or denies, in Cilium terms."""
+    entries: set[str] = set()
+    specs = [policy.get("spec")] if policy.get("spec") else []
+    specs += list(policy.get("specs") or [])
+    for spec in specs:
+        if not isinstance(spec, Mapping):
+            continue
+        for section in ("ingress", "ingressDeny", "egress", "egressDeny"):
+            prefix = "from" if section.startswith("ingress") else "to"
+            for rule in spec.get(section) or []:
+                if not isinstance(rule, Mapping):
+                    continue
+                for peer in _peers(rule, prefix):
+                    for port in _ports(rule):
+                        entries.add(f"{section} {prefix} {peer} {port}")
+    return entries
+
+
+def _diffs(
+    proposal: Sequence[PolicyDocument], current: Sequence[PolicyDocument]
+) -> list[PolicyDiff]:
+    existing = {_key(p): p for p in current}
+    out = []
+    for policy in proposal:
+        name = policy_name(policy)
+        new = policy_entries(policy)
+        old_policy = existing.get(_key(policy))
+        if old_policy is None:
+            out.append(PolicyDiff(name, "new", tuple(sorted(new))))
+            continue
+        old = policy_entries(old_policy)
+        status: Literal["changed", "unchanged"] = "changed" if new != old else "unchanged"
+        out.append(PolicyDiff(name, status, tuple(sorted(new - old)), tuple(sorted(old - new))))
+    return sorted(out, key=lambda d: d.policy)
+
+
+def _confidence(evidence: Mapping[str, PolicyEvidence], policies: set[str]) -> list[RuleConfidence]:
+    out = []
+    for name in sorted(policies):
+        doc = evidence.get(name)
+        if doc is None:
+            continue
+        for rule in doc.rules:
+            out.append(
+                RuleConfidence(
+                    policy=name,
+                    rule=rule.key,
+                    flows=rule.flow_count,
+                    sources=len({_pod(s.src) for s in rule.samples}),
+                    destinations=len({_pod(s.dst) for s in rule.samples}),
+                    sessions=len(rule.contributing_sessions),
+                    first_seen=rule.first_seen,
+                    last_seen=rule.last_seen,
+                )
+            )
+    return out
+
+
+def _pod(side: Any) -> str:
+    return f"{getattr(side, 'namespace', '')}/{getattr(side, 'pod', '') or getattr(side, 'ip', '')}"

@@ -1,0 +1,177 @@
+"""cpg plan (issue 15): what applying the policies would change, before anyone applies them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from conftest import cpg, endpoint, flow_dict, jsonl
+
+
+def api(version: str, pod: str) -> dict[str, Any]:
+    return endpoint("shop", "api", f"k8s:version={version}", pod_name=pod)
+
+
+WEB = endpoint("shop", "web", pod_name="web-1")
+PROMETHEUS = endpoint("monitoring", "prometheus", pod_name="prometheus-0")
+
+# A policy applied today: it polices api v1 (ingress) and nothing else.
+V1_LOCKDOWN = {
+    "apiVersion": "cilium.io/v2",
+    "kind": "CiliumNetworkPolicy",
+    "metadata": {"name": "api-v1-lockdown", "namespace": "shop"},
+    "spec": {
+        "endpointSelector": {"matchLabels": {"app": "api", "version": "v1"}},
+        "ingress": [{"fromEndpoints": [{"matchLabels": {"app": "gateway"}}]}],
+    },
+}
+
+
+def ingress_capture(path: Path, *, allowed_by: bool = False) -> Path:
+    """web → api v1 is denied (v1 is policed); monitoring → api v2 works (v2 is not)."""
+    records = [
+        flow_dict(WEB, api("v1", "api-v1-a"), tcp=8080, src_ip="10.0.0.5", dst_ip="10.0.1.1"),
+        flow_dict(WEB, api("v1", "api-v1-b"), tcp=8080, src_ip="10.0.0.5", dst_ip="10.0.1.2"),
+    ]
+    for n in range(12):
+        records.append(
+            flow_dict(
+                PROMETHEUS,
+                api("v2", "api-v2-a"),
+                tcp=9090,
+                verdict="FORWARDED",
+                reason=None,
+                src_ip="10.0.2.9",
+                dst_ip="10.0.1.9",
+                time=f"2026-11-02T10:00:{n:02d}Z",
+            )
+        )
+    if allowed_by:  # what Hubble says about traffic a policy allowed: v1 is policed
+        records.append(
+            flow_dict(
+                endpoint("shop", "gateway", pod_name="gw-1"),
+                api("v1", "api-v1-a"),
+                tcp=8080,
+                verdict="FORWARDED",
+                reason=None,
+                ingress_allowed_by=[
+                    {"name": "api-v1-lockdown", "namespace": "shop", "kind": "CiliumNetworkPolicy"}
+                ],
+            )
+        )
+    path.write_text(jsonl(records))
+    return path
+
+
+def run_plan(*args: str) -> tuple[int, dict[str, Any], str]:
+    ran = cpg("plan", *args, "-o", "json")
+    text = cpg("plan", *args)
+    assert ran.returncode == text.returncode, (ran.stderr, text.stderr)
+    return ran.returncode, json.loads(ran.stdout) if ran.stdout else {}, text.stdout
+
+
+def test_a_selector_that_reaches_unpoliced_pods_would_break_their_traffic(tmp_path: Path) -> None:
+    capture = ingress_capture(tmp_path / "all.jsonl", allowed_by=True)
+    out = tmp_path / "policies"
+    replayed = cpg("replay", str(capture), "-d", str(out), "--evidence-dir", str(tmp_path / "e"))
+    assert replayed.returncode == 0, replayed.stderr
+    api_policy = out / "shop" / "api.yaml"
+    assert yaml.safe_load(api_policy.read_text())["spec"]["endpointSelector"] == {
+        "matchLabels": {"app": "api"}
+    }
+    code, plan, text = run_plan(str(capture), "-d", str(out), "--evidence-dir", str(tmp_path / "e"))
+    assert code == 3
+    (broken,) = plan["would_break"]
+    assert broken["traffic"]["source"] == "monitoring/prometheus"
+    assert broken["traffic"]["port"] == 9090 and broken["traffic"]["flows"] == 12
+    assert broken["policy"] == "shop/cpg-api" and broken["selector"] == {"app": "api"}
+    assert "add version: v1 to spec.endpointSelector.matchLabels" in broken["fix"]
+    (newly,) = plan["newly_enforced"]
+    assert newly["labels"] == {"app": "api", "version": "v2"} and newly["direction"] == "ingress"
+    assert newly["pods"] == ["api-v2-a"] and newly["forwarded_flows"] == 12
+    assert plan["fixed"] == plan["candidates"] == 2
+    assert text.index("WOULD BREAK") < text.index("Fixes:")  # would-break first
+    assert "monitoring/prometheus → shop/api TCP/9090 (12 flows)" in text
+    # the confidence of the new rule comes from the evidence
+    (rule,) = [c for c in plan["confidence"] if c["policy"] == "shop/cpg-api"]
+    assert rule["flows"] == 2 and rule["destinations"] == 2 and rule["sessions"] == 1
+    # narrowing the selector by hand, as suggested, makes the plan pass
+    narrowed = api_policy.read_text().replace(
+        "  endpointSelector:\n    matchLabels:\n      app: api\n",
+        "  endpointSelector:\n    matchLabels:\n      app: api\n      version: v1\n",
+    )
+    api_policy.write_text(narrowed)
+    code, plan, text = run_plan(str(capture), "-d", str(out))
+    assert code == 0, text
+    assert plan["would_break"] == [] and plan["newly_enforced"] == []
+    assert plan["fixed"] == 2
+    assert "Nothing that works today would break." in text
+
+
+def test_the_same_on_the_egress_side(tmp_path: Path) -> None:
+    def worker(version: str) -> dict[str, Any]:
+        return endpoint("jobs", "worker", f"k8s:version={version}", pod_name=f"worker-{version}")
+
+    db = endpoint("data", "db", pod_name="db-0")
+    metrics = endpoint("monitoring", "pushgateway", pod_name="pg-0")
+    capture = tmp_path / "egress.jsonl"
+    capture.write_text(
+        jsonl(
+            [
+                flow_dict(worker("v1"), db, direction="EGRESS", tcp=5432),
+                *[
+                    flow_dict(
+                        worker("v2"),
+                        metrics,
+                        direction="EGRESS",
+                        tcp=9091,
+                        verdict="FORWARDED",
+                        reason=None,
+                    )
+                    for _ in range(3)
+                ],
+            ]
+        )
+    )
+    out = tmp_path / "policies"
+    assert cpg("replay", str(capture), "-d", str(out), "--no-evidence").returncode == 0
+    code, plan, _ = run_plan(str(capture), "-d", str(out))
+    assert code == 3
+    (broken,) = plan["would_break"]
+    assert broken["traffic"]["direction"] == "egress"
+    assert broken["traffic"]["destination"] == "monitoring/pushgateway"
+    assert "add version: v1" in broken["fix"]
+    (newly,) = plan["newly_enforced"]
+    assert newly["direction"] == "egress" and newly["labels"]["version"] == "v2"
+
+
+def test_current_from_yaml_the_cluster_and_the_flows_agree(tmp_path: Path) -> None:
+    from fake_kube import fake_kube
+
+    inferred_capture = ingress_capture(tmp_path / "with-allowed-by.jsonl", allowed_by=True)
+    out = tmp_path / "policies"
+    assert cpg("replay", str(inferred_capture), "-d", str(out), "--no-evidence").returncode == 0
+    listed = tmp_path / "current.yaml"  # as kubectl get cnp,ccnp -A -o yaml writes it
+    listed.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [V1_LOCKDOWN]}))
+
+    def essentials(plan: dict[str, Any]) -> tuple[Any, ...]:
+        return (plan["would_break"], plan["newly_enforced"], plan["fixed"], plan["candidates"])
+
+    code, from_yaml, _ = run_plan(str(inferred_capture), "-d", str(out), "--current", str(listed))
+    assert code == 3 and from_yaml["current_source"] == "current"
+    with fake_kube(tmp_path) as (kube, kubeconfig):
+        kube.policies = [V1_LOCKDOWN]
+        code_cluster, from_cluster, _ = run_plan(
+            str(inferred_capture), "-d", str(out), "--cluster", "--kubeconfig", str(kubeconfig)
+        )
+        assert all(method == "GET" for method, _ in kube.requests), "read-only"
+    code_flows, from_flows, text = run_plan(str(inferred_capture), "-d", str(out))
+    assert code_cluster == code_flows == 3
+    assert essentials(from_yaml) == essentials(from_cluster) == essentials(from_flows)
+    assert from_flows["current_source"] == "flows" and "allowed_by" in from_flows["blind_spots"]
+    assert "inferred from the flows" in text
+    both = cpg("plan", str(inferred_capture), "--current", str(listed), "--cluster")
+    assert both.returncode == 2
