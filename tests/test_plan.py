@@ -175,3 +175,128 @@ def test_current_from_yaml_the_cluster_and_the_flows_agree(tmp_path: Path) -> No
     assert "inferred from the flows" in text
     both = cpg("plan", str(inferred_capture), "--current", str(listed), "--cluster")
     assert both.returncode == 2
+
+
+def _policy(name: str, ingress: list[Any] | None = None, egress: list[Any] | None = None) -> Any:
+    spec: dict[str, Any] = {"endpointSelector": {"matchLabels": {"app": "api"}}}
+    if ingress is not None:
+        spec["ingress"] = ingress
+    if egress is not None:
+        spec["egress"] = egress
+    return {
+        "apiVersion": "cilium.io/v2",
+        "kind": "CiliumNetworkPolicy",
+        "metadata": {"name": name, "namespace": "shop"},
+        "spec": spec,
+    }
+
+
+def _ports(*ports: str, http: list[Any] | None = None) -> list[Any]:
+    entry: dict[str, Any] = {"ports": [{"port": p, "protocol": "TCP"} for p in ports]}
+    if http:
+        entry["rules"] = {"http": http}
+    return [entry]
+
+
+def test_the_semantic_diff_speaks_cilium() -> None:
+    from cpg_core.plan import plan
+
+    web = {"fromEndpoints": [{"matchLabels": {"app": "web"}}]}
+    current = [
+        _policy("cpg-api", ingress=[{**web, "toPorts": _ports("8080", "8443")}]),
+        _policy("cpg-same", ingress=[{**web, "toPorts": _ports("80")}]),
+    ]
+    proposal = [
+        _policy(
+            "cpg-api",
+            ingress=[
+                {**web, "toPorts": _ports("8080", http=[{"method": "GET", "path": "/api"}])},
+                {"fromEndpoints": [{"matchLabels": {"app": "admin"}}], "toPorts": _ports("9000")},
+            ],
+            egress=[{"toFQDNs": [{"matchName": "api.example.com"}], "toPorts": _ports("443")}],
+        ),
+        _policy("cpg-same", ingress=[{**web, "toPorts": _ports("80")}]),
+        _policy("cpg-new", ingress=[{**web, "toPorts": _ports("80")}]),
+    ]
+    diffs = {d.policy: d for d in plan([], proposal, current).diffs}
+    api = diffs["shop/cpg-api"]
+    assert api.status == "changed"
+    assert set(api.added) == {
+        "ingress from endpoints app=web TCP/8080 HTTP GET /api",  # L7 rule added
+        "ingress from endpoints app=admin TCP/9000",  # peer added
+        "egress to fqdn api.example.com TCP/443",  # FQDN added
+    }
+    assert set(api.removed) == {
+        "ingress from endpoints app=web TCP/8443",  # port removed
+        "ingress from endpoints app=web TCP/8080",  # now only GET /api on it
+    }
+    assert diffs["shop/cpg-same"].status == "unchanged"
+    assert diffs["shop/cpg-new"].status == "new"
+    assert diffs["shop/cpg-new"].added == ("ingress from endpoints app=web TCP/80",)
+
+
+def test_min_flows_holds_back_rare_rules_and_says_so(tmp_path: Path) -> None:
+    capture = tmp_path / "c.jsonl"
+    capture.write_text(
+        jsonl(
+            [flow_dict(WEB, api("v1", "api-v1-a"), tcp=8080) for _ in range(3)]
+            + [flow_dict(PROMETHEUS, api("v1", "api-v1-a"), tcp=9090)]
+        )
+    )
+    out = tmp_path / "policies"
+    ran = cpg("replay", str(capture), "-d", str(out), "--no-evidence", "--min-flows", "2")
+    assert ran.returncode == 0, ran.stderr
+    text = (out / "shop" / "api.yaml").read_text()
+    assert '"8080"' in text and '"9090"' not in text
+    assert "Held back (seen fewer than --min-flows 2 times; not written): 1" in ran.stdout
+    assert "shop/api: TCP/9090 from monitoring/app=prometheus (1 flow)" in ran.stdout
+    as_json = cpg(
+        "replay",
+        str(capture),
+        "-d",
+        str(tmp_path / "j"),
+        "--no-evidence",
+        "--min-flows",
+        "2",
+        "-o",
+        "json",
+    )
+    assert json.loads(as_json.stdout)["held_back"] == [
+        {
+            "namespace": "shop",
+            "workload": "api",
+            "rule": "TCP/9090 from monitoring/app=prometheus",
+            "flows": 1,
+        }
+    ]
+    # a policy whose every entry is rare is not written at all
+    alone = cpg(
+        "replay", str(capture), "-d", str(tmp_path / "k"), "--no-evidence", "--min-flows", "5"
+    )
+    assert not (tmp_path / "k" / "shop" / "api.yaml").exists()
+    assert "Held back" in alone.stdout
+
+
+def test_held_back_entries_join_once_they_reach_min_flows() -> None:
+    """generate's flushes: an entry held back at one flush is written, with every flow, when
+    a later flush brings it to --min-flows."""
+    from conftest import flow_dict as fd
+    from cpg_core.aggregate import Aggregator, hold_back
+    from cpg_core.parse import FlowParser
+
+    parser = FlowParser()
+
+    def interval(count: int) -> Any:
+        agg = Aggregator()
+        for _ in range(count):
+            agg.add(parser.parse(fd(WEB, api("v1", "api-v1-a"), tcp=8080)))
+        return agg.plans()
+
+    first, held = hold_back(interval(1), 3)
+    assert first == [] and len(held) == 1
+    second, held = hold_back(interval(1), 3, held)
+    assert second == [] and len(held) == 1
+    third, held = hold_back(interval(1), 3, held)
+    assert held == {}
+    ((atom, stats),) = third[0].attribution.items()
+    assert stats.count == 3 and atom.port == 8080

@@ -161,6 +161,7 @@ def generate(
             show_default=False,
         ),
     ] = None,
+    min_flows: opt.MinFlows = 1,
     output: opt.Output = "text",
     quiet: opt.Quiet = False,
     log_level: opt.LogLevel = "warning",
@@ -255,6 +256,7 @@ def generate(
         output_dir=output_dir,
         options=attrs.evolve(request.aggregate_options(), since=first, until=last),
         since=first,
+        min_flows=min_flows,
         namespaces=tuple(namespaces),
         tls=TLSSettings(
             tls or bool(tls_ca_cert or tls_client_cert),

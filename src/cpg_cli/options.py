@@ -188,6 +188,16 @@ Until = Annotated[
         show_default=False,
     ),
 ]
+MinFlows = Annotated[
+    int,
+    typer.Option(
+        "--min-flows",
+        metavar="N",
+        min=1,
+        help="Hold back allow entries seen fewer than N times: they are listed in the report "
+        "as held back, not written (in generate, written once they reach N).",
+    ),
+]
 Quiet = Annotated[
     bool,
     typer.Option(

@@ -55,6 +55,7 @@ def replay(
     evidence_sessions: opt.EvidenceSessions = 10,
     ignore_drop_reason: opt.IgnoreDropReasons = [],  # noqa: B006
     fail_on_infra_drops: opt.FailOnInfraDrops = False,
+    min_flows: opt.MinFlows = 1,
     since: opt.Since = None,
     until: opt.Until = None,
     output: opt.Output = "text",
@@ -149,6 +150,7 @@ def replay(
                 evidence=evidence,
                 watch=progress,
                 max_malformed=max_malformed,
+                min_flows=min_flows,
             )
     except (SourceError, StoreError) as exc:
         say(f"cpg: error: {exc}", err=True)

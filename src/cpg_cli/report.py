@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import attrs
 import typer
 
 from cpg_cli.terminal import say
@@ -143,6 +144,17 @@ def format_replay_summary(
         lines.append(f"  {item.outcome:<12} {_relative(item.path, output_dir)}")
     if len(changed) > MAX_FILES_SHOWN:
         lines.append(f"  … and {len(changed) - MAX_FILES_SHOWN} more")
+    if result.held_back:
+        lines.append(
+            f"Held back (seen fewer than --min-flows {result.min_flows} times; not written): "
+            f"{len(result.held_back)}"
+        )
+        for held in result.held_back[:MAX_FILES_SHOWN]:
+            lines.append(
+                f"  {held.namespace}/{held.workload}: {held.rule} ({_plural(held.flows, 'flow')})"
+            )
+        if len(result.held_back) > MAX_FILES_SHOWN:
+            lines.append(f"  … and {len(result.held_back) - MAX_FILES_SHOWN} more (-o json)")
     if result.evidence_dir is not None:
         lines.append(
             f"Evidence in {result.evidence_dir} (see: cpg explain NAMESPACE/WORKLOAD -d {output_dir})"
@@ -241,6 +253,7 @@ def replay_summary_json(
         "window": to_data(health.window) if health else None,
         "evidence_dir": str(result.evidence_dir) if result.evidence_dir else None,
         "cluster_health": str(result.health_path) if result.health_path else None,
+        "held_back": [attrs.asdict(held) for held in result.held_back],
         "errors": [f.error for f in result.failed] + list(result.evidence_errors),
         "exit_code": exit_code,
     }

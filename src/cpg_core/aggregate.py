@@ -32,6 +32,7 @@ from cpg_core.rules import (
     EndpointPeer,
     FqdnPeer,
     Rule,
+    describe_rule,
     rules_from_atoms,
 )
 from cpg_core.synthesis import (
@@ -464,6 +465,65 @@ class Aggregator:
         if self._l7:
             attribution = {t: name_world_peers(a, self.ip_names) for t, a in attribution.items()}
         return plan_policies(attribution)
+
+
+@attrs.frozen(slots=True)
+class HeldBack:
+    """An allow entry seen fewer times than ``--min-flows``: not written, but reported."""
+
+    namespace: str
+    workload: str
+    rule: str
+    flows: int
+
+
+HeldStats = dict[tuple[PolicyTarget, Atom], RuleStats]
+"""Allow entries held back so far, with what they were built from."""
+
+
+def hold_back(
+    plans: Iterable[PolicyPlan],
+    min_flows: int,
+    held: HeldStats | None = None,
+    max_samples: int = 10,
+) -> tuple[list[PolicyPlan], HeldStats]:
+    """The plans without the allow entries seen fewer than ``min_flows`` times, and those
+    entries. Entries ``held`` from earlier (a live capture's earlier flushes) join in: an
+    entry is written, with all its flows, once it reaches ``min_flows``."""
+    held = dict(held or {})
+    kept_plans = []
+    for plan in plans:
+        kept: dict[Atom, RuleStats] = {}
+        for atom, stats in plan.attribution.items():
+            earlier = held.pop((plan.target, atom), None)
+            if earlier is not None:
+                stats = stats.copy()
+                stats.absorb(earlier, max_samples)
+            if stats.count >= min_flows:
+                kept[atom] = stats
+            else:
+                held[(plan.target, atom)] = stats
+        if kept:
+            kept_plans.append(
+                attrs.evolve(plan, rules=tuple(rules_from_atoms(kept)), attribution=kept)
+            )
+    return kept_plans, held
+
+
+def held_back(held: HeldStats) -> list[HeldBack]:
+    """The report's list of held-back entries, sorted."""
+    return sorted(
+        (
+            HeldBack(
+                target.namespace,
+                target.workload,
+                describe_rule(next(iter(rules_from_atoms([atom])))),
+                stats.count,
+            )
+            for (target, atom), stats in held.items()
+        ),
+        key=lambda h: (h.namespace, h.workload, h.rule),
+    )
 
 
 def plan_policies(

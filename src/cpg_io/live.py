@@ -25,6 +25,7 @@ from cpg_core import (
     SessionInfo,
     SessionSource,
 )
+from cpg_core.aggregate import HeldStats, held_back, hold_back
 from cpg_io.hubble import (
     RelayError,
     TLSSettings,
@@ -83,6 +84,8 @@ class LiveSettings:
     """(namespace, name) -> cpg-managed policy already applied (``--cluster-dedup``)."""
     since: str = ""
     """A time key: ask the relay for its buffered flows from then on (``--since``)."""
+    min_flows: int = 1
+    """Allow entries seen fewer times are held back (written once they reach it)."""
 
 
 @attrs.define
@@ -111,6 +114,7 @@ class LiveCapture:
         self._seen: set[str] = set()
         self._since: Any = None
         self._files: dict[Path, FileResult] = {}
+        self._held: HeldStats = {}
         self.started = clock()
         self.session = SessionInfo(
             id=new_session_id(self.started),
@@ -244,6 +248,15 @@ class LiveCapture:
                 self._interval = fresh
             self.totals.absorb(interval.state())
         plans = interval.plans()
+        if self.settings.min_flows > 1:
+            plans, self._held = hold_back(
+                plans,
+                self.settings.min_flows,
+                self._held,
+                max_samples=self.settings.options.max_samples,
+            )
+            self.result.held_back = held_back(self._held)
+            self.result.min_flows = self.settings.min_flows
         if not plans:
             return
         ended = self.clock()

@@ -32,6 +32,7 @@ from cpg_core import (
     policies_equivalent,
     render_or_merge,
 )
+from cpg_core.aggregate import HeldBack, held_back, hold_back
 from cpg_io.evidence_store import EvidenceStore
 from cpg_io.parallel import (
     Cancelled,
@@ -99,6 +100,9 @@ class ReplayResult:
     """Where cluster-health.json was written (None when it was not)."""
     inputs: list[str] = attrs.Factory(list)
     """The files read (folders and patterns expanded)."""
+    held_back: list[HeldBack] = attrs.Factory(list)
+    """Allow entries seen fewer than --min-flows times: reported, not written."""
+    min_flows: int = 1
 
     def describe_inputs(self) -> str:
         if len(self.inputs) == 1:
@@ -229,6 +233,7 @@ def replay(
     cancel: threading.Event | None = None,
     watch: ReplayWatcher = SILENT,
     max_malformed: float = 100.0,
+    min_flows: int = 1,
 ) -> ReplayResult:
     """Replay one capture into ``output_dir`` (and its evidence), or diff it in a dry run.
     Setting ``cancel`` stops the run (Cancelled) at the next block or before anything is
@@ -284,6 +289,10 @@ def replay(
         )
     result.health = run_health(aggregator, stats, started, clock())
     plans = aggregator.plans()
+    if min_flows > 1:
+        plans, held = hold_back(plans, min_flows, max_samples=options.max_samples)
+        result.held_back = held_back(held)
+        result.min_flows = min_flows
     watch.writing(len(plans))
     written = write_outputs(
         plans,
