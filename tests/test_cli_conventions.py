@@ -28,10 +28,11 @@ def _commands(out: Path, evidence: Path) -> dict[str, list[str]]:
         "verify": ["verify", str(EXAMPLE), "-d", str(out)],
         "bootstrap": ["bootstrap", "-n", "shop"],
         "version": ["version"],
+        "plan": ["plan", str(EXAMPLE), "-d", str(out), "--evidence-dir", str(evidence)],
     }
 
 
-@pytest.mark.parametrize("command", ["replay", "explain", "verify", "bootstrap", "version"])
+@pytest.mark.parametrize("command", ["replay", "explain", "verify", "bootstrap", "version", "plan"])
 def test_every_command_follows_the_conventions(replayed: tuple[Path, Path], command: str) -> None:
     out, evidence = replayed
     args = _commands(out, evidence)[command]

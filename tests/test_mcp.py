@@ -62,6 +62,7 @@ async def test_a_replay_session_end_to_end(replay_dir: Path, mode: str) -> None:
             "get_cluster_health",
             "get_bootstrap_policy",
             "list_dropped_flows",
+            "get_plan",
         }
         for tool in tools.values():
             assert re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", tool.name)
@@ -546,3 +547,30 @@ async def test_a_live_session_over_tls_with_a_ca_and_a_server_name(
             stopped = (await call(client, "stop_session", session_id=sid)).structured_content
             assert stopped["policies_written"] + stopped["policies_skipped"] >= 6
             assert not stopped.get("error")
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_get_plan_over_a_stopped_replay_session(replay_dir: Path, mode: str) -> None:
+    from test_plan import ingress_capture
+
+    ingress_capture(replay_dir / "all.jsonl", allowed_by=True)
+    async with Client(build_server(replay_dir), mode=mode) as client:
+        sid = (await call(client, "start_session", replay_file="all.jsonl")).structured_content[
+            "session_id"
+        ]
+        early = await call(client, "get_plan", session_id=sid)
+        await wait_stopped(client, sid)
+        if early.is_error:  # a replay that had not ended yet says so
+            assert "stop_session" in early.content[0].text
+        plan = (await call(client, "get_plan", session_id=sid, limit=1)).structured_content
+        assert plan["current_source"] == "flows" and plan["fixed"] == plan["candidates"] == 2
+        (broken,) = plan["would_break"]
+        assert broken["traffic"]["source"] == "monitoring/prometheus"
+        assert "version: v1" in broken["fix"]
+        assert plan["would_break_flows"] == 12 and plan["total_count"] == 1
+        assert not plan["has_more"]
+        (newly,) = plan["newly_enforced"]
+        assert newly["labels"]["version"] == "v2"
+        assert {d["policy"]: d["status"] for d in plan["diffs"]} == {"shop/cpg-api": "new"}
+        bad = await call(client, "get_plan", session_id=sid, cursor="garbage")
+        assert bad.is_error

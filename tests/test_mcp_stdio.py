@@ -95,7 +95,7 @@ def test_raw_wire_and_a_clean_exit_on_eof(tmp_path: Path) -> None:
         proc.stdin.write(frame(2, "tools/list", {}))
         proc.stdin.flush()
         tools = read_response(proc, 2)["result"]["tools"]
-        assert len(tools) == 9
+        assert len(tools) == 10
         proc.stdin.write(frame(9, "tools/call", {"name": "apply_policy", "arguments": {}}))
         proc.stdin.flush()
         refused = read_response(proc, 9)["error"]
@@ -474,3 +474,38 @@ def test_thirty_expiring_calls_are_answered_and_the_server_goes_idle(tmp_path: P
     finally:
         proc.stdin.close()
         proc.wait(timeout=10)
+
+
+def test_get_plan_through_the_sdk_stdio_client(tmp_path: Path) -> None:
+    """get_plan over stdio, with the SDK's own client: a stopped replay session's plan."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    from test_plan import ingress_capture
+
+    captures = tmp_path / "captures"
+    captures.mkdir()
+    ingress_capture(captures / "all.jsonl", allowed_by=True)
+
+    async def drive() -> dict[str, Any]:
+        params = StdioServerParameters(
+            command=CPG_MCP,
+            args=["--allow-replay-dir", str(captures)],
+            env={"TMPDIR": str(tmp_path)},
+        )
+        async with Client(params, mode="legacy") as client:
+            started = await client.call_tool("start_session", {"replay_file": "all.jsonl"})
+            sid = started.structured_content["session_id"]
+            with anyio.fail_after(30):
+                while (
+                    await client.call_tool("get_status", {"session_id": sid})
+                ).structured_content["state"] != "stopped":
+                    await anyio.sleep(0.05)
+            result = await client.call_tool("get_plan", {"session_id": sid})
+            assert not result.is_error, result.content[0].text
+            return result.structured_content
+
+    plan = anyio.run(drive)
+    assert plan["would_break_flows"] == 12
+    assert plan["would_break"][0]["traffic"]["destination"] == "shop/api"
+    assert plan["newly_enforced"][0]["pods"] == ["api-v2-a"]

@@ -8,7 +8,17 @@ import shlex
 
 from conftest import ROOT, cpg
 
-COMMANDS = ("replay", "generate", "explain", "verify", "bootstrap", "version", "completion", "mcp")
+COMMANDS = (
+    "replay",
+    "generate",
+    "explain",
+    "verify",
+    "bootstrap",
+    "version",
+    "completion",
+    "plan",
+    "mcp",
+)
 _FLAG = re.compile(r"^-{1,2}[A-Za-z][-A-Za-z0-9]*")
 
 

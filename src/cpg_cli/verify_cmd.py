@@ -39,10 +39,11 @@ def print_verify(report: VerifyReport, *, policies: int, origin: str) -> None:
 
 def verify(
     flows: Annotated[
-        str,
+        list[str],
         typer.Argument(
-            metavar="FLOWS|-",
-            help="The capture the policies were generated from.",
+            metavar="FLOWS...|-",
+            help="The capture the policies were generated from: files, folders or globs, as "
+            "cpg replay reads them, or - for stdin.",
             show_default=False,
         ),
     ],
@@ -122,7 +123,8 @@ def verify(
         raise typer.Exit(1) from None
     if verified.stats.malformed:
         say(
-            f"cpg: warning: {describe_source(flows)}: {verified.stats.malformed} malformed lines skipped",
+            f"cpg: warning: {describe_source(flows[0]) if len(flows) == 1 else 'the inputs'}: "
+            f"{verified.stats.malformed} malformed lines skipped",
             err=True,
         )
     report = verified.report

@@ -166,3 +166,24 @@ class BootstrapResult(BaseModel):
     version_source: Literal["pod-images", "undetermined"] = "undetermined"
     cilium_versions_seen: dict[str, int] | None = None
     version_warning: str | None = None
+
+
+class PlanResult(BaseModel):
+    current_source: str = Field(
+        description="where the current policies came from: 'cluster' or 'flows' (inferred)"
+    )
+    blind_spots: str = Field(description="what that source cannot see")
+    candidates: int = Field(description="denied flows cpg can express")
+    fixed: int = Field(description="of those, flows the proposed policies admit")
+    forwarded_flows: int
+    would_break_flows: int = Field(description="forwarded flows the proposal would drop")
+    would_break: list[dict[str, Any]] = Field(
+        description="this page of the traffic that works today and would break, most flows "
+        "first, each with why, the selector that captures the endpoint and a fix"
+    )
+    newly_enforced: list[dict[str, Any]]
+    diffs: list[dict[str, Any]] = Field(description="per proposed policy, entries added/removed")
+    policies: list[dict[str, Any]]
+    total_count: int = Field(description="would-break items across all pages")
+    has_more: bool
+    next_cursor: str | None = None

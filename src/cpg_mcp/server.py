@@ -297,6 +297,35 @@ def build_server(
             tools.list_policies, session_of(session_id), limit=limit, cursor=cursor
         )
 
+    @mcp.tool(title="What applying the policies would change", annotations=QUERY)
+    async def get_plan(
+        session_id: SESSION_ID,
+        from_cluster: Annotated[
+            bool,
+            Field(
+                description="read the policies applied today from the cluster of cpg-mcp's "
+                "kubeconfig (read-only); default false: infer what is policed from the flows"
+            ),
+        ] = False,
+        limit: Annotated[
+            int, Field(ge=1, le=200, description="max would-break items per page")
+        ] = 50,
+        cursor: CURSOR = None,
+    ) -> models.PlanResult:
+        """The plan of a stopped replay session (cpg plan): denied flows its policies fix,
+        forwarded flows that work today and would break (a selector that newly puts pods in
+        default-deny), with a fix each, endpoints policed for the first time, and each
+        policy's changes in Cilium terms. Needs a capture with every verdict. Paginated over
+        would_break."""
+        return await offload(
+            tools.get_plan,
+            session_of(session_id),
+            from_cluster=from_cluster,
+            kube_dir=manager.kube_dir(),
+            limit=limit,
+            cursor=cursor,
+        )
+
     @mcp.tool(title="Get one policy", annotations=QUERY)
     async def get_policy(
         session_id: SESSION_ID,

@@ -48,6 +48,8 @@ class Session:
     """Set to end a replay early: it stops at its next block, before writing anything."""
     relay: RelayConnection | None = None
     """The port-forward to hubble-relay when no server was given; closed when the capture ends."""
+    plans: dict[bool, Any] = attrs.Factory(dict)
+    """get_plan's answers (by from_cluster): the capture is read once."""
 
     def release(self) -> None:
         relay, self.relay = self.relay, None

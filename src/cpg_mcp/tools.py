@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import cattrs
 import yaml
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -42,6 +43,7 @@ from cpg_mcp.models import (
     DroppedFlows,
     EvidenceResult,
     HealthResult,
+    PlanResult,
     PolicyList,
     PolicyResult,
     PolicyRow,
@@ -457,4 +459,72 @@ def bootstrap_policy(namespace: str, text: str, agent_images: list[str]) -> Boot
         cluster_version=format_version(version),
         version_source="pod-images",
         cilium_versions_seen=versions_seen(agent_images),
+    )
+
+
+def get_plan(
+    session: Session,
+    *,
+    from_cluster: bool = False,
+    kube_dir: Path | None = None,
+    limit: int = 50,
+    cursor: str | None = None,
+) -> PlanResult:
+    """What applying the session's policies would change, judged on its capture."""
+    paging.decode(cursor)
+    if session.state != "stopped":
+        raise ToolError("the session is still running; call stop_session first")
+    result = session.result
+    inputs = [path for path in (result.inputs if result is not None else []) if path != "-"]
+    if not inputs:
+        raise ToolError(
+            "get_plan needs the capture the session read: a live session keeps no flows; "
+            "start a replay session over a capture with every verdict (hubble observe "
+            "without --verdict) and ask again"
+        )
+    cache_key = from_cluster
+    planned = session.plans.get(cache_key)
+    if planned is None:
+        from cpg_core.plan import CurrentSource
+        from cpg_io.kube import KubeError, api_client, list_cilium_policies
+        from cpg_io.plan import plan_capture
+        from cpg_io.sources import SourceError
+        from cpg_io.verify import PolicyLoadError, load_policies
+
+        try:
+            proposal = load_policies(session.policies) if session.policies.is_dir() else []
+            current = None
+            source: CurrentSource = "flows"
+            if from_cluster:
+                current = list_cilium_policies(api_client(None, None, temp_dir=kube_dir))
+                source = "cluster"
+            planned = plan_capture(
+                inputs,
+                proposal,
+                current,
+                current_source=source,
+                options=CaptureRequest.build().decide_options(),
+                evidence=session.evidence_store,
+            ).plan
+        except (PolicyLoadError, SourceError, KubeError) as exc:
+            raise ToolError(in_tool_words(str(exc))) from None
+        session.plans[cache_key] = planned
+    data = cattrs.Converter().unstructure(planned)
+    chunk, meta = paging.page(data["would_break"], cursor, limit)
+    return PlanResult.model_validate(
+        clean(
+            {
+                "current_source": data["current_source"],
+                "blind_spots": data["blind_spots"],
+                "candidates": data["candidates"],
+                "fixed": data["fixed"],
+                "forwarded_flows": data["forwarded_flows"],
+                "would_break_flows": sum(b.traffic.flows for b in planned.would_break),
+                "would_break": chunk,
+                "newly_enforced": data["newly_enforced"][:100],
+                "diffs": data["diffs"][:100],
+                "policies": data["policies"][:200],
+                **meta,
+            }
+        )
     )
