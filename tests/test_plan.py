@@ -95,6 +95,7 @@ def test_a_selector_that_reaches_unpoliced_pods_would_break_their_traffic(tmp_pa
     assert plan["fixed"] == plan["candidates"] == 2
     assert text.index("WOULD BREAK") < text.index("Fixes:")  # would-break first
     assert "monitoring/prometheus → shop/api TCP/9090 (12 flows)" in text
+    assert "shop/cpg-api: fixes 2 flows, would break 12, newly enforces 1 endpoint(s)" in text
     # the confidence of the new rule comes from the evidence
     (rule,) = [c for c in plan["confidence"] if c["policy"] == "shop/cpg-api"]
     assert rule["flows"] == 2 and rule["destinations"] == 2 and rule["sessions"] == 1

@@ -91,6 +91,20 @@ def print_plan(plan: Plan, *, proposal: str, origin: str, policies: int) -> None
                 f"{c.destinations} destination pods in samples, {c.sessions} session(s), "
                 f"{c.first_seen} → {c.last_seen}"
             )
+    busy = sorted(
+        (p for p in plan.policies if p.fixes or p.would_break or p.newly_enforced),
+        key=lambda p: (-p.would_break, p.policy),
+    )
+    if busy:
+        say("")
+        say("Per policy:")
+        for p in busy[:MAX_SHOWN]:
+            say(
+                f"  {p.policy}: fixes {p.fixes} flows, would break {p.would_break}, "
+                f"newly enforces {p.newly_enforced} endpoint(s)"
+            )
+        if len(busy) > MAX_SHOWN:
+            say(f"  … and {len(busy) - MAX_SHOWN} more (-o json)")
     say("")
     say(
         f"Would break {breaking} flows: review before applying."

@@ -141,7 +141,15 @@ class _Group:
     flows: int = 0
 
 
-def _group_key(flow: Flow) -> tuple[Any, ...]:
+class _Worlds(dict[Endpoint, bool]):
+    """Whether an endpoint is the world, asked once per endpoint."""
+
+    def __missing__(self, endpoint: Endpoint) -> bool:
+        found = self[endpoint] = endpoint_kind(endpoint).world
+        return found
+
+
+def _group_key(flow: Flow, world: _Worlds) -> tuple[Any, ...]:
     """Flows the matcher cannot tell apart: same ends, port and L7 request."""
     l7 = flow.l7
     request: tuple[str, ...] = ()
@@ -149,8 +157,8 @@ def _group_key(flow: Flow) -> tuple[Any, ...]:
         request = ("http", l7.http.method, l7.http.url)
     elif l7 is not None and l7.dns is not None:
         request = ("dns", l7.dns.query)
-    src_ip = flow.source_ip if endpoint_kind(flow.source).world else ""
-    dst_ip = flow.destination_ip if endpoint_kind(flow.destination).world else ""
+    src_ip = flow.source_ip if world[flow.source] else ""
+    dst_ip = flow.destination_ip if world[flow.destination] else ""
     return (
         flow.direction,
         flow.source,
@@ -216,6 +224,7 @@ def plan(
     ``namespace/name`` of a proposed policy to its evidence, for the confidence of its rules."""
     options = options or DecideOptions()
     groups: dict[tuple[Any, ...], _Group] = {}
+    world = _Worlds()
     policed_in_flows: set[tuple[Endpoint, str]] = set()
     kept: list[Flow] = []
     for flow in flows:
@@ -230,7 +239,7 @@ def plan(
         if flow.l7 is not None and flow.l7.dns is not None:
             kept.append(flow)  # names for toFQDNs
         if decision is Decision.CANDIDATE or (flow.verdict in _WORKS and flow.is_reply is not True):
-            key = (decision is Decision.CANDIDATE, *_group_key(flow))
+            key = (decision is Decision.CANDIDATE, *_group_key(flow, world))
             group = groups.get(key)
             if group is None:
                 group = groups[key] = _Group(flow)
@@ -242,9 +251,9 @@ def plan(
     after = _PolicyIndex([p for p in (current or []) if _key(p) not in replaced] + list(proposal))
 
     def admitted(index: _PolicyIndex, flow: Flow, target: Endpoint) -> tuple[bool, str]:
-        result = match_flow(
-            index.near(target), flow, names, default_local_cluster=default_local_cluster
-        )
+        # Only the policies that select the target can admit or deny its traffic.
+        selecting = list({id(p): p for p, _, _ in index.selecting(target)}.values())
+        result = match_flow(selecting, flow, names, default_local_cluster=default_local_cluster)
         return result.allowed, result.policy
 
     candidates = fixed = forwarded = 0
