@@ -276,7 +276,7 @@ def explain(
     build(None)  # bad flags are told before any evidence is read
     namespace, workload, out_dir = _target(target, output_dir)
     try:
-        store = EvidenceStore(evidence_dir or default_evidence_root(), out_dir)
+        store = EvidenceStore(evidence_dir or default_evidence_root(out_dir), out_dir)
         path = store.path_for(namespace, workload)
         doc = store.read(namespace, workload)
     except (EvidenceError, StoreError, CpgError) as exc:

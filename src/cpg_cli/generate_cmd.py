@@ -141,6 +141,7 @@ def generate(
     no_evidence: opt.NoEvidence = False,
     evidence_samples: opt.EvidenceSamples = 10,
     evidence_sessions: opt.EvidenceSessions = 10,
+    evidence_redact: opt.EvidenceRedact = False,
     fail_on_infra_drops: opt.FailOnInfraDrops = False,
     since: Annotated[
         str | None,
@@ -214,9 +215,10 @@ def generate(
         evidence = None
         if not (no_evidence or dry_run):
             evidence = EvidenceSettings(
-                root=evidence_dir or default_evidence_root(),
+                root=evidence_dir or default_evidence_root(output_dir),
                 max_samples=evidence_samples,
                 max_sessions=evidence_sessions,
+                redact=evidence_redact,
             )
     except StoreError as exc:
         say(f"cpg: error: {exc}", err=True)
@@ -298,6 +300,7 @@ def generate(
         as_json=output == "json",
         exit_code=code,
         extra_json={"reconnects": capture.progress.reconnects},
+        extra_lines=opt.redacted_note(evidence_redact and evidence is not None),
         verb="Received",
     )
     if capture.error:

@@ -188,6 +188,26 @@ Until = Annotated[
         show_default=False,
     ),
 ]
+EvidenceRedact = Annotated[
+    bool,
+    typer.Option(
+        "--evidence-redact",
+        help="Write evidence without the IP addresses of its sample flows (for evidence "
+        "committed to a public repository); pod names and labels stay.",
+    ),
+]
+
+
+def redacted_note(redacted: bool) -> list[str]:
+    """The report line that says what --evidence-redact left out."""
+    if not redacted:
+        return []
+    return [
+        "Evidence redacted (--evidence-redact): the IP addresses of its sample flows were not "
+        "written; pod names, labels and CIDR peers (which the policies name) were."
+    ]
+
+
 MinFlows = Annotated[
     int,
     typer.Option(

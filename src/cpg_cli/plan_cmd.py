@@ -204,7 +204,7 @@ def plan(
             origin, source = f"the cluster ({len(documents)})", "cluster"
         else:
             origin, source = "inferred from the flows (no --current or --cluster)", "flows"
-        store = EvidenceStore(evidence_dir or default_evidence_root(), policies)
+        store = EvidenceStore(evidence_dir or default_evidence_root(policies), policies)
         planned = plan_capture(
             inputs,
             proposal,

@@ -53,6 +53,7 @@ def replay(
     no_evidence: opt.NoEvidence = False,
     evidence_samples: opt.EvidenceSamples = 10,
     evidence_sessions: opt.EvidenceSessions = 10,
+    evidence_redact: opt.EvidenceRedact = False,
     ignore_drop_reason: opt.IgnoreDropReasons = [],  # noqa: B006
     fail_on_infra_drops: opt.FailOnInfraDrops = False,
     min_flows: opt.MinFlows = 1,
@@ -132,9 +133,10 @@ def replay(
             options = attrs.evolve(options, since=first, until=last)
         evidence = (
             EvidenceSettings(
-                root=evidence_dir or default_evidence_root(),
+                root=evidence_dir or default_evidence_root(output_dir),
                 max_samples=evidence_samples,
                 max_sessions=evidence_sessions,
+                redact=evidence_redact,
             )
             if record_evidence
             else None
@@ -202,7 +204,7 @@ def replay(
         as_json=output == "json",
         exit_code=code,
         extra_json={"verify": to_data(checked)} if checked is not None else None,
-        extra_lines=lines,
+        extra_lines=lines + opt.redacted_note(evidence_redact and record_evidence),
     )
     if result.stats.truncated:
         say(

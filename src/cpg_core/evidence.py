@@ -9,6 +9,7 @@ fills ``samples[].src.ip``/``dst.ip``; readers of the Go schema can ignore them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
 
 import attrs
 import orjson
@@ -30,6 +31,7 @@ from cpg_core.documents import (
     PolicyIdentity,
     RuleEvidence,
     SampleFlow,
+    SampleSide,
     SessionInfo,
 )
 from cpg_core.errors import CpgError
@@ -273,3 +275,34 @@ def parse_evidence(text: str, where: str) -> PolicyEvidence:
             f"{exc}; move the file aside (or delete the evidence folder) and run 'cpg replay' "
             "again to rebuild it"
         ) from None
+
+
+T = TypeVar("T")
+
+
+def redact_ips(doc: T) -> tuple[T, int]:
+    """A document (evidence, cluster health) without the IP addresses of its sample flows
+    (for a public repository), and how many were removed. CIDR peers stay: the policies
+    themselves name them."""
+    removed = 0
+
+    def walk(value: Any) -> Any:
+        nonlocal removed
+        if isinstance(value, SampleSide):
+            if value.ip:
+                removed += 1
+                return attrs.evolve(value, ip="")
+            return value
+        if isinstance(value, tuple):
+            return tuple(walk(item) for item in value)
+        if attrs.has(type(value)):
+            changes = {}
+            for field in attrs.fields(type(value)):
+                item = getattr(value, field.name)
+                new = walk(item)
+                if new is not item:
+                    changes[field.name] = new
+            return attrs.evolve(value, **changes) if changes else value
+        return value
+
+    return walk(doc), removed

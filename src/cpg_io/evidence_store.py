@@ -33,8 +33,17 @@ from cpg_io.store import (
 HEALTH_FILE = "cluster-health.json"
 
 
-def default_evidence_root() -> Path:
-    """``$XDG_CACHE_HOME/cpg/evidence``, else ``~/.cache/cpg/evidence``."""
+REPO_EVIDENCE = ".cpg-evidence"
+"""The evidence folder that travels with the policies: beside the output folder, committed."""
+
+
+def default_evidence_root(output_dir: Path | None = None) -> Path:
+    """``.cpg-evidence`` beside ``output_dir`` when it exists (evidence committed with the
+    policies), else ``$XDG_CACHE_HOME/cpg/evidence``, else ``~/.cache/cpg/evidence``."""
+    if output_dir is not None:
+        beside = Path(os.path.abspath(os.fspath(output_dir))).parent / REPO_EVIDENCE
+        if beside.is_dir():
+            return beside
     cache = os.environ.get("XDG_CACHE_HOME")
     if cache:
         return Path(cache) / "cpg" / "evidence"
@@ -53,11 +62,26 @@ def output_hash(output_dir: Path) -> str:
     return hashlib.sha256(absolute.encode("utf-8")).hexdigest()[:12]
 
 
+def evidence_key(root: Path, output_dir: Path) -> str:
+    """Where in ``root`` an output folder's evidence lives. In a ``.cpg-evidence`` folder
+    (committed in a repository next to ``policies/``), the output folder's path relative to
+    the folder holding ``.cpg-evidence``: a clone at any other path finds it. Anywhere else
+    (the cache), the hash of the output folder's absolute path."""
+    if Path(root).name != REPO_EVIDENCE:
+        return output_hash(output_dir)
+    parent = os.path.dirname(os.path.abspath(os.fspath(root)))
+    relative = os.path.relpath(os.path.abspath(os.fspath(output_dir)), parent)
+    inside = not relative.startswith("..") and relative != "." and not os.path.isabs(relative)
+    if inside and Path(parent, relative) != Path(os.path.abspath(os.fspath(root))):
+        return Path(relative).as_posix()
+    return output_hash(output_dir)
+
+
 class EvidenceStore:
     def __init__(self, root: Path, output_dir: Path, batch: StagedWrites | None = None) -> None:
         self.root = root
         self.output_dir = Path(os.path.abspath(os.fspath(output_dir)))
-        self.base = root / output_hash(output_dir)
+        self.base = root / evidence_key(root, output_dir)
         self.batch = batch
 
     def path_for(self, namespace: str, workload: str) -> Path:

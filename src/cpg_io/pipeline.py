@@ -33,6 +33,7 @@ from cpg_core import (
     render_or_merge,
 )
 from cpg_core.aggregate import HeldBack, held_back, hold_back
+from cpg_core.evidence import redact_ips
 from cpg_io.evidence_store import EvidenceStore
 from cpg_io.parallel import (
     Cancelled,
@@ -83,6 +84,8 @@ class EvidenceSettings:
     root: Path
     max_samples: int = 10
     max_sessions: int = 10
+    redact: bool = False
+    """Write no IP address of a sample flow (evidence committed to a public repository)."""
 
 
 @attrs.define
@@ -393,7 +396,10 @@ def write_outputs(
                 batch.adopt(outcome.staged)
             if evidence_store is not None and health is not None and health.has_anything_to_report:
                 try:
-                    result.health_path = evidence_store.write_health(health)
+                    report: ClusterHealth = health
+                    if evidence is not None and evidence.redact:
+                        report, _removed = redact_ips(report)
+                    result.health_path = evidence_store.write_health(report)
                 except StoreError as exc:  # the policies and their evidence still land
                     result.evidence_errors.append(str(exc))
             if cancel is not None and cancel.is_set():
@@ -433,6 +439,8 @@ def write_evidence(
             max_samples=settings.max_samples,
             max_sessions=settings.max_sessions,
         )
+        if settings.redact:
+            doc, _removed = redact_ips(doc)
         store.write(plan.namespace, plan.workload, doc)
     except (EvidenceError, StoreError) as exc:
         return str(exc)

@@ -1,0 +1,113 @@
+"""Review in Git (issue 16): evidence that travels with the policies, redacted evidence."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import CPG, EXAMPLE
+
+GIT = shutil.which("git")
+IPV4 = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}\b")
+
+
+def run(*args: str, cwd: Path, cache: Path) -> subprocess.CompletedProcess[str]:
+    """The installed cpg in ``cwd`` with an empty cache of its own: nothing from elsewhere."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "NO_COLOR": "1"}
+    env.pop("CPG_EVIDENCE_DIR", None)
+    env.pop("CPG_OUTPUT_DIR", None)
+    return subprocess.run(
+        [CPG, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.skipif(GIT is None, reason="git is not installed")
+def test_a_reviewers_clone_finds_the_evidence(tmp_path: Path) -> None:
+    assert GIT is not None
+    author = tmp_path / "author"
+    author.mkdir()
+    shutil.copy(EXAMPLE, author / "drops.jsonl")
+    first = run(
+        "replay",
+        "drops.jsonl",
+        "-d",
+        "policies",
+        "--evidence-dir",
+        ".cpg-evidence",
+        cwd=author,
+        cache=tmp_path / "author-cache",
+    )
+    assert first.returncode == 0, first.stderr
+    assert (author / ".cpg-evidence" / "policies" / "shop" / "cart.json").exists()
+    # later runs find the folder by themselves
+    again = run("replay", "drops.jsonl", "-d", "policies", cwd=author, cache=tmp_path / "c2")
+    assert again.returncode == 0 and "unchanged" in again.stdout
+    assert not (tmp_path / "c2").exists(), "the cache was not used"
+    git = {
+        "GIT_AUTHOR_NAME": "a",
+        "GIT_AUTHOR_EMAIL": "a@x",
+        "GIT_COMMITTER_NAME": "a",
+        "GIT_COMMITTER_EMAIL": "a@x",
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+    }
+    for command in (["init", "-q"], ["add", "policies", ".cpg-evidence"], ["commit", "-qm", "p"]):
+        subprocess.run([GIT, *command], cwd=author, env=git, check=True)
+    reviewer = tmp_path / "elsewhere" / "review"
+    subprocess.run([GIT, "clone", "-q", str(author), str(reviewer)], env=git, check=True)
+    explained = run(
+        "explain", "shop/cart", "-d", "policies", "--json", cwd=reviewer, cache=tmp_path / "rc"
+    )
+    assert explained.returncode == 0, explained.stderr
+    assert json.loads(explained.stdout)["matched_rules"]
+    assert not (tmp_path / "rc").exists()
+
+
+def test_redacted_evidence_keeps_no_sample_ip(tmp_path: Path) -> None:
+    out, evidence = tmp_path / "policies", tmp_path / ".cpg-evidence"
+    ran = run(
+        "replay",
+        str(EXAMPLE),
+        "-d",
+        str(out),
+        "--evidence-dir",
+        str(evidence),
+        "--evidence-redact",
+        cwd=tmp_path,
+        cache=tmp_path / "cache",
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert "Evidence redacted (--evidence-redact)" in ran.stdout
+    policies_text = "\n".join(p.read_text() for p in out.rglob("*.yaml"))
+    files = list(evidence.rglob("*.json"))
+    assert files
+    assert any(path.name == "cluster-health.json" for path in files)
+    for path in files:
+        doc = json.loads(path.read_text())
+        for rule in doc.get("rules", []):
+            for sample in rule["samples"]:
+                assert "ip" not in sample["src"] and "ip" not in sample["dst"]
+        # what is left that looks like an address is a CIDR peer the policy names itself
+        for address in IPV4.findall(path.read_text()):
+            assert address in policies_text, (path, address)
+    plain = run(
+        "replay",
+        str(EXAMPLE),
+        "-d",
+        str(tmp_path / "p2"),
+        "--evidence-dir",
+        str(tmp_path / "e2"),
+        cwd=tmp_path,
+        cache=tmp_path / "cache",
+    )
+    assert plain.returncode == 0
+    assert any(
+        IPV4.search(p.read_text()) and '"ip"' in p.read_text()
+        for p in (tmp_path / "e2").rglob("*.json")
+    )
