@@ -111,3 +111,51 @@ def test_redacted_evidence_keeps_no_sample_ip(tmp_path: Path) -> None:
         IPV4.search(p.read_text()) and '"ip"' in p.read_text()
         for p in (tmp_path / "e2").rglob("*.json")
     )
+
+
+def _kustomize_build(folder: Path) -> list[Path]:
+    """What `kubectl kustomize` would gather, checked the way it would fail: every listed
+    resource exists; folders are followed through their own kustomization.yaml."""
+    import yaml
+
+    doc = yaml.safe_load((folder / "kustomization.yaml").read_text())
+    assert doc["kind"] == "Kustomization"
+    found = []
+    for entry in doc["resources"]:
+        path = folder / entry
+        assert path.exists(), f"{folder}/kustomization.yaml lists {entry}, which is missing"
+        found += _kustomize_build(path) if path.is_dir() else [path]
+    return found
+
+
+def test_kustomize_lists_cpgs_files_and_leaves_humans_alone(tmp_path: Path) -> None:
+    from conftest import cpg, flow_dict, jsonl
+
+    out = tmp_path / "policies"
+    assert (
+        cpg("replay", str(EXAMPLE), "-d", str(out), "--no-evidence", "--kustomize").returncode == 0
+    )
+    cpg_files = {p for p in out.rglob("*.yaml") if p.name != "kustomization.yaml"}
+    assert set(_kustomize_build(out)) == cpg_files
+    # a human adds a file and lists it; another one they do not list
+    human = out / "shop" / "allow-probes.yaml"
+    human.write_text(
+        "apiVersion: cilium.io/v2\nkind: CiliumNetworkPolicy\nmetadata:\n  name: probes\n"
+    )
+    (out / "shop" / "notes.yaml").write_text("# not a resource\n")
+    shop = out / "shop" / "kustomization.yaml"
+    shop.write_text(shop.read_text().replace("resources:\n", "resources:\n- allow-probes.yaml\n"))
+    before = human.read_text()
+    capture = tmp_path / "more.jsonl"
+    capture.write_text(jsonl([flow_dict(tcp=9999), flow_dict(dst=None, tcp=1)]))
+    again = cpg("replay", str(capture), "-d", str(out), "--no-evidence", "--kustomize")
+    assert again.returncode == 0, again.stderr
+    assert "kubectl apply -k" in again.stdout
+    built = set(_kustomize_build(out))
+    assert human in built and human.read_text() == before, "the human's entry and file stay"
+    assert out / "shop" / "notes.yaml" not in built
+    assert {
+        p
+        for p in out.rglob("*.yaml")
+        if p.name not in ("kustomization.yaml", "allow-probes.yaml", "notes.yaml")
+    } <= built

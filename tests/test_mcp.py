@@ -63,6 +63,7 @@ async def test_a_replay_session_end_to_end(replay_dir: Path, mode: str) -> None:
             "get_bootstrap_policy",
             "list_dropped_flows",
             "get_plan",
+            "get_report",
         }
         for tool in tools.values():
             assert re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", tool.name)
@@ -106,6 +107,8 @@ async def test_a_replay_session_end_to_end(replay_dir: Path, mode: str) -> None:
         assert again["already_stopped"] is True
         assert stop["infra_drops_by_reason"]["CT_MAP_INSERTION_FAILED"] == 4
         assert stop["policies_written"] == 6 and stop["policies_failed"] == 0
+        report = (await call(client, "get_report", session_id=sid)).structured_content
+        assert "```mermaid" in report["markdown"] and "### shop/cpg-cart" in report["markdown"]
         health = (await call(client, "get_cluster_health", session_id=sid)).structured_content
         assert {d["reason"] for d in health["report"]["drops"]} >= {"CT_MAP_INSERTION_FAILED"}
         dropped = (

@@ -95,7 +95,7 @@ def test_raw_wire_and_a_clean_exit_on_eof(tmp_path: Path) -> None:
         proc.stdin.write(frame(2, "tools/list", {}))
         proc.stdin.flush()
         tools = read_response(proc, 2)["result"]["tools"]
-        assert len(tools) == 10
+        assert len(tools) == 11
         proc.stdin.write(frame(9, "tools/call", {"name": "apply_policy", "arguments": {}}))
         proc.stdin.flush()
         refused = read_response(proc, 9)["error"]

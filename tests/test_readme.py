@@ -17,6 +17,7 @@ COMMANDS = (
     "version",
     "completion",
     "plan",
+    "report",
     "mcp",
 )
 _FLAG = re.compile(r"^-{1,2}[A-Za-z][-A-Za-z0-9]*")

@@ -163,6 +163,7 @@ def generate(
         ),
     ] = None,
     min_flows: opt.MinFlows = 1,
+    kustomize: opt.Kustomize = False,
     output: opt.Output = "text",
     quiet: opt.Quiet = False,
     log_level: opt.LogLevel = "warning",
@@ -259,6 +260,7 @@ def generate(
         options=attrs.evolve(request.aggregate_options(), since=first, until=last),
         since=first,
         min_flows=min_flows,
+        kustomize=kustomize,
         namespaces=tuple(namespaces),
         tls=TLSSettings(
             tls or bool(tls_ca_cert or tls_client_cert),

@@ -87,6 +87,8 @@ class OutputFormat(StrEnum):
     text = "text"
     json = "json"
     yaml = "yaml"
+    markdown = "markdown"
+    html = "html"
 
 
 def output_format(*allowed: OutputFormat) -> Callable[[str], OutputFormat]:
@@ -208,6 +210,15 @@ def redacted_note(redacted: bool) -> list[str]:
     ]
 
 
+Kustomize = Annotated[
+    bool,
+    typer.Option(
+        "--kustomize",
+        help="Keep a kustomization.yaml in each namespace folder (and one at the top) listing "
+        "cpg's policy files, for kubectl apply -k, Argo CD and Flux; entries and files a human "
+        "added are left alone.",
+    ),
+]
 MinFlows = Annotated[
     int,
     typer.Option(

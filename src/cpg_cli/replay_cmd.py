@@ -57,6 +57,7 @@ def replay(
     ignore_drop_reason: opt.IgnoreDropReasons = [],  # noqa: B006
     fail_on_infra_drops: opt.FailOnInfraDrops = False,
     min_flows: opt.MinFlows = 1,
+    kustomize: opt.Kustomize = False,
     since: opt.Since = None,
     until: opt.Until = None,
     output: opt.Output = "text",
@@ -153,6 +154,7 @@ def replay(
                 watch=progress,
                 max_malformed=max_malformed,
                 min_flows=min_flows,
+                kustomize=kustomize,
             )
     except (SourceError, StoreError) as exc:
         say(f"cpg: error: {exc}", err=True)

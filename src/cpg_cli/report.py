@@ -168,13 +168,15 @@ def format_replay_summary(
         first = changed[0].plan
         target = f"{first.namespace}/{first.workload}" if first else "NAMESPACE/WORKLOAD"
         lines += ["", "Next steps:"]
+        apply = "-k" if result.kustomized else "-R -f"
         lines.append(
-            f"  review:  kubectl diff -R -f {output_dir}   (reads the cluster, changes nothing)"
+            f"  review:  kubectl diff {apply} {output_dir}   (reads the cluster, changes nothing)"
         )
         lines.append(f"  check:   cpg verify {capture} -d {output_dir}")
+        lines.append(f"  plan:    cpg plan CAPTURE-WITH-EVERY-VERDICT -d {output_dir}")
         if result.evidence_dir is not None:
             lines.append(f"  explain: cpg explain {target} -d {output_dir}")
-        lines.append(f"  apply:   kubectl apply -R -f {output_dir}   (yourself, once reviewed)")
+        lines.append(f"  apply:   kubectl apply {apply} {output_dir}   (yourself, once reviewed)")
     return "\n".join(lines)
 
 

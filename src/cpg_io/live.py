@@ -38,6 +38,7 @@ from cpg_io.hubble import (
     wait_ready,
 )
 from cpg_io.hubble_convert import ProtoConverter
+from cpg_io.kustomize import update_kustomizations
 from cpg_io.pipeline import (
     EvidenceSettings,
     FileResult,
@@ -86,6 +87,8 @@ class LiveSettings:
     """A time key: ask the relay for its buffered flows from then on (``--since``)."""
     min_flows: int = 1
     """Allow entries seen fewer times are held back (written once they reach it)."""
+    kustomize: bool = False
+    """Keep kustomization files listing cpg's policies (``--kustomize``)."""
 
 
 @attrs.define
@@ -294,6 +297,13 @@ class LiveCapture:
             1 for f in self._files.values() if f.outcome in ("created", "updated")
         )
         self.result.evidence_errors += written.evidence_errors
+        if (
+            self.settings.kustomize
+            and not self.settings.dry_run
+            and self.settings.output_dir.is_dir()
+        ):
+            update_kustomizations(self.settings.output_dir)
+            self.result.kustomized = True
         self.result.evidence_dir = written.evidence_dir or self.result.evidence_dir
 
     def health_so_far(self) -> ClusterHealth:

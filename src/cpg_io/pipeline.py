@@ -35,6 +35,7 @@ from cpg_core import (
 from cpg_core.aggregate import HeldBack, held_back, hold_back
 from cpg_core.evidence import redact_ips
 from cpg_io.evidence_store import EvidenceStore
+from cpg_io.kustomize import KUSTOMIZATION, update_kustomizations
 from cpg_io.parallel import (
     Cancelled,
     aggregate_file,
@@ -103,6 +104,8 @@ class ReplayResult:
     """Where cluster-health.json was written (None when it was not)."""
     inputs: list[str] = attrs.Factory(list)
     """The files read (folders and patterns expanded)."""
+    kustomized: bool = False
+    """The output folder has kustomization files (--kustomize)."""
     held_back: list[HeldBack] = attrs.Factory(list)
     """Allow entries seen fewer than --min-flows times: reported, not written."""
     min_flows: int = 1
@@ -237,6 +240,7 @@ def replay(
     watch: ReplayWatcher = SILENT,
     max_malformed: float = 100.0,
     min_flows: int = 1,
+    kustomize: bool = False,
 ) -> ReplayResult:
     """Replay one capture into ``output_dir`` (and its evidence), or diff it in a dry run.
     Setting ``cancel`` stops the run (Cancelled) at the next block or before anything is
@@ -312,6 +316,9 @@ def replay(
     result.evidence_errors = written.evidence_errors
     result.evidence_dir = written.evidence_dir
     result.health_path = written.health_path
+    if kustomize and not dry_run and output_dir.is_dir():
+        update_kustomizations(output_dir)
+    result.kustomized = kustomize or (output_dir / KUSTOMIZATION).exists()
     log.info(
         "wrote %d policies and their evidence in %.2f s", len(plans), time.perf_counter() - tick
     )

@@ -187,3 +187,10 @@ class PlanResult(BaseModel):
     total_count: int = Field(description="would-break items across all pages")
     has_more: bool
     next_cursor: str | None = None
+
+
+class ReportResult(BaseModel):
+    markdown: str = Field(
+        description="the review report as Markdown (summary, Mermaid graph of the allowed "
+        "traffic, rules with flows and confidence, findings and infra drops with fixes)"
+    )

@@ -326,6 +326,13 @@ def build_server(
             cursor=cursor,
         )
 
+    @mcp.tool(title="Review report (Markdown)", annotations=QUERY)
+    async def get_report(session_id: SESSION_ID) -> models.ReportResult:
+        """The Markdown review report of a stopped session, as cpg report prints it: a
+        summary, a Mermaid graph of the allowed traffic, each policy's rules with flows,
+        first/last seen and confidence, findings and infra drops with their fixes."""
+        return await offload(tools.get_report, session_of(session_id))
+
     @mcp.tool(title="Get one policy", annotations=QUERY)
     async def get_policy(
         session_id: SESSION_ID,

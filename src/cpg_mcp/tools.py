@@ -47,6 +47,7 @@ from cpg_mcp.models import (
     PolicyList,
     PolicyResult,
     PolicyRow,
+    ReportResult,
     StartResult,
     StatusResult,
     StopResult,
@@ -528,3 +529,25 @@ def get_plan(
             }
         )
     )
+
+
+def get_report(session: Session) -> ReportResult:
+    """The Markdown review report of a stopped session (what cpg report prints)."""
+    from cpg_core.review import markdown_report
+    from cpg_io.review import ReviewInputError, read_review
+
+    if session.state != "stopped":
+        raise ToolError("the session is still running; call stop_session first")
+    if not session.policies.is_dir():
+        raise ToolError("the session wrote no policy; there is nothing to report")
+    try:
+        inputs = read_review(session.policies, session.evidence_store, None)
+    except ReviewInputError as exc:
+        raise ToolError(in_tool_words(str(exc))) from None
+    text = markdown_report(
+        title=f"session {session.id}",
+        policies=inputs.policies,
+        evidence=inputs.evidence,
+        health=inputs.health,
+    )
+    return ReportResult(markdown=clean(text, keep_newlines=True))

@@ -1,0 +1,80 @@
+"""``cpg report``: the output folder as a review document (Markdown for a pull request, or one
+self-contained HTML file with the traffic graph)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cpg_cli import options as opt
+from cpg_cli.terminal import say
+from cpg_core.review import markdown_report
+from cpg_io.evidence_store import EvidenceStore, default_evidence_root
+from cpg_io.review import ReviewInputError, read_review
+from cpg_io.store import StoreError
+
+FORMATS = (opt.OutputFormat.markdown, opt.OutputFormat.html)
+
+
+def report(
+    output_dir: Annotated[
+        Path,
+        typer.Option(
+            "-d",
+            "--output-dir",
+            metavar="DIR",
+            envvar="CPG_OUTPUT_DIR",
+            help="The policy folder (the -d of cpg replay).",
+        ),
+    ] = Path("policies"),
+    output: Annotated[
+        str,
+        typer.Option(
+            "-o",
+            "--output",
+            metavar="FORMAT",
+            callback=opt.output_format(*FORMATS),
+            help="markdown (a pull-request body; GitHub draws its Mermaid graph) or html (one "
+            "self-contained file that works offline).",
+        ),
+    ] = "markdown",
+    plan: Annotated[
+        Path | None,
+        typer.Option(
+            "--plan",
+            metavar="FILE",
+            help="The JSON of 'cpg plan -o json': adds what would break.",
+            show_default=False,
+        ),
+    ] = None,
+    evidence_dir: opt.EvidenceDir = None,
+) -> None:
+    """Write a review report of the policies, their evidence and the cluster health to stdout.
+
+    cpg report -d policies > report.md;  cpg report -d policies -o html > report.html
+    """
+    try:
+        store = EvidenceStore(evidence_dir or default_evidence_root(output_dir), output_dir)
+        inputs = read_review(output_dir, store, plan)
+    except (ReviewInputError, StoreError) as exc:
+        say(f"cpg: error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    for problem in inputs.problems:
+        say(f"cpg: warning: {problem}", err=True)
+    if output == "html":
+        from cpg_cli.html_report import html_report
+
+        typer.echo(html_report(title=str(output_dir), inputs=inputs), nl=False)
+        return
+    typer.echo(
+        markdown_report(
+            title=str(output_dir),
+            policies=inputs.policies,
+            evidence=inputs.evidence,
+            health=inputs.health,
+            plan=inputs.plan,
+        ),
+        nl=False,
+    )

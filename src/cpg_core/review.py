@@ -1,0 +1,178 @@
+"""The Markdown report for a pull request: what the policies allow (a Mermaid graph GitHub
+draws), why each rule is there (flows, first/last seen, confidence), the findings and infra
+drops with their fixes, and what a plan says would break. Same inputs, same bytes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from cpg_core.documents import ClusterHealth, PolicyDocument, PolicyEvidence, RuleEvidence
+from cpg_core.text import clean_text
+from cpg_core.traffic_graph import TrafficGraph, traffic_graph
+
+MAX_NODES = 40
+MAX_EDGES = 60
+MAX_ROWS = 30
+
+
+def confidence(rule: RuleEvidence) -> str:
+    """``high`` (10 flows or more, seen in 2 sessions or more), ``medium`` (3 flows or more),
+    else ``low``: how much traffic stands behind a rule."""
+    if rule.flow_count >= 10 and len(rule.contributing_sessions) >= 2:
+        return "high"
+    if rule.flow_count >= 3:
+        return "medium"
+    return "low"
+
+
+def _cell(text: object) -> str:
+    """Table-cell text: one line, pipes escaped, no markup of the capture's making."""
+    value = clean_text(str(text)).replace("\n", " ").replace("|", "\\|")
+    return value.replace("<", "&lt;").replace(">", "&gt;").replace("`", "'")
+
+
+def _mermaid_text(text: str) -> str:
+    value = clean_text(text).replace("\n", " ")
+    for char, code in (('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("`", "#96;")):
+        value = value.replace(char, code)
+    return value
+
+
+def mermaid(graph: TrafficGraph, max_nodes: int = MAX_NODES, max_edges: int = MAX_EDGES) -> str:
+    """A ``flowchart LR``: workloads in a subgraph per namespace, other peers on their own,
+    edges labelled with ports; beyond the caps, "… and N more"."""
+    edges = list(graph.edges)
+    shown_edges = edges[:max_edges]
+    wanted = []
+    for edge in shown_edges:
+        for node_id in (edge.source, edge.target):
+            if node_id not in wanted:
+                wanted.append(node_id)
+    by_id = {n.id: n for n in graph.nodes}
+    kept_ids = set(wanted[:max_nodes])
+    shown_edges = [e for e in shown_edges if e.source in kept_ids and e.target in kept_ids]
+    ids = {node_id: f"n{i}" for i, node_id in enumerate(sorted(kept_ids))}
+    lines = ["flowchart LR"]
+    namespaces: dict[str, list[str]] = {}
+    outside: list[str] = []
+    for node_id in sorted(kept_ids):
+        node = by_id[node_id]
+        label = _mermaid_text(node.label)
+        if node.kind in ("workload", "selector"):
+            namespaces.setdefault(node.namespace, []).append(f'    {ids[node_id]}["{label}"]')
+        elif node.kind == "entity":
+            outside.append(f'  {ids[node_id]}(["{label}"])')
+        else:
+            outside.append(f'  {ids[node_id]}[/"{label}"/]')
+    for index, namespace in enumerate(sorted(namespaces)):
+        lines.append(f'  subgraph ns{index}["{_mermaid_text(namespace)}"]')
+        lines += namespaces[namespace]
+        lines.append("  end")
+    lines += outside
+    for edge in shown_edges:
+        ports = ", ".join(edge.ports[:4]) + (
+            f" +{len(edge.ports) - 4}" if len(edge.ports) > 4 else ""
+        )
+        lines.append(f'  {ids[edge.source]} -->|"{_mermaid_text(ports)}"| {ids[edge.target]}')
+    hidden_edges = len(edges) - len(shown_edges)
+    hidden_nodes = len(graph.nodes) - len(kept_ids)
+    if hidden_edges or hidden_nodes:
+        lines.append(
+            f'  more["… and {hidden_edges} more connections, {hidden_nodes} more nodes: '
+            'see the HTML report"]'
+        )
+    return "\n".join(lines)
+
+
+def markdown_report(
+    *,
+    title: str,
+    policies: Sequence[PolicyDocument],
+    evidence: Mapping[str, PolicyEvidence],
+    health: ClusterHealth | None = None,
+    plan: Mapping[str, Any] | None = None,
+) -> str:
+    """The report. ``evidence`` maps ``namespace/name`` of a policy to its evidence;
+    ``plan`` is ``cpg plan -o json``."""
+    names = sorted(
+        f"{(p.get('metadata') or {}).get('namespace', '')}/{(p.get('metadata') or {}).get('name', '')}"
+        for p in policies
+    )
+    rules = [rule for name in names if name in evidence for rule in evidence[name].rules]
+    flows = sum(rule.flow_count for rule in rules)
+    findings = health.findings if health else ()
+    drops = health.drops if health else ()
+    out = [f"# cpg report: {_cell(title)}", ""]
+    summary = [f"**{len(names)} policies**, {len(rules)} rules justified by {flows:,} flows"]
+    if plan is not None:
+        statuses: dict[str, int] = {}
+        for diff in plan.get("diffs") or []:
+            statuses[diff.get("status", "")] = statuses.get(diff.get("status", ""), 0) + 1
+        summary.append(
+            f"{statuses.get('new', 0)} new, {statuses.get('changed', 0)} changed, "
+            f"{statuses.get('unchanged', 0)} unchanged"
+        )
+    summary.append(f"{len(findings)} findings")
+    summary.append(f"{sum(d.count for d in drops):,} infrastructure/transient drops")
+    if plan is not None:
+        summary.append(f"**{plan.get('would_break_flows', 0):,} flows would break**")
+    out += ["; ".join(summary) + ".", ""]
+    graph = traffic_graph(policies)
+    out += ["## Allowed traffic", "", "```mermaid", mermaid(graph), "```", ""]
+    if plan is not None and plan.get("would_break"):
+        out += [
+            "## Would break (cpg plan)",
+            "",
+            "| traffic | flows | why | fix |",
+            "|---|---|---|---|",
+        ]
+        for item in plan["would_break"][:MAX_ROWS]:
+            t = item.get("traffic") or {}
+            traffic = f"{t.get('direction')} {t.get('source')} → {t.get('destination')} {t.get('protocol')}/{t.get('port')}"
+            out.append(
+                f"| {_cell(traffic)} | {t.get('flows', 0)} | {_cell(item.get('why', ''))} | "
+                f"{_cell(item.get('fix', ''))} |"
+            )
+        out.append("")
+    out += ["## Policies", ""]
+    for name in names:
+        out += [f"### {_cell(name)}", ""]
+        doc = evidence.get(name)
+        if doc is None or not doc.rules:
+            out += ["No evidence recorded for this policy.", ""]
+            continue
+        out += ["| rule | flows | first seen | last seen | confidence |", "|---|---|---|---|---|"]
+        for rule in doc.rules[:MAX_ROWS]:
+            out.append(
+                f"| `{_cell(rule.key)}` | {rule.flow_count} | {rule.first_seen} | "
+                f"{rule.last_seen} | {confidence(rule)} |"
+            )
+        if len(doc.rules) > MAX_ROWS:
+            out.append(f"| … and {len(doc.rules) - MAX_ROWS} more | | | | |")
+        out.append("")
+    if findings:
+        out += ["## Findings", "", "| finding | flows | what happened | fix |", "|---|---|---|---|"]
+        for finding in sorted(findings, key=lambda f: (-f.count, f.kind, f.subject))[:MAX_ROWS]:
+            label, what, fix = finding.advice()
+            out.append(f"| {_cell(label)} | {finding.count} | {_cell(what)} | {_cell(fix)} |")
+        out.append("")
+    if drops:
+        out += [
+            "## Infrastructure and transient drops (no policy fixes these)",
+            "",
+            "| reason | class | flows | fix |",
+            "|---|---|---|---|",
+        ]
+        for drop in sorted(drops, key=lambda d: (-d.count, d.reason))[:MAX_ROWS]:
+            out.append(
+                f"| {_cell(drop.reason)} | {drop.drop_class} | {drop.count} | "
+                f"{_cell(drop.remediation or '—')} |"
+            )
+        out.append("")
+    out += [
+        "Confidence: high = 10 or more flows seen in 2 or more sessions; medium = 3 or more "
+        "flows; low = fewer. Generated by cpg report.",
+        "",
+    ]
+    return "\n".join(out)

@@ -1,0 +1,136 @@
+"""Who may talk to whom: the allowed traffic of a set of policies as a graph. Workloads are
+grouped by namespace; entities, CIDRs and FQDNs are nodes of their own; each edge carries the
+ports it allows. The Markdown and HTML reports draw the same graph."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from cpg_core.documents import PolicyDocument
+from cpg_core.labels import NAMESPACE_LABEL, PRIORITY_KEYS, workload_name
+
+
+@attrs.frozen(slots=True)
+class Node:
+    id: str
+    label: str
+    kind: str
+    """``workload``, ``entity``, ``cidr``, ``fqdn`` or ``selector`` (an endpoint selector that
+    names no workload)."""
+    namespace: str = ""
+
+
+@attrs.frozen(slots=True)
+class Edge:
+    source: str
+    target: str
+    ports: tuple[str, ...]
+    policy: str
+
+
+@attrs.frozen(slots=True)
+class TrafficGraph:
+    nodes: tuple[Node, ...]
+    edges: tuple[Edge, ...]
+
+    def namespaces(self) -> list[str]:
+        return sorted({n.namespace for n in self.nodes if n.namespace})
+
+
+def _selected(match_labels: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    return tuple(
+        sorted(
+            (str(k).removeprefix("k8s:"), str(v))
+            for k, v in match_labels.items()
+            if str(k).removeprefix("k8s:") != NAMESPACE_LABEL
+            and not str(k).removeprefix("k8s:").startswith("io.cilium.k8s.")
+        )
+    )
+
+
+def _endpoint_node(selector: Mapping[str, Any], namespace: str) -> Node:
+    labels = selector.get("matchLabels") or {}
+    ns = str(labels.get(NAMESPACE_LABEL) or labels.get("k8s:" + NAMESPACE_LABEL) or namespace)
+    items = _selected(labels)
+    if selector.get("matchExpressions") or not items:
+        shown = ",".join(f"{k}={v}" for k, v in items) or "all"
+        extra = " +expr" if selector.get("matchExpressions") else ""
+        return Node(f"sel:{ns}/{shown}{extra}", f"{shown}{extra}", "selector", ns)
+    name = workload_name(items) if any(k in PRIORITY_KEYS for k, _ in items) else ""
+    name = name or ",".join(f"{k}={v}" for k, v in items)
+    return Node(f"wl:{ns}/{name}", name, "workload", ns)
+
+
+def _target_node(policy: PolicyDocument, spec: Mapping[str, Any]) -> Node:
+    meta = policy.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "")
+    return _endpoint_node(spec.get("endpointSelector") or {}, namespace)
+
+
+def _peer_nodes(rule: Mapping[str, Any], prefix: str, namespace: str) -> list[Node]:
+    nodes = [_endpoint_node(s or {}, namespace) for s in rule.get(prefix + "Endpoints") or []]
+    nodes += [Node(f"entity:{e}", str(e), "entity") for e in rule.get(prefix + "Entities") or []]
+    nodes += [Node(f"cidr:{c}", str(c), "cidr") for c in rule.get(prefix + "CIDR") or []]
+    nodes += [
+        Node(f"cidr:{c.get('cidr')}", str(c.get("cidr")), "cidr")
+        for c in rule.get(prefix + "CIDRSet") or []
+        if isinstance(c, Mapping)
+    ]
+    if prefix == "to":
+        for fqdn in rule.get("toFQDNs") or []:
+            name = str(fqdn.get("matchName") or fqdn.get("matchPattern") or "")
+            nodes.append(Node(f"fqdn:{name}", name, "fqdn"))
+    return nodes or [Node("entity:all", "all", "entity")]
+
+
+def _ports(rule: Mapping[str, Any]) -> list[str]:
+    out = []
+    for port_rule in rule.get("toPorts") or []:
+        rules = port_rule.get("rules") or {}
+        l7 = " (HTTP)" if rules.get("http") else " (DNS)" if rules.get("dns") else ""
+        for port in port_rule.get("ports") or []:
+            text = f"{port.get('protocol', 'ANY')}/{port.get('port', '*')}"
+            if port.get("endPort"):
+                text += f"-{port['endPort']}"
+            out.append(text + l7)
+    for icmp in rule.get("icmps") or []:
+        out += [f"ICMP type {f.get('type')}" for f in icmp.get("fields") or []]
+    return out or ["any port"]
+
+
+def traffic_graph(policies: Iterable[PolicyDocument]) -> TrafficGraph:
+    """The allowed traffic of ``policies`` (ingress and egress allow rules)."""
+    nodes: dict[str, Node] = {}
+    edges: dict[tuple[str, str], tuple[set[str], set[str]]] = {}
+    for policy in policies:
+        if not isinstance(policy, Mapping):
+            continue
+        meta = policy.get("metadata") or {}
+        name = f"{meta.get('namespace', '')}/{meta.get('name', '')}".lstrip("/")
+        specs = [policy.get("spec")] if policy.get("spec") else []
+        specs += list(policy.get("specs") or [])
+        for spec in specs:
+            if not isinstance(spec, Mapping):
+                continue
+            target = _target_node(policy, spec)
+            nodes.setdefault(target.id, target)
+            for section, prefix in (("ingress", "from"), ("egress", "to")):
+                for rule in spec.get(section) or []:
+                    if not isinstance(rule, Mapping):
+                        continue
+                    for peer in _peer_nodes(rule, prefix, target.namespace):
+                        nodes.setdefault(peer.id, peer)
+                        key = (peer.id, target.id) if section == "ingress" else (target.id, peer.id)
+                        ports, names = edges.setdefault(key, (set(), set()))
+                        ports.update(_ports(rule))
+                        names.add(name)
+    return TrafficGraph(
+        nodes=tuple(sorted(nodes.values(), key=lambda n: (n.namespace, n.kind, n.label))),
+        edges=tuple(
+            Edge(source, target, tuple(sorted(ports)), ", ".join(sorted(names)))
+            for (source, target), (ports, names) in sorted(edges.items())
+        ),
+    )

@@ -1,0 +1,73 @@
+"""Reading what ``cpg report`` shows: the output folder's policies, their evidence, the
+cluster-health document and, when given, a plan's JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from cpg_core import ClusterHealth, EvidenceError, PolicyEvidence
+from cpg_io.evidence_store import EvidenceStore
+from cpg_io.store import StoreError
+from cpg_io.verify import PolicyLoadError, load_policies
+
+
+class ReviewInputError(Exception):
+    """Something the report needs cannot be read; the message names it."""
+
+
+@attrs.frozen
+class ReviewInputs:
+    policies: list[dict[str, Any]]
+    evidence: dict[str, PolicyEvidence]
+    health: ClusterHealth | None
+    plan: dict[str, Any] | None
+    problems: list[str]
+    """Evidence files that could not be read (the report goes on without them)."""
+    texts: dict[str, str] = attrs.Factory(dict)
+    """``namespace/name`` of each policy -> the text of its file, comments and all."""
+
+
+def read_review(output_dir: Path, store: EvidenceStore, plan: Path | None) -> ReviewInputs:
+    try:
+        policies = load_policies(output_dir)
+    except PolicyLoadError as exc:
+        raise ReviewInputError(str(exc)) from None
+    problems: list[str] = []
+    evidence = {
+        f"{namespace}/{doc.policy.name}": doc
+        for namespace, _workload, doc in store.read_all(problems.append)
+    }
+    try:
+        health = store.read_health()
+    except (EvidenceError, StoreError) as exc:
+        problems.append(str(exc))
+        health = None
+    plan_data = None
+    if plan is not None:
+        try:
+            plan_data = json.loads(plan.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ReviewInputError(
+                f"{plan}: cannot read it as a plan ({exc}); write one with "
+                "'cpg plan CAPTURE -d DIR -o json > plan.json'"
+            ) from None
+        if not isinstance(plan_data, dict) or "would_break" not in plan_data:
+            raise ReviewInputError(f"{plan}: not the JSON of 'cpg plan -o json'")
+    return ReviewInputs(policies, evidence, health, plan_data, problems, _texts(output_dir))
+
+
+def _texts(output_dir: Path) -> dict[str, str]:
+    texts = {}
+    for path in sorted([*output_dir.rglob("*.yaml"), *output_dir.rglob("*.yml")]):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        for policy in load_policies(path):
+            meta = policy.get("metadata") or {}
+            texts[f"{meta.get('namespace', '')}/{meta.get('name', '')}"] = text
+    return texts
