@@ -34,12 +34,16 @@ class FakeRelay(observer_pb2_grpc.ObserverServicer):
     def __init__(self, responses: list[Any], break_after: int | None = None) -> None:
         self.responses = responses
         self.break_after = break_after
+        self.refuse_mask = False
+        """Answer a request with a field mask as a relay that cannot apply it does."""
         self.requests: list[Any] = []
         self.done = threading.Event()
         self.closed = threading.Event()
 
     def GetFlows(self, request: Any, context: Any) -> Iterator[Any]:
         self.requests.append(request)
+        if self.refuse_mask and request.HasField("field_mask"):
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "invalid fieldmask path")
         since = request.since.ToNanoseconds() if request.HasField("since") else None
         sent = 0
         for response in self.responses:
@@ -48,6 +52,12 @@ class FakeRelay(observer_pb2_grpc.ObserverServicer):
             if self.break_after is not None and sent >= self.break_after:
                 self.break_after = None  # break once
                 context.abort(grpc.StatusCode.UNAVAILABLE, "relay restarting")
+            if request.HasField("field_mask") and response.HasField("flow"):
+                masked = observer_pb2.GetFlowsResponse()
+                masked.CopyFrom(response)
+                masked.ClearField("flow")
+                request.field_mask.MergeMessage(response.flow, masked.flow)
+                response = masked
             yield response
             sent += 1
         self.done.set()

@@ -110,6 +110,7 @@ EXPECTED = {
         "whitelist": 6,
         "since": 7,
         "until": 8,
+        "field_mask": 10,
     },
     "observer.GetFlowsResponse": {
         "flow": 1,

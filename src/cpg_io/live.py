@@ -136,6 +136,7 @@ class LiveCapture:
         self._halt = threading.Event()
         self._call: Any = None
         self._retries = 0
+        self._field_mask = True
         self.connected = False
 
     # --- stream ------------------------------------------------------------------------------
@@ -182,7 +183,7 @@ class LiveCapture:
             since = self._since
             if since is None and settings.since:
                 since = timestamp(settings.since)
-            call = stream_flows(channel, flows_request(filters, since))
+            call = stream_flows(channel, flows_request(filters, since, field_mask=self._field_mask))
             self._call = call
             if self._halt.is_set():
                 call.cancel()
@@ -213,6 +214,16 @@ class LiveCapture:
                 details = exc.details() if hasattr(exc, "details") else str(exc)
                 if self._halt.is_set():
                     return
+                if (
+                    self._field_mask
+                    and code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.UNIMPLEMENTED)
+                    and "mask" in (details or "").lower()
+                ):  # a relay that refuses the field mask: ask again for whole flows
+                    log.info(
+                        "Hubble Relay refused the field mask (%s); asking for whole flows", details
+                    )
+                    self._field_mask = False
+                    continue
                 if first and self.progress.flows == 0 and code == grpc.StatusCode.UNAVAILABLE:
                     raise RelayError(
                         f"Hubble Relay at {self.settings.server} is unavailable ({details})"

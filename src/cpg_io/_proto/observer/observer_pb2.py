@@ -22,35 +22,36 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import field_mask_pb2 as google_dot_protobuf_dot_field__mask__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from google.protobuf import wrappers_pb2 as google_dot_protobuf_dot_wrappers__pb2
 from cpg_io._proto.flow import flow_pb2 as cpg__io_dot___proto_dot_flow_dot_flow__pb2
 from cpg_io._proto.relay import relay_pb2 as cpg__io_dot___proto_dot_relay_dot_relay__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%cpg_io/_proto/observer/observer.proto\x12\x08observer\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1egoogle/protobuf/wrappers.proto\x1a\x1d\x63pg_io/_proto/flow/flow.proto\x1a\x1f\x63pg_io/_proto/relay/relay.proto\"\x15\n\x13ServerStatusRequest\"\x9b\x02\n\x14ServerStatusResponse\x12\x11\n\tnum_flows\x18\x01 \x01(\x04\x12\x11\n\tmax_flows\x18\x02 \x01(\x04\x12\x12\n\nseen_flows\x18\x03 \x01(\x04\x12\x11\n\tuptime_ns\x18\x04 \x01(\x04\x12\x39\n\x13num_connected_nodes\x18\x05 \x01(\x0b\x32\x1c.google.protobuf.UInt32Value\x12;\n\x15num_unavailable_nodes\x18\x06 \x01(\x0b\x32\x1c.google.protobuf.UInt32Value\x12\x19\n\x11unavailable_nodes\x18\x07 \x03(\t\x12\x0f\n\x07version\x18\x08 \x01(\t\x12\x12\n\nflows_rate\x18\t \x01(\x01\"\xe0\x01\n\x0fGetFlowsRequest\x12\x0e\n\x06number\x18\x01 \x01(\x04\x12\r\n\x05\x66irst\x18\t \x01(\x08\x12\x0e\n\x06\x66ollow\x18\x03 \x01(\x08\x12#\n\tblacklist\x18\x05 \x03(\x0b\x32\x10.flow.FlowFilter\x12#\n\twhitelist\x18\x06 \x03(\x0b\x32\x10.flow.FlowFilter\x12)\n\x05since\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12)\n\x05until\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xd6\x01\n\x10GetFlowsResponse\x12\x1a\n\x04\x66low\x18\x01 \x01(\x0b\x32\n.flow.FlowH\x00\x12-\n\x0bnode_status\x18\x02 \x01(\x0b\x32\x16.relay.NodeStatusEventH\x00\x12&\n\x0blost_events\x18\x03 \x01(\x0b\x32\x0f.flow.LostEventH\x00\x12\x12\n\tnode_name\x18\xe8\x07 \x01(\t\x12)\n\x04time\x18\xe9\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x10\n\x0eresponse_types\"\x11\n\x0fGetNodesRequest\"1\n\x10GetNodesResponse\x12\x1d\n\x05nodes\x18\x01 \x03(\x0b\x32\x0e.observer.Node\"\xc0\x01\n\x04Node\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x03 \x01(\t\x12\x1f\n\x05state\x18\x04 \x01(\x0e\x32\x10.relay.NodeState\x12\x1a\n\x03tls\x18\x05 \x01(\x0b\x32\r.observer.TLS\x12\x11\n\tuptime_ns\x18\x06 \x01(\x04\x12\x11\n\tnum_flows\x18\x07 \x01(\x04\x12\x11\n\tmax_flows\x18\x08 \x01(\x04\x12\x12\n\nseen_flows\x18\t \x01(\x04\"+\n\x03TLS\x12\x0f\n\x07\x65nabled\x18\x01 \x01(\x08\x12\x13\n\x0bserver_name\x18\x02 \x01(\t2\xe7\x01\n\x08Observer\x12\x45\n\x08GetFlows\x12\x19.observer.GetFlowsRequest\x1a\x1a.observer.GetFlowsResponse\"\x00\x30\x01\x12\x43\n\x08GetNodes\x12\x19.observer.GetNodesRequest\x1a\x1a.observer.GetNodesResponse\"\x00\x12O\n\x0cServerStatus\x12\x1d.observer.ServerStatusRequest\x1a\x1e.observer.ServerStatusResponse\"\x00\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%cpg_io/_proto/observer/observer.proto\x12\x08observer\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1egoogle/protobuf/wrappers.proto\x1a\x1d\x63pg_io/_proto/flow/flow.proto\x1a\x1f\x63pg_io/_proto/relay/relay.proto\"\x15\n\x13ServerStatusRequest\"\x9b\x02\n\x14ServerStatusResponse\x12\x11\n\tnum_flows\x18\x01 \x01(\x04\x12\x11\n\tmax_flows\x18\x02 \x01(\x04\x12\x12\n\nseen_flows\x18\x03 \x01(\x04\x12\x11\n\tuptime_ns\x18\x04 \x01(\x04\x12\x39\n\x13num_connected_nodes\x18\x05 \x01(\x0b\x32\x1c.google.protobuf.UInt32Value\x12;\n\x15num_unavailable_nodes\x18\x06 \x01(\x0b\x32\x1c.google.protobuf.UInt32Value\x12\x19\n\x11unavailable_nodes\x18\x07 \x03(\t\x12\x0f\n\x07version\x18\x08 \x01(\t\x12\x12\n\nflows_rate\x18\t \x01(\x01\"\x90\x02\n\x0fGetFlowsRequest\x12\x0e\n\x06number\x18\x01 \x01(\x04\x12\r\n\x05\x66irst\x18\t \x01(\x08\x12\x0e\n\x06\x66ollow\x18\x03 \x01(\x08\x12#\n\tblacklist\x18\x05 \x03(\x0b\x32\x10.flow.FlowFilter\x12#\n\twhitelist\x18\x06 \x03(\x0b\x32\x10.flow.FlowFilter\x12)\n\x05since\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12)\n\x05until\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nfield_mask\x18\n \x01(\x0b\x32\x1a.google.protobuf.FieldMask\"\xd6\x01\n\x10GetFlowsResponse\x12\x1a\n\x04\x66low\x18\x01 \x01(\x0b\x32\n.flow.FlowH\x00\x12-\n\x0bnode_status\x18\x02 \x01(\x0b\x32\x16.relay.NodeStatusEventH\x00\x12&\n\x0blost_events\x18\x03 \x01(\x0b\x32\x0f.flow.LostEventH\x00\x12\x12\n\tnode_name\x18\xe8\x07 \x01(\t\x12)\n\x04time\x18\xe9\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x10\n\x0eresponse_types\"\x11\n\x0fGetNodesRequest\"1\n\x10GetNodesResponse\x12\x1d\n\x05nodes\x18\x01 \x03(\x0b\x32\x0e.observer.Node\"\xc0\x01\n\x04Node\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x03 \x01(\t\x12\x1f\n\x05state\x18\x04 \x01(\x0e\x32\x10.relay.NodeState\x12\x1a\n\x03tls\x18\x05 \x01(\x0b\x32\r.observer.TLS\x12\x11\n\tuptime_ns\x18\x06 \x01(\x04\x12\x11\n\tnum_flows\x18\x07 \x01(\x04\x12\x11\n\tmax_flows\x18\x08 \x01(\x04\x12\x12\n\nseen_flows\x18\t \x01(\x04\"+\n\x03TLS\x12\x0f\n\x07\x65nabled\x18\x01 \x01(\x08\x12\x13\n\x0bserver_name\x18\x02 \x01(\t2\xe7\x01\n\x08Observer\x12\x45\n\x08GetFlows\x12\x19.observer.GetFlowsRequest\x1a\x1a.observer.GetFlowsResponse\"\x00\x30\x01\x12\x43\n\x08GetNodes\x12\x19.observer.GetNodesRequest\x1a\x1a.observer.GetNodesResponse\"\x00\x12O\n\x0cServerStatus\x12\x1d.observer.ServerStatusRequest\x1a\x1e.observer.ServerStatusResponse\"\x00\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'cpg_io._proto.observer.observer_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SERVERSTATUSREQUEST']._serialized_start=180
-  _globals['_SERVERSTATUSREQUEST']._serialized_end=201
-  _globals['_SERVERSTATUSRESPONSE']._serialized_start=204
-  _globals['_SERVERSTATUSRESPONSE']._serialized_end=487
-  _globals['_GETFLOWSREQUEST']._serialized_start=490
-  _globals['_GETFLOWSREQUEST']._serialized_end=714
-  _globals['_GETFLOWSRESPONSE']._serialized_start=717
-  _globals['_GETFLOWSRESPONSE']._serialized_end=931
-  _globals['_GETNODESREQUEST']._serialized_start=933
-  _globals['_GETNODESREQUEST']._serialized_end=950
-  _globals['_GETNODESRESPONSE']._serialized_start=952
-  _globals['_GETNODESRESPONSE']._serialized_end=1001
-  _globals['_NODE']._serialized_start=1004
-  _globals['_NODE']._serialized_end=1196
-  _globals['_TLS']._serialized_start=1198
-  _globals['_TLS']._serialized_end=1241
-  _globals['_OBSERVER']._serialized_start=1244
-  _globals['_OBSERVER']._serialized_end=1475
+  _globals['_SERVERSTATUSREQUEST']._serialized_start=214
+  _globals['_SERVERSTATUSREQUEST']._serialized_end=235
+  _globals['_SERVERSTATUSRESPONSE']._serialized_start=238
+  _globals['_SERVERSTATUSRESPONSE']._serialized_end=521
+  _globals['_GETFLOWSREQUEST']._serialized_start=524
+  _globals['_GETFLOWSREQUEST']._serialized_end=796
+  _globals['_GETFLOWSRESPONSE']._serialized_start=799
+  _globals['_GETFLOWSRESPONSE']._serialized_end=1013
+  _globals['_GETNODESREQUEST']._serialized_start=1015
+  _globals['_GETNODESREQUEST']._serialized_end=1032
+  _globals['_GETNODESRESPONSE']._serialized_start=1034
+  _globals['_GETNODESRESPONSE']._serialized_end=1083
+  _globals['_NODE']._serialized_start=1086
+  _globals['_NODE']._serialized_end=1278
+  _globals['_TLS']._serialized_start=1280
+  _globals['_TLS']._serialized_end=1323
+  _globals['_OBSERVER']._serialized_start=1326
+  _globals['_OBSERVER']._serialized_end=1557
 # @@protoc_insertion_point(module_scope)

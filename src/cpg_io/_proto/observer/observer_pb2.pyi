@@ -1,5 +1,6 @@
 import datetime
 
+from google.protobuf import field_mask_pb2 as _field_mask_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf import wrappers_pb2 as _wrappers_pb2
 from cpg_io._proto.flow import flow_pb2 as _flow_pb2
@@ -39,7 +40,7 @@ class ServerStatusResponse(_message.Message):
     def __init__(self, num_flows: _Optional[int] = ..., max_flows: _Optional[int] = ..., seen_flows: _Optional[int] = ..., uptime_ns: _Optional[int] = ..., num_connected_nodes: _Optional[_Union[_wrappers_pb2.UInt32Value, _Mapping]] = ..., num_unavailable_nodes: _Optional[_Union[_wrappers_pb2.UInt32Value, _Mapping]] = ..., unavailable_nodes: _Optional[_Iterable[str]] = ..., version: _Optional[str] = ..., flows_rate: _Optional[float] = ...) -> None: ...
 
 class GetFlowsRequest(_message.Message):
-    __slots__ = ("number", "first", "follow", "blacklist", "whitelist", "since", "until")
+    __slots__ = ("number", "first", "follow", "blacklist", "whitelist", "since", "until", "field_mask")
     NUMBER_FIELD_NUMBER: _ClassVar[int]
     FIRST_FIELD_NUMBER: _ClassVar[int]
     FOLLOW_FIELD_NUMBER: _ClassVar[int]
@@ -47,6 +48,7 @@ class GetFlowsRequest(_message.Message):
     WHITELIST_FIELD_NUMBER: _ClassVar[int]
     SINCE_FIELD_NUMBER: _ClassVar[int]
     UNTIL_FIELD_NUMBER: _ClassVar[int]
+    FIELD_MASK_FIELD_NUMBER: _ClassVar[int]
     number: int
     first: bool
     follow: bool
@@ -54,7 +56,8 @@ class GetFlowsRequest(_message.Message):
     whitelist: _containers.RepeatedCompositeFieldContainer[_flow_pb2.FlowFilter]
     since: _timestamp_pb2.Timestamp
     until: _timestamp_pb2.Timestamp
-    def __init__(self, number: _Optional[int] = ..., first: _Optional[bool] = ..., follow: _Optional[bool] = ..., blacklist: _Optional[_Iterable[_Union[_flow_pb2.FlowFilter, _Mapping]]] = ..., whitelist: _Optional[_Iterable[_Union[_flow_pb2.FlowFilter, _Mapping]]] = ..., since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    field_mask: _field_mask_pb2.FieldMask
+    def __init__(self, number: _Optional[int] = ..., first: _Optional[bool] = ..., follow: _Optional[bool] = ..., blacklist: _Optional[_Iterable[_Union[_flow_pb2.FlowFilter, _Mapping]]] = ..., whitelist: _Optional[_Iterable[_Union[_flow_pb2.FlowFilter, _Mapping]]] = ..., since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., field_mask: _Optional[_Union[_field_mask_pb2.FieldMask, _Mapping]] = ...) -> None: ...
 
 class GetFlowsResponse(_message.Message):
     __slots__ = ("flow", "node_status", "lost_events", "node_name", "time")
