@@ -35,6 +35,9 @@ class FakeRelay(observer_pb2_grpc.ObserverServicer):
         self.responses = responses
         self.break_after = break_after
         self.refuse_mask = False
+        self.pause_after: int | None = None
+        """Send this many responses, then wait for ``resume`` before the rest."""
+        self.resume = threading.Event()
         """Answer a request with a field mask as a relay that cannot apply it does."""
         self.requests: list[Any] = []
         self.done = threading.Event()
@@ -49,6 +52,8 @@ class FakeRelay(observer_pb2_grpc.ObserverServicer):
         for response in self.responses:
             if since is not None and response.flow.time.ToNanoseconds() < since:
                 continue
+            if self.pause_after is not None and sent == self.pause_after:
+                self.resume.wait(30)
             if self.break_after is not None and sent >= self.break_after:
                 self.break_after = None  # break once
                 context.abort(grpc.StatusCode.UNAVAILABLE, "relay restarting")

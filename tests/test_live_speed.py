@@ -67,3 +67,141 @@ def test_the_single_threaded_stream_is_cancelled_cleanly_from_another_thread() -
     assert not reader.is_alive(), "the reading thread ended"
     assert ended and ended[0].code() == grpc.StatusCode.CANCELLED
     assert len(received) == len(relay.responses)
+
+
+def _again(responses: list[object], start: int) -> list[object]:
+    """The candidate flows of ``responses`` once more, as new flows (new uuids)."""
+    from cpg_io._proto.observer import observer_pb2
+
+    out = []
+    for n, response in enumerate(responses):
+        if not response.HasField("flow") or response.flow.verdict != 2:  # DROPPED
+            continue
+        copy = observer_pb2.GetFlowsResponse()
+        copy.CopyFrom(response)
+        copy.flow.uuid = f"again-{start + n}"
+        out.append(copy)
+    return out
+
+
+def _evidence_flows(root: Path) -> int:
+    import json
+
+    return sum(
+        rule["flow_count"]
+        for path in root.rglob("*.json")
+        if path.name != "cluster-health.json"
+        for rule in json.loads(path.read_text())["rules"]
+    )
+
+
+def test_a_flush_with_no_new_rule_touches_no_policy_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cpg_core import AggregateOptions
+    from cpg_io import store
+    from cpg_io.live import LiveCapture, LiveSettings
+    from cpg_io.pipeline import EvidenceSettings
+
+    responses = example_responses()
+    capture = LiveCapture(
+        LiveSettings(
+            server="127.0.0.1:9",
+            output_dir=tmp_path / "policies",
+            options=AggregateOptions(),
+            evidence=EvidenceSettings(root=tmp_path / "evidence"),
+            evidence_interval=3600,
+        )
+    )
+    for response in responses:
+        capture._take(response)
+    capture.flush()
+    first_flows = _evidence_flows(tmp_path / "evidence")
+    files = {p: p.stat().st_mtime_ns for p in (tmp_path / "policies").rglob("*.yaml")}
+    assert files and first_flows > 0
+    reads: list[object] = []
+    writes: list[object] = []
+    real_read = store.PolicyStore.read
+    monkeypatch.setattr(
+        store.PolicyStore, "read", lambda self, path: reads.append(path) or real_read(self, path)
+    )
+    monkeypatch.setattr(store.PolicyStore, "write", lambda *a, **k: writes.append(a))
+    for response in _again(responses, 0):
+        capture._take(response)
+    capture.flush()  # the same rules again: no policy file read or written, evidence waits
+    assert reads == [] and writes == []
+    assert _evidence_flows(tmp_path / "evidence") == first_flows
+    capture.flush(final=True)  # the last flush writes the waiting evidence, still no policy
+    assert reads == [] and writes == []
+    assert _evidence_flows(tmp_path / "evidence") == 2 * first_flows
+    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "policies").rglob("*.yaml")} == files
+
+
+def test_sigterm_during_the_evidence_interval_writes_all_evidence(tmp_path: Path) -> None:
+    """The second batch repeats the first's rules: its evidence waits in memory (interval
+    1h) until SIGTERM, whose last flush writes it."""
+    import os
+    import pty
+    import signal
+    import subprocess
+
+    from conftest import CPG
+
+    responses = example_responses()
+    more = _again(responses, 0)
+    total = sum(1 for r in responses + more if r.HasField("flow"))
+    replayed = tmp_path / "replayed-evidence"
+    assert (
+        cpg(
+            "replay", str(EXAMPLE), "-d", str(tmp_path / "r"), "--evidence-dir", str(replayed)
+        ).returncode
+        == 0
+    )
+    once = _evidence_flows(replayed)  # the evidence of one pass over the example
+    out, evidence = tmp_path / "policies", tmp_path / "evidence"
+    with fake_relay(responses + more) as (relay, address):
+        relay.pause_after = len(responses)
+        primary, secondary = pty.openpty()
+        proc = subprocess.Popen(
+            [
+                CPG,
+                "generate",
+                "--server",
+                address,
+                "-d",
+                str(out),
+                "--evidence-dir",
+                str(evidence),
+                "--flush-interval",
+                "0.2s",
+                "--evidence-interval",
+                "1h",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=secondary,
+            env={**os.environ, "TERM": "xterm", "COLUMNS": "200"},
+        )
+        os.close(secondary)
+        seen, before_stop, stopped = b"", 0, False
+        try:
+            while True:
+                try:
+                    data = os.read(primary, 65536)
+                except OSError:
+                    break
+                if not data:
+                    break
+                seen += data
+                if not relay.resume.is_set() and list(out.rglob("*.yaml")):
+                    relay.resume.set()  # the first flush is done: send the same rules again
+                if not stopped and f"cpg: {total:,} flows".encode() in seen:
+                    before_stop = _evidence_flows(evidence)
+                    proc.send_signal(signal.SIGTERM)  # every flow is in; the interval is 1h
+                    stopped = True
+        finally:
+            relay.resume.set()
+            proc.wait(timeout=60)
+            os.close(primary)
+    assert stopped and proc.returncode == 0, seen.decode(errors="replace")[-2000:]
+    assert before_stop < 2 * once, "the repeated rules' evidence was waiting in memory"
+    assert _evidence_flows(evidence) == 2 * once, "nothing lost on a clean stop"

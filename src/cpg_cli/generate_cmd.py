@@ -21,7 +21,7 @@ from cpg_cli.report import print_run, warn_about_run
 from cpg_cli.terminal import say
 from cpg_core import LiveRequest
 from cpg_core.attribution import time_key
-from cpg_core.requests import TimeWindow
+from cpg_core.requests import TimeWindow, duration_seconds
 from cpg_io.evidence_store import default_evidence_root
 from cpg_io.hubble import RelayError, TLSSettings
 from cpg_io.kube import RelaySetupError, prepare_relay
@@ -162,6 +162,16 @@ def generate(
             show_default=False,
         ),
     ] = None,
+    evidence_interval: Annotated[
+        str,
+        typer.Option(
+            "--evidence-interval",
+            metavar="DURATION",
+            help="How often the evidence of policies whose rules did not change is written "
+            "(their files are not touched); the last flush, on Ctrl+C or SIGTERM, writes it "
+            "all. A crash loses at most this much evidence, never a rule.",
+        ),
+    ] = "1m",
     min_flows: opt.MinFlows = 1,
     kustomize: opt.Kustomize = False,
     output: opt.Output = "text",
@@ -259,6 +269,9 @@ def generate(
         output_dir=output_dir,
         options=attrs.evolve(request.aggregate_options(), since=first, until=last),
         since=first,
+        evidence_interval=opt.validated(
+            lambda: duration_seconds(evidence_interval, "evidence_interval", maximum=86400)
+        ),
         min_flows=min_flows,
         kustomize=kustomize,
         namespaces=tuple(namespaces),

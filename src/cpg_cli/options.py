@@ -35,6 +35,7 @@ FLAGS = {
     "timeout": "--timeout",
     "flush_interval": "--flush-interval",
     "duration": "--duration",
+    "evidence_interval": "--evidence-interval",
 }
 """The CLI's spelling of each RequestError field."""
 

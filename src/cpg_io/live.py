@@ -22,10 +22,13 @@ from cpg_core import (
     ClusterHealth,
     Flow,
     LostEvents,
+    PolicyPlan,
     SessionInfo,
     SessionSource,
 )
 from cpg_core.aggregate import HeldStats, held_back, hold_back
+from cpg_core.rules import Atom
+from cpg_core.synthesis import PolicyTarget
 from cpg_io.hubble import (
     RelayError,
     TLSSettings,
@@ -89,6 +92,9 @@ class LiveSettings:
     """Allow entries seen fewer times are held back (written once they reach it)."""
     kustomize: bool = False
     """Keep kustomization files listing cpg's policies (``--kustomize``)."""
+    evidence_interval: float = 60.0
+    """Seconds between writes of the evidence of policies whose rules did not change (their
+    files are not touched at all); the last flush writes it whatever the time."""
 
 
 @attrs.define
@@ -118,6 +124,12 @@ class LiveCapture:
         self._since: Any = None
         self._files: dict[Path, FileResult] = {}
         self._held: HeldStats = {}
+        self._written: dict[PolicyTarget, set[Atom]] = {}
+        """The allow entries already in each written policy: a flush with nothing new for a
+        policy leaves its file alone."""
+        self._pending: dict[PolicyTarget, PolicyPlan] = {}
+        """Evidence of unchanged policies not written yet (see evidence_interval)."""
+        self._evidence_due = time.monotonic()
         self.started = clock()
         self.session = SessionInfo(
             id=new_session_id(self.started),
@@ -251,9 +263,11 @@ class LiveCapture:
 
     # --- flushing ----------------------------------------------------------------------------
 
-    def flush(self, on_start: Callable[[int], None] | None = None) -> None:
+    def flush(self, on_start: Callable[[int], None] | None = None, *, final: bool = False) -> None:
         """Write what the last interval added (files are merged, so nothing is lost).
-        ``on_start`` hears how many policies are about to be written."""
+        ``on_start`` hears how many policies are about to be written. A policy whose rules
+        did not change is not read or rewritten; its evidence waits in memory for the
+        evidence interval, or the ``final`` flush."""
         with self._totals_lock:
             with self._lock:
                 interval = self._interval
@@ -271,7 +285,19 @@ class LiveCapture:
             )
             self.result.held_back = held_back(self._held)
             self.result.min_flows = self.settings.min_flows
-        if not plans:
+        plans, quiet = self._changed(plans)
+        due = final or time.monotonic() >= self._evidence_due
+        if self.settings.evidence is None or self.settings.dry_run:
+            quiet = []  # nothing to write for them at all
+        else:
+            self._hold_evidence(quiet)
+            quiet = []
+            if due and self._pending:
+                quiet = list(self._pending.values())
+                self._pending = {}
+            if due:
+                self._evidence_due = time.monotonic() + self.settings.evidence_interval
+        if not plans and not quiet:
             return
         ended = self.clock()
         session = attrs.evolve(
@@ -282,8 +308,8 @@ class LiveCapture:
         )
         self.result.session = session
         if on_start is not None:
-            on_start(len(plans))
-        self.progress.flushing = len(plans)
+            on_start(len(plans) + len(quiet))
+        self.progress.flushing = len(plans) + len(quiet)
         try:
             written = write_outputs(
                 plans,
@@ -296,8 +322,30 @@ class LiveCapture:
                 jobs=1,
                 in_cluster=self.settings.in_cluster,
             )
+            if quiet:
+                evidence_only = write_outputs(
+                    quiet,
+                    self.settings.output_dir,
+                    evidence=self.settings.evidence,
+                    session=session,
+                    health=None,
+                    dry_run=False,
+                    diff=False,
+                    jobs=1,
+                    evidence_only=True,
+                )
+                written.evidence_errors += evidence_only.evidence_errors
         finally:
             self.progress.flushing = 0
+        if not self.settings.dry_run:
+            failed = {item.path for item in written.files if item.outcome == "failed"}
+            store_paths = {
+                plan.target: self.settings.output_dir / plan.namespace / f"{plan.workload}.yaml"
+                for plan in plans
+            }
+            for plan in plans:
+                if store_paths[plan.target] not in failed:
+                    self._written.setdefault(plan.target, set()).update(plan.attribution)
         for item in written.files:
             known = self._files.get(item.path)
             if known is None or _RANK.get(item.outcome, 0) > _RANK.get(known.outcome, 0):
@@ -327,6 +375,30 @@ class LiveCapture:
                 snapshot.absorb(self._interval.state())
                 lost = self.stats.lost_events
         return run_health(snapshot, ReadStats(lost_events=lost), self.started, self.clock())
+
+    def _changed(self, plans: list[PolicyPlan]) -> tuple[list[PolicyPlan], list[PolicyPlan]]:
+        """The plans that bring a policy an allow entry it does not have yet, and the rest.
+        A changed plan takes the evidence its policy had waiting."""
+        changed, quiet = [], []
+        for plan in plans:
+            known = self._written.get(plan.target)
+            if known is not None and known.issuperset(plan.attribution):
+                quiet.append(plan)
+                continue
+            waiting = self._pending.pop(plan.target, None)
+            if waiting is not None:
+                plan = _merged(plan, waiting, self.settings.options.max_samples)
+            changed.append(plan)
+        return changed, quiet
+
+    def _hold_evidence(self, quiet: list[PolicyPlan]) -> None:
+        for plan in quiet:
+            waiting = self._pending.get(plan.target)
+            self._pending[plan.target] = (
+                plan
+                if waiting is None
+                else _merged(plan, waiting, self.settings.options.max_samples)
+            )
 
     async def _flusher(self) -> None:
         while True:
@@ -360,7 +432,7 @@ class LiveCapture:
             self.error = (
                 f"stopped before a connection to Hubble Relay at {self.settings.server} was made"
             )
-        await asyncio.to_thread(self.flush, on_final_flush)
+        await asyncio.to_thread(self.flush, on_final_flush, final=True)
         self.result.files = sorted(self._files.values(), key=lambda f: str(f.path))
         self.result.health = run_health(self.totals, self.stats, self.started, self.clock())
         if self.settings.evidence is not None and not self.settings.dry_run:
@@ -381,3 +453,15 @@ class LiveCapture:
     async def _timer(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
         self.stop.set()
+
+
+def _merged(plan: PolicyPlan, earlier: PolicyPlan, max_samples: int) -> PolicyPlan:
+    """``plan`` with the attribution of an earlier plan of the same target folded in."""
+    attribution = {atom: stats.copy() for atom, stats in plan.attribution.items()}
+    for atom, stats in earlier.attribution.items():
+        mine = attribution.get(atom)
+        if mine is None:
+            attribution[atom] = stats.copy()
+        else:
+            mine.absorb(stats, max_samples)
+    return attrs.evolve(plan, attribution=attribution)

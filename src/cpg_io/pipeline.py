@@ -353,9 +353,11 @@ def write_outputs(
     jobs: int,
     in_cluster: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
     cancel: threading.Event | None = None,
+    evidence_only: bool = False,
 ) -> Written:
     """Write (or diff) the policies, their evidence and cluster-health.json as one batch
-    (none of it when ``cancel`` is set before the batch commits)."""
+    (none of it when ``cancel`` is set before the batch commits). With ``evidence_only`` the
+    policy files are neither read nor written: their rules did not change."""
     result = Written()
     batch = StagedWrites()
     evidence_store: EvidenceStore | None = None
@@ -366,7 +368,11 @@ def write_outputs(
 
     def one(plan: PolicyPlan) -> _Outcome:
         try:
-            written = write_plan(store, plan, dry_run=dry_run, diff=diff, in_cluster=in_cluster)
+            if evidence_only:
+                path = store.path_for(plan.namespace, plan.workload)
+                written = FileResult(path=path, outcome="unchanged", plan=plan)
+            else:
+                written = write_plan(store, plan, dry_run=dry_run, diff=diff, in_cluster=in_cluster)
             error = None
             if (
                 evidence_store is not None
