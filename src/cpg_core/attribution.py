@@ -23,8 +23,14 @@ _VERDICT_NAMES = {int(v): v.name for v in Verdict}
 def time_key(text: str) -> str:
     """An RFC 3339 time as UTC with nine fractional digits, so that keys sort as times do.
     "" for an absent or unreadable time."""
-    if len(text) == 30 and text[-1] == "Z" and text[19] == ".":
-        return text  # Hubble's own nanosecond form
+    size = len(text)
+    if text[-1:] == "Z" and text[10:11] == "T" and text[4:5] == "-":
+        if size == 30 and text[19] == ".":
+            return text  # Hubble's own nanosecond form
+        if size in (24, 27) and text[19] == "." and text[20:-1].isdigit():
+            return text[:-1] + "0" * (30 - size) + "Z"  # milli- or microseconds
+        if size == 20:
+            return text[:-1] + ".000000000Z"  # whole seconds
     if not text:
         return NO_TIME
     try:

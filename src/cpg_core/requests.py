@@ -350,7 +350,13 @@ def _time_bound(text: str | None, field: str) -> str | float | None:
         return None
     stripped = text.strip()
     if stripped[:1].isdigit() and ("T" in stripped or "-" in stripped[1:]):
-        key = time_key(stripped)
+        from datetime import datetime
+
+        try:  # time_key trusts the forms Hubble writes; a person's text is checked first
+            datetime.fromisoformat(stripped.replace("Z", "+00:00").replace("z", "+00:00"))
+            key = time_key(stripped)
+        except ValueError:
+            key = NO_TIME
         if key == NO_TIME:
             raise RequestError(
                 field,

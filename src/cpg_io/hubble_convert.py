@@ -3,6 +3,7 @@ the same flow (a test checks it on real captures)."""
 
 from __future__ import annotations
 
+import time as _clock
 from typing import Any
 
 from cpg_core import Endpoint, Flow, LostEvents, OtherRecord
@@ -24,10 +25,12 @@ _LOST_SOURCES = {v.number: v.name for v in flow_pb2.LostEventSource.DESCRIPTOR.v
 class ProtoConverter:
     """Converts GetFlowsResponse messages; caches endpoints like the JSON parser does."""
 
-    __slots__ = ("_endpoints",)
+    __slots__ = ("_endpoints", "_second", "_second_text")
 
     def __init__(self) -> None:
         self._endpoints: dict[tuple[object, ...], Endpoint] = {}
+        self._second: int | None = None
+        self._second_text = ""
 
     def record(self, response: Any) -> Record:
         kind = response.WhichOneof("response_types")
@@ -39,6 +42,27 @@ class ProtoConverter:
                 count=lost.num_events_lost, source=_LOST_SOURCES.get(lost.source, str(lost.source))
             )
         return OtherRecord(kind=kind or "")
+
+    def _time(self, stamp: Any) -> str:
+        """The time as protojson writes it (what Hubble's JSON holds), the date part
+        formatted once per distinct second."""
+        seconds = stamp.seconds
+        if seconds != self._second:
+            try:
+                text = _clock.strftime("%Y-%m-%dT%H:%M:%S", _clock.gmtime(seconds))
+            except (OverflowError, ValueError, OSError):
+                return str(stamp.ToJsonString())  # outside what the C library can format
+            if not 0 <= seconds < 253402300800:  # years 1970-9999 only
+                return str(stamp.ToJsonString())
+            self._second, self._second_text = seconds, text
+        nanos = stamp.nanos  # as protojson (and so Hubble's JSON) writes it: 0, 3, 6 or 9 digits
+        if not nanos:
+            return f"{self._second_text}Z"
+        if not nanos % 1_000_000:
+            return f"{self._second_text}.{nanos // 1_000_000:03d}Z"
+        if not nanos % 1_000:
+            return f"{self._second_text}.{nanos // 1_000:06d}Z"
+        return f"{self._second_text}.{nanos:09d}Z"
 
     def _endpoint(self, msg: Any, present: bool) -> Endpoint:
         if not present:
@@ -80,7 +104,7 @@ class ProtoConverter:
             l7 = L7Info(type=_L7_TYPES.get(f.l7.type, str(f.l7.type)), http=http, dns=dns)
         reason = f.drop_reason_desc or f.drop_reason
         return Flow(
-            time=time.ToJsonString() if time is not None else "",
+            time=self._time(time) if time is not None else "",
             uuid=f.uuid,
             verdict=f.verdict,
             drop_reason=reason,
