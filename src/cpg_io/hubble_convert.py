@@ -22,6 +22,12 @@ _L7_TYPES = {v.number: v.name for v in flow_pb2.L7FlowType.DESCRIPTOR.values}
 _LOST_SOURCES = {v.number: v.name for v in flow_pb2.LostEventSource.DESCRIPTOR.values}
 
 
+def _refs(policies: Any) -> tuple[PolicyRef, ...]:
+    if not policies:
+        return ()
+    return tuple(PolicyRef(p.name, p.namespace, p.kind) for p in policies)
+
+
 class ProtoConverter:
     """Converts GetFlowsResponse messages; caches endpoints like the JSON parser does."""
 
@@ -67,12 +73,21 @@ class ProtoConverter:
     def _endpoint(self, msg: Any, present: bool) -> Endpoint:
         if not present:
             return EMPTY_ENDPOINT
-        key = (msg.namespace, tuple(msg.labels), msg.identity, msg.pod_name, msg.cluster_name)
+        identity = msg.identity
+        # An identity stands for its labels (Cilium derives one from the other): with one, the
+        # labels need not be copied out of the message to find the endpoint again.
+        key: tuple[object, ...] = (
+            (identity, msg.pod_name, msg.namespace, msg.cluster_name)
+            if identity
+            else (msg.namespace, tuple(msg.labels), 0, msg.pod_name, msg.cluster_name)
+        )
         found = self._endpoints.get(key)
         if found is None:
             if len(self._endpoints) >= 65536:
                 self._endpoints.clear()
-            found = self._endpoints[key] = endpoint_of(*key)
+            found = self._endpoints[key] = endpoint_of(
+                msg.namespace, tuple(msg.labels), identity, msg.pod_name, msg.cluster_name
+            )
         return found
 
     def flow(self, f: Any, response: Any) -> Flow:
@@ -117,19 +132,11 @@ class ProtoConverter:
             port=port,
             is_reply=is_reply,
             node_name=f.node_name or response.node_name,
-            source_names=tuple(f.source_names),
-            destination_names=tuple(f.destination_names),
+            source_names=tuple(f.source_names) if f.source_names else (),
+            destination_names=tuple(f.destination_names) if f.destination_names else (),
             l7=l7,
-            ingress_denied_by=tuple(
-                PolicyRef(p.name, p.namespace, p.kind) for p in f.ingress_denied_by
-            ),
-            egress_denied_by=tuple(
-                PolicyRef(p.name, p.namespace, p.kind) for p in f.egress_denied_by
-            ),
-            ingress_allowed_by=tuple(
-                PolicyRef(p.name, p.namespace, p.kind) for p in f.ingress_allowed_by
-            ),
-            egress_allowed_by=tuple(
-                PolicyRef(p.name, p.namespace, p.kind) for p in f.egress_allowed_by
-            ),
+            ingress_denied_by=_refs(f.ingress_denied_by),
+            egress_denied_by=_refs(f.egress_denied_by),
+            ingress_allowed_by=_refs(f.ingress_allowed_by),
+            egress_allowed_by=_refs(f.egress_allowed_by),
         )
