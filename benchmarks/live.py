@@ -199,21 +199,23 @@ async def measure(address: str, count: int, out: Path, flush: float) -> dict[str
     )
     capture = LiveCapture(settings)
     flushes: list[float] = []
+    spans: list[tuple[float, float]] = []
     real_flush = capture.flush
 
     def timed_flush(*args: Any, **kwargs: Any) -> None:
         began = time.perf_counter()
         real_flush(*args, **kwargs)
         flushes.append(time.perf_counter() - began)
+        spans.append((began, time.perf_counter()))
 
     capture.flush = timed_flush  # type: ignore[method-assign]
-    gap = {"last": 0.0, "max": 0.0}
+    gap = {"last": 0.0, "max": 0.0, "at": 0.0}
     real_take = capture._take
 
     def timed_take(response: Any) -> None:
         now = time.perf_counter()
         if gap["last"] and now - gap["last"] > gap["max"]:
-            gap["max"] = now - gap["last"]
+            gap["max"], gap["at"] = now - gap["last"], now
         gap["last"] = now
         real_take(response)
 
@@ -241,6 +243,7 @@ async def measure(address: str, count: int, out: Path, flush: float) -> dict[str
         "overall": count / (marks["last"] - marks["first"]),
         "flushes": flushes,
         "max_gap": gap["max"],
+        "gap_in_flush": any(a <= gap["at"] <= b + gap["max"] for a, b in spans),
         "files": len(capture.result.files),
         "lost": capture.stats.lost_events,
     }
@@ -276,7 +279,8 @@ def main() -> None:
         + ", ".join(f"{s:.2f}" for s in flushes[:12])
         + (" …" if len(flushes) > 12 else "")
     )
-    print(f"longest receive gap           : {result['max_gap'] * 1000:>10,.0f} ms")
+    during = " (during a flush)" if result["gap_in_flush"] else ""
+    print(f"longest receive gap           : {result['max_gap'] * 1000:>10,.0f} ms{during}")
     print(f"peak RSS (cpg process)        : {rss:>10,.1f} MB; lost events {result['lost']}")
 
 
