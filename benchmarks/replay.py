@@ -93,7 +93,9 @@ def time_json_loads(path: Path) -> float:
     return time.perf_counter() - start
 
 
-def run_replay(cpg: str, capture: Path, work: Path) -> tuple[float, float, str]:
+def run_replay(
+    cpg: str, capture: Path, work: Path, extra: list[str] | None = None
+) -> tuple[float, float, str]:
     """One ``cpg replay`` into a fresh folder: seconds, that child's own peak RSS (MB, from
     wait4) and the report's last line."""
     shutil.rmtree(work, ignore_errors=True)
@@ -109,6 +111,7 @@ def run_replay(cpg: str, capture: Path, work: Path) -> tuple[float, float, str]:
                 str(work / "policies"),
                 "--evidence-dir",
                 str(work / "evidence"),
+                *(extra or []),
             ],
             stdout=out,
             stderr=err,
@@ -126,8 +129,10 @@ def run_replay(cpg: str, capture: Path, work: Path) -> tuple[float, float, str]:
 
 
 def main() -> None:
-    """``replay.py [N] [--compare OTHER_CPG] [--rounds K]``: with --compare, the other cpg (an
-    older build) runs the same capture in the same run, alternating, best of K rounds each."""
+    """``replay.py [N] [--compare OTHER_CPG] [--rounds K] [-j N] [--no-evidence]``: with
+    --compare, the other cpg (an older build) runs the same capture in the same run,
+    alternating, best of K rounds each. ``-j 1`` measures one worker against the json.loads
+    floor of the same lines (the per-worker ratio)."""
     args = sys.argv[1:]
     other = None
     rounds = 1
@@ -140,6 +145,14 @@ def main() -> None:
         at = args.index("--rounds")
         rounds = int(args[at + 1])
         del args[at : at + 2]
+    extra: list[str] = []
+    if "-j" in args:
+        at = args.index("-j")
+        extra += ["-j", args[at + 1]]
+        del args[at : at + 2]
+    if "--no-evidence" in args:
+        args.remove("--no-evidence")
+        extra.append("--no-evidence")
     count = int(args[0]) if args else 1_000_000
     cpg = shutil.which("cpg") or str(Path(sys.executable).with_name("cpg"))
     with tempfile.TemporaryDirectory(prefix="cpg-bench-") as tmp:
@@ -149,6 +162,8 @@ def main() -> None:
         print(f"generated {count:,} flows, {size / count:.0f} bytes/line on average")
         loads_s = time_json_loads(capture)
         print(f"json.loads only : {count / loads_s:>12,.0f} lines/s ({loads_s:.2f} s)")
+        if extra:
+            print(f"cpg replay flags: {' '.join(extra)}")
         binaries = [("this cpg", cpg)] + ([("compared", other)] if other else [])
         best: dict[str, float] = {}
         peak: dict[str, float] = {}
@@ -156,7 +171,7 @@ def main() -> None:
         for _ in range(rounds):
             for label, binary in binaries:
                 seconds, rss, last = run_replay(
-                    binary, capture, Path(tmp) / label.replace(" ", "-")
+                    binary, capture, Path(tmp) / label.replace(" ", "-"), extra
                 )
                 best[label] = min(best.get(label, seconds), seconds)
                 peak[label] = max(peak.get(label, 0.0), rss)
