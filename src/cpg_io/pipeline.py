@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import yaml
 
 from cpg_core import (
     AggregateOptions,
@@ -34,6 +33,7 @@ from cpg_core import (
 )
 from cpg_core.aggregate import HeldBack, held_back, hold_back
 from cpg_core.evidence import redact_ips
+from cpg_core.yamlread import load_one
 from cpg_io.evidence_store import EvidenceStore
 from cpg_io.kustomize import KUSTOMIZATION, update_kustomizations
 from cpg_io.parallel import (
@@ -503,7 +503,7 @@ def write_plan(
     if existing == text:
         return FileResult(path=path, outcome="unchanged", plan=plan)
     live = (in_cluster or {}).get((plan.namespace, plan.name))
-    if live is not None and policies_equivalent(yaml.safe_load(text), live):
+    if live is not None and policies_equivalent(load_one(text, str(path)), live):
         return FileResult(path=path, outcome="in-cluster", plan=plan)
     if dry_run:
         shown = ""
