@@ -24,9 +24,9 @@ def time_key(text: str) -> str:
     """An RFC 3339 time as UTC with nine fractional digits, so that keys sort as times do.
     "" for an absent or unreadable time."""
     size = len(text)
+    if size == 30 and text[-1] == "Z" and text[19] == ".":
+        return text  # Hubble's own nanosecond form
     if text[-1:] == "Z" and text[10:11] == "T" and text[4:5] == "-":
-        if size == 30 and text[19] == ".":
-            return text  # Hubble's own nanosecond form
         if size in (24, 27) and text[19] == "." and text[20:-1].isdigit():
             return text[:-1] + "0" * (30 - size) + "Z"  # milli- or microseconds
         if size == 20:
