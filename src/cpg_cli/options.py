@@ -201,6 +201,27 @@ EvidenceRedact = Annotated[
 ]
 
 
+DefaultLocalCluster = Annotated[
+    str,
+    typer.Option(
+        "--policy-default-local-cluster",
+        metavar="true|false",
+        help="As the Cilium agent flag of that name (true since Cilium 1.19): a peer selector "
+        "that names no cluster (io.cilium.k8s.policy.cluster) selects endpoints of the local "
+        "cluster only. Use false for ClusterMesh before 1.19.",
+    ),
+]
+
+
+def parse_local_default(value: str) -> bool:
+    """The --policy-default-local-cluster value as a bool (a usage error otherwise)."""
+    if value.lower() not in ("true", "false"):
+        raise typer.BadParameter(
+            f"{value!r} is not true or false", param_hint="--policy-default-local-cluster"
+        )
+    return value.lower() == "true"
+
+
 def redacted_note(redacted: bool) -> list[str]:
     """The report line that says what --evidence-redact left out."""
     if not redacted:

@@ -159,14 +159,7 @@ def plan(
         bool,
         typer.Option("--include-audit", help="AUDIT flows are candidates, as in replay."),
     ] = False,
-    default_local_cluster: Annotated[
-        str,
-        typer.Option(
-            "--policy-default-local-cluster",
-            metavar="true|false",
-            help="As the Cilium agent flag (see cpg verify).",
-        ),
-    ] = "true",
+    default_local_cluster: opt.DefaultLocalCluster = "true",
     output: opt.Output = "text",
 ) -> None:
     """Show what applying the policies would change: what they fix, what would break.
@@ -182,11 +175,7 @@ def plan(
     """
     if current is not None and cluster:
         raise typer.BadParameter("give --current or --cluster, not both", param_hint="--current")
-    if default_local_cluster.lower() not in ("true", "false"):
-        raise typer.BadParameter(
-            f"{default_local_cluster!r} is not true or false",
-            param_hint="--policy-default-local-cluster",
-        )
+    local_default = opt.parse_local_default(default_local_cluster)
     try:
         proposal = load_policies(policies)
         documents: list[dict[str, Any]] | None = None
@@ -212,7 +201,7 @@ def plan(
             current_source=source,  # type: ignore[arg-type]
             options=CaptureRequest.build(include_audit=include_audit).decide_options(),
             evidence=store,
-            default_local_cluster=default_local_cluster.lower() == "true",
+            default_local_cluster=local_default,
         )
     except (PolicyLoadError, SourceError, KubeError, CpgError) as exc:
         say(f"cpg: error: {exc}", err=True)

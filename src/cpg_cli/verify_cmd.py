@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -74,16 +73,7 @@ def verify(
         bool,
         typer.Option("--include-audit", help="Also check AUDIT-verdict flows, as replay does."),
     ] = False,
-    default_local_cluster: Annotated[
-        str,
-        typer.Option(
-            "--policy-default-local-cluster",
-            metavar="true|false",
-            help="As the Cilium agent flag of that name (true since Cilium 1.19): a peer "
-            "selector that names no cluster (io.cilium.k8s.policy.cluster) selects endpoints "
-            "of the local cluster only. Use false for ClusterMesh before 1.19.",
-        ),
-    ] = "true",
+    default_local_cluster: opt.DefaultLocalCluster = "true",
     output: opt.Output = "text",
 ) -> None:
     """Check that policies admit every denied flow cpg can express, and no explicitly denied one.
@@ -94,24 +84,15 @@ def verify(
     in that direction. Exit codes: 0 all admitted and no deny admitted, 3 otherwise, 1 unreadable
     input, 2 bad flags.
     """
-    if default_local_cluster.lower() not in ("true", "false"):
-        raise typer.BadParameter(
-            f"{default_local_cluster!r} is not true or false",
-            param_hint="--policy-default-local-cluster",
-        )
-    local_default = default_local_cluster.lower() == "true"
+    local_default = opt.parse_local_default(default_local_cluster)
     folder = policies if policies is not None or cluster else Path("policies")
     sources = [str(folder)] if folder is not None else []
     try:
         documents = load_policies(folder) if folder is not None else []
         if cluster:
-            from cpg_io.kube import api_client, forget_temp_dir, list_cilium_policies
+            from cpg_io.kube import cluster_policies
 
-            kube_tmp = Path(tempfile.mkdtemp(prefix="cpg-kube-"))
-            try:
-                live = list_cilium_policies(api_client(kubeconfig, context, temp_dir=kube_tmp))
-            finally:
-                forget_temp_dir(kube_tmp)
+            live = cluster_policies(kubeconfig, context)
             documents += live
             sources.append(f"the cluster ({len(live)})")
         request = CaptureRequest.build(include_audit=include_audit)

@@ -141,6 +141,18 @@ def list_cilium_policies(
     return policies
 
 
+def cluster_policies(kubeconfig: Path | None, context: str | None) -> list[dict[str, Any]]:
+    """Every Cilium policy in the cluster (read-only), with inline kubeconfig credentials kept
+    in a private folder that is gone when this returns."""
+    import tempfile
+
+    temp_dir = Path(tempfile.mkdtemp(prefix="cpg-kube-"))
+    try:
+        return list_cilium_policies(api_client(kubeconfig, context, temp_dir=temp_dir))
+    finally:
+        forget_temp_dir(temp_dir)
+
+
 RELAY_SELECTOR = "k8s-app=hubble-relay"
 RELAY_PORT = 4245
 

@@ -58,6 +58,33 @@ def check_readable(source: str, stats: ReadStats, head: bytes, max_malformed: fl
         )
 
 
+class CaptureFlows:
+    """The flows of several inputs read one after the other (verify, plan), with their
+    counts and the first bytes of each (for saying what an unreadable input looks like)."""
+
+    def __init__(self, inputs: Sequence[str]) -> None:
+        self.files = expand_inputs(list(inputs))
+        self.stats = ReadStats()
+        self._heads: list[bytes] = []
+
+    def __iter__(self) -> Iterator[Flow]:
+        parser = FlowParser()
+        for path in self.files:
+            with open_flow_stream(path) as stream:
+                self._heads.append(peek(stream, SNIFF_BYTES))
+                yield from read_records(stream, self.stats, parser)
+
+    def check_readable(self) -> None:
+        """UnreadableInput when, read to the end, the inputs held no Hubble record."""
+        head = next((h for h in self._heads if h.strip()), b"")
+        label = (
+            describe_source(self.files[0])
+            if len(self.files) == 1
+            else f"{len(self.files)} input files"
+        )
+        check_readable(label, self.stats, head, 100.0)
+
+
 def describe_source(path: str) -> str:
     return "standard input" if path == "-" else path
 

@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from cpg_core import DecideOptions, Flow, FlowParser, VerifyReport, verify_flows
+from cpg_core import DecideOptions, Flow, VerifyReport, verify_flows
 from cpg_core.attribution import time_key
 from cpg_core.yamlread import YamlInputError, load_all
-from cpg_io.sources import (
-    SNIFF_BYTES,
-    ReadStats,
-    check_readable,
-    describe_source,
-    expand_inputs,
-    open_flow_stream,
-    peek,
-    read_records,
-)
+from cpg_io.sources import CaptureFlows, ReadStats
 
 
 class PolicyLoadError(Exception):
@@ -86,22 +77,11 @@ def verify_capture(
     """Check ``policies`` against a capture (files, folders, globs: as cpg replay reads
     them); UnreadableInput when it holds no Hubble record. Only flows inside ``window``
     (since, until time keys; "" is open) are checked."""
-    files = expand_inputs([source] if isinstance(source, str) else list(source))
-    stats = ReadStats()
-    heads: list[bytes] = []
+    capture = CaptureFlows([source] if isinstance(source, str) else source)
     since, until = window
-
-    def flows() -> Iterator[Flow]:
-        parser = FlowParser()
-        for path in files:
-            with open_flow_stream(path) as stream:
-                heads.append(peek(stream, SNIFF_BYTES))
-                for flow in read_records(stream, stats, parser):
-                    if not (since or until) or _inside(time_key(flow.time), since, until):
-                        yield flow
-
-    report = verify_flows(flows(), policies, options, default_local_cluster=default_local_cluster)
-    head = next((h for h in heads if h.strip()), b"")
-    label = describe_source(files[0]) if len(files) == 1 else f"{len(files)} input files"
-    check_readable(label, stats, head, 100.0)
-    return VerifiedCapture(stats=stats, report=report)
+    flows: Iterable[Flow] = capture
+    if since or until:
+        flows = (flow for flow in capture if _inside(time_key(flow.time), since, until))
+    report = verify_flows(flows, policies, options, default_local_cluster=default_local_cluster)
+    capture.check_readable()
+    return VerifiedCapture(stats=capture.stats, report=report)
