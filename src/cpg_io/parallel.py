@@ -94,6 +94,18 @@ def _stop(workers: Sequence[Any], queues: Sequence[Any], failed: bool) -> None:
             worker.join(timeout=5)
 
 
+def _next_reply(outbox: Any, cancel: threading.Event | None) -> tuple[Any, Any, Any]:
+    """The next message of the workers; Cancelled as soon as ``cancel`` is set."""
+    while True:
+        if cancel is not None and cancel.is_set():
+            raise Cancelled("the run was cancelled")
+        try:
+            message: tuple[Any, Any, Any] = outbox.get(timeout=0.2)
+        except queue.Empty:
+            continue
+        return message
+
+
 def _lines_of(block: bytes) -> list[bytes]:
     lines = block.split(b"\n")
     if lines and not lines[-1]:
@@ -335,12 +347,7 @@ def aggregate_file(
     failed = True
     try:
         while finished < len(workers):
-            if cancel is not None and cancel.is_set():
-                raise Cancelled("the run was cancelled")
-            try:
-                status, payload, extra = outbox.get(timeout=0.2)
-            except queue.Empty:
-                continue
+            status, payload, extra = _next_reply(outbox, cancel)
             if status == "chunk":
                 numbers.add(payload)
                 position += extra
@@ -432,12 +439,7 @@ def aggregate_files(
     failed = True
     try:
         while finished < len(workers):
-            if cancel is not None and cancel.is_set():
-                raise Cancelled("the run was cancelled")
-            try:
-                status, payload, extra = outbox.get(timeout=0.2)
-            except queue.Empty:
-                continue
+            status, payload, extra = _next_reply(outbox, cancel)
             if status == "read":
                 position += payload
                 lines += extra
