@@ -454,6 +454,7 @@ class LiveCapture:
             )
             self.result.health_path = written.health_path
             self.result.evidence_dir = self.result.evidence_dir or written.evidence_dir
+        gc.unfreeze()  # the capture is over: a long-lived process (cpg-mcp) collects again
         return self.result
 
     async def _timer(self, seconds: float) -> None:
