@@ -182,3 +182,10 @@ def test_completion_of_workloads_from_the_policy_folder(
         assert script.returncode == 0 and "_CPG_COMPLETE" in script.stdout, shell
     unknown = cpg("completion", "tcsh")
     assert unknown.returncode == 2 and "'tcsh' is not one of bash, zsh, fish" in unknown.stderr
+
+
+def test_arguments_show_their_placeholder_not_a_python_type() -> None:
+    for command in ("replay", "verify", "plan", "explain", "completion"):
+        helped = cpg(command, "-h").stdout
+        assert "<list[str]>" not in helped and "<str>" not in helped, command
+    assert "FILE|DIR|GLOB...|-" in cpg("replay", "-h").stdout

@@ -42,7 +42,14 @@ FLAGS = {
 
 class StrictCommand(TyperCommand):
     """A command that refuses an option given twice when it takes one value (click keeps the
-    last one silently: ``bootstrap -n a -n b`` would print only b's policy)."""
+    last one silently: ``bootstrap -n a -n b`` would print only b's policy), and whose help
+    shows an argument by its placeholder alone (not ``FILE <list[str]>``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            if getattr(param, "param_type_name", "") == "argument" and param.metavar:
+                param.display_type_rich = lambda ctx: None  # type: ignore[attr-defined]
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         single: dict[str, Any] = {}
