@@ -78,22 +78,10 @@ def _short(text: str, limit: int = 22) -> str:
 def html_report(*, title: str, inputs: ReviewInputs) -> str:
     graph = traffic_graph(inputs.policies)
     positions, boxes, width, height = layout(graph)
-    policies_of: dict[str, list[str]] = {}
-    for policy in inputs.policies:
-        meta = policy.get("metadata") or {}
-        name = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-        for edge in graph.edges:
-            if name in edge.policy.split(", "):
-                for node_id in (edge.source, edge.target):
-                    node = next(n for n in graph.nodes if n.id == node_id)
-                    if node.namespace == meta.get("namespace") and node.kind == "workload":
-                        policies_of.setdefault(node_id, [])
-                        if name not in policies_of[node_id]:
-                            policies_of[node_id].append(name)
     details = {}
     for node in graph.nodes:
         entries = []
-        for name in sorted(policies_of.get(node.id, [])):
+        for name in graph.selected_by.get(node.id, ()):
             doc = inputs.evidence.get(name)
             rules = []
             for rule in doc.rules if doc else ():

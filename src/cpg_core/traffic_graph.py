@@ -35,6 +35,8 @@ class Edge:
 class TrafficGraph:
     nodes: tuple[Node, ...]
     edges: tuple[Edge, ...]
+    selected_by: dict[str, tuple[str, ...]] = attrs.field(factory=dict, hash=False)
+    """Node id -> the policies (``namespace/name``) whose endpointSelector picks it."""
 
     def namespaces(self) -> list[str]:
         return sorted({n.namespace for n in self.nodes if n.namespace})
@@ -105,6 +107,7 @@ def traffic_graph(policies: Iterable[PolicyDocument]) -> TrafficGraph:
     """The allowed traffic of ``policies`` (ingress and egress allow rules)."""
     nodes: dict[str, Node] = {}
     edges: dict[tuple[str, str], tuple[set[str], set[str]]] = {}
+    selected_by: dict[str, set[str]] = {}
     for policy in policies:
         if not isinstance(policy, Mapping):
             continue
@@ -117,6 +120,7 @@ def traffic_graph(policies: Iterable[PolicyDocument]) -> TrafficGraph:
                 continue
             target = _target_node(policy, spec)
             nodes.setdefault(target.id, target)
+            selected_by.setdefault(target.id, set()).add(name)
             for section, prefix in (("ingress", "from"), ("egress", "to")):
                 for rule in spec.get(section) or []:
                     if not isinstance(rule, Mapping):
@@ -133,4 +137,5 @@ def traffic_graph(policies: Iterable[PolicyDocument]) -> TrafficGraph:
             Edge(source, target, tuple(sorted(ports)), ", ".join(sorted(names)))
             for (source, target), (ports, names) in sorted(edges.items())
         ),
+        selected_by={node: tuple(sorted(names)) for node, names in sorted(selected_by.items())},
     )
