@@ -12,7 +12,7 @@ import attrs
 from cpg_core import ClusterHealth, EvidenceError, PolicyEvidence
 from cpg_io.evidence_store import EvidenceStore
 from cpg_io.store import StoreError
-from cpg_io.verify import PolicyLoadError, load_policies
+from cpg_io.verify import PolicyLoadError, load_policy_files
 
 
 class ReviewInputError(Exception):
@@ -33,9 +33,15 @@ class ReviewInputs:
 
 def read_review(output_dir: Path, store: EvidenceStore, plan: Path | None) -> ReviewInputs:
     try:
-        policies = load_policies(output_dir)
+        files = load_policy_files(output_dir)
     except PolicyLoadError as exc:
         raise ReviewInputError(str(exc)) from None
+    policies = [policy for _text, found in files for policy in found]
+    texts = {
+        f"{(p.get('metadata') or {}).get('namespace', '')}/{(p.get('metadata') or {}).get('name', '')}": text
+        for text, found in files
+        for p in found
+    }
     problems: list[str] = []
     evidence = {
         f"{namespace}/{doc.policy.name}": doc
@@ -57,17 +63,4 @@ def read_review(output_dir: Path, store: EvidenceStore, plan: Path | None) -> Re
             ) from None
         if not isinstance(plan_data, dict) or "would_break" not in plan_data:
             raise ReviewInputError(f"{plan}: not the JSON of 'cpg plan -o json'")
-    return ReviewInputs(policies, evidence, health, plan_data, problems, _texts(output_dir))
-
-
-def _texts(output_dir: Path) -> dict[str, str]:
-    texts = {}
-    for path in sorted([*output_dir.rglob("*.yaml"), *output_dir.rglob("*.yml")]):
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        for policy in load_policies(path):
-            meta = policy.get("metadata") or {}
-            texts[f"{meta.get('namespace', '')}/{meta.get('name', '')}"] = text
-    return texts
+    return ReviewInputs(policies, evidence, health, plan_data, problems, texts)

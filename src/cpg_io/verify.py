@@ -36,6 +36,11 @@ def _policies_in(doc: object) -> list[dict[str, Any]]:
 def load_policies(folder: Path) -> list[dict[str, Any]]:
     """Every CiliumNetworkPolicy and CiliumClusterwideNetworkPolicy in the YAML files under
     ``folder`` (or in that one file), lists included."""
+    return [policy for _text, found in load_policy_files(folder) for policy in found]
+
+
+def load_policy_files(folder: Path) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Each YAML file under ``folder`` (or that one file): its text and its Cilium policies."""
     if folder.is_file():
         paths = [folder]
     elif folder.is_dir():
@@ -44,16 +49,17 @@ def load_policies(folder: Path) -> list[dict[str, Any]]:
         raise PolicyLoadError(
             f"{folder}: not a folder of policies; pass the --output-dir of cpg replay"
         )
-    policies = []
+    files = []
     for path in paths:
         try:
-            docs = load_all(path.read_text(encoding="utf-8"), str(path))
+            text = path.read_text(encoding="utf-8")
+            docs = load_all(text, str(path))
         except (OSError, UnicodeDecodeError) as exc:
             raise PolicyLoadError(f"{path}: cannot read it as YAML ({exc})") from None
         except YamlInputError as exc:
             raise PolicyLoadError(str(exc)) from None
-        policies += [policy for doc in docs for policy in _policies_in(doc)]
-    return policies
+        files.append((text, [policy for doc in docs for policy in _policies_in(doc)]))
+    return files
 
 
 @attrs.frozen
