@@ -7,7 +7,6 @@ import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
-import cattrs
 import typer
 
 from cpg_cli import options as opt
@@ -23,14 +22,8 @@ from cpg_io.verify import PolicyLoadError, load_policies
 MAX_SHOWN = 20
 
 
-def plan_data(plan: Plan) -> dict[str, Any]:
-    data: dict[str, Any] = cattrs.Converter().unstructure(plan)
-    data["would_break_flows"] = sum(b.traffic.flows for b in plan.would_break)
-    return data
-
-
 def print_plan(plan: Plan, *, proposal: str, origin: str, policies: int) -> None:
-    breaking = sum(b.traffic.flows for b in plan.would_break)
+    breaking = plan.would_break_flows
     say(f"Plan for {policies} proposed policies in {proposal}")
     say(f"Current policies: {origin}")
     say(f"  (sees {plan.blind_spots})")
@@ -208,7 +201,7 @@ def plan(
         raise typer.Exit(1) from None
     result = planned.plan
     if output == "json":
-        typer.echo(json.dumps(plan_data(result), indent=2, ensure_ascii=False))
+        typer.echo(json.dumps(result.to_data(), indent=2, ensure_ascii=False))
     else:
         print_plan(result, proposal=str(policies), origin=origin, policies=len(proposal))
     if result.breaks:

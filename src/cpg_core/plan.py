@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
+import cattrs
 
 from cpg_core.decide import DecideOptions, Decision, decide
 from cpg_core.documents import PolicyDocument, PolicyEvidence
@@ -129,6 +130,17 @@ class Plan:
     @property
     def breaks(self) -> bool:
         return bool(self.would_break)
+
+    @property
+    def would_break_flows(self) -> int:
+        return sum(item.traffic.flows for item in self.would_break)
+
+    def to_data(self) -> dict[str, Any]:
+        """The plan as plain data (``cpg plan -o json``, cpg-mcp's get_plan): every field,
+        empty lists included, and the would-break flow total."""
+        data: dict[str, Any] = cattrs.Converter().unstructure(self)
+        data["would_break_flows"] = self.would_break_flows
+        return data
 
 
 _WAYS = {int(Direction.INGRESS): "ingress", int(Direction.EGRESS): "egress"}

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import cattrs
 import yaml
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -510,7 +509,7 @@ def get_plan(
         except (PolicyLoadError, SourceError, KubeError) as exc:
             raise ToolError(in_tool_words(str(exc))) from None
         session.plans[cache_key] = planned
-    data = cattrs.Converter().unstructure(planned)
+    data = planned.to_data()
     chunk, meta = paging.page(data["would_break"], cursor, limit)
     return PlanResult.model_validate(
         clean(
@@ -520,7 +519,7 @@ def get_plan(
                 "candidates": data["candidates"],
                 "fixed": data["fixed"],
                 "forwarded_flows": data["forwarded_flows"],
-                "would_break_flows": sum(b.traffic.flows for b in planned.would_break),
+                "would_break_flows": data["would_break_flows"],
                 "would_break": chunk,
                 "newly_enforced": data["newly_enforced"][:100],
                 "diffs": data["diffs"][:100],
