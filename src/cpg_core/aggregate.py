@@ -97,6 +97,18 @@ class PolicyPlan:
     def namespace(self) -> str:
         return self.target.namespace
 
+    def absorbing(self, earlier: PolicyPlan, max_samples: int) -> PolicyPlan:
+        """This plan with the attribution of an earlier plan of the same target folded in
+        (its rules stay this plan's: the earlier entries are already in the file)."""
+        attribution = {atom: stats.copy() for atom, stats in self.attribution.items()}
+        for atom, stats in earlier.attribution.items():
+            mine = attribution.get(atom)
+            if mine is None:
+                attribution[atom] = stats.copy()
+            else:
+                mine.absorb(stats, max_samples)
+        return attrs.evolve(self, attribution=attribution)
+
     def with_selector_suffix(self) -> PolicyPlan:
         """The plan under a name derived from its selector too, for when another selector
         already has its workload name (in this run, or in the file on disk)."""

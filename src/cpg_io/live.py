@@ -54,6 +54,7 @@ from cpg_io.pipeline import (
     write_outputs,
 )
 from cpg_io.sources import ReadStats
+from cpg_io.store import PolicyStore
 from cpg_io.version import cpg_version
 
 log = logging.getLogger("cpg.live")
@@ -344,12 +345,9 @@ class LiveCapture:
             self.progress.flushing = 0
         if not self.settings.dry_run:
             failed = {item.path for item in written.files if item.outcome == "failed"}
-            store_paths = {
-                plan.target: self.settings.output_dir / plan.namespace / f"{plan.workload}.yaml"
-                for plan in plans
-            }
+            store = PolicyStore(self.settings.output_dir)
             for plan in plans:
-                if store_paths[plan.target] not in failed:
+                if store.path_for(plan.namespace, plan.workload) not in failed:
                     self._written.setdefault(plan.target, set()).update(plan.attribution)
         for item in written.files:
             known = self._files.get(item.path)
@@ -393,7 +391,7 @@ class LiveCapture:
                 continue
             waiting = self._pending.pop(plan.target, None)
             if waiting is not None:
-                plan = _merged(plan, waiting, self.settings.options.max_samples)
+                plan = plan.absorbing(waiting, self.settings.options.max_samples)
             changed.append(plan)
         return changed, quiet
 
@@ -403,7 +401,7 @@ class LiveCapture:
             self._pending[plan.target] = (
                 plan
                 if waiting is None
-                else _merged(plan, waiting, self.settings.options.max_samples)
+                else plan.absorbing(waiting, self.settings.options.max_samples)
             )
 
     async def _flusher(self) -> None:
@@ -460,15 +458,3 @@ class LiveCapture:
     async def _timer(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
         self.stop.set()
-
-
-def _merged(plan: PolicyPlan, earlier: PolicyPlan, max_samples: int) -> PolicyPlan:
-    """``plan`` with the attribution of an earlier plan of the same target folded in."""
-    attribution = {atom: stats.copy() for atom, stats in plan.attribution.items()}
-    for atom, stats in earlier.attribution.items():
-        mine = attribution.get(atom)
-        if mine is None:
-            attribution[atom] = stats.copy()
-        else:
-            mine.absorb(stats, max_samples)
-    return attrs.evolve(plan, attribution=attribution)
