@@ -8,7 +8,7 @@ import logging
 import sys
 import time
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 from rich.console import Console
 from rich.live import Live
@@ -52,7 +52,28 @@ class _Flows(ProgressColumn):
         return Text(f"{lines:,} flows  {rate:,.0f} flows/s")
 
 
-class ReplayProgress:
+class _OnTerminal:
+    """Something drawn live on stderr while a ``with`` block runs; the cursor comes back
+    whatever happens in it."""
+
+    _drawing: Progress | Live | None = None
+
+    def __enter__(self) -> Self:
+        if self._drawing is not None:
+            self._drawing.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        if self._drawing is not None:
+            self._drawing.stop()
+
+
+class ReplayProgress(_OnTerminal):
     """The :class:`cpg_io.progress.ReplayWatcher` of ``cpg replay``: malformed lines are
     logged as they are found; on a terminal a progress line is drawn under them."""
 
@@ -73,20 +94,7 @@ class ReplayProgress:
                 transient=True,
                 refresh_per_second=REFRESHES_PER_SECOND,
             )
-
-    def __enter__(self) -> ReplayProgress:
-        if self._progress is not None:
-            self._progress.start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if self._progress is not None:
-            self._progress.stop()  # the cursor comes back whatever happened
+        self._drawing = self._progress
 
     def reading(self, total_bytes: int | None) -> None:
         if self._progress is not None:
@@ -137,13 +145,13 @@ class _LiveLine:
         return Text(text)
 
 
-class GenerateProgress:
+class GenerateProgress(_OnTerminal):
     """The status line of ``cpg generate`` on a terminal, and the message when the last
     flush starts (which can take seconds with many policies)."""
 
     def __init__(self, capture: LiveCapture, *, show: bool) -> None:
         self._console = _console() if show else None
-        self._live = (
+        self._drawing = (
             Live(
                 _LiveLine(capture),
                 console=self._console,
@@ -154,20 +162,6 @@ class GenerateProgress:
             else None
         )
         self.interrupted = False
-
-    def __enter__(self) -> GenerateProgress:
-        if self._live is not None:
-            self._live.start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if self._live is not None:
-            self._live.stop()
 
     def final_flush(self, policies: int) -> None:
         if self._console is None or not policies:
