@@ -19,16 +19,7 @@ FORMATS = (opt.OutputFormat.markdown, opt.OutputFormat.html)
 
 
 def report(
-    output_dir: Annotated[
-        Path,
-        typer.Option(
-            "-d",
-            "--output-dir",
-            metavar="DIR",
-            envvar="CPG_OUTPUT_DIR",
-            help="The policy folder (the -d of cpg replay).",
-        ),
-    ] = Path("policies"),
+    output_dir: opt.OutputDir = Path("policies"),
     output: Annotated[
         str,
         typer.Option(
