@@ -199,6 +199,8 @@ def plan(
     except (PolicyLoadError, SourceError, KubeError, CpgError) as exc:
         say(f"cpg: error: {exc}", err=True)
         raise typer.Exit(1) from None
+    for problem in planned.problems:
+        say(f"cpg: warning: {problem}", err=True)
     result = planned.plan
     if output == "json":
         typer.echo(json.dumps(result.to_data(), indent=2, ensure_ascii=False))

@@ -18,6 +18,8 @@ from cpg_io.sources import CaptureFlows, ReadStats
 class PlannedCapture:
     stats: ReadStats
     plan: Plan
+    problems: list[str] = attrs.Factory(list)
+    """Evidence files that could not be read (their rules get no confidence line)."""
 
 
 def plan_capture(
@@ -32,10 +34,10 @@ def plan_capture(
 ) -> PlannedCapture:
     """The plan of ``proposal`` over a capture; UnreadableInput when it holds no record."""
     capture = CaptureFlows(inputs)
-
+    problems: list[str] = []
     found: dict[str, PolicyEvidence] = {}
     if evidence is not None:
-        for namespace, _workload, doc in evidence.read_all(lambda problem: None):
+        for namespace, _workload, doc in evidence.read_all(problems.append):
             found[f"{namespace}/{doc.policy.name}"] = doc
     result = plan(
         capture,
@@ -47,4 +49,4 @@ def plan_capture(
         default_local_cluster=default_local_cluster,
     )
     capture.check_readable()
-    return PlannedCapture(stats=capture.stats, plan=result)
+    return PlannedCapture(stats=capture.stats, plan=result, problems=problems)
