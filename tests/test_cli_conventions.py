@@ -189,3 +189,13 @@ def test_arguments_show_their_placeholder_not_a_python_type() -> None:
         helped = cpg(command, "-h").stdout
         assert "<list[str]>" not in helped and "<str>" not in helped, command
     assert "FILE|DIR|GLOB...|-" in cpg("replay", "-h").stdout
+
+
+def test_report_follows_the_conventions_it_can(replayed: tuple[Path, Path]) -> None:
+    """report prints Markdown or HTML, not JSON; -h, -d and the -o hint hold as elsewhere."""
+    out, evidence = replayed
+    assert cpg("report", "-h").returncode == 0
+    ran = cpg("report", "-d", str(out), "--evidence-dir", str(evidence))
+    assert ran.returncode == 0 and ran.stdout.startswith("# cpg report:")
+    folder = cpg("report", "-d", str(out), "-o", str(out))
+    assert folder.returncode == 2 and "-o is the output format" in folder.stderr
