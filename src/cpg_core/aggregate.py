@@ -12,11 +12,18 @@ from typing import Any
 
 import attrs
 
-from cpg_core.attribution import NO_TIME, RuleStats, flow_class, time_key
+from cpg_core.attribution import NO_TIME, PendingFlow, RuleStats, flow_class, time_key
 from cpg_core.decide import DecideOptions, Decision, decide
 from cpg_core.documents import ClusterHealth
 from cpg_core.dropreasons import POLICY_DENIED, is_known_reason, reason_name
-from cpg_core.flow import ICMP_PROTOCOLS, PORT_PROTOCOLS, Direction, Endpoint, Flow, Verdict
+from cpg_core.flow import (
+    ICMP_PROTOCOLS,
+    PORT_PROTOCOLS,
+    Direction,
+    EntryKey,
+    Flow,
+    Verdict,
+)
 from cpg_core.l7 import dns_name, http_method, path_regex
 from cpg_core.labels import format_labels
 from cpg_core.names import policy_name, short_hash
@@ -165,7 +172,7 @@ class Aggregator:
         """IP -> DNS names learned from the capture (only with ``l7``)."""
         # (direction, source, destination, protocol, port) -> stats of its allow entry, for
         # endpoint and entity peers (a world peer's entry also depends on the flow's IP).
-        self._entries: dict[tuple[int, Endpoint, Endpoint, str, int], RuleStats] = {}
+        self._entries: dict[EntryKey, RuleStats] = {}
         self._resolver = Resolver()
         self._since = self.options.since
         self._until = self.options.until
@@ -232,6 +239,39 @@ class Aggregator:
         self.decisions[decision] += 1
         self._candidate(flow)
         return decision
+
+    def add_known(self, entry: EntryKey, time: str, sample: PendingFlow) -> bool:
+        """Count a DROPPED, POLICY_DENIED, non-reply flow with no L7 record or names by its
+        allow-entry key alone (what :meth:`QuickReader.entry` reads), keeping its
+        unparsed record as the sample. Only when that entry was seen before and the flow is
+        newer than all of its flows; False, and nothing counted, otherwise: then :meth:`add`
+        the parsed flow. Either way the result is the same."""
+        if not self._fast:
+            return False
+        stats = self._entries.get(entry)
+        if stats is None or (self._window and not self._inside(time)):
+            return False
+        key = time if (len(time) == 30 and time[-1] == "Z") else time_key(time)
+        if not stats.add_newest(key, (entry[1], entry[2]), sample, "policy", self._max_samples):
+            return False
+        self.decisions[Decision.CANDIDATE] += 1
+        return True
+
+    def add_context(self, decision: Decision, time: str) -> bool:
+        """Count a flow that only adds context, by its time alone: REPLY (a DROPPED
+        POLICY_DENIED reply) or NOT_A_DROP (a verdict other than DROPPED and AUDIT), from a line
+        :meth:`QuickReader.entry` read. False, and nothing counted, when the flow needs
+        :meth:`add` (a time window is set, or options change what such a flow means)."""
+        if self._window or (decision is Decision.REPLY and not self._fast):
+            return False
+        self.decisions[decision] += 1
+        key = time if (len(time) == 30 and time[-1] == "Z") else time_key(time)
+        if key:
+            if not self._first or key < self._first:
+                self._first = key
+            if key > self._last:
+                self._last = key
+        return True
 
     def _inside(self, when: str) -> bool:
         """Whether a flow's time is inside --since/--until (a flow without one is not)."""

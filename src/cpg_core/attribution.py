@@ -4,8 +4,9 @@ few sample flows (the newest, chosen by content so the choice never depends on f
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -104,6 +105,17 @@ def _l7_detail(flow: Flow) -> str:
     return ""
 
 
+PendingFlow = tuple[Callable[[Any], Flow], Any]
+"""A sample not parsed yet: (how to parse it, the raw record). The fast paths keep this
+instead of a Flow: in time-ordered input every flow replaces its pair's sample, so most
+samples are replaced before anyone reads them, and only the survivors are ever parsed."""
+Sample = Flow | PendingFlow
+
+
+def _parsed(sample: Sample) -> Flow:
+    return sample[0](sample[1]) if isinstance(sample, tuple) else sample
+
+
 @attrs.define(slots=True)
 class RuleStats:
     """What one allow entry (direction, peer, protocol, port) was built from.
@@ -116,7 +128,7 @@ class RuleStats:
     first: str = NO_TIME
     last: str = NO_TIME
     classes: dict[str, int] = attrs.Factory(dict)
-    samples: dict[tuple[Endpoint, Endpoint], Flow] = attrs.Factory(dict)
+    samples: dict[tuple[Endpoint, Endpoint], Sample] = attrs.Factory(dict)
 
     def add(self, flow: Flow, flow_cls: str, max_samples: int) -> None:
         self.count += 1
@@ -137,17 +149,53 @@ class RuleStats:
                 samples[pair] = flow
             else:
                 current = samples.get(pair)
-                if current is None or sample_of(flow) > sample_of(current):
+                if current is None or sample_of(flow) > sample_of(_parsed(current)):
                     samples[pair] = flow
             if len(samples) > 4 * max_samples:
                 self._trim(max_samples)
 
+    def add_newest(
+        self,
+        key: str,
+        pair: tuple[Endpoint, Endpoint],
+        sample: PendingFlow,
+        flow_cls: str,
+        max_samples: int,
+    ) -> bool:
+        """:meth:`add` for a flow known only by its time key, its endpoint pair and its
+        unparsed record, when it is newer than every flow counted so far (the usual case: then
+        it is the pair's sample whatever it holds). False, and nothing counted, otherwise."""
+        if key <= self.last:
+            return False
+        self.count += 1
+        if not self.first:
+            self.first = key
+        self.last = key
+        classes = self.classes
+        classes[flow_cls] = classes.get(flow_cls, 0) + 1
+        if max_samples:
+            samples = self.samples
+            samples[pair] = sample
+            if len(samples) > 4 * max_samples:
+                self._trim(max_samples)
+        return True
+
+    def _settle(self) -> dict[tuple[Endpoint, Endpoint], Flow]:
+        """Parse the pending samples; the samples, every one a Flow."""
+        samples = self.samples
+        for pair, sample in samples.items():
+            if isinstance(sample, tuple):
+                samples[pair] = sample[0](sample[1])
+        return samples  # type: ignore[return-value]
+
     def _trim(self, limit: int) -> None:
-        kept = sorted(self.samples.items(), key=lambda item: sample_of(item[1]))[-limit:]
+        kept = sorted(self._settle().items(), key=lambda item: sample_of(item[1]))[-limit:]
         self.samples = dict(kept)
 
     def copy(self) -> RuleStats:
-        return RuleStats(self.count, self.first, self.last, dict(self.classes), dict(self.samples))
+        return RuleStats(
+            self.count, self.first, self.last, dict(self.classes), dict(self._settle())
+        )
 
     def absorb(self, other: RuleStats, max_samples: int) -> None:
         self.count += other.count
@@ -156,10 +204,11 @@ class RuleStats:
         self.last = max(self.last, other.last)
         for cls, n in other.classes.items():
             self.classes[cls] = self.classes.get(cls, 0) + n
-        for pair, flow in other.samples.items():
-            current = self.samples.get(pair)
+        mine = self._settle()
+        for pair, flow in other._settle().items():
+            current = mine.get(pair)
             if current is None or sample_of(flow) > sample_of(current):
-                self.samples[pair] = flow
+                mine[pair] = flow
         if max_samples and len(self.samples) > max_samples:
             self._trim(max_samples)
         elif not max_samples:
@@ -167,7 +216,9 @@ class RuleStats:
 
     def newest(self, limit: int) -> list[SampleKey]:
         """The ``limit`` newest samples (one per endpoint pair), oldest first."""
-        return sorted(sample_of(flow) for flow in self.samples.values())[-limit:] if limit else []
+        if not limit:
+            return []
+        return sorted(sample_of(flow) for flow in self._settle().values())[-limit:]
 
 
 @functools.lru_cache(maxsize=16384)

@@ -54,6 +54,10 @@ class Endpoint:
 
 EMPTY_ENDPOINT = Endpoint()
 
+EntryKey = tuple[int, Endpoint, Endpoint, str, int]
+"""What makes two flows the same allow entry when both ends are endpoints:
+(direction, source, destination, protocol, port)."""
+
 _NAMESPACE_LABEL_PREFIX = "k8s:io.kubernetes.pod.namespace="
 _CLUSTER_LABEL_PREFIX = "k8s:io.cilium.k8s.policy.cluster="
 

@@ -11,8 +11,9 @@ import attrs
 from cpg_core.aggregate import Aggregator, PolicyPlan
 from cpg_core.documents import ZERO_TIME, ClusterHealth, PolicyEvidence, SessionInfo, SessionSource
 from cpg_core.evidence import plan_evidence
-from cpg_core.lines import ReadStats, feed_lines
+from cpg_core.lines import ReadStats, aggregate_lines
 from cpg_core.parse import FlowParser
+from cpg_core.quickline import QuickReader
 from cpg_core.render import render_policy
 from cpg_core.requests import CaptureRequest
 
@@ -48,7 +49,8 @@ def generate(
     request = request or CaptureRequest()
     aggregator = Aggregator(request.aggregate_options())
     stats = ReadStats()
-    feed_lines(lines, 1, stats, FlowParser(), aggregator.add)
+    parser = FlowParser()
+    aggregate_lines(lines, 1, stats, parser, aggregator, QuickReader(parser))
     session = SessionInfo(
         id=session_id,
         started_at=now,

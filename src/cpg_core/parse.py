@@ -252,6 +252,25 @@ class FlowParser:
             )
         return self._flow(obj, obj)
 
+    def endpoint(
+        self, namespace: str, labels: tuple[str, ...], identity: int, pod_name: str, cluster: str
+    ) -> Endpoint:
+        """The endpoint of these (already checked) values: the same instance this parser gives
+        every flow with them, so that keys holding it compare by identity."""
+        key = (namespace, labels, identity, pod_name, cluster)
+        cached = self._endpoints.get(key)
+        if cached is None:
+            cached = self._remember(
+                key, endpoint_of(namespace, labels, identity, pod_name, cluster)
+            )
+        return cached
+
+    def _remember(self, key: tuple[object, ...], endpoint: Endpoint) -> Endpoint:
+        if len(self._endpoints) >= _ENDPOINT_CACHE_LIMIT:
+            self._endpoints.clear()
+        self._endpoints[key] = endpoint
+        return endpoint
+
     def _endpoint(self, value: object, field: str) -> Endpoint:
         if value is None:
             return EMPTY_ENDPOINT
@@ -279,10 +298,7 @@ class FlowParser:
             _as_str(pod_name, f"{field}.pod_name"),
             _as_str(cluster, f"{field}.cluster_name"),
         )
-        if len(self._endpoints) >= _ENDPOINT_CACHE_LIMIT:
-            self._endpoints.clear()
-        self._endpoints[key] = endpoint
-        return endpoint
+        return self._remember(key, endpoint)
 
     def _flow(self, f: Mapping[str, Any], outer: Mapping[str, Any]) -> Flow:
         if "traffic_direction" not in f and not _CAMEL_MARKERS.isdisjoint(f):

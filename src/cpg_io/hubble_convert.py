@@ -6,7 +6,8 @@ from __future__ import annotations
 import time as _clock
 from typing import Any
 
-from cpg_core import Endpoint, Flow, LostEvents, OtherRecord
+from cpg_core import Decision, Endpoint, Flow, LostEvents, OtherRecord, Verdict
+from cpg_core.dropreasons import POLICY_DENIED
 from cpg_core.flow import (
     EMPTY_ENDPOINT,
     DNSInfo,
@@ -16,9 +17,12 @@ from cpg_core.flow import (
     Record,
     endpoint_of,
 )
+from cpg_core.quickline import QuickLine
 from cpg_io._proto.flow import flow_pb2
 
 _L7_TYPES = {v.number: v.name for v in flow_pb2.L7FlowType.DESCRIPTOR.values}
+_DROPPED = int(Verdict.DROPPED)
+_AUDIT = int(Verdict.AUDIT)
 _LOST_SOURCES = {v.number: v.name for v in flow_pb2.LostEventSource.DESCRIPTOR.values}
 
 
@@ -31,12 +35,11 @@ def _refs(policies: Any) -> tuple[PolicyRef, ...]:
 class ProtoConverter:
     """Converts GetFlowsResponse messages; caches endpoints like the JSON parser does."""
 
-    __slots__ = ("_endpoints", "_second", "_second_text")
+    __slots__ = ("_endpoints", "_second")
 
     def __init__(self) -> None:
         self._endpoints: dict[tuple[object, ...], Endpoint] = {}
-        self._second: int | None = None
-        self._second_text = ""
+        self._second: tuple[int | None, str] = (None, "")
 
     def record(self, response: Any) -> Record:
         kind = response.WhichOneof("response_types")
@@ -51,24 +54,26 @@ class ProtoConverter:
 
     def _time(self, stamp: Any) -> str:
         """The time as protojson writes it (what Hubble's JSON holds), the date part
-        formatted once per distinct second."""
+        formatted once per distinct second. Safe from two threads (the flusher converts kept
+        samples while the stream converts new flows): the second and its text are one value."""
         seconds = stamp.seconds
-        if seconds != self._second:
+        second, text = self._second
+        if seconds != second:
             try:
                 text = _clock.strftime("%Y-%m-%dT%H:%M:%S", _clock.gmtime(seconds))
             except (OverflowError, ValueError, OSError):
                 return str(stamp.ToJsonString())  # outside what the C library can format
             if not 0 <= seconds < 253402300800:  # years 1970-9999 only
                 return str(stamp.ToJsonString())
-            self._second, self._second_text = seconds, text
+            self._second = (seconds, text)
         nanos = stamp.nanos  # as protojson (and so Hubble's JSON) writes it: 0, 3, 6 or 9 digits
         if not nanos:
-            return f"{self._second_text}Z"
+            return f"{text}Z"
         if not nanos % 1_000_000:
-            return f"{self._second_text}.{nanos // 1_000_000:03d}Z"
+            return f"{text}.{nanos // 1_000_000:03d}Z"
         if not nanos % 1_000:
-            return f"{self._second_text}.{nanos // 1_000:06d}Z"
-        return f"{self._second_text}.{nanos:09d}Z"
+            return f"{text}.{nanos // 1_000:06d}Z"
+        return f"{text}.{nanos:09d}Z"
 
     def _endpoint(self, msg: Any, present: bool) -> Endpoint:
         if not present:
@@ -89,6 +94,53 @@ class ProtoConverter:
                 msg.namespace, tuple(msg.labels), identity, msg.pod_name, msg.cluster_name
             )
         return found
+
+    def quick(self, f: Any, response: Any) -> QuickLine | None:
+        """What a flow message is when it is of a common shape, read without building a Flow
+        (as :meth:`QuickReader.entry` does for JSON lines): a DROPPED POLICY_DENIED non-reply
+        TCP or UDP flow with a port, by its allow-entry key, or a flow that only adds context
+        (a reply to such a drop; a verdict other than DROPPED and AUDIT), by its decision.
+        None for anything else (L7 records and DNS names included), which :meth:`flow`
+        converts."""
+        if f.HasField("l7") or f.destination_names:
+            return None
+        if f.HasField("time"):
+            stamp = f.time
+        elif response.HasField("time"):
+            stamp = response.time
+        else:
+            return None
+        verdict = f.verdict
+        if verdict != _DROPPED:
+            return None if verdict == _AUDIT else (Decision.NOT_A_DROP, self._time(stamp))
+        if (f.drop_reason_desc or f.drop_reason) != POLICY_DENIED:
+            return None
+        if f.is_reply.value if f.HasField("is_reply") else f.reply:
+            return Decision.REPLY, self._time(stamp)
+        direction = f.traffic_direction
+        if direction != 1 and direction != 2:
+            return None
+        l4 = f.l4
+        protocol = l4.WhichOneof("protocol")
+        if protocol == "TCP":
+            port = l4.TCP.destination_port
+        elif protocol == "UDP":
+            port = l4.UDP.destination_port
+        else:
+            return None
+        if not 0 < port <= 65535:
+            return None
+        return (
+            direction,
+            self._endpoint(f.source, f.HasField("source")),
+            self._endpoint(f.destination, f.HasField("destination")),
+            protocol,
+            port,
+        ), self._time(stamp)
+
+    def flow_of(self, response: Any) -> Flow:
+        """The flow of a response :meth:`quick` read (for a sample kept unconverted)."""
+        return self.flow(response.flow, response)
 
     def flow(self, f: Any, response: Any) -> Flow:
         protocol = f.l4.WhichOneof("protocol") or ""

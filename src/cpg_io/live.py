@@ -21,7 +21,6 @@ from cpg_core import (
     AggregateOptions,
     Aggregator,
     ClusterHealth,
-    Flow,
     LostEvents,
     PolicyPlan,
     SessionInfo,
@@ -157,9 +156,9 @@ class LiveCapture:
 
     def _take(self, response: Any) -> None:
         self.stats.lines_read += 1
-        record = self._converter.record(response)
-        if type(record) is Flow:
-            uuid = record.uuid
+        if response.WhichOneof("response_types") == "flow":
+            f = response.flow
+            uuid = f.uuid
             if uuid:
                 if uuid in self._seen:  # re-sent after a reconnect
                     return
@@ -167,11 +166,22 @@ class LiveCapture:
                 self._uuids.append(uuid)
                 if len(self._uuids) > UUID_MEMORY:
                     self._seen.discard(self._uuids.popleft())
-            if response.flow.HasField("time"):
-                self._since = response.flow.time
-            self._interval.add(record)
+            if f.HasField("time"):
+                self._since = f.time
+            converter = self._converter
+            interval = self._interval
+            # The common flows are counted by their key; a Flow only for the samples kept.
+            found = converter.quick(f, response)
+            if found is None or not (
+                interval.add_known(found[0], found[1], (converter.flow_of, response))
+                if type(found[0]) is tuple
+                else interval.add_context(found[0], found[1])
+            ):
+                interval.add(converter.flow(f, response))
             self.progress.flows += 1
-        elif type(record) is LostEvents:
+            return
+        record = self._converter.record(response)
+        if type(record) is LostEvents:
             self.stats.lost_events += record.count
             log.warning(
                 "Hubble lost %d events (%s): the capture is incomplete; consider a larger "

@@ -18,11 +18,12 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, BinaryIO, TypeVar
 
 from cpg_core import AggregateOptions, AggregateState, Aggregator, FlowParser
+from cpg_core.quickline import QuickReader
 from cpg_io.progress import Reported
 from cpg_io.sources import (
     ReadStats,
     SourceError,
-    feed_lines,
+    aggregate_lines,
     input_size,
     iter_chunks,
     merge_stats,
@@ -120,7 +121,7 @@ def _consume(
     on_malformed: Callable[[int, str], object] | None = None,
 ) -> None:
     parser = FlowParser()
-    add = aggregator.add
+    reader = QuickReader(parser)
     told = 0
     # The hot loop creates no reference cycles; pausing the cycle collector saves it from
     # rescanning the growing set of kept samples again and again.
@@ -128,7 +129,7 @@ def _consume(
     gc.disable()
     try:
         for first, block in blocks:
-            feed_lines(_lines_of(block), first, stats, parser, add)
+            aggregate_lines(_lines_of(block), first, stats, parser, aggregator, reader)
             if on_malformed is not None and len(stats.malformed_examples) > told:
                 for line, why in stats.malformed_examples[told:]:
                     on_malformed(line, why)
@@ -297,6 +298,7 @@ def _range_worker(
     try:
         aggregator = Aggregator(options)
         parser = FlowParser()
+        reader = QuickReader(parser)
         total = ReadStats()
         gc.disable()  # see _consume
         with open(path, "rb") as handle:
@@ -304,7 +306,7 @@ def _range_worker(
                 handle.seek(start)
                 lines = _lines_of(handle.read(stop - start))
                 chunk = ReadStats()
-                feed_lines(lines, 1, chunk, parser, aggregator.add)
+                aggregate_lines(lines, 1, chunk, parser, aggregator, reader)
                 outbox.put(("chunk", (index, len(lines), chunk.malformed_examples), stop - start))
                 chunk.malformed_examples = []
                 merge_stats(total, chunk)

@@ -19,7 +19,13 @@ from typing import BinaryIO
 
 from cpg_core import Flow, FlowParser, ReadStats, feed_lines
 from cpg_core.attribution import time_key
-from cpg_core.lines import MAX_LINE_BYTES, OVERSIZED, merge_stats, parse_lines
+from cpg_core.lines import (
+    MAX_LINE_BYTES,
+    OVERSIZED,
+    aggregate_lines,
+    merge_stats,
+    parse_lines,
+)
 from cpg_core.sniff import CAPTURE_HINT, describe_unreadable
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -302,22 +308,27 @@ def iter_chunks(stream: BinaryIO, stats: ReadStats, size: int) -> Iterator[tuple
             if rest:
                 yield number, rest
             return
-        block = rest + block
         cut = block.rfind(b"\n") + 1
-        if cut == 0 and len(block) <= MAX_LINE_BYTES:
-            rest = block
-            continue
         if cut == 0:
+            block = rest + block
+            if len(block) <= MAX_LINE_BYTES:
+                rest = block
+                continue
             cut = len(block)  # one oversized line: hand it on to be counted as malformed
-        yield number, block[:cut]
-        number += block.count(b"\n", 0, cut)
-        rest = block[cut:]
+            whole, rest = block, b""
+        else:
+            # One copy of the block: the carried-over line start and the whole lines.
+            whole = b"".join((rest, memoryview(block)[:cut])) if rest else block[:cut]
+            rest = block[cut:]
+        yield number, whole
+        number += whole.count(b"\n")
 
 
 __all__ = [
     "MAX_LINE_BYTES",
     "ReadStats",
     "SourceError",
+    "aggregate_lines",
     "describe_source",
     "feed_lines",
     "merge_stats",

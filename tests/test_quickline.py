@@ -1,0 +1,348 @@
+"""The quick way through a replay (and a live capture): the commonest flows counted by their
+allow-entry key or decision, a Flow parsed only for the samples kept. It must never disagree
+with the full path: not on a real line, not on a mangled one, not in any order."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from google.protobuf import json_format
+
+import cpg_core.lines
+from conftest import CORPUS, EXAMPLE, endpoint, flow_dict
+from cpg_core import AggregateOptions, Aggregator, Decision, FlowParser
+from cpg_core.decide import DecideOptions, decide
+from cpg_core.errors import FlowParseError
+from cpg_core.lines import ReadStats, aggregate_lines
+from cpg_core.quickline import QuickReader
+from cpg_io._proto.observer import observer_pb2
+from cpg_io.hubble_convert import ProtoConverter
+
+
+def _agrees(line: bytes, found: Any) -> None:
+    """A line the quick reader took parses, and means exactly what it said."""
+    flow = FlowParser().parse(orjson.loads(line))
+    what, time = found
+    assert flow.time == time
+    assert flow.l7 is None and not flow.destination_names
+    if isinstance(what, tuple):
+        assert (flow.direction, flow.source, flow.destination, flow.protocol, flow.port) == what
+        assert decide(flow) is Decision.CANDIDATE
+        assert flow.drop_reason == 133 and flow.is_reply is not True
+    else:
+        assert decide(flow) is what
+
+
+def _real_lines() -> list[bytes]:
+    files = [EXAMPLE, *sorted(CORPUS.glob("*.json*"))] if CORPUS.is_dir() else [EXAMPLE]
+    return [line for path in files for line in path.read_bytes().splitlines()]
+
+
+def test_every_real_line_the_quick_reader_takes_means_the_same() -> None:
+    reader = QuickReader(FlowParser())
+    taken = {"entry": 0, "context": 0}
+    for line in _real_lines():
+        found = reader.entry(line)
+        if found is not None:
+            _agrees(line, found)
+            taken["entry" if isinstance(found[0], tuple) else "context"] += 1
+    assert taken["entry"] >= 20  # the example capture's policy drops
+    if CORPUS.is_dir():
+        assert taken["context"] >= 1000  # the corpus is mostly forwarded flows
+
+
+def _seeds() -> list[dict[str, Any]]:
+    shop = endpoint("shop", "frontend", ID=12, identity=3001, pod_name="frontend-1")
+    cart = endpoint("shop", "cart", identity=3002, pod_name="cart-1", cluster_name="west")
+    return [
+        flow_dict(shop, cart, uuid="u-1", node_name="n1"),
+        flow_dict(shop, cart, udp=53, direction="EGRESS", time="2026-11-02T10:00:00.123456Z"),
+        flow_dict(shop, cart, reply=True, Summary="TCP Flags: ACK"),
+        flow_dict(shop, cart, verdict="FORWARDED", reason=None, Type="L3_L4"),
+        flow_dict(
+            endpoint("shop", "frontend", workloads=[{"name": "frontend", "kind": "Deployment"}]),
+            cart,
+            event_type={"type": 5, "sub_type": 0},
+            interface={"index": 3, "name": "lxc1"},
+            socket_cookie="18446744073709551615",
+        ),
+        {**flow_dict(shop, cart), "node_name": "n2", "time": "2026-11-02T10:00:01Z"},
+        {"flow": {**flow_dict(shop, cart, reply=None)["flow"], "reply": True}},  # older Hubble
+    ]
+
+
+# Values that sit at the edge of what either decoder accepts, written raw into the line.
+_ODD_VALUES: list[bytes] = [
+    b"null",
+    b"true",
+    b"0",
+    b"-1",
+    b"65535",
+    b"65536",
+    b"256",
+    b"2147483648",
+    b"9223372036854775808",
+    b"1" + b"0" * 400,
+    b"1e999",
+    b"1.5",
+    b'""',
+    b'"x"',
+    b'"INGRESS"',
+    b'"DROPPED"',
+    b'"POLICY_DENIED"',
+    b"[]",
+    b'["a"]',
+    b"[1]",
+    b"{}",
+    b'{"x":1}',
+    b'"\\ud800"',
+    b'"\xff"',
+    b'"\xc3\xa9"',
+    b"[" * 600 + b"]" * 600,
+]
+_ODD_KEYS = ["l7", "dropReasonDesc", "trafficDirection", "isReply", "extensions", "podName", "zz"]
+
+
+def _paths(value: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [at]
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            found += _paths(inner, (*at, key))
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            found += _paths(inner, (*at, index))
+    return found
+
+
+def _mutate(record: dict[str, Any], rng: random.Random) -> bytes:
+    """The record with one odd change, as a JSON line (possibly no longer valid JSON)."""
+    record = json.loads(json.dumps(record))
+    odd = rng.choice(_ODD_VALUES)
+    mark = '"@@odd@@"'
+    path = rng.choice(_paths(record)[1:])
+    holder = record
+    for step in path[:-1]:
+        holder = holder[step]
+    roll = rng.random()
+    if roll < 0.6 or not isinstance(holder, dict):
+        holder[path[-1]] = "@@odd@@"
+    elif roll < 0.8:
+        holder[rng.choice(_ODD_KEYS)] = "@@odd@@"
+    else:  # the same key twice: the last one counts in both decoders
+        text = json.dumps(record)
+        key = json.dumps(path[-1])
+        return (
+            text.replace(f"{key}: ", f"{key}: {mark}, {key}: ", 1)
+            .replace(mark, odd.decode("latin-1"))
+            .encode("latin-1")
+        )
+    line = json.dumps(record).encode().replace(mark.encode(), odd)
+    assert odd in line
+    if rng.random() < 0.1:  # and sometimes a byte cut out or slipped in
+        at = rng.randrange(len(line))
+        line = line[:at] + line[at + 1 :] if rng.random() < 0.5 else line[:at] + b"}" + line[at:]
+    return line
+
+
+def test_mutated_lines_never_split_the_two_paths() -> None:
+    rng = random.Random(17)
+    reader = QuickReader(FlowParser())
+    taken = refused = 0
+    for _ in range(6000):
+        line = _mutate(rng.choice(_seeds()), rng)
+        found = reader.entry(line)
+        if found is None:
+            refused += 1
+            continue
+        taken += 1
+        try:
+            _agrees(line, found)
+        except (orjson.JSONDecodeError, FlowParseError) as exc:  # pragma: no cover - the bug
+            pytest.fail(f"taken quickly but refused by the parser ({exc}): {line!r}")
+    assert taken > 500 and refused > 500  # both ways were exercised
+
+
+def _capture(rng: random.Random, count: int) -> list[bytes]:
+    """A mixed capture: policy drops over a few pairs and ports (some repeated, some
+    reordered), replies, forwarded flows, infra drops, L7 and malformed lines."""
+    pods = [
+        endpoint(ns, app, identity=100 + i, pod_name=f"{app}-{i}")
+        for i, (ns, app) in enumerate(
+            [("shop", "frontend"), ("shop", "cart"), ("shop", "db"), ("pay", "api")]
+        )
+    ]
+    lines = []
+    time = ""
+    for i in range(count):
+        second = i // 7 if rng.random() > 0.1 else rng.randrange(count // 7 + 1)
+        if not time or rng.random() > 0.2:  # else the same time as the flow before
+            time = f"2026-11-02T10:{second // 60 % 60:02d}:{second % 60:02d}.{i % 1000:03d}Z"
+        src, dst = rng.sample(pods, 2)
+        roll = rng.random()
+        kind: dict[str, Any] = {}
+        if roll < 0.1:
+            kind = {"verdict": "FORWARDED", "reason": None}
+        elif roll < 0.15:
+            kind = {"reply": True}
+        elif roll < 0.2:
+            kind = {"reason": "CT_MAP_INSERTION_FAILED"}
+        elif roll < 0.22:
+            kind = {"l7": {"type": "REQUEST", "http": {"method": "GET", "url": "/a/1"}}}
+        elif roll < 0.24:
+            kind = {"verdict": "AUDIT"}
+        record = flow_dict(
+            src,
+            dst,
+            time=time,
+            tcp=rng.choice((80, 443, 8080)),
+            direction=rng.choice(("INGRESS", "EGRESS")),
+            uuid=f"u-{i}",
+            node_name=f"node-{i % 3}",
+            **kind,
+        )
+        lines.append(json.dumps(record).encode() if rng.random() > 0.01 else b'{"flow": [}')
+    return lines
+
+
+def _aggregate(lines: list[bytes], options: AggregateOptions, quick: bool) -> Any:
+    parser = FlowParser()
+    aggregator = Aggregator(options)
+    stats = ReadStats()
+    for at in range(0, len(lines), 500):  # in batches, as the workers read them
+        reader = QuickReader(parser) if quick else None
+        aggregate_lines(lines[at : at + 500], at + 1, stats, parser, aggregator, reader)
+    return aggregator.state(), stats, aggregator.plans()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        AggregateOptions(),
+        AggregateOptions(max_samples=2),
+        AggregateOptions(max_samples=0),
+        AggregateOptions(l7=True),
+        AggregateOptions(since="2026-11-02T10:02:00.000000000Z"),
+        AggregateOptions(until="2026-11-02T10:06:00.000000000Z"),
+        AggregateOptions(namespaces=frozenset({"pay"})),
+        AggregateOptions(decide=DecideOptions(ignore_protocols=frozenset({"tcp"}))),
+        AggregateOptions(decide=DecideOptions(ignore_reasons=frozenset({133}))),
+        AggregateOptions(decide=DecideOptions(include_audit=True)),
+    ],
+    ids=[
+        "default",
+        "two-samples",
+        "no-samples",
+        "l7",
+        "since",
+        "until",
+        "one-namespace",
+        "ignore-tcp",
+        "ignore-policy-denied",
+        "include-audit",
+    ],
+)
+def test_the_quick_way_aggregates_exactly_as_the_full_path(options: AggregateOptions) -> None:
+    rng = random.Random(5)
+    lines = _capture(rng, 4000)
+    for order in ("as captured", "shuffled"):
+        if order == "shuffled":
+            rng.shuffle(lines)
+        full = _aggregate(lines, options, quick=False)
+        quick = _aggregate(lines, options, quick=True)
+        assert quick[0] == full[0], order
+        assert quick[1] == full[1], order
+        assert quick[2] == full[2], order
+        assert [p.attribution for p in quick[2]] == [p.attribution for p in full[2]], order
+
+
+def test_a_flow_is_parsed_only_for_the_samples_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    parsed: list[object] = []
+    real = cpg_core.lines.flow_of_line
+
+    def counting(line: bytes | str) -> Any:
+        parsed.append(line)
+        return real(line)
+
+    monkeypatch.setattr(cpg_core.lines, "flow_of_line", counting)
+    lines = [
+        json.dumps(
+            flow_dict(time=f"2026-11-02T10:{i // 60:02d}:{i % 60:02d}.000000001Z", uuid=f"u{i}")
+        ).encode()
+        for i in range(3000)
+    ]
+    state, _, _ = _aggregate(lines, AggregateOptions(), quick=True)
+    ((stats,),) = [list(atoms.values()) for atoms in state.atoms.values()]
+    assert stats.count == 3000
+    assert len(parsed) == 1 and parsed[0] == lines[-1]  # the one sample kept, parsed once
+    assert next(iter(stats.samples.values())).uuid == "u2999"
+
+
+def _response(line: bytes) -> Any:
+    return json_format.Parse(line, observer_pb2.GetFlowsResponse(), ignore_unknown_fields=True)
+
+
+def test_the_live_quick_way_means_what_the_conversion_says() -> None:
+    converter = ProtoConverter()
+    rng = random.Random(3)
+    lines = _capture(rng, 1500) + [line for line in _real_lines() if line.startswith(b'{"flow"')]
+    taken = 0
+    for line in lines:
+        try:
+            response = _response(line)
+        except (json_format.ParseError, ValueError):
+            continue
+        if response.WhichOneof("response_types") != "flow":
+            continue
+        found = converter.quick(response.flow, response)
+        flow = converter.flow(response.flow, response)
+        if found is None:
+            continue
+        taken += 1
+        what, time = found
+        assert flow.time == time
+        if isinstance(what, tuple):
+            assert (flow.direction, flow.source, flow.destination, flow.protocol, flow.port) == what
+            assert decide(flow) is Decision.CANDIDATE
+        else:
+            assert decide(flow) is what
+        assert converter.flow_of(response) == flow
+    assert taken > 1000
+
+
+def test_the_reader_gives_up_on_a_capture_of_another_shape() -> None:
+    """camelCase lines never take the quick way; after a batch's first lines the reader is
+    not even asked (and the result is the full path's)."""
+    calls = 0
+    parser = FlowParser()
+
+    class Counting(QuickReader):
+        __slots__ = ()
+
+        def entry(self, line: bytes | str) -> Any:
+            nonlocal calls
+            calls += 1
+            return super().entry(line)
+
+    lines = [
+        json.dumps(flow_dict(time=f"2026-11-02T10:00:{i % 60:02d}Z"))
+        .replace("traffic_direction", "trafficDirection")
+        .replace("drop_reason_desc", "dropReasonDesc")
+        .encode()
+        for i in range(2000)
+    ]
+    aggregator = Aggregator()
+    aggregate_lines(lines, 1, ReadStats(), parser, aggregator, Counting(parser))
+    assert calls < 300
+    assert aggregator.candidates == 2000
+
+
+def test_the_example_capture_replays_the_same_either_way(tmp_path: Path) -> None:
+    lines = EXAMPLE.read_bytes().splitlines()
+    assert _aggregate(lines, AggregateOptions(), True) == _aggregate(
+        lines, AggregateOptions(), False
+    )
