@@ -1,9 +1,12 @@
-"""End-to-end replay throughput: ``python benchmarks/replay.py [N]`` (default 1,000,000).
+"""Replay throughput: ``python benchmarks/replay.py [N]`` (default 1,000,000).
 
 Generates N realistic jsonpb lines (~750 bytes; 40 namespaces × 25 workloads, each calling a
-handful of services; 20 % are not candidates: forwarded, replies, infra drops), runs the installed ``cpg replay`` on them as a
-subprocess, and prints flows/s, the child's peak RSS and the ratio to plain ``json.loads`` of
-the same lines measured in the same run.
+handful of services; 20 % are not candidates: forwarded, replies, infra drops), runs the
+installed ``cpg replay`` on them as a subprocess, and prints flows/s, the child's peak RSS and
+the ratio to plain ``json.loads`` of the same lines measured in the same run. It also times one
+worker's whole job alone (read, decode, aggregate, pickle the partial result: what each of
+``-j N`` workers does, without the start-up and the writing of the output stage), the
+"per-worker" ratio.
 """
 
 from __future__ import annotations
@@ -128,6 +131,36 @@ def run_replay(
     return seconds, usage.ru_maxrss / 1024, last
 
 
+# One worker's whole job, in the interpreter of the build being measured: read the file,
+# decode, aggregate, and hand back the pickled partial result (what a -j N worker sends).
+_WORKER_STAGE = """
+import pickle, sys, time
+from cpg_core import AggregateOptions
+from cpg_io.parallel import aggregate_stream
+from cpg_io.sources import ReadStats, open_flow_stream
+start = time.perf_counter()
+with open_flow_stream(sys.argv[1]) as stream:
+    aggregator = aggregate_stream(
+        stream, AggregateOptions(max_samples=int(sys.argv[2])), ReadStats(), 1
+    )
+partial = pickle.dumps(aggregator.state())
+print(time.perf_counter() - start, aggregator.total_flows)
+"""
+
+
+def run_worker_stage(cpg: str, capture: Path, samples: int) -> float:
+    """Seconds one worker of that build takes on the capture (its interpreter is the one
+    next to its ``cpg``)."""
+    python = str(Path(cpg).with_name("python"))
+    out = subprocess.run(
+        [python, "-c", _WORKER_STAGE, str(capture), str(samples)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    return float(out[0])
+
+
 def main() -> None:
     """``replay.py [N] [--compare OTHER_CPG] [--rounds K] [-j N] [--no-evidence]``: with
     --compare, the other cpg (an older build) runs the same capture in the same run,
@@ -166,8 +199,10 @@ def main() -> None:
             print(f"cpg replay flags: {' '.join(extra)}")
         binaries = [("this cpg", cpg)] + ([("compared", other)] if other else [])
         best: dict[str, float] = {}
+        stage: dict[str, float] = {}
         peak: dict[str, float] = {}
         last = ""
+        samples = 0 if "--no-evidence" in extra else 10
         for _ in range(rounds):
             for label, binary in binaries:
                 seconds, rss, last = run_replay(
@@ -175,6 +210,9 @@ def main() -> None:
                 )
                 best[label] = min(best.get(label, seconds), seconds)
                 peak[label] = max(peak.get(label, 0.0), rss)
+                seconds = run_worker_stage(binary, capture, samples)
+                stage[label] = min(stage.get(label, seconds), seconds)
+            loads_s = min(loads_s, time_json_loads(capture))  # the floor, as noisy as the rest
         for label, _binary in binaries:
             seconds = best[label]
             print(
@@ -182,8 +220,17 @@ def main() -> None:
                 f"{rounds}), ratio to json.loads {loads_s / seconds:.2f}, peak RSS "
                 f"{peak[label]:,.1f} MB"
             )
+        for label, _binary in binaries:
+            seconds = stage[label]
+            print(
+                f"{label:<9} worker : {count / seconds:>12,.0f} flows/s ({seconds:.2f} s, best of "
+                f"{rounds}; read, decode, aggregate, pickle the partial), ratio to json.loads "
+                f"{loads_s / seconds:.2f}"
+            )
+        print(f"json.loads best : {count / loads_s:>12,.0f} lines/s ({loads_s:.2f} s)")
         if other:
             print(f"this/compared throughput: {best['compared'] / best['this cpg']:.2f}")
+            print(f"this/compared per worker: {stage['compared'] / stage['this cpg']:.2f}")
         print(last)
 
 

@@ -211,3 +211,55 @@ def test_forked_output_stage_writes_what_the_inline_one_does(
     inline = run("inline", 1)
     assert forked == inline
     assert not [p for p in tmp_path.rglob("*.tmp")], "no temp file is left behind"
+
+
+@pytest.mark.parametrize("size", [7, 64, 1000, 1 << 20])
+@pytest.mark.parametrize("tail", [b"", b"tail", b"\n\n"])
+def test_line_batches_are_the_lines_of_the_chunks(size: int, tail: bytes) -> None:
+    """The in-process reader (batches of lines, no block copies) gives the lines and line
+    numbers the worker blocks give."""
+    from cpg_io.parallel import _lines_of
+    from cpg_io.sources import iter_chunks, iter_line_batches
+
+    data = b"".join(b'{"n": %d}%s\n' % (i, b"x" * (i % 37)) for i in range(300)) + tail
+    expected = [
+        (first + at, line)
+        for first, block in iter_chunks(io.BytesIO(data), ReadStats(), size)
+        for at, line in enumerate(_lines_of(block))
+    ]
+    got = [
+        (first + at, line)
+        for first, lines in iter_line_batches(io.BytesIO(data), ReadStats(), size)
+        for at, line in enumerate(lines)
+    ]
+    assert got == expected
+    assert [line for _, line in got] == data.split(b"\n")[: len(got)]
+
+
+def test_line_batches_drop_an_oversized_line_as_one_line_and_go_on() -> None:
+    from cpg_core.lines import OVERSIZED
+    from cpg_io.sources import iter_line_batches
+
+    for length in (MAX_LINE_BYTES + 5, 3 * MAX_LINE_BYTES):
+        data = b"a\n" + b"x" * length + b"\nb\n"
+        got = [
+            (first + at, line)
+            for first, lines in iter_line_batches(io.BytesIO(data), ReadStats(), 1 << 20)
+            for at, line in enumerate(lines)
+        ]
+        assert [number for number, _ in got] == [1, 2, 3]
+        assert got[0][1] == b"a" and got[2][1] == b"b"
+        # Counted as one malformed line either way; never held whole once far too long.
+        assert got[1][1] == OVERSIZED or MAX_LINE_BYTES < len(got[1][1]) < 2 * MAX_LINE_BYTES
+
+
+def test_line_batches_of_a_truncated_gzip_keep_every_whole_line() -> None:
+    from cpg_io.sources import iter_line_batches
+
+    whole = b"".join(b'{"n": %d}\n' % i for i in range(5000))
+    cut = gzip.compress(whole)[:-200]
+    stats = ReadStats()
+    with gzip.GzipFile(fileobj=io.BytesIO(cut)) as stream:
+        lines = [line for _, batch in iter_line_batches(stream, stats, 4096) for line in batch]
+    assert lines and whole.startswith(b"\n".join(lines) + b"\n")
+    assert f"input ended early after line {len(lines)}" in stats.truncated

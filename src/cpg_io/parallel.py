@@ -26,6 +26,7 @@ from cpg_io.sources import (
     aggregate_lines,
     input_size,
     iter_chunks,
+    iter_line_batches,
     merge_stats,
     open_flow_stream,
 )
@@ -114,8 +115,30 @@ def _lines_of(block: bytes) -> list[bytes]:
     return lines
 
 
+def _checked_batches(
+    batches: Iterator[tuple[int, list[bytes]]],
+    cancel: threading.Event | None,
+    watch: Reported | None = None,
+    position: Callable[[], int] | None = None,
+) -> Iterator[tuple[int, list[bytes]]]:
+    done = 0
+    for first, lines in batches:
+        if cancel is not None and cancel.is_set():
+            raise Cancelled("the run was cancelled")
+        if watch is not None:
+            if position is None:
+                done += sum(map(len, lines)) + len(lines)
+            watch.read(position() if position is not None else done, first - 1 + len(lines))
+        yield first, lines
+
+
+def _batches(blocks: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, list[bytes]]]:
+    for first, block in blocks:
+        yield first, _lines_of(block)
+
+
 def _consume(
-    blocks: Iterator[tuple[int, bytes]],
+    batches: Iterator[tuple[int, list[bytes]]],
     aggregator: Aggregator,
     stats: ReadStats,
     on_malformed: Callable[[int, str], object] | None = None,
@@ -128,8 +151,8 @@ def _consume(
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        for first, block in blocks:
-            aggregate_lines(_lines_of(block), first, stats, parser, aggregator, reader)
+        for first, lines in batches:
+            aggregate_lines(lines, first, stats, parser, aggregator, reader)
             if on_malformed is not None and len(stats.malformed_examples) > told:
                 for line, why in stats.malformed_examples[told:]:
                     on_malformed(line, why)
@@ -148,7 +171,7 @@ def _worker(options: AggregateOptions, inbox: Any, outbox: Any, parent: int) -> 
         def tell(line: int, why: str) -> None:
             outbox.put(("malformed", line, why))
 
-        _consume(iter(inbox.get, None), aggregator, stats, tell)
+        _consume(_batches(iter(inbox.get, None)), aggregator, stats, tell)
         outbox.put(("ok", aggregator.state(), stats))
     except BaseException:  # report, never hang the parent
         outbox.put(("error", traceback.format_exc(), None))
@@ -167,16 +190,25 @@ def aggregate_stream(
     """Aggregate every flow of ``stream``; with ``jobs`` > 1 and a large input, in workers.
     Setting ``cancel`` stops it between blocks (Cancelled). ``watch`` hears how far reading
     got (``position()`` bytes, when given) and each malformed line as it is found."""
+    aggregator = Aggregator(options)
+    on_malformed = watch.malformed if watch else None
+    if jobs <= 1:
+        local = ReadStats()
+        batches = iter_line_batches(stream, stats, chunk_bytes)
+        _consume(
+            _checked_batches(batches, cancel, watch, position), aggregator, local, on_malformed
+        )
+        merge_stats(stats, local)
+        return aggregator
     chunks = _checked(iter_chunks(stream, stats, chunk_bytes), cancel, watch, position)
     head: list[tuple[int, bytes]] = []
     for chunk in chunks:
         head.append(chunk)
         if len(head) >= PARALLEL_AFTER_CHUNKS:
             break
-    aggregator = Aggregator(options)
-    if jobs <= 1 or len(head) < PARALLEL_AFTER_CHUNKS:
+    if len(head) < PARALLEL_AFTER_CHUNKS:
         local = ReadStats()
-        _consume(_chain(head, chunks), aggregator, local, watch.malformed if watch else None)
+        _consume(_batches(_chain(head, chunks)), aggregator, local, on_malformed)
         merge_stats(stats, local)
         return aggregator
 
@@ -383,8 +415,8 @@ def _files_worker(
             stats = ReadStats()
             with open_flow_stream(path) as stream:
                 _size, position = input_size(stream)
-                chunks = iter_chunks(stream, stats, CHUNK_BYTES)
-                _consume(_told(chunks, outbox, position), aggregator, stats)
+                batches = iter_line_batches(stream, stats, CHUNK_BYTES)
+                _consume(_told(batches, outbox, position), aggregator, stats)
             outbox.put(("file", index, stats))
         outbox.put(("ok", aggregator.state(), None))
     except SourceError as exc:
@@ -394,16 +426,16 @@ def _files_worker(
 
 
 def _told(
-    chunks: Iterator[tuple[int, bytes]], outbox: Any, position: Callable[[], int] | None
-) -> Iterator[tuple[int, bytes]]:
-    """The chunks, telling the parent how many bytes (of the file, compressed for gzip) and
+    batches: Iterator[tuple[int, list[bytes]]], outbox: Any, position: Callable[[], int] | None
+) -> Iterator[tuple[int, list[bytes]]]:
+    """The batches, telling the parent how many bytes (of the file, compressed for gzip) and
     lines each one moved the reading on."""
     done = 0
-    for first, block in chunks:
-        now = position() if position is not None else done + len(block)
-        outbox.put(("read", now - done, block.count(b"\n")))
+    for first, lines in batches:
+        now = position() if position is not None else done + sum(map(len, lines)) + len(lines)
+        outbox.put(("read", now - done, len(lines)))
         done = now
-        yield first, block
+        yield first, lines
 
 
 def aggregate_files(

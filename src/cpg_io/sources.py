@@ -324,6 +324,47 @@ def iter_chunks(stream: BinaryIO, stats: ReadStats, size: int) -> Iterator[tuple
         number += whole.count(b"\n")
 
 
+def iter_line_batches(
+    stream: BinaryIO, stats: ReadStats, size: int
+) -> Iterator[tuple[int, list[bytes]]]:
+    """The lines of the input in batches of about ``size`` bytes, each with the number of its
+    first line: :func:`iter_chunks` for reading in this process, without copying each block
+    whole once more to cut it at a line end. A line longer than MAX_LINE_BYTES becomes one
+    OVERSIZED line (its bytes are dropped as they come); a truncated input ends as
+    :func:`iter_chunks` says."""
+    number = 1
+    rest = b""
+    oversized = False  # inside a line too long to keep: drop bytes up to its end
+    while True:
+        block, error = _read_block(stream, size)
+        if not block and error is None:
+            if oversized or rest:
+                yield number, [OVERSIZED if oversized else rest]
+            return
+        lines = block.split(b"\n")
+        if oversized:
+            if len(lines) == 1:
+                lines = []  # still the same long line
+            else:
+                lines[0] = OVERSIZED
+                oversized = False
+        elif rest:
+            lines[0] = rest + lines[0]
+        rest = lines.pop() if lines else b""
+        if len(rest) > MAX_LINE_BYTES:
+            oversized, rest = True, b""
+        if error is not None:
+            if lines:
+                yield number, lines
+                number += len(lines)
+            lost = f" (an incomplete line of {len(rest)} bytes dropped)" if rest else ""
+            stats.truncated = f"input ended early after line {number - 1}{lost}: {error}"
+            return
+        if lines:
+            yield number, lines
+            number += len(lines)
+
+
 __all__ = [
     "MAX_LINE_BYTES",
     "ReadStats",
