@@ -7,12 +7,12 @@ any point. Order of flows never changes the result.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 import attrs
 
-from cpg_core.attribution import NO_TIME, PendingFlow, RuleStats, flow_class, time_key
+from cpg_core.attribution import NO_TIME, RuleStats, flow_class, time_key
 from cpg_core.decide import DecideOptions, Decision, decide
 from cpg_core.documents import ClusterHealth
 from cpg_core.dropreasons import POLICY_DENIED, is_known_reason, reason_name
@@ -240,19 +240,21 @@ class Aggregator:
         self._candidate(flow)
         return decision
 
-    def add_known(self, entry: EntryKey, time: str, sample: PendingFlow) -> bool:
+    def add_known(self, entry: EntryKey, time: str, parse: Callable[[Any], Flow], raw: Any) -> bool:
         """Count a DROPPED, POLICY_DENIED, non-reply flow with no L7 record or names by its
-        allow-entry key alone (what :meth:`QuickReader.entry` reads), keeping its
-        unparsed record as the sample. Only when that entry was seen before and the flow is
-        newer than all of its flows; False, and nothing counted, otherwise: then :meth:`add`
-        the parsed flow. Either way the result is the same."""
+        allow-entry key alone (what :meth:`QuickReader.entry` reads), keeping ``raw`` unparsed
+        as its sample (``parse(raw)`` gives the Flow). Only when that entry was seen before;
+        False, and nothing counted, otherwise (or when the time ties with its pair's sample):
+        then :meth:`add` the parsed flow. Either way the result is the same."""
         if not self._fast:
             return False
         stats = self._entries.get(entry)
         if stats is None or (self._window and not self._inside(time)):
             return False
         key = time if (len(time) == 30 and time[-1] == "Z") else time_key(time)
-        if not stats.add_newest(key, (entry[1], entry[2]), sample, "policy", self._max_samples):
+        if not stats.add_pending(
+            key, (entry[1], entry[2]), (parse, raw, key), "policy", self._max_samples
+        ):
             return False
         self.decisions[Decision.CANDIDATE] += 1
         return True

@@ -105,15 +105,11 @@ def _l7_detail(flow: Flow) -> str:
     return ""
 
 
-PendingFlow = tuple[Callable[[Any], Flow], Any]
-"""A sample not parsed yet: (how to parse it, the raw record). The fast paths keep this
-instead of a Flow: in time-ordered input every flow replaces its pair's sample, so most
-samples are replaced before anyone reads them, and only the survivors are ever parsed."""
+PendingFlow = tuple[Callable[[Any], Flow], Any, str]
+"""A sample not parsed yet: (how to parse it, the raw record, its time key). The fast paths
+keep this instead of a Flow: in time-ordered input every flow replaces its pair's sample, so
+most samples are replaced before anyone reads them, and only the survivors are ever parsed."""
 Sample = Flow | PendingFlow
-
-
-def _parsed(sample: Sample) -> Flow:
-    return sample[0](sample[1]) if isinstance(sample, tuple) else sample
 
 
 @attrs.define(slots=True)
@@ -149,12 +145,17 @@ class RuleStats:
                 samples[pair] = flow
             else:
                 current = samples.get(pair)
-                if current is None or sample_of(flow) > sample_of(_parsed(current)):
+                if current is None:
                     samples[pair] = flow
+                else:
+                    if isinstance(current, tuple):  # parsed once, then kept parsed
+                        current = samples[pair] = current[0](current[1])
+                    if sample_of(flow) > sample_of(current):
+                        samples[pair] = flow
             if len(samples) > 4 * max_samples:
                 self._trim(max_samples)
 
-    def add_newest(
+    def add_pending(
         self,
         key: str,
         pair: tuple[Endpoint, Endpoint],
@@ -163,18 +164,34 @@ class RuleStats:
         max_samples: int,
     ) -> bool:
         """:meth:`add` for a flow known only by its time key, its endpoint pair and its
-        unparsed record, when it is newer than every flow counted so far (the usual case: then
-        it is the pair's sample whatever it holds). False, and nothing counted, otherwise."""
-        if key <= self.last:
-            return False
+        unparsed record. False, and nothing counted, when its place among the samples needs
+        the flow itself: a sample of the same pair has the same time (the tie is broken by the
+        flow's other fields)."""
+        replace = False
+        samples = self.samples
+        if max_samples:
+            current = samples.get(pair)
+            if current is None:
+                replace = True
+            else:
+                if isinstance(current, tuple):
+                    held = current[2]
+                else:
+                    held = current.time
+                    if len(held) != 30 or held[-1] != "Z":
+                        held = time_key(held)
+                if key == held:
+                    return False
+                replace = key > held
         self.count += 1
-        if not self.first:
-            self.first = key
-        self.last = key
+        if key:
+            if not self.first or key < self.first:
+                self.first = key
+            if key > self.last:
+                self.last = key
         classes = self.classes
         classes[flow_cls] = classes.get(flow_cls, 0) + 1
-        if max_samples:
-            samples = self.samples
+        if replace:
             samples[pair] = sample
             if len(samples) > 4 * max_samples:
                 self._trim(max_samples)

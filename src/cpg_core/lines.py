@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import attrs
 import orjson
 
 from cpg_core.aggregate import Aggregator
-from cpg_core.attribution import PendingFlow
 from cpg_core.decide import Decision
 from cpg_core.errors import FlowParseError
 from cpg_core.flow import EntryKey, Flow, LostEvents, OtherRecord
@@ -57,7 +57,7 @@ def feed_lines(
     stats: ReadStats,
     parser: FlowParser,
     sink: Callable[[Flow], object],
-    known: Callable[[EntryKey, str, PendingFlow], bool] | None = None,
+    known: Callable[[EntryKey, str, Callable[[Any], Flow], Any], bool] | None = None,
     context: Callable[[Decision, str], bool] | None = None,
     reader: QuickReader | None = None,
 ) -> None:
@@ -88,7 +88,7 @@ def feed_lines(
                 if found is not None:
                     what, time = found
                     if (
-                        known(what, time, (flow_of_line, line))  # type: ignore[misc]
+                        known(what, time, flow_of_line, line)  # type: ignore[misc]
                         if type(what) is tuple
                         else context(what, time)  # type: ignore[misc, arg-type]
                     ):

@@ -173,7 +173,7 @@ class LiveCapture:
             # The common flows are counted by their key; a Flow only for the samples kept.
             found = converter.quick(f, response)
             if found is None or not (
-                interval.add_known(found[0], found[1], (converter.flow_of, response))
+                interval.add_known(found[0], found[1], converter.flow_of, response)
                 if type(found[0]) is tuple
                 else interval.add_context(found[0], found[1])
             ):
