@@ -210,3 +210,31 @@ def test_protobuf_flows_convert_like_json_flows(path: Path) -> None:
         assert converter.record(message) == parse_record(obj)
         checked += 1
     assert checked > 0
+
+
+def test_a_reused_identity_number_never_brings_back_old_labels() -> None:
+    """Cilium frees identity numbers and hands them to other label sets (CIDR identities
+    above all): the converter must not find an endpoint by its number alone."""
+    converter = ProtoConverter()
+    seen = []
+    for cidr in ("cidr:10.1.0.0/16", "cidr:192.168.0.0/24"):
+        record = {
+            "flow": {
+                "time": "2026-11-02T10:00:00Z",
+                "verdict": "DROPPED",
+                "drop_reason_desc": "POLICY_DENIED",
+                "traffic_direction": "EGRESS",
+                "l4": {"TCP": {"destination_port": 443}},
+                "source": {"identity": 4001, "namespace": "shop", "labels": ["k8s:app=a"]},
+                "destination": {"identity": 16777217, "labels": ["reserved:world", cidr]},
+            }
+        }
+        response = json_format.Parse(json.dumps(record), observer_pb2.GetFlowsResponse())
+        quick = converter.quick(response.flow, response)
+        flow = converter.flow(response.flow, response)
+        assert quick is not None and quick[0][2] == flow.destination  # type: ignore[index]
+        seen.append(flow.destination.labels)
+    assert seen == [
+        ("reserved:world", "cidr:10.1.0.0/16"),
+        ("reserved:world", "cidr:192.168.0.0/24"),
+    ]

@@ -78,20 +78,17 @@ class ProtoConverter:
     def _endpoint(self, msg: Any, present: bool) -> Endpoint:
         if not present:
             return EMPTY_ENDPOINT
-        identity = msg.identity
-        # An identity stands for its labels (Cilium derives one from the other): with one, the
-        # labels need not be copied out of the message to find the endpoint again.
-        key: tuple[object, ...] = (
-            (identity, msg.pod_name, msg.namespace, msg.cluster_name)
-            if identity
-            else (msg.namespace, tuple(msg.labels), 0, msg.pod_name, msg.cluster_name)
-        )
+        # The labels are part of the key: Cilium frees unused identity numbers and gives them
+        # to other label sets later (CIDR identities especially), so a number alone could
+        # find another endpoint's labels in a long capture.
+        labels = tuple(msg.labels)
+        key = (msg.identity, msg.namespace, msg.pod_name, msg.cluster_name, labels)
         found = self._endpoints.get(key)
         if found is None:
             if len(self._endpoints) >= 65536:
                 self._endpoints.clear()
             found = self._endpoints[key] = endpoint_of(
-                msg.namespace, tuple(msg.labels), identity, msg.pod_name, msg.cluster_name
+                msg.namespace, labels, msg.identity, msg.pod_name, msg.cluster_name
             )
         return found
 
