@@ -21,6 +21,7 @@ from cpg_core import (
     AggregateOptions,
     Aggregator,
     ClusterHealth,
+    Decision,
     LostEvents,
     PolicyPlan,
     SessionInfo,
@@ -172,11 +173,16 @@ class LiveCapture:
             interval = self._interval
             # The common flows are counted by their key; a Flow only for the samples kept.
             found = converter.quick(f, response)
-            if found is None or not (
-                interval.add_known(found[0], found[1], converter.flow_of, response)
-                if type(found[0]) is tuple
-                else interval.add_context(found[0], found[1])
-            ):
+            if found is None:
+                taken = False
+            else:
+                what, when = found
+                taken = (
+                    interval.add_context(what, when)
+                    if isinstance(what, Decision)
+                    else interval.add_known(what, when, converter.flow_of, response)
+                )
+            if not taken:
                 interval.add(converter.flow(f, response))
             self.progress.flows += 1
             return
