@@ -188,7 +188,7 @@ def test_arguments_show_their_placeholder_not_a_python_type() -> None:
     for command in ("replay", "verify", "plan", "explain", "completion"):
         helped = cpg(command, "-h").stdout
         assert "<list[str]>" not in helped and "<str>" not in helped, command
-    assert "FILE|DIR|GLOB...|-" in cpg("replay", "-h").stdout
+    assert "FILE|DIR|GLOB|URL...|-" in cpg("replay", "-h").stdout
 
 
 def test_report_follows_the_conventions_it_can(replayed: tuple[Path, Path]) -> None:

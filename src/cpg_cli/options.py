@@ -421,6 +421,13 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
 
+_DASK_LOGGERS = ("distributed", "dask", "bokeh", "tornado")
+
+
+def _quiet_dask(record: logging.LogRecord) -> bool:
+    return record.levelno >= logging.WARNING or not record.name.startswith(_DASK_LOGGERS)
+
+
 def setup_logging(level: str) -> None:
     """Logs to stderr at ``level`` (a usage error when it is not one of LOG_LEVELS)."""
     level = level.lower()
@@ -436,3 +443,6 @@ def setup_logging(level: str) -> None:
     if level != "debug":  # the libraries' retry chatter; cpg says what failed
         for noisy in ("urllib3", "kubernetes", "websocket", "py.warnings"):
             logging.getLogger(noisy).setLevel(logging.CRITICAL)
+        # Dask's chatter (workers starting, connections), whatever levels Dask sets on its
+        # loggers when it is imported; its warnings stay.
+        handler.addFilter(_quiet_dask)

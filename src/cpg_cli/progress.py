@@ -113,6 +113,13 @@ class ReplayProgress(_OnTerminal):
     def malformed(self, line: int, why: str, source: str | None = None) -> None:
         log.warning("%s:%d: skipped malformed line: %s", source or self.source, line, why)
 
+    def tasks(self, done: int, total: int) -> None:
+        if self._progress is not None and self._task is not None:
+            self._progress.update(
+                self._task,
+                description=f"cpg: reading {clean_text(self.source)} on Dask, {done}/{total} tasks",
+            )
+
     def writing(self, policies: int) -> None:
         if self._progress is not None and self._task is not None:
             task = self._progress.tasks[0]

@@ -22,6 +22,7 @@ from cpg_io.evidence_store import default_evidence_root
 from cpg_io.parallel import default_jobs
 from cpg_io.pipeline import EvidenceSettings
 from cpg_io.pipeline import replay as run_replay
+from cpg_io.remote import MissingExtra
 from cpg_io.sources import SourceError, describe_source, expand_inputs, newest_time
 from cpg_io.store import StoreError
 from cpg_io.verify import PolicyLoadError, load_policies, verify_capture
@@ -33,10 +34,12 @@ def replay(
     inputs: Annotated[
         list[str],
         typer.Argument(
-            metavar="FILE|DIR|GLOB...|-",
+            metavar="FILE|DIR|GLOB|URL...|-",
             help="Captures from 'hubble observe -o jsonpb' or the Hubble exporter (plain or "
             "gzip): files, folders (every file inside, e.g. rotated events.log*), quoted glob "
-            "patterns, or - for stdin. Several are read as one capture.",
+            "patterns, - for stdin, or URLs (s3://bucket/prefix/*.log.gz, gs://…, az://…, "
+            "file://…; pip install 'cpg[s3]', [gcs] or [azure]; credentials from the storage "
+            "library's usual environment). Several are read as one capture.",
             show_default=False,
         ),
     ],
@@ -94,6 +97,27 @@ def replay(
             show_default=False,
         ),
     ] = None,
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            metavar="local|dask",
+            help="Where the capture is read and aggregated: local (worker processes on this "
+            "machine) or dask (the workers of a Dask cluster read their files and byte ranges "
+            "straight from storage; needs pip install 'cpg[dask]'). The output is the same.",
+        ),
+    ] = "local",
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            "--scheduler",
+            metavar="ADDRESS|local:N",
+            help="With --engine dask: the Dask scheduler (e.g. tcp://dask-scheduler:8786), or "
+            "local:N for a cluster of N worker processes on this machine (default: local:J, "
+            "J from -j or one per CPU).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Generate policies from a captured Hubble flow file.
 
@@ -114,6 +138,12 @@ def replay(
         raise typer.BadParameter(
             "--verify checks written files; drop --dry-run", param_hint="--verify"
         )
+    if engine not in ("local", "dask"):
+        raise typer.BadParameter(f"{engine!r}: use local or dask", param_hint="--engine")
+    if scheduler is not None and engine != "dask":
+        raise typer.BadParameter("--scheduler needs --engine dask", param_hint="--scheduler")
+    if engine == "dask":
+        scheduler = scheduler or f"local:{jobs or default_jobs()}"
     record_evidence = not no_evidence and not dry_run
     label = describe_source(inputs[0]) if len(inputs) == 1 else f"{len(inputs)} inputs"
     options = opt.capture_request(
@@ -155,7 +185,11 @@ def replay(
                 max_malformed=max_malformed,
                 min_flows=min_flows,
                 kustomize=kustomize,
+                scheduler=scheduler,
             )
+    except MissingExtra as exc:  # an install away: a usage error, like a bad flag
+        say(f"cpg: error: {exc}", err=True)
+        raise typer.Exit(2) from None
     except (SourceError, StoreError) as exc:
         say(f"cpg: error: {exc}", err=True)
         raise typer.Exit(1) from None

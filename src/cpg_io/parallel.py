@@ -20,6 +20,7 @@ from typing import Any, BinaryIO, TypeVar
 from cpg_core import AggregateOptions, AggregateState, Aggregator, FlowParser
 from cpg_core.quickline import QuickReader
 from cpg_io.progress import Reported
+from cpg_io.remote import is_url
 from cpg_io.sources import (
     ReadStats,
     SourceError,
@@ -29,6 +30,7 @@ from cpg_io.sources import (
     iter_line_batches,
     merge_stats,
     open_flow_stream,
+    source_size,
 )
 
 T = TypeVar("T")
@@ -499,6 +501,8 @@ def aggregate_files(
 
 def _content_size(path: str) -> int:
     """A file's size, for gzip the size of its content (the ISIZE trailer, mod 4 GiB)."""
+    if is_url(path):
+        return source_size(path)
     size = os.path.getsize(path)
     try:
         with open(path, "rb") as handle:

@@ -44,6 +44,7 @@ from cpg_io.parallel import (
     map_forked,
 )
 from cpg_io.progress import SILENT, ReplayWatcher, Reported
+from cpg_io.remote import is_url
 from cpg_io.sources import (
     SNIFF_BYTES,
     ReadStats,
@@ -56,6 +57,7 @@ from cpg_io.sources import (
     merge_stats,
     open_flow_stream,
     peek,
+    source_size,
 )
 from cpg_io.store import (
     PolicyStore,
@@ -168,7 +170,7 @@ def _read_many(
             head = peek(stream, SNIFF_BYTES)
         if head.strip():
             break
-    watch.reading(sum(os.path.getsize(path) for path in files))
+    watch.reading(sum(source_size(path) for path in files))
     if jobs > 1:
         aggregator, per_file = aggregate_files(files, options, jobs, cancel, reported)
     else:
@@ -185,15 +187,15 @@ def _read_many(
                     ).state()
                 )
             per_file.append(part)
-            base_position += os.path.getsize(path)
+            base_position += source_size(path)
             base_lines += part.lines_read
     for path, part in zip(files, per_file, strict=True):
         part.malformed_examples = [
-            (line, f"{path}: {why}") for line, why in part.malformed_examples
+            (line, f"{describe_source(path)}: {why}") for line, why in part.malformed_examples
         ]
         merge_stats(stats, part)
         if part.truncated and not stats.truncated:
-            stats.truncated = f"{path}: {part.truncated}"
+            stats.truncated = f"{describe_source(path)}: {part.truncated}"
     return aggregator, head
 
 
@@ -210,6 +212,23 @@ class _Offset(Reported):
 
     def malformed(self, line: int, why: str, source: str | None = None) -> None:
         self.inner.malformed(line, why, source or self.path)
+
+
+def _head(files: Sequence[str]) -> bytes:
+    """The first bytes of the first non-empty input (for saying what it looks like)."""
+    for path in files:
+        with open_flow_stream(path) as stream:
+            head = peek(stream, SNIFF_BYTES)
+        if head.strip():
+            return head
+    return b""
+
+
+def _session_file(path: str) -> str:
+    """How the session records an input: a file by its absolute path, a URL as shown."""
+    if path == "-":
+        return ""
+    return describe_source(path) if is_url(path) else os.path.abspath(path)
 
 
 def utc_now() -> datetime:
@@ -241,8 +260,11 @@ def replay(
     max_malformed: float = 100.0,
     min_flows: int = 1,
     kustomize: bool = False,
+    scheduler: str | None = None,
 ) -> ReplayResult:
     """Replay one capture into ``output_dir`` (and its evidence), or diff it in a dry run.
+    With a ``scheduler`` (a Dask scheduler's address, or ``local:N``), the capture is read
+    and aggregated on that Dask cluster instead of in local processes.
     Setting ``cancel`` stops the run (Cancelled) at the next block or before anything is
     renamed into place. ``watch`` hears how far it got. An input without a single Hubble
     record, or with more than ``max_malformed`` percent of its lines malformed, is an
@@ -257,7 +279,16 @@ def replay(
         check_folder(evidence.root, "evidence", create=False)
     files = expand_inputs([source] if isinstance(source, str) else list(source))
     reported = Reported(watch)
-    if len(files) == 1:
+    if scheduler is not None:
+        from cpg_io.dask_engine import aggregate_on_dask
+
+        aggregator = aggregate_on_dask(
+            files, options, stats, scheduler, cancel=cancel, watch=reported
+        )
+        for line, why in stats.malformed_examples:
+            reported.malformed(line, why)
+        head = _head(files) if stats.lines_read - stats.blank_lines <= stats.malformed else b""
+    elif len(files) == 1:
         aggregator, head = _read_one(files[0], options, stats, jobs, cancel, reported, watch)
         for line, why in stats.malformed_examples:  # those a worker kept to the end
             reported.malformed(line, why)
@@ -289,7 +320,7 @@ def replay(
             cpg_version=cpg_version(),
             source=SessionSource(
                 type="replay",
-                file=", ".join("" if f == "-" else os.path.abspath(f) for f in files),
+                file=", ".join(_session_file(f) for f in files),
             ),
             flows_ingested=total,
             flows_unhandled=total - aggregator.rule_flows,

@@ -23,6 +23,9 @@ class ReplayWatcher(Protocol):
     def writing(self, policies: int) -> None:
         """Reading is done; ``policies`` policies are being merged and written."""
 
+    def tasks(self, done: int, total: int) -> None:
+        """On a cluster (--engine dask): ``done`` of ``total`` reading tasks finished."""
+
 
 class _Silent:
     def reading(self, total_bytes: int | None) -> None:
@@ -35,6 +38,9 @@ class _Silent:
         pass
 
     def writing(self, policies: int) -> None:
+        pass
+
+    def tasks(self, done: int, total: int) -> None:
         pass
 
 

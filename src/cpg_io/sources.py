@@ -92,7 +92,18 @@ class CaptureFlows:
 
 
 def describe_source(path: str) -> str:
-    return "standard input" if path == "-" else path
+    if path == "-":
+        return "standard input"
+    from cpg_io.remote import is_url, shown
+
+    return shown(path) if is_url(path) else path
+
+
+def source_size(path: str) -> int:
+    """The size of an input file or object (compressed, for gzip)."""
+    from cpg_io.remote import is_url, size_of
+
+    return size_of(path) if is_url(path) else os.path.getsize(path)
 
 
 _GLOB_CHARS = frozenset("*?[")
@@ -107,12 +118,16 @@ def expand_inputs(inputs: Sequence[str]) -> list[str]:
         raise SourceError(
             "- (standard input) cannot be combined with files; give only -, or only files"
         )
+    from cpg_io.remote import expand_url, is_url
+
     files: list[str] = []
     seen: set[str] = set()
     for given in inputs:
         found: list[str]
         if given == "-":
             found = ["-"]
+        elif is_url(given):
+            found = expand_url(given)
         elif os.path.isdir(given):
             found = sorted(
                 os.path.join(given, name)
@@ -128,7 +143,7 @@ def expand_inputs(inputs: Sequence[str]) -> list[str]:
         else:
             found = [given]  # a missing file is named when it is opened
         for path in found:
-            key = os.path.realpath(path) if path != "-" else path
+            key = path if path == "-" or is_url(path) else os.path.realpath(path)
             if key not in seen:
                 seen.add(key)
                 files.append(path)
@@ -137,7 +152,14 @@ def expand_inputs(inputs: Sequence[str]) -> list[str]:
 
 @contextlib.contextmanager
 def open_flow_stream(path: str) -> Iterator[BinaryIO]:
-    """Open a capture for binary line reading, unwrapping gzip whatever the file is called."""
+    """Open a capture for binary line reading, unwrapping gzip whatever the file is called.
+    A URL is opened through its storage library (see cpg_io.remote)."""
+    from cpg_io.remote import is_url, open_url
+
+    if is_url(path):
+        with open_url(path) as remote:
+            yield remote
+        return
     if path == "-":
         if sys.stdin is None or getattr(sys.stdin, "buffer", None) is None:
             raise SourceError(

@@ -1,0 +1,291 @@
+"""Replay on a Dask cluster (``cpg replay --engine dask``): the workers read their files and
+byte ranges straight from storage, each aggregates its part into the same mergeable partial
+result a local worker produces, the partials are combined by a tree reduction on the cluster,
+and only the final partial comes back to this process, whose output stage is unchanged.
+
+Every task is a pure function of its arguments, so whatever Dask does when a worker dies
+(it computes the lost results again) can never count a flow twice. Line numbers of malformed
+lines are made absolute here, from each part's line count, exactly as a local run numbers them.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from cpg_core import AggregateOptions, AggregateState, Aggregator, FlowParser
+from cpg_core.lines import MAX_LINE_BYTES, OVERSIZED, aggregate_lines, merge_stats
+from cpg_core.quickline import QuickReader
+from cpg_io.parallel import CHUNK_BYTES, Cancelled, _lines_of
+from cpg_io.progress import Reported
+from cpg_io.remote import MissingExtra, is_url, open_raw
+from cpg_io.sources import (
+    GZIP_MAGIC,
+    ReadStats,
+    SourceError,
+    describe_source,
+    iter_line_batches,
+    open_flow_stream,
+    source_size,
+)
+
+log = logging.getLogger("cpg")
+
+RANGE_BYTES = 64 * 1024 * 1024
+"""Plain (uncompressed) objects larger than this are split into byte ranges of this size."""
+LOCAL = "local:"
+
+
+class EngineError(SourceError):
+    """The cluster could not be reached or used; the message names it and says what to do."""
+
+
+class MissingDask(MissingExtra):
+    """Dask is not installed: the message is the install command."""
+
+
+@attrs.frozen
+class Part:
+    """One task's share: a whole object (``stop`` is None: gzip, or small) or the lines that
+    start inside [start, stop) of a plain one."""
+
+    url: str
+    file: int
+    index: int
+    start: int = 0
+    stop: int | None = None
+
+
+@attrs.define
+class Partial:
+    """A part's (or several parts') mergeable result."""
+
+    state: AggregateState
+    stats: ReadStats
+    parts: dict[tuple[int, int], tuple[int, list[tuple[int, str]], str]]
+    """(file, index) -> (lines, malformed examples numbered from the part's first line,
+    why the object ended early or "")."""
+    flows: int = 0
+    size: int = 0
+
+
+def _open(url: str) -> Any:
+    return open_raw(url) if is_url(url) else open(url, "rb")
+
+
+def _finish_line(raw: Any) -> bytes | None:
+    """The rest of the line under way, through its newline (or to the end), leaving ``raw``
+    just after it; None when it is longer than a line may be (read past and dropped)."""
+    pieces: list[bytes] = []
+    have = 0
+    while True:
+        piece = raw.read(64 * 1024)
+        if not piece:
+            return None if have > MAX_LINE_BYTES else b"".join(pieces)
+        cut = piece.find(b"\n")
+        if cut >= 0:
+            raw.seek(raw.tell() - (len(piece) - cut - 1))
+            if have + cut + 1 > MAX_LINE_BYTES:
+                return None
+            pieces.append(piece[: cut + 1])
+            return b"".join(pieces)
+        have += len(piece)
+        if have <= MAX_LINE_BYTES:
+            pieces.append(piece)
+        else:
+            pieces = []
+
+
+def _range_lines(raw: Any, start: int, stop: int) -> list[bytes]:
+    """The lines that start inside [start, stop) of a plain object."""
+    position = 0
+    if start > 0:
+        raw.seek(start - 1)
+        _finish_line(raw)  # the line under way at start belongs to the part before
+        position = raw.tell()
+    if position >= stop:
+        return []
+    data = raw.read(stop - position)
+    if data and not data.endswith(b"\n"):
+        rest = _finish_line(raw)
+        if rest is None:
+            cut = data.rfind(b"\n") + 1
+            return [*_lines_of(data[:cut]), OVERSIZED]
+        data += rest
+    return _lines_of(data)
+
+
+def replay_part(part: Part, options: AggregateOptions) -> Partial:
+    """One task: read a part from storage and aggregate it (runs on a Dask worker)."""
+    aggregator = Aggregator(options)
+    parser = FlowParser()
+    reader = QuickReader(parser)
+    stats = ReadStats()
+    if part.stop is None:
+        with open_flow_stream(part.url) as stream:
+            for first, lines in iter_line_batches(stream, stats, CHUNK_BYTES):
+                aggregate_lines(lines, first, stats, parser, aggregator, reader)
+        size = source_size(part.url)
+    else:
+        with _open(part.url) as raw:
+            lines = _range_lines(raw, part.start, part.stop)
+        for at in range(0, len(lines), 8192):
+            aggregate_lines(lines[at : at + 8192], at + 1, stats, parser, aggregator, reader)
+        size = part.stop - part.start
+    examples, stats.malformed_examples = stats.malformed_examples, []
+    truncated, stats.truncated = stats.truncated, ""
+    return Partial(
+        state=aggregator.state(),
+        stats=stats,
+        parts={(part.file, part.index): (stats.lines_read, examples, truncated)},
+        flows=aggregator.total_flows,
+        size=size,
+    )
+
+
+def combine(first: Partial, second: Partial, options: AggregateOptions) -> Partial:
+    """Two partials as one (runs on a Dask worker): the reduction's step."""
+    aggregator = Aggregator(options)
+    aggregator.absorb(first.state)
+    aggregator.absorb(second.state)
+    stats = ReadStats()
+    merge_stats(stats, first.stats)
+    merge_stats(stats, second.stats)
+    return Partial(
+        state=aggregator.state(),
+        stats=stats,
+        parts={**first.parts, **second.parts},
+        flows=first.flows + second.flows,
+        size=first.size + second.size,
+    )
+
+
+def progress_of(partial: Partial) -> tuple[int, int, int]:
+    """(bytes, lines, flows) of a part: what the client needs to show progress."""
+    return partial.size, partial.stats.lines_read, partial.flows
+
+
+def plan_parts(files: Sequence[str], range_bytes: int = RANGE_BYTES) -> list[Part]:
+    """The tasks for the inputs: gzip and small objects whole, larger plain ones in ranges.
+    Only sizes and the first two bytes of each object are read here."""
+    parts = []
+    for number, url in enumerate(files):
+        if url == "-":
+            raise EngineError("- (standard input) cannot be read by a Dask cluster; give files")
+        size = source_size(url)
+        with _open(url) as raw:
+            gzipped = raw.read(2) == GZIP_MAGIC
+        if gzipped or size <= range_bytes:
+            parts.append(Part(url, number, 0))
+            continue
+        for index, start in enumerate(range(0, size, range_bytes)):
+            parts.append(Part(url, number, index, start, min(start + range_bytes, size)))
+    return parts
+
+
+def _connect(scheduler: str, workers: int | None) -> tuple[Any, Any]:
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise MissingDask("--engine dask needs the dask extra: pip install 'cpg[dask]'") from None
+    if scheduler.startswith(LOCAL):
+        count = scheduler[len(LOCAL) :]
+        if not count.isdigit() or int(count) < 1:
+            raise EngineError(
+                f"--scheduler {scheduler}: say how many worker processes, e.g. local:4"
+            )
+        cluster = LocalCluster(
+            n_workers=int(count),
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address="127.0.0.1:0",  # never a fixed port another run may hold
+            silence_logs=logging.ERROR,
+        )
+        return Client(cluster), cluster
+    try:
+        return Client(scheduler, timeout="10s"), None
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise EngineError(
+            f"cannot reach the Dask scheduler at {scheduler} ({exc}); check --scheduler "
+            "(e.g. tcp://dask-scheduler:8786) or use --scheduler local:N"
+        ) from None
+
+
+def aggregate_on_dask(
+    files: Sequence[str],
+    options: AggregateOptions,
+    stats: ReadStats,
+    scheduler: str,
+    *,
+    cancel: threading.Event | None = None,
+    watch: Reported | None = None,
+    range_bytes: int = RANGE_BYTES,
+) -> Aggregator:
+    """Aggregate every flow of ``files`` on the cluster at ``scheduler`` (an address, or
+    ``local:N`` for a LocalCluster of N worker processes)."""
+    client, cluster = _connect(scheduler, None)
+    try:
+        parts = plan_parts(files, range_bytes)
+        if watch is not None:
+            watch.watcher.reading(sum(source_size(url) for url in files))
+            watch.watcher.tasks(0, len(parts))
+        leaves = [client.submit(replay_part, part, options, pure=False) for part in parts]
+        counts = [client.submit(progress_of, leaf, pure=False) for leaf in leaves]
+        level = leaves
+        while len(level) > 1:  # a tree: each step combines two partials on a worker
+            paired = [
+                client.submit(combine, level[i], level[i + 1], options, pure=False)
+                for i in range(0, len(level) - 1, 2)
+            ]
+            level = paired + ([level[-1]] if len(level) % 2 else [])
+        from distributed import as_completed
+
+        done = size = lines = 0
+        for future in as_completed(counts):
+            if cancel is not None and cancel.is_set():
+                client.cancel([*leaves, *level])
+                raise Cancelled("the run was cancelled")
+            part_size, part_lines, _flows = future.result()
+            done, size, lines = done + 1, size + part_size, lines + part_lines
+            if watch is not None:
+                watch.read(size, lines)
+                watch.watcher.tasks(done, len(parts))
+        final: Partial = level[0].result()
+    except (OSError, TimeoutError) as exc:
+        raise EngineError(f"the Dask cluster at {scheduler} failed: {exc}") from None
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    aggregator = Aggregator(options)
+    aggregator.absorb(final.state)
+    merge_stats(stats, final.stats)
+    _number_lines(files, final.parts, stats)
+    return aggregator
+
+
+def _number_lines(
+    files: Sequence[str],
+    parts: dict[tuple[int, int], tuple[int, list[tuple[int, str]], str]],
+    stats: ReadStats,
+) -> None:
+    """Malformed lines numbered within their file (and named with it when there are several),
+    and the first object that ended early: what a local run reports."""
+    offsets: dict[int, int] = {}
+    for file, index in sorted(parts):
+        lines, examples, truncated = parts[(file, index)]
+        offset = offsets.get(file, 0)
+        offsets[file] = offset + lines
+        label = describe_source(files[file])
+        shown = [
+            (offset + line, why if len(files) == 1 else f"{label}: {why}") for line, why in examples
+        ]
+        part = ReadStats(malformed_examples=shown)
+        merge_stats(stats, part)
+        if truncated and not stats.truncated:
+            stats.truncated = truncated if len(files) == 1 else f"{label}: {truncated}"
