@@ -169,7 +169,7 @@ def progress_of(partial: Partial) -> tuple[int, int, int]:
     return partial.size, partial.stats.lines_read, partial.flows
 
 
-def plan_parts(files: Sequence[str], range_bytes: int = RANGE_BYTES) -> list[Part]:
+def plan_parts(files: Sequence[str], range_bytes: int) -> list[Part]:
     """The tasks for the inputs: gzip and small objects whole, larger plain ones in ranges.
     Only sizes and the first two bytes of each object are read here."""
     parts = []
@@ -224,13 +224,13 @@ def aggregate_on_dask(
     *,
     cancel: threading.Event | None = None,
     watch: Reported | None = None,
-    range_bytes: int = RANGE_BYTES,
+    range_bytes: int | None = None,
 ) -> Aggregator:
     """Aggregate every flow of ``files`` on the cluster at ``scheduler`` (an address, or
     ``local:N`` for a LocalCluster of N worker processes)."""
     client, cluster = _connect(scheduler, None)
     try:
-        parts = plan_parts(files, range_bytes)
+        parts = plan_parts(files, range_bytes or RANGE_BYTES)
         if watch is not None:
             watch.watcher.reading(sum(source_size(url) for url in files))
             watch.watcher.tasks(0, len(parts))

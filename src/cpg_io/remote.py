@@ -63,7 +63,24 @@ def _local_path(url: str) -> str | None:
     return None
 
 
+class SecretInURL(MissingExtra):
+    """A URL that carries what may be credentials: refused before any library sees it."""
+
+
+def _refuse_secrets(url: str) -> None:
+    authority = url.split("://", 1)[1].split("/", 1)[0]
+    if "@" in authority or "?" in url:
+        raise SecretInURL(
+            f"{shown(url)}: cpg takes no credentials in a URL (they would end up in logs and "
+            "shell history): remove the user info and the query string, and give the "
+            "credentials the way the storage library reads them (e.g. AWS_ACCESS_KEY_ID and "
+            "AWS_SECRET_ACCESS_KEY or a profile for s3://, GOOGLE_APPLICATION_CREDENTIALS for "
+            "gs://, AZURE_STORAGE_ACCOUNT_NAME and a credential for az://)"
+        )
+
+
 def _filesystem(url: str) -> tuple[Any, str]:
+    _refuse_secrets(url)
     scheme = url.split("://", 1)[0].lower()
     extra = EXTRAS.get(scheme)
     install = f"pip install 'cpg[{extra}]'" if extra else "pip install fsspec"
