@@ -347,3 +347,23 @@ def test_a_thread_may_cancel_a_dask_run(cluster: Any, tmp_path: Path) -> None:
     with pytest.raises(Cancelled):
         _run(files, tmp_path / "dask", cluster.scheduler_address, cancel=cancel)
     assert not (tmp_path / "dask" / "policies").exists()
+
+
+def test_progress_on_a_terminal_counts_the_cluster_tasks(cluster: Any, tmp_path: Path) -> None:
+    from conftest import on_terminal
+
+    files = _files(tmp_path / "capture")
+    code, _stdout, terminal = on_terminal(
+        "replay",
+        *map(str, files),
+        "-d",
+        str(tmp_path / "o"),
+        "--no-evidence",
+        "--engine",
+        "dask",
+        "--scheduler",
+        cluster.scheduler_address,
+    )
+    assert code == 0, terminal
+    assert "on Dask, 0/3 tasks" in terminal and "on Dask, 3/3 tasks" in terminal
+    assert "flows/s" in terminal

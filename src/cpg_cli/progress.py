@@ -115,9 +115,10 @@ class ReplayProgress(_OnTerminal):
 
     def tasks(self, done: int, total: int) -> None:
         if self._progress is not None and self._task is not None:
-            self._progress.update(
+            self._progress.update(  # drawn at once: a task is news, and they are few
                 self._task,
                 description=f"cpg: reading {clean_text(self.source)} on Dask, {done}/{total} tasks",
+                refresh=True,
             )
 
     def writing(self, policies: int) -> None:

@@ -147,20 +147,25 @@ def replay_part(part: Part, options: AggregateOptions) -> Partial:
     )
 
 
-def combine(first: Partial, second: Partial, options: AggregateOptions) -> Partial:
-    """Two partials as one (runs on a Dask worker): the reduction's step."""
+FAN_IN = 8
+"""Partials combined by one reduction task: fewer copies of the merged state than pairs."""
+
+
+def combine(partials: Sequence[Partial], options: AggregateOptions) -> Partial:
+    """Several partials as one (runs on a Dask worker): the reduction's step."""
     aggregator = Aggregator(options)
-    aggregator.absorb(first.state)
-    aggregator.absorb(second.state)
     stats = ReadStats()
-    merge_stats(stats, first.stats)
-    merge_stats(stats, second.stats)
+    parts: dict[tuple[int, int], tuple[int, list[tuple[int, str]], str]] = {}
+    for partial in partials:
+        aggregator.absorb(partial.state)
+        merge_stats(stats, partial.stats)
+        parts.update(partial.parts)
     return Partial(
         state=aggregator.state(),
         stats=stats,
-        parts={**first.parts, **second.parts},
-        flows=first.flows + second.flows,
-        size=first.size + second.size,
+        parts=parts,
+        flows=sum(p.flows for p in partials),
+        size=sum(p.size for p in partials),
     )
 
 
@@ -237,12 +242,13 @@ def aggregate_on_dask(
         leaves = [client.submit(replay_part, part, options, pure=False) for part in parts]
         counts = [client.submit(progress_of, leaf, pure=False) for leaf in leaves]
         level = leaves
-        while len(level) > 1:  # a tree: each step combines two partials on a worker
-            paired = [
-                client.submit(combine, level[i], level[i + 1], options, pure=False)
-                for i in range(0, len(level) - 1, 2)
+        while len(level) > 1:  # a tree: each step combines up to FAN_IN partials on a worker
+            level = [
+                client.submit(combine, level[i : i + FAN_IN], options, pure=False)
+                if len(level[i : i + FAN_IN]) > 1
+                else level[i]
+                for i in range(0, len(level), FAN_IN)
             ]
-            level = paired + ([level[-1]] if len(level) % 2 else [])
         from distributed import as_completed
 
         done = size = lines = 0
