@@ -5,6 +5,7 @@ local replay, in any partitioning, and after a worker is killed mid-run."""
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
 import os
 import random
@@ -230,9 +231,12 @@ def test_from_s3_with_a_worker_killed_mid_run(cluster: Any, tmp_path: Path) -> N
         on_dask = _run(
             [prefix + "*.gz"], tmp_path / "dask", cluster.scheduler_address, watch=KillOne()
         )
+        client.wait_for_workers(2)
+        after = list(client.run(os.getpid).values())
     finally:
         client.close()
     assert killed and killed[0][0] < killed[0][1]  # killed while tasks remained
+    assert pids[0] not in after  # the worker really died (its nanny started another)
     assert on_dask.inputs == [f"s3://flows/exporter/{p.name}" for p in sorted(gzipped)]
     assert _outcome(on_dask, tmp_path / "dask") == _outcome(local, tmp_path / "local")
 
@@ -266,11 +270,18 @@ def test_the_cli_on_s3_and_dask_equals_the_local_cli(cluster: Any, tmp_path: Pat
         "--log-level",
         "debug",
     )
+    # the local engine reads the same objects, in file workers that open them themselves
+    from_s3 = cpg("replay", prefix, "-d", str(tmp_path / "s"), "--no-evidence", "-j", "2")
     assert local.returncode == 0 and on_dask.returncode == 0, on_dask.stderr
-    assert _tree(tmp_path / "d") == _tree(tmp_path / "l")
+    assert from_s3.returncode == 0, from_s3.stderr
+    assert _tree(tmp_path / "d") == _tree(tmp_path / "l") == _tree(tmp_path / "s")
     mine, theirs = json.loads(on_dask.stdout), json.loads(local.stdout)
     assert mine["flows"] == theirs["flows"] and mine["lines_read"] == theirs["lines_read"]
     assert SECRET not in on_dask.stdout + on_dask.stderr  # not even at debug level
+    checked = cpg("verify", prefix, "-d", str(tmp_path / "d"), "-o", "json")
+    assert checked.returncode == 0, checked.stderr
+    verdict = json.loads(checked.stdout)
+    assert verdict["passed"] and verdict["candidates"]["total"] == mine["flows"]["candidate"]
 
 
 def test_missing_extras_name_the_install_command(tmp_path: Path) -> None:
@@ -302,6 +313,18 @@ def test_missing_extras_name_the_install_command(tmp_path: Path) -> None:
     )
     assert ran.returncode == 2 and "pip install 'cpg[dask]'" in ran.stderr, ran.stderr
     assert not (tmp_path / "o").exists()
+    for url, extra in (("gs://b/x.log", "gcs"), ("az://c/x.log", "azure")):
+        if extra == "gcs" and importlib.util.find_spec("gcsfs") is not None:
+            continue
+        if extra == "azure" and importlib.util.find_spec("adlfs") is not None:
+            continue
+        ran = subprocess.run(
+            [cpg_bin, "replay", url, "-d", str(tmp_path / "o")],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert ran.returncode == 2 and f"pip install 'cpg[{extra}]'" in ran.stderr, ran.stderr
 
 
 def test_bad_urls_say_what_to_fix(s3: str, tmp_path: Path) -> None:
@@ -367,3 +390,20 @@ def test_progress_on_a_terminal_counts_the_cluster_tasks(cluster: Any, tmp_path:
     assert code == 0, terminal
     assert "on Dask, 0/3 tasks" in terminal and "on Dask, 3/3 tasks" in terminal
     assert "flows/s" in terminal
+
+
+def test_workers_of_another_cpg_are_refused() -> None:
+    class Workers:
+        def __init__(self, versions: dict[str, str]) -> None:
+            self.versions = versions
+
+        def run(self, function: Any) -> dict[str, str]:
+            return self.versions
+
+    with pytest.raises(dask_engine.EngineError, match="run cpg 0.0.1, this is cpg .*same image"):
+        dask_engine._same_cpg(Workers({"tcp://w1": "0.0.1"}), "tcp://s:8786")
+    with pytest.raises(dask_engine.EngineError, match="has no workers"):
+        dask_engine._same_cpg(Workers({}), "tcp://s:8786")
+    from cpg_io.version import cpg_version
+
+    dask_engine._same_cpg(Workers({"tcp://w1": cpg_version()}), "tcp://s:8786")

@@ -32,6 +32,7 @@ from cpg_io.sources import (
     open_flow_stream,
     source_size,
 )
+from cpg_io.version import cpg_version
 
 log = logging.getLogger("cpg")
 
@@ -221,6 +222,19 @@ def _connect(scheduler: str, workers: int | None) -> tuple[Any, Any]:
         ) from None
 
 
+def _same_cpg(client: Any, scheduler: str) -> None:
+    """The workers must run this cpg: another version may aggregate differently."""
+    mine = cpg_version()
+    theirs = {str(v) for v in client.run(cpg_version).values()}
+    if not theirs:
+        raise EngineError(f"the Dask cluster at {scheduler} has no workers; start some")
+    if theirs != {mine}:
+        raise EngineError(
+            f"the Dask workers at {scheduler} run cpg {', '.join(sorted(theirs))}, this is "
+            f"cpg {mine}: give the workers the same cpg (the same image) as the client"
+        )
+
+
 def aggregate_on_dask(
     files: Sequence[str],
     options: AggregateOptions,
@@ -235,6 +249,7 @@ def aggregate_on_dask(
     ``local:N`` for a LocalCluster of N worker processes)."""
     client, cluster = _connect(scheduler, None)
     try:
+        _same_cpg(client, scheduler)
         parts = plan_parts(files, range_bytes or RANGE_BYTES)
         if watch is not None:
             watch.watcher.reading(sum(source_size(url) for url in files))
