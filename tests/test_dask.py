@@ -400,7 +400,7 @@ def test_workers_of_another_cpg_are_refused() -> None:
         def run(self, function: Any) -> dict[str, str]:
             return self.versions
 
-    with pytest.raises(dask_engine.EngineError, match="run cpg 0.0.1, this is cpg .*same image"):
+    with pytest.raises(dask_engine.EngineError, match=r"run cpg 0\.0\.1, this is cpg .*same image"):
         dask_engine._same_cpg(Workers({"tcp://w1": "0.0.1"}), "tcp://s:8786")
     with pytest.raises(dask_engine.EngineError, match="has no workers"):
         dask_engine._same_cpg(Workers({}), "tcp://s:8786")
