@@ -207,20 +207,8 @@ def test_from_s3_with_a_worker_killed_mid_run(cluster: Any, tmp_path: Path) -> N
     pids = list(client.run(os.getpid).values())
     killed: list[tuple[int, int]] = []
 
-    class KillOne:
+    class KillOne(type(SILENT)):  # type: ignore[misc]
         """Kills a worker process once two of the tasks are done and more remain."""
-
-        def reading(self, total: int | None) -> None:
-            pass
-
-        def read(self, position: int, lines: int) -> None:
-            pass
-
-        def malformed(self, line: int, why: str, source: str | None = None) -> None:
-            pass
-
-        def writing(self, policies: int) -> None:
-            pass
 
         def tasks(self, done: int, total: int) -> None:
             if done == 2 and not killed:
