@@ -141,7 +141,7 @@ def _run(inputs: list[str], out: Path, scheduler: str | None, **kw: Any) -> Any:
     return replay(
         inputs,
         out / "policies",
-        AggregateOptions(),
+        kw.pop("options", AggregateOptions()),
         evidence=EvidenceSettings(root=out / "evidence"),
         clock=lambda: CLOCK,
         session_id="the-session",
@@ -329,6 +329,8 @@ def test_bad_urls_say_what_to_fix(s3: str, tmp_path: Path) -> None:
     none = cpg("replay", "s3://flows/nothing-here/*.gz", "-d", str(tmp_path / "o"))
     assert none.returncode == 1 and "matches no object" in none.stderr
     assert cpg("replay", "x.log", "--scheduler", "local:2").returncode == 2
+    relative = cpg("replay", "s3://flows/x.log", "--engine", "dask", "--since", "2h")
+    assert relative.returncode == 2 and "give RFC 3339 times" in relative.stderr
     bad = cpg("replay", str(tmp_path), "--engine", "dask", "--scheduler", "local:zero")
     assert bad.returncode != 0
 
@@ -395,3 +397,14 @@ def test_workers_of_another_cpg_are_refused() -> None:
     from cpg_io.version import cpg_version
 
     dask_engine._same_cpg(Workers({"tcp://w1": cpg_version()}), "tcp://s:8786")
+
+
+def test_a_time_window_holds_on_the_cluster_too(cluster: Any, tmp_path: Path) -> None:
+    files = [str(p) for p in _files(tmp_path / "capture")]
+    window = AggregateOptions(
+        since="2026-11-02T10:01:00.000000000Z", until="2026-11-02T10:03:30.000000000Z"
+    )
+    local = _run(files, tmp_path / "local", None, jobs=1, options=window)
+    on_dask = _run(files, tmp_path / "dask", cluster.scheduler_address, options=window)
+    assert 0 < local.aggregator.decisions["outside_window"] < local.aggregator.total_flows
+    assert _outcome(on_dask, tmp_path / "dask") == _outcome(local, tmp_path / "local")

@@ -157,6 +157,13 @@ def replay(
         max_samples=evidence_samples if record_evidence else 0,
     ).aggregate_options()
     window = opt.validated(lambda: TimeWindow.build(since, until))
+    if engine == "dask" and window.relative:
+        raise typer.BadParameter(
+            "a duration counts back from the newest flow, which this machine would have to "
+            "read the whole archive to find; with --engine dask give RFC 3339 times "
+            "(e.g. --since 2026-11-30T00:00:00Z)",
+            param_hint="--since/--until",
+        )
     try:
         if window.bounded:
             reference = newest_time(expand_inputs(inputs)) if window.relative else None
