@@ -255,6 +255,8 @@ def test_the_cli_on_s3_and_dask_equals_the_local_cli(cluster: Any, tmp_path: Pat
         "dask",
         "--scheduler",
         cluster.scheduler_address,
+        "--part-size",
+        "1MiB",  # the plain file in two ranges
         "--log-level",
         "debug",
     )
@@ -329,6 +331,9 @@ def test_bad_urls_say_what_to_fix(s3: str, tmp_path: Path) -> None:
     none = cpg("replay", "s3://flows/nothing-here/*.gz", "-d", str(tmp_path / "o"))
     assert none.returncode == 1 and "matches no object" in none.stderr
     assert cpg("replay", "x.log", "--scheduler", "local:2").returncode == 2
+    assert cpg("replay", "x.log", "--part-size", "1GiB").returncode == 2
+    small = cpg("replay", "x.log", "--engine", "dask", "--part-size", "4KiB")
+    assert small.returncode == 2 and "at least 1MiB" in small.stderr
     relative = cpg("replay", "s3://flows/x.log", "--engine", "dask", "--since", "2h")
     assert relative.returncode == 2 and "give RFC 3339 times" in relative.stderr
     bad = cpg("replay", str(tmp_path), "--engine", "dask", "--scheduler", "local:zero")

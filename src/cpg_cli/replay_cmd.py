@@ -118,6 +118,16 @@ def replay(
             show_default=False,
         ),
     ] = None,
+    part_size: Annotated[
+        str,
+        typer.Option(
+            "--part-size",
+            metavar="SIZE",
+            help="With --engine dask: plain (uncompressed) objects are read in byte ranges of "
+            "this size, one task each (e.g. 64MiB, 1GiB); gzip objects are always one task. "
+            "Bigger parts mean fewer partial results to combine.",
+        ),
+    ] = "64MiB",
 ) -> None:
     """Generate policies from a captured Hubble flow file.
 
@@ -144,6 +154,9 @@ def replay(
         raise typer.BadParameter("--scheduler needs --engine dask", param_hint="--scheduler")
     if engine == "dask":
         scheduler = scheduler or f"local:{jobs or default_jobs()}"
+    part_bytes = _size(part_size)
+    if part_size != "64MiB" and engine != "dask":
+        raise typer.BadParameter("--part-size needs --engine dask", param_hint="--part-size")
     record_evidence = not no_evidence and not dry_run
     label = describe_source(inputs[0]) if len(inputs) == 1 else f"{len(inputs)} inputs"
     options = opt.capture_request(
@@ -193,6 +206,7 @@ def replay(
                 min_flows=min_flows,
                 kustomize=kustomize,
                 scheduler=scheduler,
+                part_bytes=part_bytes,
             )
     except MissingExtra as exc:  # an install away: a usage error, like a bad flag
         say(f"cpg: error: {exc}", err=True)
@@ -265,3 +279,27 @@ def replay(
         )
     if code:
         raise typer.Exit(code)
+
+
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "kib": 1 << 10,
+    "mib": 1 << 20,
+    "gib": 1 << 30,
+    "kb": 1000,
+    "mb": 10**6,
+    "gb": 10**9,
+}
+
+
+def _size(text: str) -> int:
+    """A size such as 64MiB, 1GiB, 500MB or a number of bytes (at least 1 MiB)."""
+    number = text.strip().rstrip("BbIiKkMmGg")
+    unit = text.strip()[len(number) :].lower()
+    if not number.isdigit() or unit not in _UNITS or int(number) * _UNITS[unit] < 1 << 20:
+        raise typer.BadParameter(
+            f"{text!r}: give a size of at least 1MiB, such as 64MiB, 1GiB or 500MB",
+            param_hint="--part-size",
+        )
+    return int(number) * _UNITS[unit]

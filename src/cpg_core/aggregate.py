@@ -148,7 +148,11 @@ class Aggregator:
     known endpoints); anything else goes through :func:`decide` and :meth:`Resolver.resolve`,
     which define the behaviour (a test checks both paths agree)."""
 
-    def __init__(self, options: AggregateOptions | None = None) -> None:
+    def __init__(
+        self, options: AggregateOptions | None = None, resolver: Resolver | None = None
+    ) -> None:
+        """``resolver`` may be shared by aggregators that follow one another (its caches
+        depend only on endpoints)."""
         self.options = options or AggregateOptions()
         self.decisions: Counter[Decision] = Counter()
         self.unhandled: Counter[Unhandled] = Counter()
@@ -173,7 +177,7 @@ class Aggregator:
         # (direction, source, destination, protocol, port) -> stats of its allow entry, for
         # endpoint and entity peers (a world peer's entry also depends on the flow's IP).
         self._entries: dict[EntryKey, RuleStats] = {}
-        self._resolver = Resolver()
+        self._resolver = resolver or Resolver()
         self._since = self.options.since
         self._until = self.options.until
         self._window = bool(self._since or self._until)

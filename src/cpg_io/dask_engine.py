@@ -20,6 +20,7 @@ import attrs
 from cpg_core import AggregateOptions, AggregateState, Aggregator, FlowParser
 from cpg_core.lines import MAX_LINE_BYTES, OVERSIZED, aggregate_lines, merge_stats
 from cpg_core.quickline import QuickReader
+from cpg_core.synthesis import Resolver
 from cpg_io.parallel import CHUNK_BYTES, Cancelled, _lines_of
 from cpg_io.progress import Reported
 from cpg_io.remote import MissingExtra, is_url, open_raw
@@ -120,11 +121,23 @@ def _range_lines(raw: Any, start: int, stop: int) -> list[bytes]:
     return _lines_of(data)
 
 
+_warm = threading.local()
+
+
+def _readers() -> tuple[FlowParser, QuickReader, Resolver]:
+    """This worker thread's parser, quick reader and resolver: their caches (what depends only
+    on an endpoint) are pure, so the tasks a worker runs one after another share them."""
+    readers: tuple[FlowParser, QuickReader, Resolver] | None = getattr(_warm, "readers", None)
+    if readers is None:
+        parser = FlowParser()
+        readers = _warm.readers = (parser, QuickReader(parser), Resolver())
+    return readers
+
+
 def replay_part(part: Part, options: AggregateOptions) -> Partial:
     """One task: read a part from storage and aggregate it (runs on a Dask worker)."""
-    aggregator = Aggregator(options)
-    parser = FlowParser()
-    reader = QuickReader(parser)
+    parser, reader, resolver = _readers()
+    aggregator = Aggregator(options, resolver)
     stats = ReadStats()
     if part.stop is None:
         with open_flow_stream(part.url) as stream:

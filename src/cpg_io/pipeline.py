@@ -261,10 +261,12 @@ def replay(
     min_flows: int = 1,
     kustomize: bool = False,
     scheduler: str | None = None,
+    part_bytes: int | None = None,
 ) -> ReplayResult:
     """Replay one capture into ``output_dir`` (and its evidence), or diff it in a dry run.
     With a ``scheduler`` (a Dask scheduler's address, or ``local:N``), the capture is read
-    and aggregated on that Dask cluster instead of in local processes.
+    and aggregated on that Dask cluster instead of in local processes, plain objects in byte
+    ranges of ``part_bytes`` (64 MiB by default).
     Setting ``cancel`` stops the run (Cancelled) at the next block or before anything is
     renamed into place. ``watch`` hears how far it got. An input without a single Hubble
     record, or with more than ``max_malformed`` percent of its lines malformed, is an
@@ -283,7 +285,7 @@ def replay(
         from cpg_io.dask_engine import aggregate_on_dask
 
         aggregator = aggregate_on_dask(
-            files, options, stats, scheduler, cancel=cancel, watch=reported
+            files, options, stats, scheduler, cancel=cancel, watch=reported, range_bytes=part_bytes
         )
         for line, why in stats.malformed_examples:
             reported.malformed(line, why)
