@@ -66,12 +66,15 @@ def feed_lines(
     With ``known`` (:meth:`Aggregator.add_known`), ``context`` (:meth:`Aggregator.add_context`)
     and ``reader``, a line of the commonest shapes is offered to them first: by its allow-entry
     key, with the line itself as the unparsed sample, or by its decision; only what they
-    decline is parsed into a Flow for ``sink``. When few of the first
-    lines of a batch take that way (another kind of capture), the rest of the batch does not
-    try it."""
+    decline is parsed into a Flow for ``sink``. When few of the first lines of a batch take
+    that way (another kind of capture), the rest of the batch does not try it."""
     parse = parser.parse
     loads = orjson.loads
-    entry_of = reader.entry if reader is not None and known and context else None
+    entry_of = None
+    add_known: Callable[[EntryKey, str, Callable[[Any], Flow], Any], bool] = _declined
+    add_context: Callable[[Decision, str], bool] = _declined
+    if reader is not None and known is not None and context is not None:
+        entry_of, add_known, add_context = reader.entry, known, context
     tried = taken = 0
     number = first_line - 1
     for line in lines:
@@ -88,9 +91,9 @@ def feed_lines(
                 if found is not None:
                     what, time = found
                     if (
-                        known(what, time, flow_of_line, line)  # type: ignore[misc]
-                        if type(what) is tuple
-                        else context(what, time)  # type: ignore[misc, arg-type]
+                        add_known(what, time, flow_of_line, line)
+                        if isinstance(what, tuple)
+                        else add_context(what, time)
                     ):
                         taken += 1
                         continue
@@ -121,6 +124,10 @@ def feed_lines(
         elif type(record) is OtherRecord:
             stats.other_records += 1
     stats.lines_read += number - first_line + 1
+
+
+def _declined(*_: object) -> bool:
+    return False
 
 
 QUICK_PROBE_LINES = 256
