@@ -190,15 +190,18 @@ def progress_of(partial: Partial) -> tuple[int, int, int]:
 
 def plan_parts(files: Sequence[str], range_bytes: int) -> list[Part]:
     """The tasks for the inputs: gzip and small objects whole, larger plain ones in ranges.
-    Only sizes and the first two bytes of each object are read here."""
+    Only sizes (from the listing) and the first two bytes of each large object are read here."""
     parts = []
     for number, url in enumerate(files):
         if url == "-":
             raise EngineError("- (standard input) cannot be read by a Dask cluster; give files")
         size = source_size(url)
+        if size <= range_bytes:  # one task whatever it holds: no need to look inside
+            parts.append(Part(url, number, 0))
+            continue
         with _open(url) as raw:
             gzipped = raw.read(2) == GZIP_MAGIC
-        if gzipped or size <= range_bytes:
+        if gzipped:  # a gzip stream cannot be cut into ranges
             parts.append(Part(url, number, 0))
             continue
         for index, start in enumerate(range(0, size, range_bytes)):
