@@ -215,17 +215,17 @@ def test_forked_output_stage_writes_what_the_inline_one_does(
 
 @pytest.mark.parametrize("size", [7, 64, 1000, 1 << 20])
 @pytest.mark.parametrize("tail", [b"", b"tail", b"\n\n"])
-def test_line_batches_are_the_lines_of_the_chunks(size: int, tail: bytes) -> None:
+def test_line_batches_are_thelines_of_the_chunks(size: int, tail: bytes) -> None:
     """The in-process reader (batches of lines, no block copies) gives the lines and line
     numbers the worker blocks give."""
-    from cpg_io.parallel import _lines_of
+    from cpg_io.parallel import lines_of
     from cpg_io.sources import iter_chunks, iter_line_batches
 
     data = b"".join(b'{"n": %d}%s\n' % (i, b"x" * (i % 37)) for i in range(300)) + tail
     expected = [
         (first + at, line)
         for first, block in iter_chunks(io.BytesIO(data), ReadStats(), size)
-        for at, line in enumerate(_lines_of(block))
+        for at, line in enumerate(lines_of(block))
     ]
     got = [
         (first + at, line)

@@ -21,7 +21,7 @@ from cpg_core import AggregateOptions, AggregateState, Aggregator, FlowParser
 from cpg_core.lines import MAX_LINE_BYTES, OVERSIZED, aggregate_lines, merge_stats
 from cpg_core.quickline import QuickReader
 from cpg_core.synthesis import Resolver
-from cpg_io.parallel import CHUNK_BYTES, Cancelled, _lines_of
+from cpg_io.parallel import CHUNK_BYTES, Cancelled, lines_of
 from cpg_io.progress import Reported
 from cpg_io.remote import MissingExtra, is_url, open_raw
 from cpg_io.sources import (
@@ -30,6 +30,7 @@ from cpg_io.sources import (
     SourceError,
     describe_source,
     iter_line_batches,
+    merge_file_stats,
     open_flow_stream,
     source_size,
 )
@@ -116,9 +117,9 @@ def _range_lines(raw: Any, start: int, stop: int) -> list[bytes]:
         rest = _finish_line(raw)
         if rest is None:
             cut = data.rfind(b"\n") + 1
-            return [*_lines_of(data[:cut]), OVERSIZED]
+            return [*lines_of(data[:cut]), OVERSIZED]
         data += rest
-    return _lines_of(data)
+    return lines_of(data)
 
 
 _warm = threading.local()
@@ -318,11 +319,6 @@ def _number_lines(
         lines, examples, truncated = parts[(file, index)]
         offset = offsets.get(file, 0)
         offsets[file] = offset + lines
-        label = describe_source(files[file])
-        shown = [
-            (offset + line, why if len(files) == 1 else f"{label}: {why}") for line, why in examples
-        ]
-        part = ReadStats(malformed_examples=shown)
-        merge_stats(stats, part)
-        if truncated and not stats.truncated:
-            stats.truncated = truncated if len(files) == 1 else f"{label}: {truncated}"
+        label = describe_source(files[file]) if len(files) > 1 else None
+        numbered = [(offset + line, why) for line, why in examples]
+        merge_file_stats(stats, ReadStats(malformed_examples=numbered, truncated=truncated), label)

@@ -110,7 +110,7 @@ def _next_reply(outbox: Any, cancel: threading.Event | None) -> tuple[Any, Any, 
         return message
 
 
-def _lines_of(block: bytes) -> list[bytes]:
+def lines_of(block: bytes) -> list[bytes]:
     lines = block.split(b"\n")
     if lines and not lines[-1]:
         lines.pop()
@@ -136,7 +136,7 @@ def _checked_batches(
 
 def _batches(blocks: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, list[bytes]]]:
     for first, block in blocks:
-        yield first, _lines_of(block)
+        yield first, lines_of(block)
 
 
 def _consume(
@@ -338,7 +338,7 @@ def _range_worker(
         with open(path, "rb") as handle:
             for index, (start, stop) in ranges:
                 handle.seek(start)
-                lines = _lines_of(handle.read(stop - start))
+                lines = lines_of(handle.read(stop - start))
                 chunk = ReadStats()
                 aggregate_lines(lines, 1, chunk, parser, aggregator, reader)
                 outbox.put(("chunk", (index, len(lines), chunk.malformed_examples), stop - start))

@@ -54,7 +54,7 @@ from cpg_io.sources import (
     input_size,
     is_gzip,
     is_regular_file,
-    merge_stats,
+    merge_file_stats,
     open_flow_stream,
     peek,
     source_size,
@@ -164,12 +164,7 @@ def _read_many(
 ) -> tuple[Aggregator, bytes]:
     """Several files as one capture (their concatenation): by file-level workers with
     ``jobs`` > 1, else one after the other. Malformed lines are named with their file."""
-    head = b""
-    for path in files:
-        with open_flow_stream(path) as stream:
-            head = peek(stream, SNIFF_BYTES)
-        if head.strip():
-            break
+    head = _head(files)
     watch.reading(sum(source_size(path) for path in files))
     if jobs > 1:
         aggregator, per_file = aggregate_files(files, options, jobs, cancel, reported)
@@ -190,12 +185,7 @@ def _read_many(
             base_position += source_size(path)
             base_lines += part.lines_read
     for path, part in zip(files, per_file, strict=True):
-        part.malformed_examples = [
-            (line, f"{describe_source(path)}: {why}") for line, why in part.malformed_examples
-        ]
-        merge_stats(stats, part)
-        if part.truncated and not stats.truncated:
-            stats.truncated = f"{describe_source(path)}: {part.truncated}"
+        merge_file_stats(stats, part, describe_source(path))
     return aggregator, head
 
 

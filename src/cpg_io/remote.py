@@ -9,14 +9,11 @@ Azure SAS token).
 
 from __future__ import annotations
 
-import contextlib
-import gzip
-import io
+import os
 import re
-from collections.abc import Iterator
-from typing import Any, BinaryIO
+from typing import Any
 
-from cpg_io.sources import GZIP_MAGIC, SourceError
+from cpg_io.sources import SourceError
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _GLOB_CHARS = frozenset("*?[")
@@ -146,8 +143,6 @@ def expand_url(url: str) -> list[str]:
 def size_of(url: str) -> int:
     local = _local_path(url)
     if local is not None:
-        import os
-
         return os.path.getsize(local)
     fs, path = _filesystem(url)
     try:
@@ -156,30 +151,9 @@ def size_of(url: str) -> int:
         raise _storage_error(url, exc) from None
 
 
-@contextlib.contextmanager
-def open_url(url: str) -> Iterator[BinaryIO]:
-    """The object for binary line reading, gzip unwrapped by its magic bytes."""
-    local = _local_path(url)
-    try:
-        if local is not None:
-            raw: Any = open(local, "rb")  # noqa: SIM115 - closed below
-        else:
-            fs, path = _filesystem(url)
-            raw = fs.open(path, "rb")
-    except SourceError:
-        raise
-    except Exception as exc:
-        raise _storage_error(url, exc) from None
-    try:
-        buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)
-        head = buffered.peek(2)[:2]
-        yield gzip.GzipFile(fileobj=buffered) if head == GZIP_MAGIC else buffered  # type: ignore[misc]
-    finally:
-        raw.close()
-
-
 def open_raw(url: str) -> Any:
-    """The object itself (seekable, not unwrapped): for reading byte ranges."""
+    """The object, seekable and not unwrapped (open_flow_stream unwraps gzip; byte ranges
+    are read from it as it is)."""
     local = _local_path(url)
     try:
         if local is not None:

@@ -99,6 +99,18 @@ def describe_source(path: str) -> str:
     return shown(path) if is_url(path) else path
 
 
+def merge_file_stats(total: ReadStats, part: ReadStats, label: str | None) -> None:
+    """Add one input's counts to the run's. With several inputs, ``label`` names the input in
+    its malformed lines and in how it ended early."""
+    if label is not None:
+        part.malformed_examples = [
+            (line, f"{label}: {why}") for line, why in part.malformed_examples
+        ]
+    merge_stats(total, part)
+    if part.truncated and not total.truncated:
+        total.truncated = part.truncated if label is None else f"{label}: {part.truncated}"
+
+
 def source_size(path: str) -> int:
     """The size of an input file or object (compressed, for gzip)."""
     from cpg_io.remote import is_url, size_of
@@ -154,19 +166,19 @@ def expand_inputs(inputs: Sequence[str]) -> list[str]:
 def open_flow_stream(path: str) -> Iterator[BinaryIO]:
     """Open a capture for binary line reading, unwrapping gzip whatever the file is called.
     A URL is opened through its storage library (see cpg_io.remote)."""
-    from cpg_io.remote import is_url, open_url
+    from cpg_io.remote import is_url, open_raw
 
+    raw: BinaryIO
     if is_url(path):
-        with open_url(path) as remote:
-            yield remote
-        return
-    if path == "-":
+        raw = open_raw(path)
+        owned = True
+    elif path == "-":
         if sys.stdin is None or getattr(sys.stdin, "buffer", None) is None:
             raise SourceError(
                 "standard input is closed; pipe a capture into cpg (hubble observe -o jsonpb | "
                 "cpg replay -) or give a file"
             )
-        raw: BinaryIO = sys.stdin.buffer
+        raw = sys.stdin.buffer
         owned = False
     else:
         try:
