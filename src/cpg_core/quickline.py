@@ -22,7 +22,8 @@ from typing import Annotated
 import msgspec
 
 from cpg_core.decide import Decision
-from cpg_core.flow import Endpoint, EntryKey
+from cpg_core.dropreasons import POLICY_DENIED
+from cpg_core.flow import Endpoint, EntryKey, Verdict
 from cpg_core.parse import FlowParser
 
 U8 = Annotated[int, msgspec.Meta(ge=0, le=255)]
@@ -223,11 +224,23 @@ QuickLine = tuple[EntryKey | Decision, str]
 flow's time."""
 
 _DIRECTIONS = {"INGRESS": 1, "EGRESS": 2}
-# Verdicts whose flows only add context (never AUDIT, which --include-audit may make a
-# candidate).
-_CONTEXT_VERDICTS = frozenset(
-    {"FORWARDED", "ERROR", "REDIRECTED", "TRACED", "TRANSLATED", "VERDICT_UNKNOWN"}
-)
+_VERDICT_CODES = {v.name: int(v) for v in Verdict}
+_DROPPED = int(Verdict.DROPPED)
+_AUDIT = int(Verdict.AUDIT)
+
+
+def quick_decision(verdict: int, reason: int, reply: bool) -> Decision | None:
+    """What a flow's verdict, drop reason and reply flag decide on their own, as :func:`decide`
+    does: NOT_A_DROP for a verdict other than DROPPED and AUDIT (AUDIT may be a candidate with
+    --include-audit), REPLY or CANDIDATE for a POLICY_DENIED drop. None for anything else,
+    which takes the full path. (The aggregator declines these when options change them.)"""
+    if verdict != _DROPPED:
+        return None if verdict == _AUDIT else Decision.NOT_A_DROP
+    if reason != POLICY_DENIED:
+        return None
+    return Decision.REPLY if reply else Decision.CANDIDATE
+
+
 _ENDPOINT_CACHE_LIMIT = 65536
 
 
@@ -261,15 +274,16 @@ class QuickReader:
             time = response.time
             if time is None:
                 return None
-        verdict = f.verdict
-        if verdict != "DROPPED":
-            if f.drop_reason_desc == 0 and verdict in _CONTEXT_VERDICTS:
-                return Decision.NOT_A_DROP, time
+        name = f.verdict
+        verdict = _VERDICT_CODES.get(name) if type(name) is str else None
+        desc = f.drop_reason_desc  # another name would make the parser read more fields
+        reason = POLICY_DENIED if desc == "POLICY_DENIED" else 0 if desc == 0 else None
+        if verdict is None or reason is None:
             return None
-        if f.drop_reason_desc != "POLICY_DENIED":
-            return None
-        if f.is_reply is True or (f.is_reply is None and f.reply is True):
-            return Decision.REPLY, time
+        reply = f.is_reply is True or (f.is_reply is None and f.reply is True)
+        decision = quick_decision(verdict, reason, reply)
+        if decision is not Decision.CANDIDATE:
+            return None if decision is None else (decision, time)
         way = f.traffic_direction
         direction = _DIRECTIONS.get(way) if type(way) is str else None
         l4 = f.l4

@@ -210,7 +210,7 @@ def plan_parts(files: Sequence[str], range_bytes: int) -> list[Part]:
     return parts
 
 
-def _connect(scheduler: str, workers: int | None) -> tuple[Any, Any]:
+def _connect(scheduler: str) -> tuple[Any, Any]:
     try:
         from distributed import Client, LocalCluster
     except ImportError:
@@ -264,7 +264,7 @@ def aggregate_on_dask(
 ) -> Aggregator:
     """Aggregate every flow of ``files`` on the cluster at ``scheduler`` (an address, or
     ``local:N`` for a LocalCluster of N worker processes)."""
-    client, cluster = _connect(scheduler, None)
+    client, cluster = _connect(scheduler)
     try:
         _same_cpg(client, scheduler)
         parts = plan_parts(files, range_bytes or RANGE_BYTES)

@@ -6,8 +6,7 @@ from __future__ import annotations
 import time as _clock
 from typing import Any
 
-from cpg_core import Decision, Endpoint, Flow, LostEvents, OtherRecord, Verdict
-from cpg_core.dropreasons import POLICY_DENIED
+from cpg_core import Decision, Endpoint, Flow, LostEvents, OtherRecord
 from cpg_core.flow import (
     EMPTY_ENDPOINT,
     DNSInfo,
@@ -17,12 +16,10 @@ from cpg_core.flow import (
     Record,
     endpoint_of,
 )
-from cpg_core.quickline import QuickLine
+from cpg_core.quickline import QuickLine, quick_decision
 from cpg_io._proto.flow import flow_pb2
 
 _L7_TYPES = {v.number: v.name for v in flow_pb2.L7FlowType.DESCRIPTOR.values}
-_DROPPED = int(Verdict.DROPPED)
-_AUDIT = int(Verdict.AUDIT)
 _LOST_SOURCES = {v.number: v.name for v in flow_pb2.LostEventSource.DESCRIPTOR.values}
 
 
@@ -107,13 +104,10 @@ class ProtoConverter:
             stamp = response.time
         else:
             return None
-        verdict = f.verdict
-        if verdict != _DROPPED:
-            return None if verdict == _AUDIT else (Decision.NOT_A_DROP, self._time(stamp))
-        if (f.drop_reason_desc or f.drop_reason) != POLICY_DENIED:
-            return None
-        if f.is_reply.value if f.HasField("is_reply") else f.reply:
-            return Decision.REPLY, self._time(stamp)
+        reply = f.is_reply.value if f.HasField("is_reply") else f.reply
+        decision = quick_decision(f.verdict, f.drop_reason_desc or f.drop_reason, reply)
+        if decision is not Decision.CANDIDATE:
+            return None if decision is None else (decision, self._time(stamp))
         direction = f.traffic_direction
         if direction != 1 and direction != 2:
             return None
