@@ -346,3 +346,21 @@ def test_the_example_capture_replays_the_same_either_way(tmp_path: Path) -> None
     assert _aggregate(lines, AggregateOptions(), True) == _aggregate(
         lines, AggregateOptions(), False
     )
+
+
+def test_the_json_and_protobuf_quick_ways_share_one_rule() -> None:
+    """QuickReader applies quick_decision's rule on verdict names (inline, for speed); the
+    names it treats as context are exactly those the rule makes NOT_A_DROP, and the rule
+    agrees with decide()."""
+    from cpg_core.flow import Flow, Verdict
+    from cpg_core.quickline import _CONTEXT_VERDICTS, quick_decision
+
+    context = {v.name for v in Verdict if quick_decision(int(v), 133, False) is Decision.NOT_A_DROP}
+    assert context == _CONTEXT_VERDICTS
+    for verdict in Verdict:
+        for reason in (0, 133, 181):
+            for reply in (False, True):
+                said = quick_decision(int(verdict), reason, reply)
+                flow = Flow(verdict=int(verdict), drop_reason=reason, is_reply=reply, port=80)
+                if said is not None:
+                    assert decide(flow) is said, (verdict, reason, reply)
