@@ -184,7 +184,7 @@ def test_17_19_no_escape_or_invisible_character_reaches_a_terminal(tmp_path: Pat
 
 
 def test_17_the_mcp_cleaner_drops_format_private_and_tag_characters() -> None:
-    from cpg_mcp.sanitize import clean
+    from cpg_core.text import clean
 
     assert clean({"k\u200b": [HOSTILE]}) == {"k": ["webx"]}
     assert clean("caf\u00e9 \u00a0ok\n", keep_newlines=True) == "caf\u00e9 \u00a0ok\n"

@@ -217,7 +217,7 @@ async def test_bootstrap_policy_tool_reads_the_cilium_version(
             cilium_pod("cilium-b", "quay.io/cilium/cilium:v1.18.2"),
             cilium_pod("cilium-c", "quay.io/cilium/cilium:v1.12.0", phase="Pending"),
         ]
-        async with Client(build_server(None), mode="legacy") as client:
+        async with Client(build_server(None, version_check_timeout=60.0), mode="legacy") as client:
             ok = (await call(client, "get_bootstrap_policy", namespace="shop")).structured_content
             assert ok["cluster_version"] == "1.18.2" and ok["version_source"] == "pod-images"
             assert ok["cilium_versions_seen"] == {"1.18.2": 1, "1.19.4": 1}

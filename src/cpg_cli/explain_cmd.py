@@ -13,9 +13,9 @@ from rich.console import Console
 from cpg_cli import options as opt
 from cpg_cli.options import validated
 from cpg_cli.terminal import say
+from cpg_cli.words import flag
 from cpg_core import (
     CpgError,
-    EvidenceError,
     ExplainFilter,
     explain_filter,
     explain_lines,
@@ -27,7 +27,6 @@ from cpg_core.names import POLICY_NAME_PREFIX
 from cpg_core.text import clean_text
 from cpg_core.yamlread import load_one
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
-from cpg_io.store import StoreError
 
 _STYLES = {"title": "bold", "rule": "bold green", "dim": "dim", "warn": "yellow", "": ""}
 
@@ -48,7 +47,7 @@ def _target(arg: str, output_dir: Path | None) -> tuple[str, str, Path]:
         except (OSError, UnicodeDecodeError) as exc:
             raise _fail(f"{arg}: cannot read it ({exc})") from None
         except CpgError as exc:
-            raise _fail(str(exc)) from None
+            raise _fail(exc.render(flag)) from None
         meta = doc.get("metadata") if isinstance(doc, dict) else None
         name = meta.get("name") if isinstance(meta, dict) else None
         namespace = meta.get("namespace") if isinstance(meta, dict) else None
@@ -279,8 +278,8 @@ def explain(
         store = EvidenceStore(evidence_dir or default_evidence_root(out_dir), out_dir)
         path = store.path_for(namespace, workload)
         doc = store.read(namespace, workload)
-    except (EvidenceError, StoreError, CpgError) as exc:
-        raise _fail(str(exc)) from None
+    except CpgError as exc:
+        raise _fail(exc.render(flag)) from None
     if doc is None:
         raise _fail(
             f"no evidence for {namespace}/{workload} at {path} (evidence is keyed by the output "

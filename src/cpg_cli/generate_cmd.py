@@ -18,16 +18,17 @@ import typer
 from cpg_cli import options as opt
 from cpg_cli.progress import GenerateProgress, on_terminal
 from cpg_cli.report import print_run, warn_about_run
-from cpg_cli.terminal import say
-from cpg_core import LiveRequest
+from cpg_cli.terminal import fail, say
+from cpg_cli.words import flag
+from cpg_core import CpgError, LiveRequest
 from cpg_core.attribution import time_key
 from cpg_core.requests import TimeWindow, duration_seconds
+from cpg_io.errors import RelaySetupError
 from cpg_io.evidence_store import default_evidence_root
-from cpg_io.hubble import RelayError, TLSSettings
-from cpg_io.kube import RelaySetupError, prepare_relay
+from cpg_io.hubble import TLSSettings
+from cpg_io.kube import prepare_relay
 from cpg_io.live import LiveCapture, LiveSettings
 from cpg_io.pipeline import EvidenceSettings, ReplayResult
-from cpg_io.store import StoreError
 
 log = logging.getLogger("cpg")
 
@@ -231,9 +232,8 @@ def generate(
                 max_sessions=evidence_sessions,
                 redact=evidence_redact,
             )
-    except StoreError as exc:
-        say(f"cpg: error: {exc}", err=True)
-        raise typer.Exit(1) from None
+    except CpgError as exc:
+        fail(exc)
     try:
         relay = prepare_relay(
             live.server,
@@ -249,11 +249,10 @@ def generate(
     except RelaySetupError as exc:
         what = (
             "--cluster-dedup"
-            if exc.step == "cluster_dedup"
+            if exc.field == "cluster_dedup"
             else "--server not given and no port-forward to hubble-relay"
         )
-        say(f"cpg: error: {what}: {exc}", err=True)
-        raise typer.Exit(1) from None
+        fail(exc, f"{what}: ")
     if relay.in_cluster is not None:
         log.info("loaded %d cpg-managed policies from the cluster", len(relay.in_cluster))
     if relay.forwarder is not None:
@@ -294,9 +293,8 @@ def generate(
     try:
         with GenerateProgress(capture, show=on_terminal(quiet)) as progress:
             result = asyncio.run(_run(capture, relay.close, progress))
-    except RelayError as exc:
-        say(f"cpg: error: {exc}", err=True)
-        raise typer.Exit(1) from None
+    except CpgError as exc:
+        fail(exc)
     finally:
         relay.close()
     agg = result.aggregator
@@ -319,7 +317,9 @@ def generate(
         verb="Received",
     )
     if capture.error:
-        say(f"cpg: error: {capture.error}; what arrived before was written", err=True)
+        failure = capture.failure
+        why = failure.render(flag) if isinstance(failure, CpgError) else capture.error
+        say(f"cpg: error: {why}; what arrived before was written", err=True)
     if code:
         raise typer.Exit(code)
 

@@ -13,31 +13,11 @@ from typing import Annotated, Any, TypeVar
 import typer
 from typer.core import TyperCommand
 
+from cpg_cli.words import flag
 from cpg_core import PROTOCOLS, CaptureRequest, RequestError
 
 T = TypeVar("T")
 LOG_LEVELS = ("debug", "info", "warning", "error")
-
-FLAGS = {
-    "namespace": "--namespace",
-    "all_namespaces": "-n/-A",
-    "ignore_protocol": "--ignore-protocol",
-    "ignore_drop_reason": "--ignore-drop-reason",
-    "l7_collapse_paths": "--l7-collapse-paths",
-    "max_samples": "--evidence-samples",
-    "direction": "--ingress/--egress",
-    "port": "--port",
-    "peer": "--peer",
-    "peer_cidr": "--peer-cidr",
-    "since": "--since",
-    "until": "--until",
-    "samples_limit": "--samples-limit",
-    "timeout": "--timeout",
-    "flush_interval": "--flush-interval",
-    "duration": "--duration",
-    "evidence_interval": "--evidence-interval",
-}
-"""The CLI's spelling of each RequestError field."""
 
 
 class StrictCommand(TyperCommand):
@@ -88,7 +68,7 @@ def validated(build: Callable[[], T]) -> T:
     try:
         return build()
     except RequestError as exc:
-        raise typer.BadParameter(exc.message, param_hint=FLAGS.get(exc.field, exc.field)) from None
+        raise typer.BadParameter(exc.render(flag), param_hint=flag(exc.field)) from None
 
 
 class OutputFormat(StrEnum):

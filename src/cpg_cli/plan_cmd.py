@@ -10,14 +10,12 @@ from typing import Annotated, Any
 import typer
 
 from cpg_cli import options as opt
-from cpg_cli.terminal import say
+from cpg_cli.terminal import fail, say
 from cpg_core import CaptureRequest, CpgError
 from cpg_core.plan import Plan
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
-from cpg_io.kube import KubeError
 from cpg_io.plan import plan_capture
-from cpg_io.sources import SourceError
-from cpg_io.verify import PolicyLoadError, load_policies
+from cpg_io.verify import load_policies
 
 MAX_SHOWN = 20
 
@@ -196,9 +194,8 @@ def plan(
             evidence=store,
             default_local_cluster=local_default,
         )
-    except (PolicyLoadError, SourceError, KubeError, CpgError) as exc:
-        say(f"cpg: error: {exc}", err=True)
-        raise typer.Exit(1) from None
+    except CpgError as exc:
+        fail(exc)
     for problem in planned.problems:
         say(f"cpg: warning: {problem}", err=True)
     result = planned.plan

@@ -15,17 +15,16 @@ import typer
 from cpg_cli import options as opt
 from cpg_cli.progress import ReplayProgress, on_terminal
 from cpg_cli.report import print_run, warn_about_run
-from cpg_cli.terminal import say
+from cpg_cli.terminal import fail, say
+from cpg_cli.words import flag
 from cpg_core import CpgError, to_data
 from cpg_core.requests import TimeWindow
 from cpg_io.evidence_store import default_evidence_root
 from cpg_io.parallel import default_jobs
 from cpg_io.pipeline import EvidenceSettings
 from cpg_io.pipeline import replay as run_replay
-from cpg_io.remote import MissingExtra
-from cpg_io.sources import SourceError, describe_source, expand_inputs, newest_time
-from cpg_io.store import StoreError
-from cpg_io.verify import PolicyLoadError, load_policies, verify_capture
+from cpg_io.sources import describe_source, expand_inputs, newest_time
+from cpg_io.verify import load_policies, verify_capture
 
 log = logging.getLogger("cpg")
 
@@ -208,12 +207,8 @@ def replay(
                 scheduler=scheduler,
                 part_bytes=part_bytes,
             )
-    except MissingExtra as exc:  # an install away: a usage error, like a bad flag
-        say(f"cpg: error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    except (SourceError, StoreError) as exc:
-        say(f"cpg: error: {exc}", err=True)
-        raise typer.Exit(1) from None
+    except CpgError as exc:  # a missing extra is an install away: exit 2, like a bad flag
+        fail(exc)
     except KeyboardInterrupt:
         # The workers are stopped and staged files removed by now. Leave at once: an
         # interrupt can land inside a multiprocessing queue's lock, and the interpreter's
@@ -237,8 +232,8 @@ def replay(
                 options.decide,
                 window=(options.since, options.until),
             ).report
-        except (PolicyLoadError, SourceError, CpgError) as exc:
-            say(f"cpg: error: --verify: {exc}", err=True)
+        except CpgError as exc:
+            say(f"cpg: error: --verify: {exc.render(flag)}", err=True)
             failed = True
     verify_failed = checked is not None and not checked.passed
     code = 1 if failed else 3 if (fail_on_infra_drops and agg.infra_drops) or verify_failed else 0

@@ -9,11 +9,11 @@ from typing import Annotated
 import typer
 
 from cpg_cli import options as opt
-from cpg_cli.terminal import say
+from cpg_cli.terminal import fail, say
+from cpg_core import CpgError
 from cpg_core.review import markdown_report
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
-from cpg_io.review import ReviewInputError, read_review
-from cpg_io.store import StoreError
+from cpg_io.review import read_review
 
 FORMATS = (opt.OutputFormat.markdown, opt.OutputFormat.html)
 
@@ -49,9 +49,8 @@ def report(
     try:
         store = EvidenceStore(evidence_dir or default_evidence_root(output_dir), output_dir)
         inputs = read_review(output_dir, store, plan)
-    except (ReviewInputError, StoreError) as exc:
-        say(f"cpg: error: {exc}", err=True)
-        raise typer.Exit(1) from None
+    except CpgError as exc:
+        fail(exc)
     for problem in inputs.problems:
         say(f"cpg: warning: {problem}", err=True)
     if output == "html":

@@ -4,10 +4,21 @@ characters from the reviewer. Machine output (JSON, YAML) is left to its seriali
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 import typer
 
+from cpg_cli.words import flag
+from cpg_core import CpgError
 from cpg_core.text import clean_text
 
 
 def say(text: str, *, err: bool = False, nl: bool = True) -> None:
     typer.echo(clean_text(text, keep_newlines=True), err=err, nl=nl)
+
+
+def fail(error: CpgError, context: str = "") -> NoReturn:
+    """Print an error of the cpg family in the CLI's words and exit: 2 when the fix is on the
+    command line (a missing extra), else 1."""
+    say(f"cpg: error: {context}{error.render(flag)}", err=True)
+    raise typer.Exit(2 if getattr(error, "usage", False) else 1)

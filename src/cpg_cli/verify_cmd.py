@@ -8,11 +8,10 @@ from typing import Annotated
 import typer
 
 from cpg_cli import options as opt
-from cpg_cli.terminal import say
+from cpg_cli.terminal import fail, say
 from cpg_core import CaptureRequest, CpgError, VerifyReport, to_json
-from cpg_io.kube import KubeError
-from cpg_io.sources import SourceError, describe_source
-from cpg_io.verify import PolicyLoadError, load_policies, verify_capture
+from cpg_io.sources import describe_source
+from cpg_io.verify import load_policies, verify_capture
 
 
 def print_verify(report: VerifyReport, *, policies: int, origin: str) -> None:
@@ -99,9 +98,8 @@ def verify(
         verified = verify_capture(
             flows, documents, request.decide_options(), default_local_cluster=local_default
         )
-    except (PolicyLoadError, SourceError, KubeError, CpgError) as exc:
-        say(f"cpg: error: {exc}", err=True)
-        raise typer.Exit(1) from None
+    except CpgError as exc:
+        fail(exc)
     if verified.stats.malformed:
         say(
             f"cpg: warning: {describe_source(flows[0]) if len(flows) == 1 else 'the inputs'}: "

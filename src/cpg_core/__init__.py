@@ -34,7 +34,13 @@ from cpg_core.documents import (
     VerifyReport,
 )
 from cpg_core.equivalence import policies_equivalent
-from cpg_core.errors import CpgError, FlowParseError, PolicyMergeError, SelectorMismatchError
+from cpg_core.errors import (
+    CpgError,
+    FlowParseError,
+    PolicyMergeError,
+    SelectorMismatchError,
+    Setting,
+)
 from cpg_core.evidence import EvidenceError, parse_evidence, plan_evidence, render_evidence
 from cpg_core.explain import ExplainFilter, explain_lines, explain_record, render_explain_json
 from cpg_core.flow import Endpoint, Flow, LostEvents, OtherRecord, Verdict
@@ -91,6 +97,7 @@ __all__ = [
     "SelectorMismatchError",
     "SessionInfo",
     "SessionSource",
+    "Setting",
     "Verdict",
     "VerifyCheck",
     "VerifyReport",

@@ -173,10 +173,6 @@ def merge_rule(old: RuleEvidence, new: RuleEvidence, max_samples: int) -> RuleEv
     )
 
 
-def new_document(name: str, namespace: str, workload: str) -> PolicyEvidence:
-    return PolicyEvidence(policy=PolicyIdentity(name, namespace, workload))
-
-
 def merge_evidence(
     existing: PolicyEvidence | None,
     *,

@@ -168,12 +168,6 @@ def _as_int(value: object, field: str, maximum: int = MAX_COUNT) -> int:
     return number
 
 
-def _as_bool(value: object, field: str) -> bool | None:
-    if value is None or type(value) is bool:
-        return value
-    raise _bad(field, "a boolean", value)
-
-
 def _as_str_tuple(value: object, field: str) -> tuple[str, ...]:
     if value is None:
         return ()

@@ -16,7 +16,7 @@ from cpg_core.aggregate import AggregateOptions
 from cpg_core.attribution import NO_TIME, time_key
 from cpg_core.decide import DecideOptions
 from cpg_core.dropreasons import DropClass, classify_reason, parse_reason_name, reason_name
-from cpg_core.errors import CpgError
+from cpg_core.errors import CpgError, Setting
 from cpg_core.explain import ExplainFilter
 from cpg_core.names import is_dns1123_label, path_component_problem
 from cpg_core.text import shown
@@ -34,10 +34,14 @@ class RequestError(CpgError, ValueError):
     """A value the user gave is not valid. ``field`` names the setting neutrally (e.g.
     ``ignore_protocol``); the message says what is wrong and what would be right."""
 
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
-        self.message = message
+    field: str
+
+    def __init__(self, field: str, *parts: str | Setting) -> None:
+        super().__init__(*parts, field=field)
+
+    @property
+    def message(self) -> str:
+        return self.render()
 
 
 def split_values(values: Iterable[str]) -> list[str]:
@@ -215,6 +219,10 @@ class LiveRequest:
     flush_interval: float = 5.0
     duration: float | None = None
     cluster_dedup: bool = False
+    evidence_interval: float = 60.0
+    """Seconds between writes of the evidence of policies whose rules did not change."""
+    relay_namespace: str = "kube-system"
+    """Where to look for the hubble-relay pod when no server is given."""
 
     @classmethod
     def build(

@@ -17,17 +17,17 @@ from typing import Any
 
 import attrs
 
-from cpg_core import AggregateOptions, AggregateState, Aggregator, FlowParser
+from cpg_core import AggregateOptions, AggregateState, Aggregator, FlowParser, Setting
 from cpg_core.lines import MAX_LINE_BYTES, OVERSIZED, aggregate_lines, merge_stats
 from cpg_core.quickline import QuickReader
 from cpg_core.synthesis import Resolver
-from cpg_io.parallel import CHUNK_BYTES, Cancelled, lines_of
+from cpg_io.errors import Cancelled, EngineError, MissingDask
+from cpg_io.parallel import CHUNK_BYTES, lines_of
 from cpg_io.progress import Reported
-from cpg_io.remote import MissingExtra, is_url, open_raw
+from cpg_io.remote import is_url, open_raw
 from cpg_io.sources import (
     GZIP_MAGIC,
     ReadStats,
-    SourceError,
     describe_source,
     iter_line_batches,
     merge_file_stats,
@@ -41,14 +41,6 @@ log = logging.getLogger("cpg")
 RANGE_BYTES = 64 * 1024 * 1024
 """Plain (uncompressed) objects larger than this are split into byte ranges of this size."""
 LOCAL = "local:"
-
-
-class EngineError(SourceError):
-    """The cluster could not be reached or used; the message names it and says what to do."""
-
-
-class MissingDask(MissingExtra):
-    """Dask is not installed: the message is the install command."""
 
 
 @attrs.frozen
@@ -214,12 +206,16 @@ def _connect(scheduler: str) -> tuple[Any, Any]:
     try:
         from distributed import Client, LocalCluster
     except ImportError:
-        raise MissingDask("--engine dask needs the dask extra: pip install 'cpg[dask]'") from None
+        raise MissingDask(
+            "the dask engine needs the dask extra: pip install 'cpg[dask]'", field="engine"
+        ) from None
     if scheduler.startswith(LOCAL):
         count = scheduler[len(LOCAL) :]
         if not count.isdigit() or int(count) < 1:
             raise EngineError(
-                f"--scheduler {scheduler}: say how many worker processes, e.g. local:4"
+                Setting("scheduler"),
+                f" {scheduler}: say how many worker processes, e.g. local:4",
+                field="scheduler",
             )
         cluster = LocalCluster(
             n_workers=int(count),
@@ -234,8 +230,10 @@ def _connect(scheduler: str) -> tuple[Any, Any]:
         return Client(scheduler, timeout="10s"), None
     except (OSError, TimeoutError, ValueError) as exc:
         raise EngineError(
-            f"cannot reach the Dask scheduler at {scheduler} ({exc}); check --scheduler "
-            "(e.g. tcp://dask-scheduler:8786) or use --scheduler local:N"
+            f"cannot reach the Dask scheduler at {scheduler} ({exc}); check ",
+            Setting("scheduler"),
+            " (e.g. tcp://dask-scheduler:8786) or use local:N",
+            field="scheduler",
         ) from None
 
 

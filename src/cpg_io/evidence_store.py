@@ -16,14 +16,15 @@ from cpg_core import (
     DocumentError,
     EvidenceError,
     PolicyEvidence,
+    Setting,
     from_data,
     parse_evidence,
     render_evidence,
     to_json,
 )
+from cpg_io.errors import StoreError
 from cpg_io.store import (
     StagedWrites,
-    StoreError,
     atomic_write_text,
     inside,
     read_text,
@@ -51,8 +52,12 @@ def default_evidence_root(output_dir: Path | None = None) -> Path:
         home = Path.home()
     except RuntimeError:
         raise StoreError(
-            "cannot find a home directory for the evidence cache; pass --evidence-dir DIR "
-            "(or --no-evidence)"
+            "cannot find a home directory for the evidence cache; give ",
+            Setting("evidence_dir"),
+            " (or ",
+            Setting("no_evidence"),
+            ")",
+            field="evidence_dir",
         ) from None
     return home / ".cache" / "cpg" / "evidence"
 

@@ -12,12 +12,10 @@ import attrs
 import grpc
 import grpc.experimental  # type: ignore[import-untyped]
 
+from cpg_core import Setting
 from cpg_io._proto.flow import flow_pb2
 from cpg_io._proto.observer import observer_pb2, observer_pb2_grpc
-
-
-class RelayError(Exception):
-    """The relay could not be reached or refused the stream; the message says what to check."""
+from cpg_io.errors import RelayError
 
 
 @attrs.frozen
@@ -47,7 +45,9 @@ def open_channel(server: str, tls: TLSSettings) -> grpc.Channel:
     if not tls.enabled:
         return grpc.insecure_channel(server, options=_STREAM_OPTIONS)
     if (tls.client_cert is None) != (tls.client_key is None):
-        raise RelayError("--tls-client-cert and --tls-client-key go together")
+        raise RelayError(
+            Setting("tls_client_cert"), " and ", Setting("tls_client_key"), " go together"
+        )
     credentials = grpc.ssl_channel_credentials(
         root_certificates=_read(tls.ca_cert, "CA certificate"),
         private_key=_read(tls.client_key, "client key"),
@@ -123,7 +123,9 @@ def flows_request(filters: list[Any], since: Any | None, *, field_mask: bool = T
 def _split(server: str) -> tuple[str, int]:
     host, sep, port = server.rpartition(":")
     if not sep or not port.isdigit() or not host:
-        raise RelayError(f"{server!r} is not host:port; e.g. --server localhost:4245")
+        raise RelayError(
+            f"{server!r} is not host:port; give ", Setting("server"), " as e.g. localhost:4245"
+        )
     return host.strip("[]"), int(port)
 
 
@@ -140,7 +142,7 @@ def diagnose(server: str, tls: TLSSettings, timeout: float) -> None:
         addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as exc:
         raise RelayError(
-            f"cannot resolve {host!r} ({exc.strerror}); check the host name in --server"
+            f"cannot resolve {host!r} ({exc.strerror}); check the host name in ", Setting("server")
         ) from None
     family, kind, proto, _, address = addresses[0]
     try:
@@ -152,7 +154,9 @@ def diagnose(server: str, tls: TLSSettings, timeout: float) -> None:
     except ConnectionRefusedError:
         raise RelayError(
             f"connection refused by {server}: nothing listens there; start a port-forward to "
-            "hubble-relay (or leave --server out and cpg makes one) and check the port"
+            "hubble-relay (or leave ",
+            Setting("server"),
+            " out and cpg makes one) and check the port",
         ) from None
     except TimeoutError:
         raise RelayError(
@@ -161,8 +165,11 @@ def diagnose(server: str, tls: TLSSettings, timeout: float) -> None:
         ) from None
     except ssl.SSLError as exc:
         raise RelayError(
-            f"TLS handshake with {server} failed ({exc.reason or exc}); check --tls-ca-cert, "
-            "--tls-server-name and the client certificate"
+            f"TLS handshake with {server} failed ({exc.reason or exc}); check ",
+            Setting("tls_ca_cert"),
+            ", ",
+            Setting("tls_server_name"),
+            " and the client certificate",
         ) from None
     except OSError as exc:
         raise RelayError(f"cannot connect to {server}: {exc.strerror or exc}") from None
@@ -184,8 +191,11 @@ def wait_ready(channel: grpc.Channel, server: str, timeout: float) -> None:
         grpc.channel_ready_future(channel).result(timeout=timeout)
     except grpc.FutureTimeoutError:
         raise RelayError(
-            f"cannot connect to Hubble Relay at {server} within {timeout:g}s; check --server "
-            "(host:port), --tls flags, and that hubble-relay is running"
+            f"cannot connect to Hubble Relay at {server} within {timeout:g}s; check ",
+            Setting("server"),
+            " (host:port), ",
+            Setting("tls"),
+            ", and that hubble-relay is running",
         ) from None
 
 

@@ -13,12 +13,11 @@ from typing import Any
 
 import attrs
 
+from cpg_core import Setting
+from cpg_io.errors import KubeError, RelaySetupError
+
 CILIUM_GROUP = "cilium.io"
 CILIUM_VERSION = "v2"
-
-
-class KubeError(Exception):
-    """The cluster could not be read; the message says why and what to check."""
 
 
 def api_client(
@@ -58,11 +57,14 @@ def api_client(
     except ConfigException as exc:
         where = str(kubeconfig) if kubeconfig else "$KUBECONFIG or ~/.kube/config"
         raise KubeError(
-            f"cannot load a kubeconfig from {where} ({exc}); pass --kubeconfig FILE and --context NAME"
+            f"cannot load a kubeconfig from {where} ({exc}); give ",
+            Setting("kubeconfig"),
+            " and ",
+            Setting("context"),
         ) from None
     except FileNotFoundError:
         raise KubeError(
-            f"kubeconfig {kubeconfig or default} does not exist; pass --kubeconfig FILE"
+            f"kubeconfig {kubeconfig or default} does not exist; give ", Setting("kubeconfig")
         ) from None
     except Exception as exc:  # auth plugins fail in many ways
         raise KubeError(f"cannot use the kubeconfig's credentials ({exc})") from None
@@ -118,7 +120,12 @@ def _list(
         ) from None
     except (HTTPError, OSError) as exc:
         host = getattr(api.configuration, "host", "the API server")
-        raise KubeError(f"cannot reach {host} ({exc}); check --kubeconfig and --context") from None
+        raise KubeError(
+            f"cannot reach {host} ({exc}); check ",
+            Setting("kubeconfig"),
+            " and ",
+            Setting("context"),
+        ) from None
     items = result.get("items") or []
     kind = (
         "CiliumNetworkPolicy"
@@ -176,7 +183,8 @@ def _bounded(call: Any, timeout: float, what: str) -> Any:
     if worker.is_alive():
         raise KubeError(
             f"{what} did not answer within {timeout:g}s; if your kubeconfig uses an auth plugin "
-            "that needs a terminal (a login prompt), log in first, or pass --server"
+            "that needs a terminal (a login prompt), log in first, or give ",
+            Setting("server"),
         )
     if "error" in outcome:
         raise outcome["error"]
@@ -198,19 +206,29 @@ def find_relay_pod(api: Any, namespace: str, timeout: float) -> str:
         if exc.status == 403:
             raise KubeError(
                 f"RBAC denied listing pods in {namespace}; cpg needs 'list' on pods there to find "
-                "hubble-relay (or pass --server)"
+                "hubble-relay (or give ",
+                Setting("server"),
+                ")",
             ) from None
         raise KubeError(
             f"listing pods in {namespace} failed: HTTP {exc.status} {exc.reason}"
         ) from None
     except (HTTPError, OSError) as exc:
         host = getattr(api.configuration, "host", "the API server")
-        raise KubeError(f"cannot reach {host} ({exc}); check --kubeconfig and --context") from None
+        raise KubeError(
+            f"cannot reach {host} ({exc}); check ",
+            Setting("kubeconfig"),
+            " and ",
+            Setting("context"),
+        ) from None
     items = list(pods.items or [])
     if not items:
         raise KubeError(
             f"no hubble-relay pod in {namespace} (selector {RELAY_SELECTOR}); is Hubble Relay "
-            "enabled? Use --relay-namespace if it runs elsewhere, or --server"
+            "enabled? Give ",
+            Setting("relay_namespace"),
+            " if it runs elsewhere, or ",
+            Setting("server"),
         )
     running: list[str] = sorted(
         str(p.metadata.name) for p in items if p.status and p.status.phase == "Running"
@@ -283,7 +301,9 @@ class PortForwarder:
             if exc.status == 403:
                 raise KubeError(
                     f"RBAC denied port-forwarding to {self.namespace}/{self.pod}; cpg needs "
-                    "'create' on pods/portforward there (or pass --server)"
+                    "'create' on pods/portforward there (or give ",
+                    Setting("server"),
+                    ")",
                 ) from None
             raise KubeError(
                 f"port-forward to {self.namespace}/{self.pod} failed: {exc.reason}"
@@ -383,14 +403,6 @@ def cilium_agent_images(api: Any, timeout: float, namespace: str = "kube-system"
     return images
 
 
-class RelaySetupError(KubeError):
-    """Set-up before a live capture failed. ``step`` is ``cluster_dedup`` or ``port_forward``."""
-
-    def __init__(self, step: str, message: str) -> None:
-        super().__init__(message)
-        self.step = step
-
-
 @attrs.define
 class RelayConnection:
     """Where a live capture connects, and what it set up to get there."""
@@ -457,18 +469,18 @@ def _connect(
     try:
         api = api_client(kubeconfig, context, timeout=timeout, temp_dir=temp_dir)
     except KubeError as exc:
-        step = "cluster_dedup" if cluster_dedup else "port_forward"
-        raise RelaySetupError(step, str(exc)) from None
+        step = "cluster_dedup" if cluster_dedup else "server"
+        raise RelaySetupError(*exc.parts, field=step) from None
     if cluster_dedup:
         try:
             connection.in_cluster = cpg_managed_policies(api, namespaces or None)
         except KubeError as exc:
-            raise RelaySetupError("cluster_dedup", str(exc)) from None
+            raise RelaySetupError(*exc.parts, field="cluster_dedup") from None
     if not server:
         try:
             forwarder = forward_to_relay(api, relay_namespace, timeout)
         except KubeError as exc:
-            raise RelaySetupError("port_forward", str(exc)) from None
+            raise RelaySetupError(*exc.parts, field="server") from None
         connection.forwarder = forwarder
         connection.server = forwarder.address
         connection.description = (

@@ -11,7 +11,8 @@ import yaml
 
 from cpg_core.render import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from cpg_core.yamlread import YamlInputError, load_one
-from cpg_io.store import StoreError, atomic_write_text
+from cpg_io.errors import StoreError
+from cpg_io.store import atomic_write_text
 
 KUSTOMIZATION = "kustomization.yaml"
 _MARK = f"{MANAGED_BY_LABEL}: {MANAGED_BY_VALUE}"

@@ -30,8 +30,8 @@ from cpg_core import (
 from cpg_core.aggregate import HeldStats, held_back, hold_back
 from cpg_core.rules import Atom
 from cpg_core.synthesis import PolicyTarget
+from cpg_io.errors import RelayError
 from cpg_io.hubble import (
-    RelayError,
     TLSSettings,
     diagnose,
     flow_filters,
@@ -125,6 +125,7 @@ class LiveCapture:
         self._seen: set[str] = set()
         self._since: Any = None
         self._files: dict[Path, FileResult] = {}
+        self._flushing = threading.Lock()
         self._held: HeldStats = {}
         self._written: dict[PolicyTarget, set[Atom]] = {}
         """The allow entries already in each written policy: a flush with nothing new for a
@@ -142,6 +143,8 @@ class LiveCapture:
         )
         self.result = ReplayResult(stats=self.stats, aggregator=self.totals)
         self.error = ""
+        self.failure: BaseException | None = None
+        """What ended the stream, when an error did (each root words it its own way)."""
         self._lock = threading.Lock()
         """Held by the stream for each flow; taken to hand the interval on."""
         self._totals_lock = threading.Lock()
@@ -285,7 +288,13 @@ class LiveCapture:
         """Write what the last interval added (files are merged, so nothing is lost).
         ``on_start`` hears how many policies are about to be written. A policy whose rules
         did not change is not read or rewritten; its evidence waits in memory for the
-        evidence interval, or the ``final`` flush."""
+        evidence interval, or the ``final`` flush. One flush at a time: a periodic flush
+        still running in its thread when the capture stops (cancelling its task does not stop
+        the thread) ends, and its files are counted, before the final one starts."""
+        with self._flushing:
+            self._flush(on_start, final=final)
+
+    def _flush(self, on_start: Callable[[int], None] | None, *, final: bool) -> None:
         # What the capture keeps grows and has no cycles: keep the cycle collector from
         # walking it again and again (a full pass holds the interpreter for a tenth of a
         # second, and receiving waits).
@@ -441,6 +450,7 @@ class LiveCapture:
             if stream in done and stream.exception() is not None:
                 exc = stream.exception()
                 self.error = str(exc)
+                self.failure = exc
                 if isinstance(exc, RelayError) and self.progress.flows == 0 and not self._files:
                     raise exc
         finally:

@@ -19,6 +19,7 @@ from typing import Any, BinaryIO, TypeVar
 
 from cpg_core import AggregateOptions, AggregateState, Aggregator, FlowParser
 from cpg_core.quickline import QuickReader
+from cpg_io.errors import Cancelled
 from cpg_io.progress import Reported
 from cpg_io.remote import is_url
 from cpg_io.sources import (
@@ -48,10 +49,6 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-class Cancelled(Exception):
-    """The run was asked to stop (an MCP session that ends, a deadline); nothing was written."""
-
-
 def _checked(
     chunks: Iterator[tuple[int, bytes]],
     cancel: threading.Event | None,
@@ -73,6 +70,9 @@ def die_with_parent(parent: int | None = None) -> None:
     the parent, which stops the workers itself. ``parent`` is the pid the parent had before
     the fork: a parent that died between the fork and this call is noticed too."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Started with SIGINT blocked (see sigint_blocked): a Ctrl+C that came meanwhile is
+    # dropped now that it is ignored, never raised inside the fork's own bookkeeping.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     expected = parent if parent is not None else os.getppid()
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -81,6 +81,18 @@ def die_with_parent(parent: int | None = None) -> None:
 
 
 _PR_SET_PDEATHSIG = 1
+
+
+@contextlib.contextmanager
+def sigint_blocked() -> Iterator[None]:
+    """Start workers inside this: a child is born with SIGINT blocked and unblocks it only
+    once it ignores it (die_with_parent), so a Ctrl+C during a fork never prints a child's
+    traceback. The parent gets a Ctrl+C that came meanwhile when the block ends."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _stop(workers: Sequence[Any], queues: Sequence[Any], failed: bool) -> None:
@@ -221,8 +233,9 @@ def aggregate_stream(
         context.Process(target=_worker, args=(options, inbox, outbox, os.getpid()), daemon=True)
         for inbox in inboxes
     ]
-    for worker in workers:
-        worker.start()
+    with sigint_blocked():
+        for worker in workers:
+            worker.start()
     failed = True
     finished = 0
 
@@ -374,8 +387,9 @@ def aggregate_file(
         )
         for w in range(jobs)
     ]
-    for worker in workers:
-        worker.start()
+    with sigint_blocked():
+        for worker in workers:
+            worker.start()
     aggregator = Aggregator(options)
     numbers = _LineNumbers(watch)
     position = lines = 0
@@ -467,8 +481,9 @@ def aggregate_files(
         )
         for _ in range(workers_n)
     ]
-    for worker in workers:
-        worker.start()
+    with sigint_blocked():
+        for worker in workers:
+            worker.start()
     aggregator = Aggregator(options)
     per_file: list[ReadStats | None] = [None] * len(paths)
     position = lines = finished = 0
@@ -539,9 +554,11 @@ def map_forked(func: Callable[[T], R], items: Sequence[T], jobs: int) -> list[R]
     groups = [list(range(w, len(items), jobs)) for w in range(jobs)]
     _FORKED = (func, items)
     try:
-        with multiprocessing.get_context("fork").Pool(
-            jobs, initializer=die_with_parent, initargs=(os.getpid(),)
-        ) as pool:
+        with sigint_blocked():
+            pool = multiprocessing.get_context("fork").Pool(
+                jobs, initializer=die_with_parent, initargs=(os.getpid(),)
+            )
+        with pool:
             parts = pool.map(_run_forked, groups)
     finally:
         _FORKED = None

@@ -34,10 +34,10 @@ from cpg_core import (
 from cpg_core.aggregate import HeldBack, held_back, hold_back
 from cpg_core.evidence import redact_ips
 from cpg_core.yamlread import load_one
+from cpg_io.errors import Cancelled, StoreError
 from cpg_io.evidence_store import EvidenceStore
 from cpg_io.kustomize import KUSTOMIZATION, update_kustomizations
 from cpg_io.parallel import (
-    Cancelled,
     aggregate_file,
     aggregate_files,
     aggregate_stream,
@@ -62,7 +62,6 @@ from cpg_io.sources import (
 from cpg_io.store import (
     PolicyStore,
     StagedWrites,
-    StoreError,
     WriteOutcome,
     check_folder,
     folder_lock,

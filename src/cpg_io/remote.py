@@ -13,7 +13,7 @@ import os
 import re
 from typing import Any
 
-from cpg_io.sources import SourceError
+from cpg_io.errors import MissingExtra, SecretInURL, SourceError
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _GLOB_CHARS = frozenset("*?[")
@@ -29,10 +29,6 @@ EXTRAS = {
     "adl": "azure",
 }
 """The cpg extra that brings each scheme's storage library."""
-
-
-class MissingExtra(SourceError):
-    """A URL whose storage library is not installed: the message is the install command."""
 
 
 def is_url(text: str) -> bool:
@@ -58,10 +54,6 @@ def _local_path(url: str) -> str | None:
     if url.startswith("file://"):
         return url[len("file://") :] or "/"
     return None
-
-
-class SecretInURL(MissingExtra):
-    """A URL that carries what may be credentials: refused before any library sees it."""
 
 
 def _refuse_secrets(url: str) -> None:
@@ -114,11 +106,6 @@ def _storage_error(url: str, exc: BaseException) -> SourceError:
 def expand_url(url: str) -> list[str]:
     """The objects a URL names: itself, every object under it when it is a prefix (a
     "folder"), or those its glob pattern matches; sorted, as full URLs."""
-    local = _local_path(url)
-    if local is not None:
-        from cpg_io.sources import expand_inputs
-
-        return [f"file://{path}" for path in expand_inputs([local])]
     fs, path = _filesystem(url)
     try:
         if _GLOB_CHARS & set(path):

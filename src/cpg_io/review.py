@@ -10,13 +10,9 @@ from typing import Any
 import attrs
 
 from cpg_core import ClusterHealth, EvidenceError, PolicyEvidence
+from cpg_io.errors import PolicyLoadError, ReviewInputError, StoreError
 from cpg_io.evidence_store import EvidenceStore
-from cpg_io.store import StoreError
-from cpg_io.verify import PolicyLoadError, load_policy_files
-
-
-class ReviewInputError(Exception):
-    """Something the report needs cannot be read; the message names it."""
+from cpg_io.verify import load_policy_files
 
 
 @attrs.frozen

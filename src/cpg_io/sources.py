@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import BinaryIO
 
-from cpg_core import Flow, FlowParser, ReadStats, feed_lines
+from cpg_core import Flow, FlowParser, ReadStats, Setting, feed_lines
 from cpg_core.attribution import time_key
 from cpg_core.lines import (
     MAX_LINE_BYTES,
@@ -27,19 +27,13 @@ from cpg_core.lines import (
     parse_lines,
 )
 from cpg_core.sniff import CAPTURE_HINT, describe_unreadable
+from cpg_io.errors import SourceError, UnreadableInput
+from cpg_io.remote import expand_url, is_url, open_raw, shown, size_of
 
 GZIP_MAGIC = b"\x1f\x8b"
 
 
-class SourceError(Exception):
-    """The input could not be read; the message names it and says what to do."""
-
-
 SNIFF_BYTES = 4096
-
-
-class UnreadableInput(SourceError):
-    """The input is not a Hubble capture, or mostly not; nothing was written."""
 
 
 def check_readable(source: str, stats: ReadStats, head: bytes, max_malformed: float) -> None:
@@ -59,8 +53,11 @@ def check_readable(source: str, stats: ReadStats, head: bytes, max_malformed: fl
     if share > max_malformed:
         raise UnreadableInput(
             f"{source}: {stats.malformed} of {content} lines ({share:.1f} %) are not Hubble "
-            f"records, more than --max-malformed {max_malformed:g} %; nothing was written. "
-            f"To use the rest anyway, raise --max-malformed; else {CAPTURE_HINT}"
+            "records, more than ",
+            Setting("max_malformed"),
+            f" {max_malformed:g} %; nothing was written. To use the rest anyway, raise ",
+            Setting("max_malformed"),
+            f"; else {CAPTURE_HINT}",
         )
 
 
@@ -94,7 +91,6 @@ class CaptureFlows:
 def describe_source(path: str) -> str:
     if path == "-":
         return "standard input"
-    from cpg_io.remote import is_url, shown
 
     return shown(path) if is_url(path) else path
 
@@ -113,7 +109,6 @@ def merge_file_stats(total: ReadStats, part: ReadStats, label: str | None) -> No
 
 def source_size(path: str) -> int:
     """The size of an input file or object (compressed, for gzip)."""
-    from cpg_io.remote import is_url, size_of
 
     return size_of(path) if is_url(path) else os.path.getsize(path)
 
@@ -130,7 +125,6 @@ def expand_inputs(inputs: Sequence[str]) -> list[str]:
         raise SourceError(
             "- (standard input) cannot be combined with files; give only -, or only files"
         )
-    from cpg_io.remote import expand_url, is_url
 
     files: list[str] = []
     seen: set[str] = set()
@@ -138,6 +132,8 @@ def expand_inputs(inputs: Sequence[str]) -> list[str]:
         found: list[str]
         if given == "-":
             found = ["-"]
+        elif given.startswith("file://"):  # a local file by URL: expanded as a path is
+            found = [f"file://{path}" for path in expand_inputs([given[7:] or "/"])]
         elif is_url(given):
             found = expand_url(given)
         elif os.path.isdir(given):
@@ -166,7 +162,6 @@ def expand_inputs(inputs: Sequence[str]) -> list[str]:
 def open_flow_stream(path: str) -> Iterator[BinaryIO]:
     """Open a capture for binary line reading, unwrapping gzip whatever the file is called.
     A URL is opened through its storage library (see cpg_io.remote)."""
-    from cpg_io.remote import is_url, open_raw
 
     raw: BinaryIO
     if is_url(path):

@@ -22,6 +22,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from cpg_core import RequestError, check_target
+from cpg_io.errors import StoreError
 
 log = logging.getLogger("cpg.store")
 TEMP_SUFFIX = ".tmp"
@@ -31,10 +32,6 @@ class WriteOutcome(StrEnum):
     CREATED = "created"
     UPDATED = "updated"
     UNCHANGED = "unchanged"
-
-
-class StoreError(Exception):
-    """A path or a write was refused; the message names the path and the fix."""
 
 
 def _keep_mode_and_owner(fd: int, target: Path, mode: int) -> None:

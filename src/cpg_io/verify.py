@@ -8,15 +8,11 @@ from typing import Any
 
 import attrs
 
-from cpg_core import DecideOptions, Flow, VerifyReport, verify_flows
+from cpg_core import DecideOptions, Flow, Setting, VerifyReport, verify_flows
 from cpg_core.attribution import time_key
 from cpg_core.yamlread import YamlInputError, load_all
+from cpg_io.errors import PolicyLoadError
 from cpg_io.sources import CaptureFlows, ReadStats
-
-
-class PolicyLoadError(Exception):
-    """A policy file could not be read; the message names it."""
-
 
 _KINDS = frozenset({"CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy"})
 
@@ -47,7 +43,9 @@ def load_policy_files(folder: Path) -> list[tuple[str, list[dict[str, Any]]]]:
         paths = sorted([*folder.rglob("*.yaml"), *folder.rglob("*.yml")])
     else:
         raise PolicyLoadError(
-            f"{folder}: not a folder of policies; pass the --output-dir of cpg replay"
+            f"{folder}: not a folder of policies; give the ",
+            Setting("output_dir"),
+            " the policies were written to",
         )
     files = []
     for path in paths:

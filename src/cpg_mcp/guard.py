@@ -20,10 +20,9 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, Tool
 from pydantic import ValidationError
 
-from cpg_core.text import shown
+from cpg_core.text import clean, shown
 from cpg_mcp.audit import AuditLog
 from cpg_mcp.framing import FramedStdin
-from cpg_mcp.sanitize import clean
 
 log = logging.getLogger("cpg.mcp")
 MAX_MESSAGE = 1000

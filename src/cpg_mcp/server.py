@@ -92,16 +92,18 @@ def _arguments(values: dict[str, Any], tool: Callable[..., Any]) -> dict[str, An
     return {name: value for name, value in values.items() if name in names}
 
 
-async def _agent_images(kube_dir: Path) -> list[str]:
+async def _agent_images(kube_dir: Path, timeout: float) -> list[str]:
     """Cilium agent images from the environment's kubeconfig; [] when that fails in any way
-    (no kubeconfig, no access, too slow): the version is then undetermined."""
+    (no kubeconfig, no access, slower than ``timeout`` seconds): the version is then
+    undetermined."""
     from cpg_io.kube import api_client, cilium_agent_images
 
     def detect() -> list[str]:
-        return cilium_agent_images(api_client(None, None, timeout=3.0, temp_dir=kube_dir), 3.0)
+        api = api_client(None, None, timeout=timeout, temp_dir=kube_dir)
+        return cilium_agent_images(api, timeout)
 
     try:
-        with anyio.fail_after(3.5):
+        with anyio.fail_after(timeout + 0.5):
             return await offload(detect)
     except Exception as exc:
         log.info("Cilium version undetermined: %s", exc)
@@ -113,7 +115,10 @@ def build_server(
     *,
     tool_timeout: float = 30.0,
     audit: AuditLog | None = None,
+    version_check_timeout: float = 3.0,
 ) -> GuardedServer:
+    """The cpg-mcp server. ``version_check_timeout`` bounds how long get_bootstrap_policy asks
+    the cluster for its Cilium agents' images before it calls the version undetermined."""
     manager = SessionManager(allow_replay_dir)
 
     @contextlib.asynccontextmanager
@@ -389,6 +394,8 @@ def build_server(
         cluster's Cilium version from the environment's kubeconfig (3 s at most); refuses below
         1.16, where the field would be pruned, and proceeds with a warning when undetermined."""
         text = tools.bootstrap_text(namespace)
-        return tools.bootstrap_policy(namespace, text, await _agent_images(manager.kube_dir()))
+        return tools.bootstrap_policy(
+            namespace, text, await _agent_images(manager.kube_dir(), version_check_timeout)
+        )
 
     return mcp

@@ -16,19 +16,21 @@ from typing import Any, Literal
 
 import attrs
 
-from cpg_core import AggregateOptions, CaptureRequest, LiveRequest
+from cpg_core import AggregateOptions, CaptureRequest, CpgError, LiveRequest
 from cpg_core.text import shown
+from cpg_io.errors import RelaySetupError
 from cpg_io.evidence_store import EvidenceStore
 from cpg_io.hubble import TLSSettings
-from cpg_io.kube import RelayConnection, RelaySetupError, forget_temp_dir, prepare_relay
+from cpg_io.kube import RelayConnection, forget_temp_dir, prepare_relay
 from cpg_io.live import LiveCapture, LiveSettings
 from cpg_io.pipeline import Cancelled, EvidenceSettings, ReplayResult, replay
 from cpg_io.store import PolicyStore
+from cpg_mcp.words import in_tool_words
 
 log = logging.getLogger("cpg.mcp")
 
 
-class SessionError(Exception):
+class SessionError(CpgError):
     """A session request cannot be served; the message says what to do."""
 
 
@@ -207,10 +209,10 @@ class SessionManager:
             pending.add_done_callback(lambda _: session.release())
             raise
         except RelaySetupError as exc:
-            if exc.step == "cluster_dedup":
-                raise SessionError(f"cluster_dedup: {exc}") from None
+            if exc.field == "cluster_dedup":
+                raise SessionError("cluster_dedup: ", *exc.parts) from None
             raise SessionError(
-                f"port-forward: {exc}; or give server (Hubble Relay host:port)"
+                "port-forward: ", *exc.parts, "; or give server (Hubble Relay host:port)"
             ) from None
 
     async def _replay(
@@ -229,7 +231,7 @@ class SessionManager:
         except Cancelled:
             session.error = "the replay was stopped before it finished; nothing was written"
         except Exception as exc:  # the session ends with its error visible
-            session.error = str(exc)
+            session.error = in_tool_words(exc)
             log.warning("session %s failed: %s", session.id, exc)
         finally:
             session.stopped = time.monotonic()
@@ -238,9 +240,10 @@ class SessionManager:
         assert session.capture is not None
         try:
             session.result = await session.capture.run()
-            session.error = session.capture.error
+            failure = session.capture.failure
+            session.error = in_tool_words(failure) if failure is not None else session.capture.error
         except Exception as exc:
-            session.error = str(exc)
+            session.error = in_tool_words(exc)
             log.warning("session %s failed: %s", session.id, exc)
         finally:
             session.stopped = time.monotonic()

@@ -32,10 +32,10 @@ from cpg_core import (
 )
 from cpg_core.cilium_version import below_floor, format_version, minimum_version, versions_seen
 from cpg_core.dropped_view import DroppedFlowFilter, aggregate_rows, compose, flow_samples
-from cpg_core.text import shown
+from cpg_core.text import clean, shown
 from cpg_core.triage import capped_breakdowns
+from cpg_io.errors import IoError, StoreError
 from cpg_io.hubble import TLSSettings
-from cpg_io.store import StoreError
 from cpg_mcp import paging
 from cpg_mcp.models import (
     BootstrapResult,
@@ -51,20 +51,12 @@ from cpg_mcp.models import (
     StatusResult,
     StopResult,
 )
-from cpg_mcp.sanitize import clean
 from cpg_mcp.sessions import Session, SessionError, SessionManager
+from cpg_mcp.words import argument, in_tool_words
 
 log = logging.getLogger("cpg.mcp")
 T = TypeVar("T")
 
-ARGUMENTS = {
-    "namespace": "namespace",
-    "all_namespaces": "all_namespaces",
-    "ignore_protocol": "ignore_protocols",
-    "ignore_drop_reason": "ignore_drop_reasons",
-    "l7_collapse_paths": "l7",
-}
-"""The tool argument that each RequestError field comes from (where the names differ)."""
 DROPPED_FLOWS_CAPTURING = (
     "the replay is still running: aggregates come when it ends (or after stop_session); "
     "samples above are already live"
@@ -93,37 +85,14 @@ def checkpoint() -> None:
         raise CallCancelled("the call's deadline expired")
 
 
-_CLI_WORDS = (
-    ("pass --kubeconfig FILE and --context NAME", "set KUBECONFIG in cpg-mcp's environment"),
-    ("pass --kubeconfig FILE", "set KUBECONFIG in cpg-mcp's environment"),
-    ("--kubeconfig", "KUBECONFIG in cpg-mcp's environment"),
-    ("--context", "the kubeconfig's current context"),
-    ("--relay-namespace", "the kube-system namespace"),
-    ("--tls-client-cert and --tls-client-key", "a client certificate and key"),
-    ("--tls-server-name", "the relay's certificate name"),
-    ("--tls-ca-cert", "the CA the relay's certificate is signed by"),
-    ("--tls flags", "tls"),
-    ("--server", "server"),
-    ("--timeout", "timeout"),
-    ("--cluster-dedup", "cluster_dedup"),
-)
-
-
-def in_tool_words(message: str) -> str:
-    """A message from the shared I/O layer, with the CLI's flags replaced by what an agent
-    can set: the tool's arguments, or the server's environment."""
-    for cli, tool in _CLI_WORDS:
-        message = message.replace(cli, tool)
-    return message
-
-
 def validated(build: Callable[[], T]) -> T:
     """Run a request builder; a RequestError becomes a tool error naming the argument."""
     try:
         return build()
     except RequestError as exc:
-        field = ARGUMENTS.get(exc.field, exc.field)
-        message = exc.message if exc.message.startswith(field) else f"{field}: {exc.message}"
+        field = argument(exc.field)
+        text = exc.render(argument)
+        message = text if text.startswith(field) else f"{field}: {text}"
         raise ToolError(message) from None
 
 
@@ -189,7 +158,7 @@ async def start_session(
             request, live, replay_file=replay_file, tls=settings
         )
     except SessionError as exc:
-        raise ToolError(in_tool_words(str(exc))) from None
+        raise ToolError(in_tool_words(exc)) from None
     source = clean(session.source)
     if replay_file is not None:
         return StartResult(session_id=session.id, discarded_session=discarded, replay_file=source)
@@ -209,7 +178,7 @@ def get_status(session: Session) -> StatusResult:
         policy_file_count=sum(1 for _ in session.policy_store.targets()),
         evidence_file_count=sum(1 for _ in session.evidence_store.targets()),
         tmp_dir=str(session.tmp),
-        error=clean(in_tool_words(session.error)) or None,
+        error=clean(session.error) or None,
     )
 
 
@@ -220,7 +189,7 @@ def stop_summary(session: Session, already_stopped: bool) -> StopResult:
     health = result.health if result else None
     return StopResult(
         session_id=session.id,
-        error=clean(in_tool_words(session.error)) or None,
+        error=clean(session.error) or None,
         already_stopped=already_stopped,
         duration=duration_text(session.elapsed()),
         flows_seen=agg.total_flows if agg else 0,
@@ -486,10 +455,9 @@ def get_plan(
     planned = session.plans.get(cache_key)
     if planned is None:
         from cpg_core.plan import CurrentSource
-        from cpg_io.kube import KubeError, api_client, list_cilium_policies
+        from cpg_io.kube import api_client, list_cilium_policies
         from cpg_io.plan import plan_capture
-        from cpg_io.sources import SourceError
-        from cpg_io.verify import PolicyLoadError, load_policies
+        from cpg_io.verify import load_policies
 
         try:
             proposal = load_policies(session.policies) if session.policies.is_dir() else []
@@ -506,8 +474,8 @@ def get_plan(
                 options=CaptureRequest.build().decide_options(),
                 evidence=session.evidence_store,
             ).plan
-        except (PolicyLoadError, SourceError, KubeError) as exc:
-            raise ToolError(in_tool_words(str(exc))) from None
+        except IoError as exc:
+            raise ToolError(in_tool_words(exc)) from None
         session.plans[cache_key] = planned
     data = planned.to_data()
     chunk, meta = paging.page(data["would_break"], cursor, limit)
@@ -533,7 +501,7 @@ def get_plan(
 def get_report(session: Session) -> ReportResult:
     """The Markdown review report of a stopped session (what cpg report prints)."""
     from cpg_core.review import markdown_report
-    from cpg_io.review import ReviewInputError, read_review
+    from cpg_io.review import read_review
 
     if session.state != "stopped":
         raise ToolError("the session is still running; call stop_session first")
@@ -541,8 +509,8 @@ def get_report(session: Session) -> ReportResult:
         raise ToolError("the session wrote no policy; there is nothing to report")
     try:
         inputs = read_review(session.policies, session.evidence_store, None)
-    except ReviewInputError as exc:
-        raise ToolError(in_tool_words(str(exc))) from None
+    except IoError as exc:
+        raise ToolError(in_tool_words(exc)) from None
     text = markdown_report(
         title=f"session {session.id}",
         policies=inputs.policies,

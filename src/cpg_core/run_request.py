@@ -1,0 +1,256 @@
+"""One typed request for a run (replay, live capture, an MCP session), validated once.
+
+The CLI builds it from flags, cpg-mcp from tool arguments, a notebook from keywords; the run
+layer (``cpg_io.runs``) takes it whole. Every check lives in :meth:`RunRequest.build`, so the
+two roots cannot drift: a :class:`~cpg_core.requests.RequestError` names the neutral field and
+each root words it its own way."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+import attrs
+
+from cpg_core.aggregate import AggregateOptions
+from cpg_core.attribution import time_key
+from cpg_core.requests import (
+    MAX_INTERVAL,
+    CaptureRequest,
+    LiveRequest,
+    RequestError,
+    TimeWindow,
+    check_namespace,
+    duration_seconds,
+)
+from cpg_core.text import shown
+
+EngineKind = Literal["local", "dask"]
+ENGINES: tuple[EngineKind, ...] = ("local", "dask")
+DEFAULT_PART_BYTES = 64 << 20
+"""Byte ranges a Dask worker reads of a plain object (64 MiB)."""
+_SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "kib": 1 << 10,
+    "mib": 1 << 20,
+    "gib": 1 << 30,
+    "kb": 1000,
+    "mb": 10**6,
+    "gb": 10**9,
+}
+
+
+def parse_size(text: str, field: str) -> int:
+    """Bytes in ``64MiB``, ``1GiB``, ``500MB`` or a plain number (at least 1 MiB)."""
+    spec = text.strip()
+    number = spec.rstrip("BbIiKkMmGg")
+    unit = spec[len(number) :].lower()
+    if not number.isdigit() or unit not in _SIZE_UNITS or int(number) * _SIZE_UNITS[unit] < 1 << 20:
+        raise RequestError(
+            field, f"{shown(text)}: give a size of at least 1MiB, such as 64MiB, 1GiB or 500MB"
+        )
+    return int(number) * _SIZE_UNITS[unit]
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class EvidencePolicy:
+    """Whether and how much evidence a run records."""
+
+    record: bool = True
+    samples: int = 10
+    """Sample flows kept per rule."""
+    sessions: int = 10
+    """Sessions kept per policy (the oldest go first)."""
+    redact: bool = False
+    """Write no IP address of a sample flow (evidence committed to a public repository)."""
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class EngineChoice:
+    """Where a replay reads and aggregates the capture."""
+
+    kind: EngineKind = "local"
+    jobs: int | None = None
+    """Worker processes (None: one per CPU, decided where the CPUs are known)."""
+    scheduler: str | None = None
+    """The Dask scheduler's address, or ``local:N`` (dask only; None: ``local:<jobs>``)."""
+    part_bytes: int = DEFAULT_PART_BYTES
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class RunRequest:
+    """Everything a run needs to know from the user, checked."""
+
+    capture: CaptureRequest = attrs.Factory(CaptureRequest)
+    window: TimeWindow = attrs.Factory(TimeWindow)
+    min_flows: int = 1
+    """Allow entries seen fewer times are held back (reported, not written)."""
+    evidence: EvidencePolicy = attrs.Factory(EvidencePolicy)
+    dry_run: bool = False
+    diff: bool = True
+    """In a dry run, show a unified diff of what would change."""
+    exit_code: bool = False
+    """A dry run that would change files exits 3."""
+    kustomize: bool = False
+    max_malformed: float = 50.0
+    """Percent of lines that may be malformed before the run fails and writes nothing."""
+    fail_on_infra_drops: bool = False
+    verify: bool = False
+    """After writing, check that the policies admit every candidate flow."""
+    engine: EngineChoice = attrs.Factory(EngineChoice)
+    live: LiveRequest = attrs.Factory(LiveRequest)
+    """Only a live capture reads these."""
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        namespace: Iterable[str] | None = None,
+        all_namespaces: bool = False,
+        include_audit: bool = False,
+        ignore_protocols: Iterable[str] | None = None,
+        ignore_drop_reasons: Iterable[str] | None = None,
+        l7: bool = False,
+        l7_collapse_paths: bool = False,
+        since: str | None = None,
+        until: str | None = None,
+        min_flows: int = 1,
+        evidence: bool = True,
+        evidence_samples: int = 10,
+        evidence_sessions: int = 10,
+        evidence_redact: bool = False,
+        dry_run: bool = False,
+        diff: bool = True,
+        exit_code: bool = False,
+        kustomize: bool = False,
+        max_malformed: float = 50.0,
+        fail_on_infra_drops: bool = False,
+        verify: bool = False,
+        engine: str = "local",
+        jobs: int | None = None,
+        scheduler: str | None = None,
+        part_size: str | None = None,
+        server: str | None = None,
+        timeout: str | None = None,
+        flush_interval: str | None = None,
+        duration: str | None = None,
+        evidence_interval: str | None = None,
+        cluster_dedup: bool = False,
+        relay_namespace: str | None = None,
+    ) -> RunRequest:
+        """Validate the user's values; RequestError names the first bad one."""
+        if exit_code and not dry_run:
+            raise RequestError("exit_code", "the exit code of a dry run needs dry_run")
+        if verify and dry_run:
+            raise RequestError("verify", "verify checks written files; leave out dry_run")
+        if min_flows < 1:
+            raise RequestError("min_flows", f"{min_flows}: must be 1 or more")
+        if not 0 <= max_malformed <= 100:
+            raise RequestError("max_malformed", f"{max_malformed:g}: a percentage, 0 to 100")
+        if evidence_samples < 0:
+            raise RequestError("evidence_samples", f"{evidence_samples}: must be 0 or more")
+        if evidence_sessions < 1:
+            raise RequestError("evidence_sessions", f"{evidence_sessions}: must be 1 or more")
+        if engine not in ENGINES:
+            raise RequestError("engine", f"{shown(engine)}: use local or dask")
+        if jobs is not None and jobs < 1:
+            raise RequestError("jobs", f"{jobs}: must be 1 or more")
+        if scheduler is not None and engine != "dask":
+            raise RequestError("scheduler", "a scheduler needs the dask engine")
+        if part_size is not None and engine != "dask":
+            raise RequestError("part_size", "a part size needs the dask engine")
+        record = evidence and not dry_run
+        capture = CaptureRequest.build(
+            namespace=namespace,
+            all_namespaces=all_namespaces,
+            include_audit=include_audit,
+            ignore_protocols=ignore_protocols,
+            ignore_drop_reasons=ignore_drop_reasons,
+            l7=l7,
+            l7_collapse_paths=l7_collapse_paths,
+            max_samples=evidence_samples if record else 0,
+        )
+        window = TimeWindow.build(since, until)
+        if engine == "dask" and window.relative:
+            raise RequestError(
+                "since",
+                "a duration counts back from the newest flow, which this machine would have to "
+                "read the whole archive to find; with the dask engine give RFC 3339 times "
+                "(e.g. 2026-11-30T00:00:00Z)",
+            )
+        live = LiveRequest.build(
+            server=server,
+            timeout=timeout,
+            flush_interval=flush_interval,
+            duration=duration,
+            cluster_dedup=cluster_dedup,
+        )
+        relay_ns = (relay_namespace or "kube-system").strip()
+        if relay_namespace is not None:
+            check_namespace(relay_ns, "relay_namespace")
+        live = attrs.evolve(
+            live,
+            evidence_interval=(
+                duration_seconds(evidence_interval, "evidence_interval", maximum=MAX_INTERVAL)
+                if evidence_interval
+                else 60.0
+            ),
+            relay_namespace=relay_ns,
+        )
+        return cls(
+            capture=capture,
+            window=window,
+            min_flows=min_flows,
+            evidence=EvidencePolicy(
+                record=record,
+                samples=evidence_samples,
+                sessions=evidence_sessions,
+                redact=evidence_redact,
+            ),
+            dry_run=dry_run,
+            diff=diff,
+            exit_code=exit_code,
+            kustomize=kustomize,
+            max_malformed=max_malformed,
+            fail_on_infra_drops=fail_on_infra_drops,
+            verify=verify,
+            engine=EngineChoice(
+                kind="dask" if engine == "dask" else "local",
+                jobs=jobs,
+                scheduler=scheduler,
+                part_bytes=parse_size(part_size, "part_size") if part_size else DEFAULT_PART_BYTES,
+            ),
+            live=live,
+        )
+
+    def aggregate_options(self, since: str = "", until: str = "") -> AggregateOptions:
+        """What the aggregator needs, with the window resolved to time keys."""
+        return attrs.evolve(self.capture.aggregate_options(), since=since, until=until)
+
+    def live_window(self, now: str) -> tuple[str, str, float | None]:
+        """(since, until, seconds to run) of a live capture started at ``now`` (RFC 3339):
+        a duration counts back from now, and ``until`` must lie ahead (a live capture follows
+        new flows; a past window is a replay's)."""
+        first, last = self.window.resolve(now)
+        stop_after = self.live.duration
+        if self.window.until is not None:
+            if isinstance(self.window.until, float) or last <= time_key(now):
+                raise RequestError(
+                    "until",
+                    f"{shown(last or str(self.window.until))} is not a time in the future; a live "
+                    "capture follows new flows (for a past window, capture with hubble observe "
+                    "--since … --until … -o jsonpb and replay it with since/until)",
+                )
+            left = _seconds_between(now, last)
+            stop_after = min(stop_after, left) if stop_after else left
+        return first, last, stop_after
+
+
+def _seconds_between(start: str, end: str) -> float:
+    from datetime import datetime
+
+    def moment(text: str) -> datetime:
+        return datetime.fromisoformat(text.rstrip("Z")[:26] + "+00:00")
+
+    return (moment(end) - moment(start)).total_seconds()
