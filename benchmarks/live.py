@@ -33,7 +33,7 @@ import h2.config
 import h2.connection
 import h2.events
 
-from cpg_core.aggregate import AggregateOptions
+from cpg_core._aggregate import AggregateOptions
 from cpg_io._proto.flow import flow_pb2
 from cpg_io._proto.observer import observer_pb2, observer_pb2_grpc
 from cpg_io.live import LiveCapture, LiveSettings

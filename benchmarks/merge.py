@@ -10,7 +10,7 @@ import resource
 import time
 
 from cpg_core import render_or_merge
-from cpg_core.rules import Atom, EndpointPeer, rules_from_atoms
+from cpg_core._rules import Atom, EndpointPeer, rules_from_atoms
 
 SELECTOR = (("app", "x"),)
 

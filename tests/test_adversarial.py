@@ -241,7 +241,7 @@ def test_2_any_label_value_round_trips(value: str) -> None:
 @settings(max_examples=300, deadline=None)
 @given(path=_TEXT, name=_TEXT)
 def test_2_any_http_path_and_dns_name_round_trip(path: str, name: str) -> None:
-    from cpg_core.l7 import dns_name, path_regex
+    from cpg_core._l7 import dns_name, path_regex
 
     get = flow_dict(l7={"type": "REQUEST", "http": {"method": "GET", "url": "/" + path}})
     query = flow_dict(
@@ -373,7 +373,7 @@ def test_3_a_truncated_gzip_keeps_every_complete_line(tmp_path: Path, jobs: str)
 
 
 def test_4_the_line_length_limit_does_not_depend_on_jobs(tmp_path: Path) -> None:
-    from cpg_core.lines import MAX_LINE_BYTES
+    from cpg_core._lines import MAX_LINE_BYTES
 
     huge = flow_dict(tcp=9999)
     huge["flow"]["padding"] = "x" * (MAX_LINE_BYTES + 1000)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from conftest import flow_dict
-from cpg_core.aggregate import Aggregator
-from cpg_core.parse import parse_flow
+from cpg_core._aggregate import Aggregator
+from cpg_core._parse import parse_flow
 
 
 def _counts(agg: Aggregator) -> tuple[object, ...]:

@@ -97,33 +97,75 @@ def test_the_check_itself_catches_a_forbidden_import(tmp_path: Path) -> None:
     assert {"open", ".now"} <= _calls(sample)
 
 
-def test_public_api_is_importable_and_small() -> None:
-    import cpg_core
+PUBLIC_CORE = frozenset(
+    {
+        "cpg_core",
+        "cpg_core.cilium",
+        "cpg_core.model",
+        "cpg_core.reading",
+        "cpg_core.reports",
+        "cpg_core.text",
+    }
+)
+"""The face of cpg_core: the package itself and its few public modules. Everything else is a
+private module (``_name``) that only cpg_core and its tests import."""
 
-    for name in cpg_core.__all__:
-        assert hasattr(cpg_core, name), name
-    assert len(cpg_core.__all__) <= 60
+
+def _core_imports_outside_the_face(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        modules: list[str] = []
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules = [node.module]
+        elif isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        found += [m for m in modules if m.split(".")[0] == "cpg_core" and m not in PUBLIC_CORE]
+    return found
 
 
-def test_adapters_take_the_public_api_from_cpg_core_itself() -> None:
-    """What cpg_core exports is imported from ``cpg_core``, never from its private modules:
-    the adapters use the same API a notebook does."""
-    import cpg_core
-
-    public = set(cpg_core.__all__)
-    used = set()
+def test_adapters_import_only_the_face_of_cpg_core() -> None:
     for package in ("cpg_io", "cpg_cli", "cpg_mcp"):
         for path in sorted((SRC / package).rglob("*.py")):
             if "_proto" in path.parts:
                 continue
-            tree = ast.parse(path.read_text(), filename=str(path))
-            for node in ast.walk(tree):
-                if not isinstance(node, ast.ImportFrom) or not node.module:
-                    continue
-                names = {alias.name for alias in node.names}
-                if node.module.startswith("cpg_core."):
-                    leaked = names & public
-                    assert not leaked, f"{path}: import {sorted(leaked)} from cpg_core"
-                elif node.module == "cpg_core":
-                    used |= names
-    assert len(used) > 30, "the adapters use the public API"
+            private = _core_imports_outside_the_face(path)
+            assert not private, f"{path} imports {private}: use the public face of cpg_core"
+
+
+def test_the_face_check_catches_a_private_import(tmp_path: Path) -> None:
+    sample = tmp_path / "adapter.py"
+    sample.write_text(
+        "from cpg_core import Flow\nfrom cpg_core.reports import markdown_report\n"
+        "from cpg_core._aggregate import hold_back\nimport cpg_core._lines\n"
+        "from cpg_core.reports._html import layout\n"
+    )
+    assert _core_imports_outside_the_face(sample) == [
+        "cpg_core._aggregate",
+        "cpg_core._lines",
+        "cpg_core.reports._html",
+    ]
+
+
+def test_every_core_module_outside_the_face_is_private() -> None:
+    for path in sorted((SRC / "cpg_core").rglob("*.py")):
+        relative = path.relative_to(SRC).with_suffix("")
+        parts = [p for p in relative.parts if p != "__init__"]
+        name = ".".join(parts)
+        assert name in PUBLIC_CORE or parts[-1].startswith("_"), (
+            f"{name}: a core module is either part of the face (PUBLIC_CORE) or private (_name)"
+        )
+
+
+def test_the_face_is_importable_and_small() -> None:
+    import importlib
+
+    for module_name in sorted(PUBLIC_CORE):
+        module = importlib.import_module(module_name)
+        exported = getattr(module, "__all__", None)
+        assert exported, f"{module_name} declares its public names in __all__"
+        for name in exported:
+            assert hasattr(module, name), f"{module_name}.{name}"
+    import cpg_core
+
+    assert len(cpg_core.__all__) < 80

@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from conftest import flow_dict
-from cpg_core.decide import DecideOptions, Decision, decide
-from cpg_core.parse import parse_flow
+from cpg_core._decide import DecideOptions, Decision, decide
+from cpg_core._parse import parse_flow
 
 
 @pytest.mark.parametrize(

@@ -11,10 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import WORLD, assert_crd_valid, endpoint, flow_dict
-from cpg_core.aggregate import AggregateOptions, Aggregator
-from cpg_core.decide import DecideOptions
-from cpg_core.parse import parse_flow
-from cpg_core.verify import verify_flows
+from cpg_core._aggregate import AggregateOptions, Aggregator
+from cpg_core._decide import DecideOptions
+from cpg_core._parse import parse_flow
+from cpg_core._verify import verify_flows
 from cpg_io.pipeline import write_plan
 from cpg_io.store import PolicyStore
 from cpg_io.verify import load_policies

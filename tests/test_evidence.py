@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from conftest import EXAMPLE, WORLD, endpoint, flow_dict
-from cpg_core.aggregate import AggregateOptions, Aggregator
-from cpg_core.attribution import time_key
-from cpg_core.documents import PolicyEvidence, RuleEvidence, SessionInfo, SessionSource
-from cpg_core.evidence import (
+from cpg_core._aggregate import AggregateOptions, Aggregator
+from cpg_core._attribution import time_key
+from cpg_core._documents import PolicyEvidence, RuleEvidence, SessionInfo, SessionSource
+from cpg_core._evidence import (
     EvidenceError,
     merge_evidence,
     parse_evidence,
@@ -20,10 +20,10 @@ from cpg_core.evidence import (
     rule_key,
     rule_records,
 )
-from cpg_core.explain import ExplainFilter, render_explain_json
-from cpg_core.parse import parse_flow
-from cpg_core.rules import Atom, CidrPeer, EndpointPeer, EntityPeer
-from cpg_core.wire import from_data, to_data
+from cpg_core._explain import ExplainFilter, render_explain_json
+from cpg_core._parse import parse_flow
+from cpg_core._rules import Atom, CidrPeer, EndpointPeer, EntityPeer
+from cpg_core._wire import from_data, to_data
 from cpg_io.pipeline import EvidenceSettings, replay
 
 

@@ -6,8 +6,8 @@ from typing import Any
 import pytest
 
 from conftest import WORLD, endpoint, flow_dict
-from cpg_core.aggregate import Aggregator
-from cpg_core.documents import (
+from cpg_core._aggregate import Aggregator
+from cpg_core._documents import (
     DnsRecord,
     EntityPeerRecord,
     HttpRecord,
@@ -17,17 +17,17 @@ from cpg_core.documents import (
     SessionInfo,
     SessionSource,
 )
-from cpg_core.evidence import merge_evidence, rule_records
-from cpg_core.explain import (
+from cpg_core._evidence import merge_evidence, rule_records
+from cpg_core._explain import (
     ExplainFilter,
     explain_lines,
     explain_record,
     matched_rules,
     render_explain_json,
 )
-from cpg_core.parse import parse_flow
-from cpg_core.requests import parse_cidr, parse_duration, parse_peer
-from cpg_core.wire import to_data
+from cpg_core._parse import parse_flow
+from cpg_core._requests import parse_cidr, parse_duration, parse_peer
+from cpg_core._wire import to_data
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from cpg_core.labels import (
+from cpg_core._labels import (
     Label,
     parse_label,
     reserved_names,

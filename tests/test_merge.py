@@ -4,10 +4,10 @@ import pytest
 import yaml
 
 from conftest import assert_crd_valid
-from cpg_core.errors import PolicyMergeError, SelectorMismatchError
-from cpg_core.merge import covered_by, merge_policy_text, render_or_merge
-from cpg_core.render import render_policy
-from cpg_core.rules import Atom, CidrPeer, EndpointPeer, EntityPeer, rules_from_atoms
+from cpg_core._errors import PolicyMergeError, SelectorMismatchError
+from cpg_core._merge import covered_by, merge_policy_text, render_or_merge
+from cpg_core._render import render_policy
+from cpg_core._rules import Atom, CidrPeer, EndpointPeer, EntityPeer, rules_from_atoms
 
 NS = "prod"
 SEL = (("app", "api"),)

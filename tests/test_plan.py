@@ -200,7 +200,7 @@ def _ports(*ports: str, http: list[Any] | None = None) -> list[Any]:
 
 
 def test_the_semantic_diff_speaks_cilium() -> None:
-    from cpg_core.plan import plan
+    from cpg_core._plan import plan
 
     web = {"fromEndpoints": [{"matchLabels": {"app": "web"}}]}
     current = [
@@ -282,8 +282,8 @@ def test_held_back_entries_join_once_they_reach_min_flows() -> None:
     """generate's flushes: an entry held back at one flush is written, with every flow, when
     a later flush brings it to --min-flows."""
     from conftest import flow_dict as fd
-    from cpg_core.aggregate import Aggregator, hold_back
-    from cpg_core.parse import FlowParser
+    from cpg_core._aggregate import Aggregator, hold_back
+    from cpg_core._parse import FlowParser
 
     parser = FlowParser()
 

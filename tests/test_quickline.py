@@ -13,13 +13,13 @@ import orjson
 import pytest
 from google.protobuf import json_format
 
-import cpg_core.lines
+import cpg_core._lines
 from conftest import CORPUS, EXAMPLE, endpoint, flow_dict
 from cpg_core import AggregateOptions, Aggregator, Decision, FlowParser
-from cpg_core.decide import DecideOptions, decide
-from cpg_core.errors import FlowParseError
-from cpg_core.lines import ReadStats, aggregate_lines
-from cpg_core.quickline import QuickReader
+from cpg_core._decide import DecideOptions, decide
+from cpg_core._errors import FlowParseError
+from cpg_core._lines import ReadStats, aggregate_lines
+from cpg_core._quickline import QuickReader
 from cpg_io._proto.observer import observer_pb2
 from cpg_io.hubble_convert import ProtoConverter
 
@@ -262,13 +262,13 @@ def test_the_quick_way_aggregates_exactly_as_the_full_path(options: AggregateOpt
 
 def test_a_flow_is_parsed_only_for_the_samples_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     parsed: list[object] = []
-    real = cpg_core.lines.flow_of_line
+    real = cpg_core._lines.flow_of_line
 
     def counting(line: bytes | str) -> Any:
         parsed.append(line)
         return real(line)
 
-    monkeypatch.setattr(cpg_core.lines, "flow_of_line", counting)
+    monkeypatch.setattr(cpg_core._lines, "flow_of_line", counting)
     lines = [
         json.dumps(
             flow_dict(time=f"2026-11-02T10:{i // 60:02d}:{i % 60:02d}.000000001Z", uuid=f"u{i}")
@@ -352,8 +352,8 @@ def test_the_json_and_protobuf_quick_ways_share_one_rule() -> None:
     """QuickReader applies quick_decision's rule on verdict names (inline, for speed); the
     names it treats as context are exactly those the rule makes NOT_A_DROP, and the rule
     agrees with decide()."""
-    from cpg_core.flow import Flow, Verdict
-    from cpg_core.quickline import _CONTEXT_VERDICTS, quick_decision
+    from cpg_core._flow import Flow, Verdict
+    from cpg_core._quickline import _CONTEXT_VERDICTS, quick_decision
 
     context = {v.name for v in Verdict if quick_decision(int(v), 133, False) is Decision.NOT_A_DROP}
     assert context == _CONTEXT_VERDICTS

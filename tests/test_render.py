@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import assert_crd_valid
-from cpg_core.render import (
+from cpg_core._render import (
     emit,
     policy_document,
     render_policy,
@@ -14,7 +14,7 @@ from cpg_core.render import (
     rule_lines_generic,
     yaml_scalar,
 )
-from cpg_core.rules import (
+from cpg_core._rules import (
     Atom,
     CidrPeer,
     EndpointPeer,

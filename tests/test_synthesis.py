@@ -7,11 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import WORLD, endpoint, flow_dict
-from cpg_core.aggregate import AggregateOptions, Aggregator
-from cpg_core.decide import Decision, decide
-from cpg_core.parse import parse_flow
-from cpg_core.rules import CidrPeer, EndpointPeer, EntityPeer
-from cpg_core.synthesis import PolicyTarget, Resolved, Resolver, Unhandled, Unresolved
+from cpg_core._aggregate import AggregateOptions, Aggregator
+from cpg_core._decide import Decision, decide
+from cpg_core._parse import parse_flow
+from cpg_core._rules import CidrPeer, EndpointPeer, EntityPeer
+from cpg_core._synthesis import PolicyTarget, Resolved, Resolver, Unhandled, Unresolved
 
 
 def resolve(**kwargs: Any) -> Resolved | Unresolved:

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from conftest import EXAMPLE, cpg, policies
-from cpg_core.attribution import time_key
+from cpg_core._attribution import time_key
 from fake_relay import fake_relay
 from test_generate import example_responses
 

@@ -26,7 +26,7 @@ from cpg_core import (
     to_data,
     to_json,
 )
-from cpg_core.dropped_view import aggregate_rows, flow_samples
+from cpg_core.reports._dropped import aggregate_rows, flow_samples
 
 
 def test_every_document_round_trips(tmp_path: Path) -> None:

@@ -23,9 +23,8 @@ from cpg_core import (
     render_explain_json,
     to_data,
 )
-from cpg_core.names import POLICY_NAME_PREFIX
+from cpg_core.cilium import POLICY_NAME_PREFIX, load_one
 from cpg_core.text import clean_text
-from cpg_core.yamlread import load_one
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
 
 _STYLES = {"title": "bold", "rule": "bold green", "dim": "dim", "warn": "yellow", "": ""}

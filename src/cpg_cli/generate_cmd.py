@@ -20,9 +20,8 @@ from cpg_cli.progress import GenerateProgress, on_terminal
 from cpg_cli.report import print_run, warn_about_run
 from cpg_cli.terminal import fail, say
 from cpg_cli.words import flag
-from cpg_core import CpgError, LiveRequest
-from cpg_core.attribution import time_key
-from cpg_core.requests import TimeWindow, duration_seconds
+from cpg_core import CpgError, LiveRequest, TimeWindow, duration_seconds
+from cpg_core.reading import time_key
 from cpg_io.errors import RelaySetupError
 from cpg_io.evidence_store import default_evidence_root
 from cpg_io.hubble import TLSSettings

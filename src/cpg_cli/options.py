@@ -1,5 +1,5 @@
 """Options more than one command takes, declared once, and the one mapping from a
-:class:`~cpg_core.requests.RequestError` to the flag the user typed."""
+:class:`~cpg_core.RequestError` to the flag the user typed."""
 
 from __future__ import annotations
 

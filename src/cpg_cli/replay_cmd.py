@@ -17,8 +17,7 @@ from cpg_cli.progress import ReplayProgress, on_terminal
 from cpg_cli.report import print_run, warn_about_run
 from cpg_cli.terminal import fail, say
 from cpg_cli.words import flag
-from cpg_core import CpgError, to_data
-from cpg_core.requests import TimeWindow
+from cpg_core import CpgError, TimeWindow, to_data
 from cpg_io.evidence_store import default_evidence_root
 from cpg_io.parallel import default_jobs
 from cpg_io.pipeline import EvidenceSettings

@@ -14,7 +14,7 @@ import typer
 
 from cpg_cli.terminal import say
 from cpg_core import Decision, to_data
-from cpg_core.triage import severity_order, top_entries
+from cpg_core.reports import severity_order, top_entries
 from cpg_io.pipeline import ReplayResult
 
 _DECISION_LABELS = (

@@ -11,7 +11,7 @@ import typer
 from cpg_cli import options as opt
 from cpg_cli.terminal import fail, say
 from cpg_core import CpgError
-from cpg_core.review import markdown_report
+from cpg_core.reports import markdown_report
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
 from cpg_io.review import read_review
 
@@ -54,7 +54,7 @@ def report(
     for problem in inputs.problems:
         say(f"cpg: warning: {problem}", err=True)
     if output == "html":
-        from cpg_cli.html_report import html_report
+        from cpg_core.reports import html_report
 
         typer.echo(html_report(title=str(output_dir), inputs=inputs), nl=False)
         return

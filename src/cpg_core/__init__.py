@@ -15,10 +15,19 @@ typed attrs value; :func:`to_data` / :func:`to_json` / :func:`from_data` are its
 cpg's own CLI and MCP server import only from here.
 """
 
-from cpg_core.aggregate import AggregateOptions, AggregateState, Aggregator, PolicyPlan
-from cpg_core.bootstrap import render_bootstrap
-from cpg_core.decide import DecideOptions, Decision
-from cpg_core.documents import (
+from cpg_core._aggregate import (
+    AggregateOptions,
+    AggregateState,
+    Aggregator,
+    HeldBack,
+    HeldStats,
+    PolicyPlan,
+    held_back,
+    hold_back,
+)
+from cpg_core._bootstrap import render_bootstrap
+from cpg_core._decide import DecideOptions, Decision
+from cpg_core._documents import (
     ClusterHealth,
     DroppedFlowCount,
     DroppedFlowSample,
@@ -33,42 +42,56 @@ from cpg_core.documents import (
     VerifyCheck,
     VerifyReport,
 )
-from cpg_core.equivalence import policies_equivalent
-from cpg_core.errors import (
+from cpg_core._equivalence import policies_equivalent
+from cpg_core._errors import (
     CpgError,
     FlowParseError,
     PolicyMergeError,
     SelectorMismatchError,
     Setting,
 )
-from cpg_core.evidence import EvidenceError, parse_evidence, plan_evidence, render_evidence
-from cpg_core.explain import ExplainFilter, explain_lines, explain_record, render_explain_json
-from cpg_core.flow import Endpoint, Flow, LostEvents, OtherRecord, Verdict
-from cpg_core.generate import Generated, generate
-from cpg_core.lines import ReadStats, feed_lines
-from cpg_core.matcher import match_flow
-from cpg_core.merge import render_or_merge
-from cpg_core.parse import FlowParser, parse_flow, parse_record
-from cpg_core.render import render_policy
-from cpg_core.requests import (
+from cpg_core._evidence import (
+    EvidenceError,
+    parse_evidence,
+    plan_evidence,
+    redact_ips,
+    render_evidence,
+)
+from cpg_core._explain import ExplainFilter, explain_lines, explain_record, render_explain_json
+from cpg_core._flow import Endpoint, Flow, LostEvents, OtherRecord, Verdict
+from cpg_core._generate import Generated, generate
+from cpg_core._lines import ReadStats, feed_lines
+from cpg_core._matcher import match_flow
+from cpg_core._merge import render_or_merge
+from cpg_core._parse import FlowParser, parse_flow, parse_record
+from cpg_core._plan import CurrentSource, Plan, plan
+from cpg_core._render import render_policy
+from cpg_core._requests import (
     PROTOCOLS,
     CaptureRequest,
     LiveRequest,
     RequestError,
+    TimeWindow,
     check_target,
+    duration_seconds,
     explain_filter,
 )
-from cpg_core.verify import verify_flows
-from cpg_core.wire import DocumentError, from_data, to_data, to_json
+from cpg_core._rules import Atom
+from cpg_core._run_request import EngineChoice, EvidencePolicy, RunRequest
+from cpg_core._synthesis import PolicyTarget
+from cpg_core._verify import verify_flows
+from cpg_core._wire import DocumentError, from_data, to_data, to_json
 
 __all__ = [
     "PROTOCOLS",
     "AggregateOptions",
     "AggregateState",
     "Aggregator",
+    "Atom",
     "CaptureRequest",
     "ClusterHealth",
     "CpgError",
+    "CurrentSource",
     "DecideOptions",
     "Decision",
     "DocumentError",
@@ -76,7 +99,9 @@ __all__ = [
     "DroppedFlowCount",
     "DroppedFlowSample",
     "Endpoint",
+    "EngineChoice",
     "EvidenceError",
+    "EvidencePolicy",
     "ExplainFilter",
     "ExplainResult",
     "Finding",
@@ -84,36 +109,47 @@ __all__ = [
     "FlowParseError",
     "FlowParser",
     "Generated",
+    "HeldBack",
+    "HeldStats",
     "LiveRequest",
     "LostEvents",
     "OtherRecord",
+    "Plan",
     "PolicyEvidence",
     "PolicyMergeError",
     "PolicyPlan",
+    "PolicyTarget",
     "ReadStats",
     "RequestError",
     "RuleEvidence",
+    "RunRequest",
     "SampleFlow",
     "SelectorMismatchError",
     "SessionInfo",
     "SessionSource",
     "Setting",
+    "TimeWindow",
     "Verdict",
     "VerifyCheck",
     "VerifyReport",
     "check_target",
+    "duration_seconds",
     "explain_filter",
     "explain_lines",
     "explain_record",
     "feed_lines",
     "from_data",
     "generate",
+    "held_back",
+    "hold_back",
     "match_flow",
     "parse_evidence",
     "parse_flow",
     "parse_record",
+    "plan",
     "plan_evidence",
     "policies_equivalent",
+    "redact_ips",
     "render_bootstrap",
     "render_evidence",
     "render_explain_json",

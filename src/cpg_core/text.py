@@ -55,3 +55,6 @@ def clean(value: Any, keep_newlines: bool = False) -> Any:
     if isinstance(value, list | tuple):
         return [clean(v, keep_newlines) for v in value]
     return value
+
+
+__all__ = ["MAX_SHOWN", "clean", "clean_text", "shown"]

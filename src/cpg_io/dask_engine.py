@@ -17,10 +17,8 @@ from typing import Any
 
 import attrs
 
-from cpg_core import AggregateOptions, AggregateState, Aggregator, FlowParser, Setting
-from cpg_core.lines import MAX_LINE_BYTES, OVERSIZED, aggregate_lines, merge_stats
-from cpg_core.quickline import QuickReader
-from cpg_core.synthesis import Resolver
+from cpg_core import AggregateOptions, AggregateState, Aggregator, Setting
+from cpg_core.reading import MAX_LINE_BYTES, OVERSIZED, LineAggregator, Readers, merge_stats
 from cpg_io.errors import Cancelled, EngineError, MissingDask
 from cpg_io.parallel import CHUNK_BYTES, lines_of
 from cpg_io.progress import Reported
@@ -117,31 +115,30 @@ def _range_lines(raw: Any, start: int, stop: int) -> list[bytes]:
 _warm = threading.local()
 
 
-def _readers() -> tuple[FlowParser, QuickReader, Resolver]:
-    """This worker thread's parser, quick reader and resolver: their caches (what depends only
-    on an endpoint) are pure, so the tasks a worker runs one after another share them."""
-    readers: tuple[FlowParser, QuickReader, Resolver] | None = getattr(_warm, "readers", None)
+def _readers() -> Readers:
+    """This worker thread's readers: their caches (what depends only on an endpoint) are
+    pure, so the tasks a worker runs one after another share them."""
+    readers: Readers | None = getattr(_warm, "readers", None)
     if readers is None:
-        parser = FlowParser()
-        readers = _warm.readers = (parser, QuickReader(parser), Resolver())
+        readers = _warm.readers = Readers()
     return readers
 
 
 def replay_part(part: Part, options: AggregateOptions) -> Partial:
     """One task: read a part from storage and aggregate it (runs on a Dask worker)."""
-    parser, reader, resolver = _readers()
-    aggregator = Aggregator(options, resolver)
+    feeder = LineAggregator(options, _readers())
+    aggregator = feeder.aggregator
     stats = ReadStats()
     if part.stop is None:
         with open_flow_stream(part.url) as stream:
             for first, lines in iter_line_batches(stream, stats, CHUNK_BYTES):
-                aggregate_lines(lines, first, stats, parser, aggregator, reader)
+                feeder.feed(lines, first, stats)
         size = source_size(part.url)
     else:
         with _open(part.url) as raw:
             lines = _range_lines(raw, part.start, part.stop)
         for at in range(0, len(lines), 8192):
-            aggregate_lines(lines[at : at + 8192], at + 1, stats, parser, aggregator, reader)
+            feeder.feed(lines[at : at + 8192], at + 1, stats)
         size = part.stop - part.start
     examples, stats.malformed_examples = stats.malformed_examples, []
     truncated, stats.truncated = stats.truncated, ""

@@ -7,16 +7,17 @@ import time as _clock
 from typing import Any
 
 from cpg_core import Decision, Endpoint, Flow, LostEvents, OtherRecord
-from cpg_core.flow import (
+from cpg_core.model import (
     EMPTY_ENDPOINT,
     DNSInfo,
     HTTPInfo,
     L7Info,
     PolicyRef,
+    QuickLine,
     Record,
     endpoint_of,
+    quick_decision,
 )
-from cpg_core.quickline import QuickLine, quick_decision
 from cpg_io._proto.flow import flow_pb2
 
 _L7_TYPES = {v.number: v.name for v in flow_pb2.L7FlowType.DESCRIPTOR.values}

@@ -9,8 +9,7 @@ from typing import Any
 
 import yaml
 
-from cpg_core.render import MANAGED_BY_LABEL, MANAGED_BY_VALUE
-from cpg_core.yamlread import YamlInputError, load_one
+from cpg_core.cilium import MANAGED_BY_LABEL, MANAGED_BY_VALUE, YamlInputError, load_one
 from cpg_io.errors import StoreError
 from cpg_io.store import atomic_write_text
 

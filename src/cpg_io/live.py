@@ -20,16 +20,18 @@ import grpc
 from cpg_core import (
     AggregateOptions,
     Aggregator,
+    Atom,
     ClusterHealth,
     Decision,
+    HeldStats,
     LostEvents,
     PolicyPlan,
+    PolicyTarget,
     SessionInfo,
     SessionSource,
+    held_back,
+    hold_back,
 )
-from cpg_core.aggregate import HeldStats, held_back, hold_back
-from cpg_core.rules import Atom
-from cpg_core.synthesis import PolicyTarget
 from cpg_io.errors import RelayError
 from cpg_io.hubble import (
     TLSSettings,

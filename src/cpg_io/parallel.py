@@ -17,15 +17,14 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, BinaryIO, TypeVar
 
-from cpg_core import AggregateOptions, AggregateState, Aggregator, FlowParser
-from cpg_core.quickline import QuickReader
+from cpg_core import AggregateOptions, AggregateState, Aggregator
+from cpg_core.reading import LineAggregator
 from cpg_io.errors import Cancelled
 from cpg_io.progress import Reported
 from cpg_io.remote import is_url
 from cpg_io.sources import (
     ReadStats,
     SourceError,
-    aggregate_lines,
     input_size,
     iter_chunks,
     iter_line_batches,
@@ -153,12 +152,10 @@ def _batches(blocks: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, list[by
 
 def _consume(
     batches: Iterator[tuple[int, list[bytes]]],
-    aggregator: Aggregator,
+    feeder: LineAggregator,
     stats: ReadStats,
     on_malformed: Callable[[int, str], object] | None = None,
 ) -> None:
-    parser = FlowParser()
-    reader = QuickReader(parser)
     told = 0
     # The hot loop creates no reference cycles; pausing the cycle collector saves it from
     # rescanning the growing set of kept samples again and again.
@@ -166,7 +163,7 @@ def _consume(
     gc.disable()
     try:
         for first, lines in batches:
-            aggregate_lines(lines, first, stats, parser, aggregator, reader)
+            feeder.feed(lines, first, stats)
             if on_malformed is not None and len(stats.malformed_examples) > told:
                 for line, why in stats.malformed_examples[told:]:
                     on_malformed(line, why)
@@ -179,14 +176,14 @@ def _consume(
 def _worker(options: AggregateOptions, inbox: Any, outbox: Any, parent: int) -> None:
     die_with_parent(parent)
     try:
-        aggregator = Aggregator(options)
+        feeder = LineAggregator(options)
         stats = ReadStats()
 
         def tell(line: int, why: str) -> None:
             outbox.put(("malformed", line, why))
 
-        _consume(_batches(iter(inbox.get, None)), aggregator, stats, tell)
-        outbox.put(("ok", aggregator.state(), stats))
+        _consume(_batches(iter(inbox.get, None)), feeder, stats, tell)
+        outbox.put(("ok", feeder.aggregator.state(), stats))
     except BaseException:  # report, never hang the parent
         outbox.put(("error", traceback.format_exc(), None))
 
@@ -204,14 +201,13 @@ def aggregate_stream(
     """Aggregate every flow of ``stream``; with ``jobs`` > 1 and a large input, in workers.
     Setting ``cancel`` stops it between blocks (Cancelled). ``watch`` hears how far reading
     got (``position()`` bytes, when given) and each malformed line as it is found."""
-    aggregator = Aggregator(options)
+    feeder = LineAggregator(options)
+    aggregator = feeder.aggregator
     on_malformed = watch.malformed if watch else None
     if jobs <= 1:
         local = ReadStats()
         batches = iter_line_batches(stream, stats, chunk_bytes)
-        _consume(
-            _checked_batches(batches, cancel, watch, position), aggregator, local, on_malformed
-        )
+        _consume(_checked_batches(batches, cancel, watch, position), feeder, local, on_malformed)
         merge_stats(stats, local)
         return aggregator
     chunks = _checked(iter_chunks(stream, stats, chunk_bytes), cancel, watch, position)
@@ -222,7 +218,7 @@ def aggregate_stream(
             break
     if len(head) < PARALLEL_AFTER_CHUNKS:
         local = ReadStats()
-        _consume(_batches(_chain(head, chunks)), aggregator, local, on_malformed)
+        _consume(_batches(_chain(head, chunks)), feeder, local, on_malformed)
         merge_stats(stats, local)
         return aggregator
 
@@ -343,9 +339,7 @@ def _range_worker(
 ) -> None:
     die_with_parent(parent)
     try:
-        aggregator = Aggregator(options)
-        parser = FlowParser()
-        reader = QuickReader(parser)
+        feeder = LineAggregator(options)
         total = ReadStats()
         gc.disable()  # see _consume
         with open(path, "rb") as handle:
@@ -353,11 +347,11 @@ def _range_worker(
                 handle.seek(start)
                 lines = lines_of(handle.read(stop - start))
                 chunk = ReadStats()
-                aggregate_lines(lines, 1, chunk, parser, aggregator, reader)
+                feeder.feed(lines, 1, chunk)
                 outbox.put(("chunk", (index, len(lines), chunk.malformed_examples), stop - start))
                 chunk.malformed_examples = []
                 merge_stats(total, chunk)
-        outbox.put(("ok", aggregator.state(), total))
+        outbox.put(("ok", feeder.aggregator.state(), total))
     except BaseException:
         outbox.put(("error", traceback.format_exc(), None))
 
@@ -425,16 +419,16 @@ def _files_worker(
 ) -> None:
     die_with_parent(parent)
     try:
-        aggregator = Aggregator(options)
+        feeder = LineAggregator(options)
         for index in iter(inbox.get, None):  # the next file no worker has taken yet
             path = paths[index]
             stats = ReadStats()
             with open_flow_stream(path) as stream:
                 _size, position = input_size(stream)
                 batches = iter_line_batches(stream, stats, CHUNK_BYTES)
-                _consume(_told(batches, outbox, position), aggregator, stats)
+                _consume(_told(batches, outbox, position), feeder, stats)
             outbox.put(("file", index, stats))
-        outbox.put(("ok", aggregator.state(), None))
+        outbox.put(("ok", feeder.aggregator.state(), None))
     except SourceError as exc:
         outbox.put(("source", str(exc), None))
     except BaseException:

@@ -22,18 +22,20 @@ from cpg_core import (
     Aggregator,
     ClusterHealth,
     EvidenceError,
+    HeldBack,
     PolicyMergeError,
     PolicyPlan,
     SelectorMismatchError,
     SessionInfo,
     SessionSource,
+    held_back,
+    hold_back,
     plan_evidence,
     policies_equivalent,
+    redact_ips,
     render_or_merge,
 )
-from cpg_core.aggregate import HeldBack, held_back, hold_back
-from cpg_core.evidence import redact_ips
-from cpg_core.yamlread import load_one
+from cpg_core.cilium import load_one
 from cpg_io.errors import Cancelled, StoreError
 from cpg_io.evidence_store import EvidenceStore
 from cpg_io.kustomize import KUSTOMIZATION, update_kustomizations

@@ -8,8 +8,7 @@ from typing import Any
 
 import attrs
 
-from cpg_core import DecideOptions, PolicyEvidence
-from cpg_core.plan import CurrentSource, Plan, plan
+from cpg_core import CurrentSource, DecideOptions, Plan, PolicyEvidence, plan
 from cpg_io.evidence_store import EvidenceStore
 from cpg_io.sources import CaptureFlows, ReadStats
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from cpg_core.lines import MAX_REPORTED
+from cpg_core.reading import MAX_REPORTED
 
 
 class ReplayWatcher(Protocol):

@@ -5,26 +5,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-import attrs
-
-from cpg_core import ClusterHealth, EvidenceError, PolicyEvidence
+from cpg_core import EvidenceError
+from cpg_core.reports import ReviewInputs
 from cpg_io.errors import PolicyLoadError, ReviewInputError, StoreError
 from cpg_io.evidence_store import EvidenceStore
 from cpg_io.verify import load_policy_files
-
-
-@attrs.frozen
-class ReviewInputs:
-    policies: list[dict[str, Any]]
-    evidence: dict[str, PolicyEvidence]
-    health: ClusterHealth | None
-    plan: dict[str, Any] | None
-    problems: list[str]
-    """Evidence files that could not be read (the report goes on without them)."""
-    texts: dict[str, str] = attrs.Factory(dict)
-    """``namespace/name`` of each policy -> the text of its file, comments and all."""
 
 
 def read_review(output_dir: Path, store: EvidenceStore, plan: Path | None) -> ReviewInputs:

@@ -18,15 +18,15 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import BinaryIO
 
 from cpg_core import Flow, FlowParser, ReadStats, Setting, feed_lines
-from cpg_core.attribution import time_key
-from cpg_core.lines import (
+from cpg_core.reading import (
+    CAPTURE_HINT,
     MAX_LINE_BYTES,
     OVERSIZED,
-    aggregate_lines,
+    describe_unreadable,
     merge_stats,
     parse_lines,
+    time_key,
 )
-from cpg_core.sniff import CAPTURE_HINT, describe_unreadable
 from cpg_io.errors import SourceError, UnreadableInput
 from cpg_io.remote import expand_url, is_url, open_raw, shown, size_of
 
@@ -398,7 +398,6 @@ __all__ = [
     "MAX_LINE_BYTES",
     "ReadStats",
     "SourceError",
-    "aggregate_lines",
     "describe_source",
     "feed_lines",
     "merge_stats",

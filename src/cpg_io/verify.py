@@ -9,8 +9,8 @@ from typing import Any
 import attrs
 
 from cpg_core import DecideOptions, Flow, Setting, VerifyReport, verify_flows
-from cpg_core.attribution import time_key
-from cpg_core.yamlread import YamlInputError, load_all
+from cpg_core.cilium import YamlInputError, load_all
+from cpg_core.reading import time_key
 from cpg_io.errors import PolicyLoadError
 from cpg_io.sources import CaptureFlows, ReadStats
 

@@ -1,5 +1,5 @@
 """The tools' results as pydantic models: the MCP SDK derives each tool's output schema from
-them. Documents inside come from cpg_core's one converter (``cpg_core.wire``)."""
+them. Documents inside come from cpg_core's one converter (``cpg_core.to_data``)."""
 
 from __future__ import annotations
 

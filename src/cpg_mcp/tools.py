@@ -30,10 +30,15 @@ from cpg_core import (
     render_bootstrap,
     to_data,
 )
-from cpg_core.cilium_version import below_floor, format_version, minimum_version, versions_seen
-from cpg_core.dropped_view import DroppedFlowFilter, aggregate_rows, compose, flow_samples
+from cpg_core.cilium import below_floor, format_version, minimum_version, versions_seen
+from cpg_core.reports import (
+    DroppedFlowFilter,
+    aggregate_rows,
+    capped_breakdowns,
+    compose,
+    flow_samples,
+)
 from cpg_core.text import clean, shown
-from cpg_core.triage import capped_breakdowns
 from cpg_io.errors import IoError, StoreError
 from cpg_io.hubble import TLSSettings
 from cpg_mcp import paging
@@ -454,7 +459,7 @@ def get_plan(
     cache_key = from_cluster
     planned = session.plans.get(cache_key)
     if planned is None:
-        from cpg_core.plan import CurrentSource
+        from cpg_core import CurrentSource
         from cpg_io.kube import api_client, list_cilium_policies
         from cpg_io.plan import plan_capture
         from cpg_io.verify import load_policies
@@ -500,7 +505,7 @@ def get_plan(
 
 def get_report(session: Session) -> ReportResult:
     """The Markdown review report of a stopped session (what cpg report prints)."""
-    from cpg_core.review import markdown_report
+    from cpg_core.reports import markdown_report
     from cpg_io.review import read_review
 
     if session.state != "stopped":

@@ -8,14 +8,12 @@ from collections.abc import Iterable
 
 import attrs
 
-from cpg_core.aggregate import Aggregator, PolicyPlan
-from cpg_core.documents import ZERO_TIME, ClusterHealth, PolicyEvidence, SessionInfo, SessionSource
-from cpg_core.evidence import plan_evidence
-from cpg_core.lines import ReadStats, aggregate_lines
-from cpg_core.parse import FlowParser
-from cpg_core.quickline import QuickReader
-from cpg_core.render import render_policy
-from cpg_core.requests import CaptureRequest
+from cpg_core._aggregate import Aggregator, PolicyPlan
+from cpg_core._documents import ZERO_TIME, ClusterHealth, PolicyEvidence, SessionInfo, SessionSource
+from cpg_core._evidence import plan_evidence
+from cpg_core._lines import LineAggregator, ReadStats
+from cpg_core._render import render_policy
+from cpg_core._requests import CaptureRequest
 
 
 @attrs.frozen(slots=True)
@@ -47,10 +45,10 @@ def generate(
     """Policies, evidence and cluster health from the JSON lines of ``hubble observe -o
     jsonpb`` (``{"flow": ...}`` or bare flows; malformed lines are counted in ``stats``)."""
     request = request or CaptureRequest()
-    aggregator = Aggregator(request.aggregate_options())
+    feeder = LineAggregator(request.aggregate_options())
+    aggregator = feeder.aggregator
     stats = ReadStats()
-    parser = FlowParser()
-    aggregate_lines(lines, 1, stats, parser, aggregator, QuickReader(parser))
+    feeder.feed(lines, 1, stats)
     session = SessionInfo(
         id=session_id,
         started_at=now,

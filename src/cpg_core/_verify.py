@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from cpg_core.decide import DecideOptions, Decision, decide
-from cpg_core.documents import PolicyDocument, VerifyCheck, VerifyReport
-from cpg_core.flow import Direction, Endpoint, Flow
-from cpg_core.matcher import dns_names, match_flow
-from cpg_core.synthesis import Resolved, Resolver, endpoint_kind, endpoint_name, mesh_flow
+from cpg_core._decide import DecideOptions, Decision, decide
+from cpg_core._documents import PolicyDocument, VerifyCheck, VerifyReport
+from cpg_core._flow import Direction, Endpoint, Flow
+from cpg_core._matcher import dns_names, match_flow
+from cpg_core._synthesis import Resolved, Resolver, endpoint_kind, endpoint_name, mesh_flow
 
 
 def _key(flow: Flow) -> tuple[object, ...]:

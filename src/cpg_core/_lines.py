@@ -11,12 +11,13 @@ from typing import Any
 import attrs
 import orjson
 
-from cpg_core.aggregate import Aggregator
-from cpg_core.decide import Decision
-from cpg_core.errors import FlowParseError
-from cpg_core.flow import EntryKey, Flow, LostEvents, OtherRecord
-from cpg_core.parse import FlowParser
-from cpg_core.quickline import QuickReader
+from cpg_core._aggregate import AggregateOptions, Aggregator
+from cpg_core._decide import Decision
+from cpg_core._errors import FlowParseError
+from cpg_core._flow import EntryKey, Flow, LostEvents, OtherRecord
+from cpg_core._parse import FlowParser
+from cpg_core._quickline import QuickReader
+from cpg_core._synthesis import Resolver
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 MAX_REPORTED = 10
@@ -155,6 +156,37 @@ def aggregate_lines(
         aggregator.add_context,
         reader,
     )
+
+
+class Readers:
+    """A parser, a quick reader and a resolver that belong together. Their caches depend only
+    on endpoints, so aggregators that follow one another (a Dask worker's tasks) may share
+    them."""
+
+    __slots__ = ("parser", "quick", "resolver")
+
+    def __init__(self) -> None:
+        self.parser = FlowParser()
+        self.quick = QuickReader(self.parser)
+        self.resolver = Resolver()
+
+
+class LineAggregator:
+    """The hot path in one call: JSON lines in, an :class:`Aggregator` of their flows out.
+    Every engine (in-process, forked workers, Dask tasks) and :func:`generate` feed lines
+    through this, so the assembly of parser, quick reader and aggregator is written once."""
+
+    __slots__ = ("aggregator", "readers")
+
+    def __init__(self, options: AggregateOptions, readers: Readers | None = None) -> None:
+        self.readers = readers or Readers()
+        self.aggregator = Aggregator(options, self.readers.resolver)
+
+    def feed(self, lines: Iterable[str | bytes], first_line: int, stats: ReadStats) -> None:
+        """Add the flows of ``lines`` (numbered from ``first_line``); bad lines are counted
+        in ``stats`` with their numbers."""
+        readers = self.readers
+        aggregate_lines(lines, first_line, stats, readers.parser, self.aggregator, readers.quick)
 
 
 _SAMPLE_PARSER = FlowParser()

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from cpg_core.errors import CpgError
+from cpg_core._errors import CpgError
 
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cpg_core.documents import ClusterHealth, PolicyDocument, PolicyEvidence, RuleEvidence
+from cpg_core._documents import ClusterHealth, PolicyDocument, PolicyEvidence, RuleEvidence
+from cpg_core.reports._graph import TrafficGraph, traffic_graph
 from cpg_core.text import clean_text
-from cpg_core.traffic_graph import TrafficGraph, traffic_graph
 
 MAX_NODES = 40
 MAX_EDGES = 60

@@ -14,9 +14,9 @@ from typing import Any, TypeVar
 import attrs
 import orjson
 
-from cpg_core.aggregate import PolicyPlan
-from cpg_core.attribution import RuleStats, sample_record
-from cpg_core.documents import (
+from cpg_core._aggregate import PolicyPlan
+from cpg_core._attribution import RuleStats, sample_record
+from cpg_core._documents import (
     EVIDENCE_SCHEMA_VERSION,
     ZERO_TIME,
     CidrPeerRecord,
@@ -34,10 +34,10 @@ from cpg_core.documents import (
     SampleSide,
     SessionInfo,
 )
-from cpg_core.errors import CpgError
-from cpg_core.labels import CLUSTER_LABEL
-from cpg_core.rules import HTTP, Atom, CidrPeer, EndpointPeer, EntityPeer, FqdnPeer, Peer
-from cpg_core.wire import DocumentError, from_data, to_data
+from cpg_core._errors import CpgError
+from cpg_core._labels import CLUSTER_LABEL
+from cpg_core._rules import HTTP, Atom, CidrPeer, EndpointPeer, EntityPeer, FqdnPeer, Peer
+from cpg_core._wire import DocumentError, from_data, to_data
 
 SCHEMA_VERSION = EVIDENCE_SCHEMA_VERSION
 _PROTOCOL_NAMES = {

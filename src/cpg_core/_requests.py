@@ -12,13 +12,13 @@ from collections.abc import Iterable
 
 import attrs
 
-from cpg_core.aggregate import AggregateOptions
-from cpg_core.attribution import NO_TIME, time_key
-from cpg_core.decide import DecideOptions
-from cpg_core.dropreasons import DropClass, classify_reason, parse_reason_name, reason_name
-from cpg_core.errors import CpgError, Setting
-from cpg_core.explain import ExplainFilter
-from cpg_core.names import is_dns1123_label, path_component_problem
+from cpg_core._aggregate import AggregateOptions
+from cpg_core._attribution import NO_TIME, time_key
+from cpg_core._decide import DecideOptions
+from cpg_core._dropreasons import DropClass, classify_reason, parse_reason_name, reason_name
+from cpg_core._errors import CpgError, Setting
+from cpg_core._explain import ExplainFilter
+from cpg_core._names import is_dns1123_label, path_component_problem
 from cpg_core.text import shown
 
 PROTOCOLS = ("tcp", "udp", "sctp", "icmpv4", "icmpv6")

@@ -9,8 +9,8 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
-from cpg_core.attribution import NO_TIME, sample_of, sample_record
-from cpg_core.documents import (
+from cpg_core._attribution import NO_TIME, sample_of, sample_record
+from cpg_core._documents import (
     CaptureWindow,
     ClusterHealth,
     DropRecord,
@@ -18,16 +18,16 @@ from cpg_core.documents import (
     HealthSessionRecord,
     SkippedFlows,
 )
-from cpg_core.dropreasons import (
+from cpg_core._dropreasons import (
     CLASSIFIER_VERSION,
     DropClass,
     classify_reason,
     reason_name,
     remediation,
 )
-from cpg_core.flow import Direction, Flow, PolicyRef
-from cpg_core.labels import select_labels, workload_name
-from cpg_core.synthesis import traffic_subject
+from cpg_core._flow import Direction, Flow, PolicyRef
+from cpg_core._labels import select_labels, workload_name
+from cpg_core._synthesis import traffic_subject
 
 MAX_EXAMPLES = 3
 UNKNOWN = "_unknown"

@@ -7,7 +7,7 @@ import ipaddress
 
 import attrs
 
-from cpg_core.documents import (
+from cpg_core._documents import (
     ZERO_TIME,
     CidrPeerRecord,
     DnsRecord,
@@ -21,7 +21,7 @@ from cpg_core.documents import (
     RuleEvidence,
     SampleSide,
 )
-from cpg_core.wire import to_json
+from cpg_core._wire import to_json
 
 
 @attrs.frozen(slots=True)

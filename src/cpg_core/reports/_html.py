@@ -11,10 +11,10 @@ from typing import Any
 import jinja2
 
 from cpg_core import to_data
-from cpg_core.review import confidence
+from cpg_core.reports._graph import Node, TrafficGraph, traffic_graph
+from cpg_core.reports._inputs import ReviewInputs
+from cpg_core.reports._markdown import confidence
 from cpg_core.text import clean_text
-from cpg_core.traffic_graph import Node, TrafficGraph, traffic_graph
-from cpg_io.review import ReviewInputs
 
 NODE_W, NODE_H, GAP = 150, 34, 16
 BOX_PAD, BOX_HEAD = 14, 26

@@ -10,11 +10,11 @@ from typing import Any, NamedTuple
 
 import attrs
 
-from cpg_core.documents import ZERO_TIME, SampleFlow, SampleSide
-from cpg_core.dropreasons import classify_reason, reason_name
-from cpg_core.flow import Endpoint, Flow, Verdict
-from cpg_core.l7 import dns_name, url_path
-from cpg_core.labels import select_labels, workload_name
+from cpg_core._documents import ZERO_TIME, SampleFlow, SampleSide
+from cpg_core._dropreasons import classify_reason, reason_name
+from cpg_core._flow import Endpoint, Flow, Verdict
+from cpg_core._l7 import dns_name, url_path
+from cpg_core._labels import select_labels, workload_name
 
 NO_TIME = ""
 _AUDIT = int(Verdict.AUDIT)

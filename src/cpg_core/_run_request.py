@@ -2,7 +2,7 @@
 
 The CLI builds it from flags, cpg-mcp from tool arguments, a notebook from keywords; the run
 layer (``cpg_io.runs``) takes it whole. Every check lives in :meth:`RunRequest.build`, so the
-two roots cannot drift: a :class:`~cpg_core.requests.RequestError` names the neutral field and
+two roots cannot drift: a :class:`~cpg_core.RequestError` names the neutral field and
 each root words it its own way."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Literal
 
 import attrs
 
-from cpg_core.aggregate import AggregateOptions
-from cpg_core.attribution import time_key
-from cpg_core.requests import (
+from cpg_core._aggregate import AggregateOptions
+from cpg_core._attribution import time_key
+from cpg_core._requests import (
     MAX_INTERVAL,
     CaptureRequest,
     LiveRequest,

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from cpg_core.rules import (
+from cpg_core._rules import (
     EGRESS,
     INGRESS,
     MAX_PORTS_PER_RULE,

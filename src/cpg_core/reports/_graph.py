@@ -9,8 +9,8 @@ from typing import Any
 
 import attrs
 
-from cpg_core.documents import PolicyDocument
-from cpg_core.labels import NAMESPACE_LABEL, PRIORITY_KEYS, workload_name
+from cpg_core._documents import PolicyDocument
+from cpg_core._labels import NAMESPACE_LABEL, PRIORITY_KEYS, workload_name
 
 
 @attrs.frozen(slots=True)

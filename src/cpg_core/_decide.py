@@ -9,14 +9,14 @@ from enum import StrEnum
 
 import attrs
 
-from cpg_core.dropreasons import (
+from cpg_core._dropreasons import (
     AUTH_REQUIRED,
     DENIED_BY_LB_SRC_RANGE_CHECK,
     POLICY_DENY,
     DropClass,
     classify_reason,
 )
-from cpg_core.flow import Flow, Verdict
+from cpg_core._flow import Flow, Verdict
 
 
 class Decision(StrEnum):

@@ -3,7 +3,7 @@
 Each class is one JSON object of a file or a reply: evidence (the Go tool's schema v2 plus this
 project's documented additions), cluster-health.json (Go schema v1 plus additions), the explain
 record, the rows of the dropped-flow view and the verify report. Field order is wire order;
-:mod:`cpg_core.wire` owns the wire names and which empty fields are left out.
+:mod:`cpg_core._wire` owns the wire names and which empty fields are left out.
 """
 
 from __future__ import annotations
@@ -178,7 +178,7 @@ class Finding:
 
     def advice(self) -> tuple[str, str, str]:
         """(label, what happened, fix) in plain words, for people."""
-        from cpg_core.advice import advice_for
+        from cpg_core._advice import advice_for
 
         return advice_for(self.kind, self.subject, self.policies)
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import attrs
 
-from cpg_core.attribution import NO_TIME, RuleStats, flow_class, time_key
-from cpg_core.decide import DecideOptions, Decision, decide
-from cpg_core.documents import ClusterHealth
-from cpg_core.dropreasons import POLICY_DENIED, is_known_reason, reason_name
-from cpg_core.flow import (
+from cpg_core._attribution import NO_TIME, RuleStats, flow_class, time_key
+from cpg_core._decide import DecideOptions, Decision, decide
+from cpg_core._documents import ClusterHealth
+from cpg_core._dropreasons import POLICY_DENIED, is_known_reason, reason_name
+from cpg_core._flow import (
     ICMP_PROTOCOLS,
     PORT_PROTOCOLS,
     Direction,
@@ -24,10 +24,10 @@ from cpg_core.flow import (
     Flow,
     Verdict,
 )
-from cpg_core.l7 import dns_name, http_method, path_regex
-from cpg_core.labels import format_labels
-from cpg_core.names import policy_name, short_hash
-from cpg_core.rules import (
+from cpg_core._l7 import dns_name, http_method, path_regex
+from cpg_core._labels import format_labels
+from cpg_core._names import policy_name, short_hash
+from cpg_core._rules import (
     DNS,
     DNS_PORT,
     DNS_PORTS,
@@ -42,7 +42,7 @@ from cpg_core.rules import (
     describe_rule,
     rules_from_atoms,
 )
-from cpg_core.synthesis import (
+from cpg_core._synthesis import (
     PolicyTarget,
     Resolved,
     Resolver,
@@ -50,7 +50,7 @@ from cpg_core.synthesis import (
     Unresolved,
     mesh_peer,
 )
-from cpg_core.triage import (
+from cpg_core._triage import (
     DropTally,
     FindingTally,
     HealthSession,

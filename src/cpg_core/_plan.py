@@ -18,19 +18,19 @@ from typing import Any, Literal
 import attrs
 import cattrs
 
-from cpg_core.decide import DecideOptions, Decision, decide
-from cpg_core.documents import PolicyDocument, PolicyEvidence
-from cpg_core.flow import Direction, Endpoint, Flow, Verdict
-from cpg_core.labels import stable_labels
-from cpg_core.matcher import (
+from cpg_core._decide import DecideOptions, Decision, decide
+from cpg_core._documents import PolicyDocument, PolicyEvidence
+from cpg_core._flow import Direction, Endpoint, Flow, Verdict
+from cpg_core._labels import stable_labels
+from cpg_core._matcher import (
     dns_names,
     enforces,
     match_flow,
     policy_name,
     selecting_specs,
 )
-from cpg_core.synthesis import endpoint_kind, endpoint_name
-from cpg_core.verify import traffic_line
+from cpg_core._synthesis import endpoint_kind, endpoint_name
+from cpg_core._verify import traffic_line
 
 CurrentSource = Literal["current", "cluster", "flows"]
 

@@ -17,11 +17,11 @@ from typing import Any
 import attrs
 import yaml
 
-from cpg_core.errors import PolicyMergeError, SelectorMismatchError
-from cpg_core.labels import LabelItems
-from cpg_core.matcher import covered_by
-from cpg_core.render import endpoint_selector, render_policy, rule_lines
-from cpg_core.rules import (
+from cpg_core._errors import PolicyMergeError, SelectorMismatchError
+from cpg_core._labels import LabelItems
+from cpg_core._matcher import covered_by
+from cpg_core._render import endpoint_selector, render_policy, rule_lines
+from cpg_core._rules import (
     EGRESS,
     INGRESS,
     Atom,
@@ -31,7 +31,7 @@ from cpg_core.rules import (
     rule_sort_key,
     rules_from_atoms,
 )
-from cpg_core.yamlread import _LOADER, YamlInputError, load_all
+from cpg_core._yamlread import _LOADER, YamlInputError, load_all
 
 _SPEC = re.compile(r"^spec:\s*(#.*)?$")
 _SECTION = re.compile(r"^  (ingress|egress):\s*(#.*)?$")

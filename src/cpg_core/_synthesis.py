@@ -11,9 +11,9 @@ from enum import StrEnum
 
 import attrs
 
-from cpg_core.flow import ICMP_PROTOCOLS, PORT_PROTOCOLS, Direction, Endpoint, Flow
-from cpg_core.labels import LabelItems, reserved_names, select_labels, workload_name
-from cpg_core.rules import (
+from cpg_core._flow import ICMP_PROTOCOLS, PORT_PROTOCOLS, Direction, Endpoint, Flow
+from cpg_core._labels import LabelItems, reserved_names, select_labels, workload_name
+from cpg_core._rules import (
     EGRESS,
     INGRESS,
     Atom,

@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from cpg_core.documents import PolicyDocument
+from cpg_core._documents import PolicyDocument
 
 _SORTABLE_LISTS = frozenset(
     {

@@ -13,7 +13,7 @@ import orjson
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 from cattrs.v import format_exception
 
-from cpg_core.documents import (
+from cpg_core._documents import (
     AdmittedCount,
     CidrPeerRecord,
     DnsRecord,
@@ -34,7 +34,7 @@ from cpg_core.documents import (
     VerifyCheck,
     VerifyReport,
 )
-from cpg_core.errors import CpgError
+from cpg_core._errors import CpgError
 
 T = TypeVar("T")
 

@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 
 import attrs
 
-from cpg_core.flow import ICMPV4, ICMPV6, PORT_PROTOCOLS
-from cpg_core.labels import CLUSTER_LABEL, NAMESPACE_LABEL, LabelItems, format_labels
+from cpg_core._flow import ICMPV4, ICMPV6, PORT_PROTOCOLS
+from cpg_core._labels import CLUSTER_LABEL, NAMESPACE_LABEL, LabelItems, format_labels
 
 INGRESS = "ingress"
 EGRESS = "egress"

@@ -20,12 +20,12 @@ from typing import Any
 
 import attrs
 
-from cpg_core.documents import PolicyDocument
-from cpg_core.errors import CpgError
-from cpg_core.flow import ICMP_PROTOCOLS, ICMPV4, Direction, Endpoint, Flow
-from cpg_core.labels import CLUSTER_LABEL, NAMESPACE_LABEL, reserved_names
-from cpg_core.rules import DNS, EGRESS, HTTP, INGRESS, Atom, CidrPeer, EndpointPeer, EntityPeer
-from cpg_core.synthesis import endpoint_kind
+from cpg_core._documents import PolicyDocument
+from cpg_core._errors import CpgError
+from cpg_core._flow import ICMP_PROTOCOLS, ICMPV4, Direction, Endpoint, Flow
+from cpg_core._labels import CLUSTER_LABEL, NAMESPACE_LABEL, reserved_names
+from cpg_core._rules import DNS, EGRESS, HTTP, INGRESS, Atom, CidrPeer, EndpointPeer, EntityPeer
+from cpg_core._synthesis import endpoint_kind
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 _WORLD_ENTITIES = frozenset({"world", "world-ipv4", "world-ipv6"})

@@ -21,10 +21,10 @@ from typing import Annotated
 
 import msgspec
 
-from cpg_core.decide import Decision
-from cpg_core.dropreasons import POLICY_DENIED
-from cpg_core.flow import Endpoint, EntryKey, Verdict
-from cpg_core.parse import FlowParser
+from cpg_core._decide import Decision
+from cpg_core._dropreasons import POLICY_DENIED
+from cpg_core._flow import Endpoint, EntryKey, Verdict
+from cpg_core._parse import FlowParser
 
 U8 = Annotated[int, msgspec.Meta(ge=0, le=255)]
 U16 = Annotated[int, msgspec.Meta(ge=0, le=65535)]

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cpg_core.dropreasons import REASON_CODES, UNRECOGNISED_REASON
-from cpg_core.errors import FlowParseError
-from cpg_core.flow import (
+from cpg_core._dropreasons import REASON_CODES, UNRECOGNISED_REASON
+from cpg_core._errors import FlowParseError
+from cpg_core._flow import (
     EMPTY_ENDPOINT,
     ICMP_PROTOCOLS,
     L4_PROTOCOLS,

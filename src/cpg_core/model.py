@@ -1,0 +1,35 @@
+"""The flow model, for adapters that build flows from another wire format (cpg_io's protobuf
+converter) rather than from JSON lines."""
+
+from cpg_core._flow import (
+    EMPTY_ENDPOINT,
+    DNSInfo,
+    Endpoint,
+    Flow,
+    HTTPInfo,
+    L7Info,
+    LostEvents,
+    OtherRecord,
+    PolicyRef,
+    Record,
+    Verdict,
+    endpoint_of,
+)
+from cpg_core._quickline import QuickLine, quick_decision
+
+__all__ = [
+    "EMPTY_ENDPOINT",
+    "DNSInfo",
+    "Endpoint",
+    "Flow",
+    "HTTPInfo",
+    "L7Info",
+    "LostEvents",
+    "OtherRecord",
+    "PolicyRef",
+    "QuickLine",
+    "Record",
+    "Verdict",
+    "endpoint_of",
+    "quick_decision",
+]

@@ -1,0 +1,29 @@
+"""Reading captures fast: the one hot-path call every engine uses (:class:`LineAggregator`),
+the line limits readers must respect, and how to say what an unreadable input looks like."""
+
+from cpg_core._attribution import time_key
+from cpg_core._lines import (
+    MAX_LINE_BYTES,
+    MAX_REPORTED,
+    OVERSIZED,
+    LineAggregator,
+    Readers,
+    ReadStats,
+    merge_stats,
+    parse_lines,
+)
+from cpg_core._sniff import CAPTURE_HINT, describe_unreadable
+
+__all__ = [
+    "CAPTURE_HINT",
+    "MAX_LINE_BYTES",
+    "MAX_REPORTED",
+    "OVERSIZED",
+    "LineAggregator",
+    "ReadStats",
+    "Readers",
+    "describe_unreadable",
+    "merge_stats",
+    "parse_lines",
+    "time_key",
+]

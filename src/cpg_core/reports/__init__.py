@@ -1,0 +1,28 @@
+"""Every rendering of cpg's documents for people and machines, in one place: the review report
+(Markdown for a pull request, one self-contained HTML file), its traffic graph, the dropped-flow
+view cpg-mcp pages through, and the triage helpers the run summary uses. Pure: documents in,
+text out; the adapters read the files and print."""
+
+from cpg_core._triage import capped_breakdowns, severity_order, top_entries
+from cpg_core.reports._dropped import DroppedFlowFilter, aggregate_rows, compose, flow_samples
+from cpg_core.reports._graph import Node, TrafficGraph, traffic_graph
+from cpg_core.reports._html import html_report
+from cpg_core.reports._inputs import ReviewInputs
+from cpg_core.reports._markdown import confidence, markdown_report
+
+__all__ = [
+    "DroppedFlowFilter",
+    "Node",
+    "ReviewInputs",
+    "TrafficGraph",
+    "aggregate_rows",
+    "capped_breakdowns",
+    "compose",
+    "confidence",
+    "flow_samples",
+    "html_report",
+    "markdown_report",
+    "severity_order",
+    "top_entries",
+    "traffic_graph",
+]
