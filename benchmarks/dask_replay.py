@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from cpg_core import AggregateOptions
-from cpg_io import dask_engine
+from cpg_io.engines import dask as dask_engine
 from replay import generate
 
 

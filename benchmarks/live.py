@@ -36,8 +36,7 @@ import h2.events
 from cpg_core._aggregate import AggregateOptions
 from cpg_io._proto.flow import flow_pb2
 from cpg_io._proto.observer import observer_pb2, observer_pb2_grpc
-from cpg_io.live import LiveCapture, LiveSettings
-from cpg_io.pipeline import EvidenceSettings
+from cpg_io.runs import EvidenceSettings, LiveCapture, LiveSettings
 
 
 def make_messages(count: int, seed: int = 7) -> list[bytes]:

@@ -136,7 +136,7 @@ def run_replay(
 _WORKER_STAGE = """
 import pickle, sys, time
 from cpg_core import AggregateOptions
-from cpg_io.parallel import aggregate_stream
+from cpg_io.engines.workers import aggregate_stream
 from cpg_io.sources import ReadStats, open_flow_stream
 start = time.perf_counter()
 with open_flow_stream(sys.argv[1]) as stream:

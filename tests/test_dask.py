@@ -22,9 +22,11 @@ import pytest
 
 from conftest import cpg, endpoint, flow_dict
 from cpg_core import AggregateOptions
-from cpg_io import dask_engine
-from cpg_io.pipeline import EvidenceSettings, replay
+from cpg_io.engines import InProcess
+from cpg_io.engines import dask as dask_engine
 from cpg_io.progress import SILENT
+from cpg_io.runs import EvidenceSettings, replay_capture
+from cpg_io.sources import expand_inputs
 
 distributed = pytest.importorskip("distributed")
 
@@ -138,14 +140,16 @@ def _tree(folder: Path) -> dict[str, bytes]:
 
 
 def _run(inputs: list[str], out: Path, scheduler: str | None, **kw: Any) -> Any:
-    return replay(
-        inputs,
+    kw.pop("jobs", None)
+    engine = dask_engine.DaskEngine(scheduler) if scheduler is not None else InProcess()
+    return replay_capture(
+        expand_inputs(inputs),
         out / "policies",
         kw.pop("options", AggregateOptions()),
         evidence=EvidenceSettings(root=out / "evidence"),
         clock=lambda: CLOCK,
         session_id="the-session",
-        scheduler=scheduler,
+        engine=engine,
         watch=kw.pop("watch", SILENT),
         **kw,
     )
@@ -349,7 +353,7 @@ def test_the_base_install_pulls_in_no_dask_and_no_storage_library() -> None:
         assert name not in base, name
     extras = project["project"]["optional-dependencies"]
     assert {"s3", "gcs", "azure", "dask"} <= set(extras)
-    probe = "import sys, cpg_cli.app, cpg_io.pipeline; print(sorted(m for m in sys.modules if m.split('.')[0] in ('distributed', 'dask', 'fsspec', 's3fs')))"
+    probe = "import sys, cpg_cli.app, cpg_io.runs._replay; print(sorted(m for m in sys.modules if m.split('.')[0] in ('distributed', 'dask', 'fsspec', 's3fs')))"
     import subprocess
 
     ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
@@ -357,7 +361,7 @@ def test_the_base_install_pulls_in_no_dask_and_no_storage_library() -> None:
 
 
 def test_a_thread_may_cancel_a_dask_run(cluster: Any, tmp_path: Path) -> None:
-    from cpg_io.parallel import Cancelled
+    from cpg_io.errors import Cancelled
 
     files = [str(p) for p in _files(tmp_path / "capture")]
     cancel = threading.Event()

@@ -1,8 +1,6 @@
 from __future__ import annotations
 
-import io
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,8 @@ from cpg_core._explain import ExplainFilter, render_explain_json
 from cpg_core._parse import parse_flow
 from cpg_core._rules import Atom, CidrPeer, EndpointPeer, EntityPeer
 from cpg_core._wire import from_data, to_data
-from cpg_io.pipeline import EvidenceSettings, replay
+from cpg_io.engines import in_memory
+from cpg_io.runs import EvidenceSettings, replay_capture
 
 
 def session(sid: str, started: str = "2026-11-29T10:00:00.000000Z", **kw: Any) -> SessionInfo:
@@ -233,12 +232,12 @@ def fixed_replay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data: bytes) -
     from datetime import datetime
 
     moments = iter(datetime.fromisoformat(t) for t in FIXED)
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
-    monkeypatch.setattr("cpg_io.pipeline.cpg_version", lambda: "9.9.9-test")
-    result = replay(
-        "-",
+    monkeypatch.setattr("cpg_io.runs._replay.cpg_version", lambda: "9.9.9-test")
+    result = replay_capture(
+        ["-"],  # standard input, as a pipe would bring it: read from memory here
         tmp_path / "policies",
         AggregateOptions(),
+        engine=in_memory({"-": data}),
         evidence=EvidenceSettings(root=tmp_path / "evidence"),
         clock=lambda: next(moments),
         session_id="2026-11-29T12:00:00Z-test",

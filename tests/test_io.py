@@ -117,7 +117,7 @@ def test_store_refuses_unsafe_path_components(tmp_path: Path, bad: str) -> None:
 def test_parallel_replay_equals_single_process() -> None:
     from conftest import EXAMPLE
     from cpg_core._aggregate import AggregateOptions
-    from cpg_io.parallel import aggregate_stream
+    from cpg_io.engines.workers import aggregate_stream
 
     data = EXAMPLE.read_bytes() * 3
     results = []
@@ -151,7 +151,7 @@ def test_a_file_selecting_other_endpoints_is_never_merged_into(tmp_path: Path) -
     from conftest import endpoint
     from cpg_core._aggregate import Aggregator
     from cpg_core._parse import parse_flow
-    from cpg_io.pipeline import write_plan
+    from cpg_io.runs import write_plan
 
     def plan_for(labels: str) -> object:
         agg = Aggregator()
@@ -176,16 +176,17 @@ def test_forked_output_stage_writes_what_the_inline_one_does(
 ) -> None:
     from conftest import EXAMPLE
     from cpg_core._aggregate import AggregateOptions
-    from cpg_io import parallel
-    from cpg_io.pipeline import EvidenceSettings, replay
+    from cpg_io.engines import Forked, InProcess
+    from cpg_io.engines import workers as parallel
+    from cpg_io.runs import EvidenceSettings, replay_capture
 
     def run(name: str, jobs: int) -> dict[str, bytes]:
         out = tmp_path / name
-        result = replay(
-            str(EXAMPLE),
+        result = replay_capture(
+            [str(EXAMPLE)],
             out / "policies",
             AggregateOptions(),
-            jobs=jobs,
+            engine=Forked(jobs) if jobs > 1 else InProcess(),
             evidence=EvidenceSettings(root=out / "evidence"),
             session_id="same-session",
         )
@@ -218,7 +219,7 @@ def test_forked_output_stage_writes_what_the_inline_one_does(
 def test_line_batches_are_thelines_of_the_chunks(size: int, tail: bytes) -> None:
     """The in-process reader (batches of lines, no block copies) gives the lines and line
     numbers the worker blocks give."""
-    from cpg_io.parallel import lines_of
+    from cpg_io.engines.workers import lines_of
     from cpg_io.sources import iter_chunks, iter_line_batches
 
     data = b"".join(b'{"n": %d}%s\n' % (i, b"x" * (i % 37)) for i in range(300)) + tail

@@ -100,8 +100,7 @@ def test_a_flush_with_no_new_rule_touches_no_policy_file(
 ) -> None:
     from cpg_core import AggregateOptions
     from cpg_io import store
-    from cpg_io.live import LiveCapture, LiveSettings
-    from cpg_io.pipeline import EvidenceSettings
+    from cpg_io.runs import EvidenceSettings, LiveCapture, LiveSettings
 
     responses = example_responses()
     capture = LiveCapture(

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -14,7 +15,7 @@ import typer
 from typer.core import TyperCommand
 
 from cpg_cli.words import flag
-from cpg_core import PROTOCOLS, CaptureRequest, RequestError
+from cpg_core import PROTOCOLS, RequestError, RunRequest
 
 T = TypeVar("T")
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -209,16 +210,6 @@ def parse_local_default(value: str) -> bool:
     return value.lower() == "true"
 
 
-def redacted_note(redacted: bool) -> list[str]:
-    """The report line that says what --evidence-redact left out."""
-    if not redacted:
-        return []
-    return [
-        "Evidence redacted (--evidence-redact): the IP addresses of its sample flows were not "
-        "written; pod names, labels and CIDR peers (which the policies name) were."
-    ]
-
-
 Kustomize = Annotated[
     bool,
     typer.Option(
@@ -345,47 +336,252 @@ Context = Annotated[
 ]
 
 
-def capture_request(
-    *,
-    namespace: list[str],
-    all_namespaces: bool,
-    include_audit: bool,
-    ignore_protocol: list[str],
-    ignore_drop_reason: list[str],
-    l7: bool,
-    l7_collapse_paths: bool,
-    max_samples: int,
-) -> CaptureRequest:
-    """The capture request of replay and generate, from their shared flags (validated)."""
-    request = validated(
-        lambda: CaptureRequest.build(
-            namespace=namespace,
-            all_namespaces=all_namespaces,
-            include_audit=include_audit,
-            ignore_protocols=ignore_protocol,
-            ignore_drop_reasons=ignore_drop_reason,
-            l7=l7,
-            l7_collapse_paths=l7_collapse_paths,
-            max_samples=max_samples,
-        )
-    )
-    if request.redundant_drop_reasons:
+Verify = Annotated[
+    bool,
+    typer.Option(
+        "--verify",
+        help="After writing, check that the policies admit every candidate flow and no "
+        "explicitly denied one (as cpg verify does); exit 3 if they do not.",
+    ),
+]
+
+
+MaxMalformed = Annotated[
+    float,
+    typer.Option(
+        "--max-malformed",
+        metavar="PCT",
+        min=0,
+        max=100,
+        help="Fail (exit 1, nothing written) when more than PCT percent of the lines are "
+        "not Hubble records. An input without any Hubble record always fails.",
+    ),
+]
+
+
+Jobs = Annotated[
+    int | None,
+    typer.Option(
+        "-j",
+        "--jobs",
+        metavar="N",
+        min=1,
+        help="Worker processes for large captures (default: one per CPU).",
+        show_default=False,
+    ),
+]
+
+
+Engine = Annotated[
+    str,
+    typer.Option(
+        "--engine",
+        metavar="local|dask",
+        help="Where the capture is read and aggregated: local (worker processes on this "
+        "machine) or dask (the workers of a Dask cluster read their files and byte ranges "
+        "straight from storage; needs pip install 'cpg[dask]'). The output is the same.",
+    ),
+]
+
+
+Scheduler = Annotated[
+    str | None,
+    typer.Option(
+        "--scheduler",
+        metavar="ADDRESS|local:N",
+        help="With --engine dask: the Dask scheduler (e.g. tcp://dask-scheduler:8786), or "
+        "local:N for a cluster of N worker processes on this machine (default: local:J, "
+        "J from -j or one per CPU).",
+        show_default=False,
+    ),
+]
+
+
+PartSize = Annotated[
+    str | None,
+    typer.Option(
+        "--part-size",
+        metavar="SIZE",
+        help="With --engine dask: plain (uncompressed) objects are read in byte ranges of "
+        "this size, one task each (e.g. 64MiB, 1GiB); gzip objects are always one task. "
+        "Bigger parts mean fewer partial results to combine. Default: 64MiB.",
+        show_default=False,
+    ),
+]
+
+
+Server = Annotated[
+    str | None,
+    typer.Option(
+        "-s",
+        "--server",
+        metavar="ADDR",
+        envvar="HUBBLE_SERVER",
+        help="Hubble Relay address host:port. Without it, cpg finds a running "
+        "k8s-app=hubble-relay pod (--relay-namespace) and port-forwards to it through the "
+        "Kubernetes API (--kubeconfig, --context).",
+        show_default=False,
+    ),
+]
+
+
+TLS = Annotated[bool, typer.Option("--tls", envvar="HUBBLE_TLS", help="Connect with TLS.")]
+
+
+TLSCACert = Annotated[
+    Path | None,
+    typer.Option(
+        "--tls-ca-cert",
+        "--tls-ca-cert-files",
+        metavar="FILE",
+        envvar="HUBBLE_TLS_CA_CERT_FILES",
+        help="CA bundle to trust (PEM).",
+        show_default=False,
+    ),
+]
+
+
+TLSClientCert = Annotated[
+    Path | None,
+    typer.Option(
+        "--tls-client-cert",
+        "--tls-client-cert-file",
+        metavar="FILE",
+        envvar="HUBBLE_TLS_CLIENT_CERT_FILE",
+        help="Client certificate (PEM) for mutual TLS.",
+        show_default=False,
+    ),
+]
+
+
+TLSClientKey = Annotated[
+    Path | None,
+    typer.Option(
+        "--tls-client-key",
+        "--tls-client-key-file",
+        metavar="FILE",
+        envvar="HUBBLE_TLS_CLIENT_KEY_FILE",
+        help="Client key (PEM) for mutual TLS.",
+        show_default=False,
+    ),
+]
+
+
+TLSServerName = Annotated[
+    str | None,
+    typer.Option(
+        "--tls-server-name",
+        metavar="NAME",
+        envvar="HUBBLE_TLS_SERVER_NAME",
+        help="Name to expect in the relay's certificate.",
+        show_default=False,
+    ),
+]
+
+
+Timeout = Annotated[
+    str,
+    typer.Option("--timeout", metavar="DURATION", help="How long to wait for the connection."),
+]
+
+
+FlushInterval = Annotated[
+    str,
+    typer.Option(
+        "--flush-interval",
+        metavar="DURATION",
+        help="How often policies and evidence are written.",
+    ),
+]
+
+
+Duration = Annotated[
+    str | None,
+    typer.Option(
+        "--duration",
+        metavar="DURATION",
+        help="Stop by itself after this long (e.g. 10m).",
+        show_default=False,
+    ),
+]
+
+
+ClusterDedup = Annotated[
+    bool,
+    typer.Option(
+        "--cluster-dedup",
+        help="Do not write policies the cluster already has an equivalent cpg-managed "
+        "policy for (lists ciliumnetworkpolicies labelled app.kubernetes.io/managed-by=cpg).",
+    ),
+]
+
+
+RelayNamespace = Annotated[
+    str, typer.Option("--relay-namespace", metavar="NS", help="Namespace of hubble-relay.")
+]
+
+
+LiveSince = Annotated[
+    str | None,
+    typer.Option(
+        "--since",
+        metavar="TIME|DURATION",
+        help="Also take the flows Hubble still buffers from TIME (RFC 3339) or the last "
+        "DURATION (30m, 2h), counted back from now as hubble observe does.",
+        show_default=False,
+    ),
+]
+
+
+LiveUntil = Annotated[
+    str | None,
+    typer.Option(
+        "--until",
+        metavar="TIME",
+        help="Stop at TIME (RFC 3339, in the future); flows after it are not used.",
+        show_default=False,
+    ),
+]
+
+
+EvidenceInterval = Annotated[
+    str,
+    typer.Option(
+        "--evidence-interval",
+        metavar="DURATION",
+        help="How often the evidence of policies whose rules did not change is written "
+        "(their files are not touched); the last flush, on Ctrl+C or SIGTERM, writes it "
+        "all. A crash loses at most this much evidence, never a rule.",
+    ),
+]
+
+
+_INVERTED = {"no_evidence": "evidence", "no_diff": "diff"}
+"""Flags that switch a request field off."""
+_SINGULAR = {"ignore_protocol": "ignore_protocols", "ignore_drop_reason": "ignore_drop_reasons"}
+"""Repeatable flags spelled in the singular, as kubectl and hubble spell theirs."""
+
+
+def run_request(flags: Mapping[str, Any]) -> RunRequest:
+    """The run request of replay and generate from their flags (a command's ``locals()``):
+    each flag named as a :meth:`RunRequest.build` keyword goes there, the others (output
+    folders, formats, TLS files) stay with the command. Validated: a bad value is a usage
+    error naming the flag."""
+    fields = inspect.signature(RunRequest.build).parameters
+    values: dict[str, Any] = {}
+    for name, value in flags.items():
+        if name in _INVERTED:
+            values[_INVERTED[name]] = not value
+        elif _SINGULAR.get(name, name) in fields:
+            values[_SINGULAR.get(name, name)] = value
+    request = validated(lambda: RunRequest.build(**values))
+    if request.capture.redundant_drop_reasons:
         logging.getLogger("cpg").warning(
             "--ignore-drop-reason %s: already reported as infrastructure, transient or noise "
             "and never turned into rules; ignoring only hides them from the report",
-            ", ".join(request.redundant_drop_reasons),
+            ", ".join(request.capture.redundant_drop_reasons),
         )
     return request
-
-
-def would_change(files: list[Any]) -> bool:
-    """Whether a dry run found a file to create or update."""
-    return any(f.outcome in ("would-create", "would-update") for f in files)
-
-
-def check_exit_code(exit_code: bool, dry_run: bool) -> None:
-    if exit_code and not dry_run:
-        raise typer.BadParameter("--exit-code goes with --dry-run", param_hint="--exit-code")
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]

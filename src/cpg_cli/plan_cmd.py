@@ -13,8 +13,8 @@ from cpg_cli import options as opt
 from cpg_cli.terminal import fail, say
 from cpg_core import CaptureRequest, CpgError, Plan
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
-from cpg_io.plan import plan_capture
-from cpg_io.verify import load_policies
+from cpg_io.policy_files import load_policies
+from cpg_io.runs import plan_capture
 
 MAX_SHOWN = 20
 

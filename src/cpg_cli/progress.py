@@ -23,7 +23,7 @@ from rich.progress import (
 from rich.text import Text
 
 from cpg_core.text import clean_text
-from cpg_io.live import LiveCapture
+from cpg_io.runs import LiveCapture
 
 log = logging.getLogger("cpg")
 

@@ -13,9 +13,9 @@ import attrs
 import typer
 
 from cpg_cli.terminal import say
-from cpg_core import Decision, to_data
+from cpg_core import Decision, RunRequest, to_data
 from cpg_core.reports import severity_order, top_entries
-from cpg_io.pipeline import ReplayResult
+from cpg_io.runs import RunResult
 
 _DECISION_LABELS = (
     (Decision.CANDIDATE, "candidates (denied, no allow rule)"),
@@ -32,6 +32,10 @@ _DECISION_LABELS = (
     (Decision.OUTSIDE_WINDOW, "outside --since/--until"),
 )
 MAX_FINDINGS_SHOWN = 20
+REDACTED_NOTE = (
+    "Evidence redacted (--evidence-redact): the IP addresses of its sample flows were not "
+    "written; pod names, labels and CIDR peers (which the policies name) were."
+)
 
 
 def _plural(n: int, word: str) -> str:
@@ -46,7 +50,7 @@ def _top(counts: dict[str, int]) -> str:
     return text + (f" (+{more} more)" if more else "")
 
 
-def health_location(result: ReplayResult, *, dry_run: bool, evidence: bool) -> str:
+def health_location(result: RunResult, *, dry_run: bool, evidence: bool) -> str:
     if result.health_path is not None:
         return str(result.health_path)
     if not evidence:
@@ -57,7 +61,7 @@ def health_location(result: ReplayResult, *, dry_run: bool, evidence: bool) -> s
 
 
 def format_replay_summary(
-    result: ReplayResult, *, source: str, output_dir: Path, dry_run: bool, evidence: bool = True
+    result: RunResult, *, source: str, output_dir: Path, dry_run: bool, evidence: bool = True
 ) -> str:
     stats = result.stats
     agg = result.aggregator
@@ -192,7 +196,7 @@ def _relative(path: Path, root: Path) -> str:
 
 
 def replay_summary_json(
-    result: ReplayResult,
+    result: RunResult,
     *,
     source: str,
     output_dir: Path,
@@ -283,19 +287,32 @@ def warn_about_run(agg: Any, source: str, *, l7: bool, include_audit: bool) -> N
 
 
 def print_run(
-    result: ReplayResult,
+    result: RunResult,
     *,
+    request: RunRequest,
     source: str,
     output_dir: Path,
-    dry_run: bool,
-    evidence: bool,
     as_json: bool,
     exit_code: int,
     extra_json: dict[str, Any] | None = None,
-    extra_lines: list[str] | None = None,
     verb: str = "Read",
 ) -> None:
-    """The report on stdout (text or JSON), then every write error on stderr."""
+    """The report on stdout (text or JSON), then every write error and tripped check on
+    stderr."""
+    dry_run = request.dry_run
+    evidence = request.evidence.record
+    checked = result.verify
+    extra_lines = []
+    if checked is not None:
+        extra_lines = [
+            f"  verify: {check.traffic}: {check.reason}"
+            for check in checked.checks
+            if check.allowed == (check.kind == "explicit_deny")
+        ]
+        extra_lines.append(f"Verify: {checked.summary()}")
+        extra_json = (extra_json or {}) | {"verify": to_data(checked)}
+    if request.evidence.redact and evidence:
+        extra_lines.append(REDACTED_NOTE)
     if as_json:
         summary = replay_summary_json(
             result,
@@ -324,3 +341,19 @@ def print_run(
         say(f"cpg: error: {item.error}", err=True)
     for error in result.evidence_errors:
         say(f"cpg: error: {error}", err=True)
+    if result.verify_error:
+        say(f"cpg: error: --verify: {result.verify_error}", err=True)
+    if result.stats.truncated:
+        say(
+            f"cpg: error: {source}: {result.stats.truncated}; policies were generated from "
+            "the flows read before that point",
+            err=True,
+        )
+    if checked is not None and not checked.passed:
+        say("cpg: --verify: the policies do not admit every candidate flow", err=True)
+    if exit_code == 3 and result.aggregator.infra_drops and request.fail_on_infra_drops:
+        say(
+            f"cpg: {result.aggregator.infra_drops} infrastructure or transient drop(s) seen "
+            "(--fail-on-infra-drops): see the report above",
+            err=True,
+        )

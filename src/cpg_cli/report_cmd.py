@@ -13,7 +13,7 @@ from cpg_cli.terminal import fail, say
 from cpg_core import CpgError
 from cpg_core.reports import markdown_report
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
-from cpg_io.review import read_review
+from cpg_io.runs import read_review
 
 FORMATS = (opt.OutputFormat.markdown, opt.OutputFormat.html)
 

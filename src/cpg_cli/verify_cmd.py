@@ -10,8 +10,9 @@ import typer
 from cpg_cli import options as opt
 from cpg_cli.terminal import fail, say
 from cpg_core import CaptureRequest, CpgError, VerifyReport, to_json
+from cpg_io.policy_files import load_policies
+from cpg_io.runs import verify_capture
 from cpg_io.sources import describe_source
-from cpg_io.verify import load_policies, verify_capture
 
 
 def print_verify(report: VerifyReport, *, policies: int, origin: str) -> None:

@@ -9,6 +9,10 @@ FLAGS = {
     "direction": "--ingress/--egress",
     "tls": "--tls flags",
     "output_dir": "--output-dir",
+    "ignore_protocols": "--ignore-protocol",
+    "ignore_drop_reasons": "--ignore-drop-reason",
+    "evidence": "--no-evidence",
+    "diff": "--no-diff",
 }
 """Where the flag is not ``--`` and the field name with dashes."""
 

@@ -168,6 +168,13 @@ def build_server(
             ),
         ] = False,
         l7: Annotated[bool, Field(description="HTTP and DNS rules from L7 records")] = False,
+        l7_collapse_paths: Annotated[
+            bool,
+            Field(
+                description="with l7: collapse HTTP paths that differ only in an ID segment "
+                "(/users/123, /users/456) into one regex rule"
+            ),
+        ] = False,
         include_audit: Annotated[
             bool, Field(description="also turn AUDIT-verdict flows into rules")
         ] = False,
@@ -178,6 +185,44 @@ def build_server(
             list[str] | None,
             Field(description="skip flows of these protocols: tcp, udp, sctp, icmpv4, icmpv6"),
         ] = None,
+        since: Annotated[
+            str | None,
+            Field(
+                description="only flows from this RFC 3339 time, or the last DURATION (30m, "
+                "2h): counted back from the newest flow of a replay, from now when live (the "
+                "relay's buffer)"
+            ),
+        ] = None,
+        until: Annotated[
+            str | None,
+            Field(
+                description="only flows up to this RFC 3339 time (a replay), or stop then (live: "
+                "a time in the future)"
+            ),
+        ] = None,
+        min_flows: Annotated[
+            int,
+            Field(
+                ge=1,
+                description="hold back allow rules seen fewer times than this (reported by "
+                "stop_session, not written)",
+            ),
+        ] = 1,
+        evidence_samples: Annotated[
+            int, Field(ge=0, le=1000, description="sample flows kept per rule as evidence")
+        ] = 10,
+        evidence_redact: Annotated[
+            bool, Field(description="record no IP address of a sample flow in the evidence")
+        ] = False,
+        max_malformed: Annotated[
+            float,
+            Field(
+                ge=0,
+                le=100,
+                description="replay_file: fail when more than this percent of its lines are not "
+                "Hubble records",
+            ),
+        ] = 50.0,
         server: Annotated[
             str | None,
             Field(
@@ -202,6 +247,23 @@ def build_server(
         timeout: Annotated[str | None, Field(description="connect timeout, e.g. 10s")] = None,
         flush_interval: Annotated[
             str | None, Field(description="how often files are written, e.g. 5s")
+        ] = None,
+        duration: Annotated[
+            str | None, Field(description="stop the live capture by itself after this long")
+        ] = None,
+        evidence_interval: Annotated[
+            str | None,
+            Field(
+                description="how often the evidence of policies whose rules did not change is "
+                "written (default 1m)"
+            ),
+        ] = None,
+        relay_namespace: Annotated[
+            str | None,
+            Field(
+                description="without server: the namespace of the hubble-relay pod to "
+                "port-forward to (default kube-system)"
+            ),
         ] = None,
         cluster_dedup: Annotated[
             bool,

@@ -16,14 +16,15 @@ from typing import Any, Literal
 
 import attrs
 
-from cpg_core import AggregateOptions, CaptureRequest, CpgError, LiveRequest
+from cpg_core import CpgError, RunRequest
 from cpg_core.text import shown
-from cpg_io.errors import RelaySetupError
+from cpg_io import runs
+from cpg_io.engines import InProcess
+from cpg_io.errors import Cancelled, RelaySetupError
 from cpg_io.evidence_store import EvidenceStore
 from cpg_io.hubble import TLSSettings
-from cpg_io.kube import RelayConnection, forget_temp_dir, prepare_relay
-from cpg_io.live import LiveCapture, LiveSettings
-from cpg_io.pipeline import Cancelled, EvidenceSettings, ReplayResult, replay
+from cpg_io.kube import RelayConnection, forget_temp_dir
+from cpg_io.runs import rfc3339, utc_now
 from cpg_io.store import PolicyStore
 from cpg_mcp.words import in_tool_words
 
@@ -43,8 +44,8 @@ class Session:
     stopped: float | None = None
     error: str = ""
     stop_calls: int = 0
-    result: ReplayResult | None = None
-    capture: LiveCapture | None = None
+    result: runs.RunResult | None = None
+    capture: runs.LiveCapture | None = None
     task: asyncio.Task[Any] | None = None
     cancel: threading.Event = attrs.Factory(threading.Event)
     """Set to end a replay early: it stops at its next block, before writing anything."""
@@ -130,19 +131,23 @@ class SessionManager:
 
     async def start(
         self,
-        request: CaptureRequest,
-        live: LiveRequest,
+        request: RunRequest,
         *,
         replay_file: str | None = None,
         tls: TLSSettings | None = None,
-        relay_namespace: str = "kube-system",
     ) -> tuple[Session, str | None]:
+        """Start a session for ``request``: the replay of ``replay_file``, else a live
+        capture. Both go through the run layer, as cpg replay and cpg generate do; the
+        session's folders replace the output and evidence folders."""
         old = self.current
         if old is not None and old.state == "capturing":
             raise SessionError(
                 f"session {old.id} already running ({old.elapsed():.0f}s); call stop_session first"
             )
         source_path = self._replay_path(replay_file) if replay_file is not None else None
+        now = rfc3339(utc_now())
+        if source_path is None:
+            request.live_window(now)  # an until in the past is refused before anything starts
         discarded = None
         if old is not None:
             discarded = old.id
@@ -150,52 +155,38 @@ class SessionManager:
         tmp = Path(tempfile.mkdtemp(prefix="cpg-mcp-"))
         os.chmod(tmp, 0o700)
         session = Session(
-            id=f"sess_{secrets.token_hex(16)}", tmp=tmp, source=str(source_path or live.server)
+            id=f"sess_{secrets.token_hex(16)}",
+            tmp=tmp,
+            source=str(source_path or request.live.server),
         )
         self.current = session
-        options = request.aggregate_options()
-        evidence = EvidenceSettings(root=session.evidence_root)
         if source_path is not None:
-            session.task = asyncio.create_task(
-                self._replay(session, source_path, options, evidence)
-            )
+            session.task = asyncio.create_task(self._replay(session, source_path, request))
             return session, discarded
         try:
-            relay = await self._connect(session, request, live, relay_namespace)
+            relay = await self._connect(session, request)
+            settings = runs.live_settings(
+                request,
+                session.policies,
+                relay,
+                now=now,
+                tls=tls,
+                evidence_dir=session.evidence_root,
+            )
         except BaseException:
             self.discard()
             raise
-        settings = LiveSettings(
-            server=relay.server,
-            output_dir=session.policies,
-            options=options,
-            namespaces=request.namespaces,
-            tls=tls or TLSSettings(),
-            timeout=live.timeout,
-            flush_interval=live.flush_interval,
-            duration=live.duration,
-            evidence=evidence,
-            in_cluster=relay.in_cluster,
-        )
-        session.capture = LiveCapture(settings)
+        session.capture = runs.LiveCapture(settings)
         session.task = asyncio.create_task(self._live(session))
         return session, discarded
 
-    async def _connect(
-        self, session: Session, request: CaptureRequest, live: LiveRequest, relay_namespace: str
-    ) -> RelayConnection:
+    async def _connect(self, session: Session, request: RunRequest) -> RelayConnection:
         """Cluster set-up before a live capture (the same as ``cpg generate``'s), with the
         kubeconfig from the environment only (KUBECONFIG, then ~/.kube/config)."""
 
         def setup() -> RelayConnection:
-            relay = prepare_relay(
-                live.server,
-                timeout=live.timeout,
-                namespaces=list(request.namespaces),
-                cluster_dedup=live.cluster_dedup,
-                relay_namespace=relay_namespace,
-                temp_dir=session.tmp / "kube",  # credentials go with the session's folder
-            )
+            # credentials go with the session's folder
+            relay = runs.connect_relay(request, temp_dir=session.tmp / "kube")
             session.relay = relay
             session.source = relay.description
             return relay
@@ -215,17 +206,15 @@ class SessionManager:
                 "port-forward: ", *exc.parts, "; or give server (Hubble Relay host:port)"
             ) from None
 
-    async def _replay(
-        self, session: Session, path: Path, options: AggregateOptions, evidence: EvidenceSettings
-    ) -> None:
+    async def _replay(self, session: Session, path: Path, request: RunRequest) -> None:
         try:
             session.result = await asyncio.to_thread(
-                replay,
-                str(path),
+                runs.replay,
+                request,
+                [str(path)],
                 session.policies,
-                options,
-                evidence=evidence,
-                jobs=1,
+                evidence_dir=session.evidence_root,
+                engine=InProcess(),
                 cancel=session.cancel,
             )
         except Cancelled:

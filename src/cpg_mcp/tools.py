@@ -18,12 +18,13 @@ from mcp.server.mcpserver.exceptions import ToolError
 from cpg_core import (
     CaptureRequest,
     ClusterHealth,
+    CpgError,
     DroppedFlowCount,
     DroppedFlowSample,
     EvidenceError,
-    LiveRequest,
     PolicyEvidence,
     RequestError,
+    RunRequest,
     check_target,
     explain_filter,
     explain_record,
@@ -41,6 +42,7 @@ from cpg_core.reports import (
 from cpg_core.text import clean, shown
 from cpg_io.errors import IoError, StoreError
 from cpg_io.hubble import TLSSettings
+from cpg_io.runs import rfc3339, utc_now
 from cpg_mcp import paging
 from cpg_mcp.models import (
     BootstrapResult,
@@ -115,9 +117,6 @@ def duration_text(seconds: float) -> str:
     return (f"{hours}h" if hours else "") + (f"{minutes}m" if hours or minutes else "") + f"{secs}s"
 
 
-LIVE_ARGUMENTS = frozenset({"server", "timeout", "flush_interval", "cluster_dedup"})
-
-
 async def start_session(
     manager: SessionManager,
     *,
@@ -129,23 +128,20 @@ async def start_session(
     replay_file: str | None = None,
     **arguments: Any,
 ) -> StartResult:
-    """``arguments`` are the tool's: the LiveRequest ones (LIVE_ARGUMENTS), the rest the
-    CaptureRequest's, each built and checked by cpg_core as the CLI's are."""
-    live_args = {k: v for k, v in arguments.items() if k in LIVE_ARGUMENTS}
-    request = validated(
-        lambda: CaptureRequest.build(
-            **{k: v for k, v in arguments.items() if k not in LIVE_ARGUMENTS}
-        )
-    )
-    live = validated(lambda: LiveRequest.build(**live_args))
+    """``arguments`` are the tool's run arguments, named as :meth:`RunRequest.build` names
+    them and checked by it exactly as the CLI's flags are."""
+    request = validated(lambda: RunRequest.build(**arguments))
     files = {"tls_ca_cert": tls_ca_cert, "tls_client_cert": tls_client_cert}
     files["tls_client_key"] = tls_client_key
     wants_tls = tls or any(files.values()) or bool(tls_server_name)
-    if replay_file is not None and (live.server or wants_tls or live.cluster_dedup):
+    live_only = request.live.server or wants_tls or request.live.cluster_dedup
+    if replay_file is not None and live_only:
         raise ToolError(
             "replay_file reads a capture file: leave server, the tls arguments and "
             "cluster_dedup out"
         )
+    if replay_file is None:
+        validated(lambda: request.live_window(rfc3339(utc_now())))
     if (tls_client_cert is None) != (tls_client_key is None):
         raise ToolError("tls_client_cert and tls_client_key go together")
     for name, path in files.items():
@@ -159,10 +155,8 @@ async def start_session(
         server_name=tls_server_name or None,
     )
     try:
-        session, discarded = await manager.start(
-            request, live, replay_file=replay_file, tls=settings
-        )
-    except SessionError as exc:
+        session, discarded = await manager.start(request, replay_file=replay_file, tls=settings)
+    except CpgError as exc:
         raise ToolError(in_tool_words(exc)) from None
     source = clean(session.source)
     if replay_file is not None:
@@ -461,8 +455,8 @@ def get_plan(
     if planned is None:
         from cpg_core import CurrentSource
         from cpg_io.kube import api_client, list_cilium_policies
-        from cpg_io.plan import plan_capture
-        from cpg_io.verify import load_policies
+        from cpg_io.policy_files import load_policies
+        from cpg_io.runs import plan_capture
 
         try:
             proposal = load_policies(session.policies) if session.policies.is_dir() else []
@@ -506,7 +500,7 @@ def get_plan(
 def get_report(session: Session) -> ReportResult:
     """The Markdown review report of a stopped session (what cpg report prints)."""
     from cpg_core.reports import markdown_report
-    from cpg_io.review import read_review
+    from cpg_io.runs import read_review
 
     if session.state != "stopped":
         raise ToolError("the session is still running; call stop_session first")

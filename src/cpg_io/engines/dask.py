@@ -19,8 +19,9 @@ import attrs
 
 from cpg_core import AggregateOptions, AggregateState, Aggregator, Setting
 from cpg_core.reading import MAX_LINE_BYTES, OVERSIZED, LineAggregator, Readers, merge_stats
+from cpg_io.engines.local import first_bytes
+from cpg_io.engines.workers import CHUNK_BYTES, lines_of
 from cpg_io.errors import Cancelled, EngineError, MissingDask
-from cpg_io.parallel import CHUNK_BYTES, lines_of
 from cpg_io.progress import Reported
 from cpg_io.remote import is_url, open_raw
 from cpg_io.sources import (
@@ -317,3 +318,36 @@ def _number_lines(
         label = describe_source(files[file]) if len(files) > 1 else None
         numbered = [(offset + line, why) for line, why in examples]
         merge_file_stats(stats, ReadStats(malformed_examples=numbered, truncated=truncated), label)
+
+
+@attrs.frozen
+class DaskEngine:
+    """The workers of a Dask cluster read their objects and byte ranges straight from
+    storage; only the combined partial comes back. ``jobs`` is for the write stage here."""
+
+    scheduler: str
+    part_bytes: int = RANGE_BYTES
+    jobs: int = 1
+
+    def aggregate(
+        self,
+        files: Sequence[str],
+        options: AggregateOptions,
+        stats: ReadStats,
+        reported: Reported,
+        cancel: object | None = None,
+    ) -> tuple[Aggregator, bytes]:
+        event = cancel if isinstance(cancel, threading.Event) else None
+        aggregator = aggregate_on_dask(
+            files,
+            options,
+            stats,
+            self.scheduler,
+            cancel=event,
+            watch=reported,
+            range_bytes=self.part_bytes,
+        )
+        for line, why in stats.malformed_examples:
+            reported.malformed(line, why)
+        unreadable = stats.lines_read - stats.blank_lines <= stats.malformed
+        return aggregator, first_bytes(files) if unreadable else b""

@@ -1,18 +1,14 @@
-"""Reading for ``cpg verify``: policy folders and captures (the checking is in cpg_core)."""
+"""Reading folders of Cilium policy YAML (what cpg wrote, a pull request, ``kubectl get -o
+yaml`` output): every CiliumNetworkPolicy and CiliumClusterwideNetworkPolicy, lists included."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import attrs
-
-from cpg_core import DecideOptions, Flow, Setting, VerifyReport, verify_flows
+from cpg_core import Setting
 from cpg_core.cilium import YamlInputError, load_all
-from cpg_core.reading import time_key
 from cpg_io.errors import PolicyLoadError
-from cpg_io.sources import CaptureFlows, ReadStats
 
 _KINDS = frozenset({"CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy"})
 
@@ -58,34 +54,3 @@ def load_policy_files(folder: Path) -> list[tuple[str, list[dict[str, Any]]]]:
             raise PolicyLoadError(str(exc)) from None
         files.append((text, [policy for doc in docs for policy in _policies_in(doc)]))
     return files
-
-
-@attrs.frozen
-class VerifiedCapture:
-    stats: ReadStats
-    report: VerifyReport
-
-
-def _inside(key: str, since: str, until: str) -> bool:
-    return bool(key) and (not since or key >= since) and (not until or key <= until)
-
-
-def verify_capture(
-    source: str | Sequence[str],
-    policies: Sequence[Mapping[str, Any]],
-    options: DecideOptions,
-    *,
-    default_local_cluster: bool = True,
-    window: tuple[str, str] = ("", ""),
-) -> VerifiedCapture:
-    """Check ``policies`` against a capture (files, folders, globs: as cpg replay reads
-    them); UnreadableInput when it holds no Hubble record. Only flows inside ``window``
-    (since, until time keys; "" is open) are checked."""
-    capture = CaptureFlows([source] if isinstance(source, str) else source)
-    since, until = window
-    flows: Iterable[Flow] = capture
-    if since or until:
-        flows = (flow for flow in capture if _inside(time_key(flow.time), since, until))
-    report = verify_flows(flows, policies, options, default_local_cluster=default_local_cluster)
-    capture.check_readable()
-    return VerifiedCapture(stats=capture.stats, report=report)

@@ -10,7 +10,7 @@ from cpg_core import EvidenceError
 from cpg_core.reports import ReviewInputs
 from cpg_io.errors import PolicyLoadError, ReviewInputError, StoreError
 from cpg_io.evidence_store import EvidenceStore
-from cpg_io.verify import load_policy_files
+from cpg_io.policy_files import load_policy_files
 
 
 def read_review(output_dir: Path, store: EvidenceStore, plan: Path | None) -> ReviewInputs:

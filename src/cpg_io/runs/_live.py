@@ -27,6 +27,7 @@ from cpg_core import (
     LostEvents,
     PolicyPlan,
     PolicyTarget,
+    RunRequest,
     SessionInfo,
     SessionSource,
     held_back,
@@ -44,17 +45,11 @@ from cpg_io.hubble import (
     wait_ready,
 )
 from cpg_io.hubble_convert import ProtoConverter
+from cpg_io.kube import RelayConnection, prepare_relay
 from cpg_io.kustomize import update_kustomizations
-from cpg_io.pipeline import (
-    EvidenceSettings,
-    FileResult,
-    ReplayResult,
-    new_session_id,
-    rfc3339,
-    run_health,
-    utc_now,
-    write_outputs,
-)
+from cpg_io.runs._output import EvidenceSettings, FileResult, RunResult, write_outputs
+from cpg_io.runs._replay import evidence_settings
+from cpg_io.runs._session import new_session_id, rfc3339, run_health, utc_now
 from cpg_io.sources import ReadStats
 from cpg_io.store import PolicyStore
 from cpg_io.version import cpg_version
@@ -101,6 +96,60 @@ class LiveSettings:
     files are not touched at all); the last flush writes it whatever the time."""
 
 
+def connect_relay(
+    request: RunRequest,
+    *,
+    temp_dir: Path,
+    kubeconfig: Path | None = None,
+    context: str | None = None,
+) -> RelayConnection:
+    """The cluster set-up before a live capture: a port-forward to hubble-relay when no
+    server was given, and the cluster's cpg-managed policies with cluster_dedup. Credential
+    files of an inline kubeconfig land in ``temp_dir`` (the caller removes it)."""
+    return prepare_relay(
+        request.live.server,
+        timeout=request.live.timeout,
+        namespaces=list(request.capture.namespaces),
+        cluster_dedup=request.live.cluster_dedup,
+        relay_namespace=request.live.relay_namespace,
+        kubeconfig=kubeconfig,
+        context=context,
+        temp_dir=temp_dir,
+    )
+
+
+def live_settings(
+    request: RunRequest,
+    output_dir: Path,
+    relay: RelayConnection,
+    *,
+    now: str,
+    tls: TLSSettings | None = None,
+    evidence_dir: Path | None = None,
+) -> LiveSettings:
+    """The one place a live capture's settings are built from a request (cpg generate and a
+    cpg-mcp session alike); ``now`` (RFC 3339) anchors a relative since and bounds until."""
+    since, until, stop_after = request.live_window(now)
+    return LiveSettings(
+        server=relay.server,
+        output_dir=output_dir,
+        options=request.aggregate_options(since, until),
+        namespaces=request.capture.namespaces,
+        tls=tls or TLSSettings(),
+        timeout=request.live.timeout,
+        flush_interval=request.live.flush_interval,
+        duration=stop_after,
+        evidence=None if request.dry_run else evidence_settings(request, output_dir, evidence_dir),
+        dry_run=request.dry_run,
+        diff=request.diff,
+        in_cluster=relay.in_cluster,
+        since=since,
+        min_flows=request.min_flows,
+        kustomize=request.kustomize,
+        evidence_interval=request.live.evidence_interval,
+    )
+
+
 @attrs.define
 class Progress:
     flows: int = 0
@@ -143,7 +192,7 @@ class LiveCapture:
             cpg_version=cpg_version(),
             source=SessionSource(type="live", server=settings.server),
         )
-        self.result = ReplayResult(stats=self.stats, aggregator=self.totals)
+        self.result = RunResult(stats=self.stats, aggregator=self.totals)
         self.error = ""
         self.failure: BaseException | None = None
         """What ended the stream, when an error did (each root words it its own way)."""
@@ -438,7 +487,7 @@ class LiveCapture:
 
     # --- the whole session ---------------------------------------------------------------------
 
-    async def run(self, on_final_flush: Callable[[int], None] | None = None) -> ReplayResult:
+    async def run(self, on_final_flush: Callable[[int], None] | None = None) -> RunResult:
         """Stream until stopped, then flush what is left; ``on_final_flush`` hears how many
         policies that last flush writes (it can take a while with many)."""
         stream = asyncio.create_task(asyncio.to_thread(self._stream))

@@ -1,0 +1,40 @@
+"""The run layer: one function per use case, each taking the typed request both roots build
+and returning a typed result. The CLI and cpg-mcp are flags or tool arguments → request →
+run → rendering; nothing here knows which of them called."""
+
+from cpg_io.runs._live import LiveCapture, LiveSettings, connect_relay, live_settings
+from cpg_io.runs._output import EvidenceSettings, FileResult, RunResult, write_plan
+from cpg_io.runs._plan import PlannedCapture, plan_capture
+from cpg_io.runs._replay import (
+    evidence_settings,
+    exit_code,
+    replay,
+    replay_capture,
+    run_failed,
+)
+from cpg_io.runs._report import read_review
+from cpg_io.runs._session import rfc3339, utc_now
+from cpg_io.runs._verify import VerifiedCapture, verify_capture
+
+__all__ = [
+    "EvidenceSettings",
+    "FileResult",
+    "LiveCapture",
+    "LiveSettings",
+    "PlannedCapture",
+    "RunResult",
+    "VerifiedCapture",
+    "connect_relay",
+    "evidence_settings",
+    "exit_code",
+    "live_settings",
+    "plan_capture",
+    "read_review",
+    "replay",
+    "replay_capture",
+    "rfc3339",
+    "run_failed",
+    "utc_now",
+    "verify_capture",
+    "write_plan",
+]

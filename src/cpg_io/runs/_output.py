@@ -1,0 +1,296 @@
+"""The write stage every run shares: policies merged into their files, their evidence and
+cluster-health.json staged and renamed into place as one batch (or, in a dry run, diffed)."""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from cpg_core import (
+    Aggregator,
+    ClusterHealth,
+    EvidenceError,
+    HeldBack,
+    PolicyMergeError,
+    PolicyPlan,
+    SelectorMismatchError,
+    SessionInfo,
+    VerifyReport,
+    plan_evidence,
+    policies_equivalent,
+    redact_ips,
+    render_or_merge,
+)
+from cpg_core.cilium import load_one
+from cpg_core.reading import ReadStats
+from cpg_io.engines.workers import map_forked
+from cpg_io.errors import Cancelled, StoreError
+from cpg_io.evidence_store import EvidenceStore
+from cpg_io.sources import describe_source
+from cpg_io.store import (
+    PolicyStore,
+    StagedWrites,
+    folder_lock,
+    remove_stale_temp_files,
+)
+
+
+@attrs.define
+class FileResult:
+    path: Path
+    outcome: str  # created | updated | unchanged | would-create | would-update | failed
+    plan: PolicyPlan | None = None
+    diff: str = ""
+    error: str = ""
+
+
+@attrs.define
+class RunResult:
+    """What a run (a replay or a live capture) read, decided and wrote."""
+
+    stats: ReadStats
+    aggregator: Aggregator
+    files: list[FileResult] = attrs.Factory(list)
+    session: SessionInfo | None = None
+    evidence_dir: Path | None = None
+    """Where this output dir's evidence lives (None when evidence was not written)."""
+    evidence_errors: list[str] = attrs.Factory(list)
+    health: ClusterHealth | None = None
+    """The cluster-health document of this run (also when it was not written)."""
+    health_path: Path | None = None
+    """Where cluster-health.json was written (None when it was not)."""
+    inputs: list[str] = attrs.Factory(list)
+    """The files read (folders and patterns expanded)."""
+    kustomized: bool = False
+    """The output folder has kustomization files (--kustomize)."""
+    held_back: list[HeldBack] = attrs.Factory(list)
+    """Allow entries seen fewer than --min-flows times: reported, not written."""
+    min_flows: int = 1
+    verify: VerifyReport | None = None
+    """The check of the written policies, when the request asked for one."""
+    verify_error: str = ""
+    """Why the check could not run (the policies could not be read back)."""
+
+    def describe_inputs(self) -> str:
+        if len(self.inputs) == 1:
+            return describe_source(self.inputs[0])
+        shown = ", ".join(self.inputs[:3]) + (", …" if len(self.inputs) > 3 else "")
+        return f"{len(self.inputs)} files ({shown})"
+
+    def count(self, outcome: str) -> int:
+        return sum(1 for f in self.files if f.outcome == outcome)
+
+    @property
+    def failed(self) -> list[FileResult]:
+        return [f for f in self.files if f.outcome == "failed"]
+
+
+@attrs.frozen
+class EvidenceSettings:
+    root: Path
+    max_samples: int = 10
+    max_sessions: int = 10
+    redact: bool = False
+    """Write no IP address of a sample flow (evidence committed to a public repository)."""
+
+
+@attrs.define
+class Written:
+    files: list[FileResult] = attrs.Factory(list)
+    evidence_errors: list[str] = attrs.Factory(list)
+    evidence_dir: Path | None = None
+    health_path: Path | None = None
+
+
+def write_outputs(
+    plans: list[PolicyPlan],
+    output_dir: Path,
+    *,
+    evidence: EvidenceSettings | None,
+    session: SessionInfo | None,
+    health: ClusterHealth | None,
+    dry_run: bool,
+    diff: bool,
+    jobs: int,
+    in_cluster: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
+    cancel: threading.Event | None = None,
+    evidence_only: bool = False,
+) -> Written:
+    """Write (or diff) the policies, their evidence and cluster-health.json as one batch
+    (none of it when ``cancel`` is set before the batch commits). With ``evidence_only`` the
+    policy files are neither read nor written: their rules did not change."""
+    result = Written()
+    batch = StagedWrites()
+    evidence_store: EvidenceStore | None = None
+    if evidence is not None and session is not None and not dry_run:
+        evidence_store = EvidenceStore(evidence.root, output_dir, batch)
+        result.evidence_dir = evidence_store.base
+    store = PolicyStore(output_dir, batch)
+
+    def one(plan: PolicyPlan) -> _Outcome:
+        try:
+            if evidence_only:
+                path = store.path_for(plan.namespace, plan.workload)
+                written = FileResult(path=path, outcome="unchanged", plan=plan)
+            else:
+                written = write_plan(store, plan, dry_run=dry_run, diff=diff, in_cluster=in_cluster)
+            error = None
+            if (
+                evidence_store is not None
+                and written.plan is not None
+                and written.outcome != "failed"
+            ):
+                assert evidence is not None and session is not None
+                error = write_evidence(evidence_store, written.plan, session, evidence)
+        except BaseException:
+            StagedWrites.discard(batch.take())  # nothing this plan staged outlives it
+            raise
+        final = written.plan
+        return _Outcome(
+            file=attrs.evolve(written, plan=None),  # the parent has the plan already
+            evidence_error=error,
+            staged=batch.take(),
+            name=(final.workload, final.name) if final is not None else None,
+        )
+
+    with contextlib.ExitStack() as held:
+        if not dry_run:
+            # One run at a time reads, merges and writes these folders; temp files an earlier,
+            # killed run left are removed first.
+            held.enter_context(folder_lock(output_dir, "policies"))
+            remove_stale_temp_files(output_dir)
+            if evidence_store is not None:
+                held.enter_context(folder_lock(evidence_store.base, "evidence"))
+                remove_stale_temp_files(evidence_store.base)
+        # Policies and their evidence are rendered and staged in parallel, then made durable
+        # and renamed into place as one batch (see StagedWrites).
+        try:
+            outcomes = map_forked(one, plans, jobs)
+            for outcome in outcomes:
+                batch.adopt(outcome.staged)
+            if evidence_store is not None and health is not None and health.has_anything_to_report:
+                try:
+                    report: ClusterHealth = health
+                    if evidence is not None and evidence.redact:
+                        report, _removed = redact_ips(report)
+                    result.health_path = evidence_store.write_health(report)
+                except StoreError as exc:  # the policies and their evidence still land
+                    result.evidence_errors.append(str(exc))
+            if cancel is not None and cancel.is_set():
+                raise Cancelled("the run was cancelled before its files were written")
+            batch.commit()
+        except BaseException:
+            batch.abort()
+            raise
+    for plan, outcome in zip(plans, outcomes, strict=True):
+        if outcome.name is not None:
+            workload, name = outcome.name
+            outcome.file.plan = attrs.evolve(plan, workload=workload, name=name)
+        result.files.append(outcome.file)
+        if outcome.evidence_error is not None:
+            result.evidence_errors.append(outcome.evidence_error)
+    return result
+
+
+@attrs.define
+class _Outcome:
+    file: FileResult
+    evidence_error: str | None
+    staged: list[tuple[str, Path]]
+    name: tuple[str, str] | None
+    """(workload, policy name) the plan was finally written under."""
+
+
+def write_evidence(
+    store: EvidenceStore, plan: PolicyPlan, session: SessionInfo, settings: EvidenceSettings
+) -> str | None:
+    """Fold this session's attribution into one policy's evidence; the error, if any."""
+    try:
+        doc = plan_evidence(
+            plan,
+            session,
+            store.read(plan.namespace, plan.workload),
+            max_samples=settings.max_samples,
+            max_sessions=settings.max_sessions,
+        )
+        if settings.redact:
+            doc, _removed = redact_ips(doc)
+        store.write(plan.namespace, plan.workload, doc)
+    except (EvidenceError, StoreError) as exc:
+        return str(exc)
+    return None
+
+
+def _prepare(store: PolicyStore, plan: PolicyPlan) -> tuple[Path, str | None, str]:
+    """Path, current text and new text of one policy file."""
+    path = store.path_for(plan.namespace, plan.workload)
+    existing = store.read(path)
+    text = render_or_merge(
+        existing,
+        name=plan.name,
+        namespace=plan.namespace,
+        selector=plan.target.selector,
+        rules=plan.rules,
+        path=str(path),
+    )
+    return path, existing, text
+
+
+def write_plan(
+    store: PolicyStore,
+    plan: PolicyPlan,
+    *,
+    dry_run: bool,
+    diff: bool,
+    in_cluster: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
+) -> FileResult:
+    """Write (or, in a dry run, diff) one policy. A file that already holds a policy for
+    other endpoints under the same name is left alone: this policy gets a suffixed name. With
+    ``in_cluster`` (namespace, name) -> policy, a policy the cluster already has an equivalent
+    of is not written."""
+    try:
+        try:
+            path, existing, text = _prepare(store, plan)
+        except SelectorMismatchError:
+            plan = plan.with_selector_suffix()
+            path, existing, text = _prepare(store, plan)
+    except (PolicyMergeError, StoreError) as exc:
+        return FileResult(
+            path=store.root / plan.namespace / f"{plan.workload}.yaml",
+            outcome="failed",
+            plan=plan,
+            error=str(exc),
+        )
+    if existing == text:
+        return FileResult(path=path, outcome="unchanged", plan=plan)
+    live = (in_cluster or {}).get((plan.namespace, plan.name))
+    if live is not None and policies_equivalent(load_one(text, str(path)), live):
+        return FileResult(path=path, outcome="in-cluster", plan=plan)
+    if dry_run:
+        shown = ""
+        if diff:
+            shown = "".join(
+                difflib.unified_diff(
+                    (existing or "").splitlines(keepends=True),
+                    text.splitlines(keepends=True),
+                    fromfile=str(path) if existing is not None else "/dev/null",
+                    tofile=str(path),
+                )
+            )
+        return FileResult(
+            path=path,
+            outcome="would-create" if existing is None else "would-update",
+            plan=plan,
+            diff=shown,
+        )
+    try:
+        outcome = store.write(path, text, existing)
+    except StoreError as exc:
+        return FileResult(path=path, outcome="failed", plan=plan, error=str(exc))
+    return FileResult(path=path, outcome=outcome.value, plan=plan)

@@ -1,0 +1,245 @@
+"""The replay use case: a capture in, policies, evidence and a verdict out.
+
+:func:`replay` takes the typed request both roots build and does everything a replay means:
+it resolves a relative time window against the capture, chooses the engine, reads and
+aggregates, holds back rare entries, stamps the session, writes (or diffs), verifies when
+asked, and says which exit code the run earned. :func:`replay_capture` is the same without
+the request (options already resolved), for tests and callers that hold their own."""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+
+from cpg_core import (
+    AggregateOptions,
+    CpgError,
+    RunRequest,
+    SessionInfo,
+    SessionSource,
+    held_back,
+    hold_back,
+)
+from cpg_core.reading import ReadStats
+from cpg_io.engines import Engine, InProcess, choose_engine
+from cpg_io.evidence_store import default_evidence_root
+from cpg_io.kustomize import KUSTOMIZATION, update_kustomizations
+from cpg_io.policy_files import load_policies
+from cpg_io.progress import SILENT, ReplayWatcher, Reported
+from cpg_io.remote import is_url
+from cpg_io.runs._output import EvidenceSettings, FileResult, RunResult, write_outputs
+from cpg_io.runs._session import new_session_id, rfc3339, run_health, utc_now
+from cpg_io.runs._verify import verify_capture
+from cpg_io.sources import check_readable, describe_source, expand_inputs, newest_time
+from cpg_io.store import check_folder
+from cpg_io.version import cpg_version
+
+log = logging.getLogger("cpg.replay")
+
+EXIT_OK, EXIT_FAILED, EXIT_CHECK = 0, 1, 3
+"""The exit codes a run can earn (2, a usage error, is the roots' own)."""
+
+
+def evidence_settings(
+    request: RunRequest, output_dir: Path, evidence_dir: Path | None
+) -> EvidenceSettings | None:
+    """Where and how much evidence the run records (None: none)."""
+    policy = request.evidence
+    if not policy.record:
+        return None
+    return EvidenceSettings(
+        root=evidence_dir or default_evidence_root(output_dir),
+        max_samples=policy.samples,
+        max_sessions=policy.sessions,
+        redact=policy.redact,
+    )
+
+
+def replay(
+    request: RunRequest,
+    inputs: Sequence[str],
+    output_dir: Path,
+    *,
+    evidence_dir: Path | None = None,
+    engine: Engine | None = None,
+    watch: ReplayWatcher = SILENT,
+    cancel: threading.Event | None = None,
+    clock: Callable[[], datetime] = utc_now,
+    session_id: str | None = None,
+) -> RunResult:
+    """Replay ``inputs`` (files, folders, globs, URLs, ``-``) into ``output_dir`` as
+    ``request`` says. ``engine`` overrides the request's choice (cpg-mcp replays in process;
+    tests read from memory). IoError when the capture or the folders cannot be used."""
+    files = expand_inputs(list(inputs))
+    since, until = "", ""
+    if request.window.bounded:
+        reference = newest_time(files) if request.window.relative else None
+        since, until = request.window.resolve(reference)
+    result = replay_capture(
+        files,
+        output_dir,
+        request.aggregate_options(since, until),
+        engine=engine or choose_engine(request.engine),
+        evidence=None if request.dry_run else evidence_settings(request, output_dir, evidence_dir),
+        dry_run=request.dry_run,
+        diff=request.diff,
+        min_flows=request.min_flows,
+        kustomize=request.kustomize,
+        max_malformed=request.max_malformed,
+        watch=watch,
+        cancel=cancel,
+        clock=clock,
+        session_id=session_id,
+    )
+    if request.verify and not run_failed(result):
+        try:
+            result.verify = verify_capture(
+                files,
+                load_policies(output_dir),
+                request.capture.decide_options(),
+                window=(since, until),
+            ).report
+        except CpgError as exc:
+            result.verify_error = str(exc)
+    return result
+
+
+def run_failed(result: RunResult) -> bool:
+    """A file or its evidence could not be written, or the input ended early."""
+    return bool(result.failed or result.evidence_errors or result.stats.truncated)
+
+
+def exit_code(result: RunResult, request: RunRequest, *, stream_error: bool = False) -> int:
+    """1 when something failed; 3 when a check the user asked for tripped (infra drops with
+    fail_on_infra_drops, a verify that did not pass, a dry run with exit_code that would
+    change files); else 0."""
+    if run_failed(result) or result.verify_error or stream_error:
+        return EXIT_FAILED
+    if request.fail_on_infra_drops and result.aggregator.infra_drops:
+        return EXIT_CHECK
+    if result.verify is not None and not result.verify.passed:
+        return EXIT_CHECK
+    if request.exit_code and any(
+        f.outcome in ("would-create", "would-update") for f in result.files
+    ):
+        return EXIT_CHECK
+    return EXIT_OK
+
+
+def _session_file(path: str) -> str:
+    """How the session records an input: a file by its absolute path, a URL as shown."""
+    if path == "-":
+        return ""
+    return describe_source(path) if is_url(path) else os.path.abspath(path)
+
+
+def replay_capture(
+    files: Sequence[str],
+    output_dir: Path,
+    options: AggregateOptions,
+    *,
+    engine: Engine | None = None,
+    evidence: EvidenceSettings | None = None,
+    dry_run: bool = False,
+    diff: bool = True,
+    min_flows: int = 1,
+    kustomize: bool = False,
+    max_malformed: float = 100.0,
+    watch: ReplayWatcher = SILENT,
+    cancel: threading.Event | None = None,
+    clock: Callable[[], datetime] = utc_now,
+    session_id: str | None = None,
+) -> RunResult:
+    """Replay the (already expanded) ``files`` into ``output_dir`` and its evidence, or diff
+    them in a dry run. Setting ``cancel`` stops the run (Cancelled) at the next block or
+    before anything is renamed into place; ``watch`` hears how far it got. An input without a
+    single Hubble record, or with more than ``max_malformed`` percent of its lines
+    malformed, is an UnreadableInput and nothing is written."""
+    engine = engine or InProcess()
+    started = clock()
+    tick = time.perf_counter()
+    stats = ReadStats()
+    # Fail before reading the capture when the output cannot be written.
+    if not dry_run or output_dir.exists():
+        check_folder(output_dir, "policies", create=False)
+    if evidence is not None and not dry_run:
+        check_folder(evidence.root, "evidence", create=False)
+    files = list(files)
+    aggregator, head = engine.aggregate(files, options, stats, Reported(watch), cancel)
+    label = describe_source(files[0]) if len(files) == 1 else f"{len(files)} input files"
+    check_readable(label, stats, head, max_malformed)
+    result = RunResult(stats=stats, aggregator=aggregator, inputs=files)
+    if stats.lines_read == stats.blank_lines:  # an empty input: nothing to write
+        result.health = run_health(aggregator, stats, started, clock())
+        return result
+    log.info(
+        "read %d lines, %d flows in %.2f s (%d jobs)",
+        stats.lines_read,
+        aggregator.total_flows,
+        time.perf_counter() - tick,
+        engine.jobs,
+    )
+    tick = time.perf_counter()
+    # The aggregate is large and acyclic: keep the cycle collector from rescanning it while
+    # the files are rendered.
+    gc.freeze()
+    if evidence is not None and not dry_run:
+        total = aggregator.total_flows
+        result.session = SessionInfo(
+            id=session_id or new_session_id(started),
+            started_at=rfc3339(started),
+            ended_at=rfc3339(clock()),
+            cpg_version=cpg_version(),
+            source=SessionSource(
+                type="replay",
+                file=", ".join(_session_file(f) for f in files),
+            ),
+            flows_ingested=total,
+            flows_unhandled=total - aggregator.rule_flows,
+        )
+    result.health = run_health(aggregator, stats, started, clock())
+    plans = aggregator.plans()
+    if min_flows > 1:
+        plans, held = hold_back(plans, min_flows, max_samples=options.max_samples)
+        result.held_back = held_back(held)
+        result.min_flows = min_flows
+    watch.writing(len(plans))
+    written = write_outputs(
+        plans,
+        output_dir,
+        evidence=evidence if not dry_run else None,
+        session=result.session,
+        health=result.health,
+        dry_run=dry_run,
+        diff=diff,
+        jobs=engine.jobs,
+        cancel=cancel,
+    )
+    result.files = written.files
+    result.evidence_errors = written.evidence_errors
+    result.evidence_dir = written.evidence_dir
+    result.health_path = written.health_path
+    if kustomize and not dry_run and output_dir.is_dir():
+        update_kustomizations(output_dir)
+    result.kustomized = kustomize or (output_dir / KUSTOMIZATION).exists()
+    log.info(
+        "wrote %d policies and their evidence in %.2f s", len(plans), time.perf_counter() - tick
+    )
+    return result
+
+
+__all__ = [
+    "FileResult",
+    "RunResult",
+    "evidence_settings",
+    "exit_code",
+    "replay",
+    "replay_capture",
+    "run_failed",
+]

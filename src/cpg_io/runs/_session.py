@@ -1,0 +1,30 @@
+"""When and as what a run is recorded: its clock, its session id, its cluster-health window."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime
+
+from cpg_core import Aggregator, ClusterHealth
+from cpg_core.reading import ReadStats
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def rfc3339(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def new_session_id(started: datetime) -> str:
+    """``<UTC start>-<4 random hex>``: sortable, and unique across concurrent runs."""
+    return f"{started.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}-{secrets.token_hex(2)}"
+
+
+def run_health(
+    aggregator: Aggregator, stats: ReadStats, started: datetime, ended: datetime
+) -> ClusterHealth:
+    return aggregator.health(
+        started=rfc3339(started), ended=rfc3339(ended), lost_events=stats.lost_events
+    )
