@@ -65,3 +65,28 @@ def test_a_document_of_the_wrong_shape_names_the_field() -> None:
         from_data(doc, PolicyEvidence, "x.json")
     with pytest.raises(DocumentError, match=r"^x\.json: .*sessions"):
         from_data({"policy": {}, "sessions": 5}, PolicyEvidence, "x.json")
+
+
+def test_a_plan_goes_through_the_one_converter_and_back() -> None:
+    from cpg_core import DocumentError, Plan, from_data, to_data
+    from cpg_core._plan import Traffic, WouldBreak
+
+    traffic = Traffic("ingress", "shop/web", "shop/cart", "TCP", 8080, 4, "sample")
+    plan = Plan(
+        current_source="inferred",
+        blind_spots="",
+        candidates=2,
+        fixed=1,
+        not_fixed=(traffic,),
+        would_break=(WouldBreak(traffic, "shop/cart", {"app": "cart"}, "cpg-cart", {}, "w", "f"),),
+        newly_enforced=(),
+        diffs=(),
+        confidence=(),
+        policies=(),
+        forwarded_flows=9,
+    )
+    data = to_data(plan)
+    assert data["would_break_flows"] == 4 and data["diffs"] == []
+    assert from_data(data, Plan) == plan
+    with pytest.raises(DocumentError, match="would_break"):
+        from_data({**data, "would_break": [{"traffic": "nope"}]}, Plan)

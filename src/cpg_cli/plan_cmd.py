@@ -11,7 +11,7 @@ import typer
 
 from cpg_cli import options as opt
 from cpg_cli.terminal import fail, say
-from cpg_core import CaptureRequest, CpgError, Plan
+from cpg_core import CaptureRequest, CpgError, Plan, to_data
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
 from cpg_io.policy_files import load_policies
 from cpg_io.runs import plan_capture
@@ -199,7 +199,7 @@ def plan(
         say(f"cpg: warning: {problem}", err=True)
     result = planned.plan
     if output == "json":
-        typer.echo(json.dumps(result.to_data(), indent=2, ensure_ascii=False))
+        typer.echo(json.dumps(to_data(result), indent=2, ensure_ascii=False))
     else:
         print_plan(result, proposal=str(policies), origin=origin, policies=len(proposal))
     if result.breaks:

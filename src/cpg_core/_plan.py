@@ -16,7 +16,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
-import cattrs
 
 from cpg_core._decide import DecideOptions, Decision, decide
 from cpg_core._documents import PolicyDocument, PolicyEvidence
@@ -134,13 +133,6 @@ class Plan:
     @property
     def would_break_flows(self) -> int:
         return sum(item.traffic.flows for item in self.would_break)
-
-    def to_data(self) -> dict[str, Any]:
-        """The plan as plain data (``cpg plan -o json``, cpg-mcp's get_plan): every field,
-        empty lists included, and the would-break flow total."""
-        data: dict[str, Any] = cattrs.Converter().unstructure(self)
-        data["would_break_flows"] = self.would_break_flows
-        return data
 
 
 _WAYS = {int(Direction.INGRESS): "ingress", int(Direction.EGRESS): "egress"}

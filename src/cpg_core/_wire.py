@@ -35,6 +35,7 @@ from cpg_core._documents import (
     VerifyReport,
 )
 from cpg_core._errors import CpgError
+from cpg_core._plan import Plan
 
 T = TypeVar("T")
 
@@ -165,6 +166,27 @@ def _structure_verify(data: Any, _: Any) -> VerifyReport:
 converter.register_unstructure_hook(VerifyReport, _unstructure_verify)
 converter.register_structure_hook(VerifyReport, _structure_verify)
 converter.register_structure_hook(AdmittedCount, make_dict_structure_fn(AdmittedCount, converter))
+
+
+def _unstructure_plan(plan: Plan) -> dict[str, Any]:
+    # Every field, empty lists included, and the would-break flow total (cpg plan -o json,
+    # cpg-mcp's get_plan, the --plan input of cpg report).
+    data: dict[str, Any] = _plain_plan(plan)
+    data["would_break_flows"] = plan.would_break_flows
+    return data
+
+
+def _structure_plan(data: Any, _: Any) -> Plan:
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a plan object, got {type(data).__name__}")
+    fields = {k: v for k, v in data.items() if k != "would_break_flows"}
+    return _read_plan(fields, Plan)
+
+
+_plain_plan = make_dict_unstructure_fn(Plan, converter)
+_read_plan = make_dict_structure_fn(Plan, converter)
+converter.register_unstructure_hook(Plan, _unstructure_plan)
+converter.register_structure_hook(Plan, _structure_plan)
 
 
 def to_data(document: Any) -> Any:

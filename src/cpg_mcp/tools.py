@@ -476,7 +476,7 @@ def get_plan(
         except IoError as exc:
             raise ToolError(in_tool_words(exc)) from None
         session.plans[cache_key] = planned
-    data = planned.to_data()
+    data = to_data(planned)
     chunk, meta = paging.page(data["would_break"], cursor, limit)
     return PlanResult.model_validate(
         clean(

@@ -7,6 +7,7 @@ from typing import Any
 import attrs
 
 from cpg_core._documents import ClusterHealth, PolicyEvidence
+from cpg_core._plan import Plan
 
 
 @attrs.frozen
@@ -17,7 +18,7 @@ class ReviewInputs:
     policies: list[dict[str, Any]]
     evidence: dict[str, PolicyEvidence]
     health: ClusterHealth | None
-    plan: dict[str, Any] | None
+    plan: Plan | None
     problems: list[str]
     """Evidence files that could not be read (the report goes on without them)."""
     texts: dict[str, str] = attrs.Factory(dict)

@@ -5,9 +5,9 @@ drops with their fixes, and what a plan says would break. Same inputs, same byte
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from cpg_core._documents import ClusterHealth, PolicyDocument, PolicyEvidence, RuleEvidence
+from cpg_core._plan import Plan
 from cpg_core.reports._graph import TrafficGraph, traffic_graph
 from cpg_core.text import clean_text
 
@@ -91,10 +91,10 @@ def markdown_report(
     policies: Sequence[PolicyDocument],
     evidence: Mapping[str, PolicyEvidence],
     health: ClusterHealth | None = None,
-    plan: Mapping[str, Any] | None = None,
+    plan: Plan | None = None,
 ) -> str:
     """The report. ``evidence`` maps ``namespace/name`` of a policy to its evidence;
-    ``plan`` is ``cpg plan -o json``."""
+    ``plan`` is what ``cpg plan`` found."""
     names = sorted(
         f"{(p.get('metadata') or {}).get('namespace', '')}/{(p.get('metadata') or {}).get('name', '')}"
         for p in policies
@@ -107,8 +107,8 @@ def markdown_report(
     summary = [f"**{len(names)} policies**, {len(rules)} rules justified by {flows:,} flows"]
     if plan is not None:
         statuses: dict[str, int] = {}
-        for diff in plan.get("diffs") or []:
-            statuses[diff.get("status", "")] = statuses.get(diff.get("status", ""), 0) + 1
+        for diff in plan.diffs:
+            statuses[diff.status] = statuses.get(diff.status, 0) + 1
         summary.append(
             f"{statuses.get('new', 0)} new, {statuses.get('changed', 0)} changed, "
             f"{statuses.get('unchanged', 0)} unchanged"
@@ -116,24 +116,21 @@ def markdown_report(
     summary.append(f"{len(findings)} findings")
     summary.append(f"{sum(d.count for d in drops):,} infrastructure/transient drops")
     if plan is not None:
-        summary.append(f"**{plan.get('would_break_flows', 0):,} flows would break**")
+        summary.append(f"**{plan.would_break_flows:,} flows would break**")
     out += ["; ".join(summary) + ".", ""]
     graph = traffic_graph(policies)
     out += ["## Allowed traffic", "", "```mermaid", mermaid(graph), "```", ""]
-    if plan is not None and plan.get("would_break"):
+    if plan is not None and plan.would_break:
         out += [
             "## Would break (cpg plan)",
             "",
             "| traffic | flows | why | fix |",
             "|---|---|---|---|",
         ]
-        for item in plan["would_break"][:MAX_ROWS]:
-            t = item.get("traffic") or {}
-            traffic = f"{t.get('direction')} {t.get('source')} → {t.get('destination')} {t.get('protocol')}/{t.get('port')}"
-            out.append(
-                f"| {_cell(traffic)} | {t.get('flows', 0)} | {_cell(item.get('why', ''))} | "
-                f"{_cell(item.get('fix', ''))} |"
-            )
+        for item in plan.would_break[:MAX_ROWS]:
+            t = item.traffic
+            traffic = f"{t.direction} {t.source} → {t.destination} {t.protocol}/{t.port}"
+            out.append(f"| {_cell(traffic)} | {t.flows} | {_cell(item.why)} | {_cell(item.fix)} |")
         out.append("")
     out += ["## Policies", ""]
     for name in names:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cpg_core import EvidenceError
+from cpg_core import DocumentError, EvidenceError, Plan, from_data
 from cpg_core.reports import ReviewInputs
 from cpg_io.errors import PolicyLoadError, ReviewInputError, StoreError
 from cpg_io.evidence_store import EvidenceStore
@@ -34,7 +34,7 @@ def read_review(output_dir: Path, store: EvidenceStore, plan: Path | None) -> Re
     except (EvidenceError, StoreError) as exc:
         problems.append(str(exc))
         health = None
-    plan_data = None
+    planned = None
     if plan is not None:
         try:
             plan_data = json.loads(plan.read_text(encoding="utf-8"))
@@ -45,4 +45,10 @@ def read_review(output_dir: Path, store: EvidenceStore, plan: Path | None) -> Re
             ) from None
         if not isinstance(plan_data, dict) or "would_break" not in plan_data:
             raise ReviewInputError(f"{plan}: not the JSON of 'cpg plan -o json'")
-    return ReviewInputs(policies, evidence, health, plan_data, problems, texts)
+        try:
+            planned = from_data(plan_data, Plan, str(plan))
+        except DocumentError as exc:
+            raise ReviewInputError(
+                f"{exc}; write the plan with this cpg's 'cpg plan -o json'"
+            ) from None
+    return ReviewInputs(policies, evidence, health, planned, problems, texts)
