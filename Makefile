@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 RUNTIME_STAMP := $(VENV)/.runtime-stamp
 EXAMPLE_OUT ?= policies-example
 
-.PHONY: install lint typecheck test example bench clean proto
+.PHONY: install lint typecheck test test-fast example bench clean proto
 
 # cpg and its runtime dependencies only (what `make example` needs).
 $(RUNTIME_STAMP): pyproject.toml
@@ -31,6 +31,10 @@ typecheck: $(STAMP)
 # The whole suite: lint, types, then every test.
 test: lint typecheck
 	$(BIN)/pytest
+
+# The unit tests only (tests/core and the repository rules): seconds, for the edit loop.
+test-fast: $(STAMP)
+	$(BIN)/pytest -m unit
 
 # Run cpg on the example capture shipped in examples/.
 example: $(RUNTIME_STAMP)

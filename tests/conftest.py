@@ -364,3 +364,16 @@ def on_terminal(
     proc.wait(timeout=60)
     os.close(primary)
     return proc.returncode, stdout.decode(errors="replace"), received.decode(errors="replace")
+
+
+TESTS = Path(__file__).resolve().parent
+FAST = {"core", "test_architecture.py", "test_parity.py"}
+"""What ``make test-fast`` runs: the core's unit tests and the repository's own rules."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marks each test by where it lives: tests/core (and the repository rules) are ``unit``
+    tests of plain values; tests/io, cli, mcp and e2e start processes, servers and browsers."""
+    for item in items:
+        place = Path(str(item.fspath)).resolve().relative_to(TESTS).parts[0]
+        item.add_marker(pytest.mark.unit if place in FAST else pytest.mark.integration)

@@ -100,3 +100,10 @@ def fake_tls_relay(
     finally:
         servicer.closed.set()
         server.stop(grace=None)
+
+
+def example_responses() -> list[object]:
+    """The example capture as the relay's responses."""
+    from conftest import EXAMPLE
+
+    return responses_from_lines(EXAMPLE.read_text().splitlines())

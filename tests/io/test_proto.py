@@ -18,7 +18,7 @@ from cpg_io._proto.observer import observer_pb2
 from cpg_io._proto.relay import relay_pb2
 from cpg_io.hubble_convert import ProtoConverter
 
-SRC = Path(__file__).resolve().parent.parent / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 PROTOS = [
     "cpg_io/_proto/flow/flow.proto",
     "cpg_io/_proto/relay/relay.proto",

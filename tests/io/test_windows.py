@@ -9,8 +9,7 @@ from pathlib import Path
 
 from conftest import EXAMPLE, cpg, policies
 from cpg_core._attribution import time_key
-from fake_relay import fake_relay
-from test_generate import example_responses
+from fake_relay import example_responses, fake_relay
 
 
 def _flow_times() -> list[str]:

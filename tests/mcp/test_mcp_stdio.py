@@ -481,7 +481,7 @@ def test_get_plan_through_the_sdk_stdio_client(tmp_path: Path) -> None:
     import anyio
     from mcp import Client, StdioServerParameters
 
-    from test_plan import ingress_capture
+    from captures import ingress_capture
 
     captures = tmp_path / "captures"
     captures.mkdir()

@@ -1,5 +1,7 @@
-"""Regression tests for the adversarial findings (issue 12), one group per finding, each
-failing on the code before its fix."""
+"""What a careless user, a hostile capture or a crash does to a run: out-of-range numbers and
+wrong types, escape characters, odd label values and paths, YAML aliases, truncated and
+endless inputs, unusable folders, concurrent runs, Ctrl+C and kill -9. Each test failed on
+the code before its fix."""
 
 from __future__ import annotations
 
@@ -38,12 +40,12 @@ OUT_OF_RANGE = [
 
 
 @pytest.mark.parametrize("record", OUT_OF_RANGE)
-def test_10_out_of_range_numbers_make_the_line_malformed(record: dict[str, Any]) -> None:
+def test_out_of_range_numbers_make_the_line_malformed(record: dict[str, Any]) -> None:
     with pytest.raises(FlowParseError, match=r"between 0 and|not an enum number"):
         parse_record(json.loads(json.dumps(record)))
 
 
-def test_10_a_bad_number_never_aborts_the_run(tmp_path: Path) -> None:
+def test_a_bad_number_never_aborts_the_run(tmp_path: Path) -> None:
     capture = tmp_path / "bad.jsonl"
     capture.write_text(jsonl([flow_dict(), *OUT_OF_RANGE, flow_dict(tcp=443)]))
     out = tmp_path / "policies"
@@ -79,7 +81,7 @@ def _replayed(tmp_path: Path) -> tuple[Path, Path, Path]:
 @pytest.mark.parametrize(
     ("field", "value"), [("sessions", 5), ("rules", {"a": 1}), ("flow_count", "lots")]
 )
-def test_12_evidence_with_wrong_types_is_an_error_naming_the_file(
+def test_evidence_with_wrong_types_is_an_error_naming_the_file(
     tmp_path: Path, field: str, value: object
 ) -> None:
     capture, out, evidence = _replayed(tmp_path)
@@ -96,7 +98,7 @@ def test_12_evidence_with_wrong_types_is_an_error_naming_the_file(
     assert again.returncode == 1 and str(path) in again.stderr
 
 
-def test_12_durations_too_long_are_usage_errors(tmp_path: Path) -> None:
+def test_durations_too_long_are_usage_errors(tmp_path: Path) -> None:
     _, out, evidence = _replayed(tmp_path)
     since = cpg(
         "explain",
@@ -113,7 +115,7 @@ def test_12_durations_too_long_are_usage_errors(tmp_path: Path) -> None:
     assert timeout.returncode == 2 and "too long" in timeout.stderr
 
 
-def test_12_closed_standard_input_is_an_error(tmp_path: Path) -> None:
+def test_closed_standard_input_is_an_error(tmp_path: Path) -> None:
     import subprocess
 
     from conftest import CPG
@@ -128,7 +130,7 @@ def test_12_closed_standard_input_is_an_error(tmp_path: Path) -> None:
     assert "standard input is closed" in ran.stderr and "Traceback" not in ran.stderr
 
 
-def test_12_a_malformed_policy_is_named_not_a_crash(tmp_path: Path) -> None:
+def test_a_malformed_policy_is_named_not_a_crash(tmp_path: Path) -> None:
     capture, _, _ = _replayed(tmp_path)
     head = (
         "apiVersion: cilium.io/v2\nkind: CiliumNetworkPolicy\n"
@@ -156,7 +158,7 @@ def test_12_a_malformed_policy_is_named_not_a_crash(tmp_path: Path) -> None:
 HOSTILE = "web\x1b[2J\x1b]0;pwned\x07\u200b\u200e\u200f\u061c\ufeff\U000e0041\U000e007f\ue000x"
 
 
-def test_17_19_no_escape_or_invisible_character_reaches_a_terminal(tmp_path: Path) -> None:
+def test_no_escape_or_invisible_character_reaches_a_terminal(tmp_path: Path) -> None:
     flows = [
         flow_dict(
             src=endpoint("shop", "web", pod_name=f"pod-{HOSTILE}"),
@@ -183,14 +185,14 @@ def test_17_19_no_escape_or_invisible_character_reaches_a_terminal(tmp_path: Pat
     assert "pod-webx" in runs[1].stdout, "the readable rest of the name stays"
 
 
-def test_17_the_mcp_cleaner_drops_format_private_and_tag_characters() -> None:
+def test_the_mcp_cleaner_drops_format_private_and_tag_characters() -> None:
     from cpg_core.text import clean
 
     assert clean({"k\u200b": [HOSTILE]}) == {"k": ["webx"]}
     assert clean("caf\u00e9 \u00a0ok\n", keep_newlines=True) == "caf\u00e9 \u00a0ok\n"
 
 
-# --- 2: one string path for YAML --------------------------------------------------------------
+# --- one string path for YAML --------------------------------------------------------------
 
 _TEXT = st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=30)
 
@@ -231,7 +233,7 @@ def _both_loaders(text: str) -> dict[str, Any]:
 
 @settings(max_examples=300, deadline=None)
 @given(value=_TEXT)
-def test_2_any_label_value_round_trips(value: str) -> None:
+def test_any_label_value_round_trips(value: str) -> None:
     peer = {"namespace": "shop", "labels": [f"k8s:app={value}"]}
     doc = _both_loaders(_policy_of([flow_dict(src=peer)]))
     (rule,) = doc["spec"]["ingress"]
@@ -240,7 +242,7 @@ def test_2_any_label_value_round_trips(value: str) -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(path=_TEXT, name=_TEXT)
-def test_2_any_http_path_and_dns_name_round_trip(path: str, name: str) -> None:
+def test_any_http_path_and_dns_name_round_trip(path: str, name: str) -> None:
     from cpg_core._l7 import dns_name, path_regex
 
     get = flow_dict(l7={"type": "REQUEST", "http": {"method": "GET", "url": "/" + path}})
@@ -259,7 +261,7 @@ def test_2_any_http_path_and_dns_name_round_trip(path: str, name: str) -> None:
         assert {"matchName": dns_name(name)} in dns
 
 
-def test_2_emoji_paths_and_newline_labels_are_written_once(tmp_path: Path) -> None:
+def test_emoji_paths_and_newline_labels_are_written_once(tmp_path: Path) -> None:
     records = [
         flow_dict(l7={"type": "REQUEST", "http": {"method": "GET", "url": "/emoji/\U0001f680"}}),
         flow_dict(src={"namespace": "shop", "labels": ["k8s:app=frontend\n"]}, tcp=9090),
@@ -289,12 +291,12 @@ def tmp_path_factory_dir(tmp_path: Path) -> Path:
     return Path(tempfile.mkdtemp(prefix="cpg-newline-", dir=tmp_path.parent))
 
 
-def test_2_bootstrap_refuses_a_namespace_with_a_newline() -> None:
+def test_bootstrap_refuses_a_namespace_with_a_newline() -> None:
     ran = cpg("bootstrap", "-n", "shop\n")
     assert ran.returncode == 2 and "apiVersion" not in ran.stdout
 
 
-# --- 9: YAML aliases ---------------------------------------------------------------------------
+# --- YAML aliases ---------------------------------------------------------------------------
 
 
 def _laughs() -> str:
@@ -312,7 +314,7 @@ def _laughs() -> str:
     )
 
 
-def test_9_aliases_in_an_existing_policy_are_refused(tmp_path: Path) -> None:
+def test_aliases_in_an_existing_policy_are_refused(tmp_path: Path) -> None:
     capture = tmp_path / "c.jsonl"
     capture.write_text(jsonl([flow_dict()]))
     out = tmp_path / "policies"
@@ -328,7 +330,7 @@ def test_9_aliases_in_an_existing_policy_are_refused(tmp_path: Path) -> None:
     assert verified.returncode == 1 and "anchors or aliases" in verified.stderr
 
 
-# --- 3, 4, 7: bounded, exact input reading ---------------------------------------------------
+# --- bounded, exact input reading ---------------------------------------------------
 
 
 def _capture_lines(count: int) -> bytes:
@@ -343,7 +345,7 @@ def _capture_lines(count: int) -> bytes:
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
-def test_3_a_truncated_gzip_keeps_every_complete_line(tmp_path: Path, jobs: str) -> None:
+def test_a_truncated_gzip_keeps_every_complete_line(tmp_path: Path, jobs: str) -> None:
     import gzip
     import zlib
 
@@ -372,7 +374,7 @@ def test_3_a_truncated_gzip_keeps_every_complete_line(tmp_path: Path, jobs: str)
     assert report["lines_read"] == complete
 
 
-def test_4_the_line_length_limit_does_not_depend_on_jobs(tmp_path: Path) -> None:
+def test_the_line_length_limit_does_not_depend_on_jobs(tmp_path: Path) -> None:
     from cpg_core._lines import MAX_LINE_BYTES
 
     huge = flow_dict(tcp=9999)
@@ -403,7 +405,7 @@ def test_4_the_line_length_limit_does_not_depend_on_jobs(tmp_path: Path) -> None
     assert "9999" not in (tmp_path / "p2" / "shop" / "cart.yaml").read_text()
 
 
-def test_7_a_fifo_is_read_once(tmp_path: Path) -> None:
+def test_a_fifo_is_read_once(tmp_path: Path) -> None:
     import os
     import threading
 
@@ -425,7 +427,7 @@ def test_7_a_fifo_is_read_once(tmp_path: Path) -> None:
     assert "Read 100 lines" in ran.stdout
 
 
-# --- 11: store errors become messages ---------------------------------------------------------
+# --- store errors become messages ---------------------------------------------------------
 
 
 def _one_flow(tmp_path: Path, **kw: Any) -> Path:
@@ -438,7 +440,7 @@ def _no_traceback(ran: Any) -> None:
     assert "Traceback" not in ran.stderr and "Error:" not in ran.stderr.replace("cpg: error", "")
 
 
-def test_11_an_output_or_evidence_dir_that_is_a_file(tmp_path: Path) -> None:
+def test_an_output_or_evidence_dir_that_is_a_file(tmp_path: Path) -> None:
     capture = _one_flow(tmp_path)
     (tmp_path / "afile").write_text("x")
     ran = cpg("replay", str(capture), "-d", str(tmp_path / "afile"), "--no-evidence")
@@ -450,7 +452,7 @@ def test_11_an_output_or_evidence_dir_that_is_a_file(tmp_path: Path) -> None:
     _no_traceback(ran)
 
 
-def test_11_unreadable_evidence_is_named(tmp_path: Path) -> None:
+def test_unreadable_evidence_is_named(tmp_path: Path) -> None:
     capture, out, evidence = _replayed(tmp_path)
     (path,) = evidence.glob("*/shop/cart.json")
     path.write_bytes(b"\xff\xfe not utf-8")
@@ -470,7 +472,7 @@ def test_11_unreadable_evidence_is_named(tmp_path: Path) -> None:
         _no_traceback(ran)
 
 
-def test_11_an_unreadable_policy_is_named(tmp_path: Path) -> None:
+def test_an_unreadable_policy_is_named(tmp_path: Path) -> None:
     import multiprocessing
     import os
 
@@ -498,7 +500,7 @@ def test_11_an_unreadable_policy_is_named(tmp_path: Path) -> None:
     assert code == 1 and f"{policy}: permission denied" in stderr
 
 
-def test_11_a_namespace_that_is_no_namespace_never_becomes_a_path(tmp_path: Path) -> None:
+def test_a_namespace_that_is_no_namespace_never_becomes_a_path(tmp_path: Path) -> None:
     odd = endpoint("cluster-health.json", "x")
     capture = tmp_path / "odd.jsonl"
     capture.write_text(jsonl([flow_dict(dst=odd), flow_dict()]))
@@ -513,7 +515,7 @@ def test_11_a_namespace_that_is_no_namespace_never_becomes_a_path(tmp_path: Path
     assert second.returncode == 1 and "Traceback" not in second.stderr
 
 
-def test_11_a_full_disk_for_evidence_still_writes_the_policies(tmp_path: Path) -> None:
+def test_a_full_disk_for_evidence_still_writes_the_policies(tmp_path: Path) -> None:
     import subprocess
 
     small = tmp_path / "small"
@@ -544,10 +546,10 @@ def test_11_a_full_disk_for_evidence_still_writes_the_policies(tmp_path: Path) -
         subprocess.run(["umount", str(small)], check=True)
 
 
-# --- 5: temp files, modes, owners, links ------------------------------------------------------
+# --- temp files, modes, owners, links ------------------------------------------------------
 
 
-def test_5_a_failed_commit_leaves_no_temp_file(tmp_path: Path) -> None:
+def test_a_failed_commit_leaves_no_temp_file(tmp_path: Path) -> None:
     capture = tmp_path / "c.jsonl"
     capture.write_text(jsonl([flow_dict(), flow_dict(reason="CT_MAP_INSERTION_FAILED")]))
     out, evidence = tmp_path / "p", tmp_path / "e"
@@ -562,7 +564,7 @@ def test_5_a_failed_commit_leaves_no_temp_file(tmp_path: Path) -> None:
     assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
 
 
-def test_5_temp_files_a_killed_run_left_are_removed(tmp_path: Path) -> None:
+def test_temp_files_a_killed_run_left_are_removed(tmp_path: Path) -> None:
     capture, out, evidence = _replayed(tmp_path)
     (base,) = evidence.iterdir()
     stale = [out / "shop" / ".cart.yaml.x1y2.tmp", base / "shop" / ".cart.json.a1b2.tmp"]
@@ -574,7 +576,7 @@ def test_5_temp_files_a_killed_run_left_are_removed(tmp_path: Path) -> None:
     assert not any(p.exists() for p in stale)
 
 
-def test_5_a_rewrite_keeps_mode_and_owner(tmp_path: Path) -> None:
+def test_a_rewrite_keeps_mode_and_owner(tmp_path: Path) -> None:
     import os
 
     _, out, evidence = _replayed(tmp_path)
@@ -589,7 +591,7 @@ def test_5_a_rewrite_keeps_mode_and_owner(tmp_path: Path) -> None:
     assert (info.st_mode & 0o777, info.st_uid, info.st_gid) == (0o600, 65534, 65534)
 
 
-def test_5_nothing_is_written_through_a_symlinked_folder(tmp_path: Path) -> None:
+def test_nothing_is_written_through_a_symlinked_folder(tmp_path: Path) -> None:
     capture = _one_flow(tmp_path)
     out, elsewhere = tmp_path / "p", tmp_path / "elsewhere"
     out.mkdir()
@@ -600,7 +602,7 @@ def test_5_nothing_is_written_through_a_symlinked_folder(tmp_path: Path) -> None
     assert not list(elsewhere.iterdir())
 
 
-# --- 1: concurrent runs into the same folders --------------------------------------------------
+# --- concurrent runs into the same folders --------------------------------------------------
 
 
 def _evidence_rules(evidence: Path) -> dict[str, Any]:
@@ -617,7 +619,7 @@ def _evidence_rules(evidence: Path) -> dict[str, Any]:
     return out
 
 
-def test_1_two_concurrent_runs_lose_nothing(tmp_path: Path) -> None:
+def test_two_concurrent_runs_lose_nothing(tmp_path: Path) -> None:
     import subprocess
 
     from conftest import CPG, policies
@@ -667,7 +669,7 @@ def shutil_rmtree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-# --- 6, 8: interrupts and killed parents ------------------------------------------------------
+# --- interrupts and killed parents ------------------------------------------------------
 
 
 def _alive_with(marker: str) -> list[int]:
@@ -745,7 +747,7 @@ def _endless_replay(tmp_path: Path, gz: bool) -> Any:
 
 
 @pytest.mark.parametrize("gz", [False, True], ids=["stdin", "gzip"])
-def test_6_ctrl_c_ends_a_replay(tmp_path: Path, gz: bool) -> None:
+def test_ctrl_c_ends_a_replay(tmp_path: Path, gz: bool) -> None:
     import os
     import signal
 
@@ -765,7 +767,7 @@ def test_6_ctrl_c_ends_a_replay(tmp_path: Path, gz: bool) -> None:
     assert _wait_for(lambda: not _alive_with(marker), 5), "no worker outlives the run"
 
 
-def test_8_workers_die_with_a_killed_parent(tmp_path: Path) -> None:
+def test_workers_die_with_a_killed_parent(tmp_path: Path) -> None:
     import os
     import signal
 

@@ -347,7 +347,7 @@ def test_bad_urls_say_what_to_fix(s3: str, tmp_path: Path) -> None:
 def test_the_base_install_pulls_in_no_dask_and_no_storage_library() -> None:
     import tomllib
 
-    project = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())
+    project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
     base = " ".join(project["project"]["dependencies"]).lower()
     for name in ("dask", "distributed", "fsspec", "s3fs", "gcsfs", "adlfs", "boto"):
         assert name not in base, name

@@ -11,11 +11,7 @@ import time
 from pathlib import Path
 
 from conftest import CPG, EXAMPLE, assert_crd_valid, cpg, policies
-from fake_relay import fake_relay, responses_from_lines
-
-
-def example_responses() -> list[object]:
-    return responses_from_lines(EXAMPLE.read_text().splitlines())
+from fake_relay import example_responses, fake_relay
 
 
 def test_generate_writes_what_replay_writes(tmp_path: Path) -> None:

@@ -11,8 +11,7 @@ import pytest
 
 from conftest import EXAMPLE, cpg, policies
 from cpg_io.hubble import FLOW_FIELDS, TLSSettings, flows_request, open_channel, stream_flows
-from fake_relay import fake_relay
-from test_generate import example_responses
+from fake_relay import example_responses, fake_relay
 
 
 @pytest.mark.parametrize("refuse", [False, True], ids=["mask-honoured", "mask-refused"])

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import cpg_process, endpoint, flow_dict, on_terminal
-from fake_relay import fake_relay
-from test_generate import example_responses
+from fake_relay import example_responses, fake_relay
 
 
 @pytest.fixture(scope="module")

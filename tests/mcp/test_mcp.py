@@ -441,7 +441,7 @@ async def test_a_port_forward_opened_after_the_deadline_is_closed(
         assert await anyio.to_thread.run_sync(closed.wait, 10), "the late port-forward is closed"
 
 
-async def test_18_bad_file_names_and_huge_arguments_are_short_readable_errors(
+async def test_bad_file_names_and_huge_arguments_are_short_readable_errors(
     replay_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     async with Client(build_server(replay_dir), mode="legacy") as client:
@@ -474,7 +474,7 @@ async def test_18_bad_file_names_and_huge_arguments_are_short_readable_errors(
         assert port.is_error and "'abc' is not a port number" in port.content[0].text
 
 
-async def test_15_expired_deadlines_stop_the_work_and_the_server_is_idle_again(
+async def test_expired_deadlines_stop_the_work_and_the_server_is_idle_again(
     tmp_path: Path,
 ) -> None:
     """Thirty concurrent calls that all run past their deadline: all are answered, and the
@@ -554,7 +554,7 @@ async def test_a_live_session_over_tls_with_a_ca_and_a_server_name(
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_get_plan_over_a_stopped_replay_session(replay_dir: Path, mode: str) -> None:
-    from test_plan import ingress_capture
+    from captures import ingress_capture
 
     ingress_capture(replay_dir / "all.jsonl", allowed_by=True)
     async with Client(build_server(replay_dir), mode=mode) as client:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from conftest import EXAMPLE, cpg
+from conftest import EXAMPLE, ROOT, cpg
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 MERMAID = Path(
@@ -172,7 +172,7 @@ def test_a_report_of_1000_policies_renders_within_5_s(browser: Any, tmp_path: Pa
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.wait import WebDriverWait
 
-    sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
     from replay import generate
 
     capture = tmp_path / "big.jsonl"
