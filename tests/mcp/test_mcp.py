@@ -10,10 +10,10 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import Client
 
 from conftest import EXAMPLE, endpoint, flow_dict, jsonl
 from cpg_mcp.server import build_server
+from mcp import Client
 
 pytestmark = pytest.mark.anyio
 
