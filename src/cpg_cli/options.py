@@ -16,6 +16,7 @@ from typer.core import TyperCommand
 
 from cpg_cli.words import flag
 from cpg_core import PROTOCOLS, RequestError, RunRequest
+from cpg_core.reports import formats
 
 T = TypeVar("T")
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -293,8 +294,7 @@ def output_option(*formats: OutputFormat, help: str) -> Any:
 Output = Annotated[
     str,
     output_option(
-        OutputFormat.text,
-        OutputFormat.json,
+        *(OutputFormat(name) for name in formats("run")),
         help="The report: text (for people) or json (for machines).",
     ),
 ]

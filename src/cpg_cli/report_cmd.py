@@ -11,11 +11,11 @@ import typer
 from cpg_cli import options as opt
 from cpg_cli.terminal import fail, say
 from cpg_core import CpgError
-from cpg_core.reports import markdown_report
+from cpg_core.reports import Review, formats, render
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
 from cpg_io.runs import read_review
 
-FORMATS = (opt.OutputFormat.markdown, opt.OutputFormat.html)
+FORMATS = tuple(opt.OutputFormat(name) for name in formats("review"))
 
 
 def report(
@@ -53,18 +53,4 @@ def report(
         fail(exc)
     for problem in inputs.problems:
         say(f"cpg: warning: {problem}", err=True)
-    if output == "html":
-        from cpg_core.reports import html_report
-
-        typer.echo(html_report(title=str(output_dir), inputs=inputs), nl=False)
-        return
-    typer.echo(
-        markdown_report(
-            title=str(output_dir),
-            policies=inputs.policies,
-            evidence=inputs.evidence,
-            health=inputs.health,
-            plan=inputs.plan,
-        ),
-        nl=False,
-    )
+    typer.echo(render(Review(title=str(output_dir), inputs=inputs), output), nl=False)

@@ -9,31 +9,11 @@ import typer
 
 from cpg_cli import options as opt
 from cpg_cli.terminal import fail, say
-from cpg_core import CaptureRequest, CpgError, VerifyReport, to_json
+from cpg_core import CaptureRequest, CpgError
+from cpg_core.reports import VerifyView, render
 from cpg_io.policy_files import load_policies
 from cpg_io.runs import verify_capture
 from cpg_io.sources import describe_source
-
-
-def print_verify(report: VerifyReport, *, policies: int, origin: str) -> None:
-    say(
-        f"Checked {report.candidates.total} candidate and {report.explicit_deny.total} "
-        f"explicit-deny flows against {policies} policies from {origin}"
-    )
-    for check in report.checks:
-        flows = f"({check.flows} flow{'s' if check.flows != 1 else ''})"
-        if check.kind == "explicit_deny":
-            label = "DANGER" if check.allowed else "still denied"
-            why = (
-                f"{check.reason}, but an explicit deny rule dropped this traffic"
-                if check.allowed
-                else "no policy here allows it"
-            )
-        else:
-            label = "admitted" if check.allowed else "NOT admitted"
-            why = check.reason
-        say(f"  {label:<13} {check.traffic} {flows}: {why}")
-    say(report.summary())
 
 
 def verify(
@@ -108,9 +88,8 @@ def verify(
             err=True,
         )
     report = verified.report
-    if output == "json":
-        typer.echo(to_json(report), nl=False)
-    else:
-        print_verify(report, policies=len(documents), origin=" and ".join(sources))
+    view = VerifyView(report=report, policies=len(documents), origin=" and ".join(sources))
+    text = render(view, output)
+    typer.echo(text, nl=False) if output == "json" else say(text)
     if not report.passed:
         raise typer.Exit(3)

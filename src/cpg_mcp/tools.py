@@ -499,7 +499,7 @@ def get_plan(
 
 def get_report(session: Session) -> ReportResult:
     """The Markdown review report of a stopped session (what cpg report prints)."""
-    from cpg_core.reports import markdown_report
+    from cpg_core.reports import Review, render
     from cpg_io.runs import read_review
 
     if session.state != "stopped":
@@ -510,10 +510,5 @@ def get_report(session: Session) -> ReportResult:
         inputs = read_review(session.policies, session.evidence_store, None)
     except IoError as exc:
         raise ToolError(in_tool_words(exc)) from None
-    text = markdown_report(
-        title=f"session {session.id}",
-        policies=inputs.policies,
-        evidence=inputs.evidence,
-        health=inputs.health,
-    )
+    text = render(Review(title=f"session {session.id}", inputs=inputs), "markdown")
     return ReportResult(markdown=clean(text, keep_newlines=True))

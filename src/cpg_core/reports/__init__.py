@@ -4,25 +4,49 @@ view cpg-mcp pages through, and the triage helpers the run summary uses. Pure: d
 text out; the adapters read the files and print."""
 
 from cpg_core._triage import capped_breakdowns, severity_order, top_entries
+from cpg_core.reports._checks import PlanView, VerifyView, plan_text, verify_text
 from cpg_core.reports._dropped import DroppedFlowFilter, aggregate_rows, compose, flow_samples
+from cpg_core.reports._formats import FORMATS, Review, formats, render
 from cpg_core.reports._graph import Node, TrafficGraph, traffic_graph
 from cpg_core.reports._html import html_report
 from cpg_core.reports._inputs import ReviewInputs
 from cpg_core.reports._markdown import confidence, markdown_report
+from cpg_core.reports._run import (
+    DECISION_LABELS,
+    FileOutcome,
+    RunReport,
+    run_data,
+    run_json,
+    run_text,
+)
 
 __all__ = [
+    "DECISION_LABELS",
+    "FORMATS",
     "DroppedFlowFilter",
+    "FileOutcome",
     "Node",
+    "PlanView",
+    "Review",
     "ReviewInputs",
+    "RunReport",
     "TrafficGraph",
+    "VerifyView",
     "aggregate_rows",
     "capped_breakdowns",
     "compose",
     "confidence",
     "flow_samples",
+    "formats",
     "html_report",
     "markdown_report",
+    "plan_text",
+    "render",
+    "run_data",
+    "run_json",
+    "run_text",
     "severity_order",
     "top_entries",
     "traffic_graph",
+    "verify_text",
 ]

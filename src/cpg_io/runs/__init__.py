@@ -3,7 +3,7 @@ and returning a typed result. The CLI and cpg-mcp are flags or tool arguments â†
 run â†’ rendering; nothing here knows which of them called."""
 
 from cpg_io.runs._live import LiveCapture, LiveSettings, connect_relay, live_settings
-from cpg_io.runs._output import EvidenceSettings, FileResult, RunResult, write_plan
+from cpg_io.runs._output import EvidenceSettings, FileResult, RunResult, run_report, write_plan
 from cpg_io.runs._plan import PlannedCapture, plan_capture
 from cpg_io.runs._replay import (
     evidence_settings,
@@ -34,6 +34,7 @@ __all__ = [
     "replay_capture",
     "rfc3339",
     "run_failed",
+    "run_report",
     "utc_now",
     "verify_capture",
     "write_plan",

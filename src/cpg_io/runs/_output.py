@@ -19,6 +19,7 @@ from cpg_core import (
     HeldBack,
     PolicyMergeError,
     PolicyPlan,
+    RunRequest,
     SelectorMismatchError,
     SessionInfo,
     VerifyReport,
@@ -29,6 +30,7 @@ from cpg_core import (
 )
 from cpg_core.cilium import load_one
 from cpg_core.reading import ReadStats
+from cpg_core.reports import FileOutcome, RunReport
 from cpg_io.engines.workers import map_forked
 from cpg_io.errors import Cancelled, StoreError
 from cpg_io.evidence_store import EvidenceStore
@@ -294,3 +296,53 @@ def write_plan(
     except StoreError as exc:
         return FileResult(path=path, outcome="failed", plan=plan, error=str(exc))
     return FileResult(path=path, outcome=outcome.value, plan=plan)
+
+
+def run_report(
+    result: RunResult,
+    request: RunRequest,
+    *,
+    source: str,
+    output_dir: Path,
+    exit_code: int,
+    verb: str = "Read",
+    extra: Mapping[str, Any] | None = None,
+) -> RunReport:
+    """The run's report document (rendered as text or JSON by cpg_core.reports)."""
+    agg = result.aggregator
+    return RunReport(
+        source=source,
+        output_dir=str(output_dir),
+        dry_run=request.dry_run,
+        evidence=request.evidence.record,
+        stats=result.stats,
+        total_flows=agg.total_flows,
+        decisions=dict(agg.decisions),
+        ignored_protocols=dict(agg.ignored_protocols),
+        ignored_reasons=dict(agg.ignored_reasons),
+        filtered_namespace=agg.filtered_namespace,
+        files=tuple(
+            FileOutcome(
+                path=str(f.path),
+                outcome=f.outcome,
+                namespace=f.plan.namespace if f.plan is not None else None,
+                workload=f.plan.workload if f.plan is not None else None,
+                name=f.plan.name if f.plan is not None else None,
+                error=f.error,
+                diff=f.diff,
+            )
+            for f in result.files
+        ),
+        health=result.health,
+        evidence_dir=str(result.evidence_dir) if result.evidence_dir else None,
+        health_path=str(result.health_path) if result.health_path else None,
+        held_back=tuple(result.held_back),
+        min_flows=result.min_flows,
+        kustomized=result.kustomized,
+        evidence_errors=tuple(result.evidence_errors),
+        exit_code=exit_code,
+        verify=result.verify,
+        redacted=request.evidence.redact and request.evidence.record,
+        verb=verb,
+        extra=dict(extra or {}),
+    )

@@ -1,0 +1,146 @@
+"""``cpg plan`` and ``cpg verify`` as people read them: what would break, what is fixed,
+what is admitted, each with its reason."""
+
+from __future__ import annotations
+
+import attrs
+
+from cpg_core._documents import VerifyReport
+from cpg_core._plan import Plan
+
+MAX_SHOWN = 20
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class PlanView:
+    """A plan with where its inputs came from."""
+
+    plan: Plan
+    proposal: str
+    """The folder or file of the proposed policies."""
+    origin: str
+    """Where the current policies came from."""
+    policies: int
+    """How many policies were proposed."""
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class VerifyView:
+    """A verification with where its policies came from."""
+
+    report: VerifyReport
+    policies: int
+    origin: str
+
+
+def plan_text(view: PlanView) -> str:
+    """The plan as people read it."""
+    plan, proposal, origin, policies = view.plan, view.proposal, view.origin, view.policies
+    out: list[str] = []
+    breaking = plan.would_break_flows
+    out.append(f"Plan for {policies} proposed policies in {proposal}")
+    out.append(f"Current policies: {origin}")
+    out.append(f"  (sees {plan.blind_spots})")
+    out.append("")
+    if plan.would_break:
+        out.append(
+            f"WOULD BREAK: {len(plan.would_break)} kinds of traffic, {breaking} flows that work "
+            "today would be dropped:"
+        )
+        for item in plan.would_break[:MAX_SHOWN]:
+            t = item.traffic
+            out.append(
+                f"  {t.direction:<7} {t.source} → {t.destination} {t.protocol}/{t.port} "
+                f"({t.flows} flow{'s' if t.flows != 1 else ''})"
+            )
+            out.append(f"    why:      {item.why}")
+            if item.selector:
+                selector = ", ".join(f"{k}={v}" for k, v in item.selector.items())
+                out.append(f"    selector: {item.policy} selects {selector}")
+            out.append(f"    sample:   {t.sample}")
+            out.append(f"    fix:      {item.fix}")
+        if len(plan.would_break) > MAX_SHOWN:
+            out.append(f"  … and {len(plan.would_break) - MAX_SHOWN} more (-o json lists all)")
+    else:
+        out.append(f"Nothing would break: {plan.forwarded_flows} forwarded flows checked.")
+    if plan.newly_enforced:
+        out.append("")
+        out.append("Newly enforced endpoints (default-deny for the first time):")
+        for n in plan.newly_enforced[:MAX_SHOWN]:
+            labels = ", ".join(f"{k}={v}" for k, v in n.labels.items())
+            pods = (
+                f"; pods {', '.join(n.pods[:3])}{' …' if len(n.pods) > 3 else ''}" if n.pods else ""
+            )
+            out.append(
+                f"  {n.namespace}/{n.workload} {n.direction} ({labels}{pods}): "
+                f"{n.forwarded_flows} forwarded flows, by {', '.join(n.policies)}"
+            )
+    out.append("")
+    out.append(f"Fixes: {plan.fixed}/{plan.candidates} denied flows admitted")
+    for t in plan.not_fixed[:MAX_SHOWN]:
+        out.append(f"  not admitted: {t.sample} ({t.flows} flows)")
+    changed = [d for d in plan.diffs if d.status != "unchanged"]
+    if changed:
+        out.append("")
+        out.append("Changes, in Cilium terms:")
+        for diff in changed:
+            out.append(f"  {diff.policy} ({diff.status})")
+            for entry in diff.added[:MAX_SHOWN]:
+                out.append(f"    + {entry}")
+            for entry in diff.removed[:MAX_SHOWN]:
+                out.append(f"    - {entry}")
+    if plan.confidence:
+        out.append("")
+        out.append("Confidence of the new and changed rules (from the evidence):")
+        for c in plan.confidence[: MAX_SHOWN * 2]:
+            out.append(
+                f"  {c.policy} {c.rule}: {c.flows} flows, {c.sources} source and "
+                f"{c.destinations} destination pods in samples, {c.sessions} session(s), "
+                f"{c.first_seen} → {c.last_seen}"
+            )
+    busy = sorted(
+        (p for p in plan.policies if p.fixes or p.would_break or p.newly_enforced),
+        key=lambda p: (-p.would_break, p.policy),
+    )
+    if busy:
+        out.append("")
+        out.append("Per policy:")
+        for p in busy[:MAX_SHOWN]:
+            out.append(
+                f"  {p.policy}: fixes {p.fixes} flows, would break {p.would_break}, "
+                f"newly enforces {p.newly_enforced} endpoint(s)"
+            )
+        if len(busy) > MAX_SHOWN:
+            out.append(f"  … and {len(busy) - MAX_SHOWN} more (-o json)")
+    out.append("")
+    out.append(
+        f"Would break {breaking} flows: review before applying."
+        if plan.breaks
+        else "Nothing that works today would break."
+    )
+    return "\n".join(out)
+
+
+def verify_text(view: VerifyView) -> str:
+    """The verification as people read it."""
+    report, policies, origin = view.report, view.policies, view.origin
+    out: list[str] = []
+    out.append(
+        f"Checked {report.candidates.total} candidate and {report.explicit_deny.total} "
+        f"explicit-deny flows against {policies} policies from {origin}"
+    )
+    for check in report.checks:
+        flows = f"({check.flows} flow{'s' if check.flows != 1 else ''})"
+        if check.kind == "explicit_deny":
+            label = "DANGER" if check.allowed else "still denied"
+            why = (
+                f"{check.reason}, but an explicit deny rule dropped this traffic"
+                if check.allowed
+                else "no policy here allows it"
+            )
+        else:
+            label = "admitted" if check.allowed else "NOT admitted"
+            why = check.reason
+        out.append(f"  {label:<13} {check.traffic} {flows}: {why}")
+    out.append(report.summary())
+    return "\n".join(out)

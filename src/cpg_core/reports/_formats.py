@@ -1,0 +1,83 @@
+"""The one table of output formats: for each kind of document, the formats it can be rendered
+in and the function that renders it. Both roots look formats up here (the CLI's ``-o``
+choices, cpg-mcp's get_report), so a new format is one entry and one function."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from cpg_core._wire import to_data, to_json
+from cpg_core.reports._checks import PlanView, VerifyView, plan_text, verify_text
+from cpg_core.reports._html import html_report
+from cpg_core.reports._inputs import ReviewInputs
+from cpg_core.reports._markdown import markdown_report
+from cpg_core.reports._run import RunReport, run_json, run_text
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class Review:
+    """A review report to render: a policy folder as read, under a title."""
+
+    title: str
+    inputs: ReviewInputs
+
+
+def _review_markdown(review: Review) -> str:
+    inputs = review.inputs
+    return markdown_report(
+        title=review.title,
+        policies=inputs.policies,
+        evidence=inputs.evidence,
+        health=inputs.health,
+        plan=inputs.plan,
+    )
+
+
+def _review_html(review: Review) -> str:
+    return html_report(title=review.title, inputs=review.inputs)
+
+
+def _plan_json(view: PlanView) -> str:
+    import json
+
+    return json.dumps(to_data(view.plan), indent=2, ensure_ascii=False)
+
+
+def _verify_json(view: VerifyView) -> str:
+    return to_json(view.report)
+
+
+FORMATS: Mapping[str, Mapping[str, Callable[[Any], str]]] = {
+    "run": {"text": run_text, "json": run_json},
+    "review": {"markdown": _review_markdown, "html": _review_html},
+    "plan": {"text": plan_text, "json": _plan_json},
+    "verify": {"text": verify_text, "json": _verify_json},
+}
+"""kind of document → format → renderer (document → text)."""
+
+_KINDS: Mapping[type, str] = {
+    RunReport: "run",
+    Review: "review",
+    PlanView: "plan",
+    VerifyView: "verify",
+}
+
+
+def formats(kind: str) -> tuple[str, ...]:
+    """The formats a kind of document can be rendered in, the default first."""
+    return tuple(FORMATS[kind])
+
+
+def render(document: RunReport | Review | PlanView | VerifyView, fmt: str) -> str:
+    """The document in format ``fmt``; ValueError naming the formats it has."""
+    kind = _KINDS[type(document)]
+    renderer = FORMATS[kind].get(fmt)
+    if renderer is None:
+        raise ValueError(f"{fmt!r}: a {kind} report is one of {', '.join(formats(kind))}")
+    return renderer(document)
+
+
+__all__ = ["FORMATS", "PlanView", "Review", "VerifyView", "formats", "render"]

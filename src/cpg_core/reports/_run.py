@@ -1,0 +1,331 @@
+"""The run report: what a replay or a live capture read, decided and wrote, as text for
+people (a terminal, a CI log) and as JSON for machines (``-o json``). One typed document,
+:class:`RunReport`, built by the run layer from its result; both renderings come from it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from cpg_core._aggregate import HeldBack
+from cpg_core._decide import Decision
+from cpg_core._documents import ClusterHealth, VerifyReport
+from cpg_core._lines import ReadStats
+from cpg_core._triage import severity_order, top_entries
+from cpg_core._wire import converter, to_data
+
+DECISION_LABELS = (
+    (Decision.CANDIDATE, "candidates (denied, no allow rule)"),
+    (Decision.REPLY, "replies (skipped)"),
+    (Decision.NOT_A_DROP, "not a drop (forwarded, traced…)"),
+    (Decision.INFRA, "infrastructure drops"),
+    (Decision.TRANSIENT, "transient drops"),
+    (Decision.NOISE, "noise"),
+    (Decision.EXPLICIT_DENY, "explicit deny (never allowed)"),
+    (Decision.AUTH_REQUIRED, "auth required"),
+    (Decision.LB_SOURCE_RANGE, "LB source range denied"),
+    (Decision.IGNORED_PROTOCOL, "ignored protocol"),
+    (Decision.IGNORED_REASON, "ignored drop reason"),
+    (Decision.OUTSIDE_WINDOW, "outside --since/--until"),
+)
+"""Each way a flow can end, in the order the summary lists them."""
+MAX_FINDINGS_SHOWN = 20
+REDACTED_NOTE = (
+    "Evidence redacted (--evidence-redact): the IP addresses of its sample flows were not "
+    "written; pod names, labels and CIDR peers (which the policies name) were."
+)
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class FileOutcome:
+    """What happened to one policy file."""
+
+    path: str
+    outcome: str
+    """created, updated, unchanged, in-cluster, would-create, would-update or failed."""
+    namespace: str | None = None
+    workload: str | None = None
+    name: str | None = None
+    error: str = ""
+    diff: str = ""
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class RunReport:
+    """One run, as its report shows it."""
+
+    source: str
+    output_dir: str
+    dry_run: bool
+    evidence: bool
+    """Evidence was recorded."""
+    stats: ReadStats
+    total_flows: int
+    decisions: Mapping[Decision, int]
+    ignored_protocols: Mapping[str, int]
+    ignored_reasons: Mapping[str, int]
+    filtered_namespace: int
+    files: tuple[FileOutcome, ...]
+    health: ClusterHealth | None
+    evidence_dir: str | None
+    health_path: str | None
+    held_back: tuple[HeldBack, ...]
+    min_flows: int
+    kustomized: bool
+    evidence_errors: tuple[str, ...]
+    exit_code: int
+    verify: VerifyReport | None = None
+    redacted: bool = False
+    verb: str = "Read"
+    """How the summary says the lines came (Read from a file, Received from the relay)."""
+    extra: Mapping[str, Any] = attrs.Factory(dict)
+    """More facts a run kind adds to the JSON (a live capture's reconnects)."""
+
+    def count(self, outcome: str) -> int:
+        return sum(1 for f in self.files if f.outcome == outcome)
+
+    @property
+    def failed(self) -> list[FileOutcome]:
+        return [f for f in self.files if f.outcome == "failed"]
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _top(counts: Mapping[str, int]) -> str:
+    if not counts:
+        return "(none)"
+    shown, more = top_entries(counts)
+    text = ", ".join(f"{name} ({n})" for name, n in shown)
+    return text + (f" (+{more} more)" if more else "")
+
+
+def _health_location(report: RunReport) -> str:
+    if report.health_path is not None:
+        return report.health_path
+    if not report.evidence:
+        return "(evidence disabled: not written)"
+    if report.dry_run:
+        return "(dry run: not written)"
+    return "(nothing to report: not written)"
+
+
+def run_text(report: RunReport) -> str:
+    """The summary people read in a terminal or a CI log."""
+    stats = report.stats
+    agg = report
+    source, output_dir, dry_run = report.source, report.output_dir, report.dry_run
+    lines = [f"{report.verb} {_plural(stats.lines_read, 'line')} from {source}"]
+    if stats.malformed:
+        shown = ", ".join(str(n) for n in stats.malformed_lines)
+        more = " …" if stats.malformed > len(stats.malformed_lines) else ""
+        content = max(1, stats.lines_read - stats.blank_lines)
+        lines.append(
+            f"  malformed lines skipped: {stats.malformed} of {content} "
+            f"({100 * stats.malformed / content:.1f} %; line {shown}{more})"
+        )
+    if stats.blank_lines:
+        lines.append(f"  blank lines: {stats.blank_lines}")
+    if stats.other_records:
+        lines.append(f"  non-flow records (node status…): {stats.other_records}")
+    if stats.lost_events:
+        lines.append(
+            f"  Hubble reported {stats.lost_events} lost events: the capture is incomplete"
+        )
+    lines.append(f"Flows: {agg.total_flows}")
+    width = max(len(label) for _, label in DECISION_LABELS)
+    for decision, label in DECISION_LABELS:
+        count = agg.decisions.get(decision, 0)
+        if count or decision is Decision.CANDIDATE:
+            lines.append(f"  {label:<{width}}  {count:>8}")
+    if agg.ignored_protocols:
+        ignored = ", ".join(f"{p} {n}" for p, n in sorted(agg.ignored_protocols.items()))
+        lines.append(f"    by protocol: {ignored}")
+    if agg.ignored_reasons:
+        ignored = ", ".join(f"{r} {n}" for r, n in sorted(agg.ignored_reasons.items()))
+        lines.append(f"    by reason: {ignored}")
+    if agg.filtered_namespace:
+        lines.append(f"  candidates outside --namespace: {agg.filtered_namespace}")
+
+    drops = sorted(report.health.drops if report.health else (), key=severity_order)
+    if drops:
+        lines.append("")
+        lines.append("Infrastructure and transient drops (no policy can fix these):")
+        name_width = max(len(d.reason) for d in drops)
+        for drop in drops:
+            lines.append(
+                f"  {drop.reason:<{name_width}}  {drop.drop_class:<9}  {_plural(drop.count, 'flow')}"
+            )
+            lines.append(f"    top nodes:     {_top(drop.by_node)}")
+            lines.append(f"    top workloads: {_top(drop.by_workload)}")
+            if drop.remediation:
+                lines.append(f"    fix:           {drop.remediation}")
+    findings = report.health.findings if report.health else ()
+    if findings:
+        lines.append("")
+        lines.append("Findings (traffic that got no allow rule, on purpose or because none fits):")
+        for finding in sorted(findings, key=lambda f: (-f.count, f.kind, f.subject))[
+            :MAX_FINDINGS_SHOWN
+        ]:
+            label, what, fix = finding.advice()
+            lines.append(f"  {label} ({_plural(finding.count, 'flow')}): {what}")
+            if fix:
+                lines.append(f"    fix: {fix}")
+        if len(findings) > MAX_FINDINGS_SHOWN:
+            lines.append(f"  (+{len(findings) - MAX_FINDINGS_SHOWN} more in cluster-health.json)")
+
+    lines.append("")
+    in_cluster = report.count("in-cluster")
+    cluster = f", {in_cluster} already in the cluster" if in_cluster else ""
+    created = report.count("created")
+    updated = report.count("updated")
+    unchanged = report.count("unchanged")
+    failed = len(report.failed)
+    if dry_run:
+        lines.append(
+            f"Policies (dry run, nothing written): {report.count('would-create')} would be created, "
+            f"{report.count('would-update')} updated, {unchanged} unchanged{cluster}"
+            + (f", {failed} failed" if failed else "")
+        )
+    else:
+        lines.append(
+            f"Policies in {output_dir}: {created} created, {updated} updated, {unchanged} unchanged"
+            + cluster
+            + (f", {failed} failed" if failed else "")
+        )
+    changed = [f for f in report.files if f.outcome in _CHANGED]
+    for item in changed[:MAX_FILES_SHOWN]:
+        lines.append(f"  {item.outcome:<12} {_relative(item.path, output_dir)}")
+    if len(changed) > MAX_FILES_SHOWN:
+        lines.append(f"  … and {len(changed) - MAX_FILES_SHOWN} more")
+    if report.held_back:
+        lines.append(
+            f"Held back (seen fewer than --min-flows {report.min_flows} times; not written): "
+            f"{len(report.held_back)}"
+        )
+        for held in report.held_back[:MAX_FILES_SHOWN]:
+            lines.append(
+                f"  {held.namespace}/{held.workload}: {held.rule} ({_plural(held.flows, 'flow')})"
+            )
+        if len(report.held_back) > MAX_FILES_SHOWN:
+            lines.append(f"  … and {len(report.held_back) - MAX_FILES_SHOWN} more (-o json)")
+    if report.evidence_dir is not None:
+        lines.append(
+            f"Evidence in {report.evidence_dir} (see: cpg explain NAMESPACE/WORKLOAD -d {output_dir})"
+        )
+    if drops or findings or stats.lost_events:
+        lines.append(f"cluster-health.json: {_health_location(report)}")
+    if changed and not dry_run:
+        capture = source if source != "standard input" else "CAPTURE"
+        first = changed[0]
+        target = f"{first.namespace}/{first.workload}" if first.namespace else "NAMESPACE/WORKLOAD"
+        lines += ["", "Next steps:"]
+        apply = "-k" if report.kustomized else "-R -f"
+        lines.append(
+            f"  review:  kubectl diff {apply} {output_dir}   (reads the cluster, changes nothing)"
+        )
+        lines.append(f"  check:   cpg verify {capture} -d {output_dir}")
+        lines.append(f"  plan:    cpg plan CAPTURE-WITH-EVERY-VERDICT -d {output_dir}")
+        if report.evidence_dir is not None:
+            lines.append(f"  explain: cpg explain {target} -d {output_dir}")
+        lines.append(f"  apply:   kubectl apply {apply} {output_dir}   (yourself, once reviewed)")
+    lines += _verify_lines(report.verify)
+    if report.redacted:
+        lines.append(REDACTED_NOTE)
+    return "\n".join(lines)
+
+
+_CHANGED = ("created", "updated", "would-create", "would-update")
+MAX_FILES_SHOWN = 20
+
+
+def _relative(path: str, root: str) -> str:
+    prefix = root.rstrip("/") + "/"
+    return path[len(prefix) :] if path.startswith(prefix) else path
+
+
+def _verify_lines(checked: VerifyReport | None) -> list[str]:
+    if checked is None:
+        return []
+    lines = [
+        f"  verify: {check.traffic}: {check.reason}"
+        for check in checked.checks
+        if check.allowed == (check.kind == "explicit_deny")
+    ]
+    lines.append(f"Verify: {checked.summary()}")
+    return lines
+
+
+def run_data(report: RunReport) -> dict[str, Any]:
+    """The same facts as the text summary, for machines (``-o json``): the wire form of a
+    RunReport."""
+    stats = report.stats
+    agg = report
+    health = report.health
+    data: dict[str, Any] = {
+        "source": report.source,
+        "output_dir": report.output_dir,
+        "dry_run": report.dry_run,
+        "lines_read": stats.lines_read,
+        "blank_lines": stats.blank_lines,
+        "malformed": {
+            "count": stats.malformed,
+            "examples": [{"line": n, "error": why} for n, why in stats.malformed_examples],
+        },
+        "truncated": stats.truncated or None,
+        "lost_events": stats.lost_events,
+        "flows": {"total": agg.total_flows}
+        | {d.value: agg.decisions.get(d, 0) for d, _ in DECISION_LABELS},
+        "ignored": {
+            "protocols": dict(sorted(agg.ignored_protocols.items())),
+            "drop_reasons": dict(sorted(agg.ignored_reasons.items())),
+        },
+        "outside_namespaces": agg.filtered_namespace,
+        "policies": [
+            {
+                "path": f.path,
+                "outcome": f.outcome,
+                **(
+                    {"namespace": f.namespace, "workload": f.workload, "name": f.name}
+                    if f.namespace is not None
+                    else {}
+                ),
+                **({"error": f.error} if f.error else {}),
+                **({"diff": f.diff} if f.diff else {}),
+            }
+            for f in report.files
+        ],
+        "drops": to_data(sorted(health.drops, key=severity_order)) if health else [],
+        "noise": dict(health.noise) if health else {},
+        "findings": [
+            {
+                **to_data(finding),
+                **dict(zip(("label", "explanation", "fix"), finding.advice(), strict=True)),
+            }
+            for finding in health.findings
+        ]
+        if health
+        else [],
+        "window": to_data(health.window) if health else None,
+        "evidence_dir": report.evidence_dir,
+        "cluster_health": report.health_path,
+        "held_back": [attrs.asdict(held) for held in report.held_back],
+        "errors": [f.error for f in report.failed] + list(report.evidence_errors),
+        "exit_code": report.exit_code,
+    }
+    data.update(report.extra)
+    if report.verify is not None:
+        data["verify"] = to_data(report.verify)
+    return data
+
+
+converter.register_unstructure_hook(RunReport, run_data)
+
+
+def run_json(report: RunReport) -> str:
+    """``-o json``: the report's wire form, indented."""
+    return json.dumps(to_data(report), indent=2, ensure_ascii=False)
