@@ -120,135 +120,183 @@ def complete_workloads(ctx: typer.Context, incomplete: str) -> list[str]:
     return [name for name in found if name.startswith(incomplete)]
 
 
+_Target = Annotated[
+    str,
+    typer.Argument(
+        metavar="NAMESPACE/WORKLOAD|POLICY.yaml",
+        help="A workload (shop/cart) or a policy file cpg generated.",
+        show_default=False,
+        autocompletion=complete_workloads,
+    ),
+]
+
+
+_OutputDir = Annotated[
+    Path | None,
+    typer.Option(
+        "-d",
+        "--output-dir",
+        metavar="DIR",
+        envvar="CPG_OUTPUT_DIR",
+        help="The policy folder the policy was generated into (default ./policies, or the "
+        "folder above a policy file's namespace folder).",
+        show_default=False,
+    ),
+]
+
+
+_EvidenceDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--evidence-dir",
+        metavar="DIR",
+        envvar="CPG_EVIDENCE_DIR",
+        help="Evidence root, if cpg replay used one.",
+        show_default=False,
+    ),
+]
+
+
+_Ingress = Annotated[bool, typer.Option("--ingress", help="Only ingress rules.")]
+
+
+_Egress = Annotated[bool, typer.Option("--egress", help="Only egress rules.")]
+
+
+_Port = Annotated[
+    str | None,
+    typer.Option(
+        "--port",
+        metavar="PORT",
+        help="Only rules for this port (or ICMP type).",
+        show_default=False,
+    ),
+]
+
+
+_Peer = Annotated[
+    str | None,
+    typer.Option(
+        "--peer",
+        metavar="KEY=VALUE",
+        help="Only endpoint peers with this label (namespace=NS matches the peer's "
+        "namespace; entity=NAME matches an entity).",
+        show_default=False,
+    ),
+]
+
+
+_PeerCidr = Annotated[
+    str | None,
+    typer.Option(
+        "--peer-cidr",
+        metavar="CIDR",
+        help="Only CIDR peers inside this range.",
+        show_default=False,
+    ),
+]
+
+
+_HttpMethod = Annotated[
+    str | None,
+    typer.Option(
+        "--http-method",
+        metavar="METHOD",
+        help="Only L7 rules with this HTTP method.",
+        show_default=False,
+    ),
+]
+
+
+_HttpPath = Annotated[
+    str | None,
+    typer.Option(
+        "--http-path",
+        metavar="REGEX",
+        help="Only L7 rules with exactly this path regex.",
+        show_default=False,
+    ),
+]
+
+
+_DnsPattern = Annotated[
+    str | None,
+    typer.Option(
+        "--dns-pattern",
+        metavar="NAME",
+        help="Only DNS rules for this name.",
+        show_default=False,
+    ),
+]
+
+
+_Since = Annotated[
+    str | None,
+    typer.Option(
+        "--since",
+        metavar="TIME|DURATION",
+        help="Only rules seen at or after TIME (RFC 3339) or in the last DURATION (30m, "
+        "2h, 7d) before the newest flow in this workload's evidence (not before now: "
+        "evidence of last week's capture still answers --since 2h).",
+        show_default=False,
+    ),
+]
+
+
+_Until = Annotated[
+    str | None,
+    typer.Option(
+        "--until",
+        metavar="TIME|DURATION",
+        help="Only rules seen at or before TIME, or DURATION before the newest evidence.",
+        show_default=False,
+    ),
+]
+
+
+_SamplesLimit = Annotated[
+    int,
+    typer.Option(
+        "--samples-limit", metavar="N", min=0, help="Sample flows shown per rule (newest)."
+    ),
+]
+
+
+_OutputFormat = Annotated[
+    str,
+    typer.Option(
+        "-o",
+        "--output",
+        "--format",
+        metavar="FORMAT",
+        callback=opt.output_format(
+            opt.OutputFormat.text, opt.OutputFormat.json, opt.OutputFormat.yaml
+        ),
+        help="text (for people), json or yaml.",
+    ),
+]
+
+
+_AsJson = Annotated[bool, typer.Option("--json", help="Same as -o json.")]
+
+
 def explain(
-    target: Annotated[
-        str,
-        typer.Argument(
-            metavar="NAMESPACE/WORKLOAD|POLICY.yaml",
-            help="A workload (shop/cart) or a policy file cpg generated.",
-            show_default=False,
-            autocompletion=complete_workloads,
-        ),
-    ],
-    output_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "-d",
-            "--output-dir",
-            metavar="DIR",
-            envvar="CPG_OUTPUT_DIR",
-            help="The policy folder the policy was generated into (default ./policies, or the "
-            "folder above a policy file's namespace folder).",
-            show_default=False,
-        ),
-    ] = None,
-    evidence_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--evidence-dir",
-            metavar="DIR",
-            envvar="CPG_EVIDENCE_DIR",
-            help="Evidence root, if cpg replay used one.",
-            show_default=False,
-        ),
-    ] = None,
-    ingress: Annotated[bool, typer.Option("--ingress", help="Only ingress rules.")] = False,
-    egress: Annotated[bool, typer.Option("--egress", help="Only egress rules.")] = False,
-    port: Annotated[
-        str | None,
-        typer.Option(
-            "--port",
-            metavar="PORT",
-            help="Only rules for this port (or ICMP type).",
-            show_default=False,
-        ),
-    ] = None,
-    peer: Annotated[
-        str | None,
-        typer.Option(
-            "--peer",
-            metavar="KEY=VALUE",
-            help="Only endpoint peers with this label (namespace=NS matches the peer's "
-            "namespace; entity=NAME matches an entity).",
-            show_default=False,
-        ),
-    ] = None,
-    peer_cidr: Annotated[
-        str | None,
-        typer.Option(
-            "--peer-cidr",
-            metavar="CIDR",
-            help="Only CIDR peers inside this range.",
-            show_default=False,
-        ),
-    ] = None,
-    http_method: Annotated[
-        str | None,
-        typer.Option(
-            "--http-method",
-            metavar="METHOD",
-            help="Only L7 rules with this HTTP method.",
-            show_default=False,
-        ),
-    ] = None,
-    http_path: Annotated[
-        str | None,
-        typer.Option(
-            "--http-path",
-            metavar="REGEX",
-            help="Only L7 rules with exactly this path regex.",
-            show_default=False,
-        ),
-    ] = None,
-    dns_pattern: Annotated[
-        str | None,
-        typer.Option(
-            "--dns-pattern",
-            metavar="NAME",
-            help="Only DNS rules for this name.",
-            show_default=False,
-        ),
-    ] = None,
-    since: Annotated[
-        str | None,
-        typer.Option(
-            "--since",
-            metavar="TIME|DURATION",
-            help="Only rules seen at or after TIME (RFC 3339) or in the last DURATION (30m, "
-            "2h, 7d) before the newest flow in this workload's evidence (not before now: "
-            "evidence of last week's capture still answers --since 2h).",
-            show_default=False,
-        ),
-    ] = None,
-    until: Annotated[
-        str | None,
-        typer.Option(
-            "--until",
-            metavar="TIME|DURATION",
-            help="Only rules seen at or before TIME, or DURATION before the newest evidence.",
-            show_default=False,
-        ),
-    ] = None,
-    samples_limit: Annotated[
-        int,
-        typer.Option(
-            "--samples-limit", metavar="N", min=0, help="Sample flows shown per rule (newest)."
-        ),
-    ] = 10,
-    output_format: Annotated[
-        str,
-        typer.Option(
-            "-o",
-            "--output",
-            "--format",
-            metavar="FORMAT",
-            callback=opt.output_format(
-                opt.OutputFormat.text, opt.OutputFormat.json, opt.OutputFormat.yaml
-            ),
-            help="text (for people), json or yaml.",
-        ),
-    ] = "text",
-    as_json: Annotated[bool, typer.Option("--json", help="Same as -o json.")] = False,
+    target: _Target,
+    output_dir: _OutputDir = None,
+    evidence_dir: _EvidenceDir = None,
+    ingress: _Ingress = False,
+    egress: _Egress = False,
+    port: _Port = None,
+    peer: _Peer = None,
+    peer_cidr: _PeerCidr = None,
+    http_method: _HttpMethod = None,
+    http_path: _HttpPath = None,
+    dns_pattern: _DnsPattern = None,
+    since: _Since = None,
+    until: _Until = None,
+    samples_limit: _SamplesLimit = 10,
+    output_format: _OutputFormat = "text",
+    as_json: _AsJson = False,
 ) -> None:
     """Show the flows behind each rule of a generated policy.
 

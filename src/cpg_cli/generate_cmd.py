@@ -15,8 +15,7 @@ import typer
 from cpg_cli import options as opt
 from cpg_cli.progress import GenerateProgress, on_terminal
 from cpg_cli.report import print_run, warn_about_run
-from cpg_cli.terminal import fail, say
-from cpg_cli.words import flag
+from cpg_cli.terminal import fail
 from cpg_core import CpgError, RunRequest
 from cpg_io import runs
 from cpg_io.errors import RelaySetupError
@@ -101,15 +100,12 @@ def generate(
         request=request,
         source=source,
         output_dir=output_dir,
-        as_json=output == "json",
         exit_code=code,
+        as_json=output == "json",
         extra_json=extra,
         verb="Received",
+        live=capture,
     )
-    if capture.error:
-        failure = capture.failure
-        why = failure.render(flag) if isinstance(failure, CpgError) else capture.error
-        say(f"cpg: error: {why}; what arrived before was written", err=True)
     if code:
         raise typer.Exit(code)
 

@@ -19,52 +19,67 @@ from cpg_io.runs import plan_capture
 MAX_SHOWN = 20
 
 
+_Inputs = Annotated[
+    list[str],
+    typer.Argument(
+        metavar="CAPTURE...",
+        help="A capture with every verdict (hubble observe without --verdict, or the "
+        "exporter's files): files, folders or globs, as cpg replay reads them.",
+        show_default=False,
+    ),
+]
+
+
+_Policies = Annotated[
+    Path,
+    typer.Option(
+        "-d",
+        "--output-dir",
+        "--policies",
+        metavar="DIR",
+        envvar="CPG_OUTPUT_DIR",
+        help="The proposed policies (the -d of cpg replay).",
+    ),
+]
+
+
+_Current = Annotated[
+    Path | None,
+    typer.Option(
+        "--current",
+        metavar="DIR|FILE",
+        help="The policies applied today, as YAML ('kubectl get cnp,ccnp -A -o yaml', "
+        "lists included).",
+        show_default=False,
+    ),
+]
+
+
+_Cluster = Annotated[
+    bool,
+    typer.Option(
+        "--cluster",
+        help="Read the policies applied today from the cluster (read-only: 'list' on "
+        "ciliumnetworkpolicies and ciliumclusterwidenetworkpolicies).",
+    ),
+]
+
+
+_IncludeAudit = Annotated[
+    bool,
+    typer.Option("--include-audit", help="AUDIT flows are candidates, as in replay."),
+]
+
+
 def plan(
-    inputs: Annotated[
-        list[str],
-        typer.Argument(
-            metavar="CAPTURE...",
-            help="A capture with every verdict (hubble observe without --verdict, or the "
-            "exporter's files): files, folders or globs, as cpg replay reads them.",
-            show_default=False,
-        ),
-    ],
-    policies: Annotated[
-        Path,
-        typer.Option(
-            "-d",
-            "--output-dir",
-            "--policies",
-            metavar="DIR",
-            envvar="CPG_OUTPUT_DIR",
-            help="The proposed policies (the -d of cpg replay).",
-        ),
-    ] = Path("policies"),
-    current: Annotated[
-        Path | None,
-        typer.Option(
-            "--current",
-            metavar="DIR|FILE",
-            help="The policies applied today, as YAML ('kubectl get cnp,ccnp -A -o yaml', "
-            "lists included).",
-            show_default=False,
-        ),
-    ] = None,
-    cluster: Annotated[
-        bool,
-        typer.Option(
-            "--cluster",
-            help="Read the policies applied today from the cluster (read-only: 'list' on "
-            "ciliumnetworkpolicies and ciliumclusterwidenetworkpolicies).",
-        ),
-    ] = False,
+    inputs: _Inputs,
+    policies: _Policies = Path("policies"),
+    current: _Current = None,
+    cluster: _Cluster = False,
     kubeconfig: opt.Kubeconfig = None,
     context: opt.Context = None,
     evidence_dir: opt.EvidenceDir = None,
-    include_audit: Annotated[
-        bool,
-        typer.Option("--include-audit", help="AUDIT flows are candidates, as in replay."),
-    ] = False,
+    include_audit: _IncludeAudit = False,
     default_local_cluster: opt.DefaultLocalCluster = "true",
     output: opt.Output = "text",
 ) -> None:

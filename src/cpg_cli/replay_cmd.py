@@ -22,19 +22,22 @@ from cpg_io.sources import describe_source
 log = logging.getLogger("cpg")
 
 
+_Inputs = Annotated[
+    list[str],
+    typer.Argument(
+        metavar="FILE|DIR|GLOB|URL...|-",
+        help="Captures from 'hubble observe -o jsonpb' or the Hubble exporter (plain or "
+        "gzip): files, folders (every file inside, e.g. rotated events.log*), quoted glob "
+        "patterns, - for stdin, or URLs (s3://bucket/prefix/*.log.gz, gs://…, az://…, "
+        "file://…; pip install 'cpg[s3]', [gcs] or [azure]; credentials from the storage "
+        "library's usual environment). Several are read as one capture.",
+        show_default=False,
+    ),
+]
+
+
 def replay(
-    inputs: Annotated[
-        list[str],
-        typer.Argument(
-            metavar="FILE|DIR|GLOB|URL...|-",
-            help="Captures from 'hubble observe -o jsonpb' or the Hubble exporter (plain or "
-            "gzip): files, folders (every file inside, e.g. rotated events.log*), quoted glob "
-            "patterns, - for stdin, or URLs (s3://bucket/prefix/*.log.gz, gs://…, az://…, "
-            "file://…; pip install 'cpg[s3]', [gcs] or [azure]; credentials from the storage "
-            "library's usual environment). Several are read as one capture.",
-            show_default=False,
-        ),
-    ],
+    inputs: _Inputs,
     namespace: opt.Namespaces = [],  # noqa: B006 - Typer reads the default, never mutates it
     all_namespaces: opt.AllNamespaces = False,
     output_dir: opt.OutputDir = Path("policies"),

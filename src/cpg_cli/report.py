@@ -12,9 +12,10 @@ from typing import Any
 import typer
 
 from cpg_cli.terminal import say
-from cpg_core import RunRequest
+from cpg_cli.words import flag
+from cpg_core import CpgError, RunRequest
 from cpg_core.reports import render
-from cpg_io.runs import RunResult, run_report
+from cpg_io.runs import LiveCapture, RunResult, run_report
 
 
 def warn_about_run(agg: Any, source: str, *, l7: bool, include_audit: bool) -> None:
@@ -48,6 +49,7 @@ def print_run(
     exit_code: int,
     extra_json: dict[str, Any] | None = None,
     verb: str = "Read",
+    live: LiveCapture | None = None,
 ) -> None:
     """The report on stdout (text or JSON), then every write error and tripped check on
     stderr."""
@@ -85,6 +87,10 @@ def print_run(
         )
     if result.verify is not None and not result.verify.passed:
         say("cpg: --verify: the policies do not admit every candidate flow", err=True)
+    if live is not None and live.error:
+        failure = live.failure
+        why = failure.render(flag) if isinstance(failure, CpgError) else live.error
+        say(f"cpg: error: {why}; what arrived before was written", err=True)
     if exit_code == 3 and result.aggregator.infra_drops and request.fail_on_infra_drops:
         say(
             f"cpg: {result.aggregator.infra_drops} infrastructure or transient drop(s) seen "

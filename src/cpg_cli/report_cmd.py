@@ -18,28 +18,34 @@ from cpg_io.runs import read_review
 FORMATS = tuple(opt.OutputFormat(name) for name in formats("review"))
 
 
+_Output = Annotated[
+    str,
+    typer.Option(
+        "-o",
+        "--output",
+        metavar="FORMAT",
+        callback=opt.output_format(*FORMATS),
+        help="markdown (a pull-request body; GitHub draws its Mermaid graph) or html (one "
+        "self-contained file that works offline).",
+    ),
+]
+
+
+_Plan = Annotated[
+    Path | None,
+    typer.Option(
+        "--plan",
+        metavar="FILE",
+        help="The JSON of 'cpg plan -o json': adds what would break.",
+        show_default=False,
+    ),
+]
+
+
 def report(
     output_dir: opt.OutputDir = Path("policies"),
-    output: Annotated[
-        str,
-        typer.Option(
-            "-o",
-            "--output",
-            metavar="FORMAT",
-            callback=opt.output_format(*FORMATS),
-            help="markdown (a pull-request body; GitHub draws its Mermaid graph) or html (one "
-            "self-contained file that works offline).",
-        ),
-    ] = "markdown",
-    plan: Annotated[
-        Path | None,
-        typer.Option(
-            "--plan",
-            metavar="FILE",
-            help="The JSON of 'cpg plan -o json': adds what would break.",
-            show_default=False,
-        ),
-    ] = None,
+    output: _Output = "markdown",
+    plan: _Plan = None,
     evidence_dir: opt.EvidenceDir = None,
 ) -> None:
     """Write a review report of the policies, their evidence and the cluster health to stdout.

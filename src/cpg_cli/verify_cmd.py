@@ -15,44 +15,55 @@ from cpg_io.policy_files import load_policies
 from cpg_io.runs import verify_capture
 from cpg_io.sources import describe_source
 
+_Flows = Annotated[
+    list[str],
+    typer.Argument(
+        metavar="FLOWS...|-",
+        help="The capture the policies were generated from: files, folders or globs, as "
+        "cpg replay reads them, or - for stdin.",
+        show_default=False,
+    ),
+]
+
+
+_Policies = Annotated[
+    Path | None,
+    typer.Option(
+        "-d",
+        "--output-dir",
+        "--policies",
+        metavar="DIR",
+        envvar="CPG_OUTPUT_DIR",
+        help="Folder of policy YAML (the -d/--output-dir of cpg replay; default ./policies "
+        "unless --cluster is given).",
+        show_default=False,
+    ),
+]
+
+
+_Cluster = Annotated[
+    bool,
+    typer.Option(
+        "--cluster",
+        help="Also read the Cilium policies already in the cluster (read-only: needs 'list' "
+        "on ciliumnetworkpolicies and ciliumclusterwidenetworkpolicies).",
+    ),
+]
+
+
+_IncludeAudit = Annotated[
+    bool,
+    typer.Option("--include-audit", help="Also check AUDIT-verdict flows, as replay does."),
+]
+
 
 def verify(
-    flows: Annotated[
-        list[str],
-        typer.Argument(
-            metavar="FLOWS...|-",
-            help="The capture the policies were generated from: files, folders or globs, as "
-            "cpg replay reads them, or - for stdin.",
-            show_default=False,
-        ),
-    ],
-    policies: Annotated[
-        Path | None,
-        typer.Option(
-            "-d",
-            "--output-dir",
-            "--policies",
-            metavar="DIR",
-            envvar="CPG_OUTPUT_DIR",
-            help="Folder of policy YAML (the -d/--output-dir of cpg replay; default ./policies "
-            "unless --cluster is given).",
-            show_default=False,
-        ),
-    ] = None,
-    cluster: Annotated[
-        bool,
-        typer.Option(
-            "--cluster",
-            help="Also read the Cilium policies already in the cluster (read-only: needs 'list' "
-            "on ciliumnetworkpolicies and ciliumclusterwidenetworkpolicies).",
-        ),
-    ] = False,
+    flows: _Flows,
+    policies: _Policies = None,
+    cluster: _Cluster = False,
     kubeconfig: opt.Kubeconfig = None,
     context: opt.Context = None,
-    include_audit: Annotated[
-        bool,
-        typer.Option("--include-audit", help="Also check AUDIT-verdict flows, as replay does."),
-    ] = False,
+    include_audit: _IncludeAudit = False,
     default_local_cluster: opt.DefaultLocalCluster = "true",
     output: opt.Output = "text",
 ) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 
 from cpg_core._attribution import NO_TIME, RuleStats, flow_class, time_key
-from cpg_core._decide import DecideOptions, Decision, decide
+from cpg_core._decide import FINDING_DECISIONS, DecideOptions, Decision, decide
 from cpg_core._documents import ClusterHealth
 from cpg_core._dropreasons import POLICY_DENIED, is_known_reason, reason_name
 from cpg_core._flow import (
@@ -63,7 +63,7 @@ AtomKey = tuple[Any, ...]
 FindingKey = tuple[str, str, tuple[str, ...]]
 """(kind, subject, denying policies)."""
 _TALLIED = frozenset({Decision.INFRA, Decision.TRANSIENT, Decision.NOISE})
-_FINDINGS = frozenset({Decision.EXPLICIT_DENY, Decision.AUTH_REQUIRED, Decision.LB_SOURCE_RANGE})
+_FINDINGS = FINDING_DECISIONS
 _ENTRY_CACHE_LIMIT = 65536
 _AUDIT = int(Verdict.AUDIT)
 _DROPPED = int(Verdict.DROPPED)

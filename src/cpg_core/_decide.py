@@ -62,6 +62,25 @@ _POLICY_FINDINGS = {
     AUTH_REQUIRED: Decision.AUTH_REQUIRED,
     DENIED_BY_LB_SRC_RANGE_CHECK: Decision.LB_SOURCE_RANGE,
 }
+"""Drop reasons that are findings (never allow rules), each with its own decision; the
+finding's wording and fix are in ``_advice``."""
+FINDING_DECISIONS = frozenset(_POLICY_FINDINGS.values())
+"""Decisions that become findings in the cluster-health report."""
+DECISION_LABELS = (
+    (Decision.CANDIDATE, "candidates (denied, no allow rule)"),
+    (Decision.REPLY, "replies (skipped)"),
+    (Decision.NOT_A_DROP, "not a drop (forwarded, traced…)"),
+    (Decision.INFRA, "infrastructure drops"),
+    (Decision.TRANSIENT, "transient drops"),
+    (Decision.NOISE, "noise"),
+    (Decision.EXPLICIT_DENY, "explicit deny (never allowed)"),
+    (Decision.AUTH_REQUIRED, "auth required"),
+    (Decision.LB_SOURCE_RANGE, "LB source range denied"),
+    (Decision.IGNORED_PROTOCOL, "ignored protocol"),
+    (Decision.IGNORED_REASON, "ignored drop reason"),
+    (Decision.OUTSIDE_WINDOW, "outside --since/--until"),
+)
+"""Each decision as the run summary lists it, in that order."""
 _DROPPED = int(Verdict.DROPPED)
 _AUDIT = int(Verdict.AUDIT)
 _DEFAULT = DecideOptions()

@@ -3,6 +3,7 @@
 view cpg-mcp pages through, and the triage helpers the run summary uses. Pure: documents in,
 text out; the adapters read the files and print."""
 
+from cpg_core._decide import DECISION_LABELS
 from cpg_core._triage import capped_breakdowns, severity_order, top_entries
 from cpg_core.reports._checks import PlanView, VerifyView, plan_text, verify_text
 from cpg_core.reports._dropped import DroppedFlowFilter, aggregate_rows, compose, flow_samples
@@ -12,7 +13,6 @@ from cpg_core.reports._html import html_report
 from cpg_core.reports._inputs import ReviewInputs
 from cpg_core.reports._markdown import confidence, markdown_report
 from cpg_core.reports._run import (
-    DECISION_LABELS,
     FileOutcome,
     RunReport,
     run_data,

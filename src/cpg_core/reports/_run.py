@@ -11,27 +11,12 @@ from typing import Any
 import attrs
 
 from cpg_core._aggregate import HeldBack
-from cpg_core._decide import Decision
+from cpg_core._decide import DECISION_LABELS, Decision
 from cpg_core._documents import ClusterHealth, VerifyReport
 from cpg_core._lines import ReadStats
 from cpg_core._triage import severity_order, top_entries
 from cpg_core._wire import converter, to_data
 
-DECISION_LABELS = (
-    (Decision.CANDIDATE, "candidates (denied, no allow rule)"),
-    (Decision.REPLY, "replies (skipped)"),
-    (Decision.NOT_A_DROP, "not a drop (forwarded, traced…)"),
-    (Decision.INFRA, "infrastructure drops"),
-    (Decision.TRANSIENT, "transient drops"),
-    (Decision.NOISE, "noise"),
-    (Decision.EXPLICIT_DENY, "explicit deny (never allowed)"),
-    (Decision.AUTH_REQUIRED, "auth required"),
-    (Decision.LB_SOURCE_RANGE, "LB source range denied"),
-    (Decision.IGNORED_PROTOCOL, "ignored protocol"),
-    (Decision.IGNORED_REASON, "ignored drop reason"),
-    (Decision.OUTSIDE_WINDOW, "outside --since/--until"),
-)
-"""Each way a flow can end, in the order the summary lists them."""
 MAX_FINDINGS_SHOWN = 20
 REDACTED_NOTE = (
     "Evidence redacted (--evidence-redact): the IP addresses of its sample flows were not "
