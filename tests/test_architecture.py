@@ -1,8 +1,10 @@
-"""The import rules of DESIGN §2: a pure core and two composition roots that never meet."""
+"""The import rules of ARCHITECTURE §L1 and §L2: a pure core with a small face, and two
+composition roots that never meet."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parent.parent / "src"
@@ -169,3 +171,33 @@ def test_the_face_is_importable_and_small() -> None:
     import cpg_core
 
     assert len(cpg_core.__all__) < 80
+
+
+ROOT = SRC.parent
+_LABEL = re.compile(r"§([A-Z]\d+)")
+
+
+def _cited_labels() -> dict[str, list[str]]:
+    cited: dict[str, list[str]] = {}
+    for folder in ("src", "tests", "benchmarks"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for label in _LABEL.findall(path.read_text(encoding="utf-8")):
+                cited.setdefault(label, []).append(str(path.relative_to(ROOT)))
+    return cited
+
+
+def test_every_section_the_code_cites_is_in_the_repository() -> None:
+    document = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    headings = set(re.findall(r"^### §([A-Z]\d+) ", document, re.M))
+    cited = _cited_labels()
+    assert {"D1", "D13", "L1"} <= set(cited), "the code cites the architecture"
+    missing = {label: files for label, files in cited.items() if label not in headings}
+    assert not missing, f"cited but not in docs/ARCHITECTURE.md: {missing}"
+
+
+def test_no_code_points_outside_the_repository_for_its_design() -> None:
+    for folder in ("src", "tests", "benchmarks"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            outside = ("DESIGN" + " §", "shared/" + "DESIGN")  # spelled apart: not a match here
+            assert not any(mark in text for mark in outside), path

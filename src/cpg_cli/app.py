@@ -60,9 +60,7 @@ def _root(
 
 @app.command(cls=opt.StrictCommand)
 def version(
-    output: Annotated[
-        str, opt.output_option(opt.OutputFormat.text, opt.OutputFormat.json, help="text or json.")
-    ] = "text",
+    output: Annotated[str, opt.output_option("text", "json", help="text or json.")] = "text",
 ) -> None:
     """Print the versions of cpg and of the libraries it talks to Hubble and MCP with."""
     import platform

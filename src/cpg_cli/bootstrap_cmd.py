@@ -26,8 +26,8 @@ def bootstrap(
     output: Annotated[
         str,
         opt.output_option(
-            opt.OutputFormat.yaml,
-            opt.OutputFormat.json,
+            "yaml",
+            "json",
             help="yaml (to pipe into kubectl apply -f -) or json.",
         ),
     ] = "yaml",

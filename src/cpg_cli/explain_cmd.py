@@ -269,9 +269,7 @@ _OutputFormat = Annotated[
         "--output",
         "--format",
         metavar="FORMAT",
-        callback=opt.output_format(
-            opt.OutputFormat.text, opt.OutputFormat.json, opt.OutputFormat.yaml
-        ),
+        callback=opt.output_format("text", "json", "yaml"),
         help="text (for people), json or yaml.",
     ),
 ]

@@ -7,7 +7,6 @@ import inspect
 import logging
 import sys
 from collections.abc import Callable, Mapping
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -16,7 +15,7 @@ from typer.core import TyperCommand
 
 from cpg_cli.words import flag
 from cpg_core import PROTOCOLS, RequestError, RunRequest
-from cpg_core.reports import formats
+from cpg_core.reports import FORMATS, formats
 
 T = TypeVar("T")
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -73,25 +72,21 @@ def validated(build: Callable[[], T]) -> T:
         raise typer.BadParameter(exc.render(flag), param_hint=flag(exc.field)) from None
 
 
-class OutputFormat(StrEnum):
-    text = "text"
-    json = "json"
-    yaml = "yaml"
-    markdown = "markdown"
-    html = "html"
+KNOWN_FORMATS = frozenset({"yaml", *(name for kind in FORMATS.values() for name in kind)})
+"""Every format some command prints (cpg_core.reports.FORMATS, and YAML documents)."""
 
 
-def output_format(*allowed: OutputFormat) -> Callable[[str], OutputFormat]:
+def output_format(*allowed: str) -> Callable[[str], str]:
     """A ``-o/--output`` parser for a command that prints ``allowed`` formats. A value that
     looks like a folder gets the hint kubectl and hubble users need: ``-o`` is a format."""
-    names = [f.value for f in allowed]
+    names = list(allowed)
 
-    def parse(value: str) -> OutputFormat:
+    def parse(value: str) -> str:
         text = str(value).strip().lower()
         if text in names:
-            return OutputFormat(text)
+            return text
         hint = ""
-        if "/" in text or "." in text or text not in {f.value for f in OutputFormat}:
+        if "/" in text or "." in text or text not in KNOWN_FORMATS:
             hint = "; -o is the output format (as in kubectl and hubble): use -d DIR for a folder"
         raise typer.BadParameter(f"{value!r} is not one of {', '.join(names)}{hint}")
 
@@ -284,7 +279,7 @@ FailOnInfraDrops = Annotated[
 ]
 
 
-def output_option(*formats: OutputFormat, help: str) -> Any:
+def output_option(*formats: str, help: str) -> Any:
     """The ``-o/--output FORMAT`` option of a command that prints ``formats``."""
     return typer.Option(
         "-o", "--output", metavar="FORMAT", callback=output_format(*formats), help=help
@@ -294,7 +289,7 @@ def output_option(*formats: OutputFormat, help: str) -> Any:
 Output = Annotated[
     str,
     output_option(
-        *(OutputFormat(name) for name in formats("run")),
+        *formats("run"),
         help="The report: text (for people) or json (for machines).",
     ),
 ]

@@ -15,7 +15,7 @@ from cpg_core.reports import Review, formats, render
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
 from cpg_io.runs import read_review
 
-FORMATS = tuple(opt.OutputFormat(name) for name in formats("review"))
+FORMATS = formats("review")
 
 
 _Output = Annotated[

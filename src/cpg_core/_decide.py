@@ -1,4 +1,4 @@
-"""Per-flow decision: what a flow means for policy generation (DESIGN §3 items 1–5).
+"""Per-flow decision: what a flow means for policy generation (ARCHITECTURE §D1–§D5).
 
 Every flow lands in exactly one bucket. Only ``CANDIDATE`` flows may become allow rules.
 """

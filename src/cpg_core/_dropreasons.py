@@ -31,7 +31,7 @@ _P, _I, _T, _N, _U = (
 )
 
 # code -> (enum name, class). Reason 0 means "no reason given": it is ``unknown`` on
-# purpose (DESIGN §3.1), so such drops are candidates flagged as unclassified.
+# purpose (ARCHITECTURE §D1), so such drops are candidates flagged as unclassified.
 DROP_REASONS: dict[int, tuple[str, DropClass]] = {
     0: ("DROP_REASON_UNKNOWN", _U),
     130: ("INVALID_SOURCE_MAC", _I),

@@ -1,4 +1,4 @@
-"""From candidate flows to policy targets and rule atoms (DESIGN §3 items 6–11).
+"""From candidate flows to policy targets and rule atoms (ARCHITECTURE §D6–§D11).
 
 The policy target is the destination of an INGRESS flow and the source of an EGRESS flow.
 A flow that cannot become a precise rule is never guessed at: it is counted under a reason

@@ -1,4 +1,4 @@
-"""DESIGN §3.13: the same flows in any order, split over any number of runs, give the same bytes."""
+"""ARCHITECTURE §D13: the same flows in any order, split over any number of runs, give the same bytes."""
 
 from __future__ import annotations
 
