@@ -80,7 +80,7 @@ from cpg_core._rules import Atom
 from cpg_core._run_request import EngineChoice, EvidencePolicy, RunRequest
 from cpg_core._synthesis import PolicyTarget
 from cpg_core._verify import verify_flows
-from cpg_core._wire import DocumentError, from_data, to_data, to_json
+from cpg_core._wire import DocumentError, document_schema, from_data, to_data, to_json
 
 __all__ = [
     "PROTOCOLS",
@@ -133,6 +133,7 @@ __all__ = [
     "VerifyCheck",
     "VerifyReport",
     "check_target",
+    "document_schema",
     "duration_seconds",
     "explain_filter",
     "explain_lines",

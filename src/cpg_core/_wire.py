@@ -4,7 +4,11 @@ or serves for a document comes through here."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import collections.abc
+import enum
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import attrs
@@ -187,6 +191,95 @@ _plain_plan = make_dict_unstructure_fn(Plan, converter)
 _read_plan = make_dict_structure_fn(Plan, converter)
 converter.register_unstructure_hook(Plan, _unstructure_plan)
 converter.register_structure_hook(Plan, _structure_plan)
+
+
+_TAGS: dict[Any, tuple[str, dict[str, type]]] = {
+    PeerRecord: (
+        "type",
+        {
+            "endpoint": EndpointPeerRecord,
+            "entity": EntityPeerRecord,
+            "cidr": CidrPeerRecord,
+            "fqdn": FqdnPeerRecord,
+        },
+    ),
+    L7Record: ("protocol", {"http": HttpRecord, "dns": DnsRecord}),
+}
+_JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def document_schema(cls: Any) -> dict[str, Any]:
+    """The JSON schema of a document's wire form (what :func:`to_data` gives): its field
+    names as written, the tags of its unions, the fields left out while empty as optional.
+    cpg-mcp's result models describe their documents with it. Self-contained (no ``$ref``),
+    so it can sit inside another schema."""
+    return _schema_of(cls, set())
+
+
+def _schema_of(tp: Any, definitions: set[type]) -> dict[str, Any]:
+    if tp in _JSON_TYPES:
+        return {"type": _JSON_TYPES[tp]}
+    if tp is Any or tp is object:
+        return {}
+    if tp in _TAGS:
+        tag, kinds = _TAGS[tp]
+        return {
+            "oneOf": [
+                _with_tag(_schema_of(kind, definitions), tag, name) for name, kind in kinds.items()
+            ]
+        }
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (types.UnionType, typing.Union):
+        options = [_schema_of(arg, definitions) for arg in args if arg is not type(None)]
+        optional = type(None) in args
+        if len(options) == 1:
+            return {"anyOf": [options[0], {"type": "null"}]} if optional else options[0]
+        return {"anyOf": options + ([{"type": "null"}] if optional else [])}
+    if origin is typing.Literal:
+        return {"enum": list(args)}
+    if origin in (tuple, list, Sequence, collections.abc.Sequence):
+        item = args[0] if args else Any
+        return {"type": "array", "items": _schema_of(item, definitions)}
+    if origin in (dict, Mapping, collections.abc.Mapping):
+        value = args[1] if len(args) == 2 else Any
+        return {"type": "object", "additionalProperties": _schema_of(value, definitions)}
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return {"enum": [member.value for member in tp]}
+    if attrs.has(tp):
+        if tp in definitions:
+            raise TypeError(f"{tp.__name__} contains itself: no self-contained schema")
+        return _object_schema(tp, definitions | {tp})
+    return {}
+
+
+def _object_schema(cls: type, definitions: set[type]) -> dict[str, Any]:
+    hints = typing.get_type_hints(cls)
+    omitted = _OMITTED.get(cls, ())
+    renamed = _RENAMED.get(cls, {})
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for field in attrs.fields(cls):
+        key = renamed.get(field.name, field.name)
+        properties[key] = _schema_of(hints[field.name], definitions)
+        if field.name not in omitted:
+            required.append(key)
+    if cls is Plan:
+        properties["would_break_flows"] = {"type": "integer"}
+        required.append("would_break_flows")
+    if cls is VerifyReport:
+        properties = {
+            "candidates": _schema_of(AdmittedCount, definitions),
+            "explicit_deny": _schema_of(AdmittedCount, definitions),
+            "unexpressible": {"type": "integer"},
+            "passed": {"type": "boolean"},
+            "checks": {"type": "array", "items": _schema_of(VerifyCheck, definitions)},
+        }
+        required = list(properties)
+    return {"type": "object", "properties": properties, "required": required}
+
+
+def _with_tag(schema: dict[str, Any], tag: str, name: str) -> dict[str, Any]:
+    return {"allOf": [schema, {"properties": {tag: {"const": name}}, "required": [tag]}]}
 
 
 def to_data(document: Any) -> Any:

@@ -1,11 +1,31 @@
 """The tools' results as pydantic models: the MCP SDK derives each tool's output schema from
-them. Documents inside come from cpg_core's one converter (``cpg_core.to_data``)."""
+them. Documents inside come from cpg_core's one converter (``cpg_core.to_data``) as they are,
+and their schema is the document's own (``cpg_core.document_schema``), so an agent sees what
+each one holds."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, WithJsonSchema
+
+from cpg_core import (
+    ClusterHealth,
+    DroppedFlowCount,
+    ExplainResult,
+    Plan,
+    document_schema,
+)
+from cpg_core import DroppedFlowSample as SampleDocument
+
+
+def _field_of(cls: Any, name: str) -> Any:
+    """One field of a document in its wire form, described by the document's own schema."""
+    return Annotated[Any, WithJsonSchema(document_schema(cls)["properties"][name])]
+
+
+HealthDocument = Annotated[dict[str, Any], WithJsonSchema(document_schema(ClusterHealth))]
+CountRow = Annotated[dict[str, Any], WithJsonSchema(document_schema(DroppedFlowCount))]
 
 
 class StartResult(BaseModel):
@@ -81,7 +101,7 @@ class DroppedFlowSample(BaseModel):
     namespace: str
     workload: str
     direction: str
-    peer: dict[str, Any]
+    peer: _field_of(SampleDocument, "peer")  # type: ignore[valid-type]
     port: str
     protocol: str
     time: str
@@ -101,7 +121,7 @@ class Aggregates(BaseModel):
         "far and grow until stop_session",
     )
     message: str | None = None
-    rows: list[dict[str, Any]] | None = Field(
+    rows: list[CountRow] | None = Field(
         default=None,
         description="per-(namespace, workload, reason) infra/transient counts; absent while "
         "a replay runs or when no row on this page matches",
@@ -130,9 +150,9 @@ class PolicyResult(BaseModel):
 
 
 class EvidenceResult(BaseModel):
-    policy: dict[str, Any]
-    sessions: list[dict[str, Any]]
-    matched_rules: list[dict[str, Any]]
+    policy: _field_of(ExplainResult, "policy")  # type: ignore[valid-type]
+    sessions: _field_of(ExplainResult, "sessions")  # type: ignore[valid-type]
+    matched_rules: _field_of(ExplainResult, "matched_rules")  # type: ignore[valid-type]
     total_count: int
     has_more: bool
     next_cursor: str | None = None
@@ -149,7 +169,7 @@ class HealthResult(BaseModel):
     )
     message: str | None = None
     no_drops: bool | None = None
-    report: dict[str, Any] | None = None
+    report: HealthDocument | None = None
     truncated: bool | None = Field(
         default=None,
         description="true when a by_node/by_workload breakdown was capped at 100 entries "
@@ -177,13 +197,15 @@ class PlanResult(BaseModel):
     fixed: int = Field(description="of those, flows the proposed policies admit")
     forwarded_flows: int
     would_break_flows: int = Field(description="forwarded flows the proposal would drop")
-    would_break: list[dict[str, Any]] = Field(
+    would_break: _field_of(Plan, "would_break") = Field(  # type: ignore[valid-type]
         description="this page of the traffic that works today and would break, most flows "
         "first, each with why, the selector that captures the endpoint and a fix"
     )
-    newly_enforced: list[dict[str, Any]]
-    diffs: list[dict[str, Any]] = Field(description="per proposed policy, entries added/removed")
-    policies: list[dict[str, Any]]
+    newly_enforced: _field_of(Plan, "newly_enforced")  # type: ignore[valid-type]
+    diffs: _field_of(Plan, "diffs") = Field(  # type: ignore[valid-type]
+        description="per proposed policy, entries added/removed"
+    )
+    policies: _field_of(Plan, "policies")  # type: ignore[valid-type]
     total_count: int = Field(description="would-break items across all pages")
     has_more: bool
     next_cursor: str | None = None

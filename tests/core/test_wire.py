@@ -90,3 +90,30 @@ def test_a_plan_goes_through_the_one_converter_and_back() -> None:
     assert from_data(data, Plan) == plan
     with pytest.raises(DocumentError, match="would_break"):
         from_data({**data, "would_break": [{"traffic": "nope"}]}, Plan)
+
+
+def test_every_document_fits_the_schema_that_describes_it() -> None:
+    import jsonschema
+
+    from conftest import EXAMPLE
+    from cpg_core import ClusterHealth, PolicyEvidence, document_schema, generate
+    from cpg_core._documents import DroppedFlowCount, DroppedFlowSample
+    from cpg_core.reports import aggregate_rows, flow_samples
+
+    result = generate(EXAMPLE.read_text().splitlines(), now="2026-11-29T12:00:00Z")
+    checked = 0
+    for key, doc in result.evidence.items():
+        jsonschema.validate(to_data(doc), document_schema(PolicyEvidence))
+        namespace, workload = key.split("/")
+        for sample in flow_samples(namespace, workload, doc):
+            jsonschema.validate(to_data(sample), document_schema(DroppedFlowSample))
+            checked += 1
+    jsonschema.validate(to_data(result.health), document_schema(ClusterHealth))
+    for row in aggregate_rows(result.health):
+        jsonschema.validate(to_data(row), document_schema(DroppedFlowCount))
+        checked += 1
+    assert checked > 5 and result.evidence
+    drop = document_schema(DroppedFlowCount)
+    assert "class" in drop["properties"] and "drop_class" not in drop["properties"]
+    with pytest.raises(jsonschema.ValidationError):  # the schema is not a blank cheque
+        jsonschema.validate({"policy": {"name": 3}}, document_schema(PolicyEvidence))

@@ -577,3 +577,43 @@ async def test_get_plan_over_a_stopped_replay_session(replay_dir: Path, mode: st
         assert {d["policy"]: d["status"] for d in plan["diffs"]} == {"shop/cpg-api": "new"}
         bad = await call(client, "get_plan", session_id=sid, cursor="garbage")
         assert bad.is_error
+
+
+async def test_every_result_fits_the_output_schema_the_tool_lists(replay_dir: Path) -> None:
+    """The output schemas describe the documents inside (not a bare object), and what the
+    tools return fits them."""
+    import jsonschema
+
+    from captures import ingress_capture
+
+    ingress_capture(replay_dir / "all.jsonl", allowed_by=True)
+    async with Client(build_server(replay_dir), mode="legacy") as client:
+        schemas = {t.name: t.output_schema for t in (await client.list_tools()).tools}
+        sid = (await call(client, "start_session", replay_file="all.jsonl")).structured_content[
+            "session_id"
+        ]
+        await wait_stopped(client, sid)
+        policy = (await call(client, "list_policies", session_id=sid)).structured_content
+        first = policy["policies"][0]
+        answers = {
+            "get_plan": await call(client, "get_plan", session_id=sid),
+            "get_evidence": await call(
+                client,
+                "get_evidence",
+                session_id=sid,
+                namespace=first["namespace"],
+                workload=first["workload"],
+            ),
+            "list_dropped_flows": await call(client, "list_dropped_flows", session_id=sid),
+            "get_cluster_health": await call(client, "get_cluster_health", session_id=sid),
+        }
+        for tool, answer in answers.items():
+            assert not answer.is_error, answer.content[0].text
+            jsonschema.validate(answer.structured_content, schemas[tool])
+        rule = schemas["get_evidence"]["properties"]["matched_rules"]["items"]
+        assert {"flow_count", "peer", "port"} <= set(rule["properties"])
+        would_break = schemas["get_plan"]["properties"]["would_break"]["items"]
+        assert {"traffic", "why", "fix"} <= set(would_break["required"])
+        bad = dict(answers["get_plan"].structured_content, would_break=[{"traffic": 1}])
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schemas["get_plan"])
