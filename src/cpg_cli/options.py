@@ -197,15 +197,6 @@ DefaultLocalCluster = Annotated[
 ]
 
 
-def parse_local_default(value: str) -> bool:
-    """The --policy-default-local-cluster value as a bool (a usage error otherwise)."""
-    if value.lower() not in ("true", "false"):
-        raise typer.BadParameter(
-            f"{value!r} is not true or false", param_hint="--policy-default-local-cluster"
-        )
-    return value.lower() == "true"
-
-
 Kustomize = Annotated[
     bool,
     typer.Option(

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from cpg_cli import options as opt
 from cpg_cli.terminal import fail, say
-from cpg_core import CaptureRequest, CpgError
-from cpg_core.reports import PlanView, render
-from cpg_io.evidence_store import EvidenceStore, default_evidence_root
-from cpg_io.policy_files import load_policies
-from cpg_io.runs import plan_capture
+from cpg_core import CheckRequest, CpgError
+from cpg_core.reports import render
+from cpg_io import runs
 
 MAX_SHOWN = 20
 
@@ -94,43 +91,25 @@ def plan(
 
     Exit codes: 0 nothing would break, 3 something would, 1 unreadable input, 2 bad flags.
     """
-    if current is not None and cluster:
-        raise typer.BadParameter("give --current or --cluster, not both", param_hint="--current")
-    local_default = opt.parse_local_default(default_local_cluster)
+    request = opt.validated(
+        lambda: CheckRequest.build(
+            inputs=inputs,
+            policies=str(policies),
+            current=str(current) if current is not None else None,
+            cluster=cluster,
+            include_audit=include_audit,
+            default_local_cluster=default_local_cluster,
+        )
+    )
     try:
-        proposal = load_policies(policies)
-        documents: list[dict[str, Any]] | None = None
-        if current is not None:
-            documents = load_policies(current)
-            origin, source = f"--current {current} ({len(documents)})", "current"
-        elif cluster:
-            from cpg_io.kube import api_client, forget_temp_dir, list_cilium_policies
-
-            kube_tmp = Path(tempfile.mkdtemp(prefix="cpg-kube-"))
-            try:
-                documents = list_cilium_policies(api_client(kubeconfig, context, temp_dir=kube_tmp))
-            finally:
-                forget_temp_dir(kube_tmp)
-            origin, source = f"the cluster ({len(documents)})", "cluster"
-        else:
-            origin, source = "inferred from the flows (no --current or --cluster)", "flows"
-        store = EvidenceStore(evidence_dir or default_evidence_root(policies), policies)
-        planned = plan_capture(
-            inputs,
-            proposal,
-            documents,
-            current_source=source,  # type: ignore[arg-type]
-            options=CaptureRequest.build(include_audit=include_audit).decide_options(),
-            evidence=store,
-            default_local_cluster=local_default,
+        planned = runs.plan_run(
+            request, evidence_dir=evidence_dir, kubeconfig=kubeconfig, context=context
         )
     except CpgError as exc:
         fail(exc)
     for problem in planned.problems:
         say(f"cpg: warning: {problem}", err=True)
-    result = planned.plan
-    view = PlanView(plan=result, proposal=str(policies), origin=origin, policies=len(proposal))
-    text = render(view, output)
+    text = render(planned.view, output)
     typer.echo(text) if output == "json" else say(text)
-    if result.breaks:
+    if planned.view.plan.breaks:
         raise typer.Exit(3)

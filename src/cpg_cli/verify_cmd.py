@@ -9,10 +9,9 @@ import typer
 
 from cpg_cli import options as opt
 from cpg_cli.terminal import fail, say
-from cpg_core import CaptureRequest, CpgError
-from cpg_core.reports import VerifyView, render
-from cpg_io.policy_files import load_policies
-from cpg_io.runs import verify_capture
+from cpg_core import CheckRequest, CpgError
+from cpg_core.reports import render
+from cpg_io import runs
 from cpg_io.sources import describe_source
 
 _Flows = Annotated[
@@ -75,21 +74,17 @@ def verify(
     in that direction. Exit codes: 0 all admitted and no deny admitted, 3 otherwise, 1 unreadable
     input, 2 bad flags.
     """
-    local_default = opt.parse_local_default(default_local_cluster)
-    folder = policies if policies is not None or cluster else Path("policies")
-    sources = [str(folder)] if folder is not None else []
-    try:
-        documents = load_policies(folder) if folder is not None else []
-        if cluster:
-            from cpg_io.kube import cluster_policies
-
-            live = cluster_policies(kubeconfig, context)
-            documents += live
-            sources.append(f"the cluster ({len(live)})")
-        request = CaptureRequest.build(include_audit=include_audit)
-        verified = verify_capture(
-            flows, documents, request.decide_options(), default_local_cluster=local_default
+    request = opt.validated(
+        lambda: CheckRequest.build(
+            inputs=flows,
+            policies=str(policies) if policies else (None if cluster else "policies"),
+            cluster=cluster,
+            include_audit=include_audit,
+            default_local_cluster=default_local_cluster,
         )
+    )
+    try:
+        verified = runs.verify_run(request, kubeconfig=kubeconfig, context=context)
     except CpgError as exc:
         fail(exc)
     if verified.stats.malformed:
@@ -98,9 +93,7 @@ def verify(
             f"{verified.stats.malformed} malformed lines skipped",
             err=True,
         )
-    report = verified.report
-    view = VerifyView(report=report, policies=len(documents), origin=" and ".join(sources))
-    text = render(view, output)
+    text = render(verified.view, output)
     typer.echo(text, nl=False) if output == "json" else say(text)
-    if not report.passed:
+    if not verified.view.report.passed:
         raise typer.Exit(3)

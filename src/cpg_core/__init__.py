@@ -77,7 +77,7 @@ from cpg_core._requests import (
     explain_filter,
 )
 from cpg_core._rules import Atom
-from cpg_core._run_request import EngineChoice, EvidencePolicy, RunRequest
+from cpg_core._run_request import CheckRequest, EngineChoice, EvidencePolicy, RunRequest
 from cpg_core._synthesis import PolicyTarget
 from cpg_core._verify import verify_flows
 from cpg_core._wire import DocumentError, document_schema, from_data, to_data, to_json
@@ -89,6 +89,7 @@ __all__ = [
     "Aggregator",
     "Atom",
     "CaptureRequest",
+    "CheckRequest",
     "ClusterHealth",
     "CpgError",
     "CurrentSource",

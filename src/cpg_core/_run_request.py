@@ -14,6 +14,7 @@ import attrs
 
 from cpg_core._aggregate import AggregateOptions
 from cpg_core._attribution import time_key
+from cpg_core._decide import DecideOptions
 from cpg_core._requests import (
     MAX_INTERVAL,
     CaptureRequest,
@@ -254,3 +255,57 @@ def _seconds_between(start: str, end: str) -> float:
         return datetime.fromisoformat(text.rstrip("Z")[:26] + "+00:00")
 
     return (moment(end) - moment(start)).total_seconds()
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class CheckRequest:
+    """What ``verify`` and ``plan`` check: a capture against policies, validated once.
+
+    ``policies`` is the folder (or file) of the policies checked: the proposal, for plan.
+    ``cluster`` adds the cluster's Cilium policies: verify checks them along with the folder;
+    plan takes them as the policies applied today. ``current`` (plan only) names a folder or
+    file of today's policies instead; with neither, plan infers today's from the flows."""
+
+    inputs: tuple[str, ...]
+    policies: str | None = "policies"
+    current: str | None = None
+    cluster: bool = False
+    include_audit: bool = False
+    default_local_cluster: bool = True
+    """Cilium's policy-default-local-cluster: a selector without a cluster label selects the
+    local cluster only (1.19+)."""
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        inputs: Iterable[str],
+        policies: str | None = "policies",
+        current: str | None = None,
+        cluster: bool = False,
+        include_audit: bool = False,
+        default_local_cluster: bool | str = True,
+    ) -> CheckRequest:
+        chosen = tuple(inputs)
+        if not chosen:
+            raise RequestError("inputs", "give the capture to check (files, folders or -)")
+        if current is not None and cluster:
+            raise RequestError("current", "give the current policies or the cluster, not both")
+        local = default_local_cluster
+        if isinstance(local, str):
+            if local.strip().lower() not in ("true", "false"):
+                raise RequestError(
+                    "policy_default_local_cluster", f"{shown(local)} is not true or false"
+                )
+            local = local.strip().lower() == "true"
+        return cls(
+            inputs=chosen,
+            policies=policies,
+            current=current,
+            cluster=cluster,
+            include_audit=include_audit,
+            default_local_cluster=local,
+        )
+
+    def decide_options(self) -> DecideOptions:
+        return CaptureRequest.build(include_audit=self.include_audit).decide_options()

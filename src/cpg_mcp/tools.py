@@ -16,7 +16,6 @@ import yaml
 from mcp.server.mcpserver.exceptions import ToolError
 
 from cpg_core import (
-    CaptureRequest,
     ClusterHealth,
     CpgError,
     DroppedFlowCount,
@@ -453,26 +452,18 @@ def get_plan(
     cache_key = from_cluster
     planned = session.plans.get(cache_key)
     if planned is None:
-        from cpg_core import CurrentSource
-        from cpg_io.kube import api_client, list_cilium_policies
-        from cpg_io.policy_files import load_policies
-        from cpg_io.runs import plan_capture
+        from cpg_core import CheckRequest
+        from cpg_io.runs import plan_run
 
+        request = CheckRequest.build(
+            inputs=inputs,
+            policies=str(session.policies) if session.policies.is_dir() else None,
+            cluster=from_cluster,
+        )
         try:
-            proposal = load_policies(session.policies) if session.policies.is_dir() else []
-            current = None
-            source: CurrentSource = "flows"
-            if from_cluster:
-                current = list_cilium_policies(api_client(None, None, temp_dir=kube_dir))
-                source = "cluster"
-            planned = plan_capture(
-                inputs,
-                proposal,
-                current,
-                current_source=source,
-                options=CaptureRequest.build().decide_options(),
-                evidence=session.evidence_store,
-            ).plan
+            planned = plan_run(
+                request, evidence=session.evidence_store, kube_dir=kube_dir
+            ).view.plan
         except IoError as exc:
             raise ToolError(in_tool_words(exc)) from None
         session.plans[cache_key] = planned

@@ -4,7 +4,7 @@ run → rendering; nothing here knows which of them called."""
 
 from cpg_io.runs._live import LiveCapture, LiveSettings, connect_relay, live_settings
 from cpg_io.runs._output import EvidenceSettings, FileResult, RunResult, run_report, write_plan
-from cpg_io.runs._plan import PlannedCapture, plan_capture
+from cpg_io.runs._plan import PlannedCapture, PlanRun, plan_capture, plan_run
 from cpg_io.runs._replay import (
     evidence_settings,
     exit_code,
@@ -14,21 +14,24 @@ from cpg_io.runs._replay import (
 )
 from cpg_io.runs._report import read_review
 from cpg_io.runs._session import rfc3339, utc_now
-from cpg_io.runs._verify import VerifiedCapture, verify_capture
+from cpg_io.runs._verify import VerifiedCapture, VerifyRun, verify_capture, verify_run
 
 __all__ = [
     "EvidenceSettings",
     "FileResult",
     "LiveCapture",
     "LiveSettings",
+    "PlanRun",
     "PlannedCapture",
     "RunResult",
     "VerifiedCapture",
+    "VerifyRun",
     "connect_relay",
     "evidence_settings",
     "exit_code",
     "live_settings",
     "plan_capture",
+    "plan_run",
     "read_review",
     "replay",
     "replay_capture",
@@ -37,5 +40,6 @@ __all__ = [
     "run_report",
     "utc_now",
     "verify_capture",
+    "verify_run",
     "write_plan",
 ]

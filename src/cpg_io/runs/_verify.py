@@ -4,12 +4,16 @@ deny dropped? Reading is here; the checking is cpg_core's."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
 
-from cpg_core import DecideOptions, Flow, VerifyReport, verify_flows
+from cpg_core import CheckRequest, DecideOptions, Flow, VerifyReport, verify_flows
 from cpg_core.reading import time_key
+from cpg_core.reports import VerifyView
+from cpg_io.kube import cluster_policies
+from cpg_io.policy_files import load_policies
 from cpg_io.sources import CaptureFlows, ReadStats
 
 
@@ -42,3 +46,33 @@ def verify_capture(
     report = verify_flows(flows, policies, options, default_local_cluster=default_local_cluster)
     capture.check_readable()
     return VerifiedCapture(stats=capture.stats, report=report)
+
+
+@attrs.frozen
+class VerifyRun:
+    """A verification with where its policies came from, and the capture's counts."""
+
+    view: VerifyView
+    stats: ReadStats
+
+
+def verify_run(
+    request: CheckRequest, *, kubeconfig: Path | None = None, context: str | None = None
+) -> VerifyRun:
+    """The verify use case: the policies of ``request.policies`` (and the cluster's, with
+    ``request.cluster``) against every denied flow of the capture."""
+    folder = Path(request.policies) if request.policies is not None else None
+    sources = [str(folder)] if folder is not None else []
+    documents = load_policies(folder) if folder is not None else []
+    if request.cluster:
+        live = cluster_policies(kubeconfig, context)
+        documents += live
+        sources.append(f"the cluster ({len(live)})")
+    verified = verify_capture(
+        request.inputs,
+        documents,
+        request.decide_options(),
+        default_local_cluster=request.default_local_cluster,
+    )
+    view = VerifyView(report=verified.report, policies=len(documents), origin=" and ".join(sources))
+    return VerifyRun(view=view, stats=verified.stats)
