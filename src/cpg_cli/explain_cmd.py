@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-import yaml
 from rich.console import Console
 
 from cpg_cli import options as opt
@@ -19,11 +18,9 @@ from cpg_core import (
     ExplainFilter,
     explain_filter,
     explain_lines,
-    explain_record,
-    render_explain_json,
-    to_data,
 )
 from cpg_core.cilium import POLICY_NAME_PREFIX, load_one
+from cpg_core.reports import ExplainView, formats, render
 from cpg_core.text import clean_text
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
 
@@ -269,7 +266,7 @@ _OutputFormat = Annotated[
         "--output",
         "--format",
         metavar="FORMAT",
-        callback=opt.output_format("text", "json", "yaml"),
+        callback=opt.output_format(*formats("explain")),
         help="text (for people), json or yaml.",
     ),
 ]
@@ -334,11 +331,8 @@ def explain(
     newest = max((rule.last_seen for rule in doc.rules if rule.last_seen), default=None)
     flt = build(newest)
     fmt = "json" if as_json else output_format
-    if fmt == "json":
-        typer.echo(render_explain_json(doc, flt), nl=False)
-    elif fmt == "yaml":
-        record = to_data(explain_record(doc, flt))
-        typer.echo(yaml.safe_dump(record, sort_keys=False, allow_unicode=True), nl=False)
+    if fmt != "text":  # json and yaml as the reports render them; text is drawn in colour
+        typer.echo(render(ExplainView(evidence=doc, filter=flt), fmt), nl=False)
     else:
         console = Console(highlight=False, soft_wrap=True)
         for style, text in explain_lines(doc, flt, where=str(path)):

@@ -7,7 +7,7 @@ from cpg_core._decide import DECISION_LABELS
 from cpg_core._triage import capped_breakdowns, severity_order, top_entries
 from cpg_core.reports._checks import PlanView, VerifyView, plan_text, verify_text
 from cpg_core.reports._dropped import DroppedFlowFilter, aggregate_rows, compose, flow_samples
-from cpg_core.reports._formats import FORMATS, Review, formats, render
+from cpg_core.reports._formats import FORMATS, ExplainView, Review, formats, render
 from cpg_core.reports._graph import Node, TrafficGraph, traffic_graph
 from cpg_core.reports._html import html_report
 from cpg_core.reports._inputs import ReviewInputs
@@ -24,6 +24,7 @@ __all__ = [
     "DECISION_LABELS",
     "FORMATS",
     "DroppedFlowFilter",
+    "ExplainView",
     "FileOutcome",
     "Node",
     "PlanView",

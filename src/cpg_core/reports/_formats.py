@@ -8,13 +8,38 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
+import yaml
 
+from cpg_core._documents import PolicyEvidence
+from cpg_core._explain import ExplainFilter, explain_lines, explain_record, render_explain_json
 from cpg_core._wire import to_data, to_json
 from cpg_core.reports._checks import PlanView, VerifyView, plan_text, verify_text
 from cpg_core.reports._html import html_report
 from cpg_core.reports._inputs import ReviewInputs
 from cpg_core.reports._markdown import markdown_report
 from cpg_core.reports._run import RunReport, run_json, run_text
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class ExplainView:
+    """A policy's evidence, filtered as the user asked, and where it was read from."""
+
+    evidence: PolicyEvidence
+    filter: ExplainFilter
+    where: str = ""
+
+
+def _explain_text(view: ExplainView) -> str:
+    return "\n".join(text for _style, text in explain_lines(view.evidence, view.filter, view.where))
+
+
+def _explain_json(view: ExplainView) -> str:
+    return render_explain_json(view.evidence, view.filter)
+
+
+def _explain_yaml(view: ExplainView) -> str:
+    record = to_data(explain_record(view.evidence, view.filter))
+    return str(yaml.safe_dump(record, sort_keys=False, allow_unicode=True))
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -55,6 +80,7 @@ FORMATS: Mapping[str, Mapping[str, Callable[[Any], str]]] = {
     "review": {"markdown": _review_markdown, "html": _review_html},
     "plan": {"text": plan_text, "json": _plan_json},
     "verify": {"text": verify_text, "json": _verify_json},
+    "explain": {"text": _explain_text, "json": _explain_json, "yaml": _explain_yaml},
 }
 """kind of document → format → renderer (document → text)."""
 
@@ -63,6 +89,7 @@ _KINDS: Mapping[type, str] = {
     Review: "review",
     PlanView: "plan",
     VerifyView: "verify",
+    ExplainView: "explain",
 }
 
 
@@ -71,7 +98,7 @@ def formats(kind: str) -> tuple[str, ...]:
     return tuple(FORMATS[kind])
 
 
-def render(document: RunReport | Review | PlanView | VerifyView, fmt: str) -> str:
+def render(document: RunReport | Review | PlanView | VerifyView | ExplainView, fmt: str) -> str:
     """The document in format ``fmt``; ValueError naming the formats it has."""
     kind = _KINDS[type(document)]
     renderer = FORMATS[kind].get(fmt)
@@ -80,4 +107,4 @@ def render(document: RunReport | Review | PlanView | VerifyView, fmt: str) -> st
     return renderer(document)
 
 
-__all__ = ["FORMATS", "PlanView", "Review", "VerifyView", "formats", "render"]
+__all__ = ["FORMATS", "ExplainView", "PlanView", "Review", "VerifyView", "formats", "render"]
