@@ -370,11 +370,12 @@ class FlowParser:
             or type(dst_ip) is not str
             or type(node) is not str
         ):
-            _as_str(time, "time")
-            _as_str(uuid, "uuid")
-            _as_str(src_ip, "IP.source")
-            _as_str(dst_ip, "IP.destination")
-            _as_str(node, "node_name")
+            # A null where a string belongs is an absent field; another type is malformed.
+            time = _as_str(time, "time")
+            uuid = _as_str(uuid, "uuid")
+            src_ip = _as_str(src_ip, "IP.source")
+            dst_ip = _as_str(dst_ip, "IP.destination")
+            node = _as_str(node, "node_name")
         l7_raw = src_names = dst_names = in_denied = eg_denied = in_allowed = eg_allowed = None
         if not f.keys().isdisjoint(_RARE_KEYS):
             l7_raw = get("l7")

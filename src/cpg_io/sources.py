@@ -107,6 +107,11 @@ def merge_file_stats(total: ReadStats, part: ReadStats, label: str | None) -> No
         total.truncated = part.truncated if label is None else f"{label}: {part.truncated}"
 
 
+def local_path(source: str) -> str:
+    """The file system path of an input named by a path or a ``file://`` URL."""
+    return source[len("file://") :] or "/" if source.startswith("file://") else source
+
+
 def source_size(path: str) -> int:
     """The size of an input file or object (compressed, for gzip)."""
 

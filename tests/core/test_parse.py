@@ -209,3 +209,21 @@ def test_any_json_either_parses_or_raises_flow_parse_error(body: dict[str, Any])
         except FlowParseError:
             continue
         assert isinstance(result, Flow | LostEvents | OtherRecord)
+
+
+def test_a_null_where_a_string_belongs_is_an_absent_field() -> None:
+    """Two flows of one pod pair at the same time, one with a null uuid and a null source IP:
+    the run goes on and both count (a null used to reach the attribution's sort)."""
+    from conftest import flow_dict, jsonl
+    from cpg_core import generate
+
+    plain = flow_dict(uuid="a-uuid")
+    odd = flow_dict(uuid=None)
+    odd["flow"]["IP"] = {"source": None, "destination": "10.0.0.2"}
+    odd["flow"]["node_name"] = None
+    result = generate(jsonl([plain, odd, plain]).splitlines())
+    assert result.stats.malformed == 0
+    (evidence,) = result.evidence.values()
+    assert sum(rule.flow_count for rule in evidence.rules) == 3
+    flow = parse_flow(odd)
+    assert (flow.uuid, flow.source_ip, flow.node_name) == ("", "", "")

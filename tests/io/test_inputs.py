@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from conftest import EXAMPLE, cpg, flow_dict, jsonl
+from conftest import EXAMPLE, cpg, flow_dict, jsonl, policies
 
 FIX = "give cpg a capture from 'hubble observe -o jsonpb'"
 
@@ -260,3 +260,16 @@ def test_every_record_shape_hubble_writes_is_read(tmp_path: Path) -> None:
     report = json.loads(ran.stdout)
     assert report["malformed"]["count"] == 0
     assert report["lost_events"] == 1 and report["flows"]["total"] == 2
+
+
+def test_a_file_url_reads_with_worker_processes(tmp_path: Path) -> None:
+    """A file:// input big enough for the parallel path (workers reopen it by its path)."""
+    capture = tmp_path / "big.jsonl"
+    copies = 20 * 1024 * 1024 // len(EXAMPLE.read_bytes()) + 1
+    capture.write_bytes(EXAMPLE.read_bytes() * copies)
+    by_url = cpg("replay", f"file://{capture}", "-d", str(tmp_path / "url"), "-j", "2")
+    assert by_url.returncode == 0, by_url.stderr
+    by_path = cpg("replay", str(capture), "-d", str(tmp_path / "path"), "-j", "2")
+    assert by_path.returncode == 0, by_path.stderr
+    assert policies(tmp_path / "url") == policies(tmp_path / "path")
+    assert len(policies(tmp_path / "url")) == 6

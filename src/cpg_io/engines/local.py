@@ -19,6 +19,7 @@ from cpg_io.sources import (
     input_size,
     is_gzip,
     is_regular_file,
+    local_path,
     merge_file_stats,
     open_flow_stream,
     peek,
@@ -74,7 +75,8 @@ def _read_one(
         size, position = input_size(stream)
         watch.reading(size)
         found = (
-            aggregate_file(source, options, stats, jobs, cancel=cancel, watch=reported)
+            # workers reopen the file by its path: a file:// URL is a path too
+            aggregate_file(local_path(source), options, stats, jobs, cancel=cancel, watch=reported)
             if plain_file and jobs > 1
             else None
         )
