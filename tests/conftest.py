@@ -75,8 +75,8 @@ def _validate_written_policies(request: pytest.FixtureRequest) -> Iterator[None]
     tmp_path: Path = request.getfixturevalue("tmp_path")
     yield
     for path in tmp_path.rglob("*.yaml"):
-        if path.name.startswith("not-a-policy"):
-            continue
+        if path.name.startswith("not-a-policy") or path.is_symlink():
+            continue  # hostile inputs a test wrote on purpose
         document = yaml.safe_load(path.read_text())
         if isinstance(document, dict) and document.get("kind") == "CiliumNetworkPolicy":
             errors = crd_errors(document)

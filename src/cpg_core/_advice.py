@@ -40,6 +40,11 @@ ADVICE: dict[str, Advice] = {
         "{subject} has no stable label to select it by",
         _LABEL_FIX,
     ),
+    "invalid_label": Advice(
+        "label not valid in a selector",
+        "{subject}: Kubernetes would refuse a selector with it, so cpg writes no rule",
+        "fix the label on the workload, or allow it by hand with a label that is valid",
+    ),
     "no_namespace": Advice(
         "no namespace",
         "{subject} has no namespace, so no namespaced policy can select it",

@@ -6,6 +6,7 @@ Only labels that survive pod restarts and rollouts may appear in a selector: a s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 import attrs
@@ -77,6 +78,32 @@ def select_labels(labels: Iterable[str]) -> LabelItems:
         if value is not None:
             return ((key, value),)
     return tuple(sorted(stable.items()))
+
+
+_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def label_problem(key: str, value: str) -> str | None:
+    """Why Kubernetes would refuse ``key: value`` in a selector (ARCHITECTURE §D20), or None."""
+    prefix, slash, name = key.rpartition("/")
+    if slash and (len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix)):
+        return f"the key prefix {prefix!r} is not a DNS subdomain"
+    if len(name) > 63 or not _LABEL_NAME.fullmatch(name):
+        return f"the key {key!r} is not a label name"
+    if len(value) > 63 or not _LABEL_VALUE.fullmatch(value):
+        return f"the value {value!r} of {name} is not a label value"
+    return None
+
+
+def selector_problem(selected: LabelItems) -> str | None:
+    """The first label of a selector Kubernetes would refuse, or None."""
+    for key, value in selected:
+        problem = label_problem(key, value)
+        if problem is not None:
+            return problem
+    return None
 
 
 def workload_name(selected: LabelItems) -> str:

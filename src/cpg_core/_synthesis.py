@@ -12,7 +12,13 @@ from enum import StrEnum
 import attrs
 
 from cpg_core._flow import ICMP_PROTOCOLS, PORT_PROTOCOLS, Direction, Endpoint, Flow
-from cpg_core._labels import LabelItems, reserved_names, select_labels, workload_name
+from cpg_core._labels import (
+    LabelItems,
+    reserved_names,
+    select_labels,
+    selector_problem,
+    workload_name,
+)
 from cpg_core._rules import (
     EGRESS,
     INGRESS,
@@ -37,6 +43,9 @@ class Unhandled(StrEnum):
     UNSUPPORTED_PROTOCOL = "unsupported_protocol"
     UNKNOWN_DIRECTION = "unknown_direction"
     WORLD_NO_IP = "world_no_ip"
+    INVALID_LABEL = "invalid_label"
+    """A label a selector would need is not valid in Kubernetes: Cilium would reject the
+    policy, so the traffic is a finding (ARCHITECTURE §D20)."""
 
 
 _RESERVED_IDENTITIES = {
@@ -259,6 +268,8 @@ def _roles(endpoint: Endpoint) -> Roles:
         target = Unresolved(Unhandled.NO_NAMESPACE, _who(endpoint, "target"))
     elif not kind.selected:
         target = Unresolved(Unhandled.UNSELECTABLE, _who(endpoint, "target"))
+    elif (problem := selector_problem(kind.selected)) is not None:
+        target = Unresolved(Unhandled.INVALID_LABEL, f"{_who(endpoint, 'target')}: {problem}")
     else:
         target = PolicyTarget(endpoint.namespace, kind.selected)
     peer: Peer | Unresolved | None
@@ -266,6 +277,8 @@ def _roles(endpoint: Endpoint) -> Roles:
         peer = EntityPeer(kind.entity)
     elif kind.world:
         peer = None
+    elif endpoint.namespace and kind.selected and (problem := selector_problem(kind.selected)):
+        peer = Unresolved(Unhandled.INVALID_LABEL, f"{_who(endpoint, 'peer')}: {problem}")
     elif endpoint.namespace and kind.selected:
         peer = EndpointPeer(endpoint.namespace, kind.selected)
     else:

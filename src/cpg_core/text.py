@@ -36,6 +36,13 @@ def clean_text(text: str, keep_newlines: bool = False) -> str:
     return "".join(c for c in text if c == " " or _keep(c, keep_newlines))
 
 
+def one_line_each(lines: list[str]) -> str:
+    """Lines joined for a terminal, each kept on its own line: a newline inside a value (a
+    label, a pod name, a path from a capture) becomes a space, so it cannot forge a line of
+    output ("9/9 candidate flows admitted")."""
+    return "\n".join(clean_text(line) for line in lines)
+
+
 MAX_SHOWN = 200
 
 
@@ -57,4 +64,4 @@ def clean(value: Any, keep_newlines: bool = False) -> Any:
     return value
 
 
-__all__ = ["MAX_SHOWN", "clean", "clean_text", "shown"]
+__all__ = ["MAX_SHOWN", "clean", "clean_text", "one_line_each", "shown"]

@@ -103,7 +103,7 @@ class EvidenceStore:
 
     def read(self, namespace: str, workload: str) -> PolicyEvidence | None:
         path = self.path_for(namespace, workload)
-        text = read_text(path, "evidence")
+        text = read_text(path, "evidence", inside=self.base)
         return None if text is None else parse_evidence(text, str(path))
 
     def targets(self) -> Iterator[tuple[str, str]]:
@@ -131,7 +131,7 @@ class EvidenceStore:
     def read_health(self) -> ClusterHealth | None:
         """This output dir's cluster-health.json (None when the run wrote none)."""
         path = self.health_path
-        text = read_text(path, "cluster health")
+        text = read_text(path, "cluster health", inside=self.base)
         if text is None:
             return None
         try:

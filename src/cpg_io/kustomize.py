@@ -33,6 +33,14 @@ def _existing(path: Path) -> dict[str, Any]:
         raise StoreError(f"{path}: cannot read it ({exc}); fix or remove it") from None
     if not isinstance(doc, dict):
         raise StoreError(f"{path}: not a Kustomization; fix or remove it")
+    resources = doc.get("resources")
+    if resources is not None and not (
+        isinstance(resources, list) and all(isinstance(entry, str) for entry in resources)
+    ):
+        raise StoreError(
+            f"{path}: resources must be a list of file or folder names; fix it (cpg leaves "
+            "a file a person wrote as it is)"
+        )
     return doc
 
 

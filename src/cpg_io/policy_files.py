@@ -6,51 +6,124 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from cpg_core import Setting
 from cpg_core.cilium import YamlInputError, load_all
 from cpg_io.errors import PolicyLoadError
+from cpg_io.store import RefusedFile, read_bounded
 
 _KINDS = frozenset({"CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy"})
+MAX_FILE_BYTES = 16 * 1024 * 1024
+"""A policy file larger than this is refused (a folder from a pull request is untrusted)."""
 
 
-def _policies_in(doc: object) -> list[dict[str, Any]]:
+class _Shape(ValueError):
+    """A document that is not shaped as a Cilium policy (or a list of them) should be."""
+
+
+def _policies_in(doc: object, where: str = "") -> list[dict[str, Any]]:
     """The Cilium policies of one YAML document: itself, or the items of a ``kind: List``
-    (as ``kubectl get cnp,ccnp -A -o yaml`` writes)."""
+    (as ``kubectl get cnp,ccnp -A -o yaml`` writes). _Shape names a field of the wrong type."""
     if not isinstance(doc, dict):
         return []
-    if doc.get("kind") in _KINDS:
+    kind = doc.get("kind")
+    if kind is None:
+        return []
+    if not isinstance(kind, str):
+        raise _Shape(f"{where}kind: expected a string, got {type(kind).__name__}")
+    if kind in _KINDS:
+        _check_policy(doc, where)
         return [doc]
-    if doc.get("kind") == "List" or (doc.get("kind") or "").endswith("List"):
-        return [item for entry in doc.get("items") or [] for item in _policies_in(entry)]
+    if kind.endswith("List"):
+        items = doc.get("items")
+        if items is None:
+            return []
+        if not isinstance(items, list):
+            raise _Shape(f"{where}items: expected a list, got {type(items).__name__}")
+        return [
+            policy
+            for index, entry in enumerate(items)
+            for policy in _policies_in(entry, f"{where}items[{index}].")
+        ]
     return []
 
 
-def load_policies(folder: Path) -> list[dict[str, Any]]:
-    """Every CiliumNetworkPolicy and CiliumClusterwideNetworkPolicy in the YAML files under
-    ``folder`` (or in that one file), lists included."""
-    return [policy for _text, found in load_policy_files(folder) for policy in found]
+def _check_policy(doc: dict[str, Any], where: str) -> None:
+    metadata = doc.get("metadata")
+    if not isinstance(metadata, dict):
+        raise _Shape(f"{where}metadata: expected a mapping, got {type(metadata).__name__}")
+    for key in ("name", "namespace"):
+        value = metadata.get(key)
+        if value is not None and not isinstance(value, str):
+            raise _Shape(f"{where}metadata.{key}: expected a string, got {type(value).__name__}")
+    if not isinstance(metadata.get("name"), str):
+        raise _Shape(f"{where}metadata.name: missing")
+    spec, specs = doc.get("spec"), doc.get("specs")
+    if spec is not None and not isinstance(spec, dict):
+        raise _Shape(f"{where}spec: expected a mapping, got {type(spec).__name__}")
+    if specs is not None and (
+        not isinstance(specs, list) or not all(isinstance(item, dict) for item in specs)
+    ):
+        raise _Shape(f"{where}specs: expected a list of mappings")
 
 
-def load_policy_files(folder: Path) -> list[tuple[str, list[dict[str, Any]]]]:
-    """Each YAML file under ``folder`` (or that one file): its text and its Cilium policies."""
+@attrs.frozen
+class PolicyFolder:
+    """What a folder of policy YAML holds: each usable file's text and policies, and a line
+    for each file that could not be used (the others are still read)."""
+
+    files: list[tuple[str, list[dict[str, Any]]]]
+    problems: list[str]
+
+
+def read_policy_folder(folder: Path) -> PolicyFolder:
+    """Each YAML file under ``folder`` (or that one file). Only regular files inside the
+    folder are read, each up to MAX_FILE_BYTES: a symlink that leaves the folder, a device or
+    a FIFO, an oversized file, bad YAML or a field of the wrong type is a problem naming the
+    file, never a crash or an unbounded read."""
     if folder.is_file():
-        paths = [folder]
+        root, paths = folder.parent, [folder]
     elif folder.is_dir():
-        paths = sorted([*folder.rglob("*.yaml"), *folder.rglob("*.yml")])
+        root, paths = folder, sorted([*folder.rglob("*.yaml"), *folder.rglob("*.yml")])
     else:
         raise PolicyLoadError(
             f"{folder}: not a folder of policies; give the ",
             Setting("output_dir"),
             " the policies were written to",
         )
-    files = []
+    files: list[tuple[str, list[dict[str, Any]]]] = []
+    problems: list[str] = []
+    inside = root.resolve()
     for path in paths:
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_bounded(path, MAX_FILE_BYTES, inside).decode("utf-8")
             docs = load_all(text, str(path))
+            files.append((text, [p for doc in docs for p in _policies_in(doc)]))
+        except RefusedFile as exc:
+            problems.append(str(exc))
         except (OSError, UnicodeDecodeError) as exc:
-            raise PolicyLoadError(f"{path}: cannot read it as YAML ({exc})") from None
+            problems.append(f"{path}: cannot read it as YAML ({exc})")
         except YamlInputError as exc:
-            raise PolicyLoadError(str(exc)) from None
-        files.append((text, [policy for doc in docs for policy in _policies_in(doc)]))
-    return files
+            problems.append(str(exc))
+        except _Shape as exc:
+            problems.append(f"{path}: not a usable Cilium policy: {exc}")
+    return PolicyFolder(files, problems)
+
+
+def load_policies(folder: Path) -> list[dict[str, Any]]:
+    """Every CiliumNetworkPolicy and CiliumClusterwideNetworkPolicy in the YAML files under
+    ``folder`` (or in that one file), lists included. PolicyLoadError lists every file that
+    could not be used: a check on part of a folder would be a wrong answer."""
+    return [policy for _text, found in load_policy_files(folder) for policy in found]
+
+
+def load_policy_files(folder: Path) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Each YAML file under ``folder``: its text and its Cilium policies; PolicyLoadError
+    listing every file that could not be used."""
+    read = read_policy_folder(folder)
+    if read.problems:
+        shown = "; ".join(read.problems[:5])
+        more = f" (and {len(read.problems) - 5} more)" if len(read.problems) > 5 else ""
+        raise PolicyLoadError(shown + more)
+    return read.files

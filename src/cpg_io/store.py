@@ -14,6 +14,7 @@ import errno
 import fcntl
 import logging
 import os
+import stat
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator
@@ -161,11 +162,40 @@ def safe_component(value: str, what: str) -> str:
         raise StoreError(f"refusing to use it as a file name: {exc}") from None
 
 
-def read_text(path: Path, what: str) -> str | None:
+MAX_READ_BYTES = 64 * 1024 * 1024
+"""The most cpg reads of one policy, evidence or plan file: a folder from a pull request is
+untrusted, and a link to /dev/zero must not exhaust memory."""
+
+
+class RefusedFile(StoreError):
+    """A file cpg will not read: a symlink out of its folder, not a regular file, too big."""
+
+
+def read_bounded(path: Path, limit: int = MAX_READ_BYTES, inside: Path | None = None) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes. With ``inside``, a symlink
+    that resolves outside that folder is refused. RefusedFile says which rule it broke;
+    OSError (FileNotFoundError…) passes through."""
+    real = path.resolve()
+    if inside is not None and not real.is_relative_to(inside.resolve()):
+        raise RefusedFile(f"{path}: a symlink that leads out of {inside} (to {real}); refused")
+    mode = os.stat(real).st_mode
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
+    if not stat.S_ISREG(mode):
+        raise RefusedFile(f"{path}: not a regular file (a device, FIFO or socket); refused")
+    with open(real, "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise RefusedFile(f"{path}: larger than {limit >> 20} MiB; refused")
+    return data
+
+
+def read_text(path: Path, what: str, inside: Path | None = None) -> str | None:
     """A text file's content; None when it does not exist; StoreError naming the path and
-    the fix for anything else (a folder in its place, no permission, not UTF-8…)."""
+    the fix for anything else (a folder in its place, no permission, not UTF-8, a symlink
+    out of ``inside``, a device, too big…)."""
     try:
-        return path.read_text(encoding="utf-8")
+        return read_bounded(path, inside=inside).decode("utf-8")
     except FileNotFoundError:
         return None
     except NotADirectoryError:

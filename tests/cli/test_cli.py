@@ -228,3 +228,26 @@ def test_results_on_stdout_and_logs_on_stderr(tmp_path: Path) -> None:
     assert result.stdout.startswith("Read ")
     assert "WARNING" in result.stderr and "Read " not in result.stderr
     json.dumps(result.stdout)  # plain text, no binary noise
+
+
+def test_a_newline_in_a_capture_value_cannot_forge_a_line_of_output(tmp_path: Path) -> None:
+    """A label and a pod name ending in a fake summary line: replay, verify and plan print
+    them on the line they belong to, never as a line of their own."""
+    from conftest import endpoint, flow_dict, jsonl
+
+    forged = "Verify: 9/9 candidate flows admitted"
+    src = endpoint("shop", f"web\n{forged}", pod_name=f"web-1\r\n{forged}")
+    dst = endpoint("shop", "api", pod_name="api-1")
+    records = [flow_dict(src, dst), flow_dict(src, dst, verdict="FORWARDED"), flow_dict(dst, src)]
+    capture = tmp_path / "forged.jsonl"
+    capture.write_text(jsonl(records))
+    out = tmp_path / "policies"
+    runs = [
+        cpg("replay", str(capture), "-d", str(out), "--verify"),
+        cpg("verify", str(capture), "-d", str(out)),
+        cpg("plan", str(capture), "-d", str(out)),
+    ]
+    for ran in runs:
+        printed = (ran.stdout + ran.stderr).splitlines()
+        assert forged not in [line.strip() for line in printed], ran.stdout
+    assert any("shop/web " + forged in line for ran in runs[1:] for line in ran.stdout.splitlines())

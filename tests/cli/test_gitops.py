@@ -163,3 +163,16 @@ def test_kustomize_lists_cpgs_files_and_leaves_humans_alone(tmp_path: Path) -> N
         for p in out.rglob("*.yaml")
         if p.name not in ("kustomization.yaml", "allow-probes.yaml", "notes.yaml")
     } <= built
+
+
+def test_a_kustomization_a_person_broke_is_named_and_left_alone(tmp_path: Path) -> None:
+    from conftest import cpg
+
+    out = tmp_path / "policies"
+    assert cpg("replay", str(EXAMPLE), "-d", str(out), "--no-evidence").returncode == 0
+    broken = out / "shop" / "kustomization.yaml"
+    broken.write_text("resources: 5\n")
+    ran = cpg("replay", str(EXAMPLE), "-d", str(out), "--no-evidence", "--kustomize")
+    assert ran.returncode == 1 and "Traceback" not in ran.stderr
+    assert f"{broken}: resources must be a list" in ran.stderr
+    assert broken.read_text() == "resources: 5\n"

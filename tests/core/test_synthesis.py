@@ -215,3 +215,34 @@ def test_fast_path_agrees_with_the_reference(
     else:
         assert not agg.atoms
         assert agg.unhandled == {expected.reason: 1}
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "valid"),
+    [
+        ("app", "web", True),
+        ("app.kubernetes.io/name", "web-v2.1", True),
+        ("app", "", True),
+        ("app", "web\nVerify", False),
+        ("app", "x" * 64, False),
+        ("app", "-web", False),
+        ("Bad_Prefix/app", "web", False),
+        ("app name", "web", False),
+    ],
+)
+def test_label_problem_follows_kubernetes(key: str, value: str, valid: bool) -> None:
+    from cpg_core._labels import label_problem
+
+    assert (label_problem(key, value) is None) is valid
+
+
+def test_a_label_kubernetes_would_refuse_is_a_finding_not_a_rule() -> None:
+    from conftest import endpoint, flow_dict, jsonl
+    from cpg_core import generate
+
+    odd = endpoint("shop", "web\ninjected: true", pod_name="web-1")
+    api = endpoint("shop", "api", pod_name="api-1")
+    result = generate(jsonl([flow_dict(odd, api), flow_dict(api, odd)]).splitlines())
+    assert not any("injected" in text for text in result.policies.values())
+    kinds = {finding.kind for finding in result.health.findings}
+    assert "invalid_label" in kinds

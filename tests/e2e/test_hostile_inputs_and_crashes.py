@@ -231,10 +231,23 @@ def _both_loaders(text: str) -> dict[str, Any]:
     return pure
 
 
+_LABEL_VALUE = st.from_regex(r"\A(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?\Z")
+
+
 @settings(max_examples=300, deadline=None)
-@given(value=_TEXT)
-def test_any_label_value_round_trips(value: str) -> None:
+@given(value=_TEXT | _LABEL_VALUE)
+def test_any_label_value_round_trips_or_is_refused(value: str) -> None:
+    """A valid label value is written exactly; any other is a finding (Cilium would reject a
+    policy that selects by it), never a rule."""
+    from cpg_core import AggregateOptions, Aggregator, parse_flow
+    from cpg_core._labels import label_problem
+
     peer = {"namespace": "shop", "labels": [f"k8s:app={value}"]}
+    if label_problem("app", value) is not None:
+        agg = Aggregator(AggregateOptions())
+        agg.add(parse_flow(flow_dict(src=peer)))
+        assert not agg.plans() and agg.health(started="", ended="").findings
+        return
     doc = _both_loaders(_policy_of([flow_dict(src=peer)]))
     (rule,) = doc["spec"]["ingress"]
     assert rule["fromEndpoints"][0]["matchLabels"]["app"] == value
@@ -265,7 +278,7 @@ def test_emoji_paths_and_newline_labels_are_written_once(tmp_path: Path) -> None
     records = [
         flow_dict(l7={"type": "REQUEST", "http": {"method": "GET", "url": "/emoji/\U0001f680"}}),
         flow_dict(src={"namespace": "shop", "labels": ["k8s:app=frontend\n"]}, tcp=9090),
-    ]
+    ]  # the newline label is no valid label: a finding, and the file has no rule for it
     capture = tmp_path / "c.jsonl"
     capture.write_text(jsonl(records))
     out = tmp_path_factory_dir(tmp_path)
@@ -273,7 +286,7 @@ def test_emoji_paths_and_newline_labels_are_written_once(tmp_path: Path) -> None
     assert first.returncode == 0, first.stderr
     text = (out / "shop" / "cart.yaml").read_text()
     assert "\\ud83d" not in text and '"^/emoji/\\U0001f680$"' in text
-    assert '"frontend\\n"' in text
+    assert '"frontend\\n"' not in text and "9090" not in text
     doc = _both_loaders(text)
     assert doc["spec"]["ingress"]
     second = cpg("replay", str(capture), "-d", str(out), "--l7", "--no-evidence")

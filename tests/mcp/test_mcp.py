@@ -10,10 +10,10 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import Client
 
 from conftest import EXAMPLE, endpoint, flow_dict, jsonl
 from cpg_mcp.server import build_server
-from mcp import Client
 
 pytestmark = pytest.mark.anyio
 
@@ -30,7 +30,9 @@ def replay_dir(tmp_path: Path) -> Path:
     folder = tmp_path / "captures"
     folder.mkdir()
     shutil.copy(EXAMPLE, folder / "drops.jsonl")
-    evil = flow_dict(src=endpoint("shop", "web\x1b[31mred\x1b[0m"), dst=endpoint("shop", "evil"))
+    # a pod name, not a label: a label Kubernetes refuses is a finding, never a rule
+    evil_pod = endpoint("shop", "web", pod_name="web\x1b[31mred\x1b[0m")
+    evil = flow_dict(src=evil_pod, dst=endpoint("shop", "evil"))
     (folder / "evil.jsonl").write_text(jsonl([evil]))
     return folder
 

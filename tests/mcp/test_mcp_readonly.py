@@ -16,11 +16,11 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import Client
 
 from conftest import EXAMPLE, ROOT
 from cpg_mcp.server import build_server
 from fake_relay import fake_relay, responses_from_lines
-from mcp import Client
 
 pytestmark = pytest.mark.anyio
 

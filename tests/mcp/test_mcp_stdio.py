@@ -161,9 +161,9 @@ def test_a_live_session_through_the_sdk_stdio_client(tmp_path: Path) -> None:
     """The SDK's own stdio client drives a live session against the fake relay; a tee keeps
     every byte cpg-mcp wrote to stdout so the test can check each is a JSON-RPC frame."""
     import anyio
+    from mcp import Client, StdioServerParameters
 
     from fake_relay import fake_relay, responses_from_lines
-    from mcp import Client, StdioServerParameters
 
     wire = tmp_path / "stdout.jsonl"
     session_tmp = tmp_path / "tmp"
@@ -479,9 +479,9 @@ def test_thirty_expiring_calls_are_answered_and_the_server_goes_idle(tmp_path: P
 def test_get_plan_through_the_sdk_stdio_client(tmp_path: Path) -> None:
     """get_plan over stdio, with the SDK's own client: a stopped replay session's plan."""
     import anyio
+    from mcp import Client, StdioServerParameters
 
     from captures import ingress_capture
-    from mcp import Client, StdioServerParameters
 
     captures = tmp_path / "captures"
     captures.mkdir()

@@ -7,6 +7,7 @@ import attrs
 
 from cpg_core._documents import VerifyReport
 from cpg_core._plan import Plan
+from cpg_core.text import one_line_each
 
 MAX_SHOWN = 20
 
@@ -118,7 +119,7 @@ def plan_text(view: PlanView) -> str:
         if plan.breaks
         else "Nothing that works today would break."
     )
-    return "\n".join(out)
+    return one_line_each(out)
 
 
 def verify_text(view: VerifyView) -> str:
@@ -143,4 +144,4 @@ def verify_text(view: VerifyView) -> str:
             why = check.reason
         out.append(f"  {label:<13} {check.traffic} {flows}: {why}")
     out.append(report.summary())
-    return "\n".join(out)
+    return one_line_each(out)

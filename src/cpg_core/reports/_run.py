@@ -16,6 +16,7 @@ from cpg_core._documents import ClusterHealth, VerifyReport
 from cpg_core._lines import ReadStats
 from cpg_core._triage import severity_order, top_entries
 from cpg_core._wire import converter, to_data
+from cpg_core.text import one_line_each
 
 MAX_FINDINGS_SHOWN = 20
 REDACTED_NOTE = (
@@ -221,7 +222,7 @@ def run_text(report: RunReport) -> str:
     lines += _verify_lines(report.verify)
     if report.redacted:
         lines.append(REDACTED_NOTE)
-    return "\n".join(lines)
+    return one_line_each(lines)
 
 
 _CHANGED = ("created", "updated", "would-create", "would-update")

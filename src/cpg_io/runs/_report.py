@@ -10,21 +10,23 @@ from cpg_core import DocumentError, EvidenceError, Plan, from_data
 from cpg_core.reports import ReviewInputs
 from cpg_io.errors import PolicyLoadError, ReviewInputError, StoreError
 from cpg_io.evidence_store import EvidenceStore
-from cpg_io.policy_files import load_policy_files
+from cpg_io.policy_files import read_policy_folder
+from cpg_io.store import RefusedFile, read_bounded
 
 
 def read_review(output_dir: Path, store: EvidenceStore, plan: Path | None) -> ReviewInputs:
     try:
-        files = load_policy_files(output_dir)
+        folder = read_policy_folder(output_dir)
     except PolicyLoadError as exc:
         raise ReviewInputError(str(exc)) from None
+    files = folder.files
     policies = [policy for _text, found in files for policy in found]
     texts = {
         f"{(p.get('metadata') or {}).get('namespace', '')}/{(p.get('metadata') or {}).get('name', '')}": text
         for text, found in files
         for p in found
     }
-    problems: list[str] = []
+    problems: list[str] = list(folder.problems)  # the report goes on without those files
     evidence = {
         f"{namespace}/{doc.policy.name}": doc
         for namespace, _workload, doc in store.read_all(problems.append)
@@ -37,7 +39,9 @@ def read_review(output_dir: Path, store: EvidenceStore, plan: Path | None) -> Re
     planned = None
     if plan is not None:
         try:
-            plan_data = json.loads(plan.read_text(encoding="utf-8"))
+            plan_data = json.loads(read_bounded(plan))
+        except RefusedFile as exc:
+            raise ReviewInputError(str(exc)) from None
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ReviewInputError(
                 f"{plan}: cannot read it as a plan ({exc}); write one with "
