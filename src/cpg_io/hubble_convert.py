@@ -6,7 +6,7 @@ from __future__ import annotations
 import time as _clock
 from typing import Any
 
-from cpg_core import Decision, Endpoint, Flow, LostEvents, OtherRecord
+from cpg_core import Decision, Endpoint, Flow, FlowParseError, LostEvents, OtherRecord
 from cpg_core.model import (
     EMPTY_ENDPOINT,
     DNSInfo,
@@ -57,12 +57,12 @@ class ProtoConverter:
         seconds = stamp.seconds
         second, text = self._second
         if seconds != second:
+            if not 0 <= seconds < 253402300800:  # years 1970-9999 only
+                return _outside_epoch(stamp)
             try:
                 text = _clock.strftime("%Y-%m-%dT%H:%M:%S", _clock.gmtime(seconds))
             except (OverflowError, ValueError, OSError):
-                return str(stamp.ToJsonString())  # outside what the C library can format
-            if not 0 <= seconds < 253402300800:  # years 1970-9999 only
-                return str(stamp.ToJsonString())
+                return _outside_epoch(stamp)  # outside what the C library can format
             self._second = (seconds, text)
         nanos = stamp.nanos  # as protojson (and so Hubble's JSON) writes it: 0, 3, 6 or 9 digits
         if not nanos:
@@ -184,3 +184,12 @@ class ProtoConverter:
             ingress_allowed_by=_refs(f.ingress_allowed_by),
             egress_allowed_by=_refs(f.egress_allowed_by),
         )
+
+
+def _outside_epoch(stamp: Any) -> str:
+    """A time before 1970 or after 9999 as protojson writes it; FlowParseError when protojson
+    cannot write it either (a relay that sends year 10000 sends a malformed flow)."""
+    try:
+        return str(stamp.ToJsonString())
+    except (ValueError, OverflowError) as exc:
+        raise FlowParseError(f"field 'time' is out of range ({exc})") from None

@@ -71,6 +71,13 @@ def check_frame(raw: bytes, initialized: bool) -> Frame | None:
         return _error(None, types.INVALID_REQUEST, "invalid request: not a JSON-RPC object")
     raw_id = message.get("id")
     has_id = "id" in message
+    if has_id and raw_id is None:  # neither a request one can answer nor a notification
+        return _error(
+            None,
+            types.INVALID_REQUEST,
+            "invalid request: id is null; give a string or an integer, or leave id out for a "
+            "notification",
+        )
     if has_id and raw_id is not None and not _usable_id(raw_id):
         if isinstance(raw_id, float) and not math.isfinite(raw_id):
             why = "not a finite number"

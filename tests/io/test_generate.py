@@ -321,3 +321,24 @@ def test_a_status_line_on_a_terminal_and_none_when_piped(tmp_path: Path) -> None
     assert proc.returncode == 0
     assert "flows (" in terminal and "candidates" in terminal and "infra drops" in terminal
     assert "flows (" not in piped.stderr
+
+
+def test_a_grpc_server_that_is_not_hubble_relay_fails_at_once(tmp_path: Path) -> None:
+    """No observer.Observer/GetFlows there (UNIMPLEMENTED): retrying cannot help."""
+    from concurrent import futures
+
+    import grpc
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        started = time.monotonic()
+        ran = cpg("generate", "--server", f"127.0.0.1:{port}", "-d", str(tmp_path / "p"))
+        took = time.monotonic() - started
+    finally:
+        server.stop(None)
+    assert ran.returncode == 1, ran.stderr
+    assert took < 15, took  # no retry with growing pauses (measured: about 1.2 s)
+    assert "answers gRPC but is not Hubble Relay" in ran.stderr
+    assert "--server" in ran.stderr and "reconnect" not in ran.stderr.lower()

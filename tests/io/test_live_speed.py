@@ -203,3 +203,29 @@ def test_sigterm_during_the_evidence_interval_writes_all_evidence(tmp_path: Path
     assert stopped and proc.returncode == 0, seen.decode(errors="replace")[-2000:]
     assert before_stop < 2 * once, "the repeated rules' evidence was waiting in memory"
     assert _evidence_flows(evidence) == 2 * once, "nothing lost on a clean stop"
+
+
+def test_a_flow_past_year_9999_is_malformed_and_the_capture_goes_on(tmp_path: Path) -> None:
+    from cpg_core import AggregateOptions
+    from cpg_io.runs import LiveCapture, LiveSettings
+
+    responses = example_responses()
+    bad = type(responses[0])()
+    bad.CopyFrom(responses[0])
+    bad.flow.time.seconds = 253402300800 + 3600  # year 10000
+    bad.flow.uuid = "from-the-future"
+    capture = LiveCapture(
+        LiveSettings(server="127.0.0.1:9", output_dir=tmp_path / "p", options=AggregateOptions())
+    )
+    capture._take(responses[0])
+    since = capture._since
+    for response in [bad, *responses[1:]]:
+        capture._take(response)
+    assert capture.stats.malformed == 1
+    assert "time" in capture.stats.malformed_examples[0][1]
+    flows = sum(1 for r in responses if r.WhichOneof("response_types") == "flow")
+    assert capture.progress.flows == flows  # every other flow was taken
+    assert capture._since is not None and capture._since.seconds < 253402300800
+    assert since is not None
+    capture.flush()
+    assert list((tmp_path / "p").rglob("*.yaml"))

@@ -1,4 +1,4 @@
-"""Fuzz runs (issue 12): a few thousand examples each over the JSON line reader and the
+"""Fuzz runs: a few thousand examples each over the JSON line reader and the
 JSON-RPC framing. Neither may raise on any input; each answers in its documented way."""
 
 from __future__ import annotations

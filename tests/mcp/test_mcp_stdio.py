@@ -261,7 +261,7 @@ def test_audit_log_file_and_bad_options(tmp_path: Path) -> None:
 
 
 def test_eof_mid_replay_stops_the_replay_and_leaves_nothing(tmp_path: Path) -> None:
-    """Issue 12, finding 13: the session is stopped before its folder is removed, so the
+    """The session is stopped before its folder is removed, so the
     replay cannot recreate it; the server exits promptly."""
     from conftest import endpoint, flow_dict, jsonl
 
@@ -295,7 +295,8 @@ def test_eof_mid_replay_stops_the_replay_and_leaves_nothing(tmp_path: Path) -> N
 
 
 def test_every_message_with_an_id_is_answered_even_malformed_ones() -> None:
-    """Issue 12, finding 16, over the real stdio wire."""
+    """Over the real stdio wire: each malformed line with an id (a null id too) gets an
+    error answer; a notification gets none."""
     proc = start([])
     assert proc.stdin is not None and proc.stdout is not None
     before = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "x"}}
@@ -308,6 +309,7 @@ def test_every_message_with_an_id_is_answered_even_malformed_ones() -> None:
         b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"}\n',
         b'{"jsonrpc": "2.0", "id": 1e400, "method": "ping"}\n',
         b'{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": "x"}\n',
+        b'{"jsonrpc": "2.0", "id": null, "method": "ping"}\n',
         json.dumps(before).encode() + b"\n",
         b'{"jsonrpc": "2.0", "method": "notifications/oops", "params": 5}\n',  # no answer
     ]
@@ -315,7 +317,7 @@ def test_every_message_with_an_id_is_answered_even_malformed_ones() -> None:
         proc.stdin.write(line)
     proc.stdin.flush()
     answers = []
-    for _ in range(9):
+    for _ in range(10):
         message = json.loads(proc.stdout.readline())
         assert message["jsonrpc"] == "2.0" and "error" in message
         answers.append((message["id"], message["error"]["code"]))
@@ -328,6 +330,7 @@ def test_every_message_with_an_id_is_answered_even_malformed_ones() -> None:
         (None, -32600),
         (None, -32600),
         (9, -32602),
+        (None, -32600),
         (3, -32600),
     ]
     init = handshake(proc)  # the server is still fine
@@ -337,7 +340,7 @@ def test_every_message_with_an_id_is_answered_even_malformed_ones() -> None:
 
 
 def test_sigterm_leaves_no_client_key_under_tmpdir(tmp_path: Path) -> None:
-    """Issue 12, finding 14: a kubeconfig with inline credentials makes the Kubernetes
+    """A kubeconfig with inline credentials makes the Kubernetes
     client write them to files; they go to a private folder that every exit removes."""
     import base64
 
@@ -405,7 +408,7 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def test_thirty_expiring_calls_are_answered_and_the_server_goes_idle(tmp_path: Path) -> None:
-    """Issue 12, finding 15, over the raw wire: every late call is answered, and the work
+    """Over the raw wire: every late call is answered, and the work
     behind them stops instead of trickling on."""
     import threading
 

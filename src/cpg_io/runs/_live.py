@@ -23,6 +23,7 @@ from cpg_core import (
     Atom,
     ClusterHealth,
     Decision,
+    FlowParseError,
     HeldStats,
     LostEvents,
     PolicyPlan,
@@ -30,9 +31,11 @@ from cpg_core import (
     RunRequest,
     SessionInfo,
     SessionSource,
+    Setting,
     held_back,
     hold_back,
 )
+from cpg_core.reading import MAX_REPORTED
 from cpg_io.errors import RelayError
 from cpg_io.hubble import (
     TLSSettings,
@@ -210,6 +213,17 @@ class LiveCapture:
     # --- stream ------------------------------------------------------------------------------
 
     def _take(self, response: Any) -> None:
+        try:
+            self._take_one(response)
+        except (FlowParseError, ValueError, OverflowError) as exc:
+            # One bad flow is malformed, as a bad line of a replay is: the capture goes on.
+            stats = self.stats
+            stats.malformed += 1
+            if len(stats.malformed_examples) < MAX_REPORTED:
+                stats.malformed_examples.append((stats.lines_read, str(exc)))
+                log.warning("skipped a malformed flow from the relay: %s", exc)
+
+    def _take_one(self, response: Any) -> None:
         self.stats.lines_read += 1
         if response.WhichOneof("response_types") == "flow":
             f = response.flow
@@ -221,8 +235,6 @@ class LiveCapture:
                 self._uuids.append(uuid)
                 if len(self._uuids) > UUID_MEMORY:
                     self._seen.discard(self._uuids.popleft())
-            if f.HasField("time"):
-                self._since = f.time
             converter = self._converter
             interval = self._interval
             # The common flows are counted by their key; a Flow only for the samples kept.
@@ -238,6 +250,8 @@ class LiveCapture:
                 )
             if not taken:
                 interval.add(converter.flow(f, response))
+            if f.HasField("time"):  # a flow that converted: a resume starts from its time
+                self._since = f.time
             self.progress.flows += 1
             return
         record = self._converter.record(response)
@@ -308,6 +322,13 @@ class LiveCapture:
                     )
                     self._field_mask = False
                     continue
+                if code == grpc.StatusCode.UNIMPLEMENTED:  # permanent: retrying cannot help
+                    raise RelayError(
+                        f"{self.settings.server} answers gRPC but is not Hubble Relay: it has "
+                        f"no observer.Observer/GetFlows ({details}); check ",
+                        Setting("server"),
+                        " (a port-forward to hubble-ui or hubble-peer instead of hubble-relay?)",
+                    ) from None
                 if first and self.progress.flows == 0 and code == grpc.StatusCode.UNAVAILABLE:
                     raise RelayError(
                         f"Hubble Relay at {self.settings.server} is unavailable ({details})"
