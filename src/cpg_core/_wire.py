@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections.abc
 import enum
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -20,6 +21,7 @@ from cattrs.v import format_exception
 from cpg_core._documents import (
     AdmittedCount,
     CidrPeerRecord,
+    ClusterHealth,
     DnsRecord,
     DroppedFlowCount,
     DroppedFlowSample,
@@ -31,6 +33,7 @@ from cpg_core._documents import (
     HttpRecord,
     L7Record,
     PeerRecord,
+    PolicyEvidence,
     RuleEvidence,
     SampleFlow,
     SampleSide,
@@ -287,10 +290,52 @@ def to_data(document: Any) -> Any:
     return converter.unstructure(document)
 
 
+_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})")
+_DROP_CLASSES = frozenset({"infra", "transient", "noise", "policy", "unknown"})
+
+
+def _shape_problem(document: Any) -> str | None:
+    """A field whose value has not the documented shape (a time that is no RFC 3339 time, a
+    drop class cpg does not know): a document written by hand or by an attacker, refused
+    before any report shows it."""
+    if isinstance(document, PolicyEvidence):
+        times = [
+            (f"rules[{i}].{name}", getattr(rule, name))
+            for i, rule in enumerate(document.rules)
+            for name in ("first_seen", "last_seen")
+        ]
+        times += [
+            (f"sessions[{i}].{name}", getattr(session, name))
+            for i, session in enumerate(document.sessions)
+            for name in ("started_at", "ended_at")
+        ]
+        times += [
+            (f"rules[{i}].samples[{j}].time", sample.time)
+            for i, rule in enumerate(document.rules)
+            for j, sample in enumerate(rule.samples)
+        ]
+    elif isinstance(document, ClusterHealth):
+        for i, drop in enumerate(document.drops):
+            if drop.drop_class not in _DROP_CLASSES:
+                return f"drops[{i}].class {drop.drop_class!r} is not a drop class"
+        window = document.window
+        times = [
+            ("window.first_flow", window.first_flow or ""),
+            ("window.last_flow", window.last_flow or ""),
+        ]
+    else:
+        return None
+    for field, value in times:
+        if value and not _TIME.fullmatch(value):
+            return f"{field} {value!r} is not an RFC 3339 time"
+    return None
+
+
 def from_data(data: Any, cls: type[T], where: str = "document") -> T:
-    """A typed document from decoded JSON. DocumentError names ``where`` and every bad field."""
+    """A typed document from decoded JSON. DocumentError names ``where`` and every bad field,
+    and a value without its documented shape (times, drop classes)."""
     try:
-        return converter.structure(data, cls)
+        document = converter.structure(data, cls)
     except Exception as exc:  # cattrs reports every field it could not read
         problems = (
             cattrs.transform_error(exc, path="", format_exception=_problem)
@@ -298,6 +343,10 @@ def from_data(data: Any, cls: type[T], where: str = "document") -> T:
             else [str(exc)]
         )
         raise DocumentError(f"{where}: {'; '.join(problems[:5])}") from None
+    problem = _shape_problem(document)
+    if problem is not None:
+        raise DocumentError(f"{where}: {problem}")
+    return document
 
 
 def _problem(exc: BaseException, expected: Any) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 from collections.abc import Iterator
@@ -204,3 +205,38 @@ def test_a_report_of_1000_policies_renders_within_5_s(browser: Any, tmp_path: Pa
     assert elapsed < 5, f"{elapsed:.1f} s"
     json.loads(browser.find_element(By.ID, "data").get_attribute("textContent"))
     shutil.rmtree(out)
+
+
+def test_hostile_values_cannot_add_markup_to_the_markdown_report(tmp_path: Path) -> None:
+    """A pod name carrying HTML, a link and an @mention ends up escaped; evidence and health
+    values without their documented shape are refused as bad documents, not printed."""
+    from conftest import endpoint, flow_dict, jsonl
+
+    pod = "web-1 [click](https://evil.test) ![x](https://evil.test/i.png) <img src=x onerror=alert(1)> @alice"
+    unlabelled = {"namespace": "shop", "pod_name": pod}
+    capture = tmp_path / "hostile.jsonl"
+    capture.write_text(jsonl([flow_dict(unlabelled, endpoint("shop", "api")), flow_dict()]))
+    out = tmp_path / "policies"
+    evidence = tmp_path / "evidence"
+    assert (
+        cpg("replay", str(capture), "-d", str(out), "--evidence-dir", str(evidence)).returncode == 0
+    )
+    clean = cpg("report", "-d", str(out), "--evidence-dir", str(evidence))
+    assert clean.returncode == 0, clean.stderr
+    markdown = clean.stdout
+    assert "&#64;alice" in markdown  # the finding is there, escaped
+    assert "<img" not in markdown and not re.search(r"(?<!\\)\]\(", markdown)  # no link
+    assert "![" not in markdown and "@alice" not in markdown
+    (doc_path, *_) = sorted(evidence.rglob("cart.json"))
+    doc = json.loads(doc_path.read_text())
+    doc["rules"][0]["first_seen"] = "2026-11-02T10:00:00Z\n## Pwned"
+    doc_path.write_text(json.dumps(doc))
+    (health_path,) = evidence.rglob("cluster-health.json")
+    health = json.loads(health_path.read_text())
+    health["drops"] = [{"reason": "X", "class": "infra | <b>bold</b>", "count": 1}]
+    health_path.write_text(json.dumps(health))
+    ran = cpg("report", "-d", str(out), "--evidence-dir", str(evidence))
+    assert ran.returncode == 0, ran.stderr
+    assert "## Pwned" not in ran.stdout and "<b>" not in ran.stdout
+    assert f"{doc_path}" in ran.stderr and "first_seen" in ran.stderr
+    assert "class 'infra | <b>bold</b>' is not a drop class" in ran.stderr

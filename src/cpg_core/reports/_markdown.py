@@ -4,6 +4,7 @@ drops with their fixes, and what a plan says would break. Same inputs, same byte
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from cpg_core._documents import ClusterHealth, PolicyDocument, PolicyEvidence, RuleEvidence
@@ -26,10 +27,23 @@ def confidence(rule: RuleEvidence) -> str:
     return "low"
 
 
+_MARKUP = re.compile(r"([\\\[\]*~])")
+"""Markdown punctuation a value could open a link, an image or emphasis with (without
+brackets, ``](`` and ``![`` mean nothing)."""
+
+
 def _cell(text: object) -> str:
-    """Table-cell text: one line, pipes escaped, no markup of the capture's making."""
-    value = clean_text(str(text)).replace("\n", " ").replace("|", "\\|")
-    return value.replace("<", "&lt;").replace(">", "&gt;").replace("`", "'")
+    """Text for a table cell or a heading: one line, and no markup of the capture's making
+    (no HTML, link, image, emphasis, code span or @mention; pipes escaped)."""
+    value = clean_text(str(text)).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    value = _MARKUP.sub(r"\\\1", value).replace("`", "'").replace("|", "\\|")
+    return value.replace("@", "&#64;")
+
+
+def _code(text: object) -> str:
+    """Text inside a code span in a table cell: one line, no backtick to close the span
+    early, pipes escaped (GitHub splits cells on them even there)."""
+    return clean_text(str(text)).replace("`", "'").replace("|", "\\|")
 
 
 def _mermaid_text(text: str) -> str:
@@ -142,8 +156,8 @@ def markdown_report(
         out += ["| rule | flows | first seen | last seen | confidence |", "|---|---|---|---|---|"]
         for rule in doc.rules[:MAX_ROWS]:
             out.append(
-                f"| `{_cell(rule.key)}` | {rule.flow_count} | {rule.first_seen} | "
-                f"{rule.last_seen} | {confidence(rule)} |"
+                f"| `{_code(rule.key)}` | {rule.flow_count} | {_cell(rule.first_seen)} | "
+                f"{_cell(rule.last_seen)} | {confidence(rule)} |"
             )
         if len(doc.rules) > MAX_ROWS:
             out.append(f"| … and {len(doc.rules) - MAX_ROWS} more | | | | |")
@@ -163,7 +177,7 @@ def markdown_report(
         ]
         for drop in sorted(drops, key=lambda d: (-d.count, d.reason))[:MAX_ROWS]:
             out.append(
-                f"| {_cell(drop.reason)} | {drop.drop_class} | {drop.count} | "
+                f"| {_cell(drop.reason)} | {_cell(drop.drop_class)} | {drop.count} | "
                 f"{_cell(drop.remediation or '—')} |"
             )
         out.append("")
