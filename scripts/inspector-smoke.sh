@@ -4,6 +4,8 @@
 # from the same package). Needs node/npm and the project's venv (make install).
 # Usage: scripts/inspector-smoke.sh [path/to/cpg-mcp]
 set -euo pipefail
+# `... | check NAME EXPR` must count its failures in this shell, not in a pipeline's subshell.
+shopt -s lastpipe
 
 INSPECTOR="@modelcontextprotocol/inspector@2.12.0"
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -41,11 +43,11 @@ print(json.dumps(r.get('structuredContent', r)))"
 }
 
 npx -y "$INSPECTOR" --cli -q --method tools/list -- "$server" 2>/dev/null |
-  check "tools/list: nine tools, read-only queries" \
+  check "tools/list: eleven tools, read-only queries" \
   "sorted(t['name'] for t in d['tools']) == sorted(['start_session','get_status','stop_session',\
 'list_dropped_flows','list_policies','get_policy','get_evidence','get_cluster_health',\
-'get_bootstrap_policy']) and all(t['annotations']['readOnlyHint'] for t in d['tools'] \
-if t['name'].startswith(('list_','get_')))"
+'get_bootstrap_policy','get_plan','get_report']) and all(t['annotations']['readOnlyHint'] \
+for t in d['tools'] if t['name'].startswith(('list_','get_')))"
 
 mcpdo connect --connection "$conn" -- "$server" --allow-replay-dir "$scratch/captures" >/dev/null
 sid="$(call start_session '{"replay_file":"drops.jsonl"}' |

@@ -590,6 +590,12 @@ def _quiet_dask(record: logging.LogRecord) -> bool:
     return record.levelno >= logging.WARNING or not record.name.startswith(_DASK_LOGGERS)
 
 
+def quiet_grpc() -> None:
+    """grpcio logs a traceback of its own for a message it cannot decode; cpg reports the
+    failed stream in one line (and reconnects), so grpcio's own log is silenced."""
+    logging.getLogger("grpc").setLevel(logging.CRITICAL)
+
+
 def setup_logging(level: str) -> None:
     """Logs to stderr at ``level`` (a usage error when it is not one of LOG_LEVELS)."""
     level = level.lower()
@@ -600,6 +606,7 @@ def setup_logging(level: str) -> None:
     handler = _StderrHandler()
     handler.setFormatter(logging.Formatter("cpg: %(levelname)s: %(message)s"))
     logging.basicConfig(level=getattr(logging, level.upper()), handlers=[handler], force=True)
+    quiet_grpc()
     # Library warnings (urllib3's insecure-request warning…) go to the log, shown at debug.
     logging.captureWarnings(True)
     if level != "debug":  # the libraries' retry chatter; cpg says what failed

@@ -12,8 +12,10 @@ SEGMENT_WILDCARD = "[^/]+"
 
 
 def url_path(url: str) -> str:
-    """The path of a URL or request target, without query or fragment; ``/`` when empty."""
-    text = url.strip().split("#", 1)[0].split("?", 1)[0]
+    """The path of a URL or request target, without query or fragment; ``/`` when empty.
+    Nothing else is trimmed: the rule must admit exactly the path the flow carried (a path
+    ending in a newline included), and the matcher reads paths through this same function."""
+    text = url.split("#", 1)[0].split("?", 1)[0]
     if "://" in text:
         text = text.split("://", 1)[1]
         text = text[text.find("/") :] if "/" in text else ""

@@ -23,6 +23,7 @@ import attrs
 from cpg_core._documents import PolicyDocument
 from cpg_core._errors import CpgError
 from cpg_core._flow import ICMP_PROTOCOLS, ICMPV4, Direction, Endpoint, Flow
+from cpg_core._l7 import url_path
 from cpg_core._labels import CLUSTER_LABEL, NAMESPACE_LABEL, reserved_names
 from cpg_core._rules import DNS, EGRESS, HTTP, INGRESS, Atom, CidrPeer, EndpointPeer, EntityPeer
 from cpg_core._synthesis import endpoint_kind
@@ -336,9 +337,7 @@ def rule_admits(
 def _flow_request(flow: Flow) -> Request:
     l7 = flow.l7
     if l7 is not None and l7.http is not None:
-        path = l7.http.url.split("?", 1)[0].split("#", 1)[0]
-        if "://" in path:
-            path = "/" + path.split("://", 1)[1].partition("/")[2]
+        path = url_path(l7.http.url)
         return Request(flow.protocol, flow.port, http_method=l7.http.method.upper(), http_path=path)
     if l7 is not None and l7.dns is not None:
         return Request(flow.protocol, flow.port, dns_name=l7.dns.query)

@@ -250,7 +250,7 @@ class LiveRequest:
 def explain_filter(
     *,
     direction: str | None = None,
-    port: str | None = None,
+    port: str | int | None = None,
     peer: str | None = None,
     peer_cidr: str | None = None,
     http_method: str | None = None,
@@ -269,10 +269,10 @@ def explain_filter(
             "direction", f"{shown(direction)} is not a direction; use ingress or egress"
         )
     if port is not None:
-        port = port.strip()
-        if not port.isdigit() or int(port) > 65535:
+        text = str(port).strip() if not isinstance(port, bool) else ""
+        if not text.isdigit() or int(text) > 65535:
             raise RequestError("port", f"{shown(port)} is not a port number (or ICMP type)")
-        port = str(int(port))
+        port = str(int(text))
     try:
         peer_pair = parse_peer(peer) if peer is not None else None
     except ValueError as exc:

@@ -4,6 +4,7 @@ are stripped of control characters once more, and each call leaves one audit lin
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import secrets
@@ -53,10 +54,14 @@ class GuardedServer(MCPServer):
             )
 
     async def list_tools(self) -> list[Tool]:
-        """Input schemas say what the guard enforces: no argument beyond those listed."""
+        """Input schemas say what the guard enforces: no argument beyond those listed; the
+        descriptions are the tools' docstrings without their source indentation."""
         return [
             tool.model_copy(
-                update={"input_schema": {**tool.input_schema, "additionalProperties": False}}
+                update={
+                    "input_schema": {**tool.input_schema, "additionalProperties": False},
+                    "description": inspect.cleandoc(tool.description or "") or None,
+                }
             )
             for tool in await super().list_tools()
         ]

@@ -70,6 +70,7 @@ def main(argv: list[str] | None = None) -> None:
         format="cpg-mcp: %(levelname)s: %(message)s",
         force=True,
     )
+    logging.getLogger("grpc").setLevel(logging.CRITICAL)  # its tracebacks: one line of ours
     if args.allow_replay_dir is not None and not args.allow_replay_dir.is_dir():
         sys.stderr.write(
             f"cpg-mcp: error: --allow-replay-dir {args.allow_replay_dir} is not a folder\n"

@@ -419,7 +419,10 @@ def build_server(
         direction: Annotated[
             Literal["ingress", "egress"] | None, Field(description="filter: ingress or egress")
         ] = None,
-        port: Annotated[str | None, Field(description="filter: rules for this port")] = None,
+        port: Annotated[
+            int | str | None,
+            Field(description="filter: rules for this port (as evidence samples give it)"),
+        ] = None,
         peer: Annotated[
             str | None, Field(description="filter: endpoint peer label KEY=VALUE")
         ] = None,

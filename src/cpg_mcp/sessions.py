@@ -125,7 +125,8 @@ class SessionManager:
             ) from None
         if not path.is_relative_to(self.allow_replay_dir) or not is_file:
             raise SessionError(
-                f"replay_file must name a file inside {self.allow_replay_dir} (relative paths only)"
+                f"replay_file must name a file inside {self.allow_replay_dir} (a path relative "
+                "to it, or an absolute one inside it)"
             )
         return path
 

@@ -237,3 +237,20 @@ def test_l7_evidence_keys_and_concrete_paths(tmp_path: Path) -> None:
     ]
     udp = next(r for r in dns["matched_rules"] if r["protocol"] == "UDP")
     assert udp["flow_count"] == 1 and udp["samples"][0]["l7"] == "DNS api.example.com"
+
+
+def test_a_path_ending_in_a_newline_gets_a_rule_verify_agrees_with(tmp_path: Path) -> None:
+    from conftest import flow_dict, jsonl
+
+    def request(url: str) -> dict[str, object]:
+        return flow_dict(l7={"type": "REQUEST", "http": {"method": "GET", "url": url}})
+
+    capture = tmp_path / "odd-paths.jsonl"
+    capture.write_text(jsonl([request("/a\n"), request("http://shop/b "), request("/c")]))
+    out = tmp_path / "policies"
+    assert cpg("replay", str(capture), "-d", str(out), "--l7", "--no-evidence").returncode == 0
+    text = (out / "shop" / "cart.yaml").read_text()
+    assert '"^/a\\n$"' in text and '"^/b $"' in text and '"^/c$"' in text
+    verified = cpg("verify", str(capture), "-d", str(out))
+    assert verified.returncode == 0, verified.stdout
+    assert "3/3 candidate flows admitted" in verified.stdout

@@ -871,3 +871,27 @@ def threading_wait(seconds: float) -> None:
     import threading
 
     threading.Event().wait(seconds)
+
+
+def test_ctrl_c_while_cpg_starts_is_a_quiet_exit_130(tmp_path: Path) -> None:
+    """SIGINT during start-up (while cpg imports its modules, at several moments): a quiet
+    exit 130, or death by the signal itself before Python runs (the shell's 130 too), never
+    a traceback."""
+    import signal
+    import subprocess
+    import threading
+
+    from conftest import CPG, EXAMPLE
+
+    for attempt, delay in enumerate((0.0, 0.05, 0.1, 0.2, 0.3, 0.4)):
+        proc = subprocess.Popen(
+            [str(CPG), "replay", str(EXAMPLE), "-d", str(tmp_path / f"p{attempt}")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        threading.Event().wait(delay)  # the moment of the Ctrl+C is this test's input
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=30)
+        assert proc.returncode in (130, -signal.SIGINT, 0), (delay, proc.returncode, err)
+        assert "Traceback" not in err, (delay, err)

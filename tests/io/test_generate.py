@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from conftest import CPG, EXAMPLE, assert_crd_valid, cpg, policies
@@ -342,3 +343,38 @@ def test_a_grpc_server_that_is_not_hubble_relay_fails_at_once(tmp_path: Path) ->
     assert took < 15, took  # no retry with growing pauses (measured: about 1.2 s)
     assert "answers gRPC but is not Hubble Relay" in ran.stderr
     assert "--server" in ran.stderr and "reconnect" not in ran.stderr.lower()
+
+
+def test_a_relay_sending_corrupt_protobuf_gets_one_readable_line_per_problem(
+    tmp_path: Path,
+) -> None:
+    from concurrent import futures
+
+    import grpc
+
+    def garbage(request: bytes, context: object) -> Iterator[bytes]:
+        yield b"\xff\xff\xff\xff not a GetFlowsResponse"
+
+    handler = grpc.method_handlers_generic_handler(
+        "observer.Observer", {"GetFlows": grpc.unary_stream_rpc_method_handler(garbage)}
+    )
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    server.add_generic_rpc_handlers((handler,))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        ran = cpg(
+            "generate",
+            "--server",
+            f"127.0.0.1:{port}",
+            "-d",
+            str(tmp_path / "p"),
+            "--duration",
+            "3s",
+        )
+    finally:
+        server.stop(None)
+    assert "Traceback" not in ran.stderr, ran.stderr
+    problems = [line for line in ran.stderr.splitlines() if line.strip()]
+    assert problems and all(line.startswith("cpg: ") for line in problems), ran.stderr
+    assert any("deserializ" in line.lower() for line in problems), ran.stderr

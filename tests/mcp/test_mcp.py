@@ -619,3 +619,42 @@ async def test_every_result_fits_the_output_schema_the_tool_lists(replay_dir: Pa
         bad = dict(answers["get_plan"].structured_content, would_break=[{"traffic": 1}])
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, schemas["get_plan"])
+
+
+async def test_evidence_takes_the_port_as_samples_give_it_and_descriptions_read_cleanly(
+    replay_dir: Path,
+) -> None:
+    async with Client(build_server(replay_dir), mode="legacy") as client:
+        tools = (await client.list_tools()).tools
+        assert all("\n    " not in (tool.description or "") for tool in tools)
+        sid = (await call(client, "start_session", replay_file="drops.jsonl")).structured_content[
+            "session_id"
+        ]
+        await wait_stopped(client, sid)
+        whole = (
+            await call(client, "get_evidence", session_id=sid, namespace="shop", workload="cart")
+        ).structured_content
+        port = whole["matched_rules"][0]["port"]
+        by_int = await call(
+            client,
+            "get_evidence",
+            session_id=sid,
+            namespace="shop",
+            workload="cart",
+            port=int(port),
+        )
+        by_text = await call(
+            client,
+            "get_evidence",
+            session_id=sid,
+            namespace="shop",
+            workload="cart",
+            port=str(port),
+        )
+        assert not by_int.is_error, by_int.content[0].text
+        assert by_int.structured_content == by_text.structured_content
+        outside = await call(client, "start_session", replay_file="/etc/passwd")
+        assert outside.is_error and "relative paths only" not in outside.content[0].text
+        assert "absolute one inside it" in outside.content[0].text
+        inside = await call(client, "start_session", replay_file=str(replay_dir / "drops.jsonl"))
+        assert not inside.is_error, inside.content[0].text  # absolute, inside the folder: fine
