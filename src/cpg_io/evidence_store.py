@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from cpg_core import (
     render_evidence,
     to_json,
 )
-from cpg_io.errors import StoreError
+from cpg_io.errors import Cancelled, StoreError
 from cpg_io.store import (
     StagedWrites,
     atomic_write_text,
@@ -115,11 +116,14 @@ class EvidenceStore:
                 yield ns_dir.name, path.stem
 
     def read_all(
-        self, on_error: Callable[[str], None]
+        self, on_error: Callable[[str], None], cancel: threading.Event | None = None
     ) -> Iterator[tuple[str, str, PolicyEvidence]]:
         """Every readable evidence document; each unreadable one is passed to ``on_error``
-        (its message names the file) and skipped."""
+        (its message names the file) and skipped. Cancelled before the next file once
+        ``cancel`` is set."""
         for namespace, workload in self.targets():
+            if cancel is not None and cancel.is_set():
+                raise Cancelled("the reading was cancelled")
             try:
                 doc = self.read(namespace, workload)
             except (EvidenceError, StoreError, OSError, UnicodeDecodeError) as exc:

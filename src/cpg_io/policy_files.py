@@ -3,6 +3,7 @@ yaml`` output): every CiliumNetworkPolicy and CiliumClusterwideNetworkPolicy, li
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ import attrs
 
 from cpg_core import Setting
 from cpg_core.cilium import YamlInputError, load_all
-from cpg_io.errors import PolicyLoadError
+from cpg_io.errors import Cancelled, PolicyLoadError
 from cpg_io.store import RefusedFile, read_bounded
 
 _KINDS = frozenset({"CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy"})
@@ -77,7 +78,7 @@ class PolicyFolder:
     problems: list[str]
 
 
-def read_policy_folder(folder: Path) -> PolicyFolder:
+def read_policy_folder(folder: Path, cancel: threading.Event | None = None) -> PolicyFolder:
     """Each YAML file under ``folder`` (or that one file). Only regular files inside the
     folder are read, each up to MAX_FILE_BYTES: a symlink that leaves the folder, a device or
     a FIFO, an oversized file, bad YAML or a field of the wrong type is a problem naming the
@@ -96,6 +97,8 @@ def read_policy_folder(folder: Path) -> PolicyFolder:
     problems: list[str] = []
     inside = root.resolve()
     for path in paths:
+        if cancel is not None and cancel.is_set():
+            raise Cancelled("the reading was cancelled")
         try:
             text = read_bounded(path, MAX_FILE_BYTES, inside).decode("utf-8")
             docs = load_all(text, str(path))

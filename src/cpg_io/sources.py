@@ -14,6 +14,7 @@ import os
 import re
 import stat
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import BinaryIO
 
@@ -27,7 +28,7 @@ from cpg_core.reading import (
     parse_lines,
     time_key,
 )
-from cpg_io.errors import SourceError, UnreadableInput
+from cpg_io.errors import Cancelled, SourceError, UnreadableInput
 from cpg_io.remote import expand_url, is_url, open_raw, shown, size_of
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -65,17 +66,19 @@ class CaptureFlows:
     """The flows of several inputs read one after the other (verify, plan), with their
     counts and the first bytes of each (for saying what an unreadable input looks like)."""
 
-    def __init__(self, inputs: Sequence[str]) -> None:
+    def __init__(self, inputs: Sequence[str], cancel: threading.Event | None = None) -> None:
         self.files = expand_inputs(list(inputs))
         self.stats = ReadStats()
         self._heads: list[bytes] = []
+        self.cancel = cancel
+        """Set, it stops the reading (Cancelled) at the next batch of lines."""
 
     def __iter__(self) -> Iterator[Flow]:
         parser = FlowParser()
         for path in self.files:
             with open_flow_stream(path) as stream:
                 self._heads.append(peek(stream, SNIFF_BYTES))
-                yield from read_records(stream, self.stats, parser)
+                yield from read_records(stream, self.stats, parser, self.cancel)
 
     def check_readable(self) -> None:
         """UnreadableInput when, read to the end, the inputs held no Hubble record."""
@@ -265,15 +268,21 @@ def is_gzip(stream: BinaryIO) -> bool:
 
 
 def read_records(
-    stream: BinaryIO, stats: ReadStats, parser: FlowParser | None = None
+    stream: BinaryIO,
+    stats: ReadStats,
+    parser: FlowParser | None = None,
+    cancel: threading.Event | None = None,
 ) -> Iterator[Flow]:
-    """Yield the flows of a JSON-lines stream, updating ``stats`` as it goes."""
+    """Yield the flows of a JSON-lines stream, updating ``stats`` as it goes; Cancelled at
+    the next batch once ``cancel`` is set."""
     parser = parser or FlowParser()
     batch: list[bytes] = []
     first = 1
     for line in _lines(stream, stats):
         batch.append(line)
         if len(batch) >= 1024:
+            if cancel is not None and cancel.is_set():
+                raise Cancelled("the reading was cancelled")
             yield from parse_lines(batch, first, stats, parser)
             first += len(batch)
             batch = []

@@ -462,7 +462,7 @@ def get_plan(
         )
         try:
             planned = plan_run(
-                request, evidence=session.evidence_store, kube_dir=kube_dir
+                request, evidence=session.evidence_store, kube_dir=kube_dir, cancel=CANCEL.get()
             ).view.plan
         except IoError as exc:
             raise ToolError(in_tool_words(exc)) from None
@@ -498,8 +498,9 @@ def get_report(session: Session) -> ReportResult:
     if not session.policies.is_dir():
         raise ToolError("the session wrote no policy; there is nothing to report")
     try:
-        inputs = read_review(session.policies, session.evidence_store, None)
+        inputs = read_review(session.policies, session.evidence_store, None, CANCEL.get())
     except IoError as exc:
         raise ToolError(in_tool_words(exc)) from None
+    checkpoint()  # read, but answered already: do not render for nobody
     text = render(Review(title=f"session {session.id}", inputs=inputs), "markdown")
     return ReportResult(markdown=clean(text, keep_newlines=True))

@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from conftest import EXAMPLE
 
 CPG_MCP = str(Path(sys.executable).with_name("cpg-mcp"))
@@ -407,9 +409,12 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def test_thirty_expiring_calls_are_answered_and_the_server_goes_idle(tmp_path: Path) -> None:
-    """Over the raw wire: every late call is answered, and the work
-    behind them stops instead of trickling on."""
+@pytest.mark.parametrize("tool", ["list_dropped_flows", "get_report", "get_plan"])
+def test_thirty_expiring_calls_are_answered_and_the_server_goes_idle(
+    tmp_path: Path, tool: str
+) -> None:
+    """Over the raw wire: every late call is answered, and the work behind them stops
+    instead of trickling on (each heavy tool checks its deadline while it reads)."""
     import threading
 
     from conftest import flow_dict, jsonl
@@ -450,7 +455,7 @@ def test_thirty_expiring_calls_are_answered_and_the_server_goes_idle(tmp_path: P
                 frame(
                     100 + n,
                     "tools/call",
-                    {"name": "list_dropped_flows", "arguments": {"session_id": sid, "limit": 200}},
+                    {"name": tool, "arguments": {"session_id": sid}},
                 )
             )
         proc.stdin.flush()
@@ -474,8 +479,19 @@ def test_thirty_expiring_calls_are_answered_and_the_server_goes_idle(tmp_path: P
         )
         proc.stdin.flush()
         assert "result" in read_response(proc, 500)
-    finally:
+        for n in range(30):  # late calls again, and stdin closed right after their answers
+            proc.stdin.write(
+                frame(600 + n, "tools/call", {"name": tool, "arguments": {"session_id": sid}})
+            )
+        proc.stdin.flush()
+        read_responses(proc, {600 + n for n in range(30)})
+        session_dir = Path(status["tmp_dir"])
         proc.stdin.close()
+        assert proc.wait(timeout=10) == 0, "EOF: exit and clean up within 10 s"
+        assert not session_dir.exists()
+    finally:
+        if not proc.stdin.closed:
+            proc.stdin.close()
         proc.wait(timeout=10)
 
 

@@ -3,6 +3,7 @@ policies, and the proposal's evidence. The plan itself is pure (``cpg_core.plan`
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,13 +35,15 @@ def plan_capture(
     options: DecideOptions,
     evidence: EvidenceStore | None = None,
     default_local_cluster: bool = True,
+    cancel: threading.Event | None = None,
 ) -> PlannedCapture:
-    """The plan of ``proposal`` over a capture; UnreadableInput when it holds no record."""
-    capture = CaptureFlows(inputs)
+    """The plan of ``proposal`` over a capture; UnreadableInput when it holds no record;
+    Cancelled soon after ``cancel`` is set."""
+    capture = CaptureFlows(inputs, cancel)
     problems: list[str] = []
     found: dict[str, PolicyEvidence] = {}
     if evidence is not None:
-        for namespace, _workload, doc in evidence.read_all(problems.append):
+        for namespace, _workload, doc in evidence.read_all(problems.append, cancel):
             found[f"{namespace}/{doc.policy.name}"] = doc
     result = plan(
         capture,
@@ -73,6 +76,7 @@ def plan_run(
     kubeconfig: Path | None = None,
     context: str | None = None,
     kube_dir: Path | None = None,
+    cancel: threading.Event | None = None,
 ) -> PlanRun:
     """The plan use case: the proposed policies (``request.policies``) against those applied
     today (a folder, the cluster, or inferred from the flows), judged on the capture. The
@@ -104,6 +108,7 @@ def plan_run(
         options=request.decide_options(),
         evidence=store,
         default_local_cluster=request.default_local_cluster,
+        cancel=cancel,
     )
     view = PlanView(plan=planned.plan, proposal=str(folder), origin=origin, policies=len(proposal))
     return PlanRun(view=view, stats=planned.stats, problems=planned.problems)

@@ -4,6 +4,7 @@ cluster-health document and, when given, a plan's JSON."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 from cpg_core import DocumentError, EvidenceError, Plan, from_data
@@ -14,9 +15,16 @@ from cpg_io.policy_files import read_policy_folder
 from cpg_io.store import RefusedFile, read_bounded
 
 
-def read_review(output_dir: Path, store: EvidenceStore, plan: Path | None) -> ReviewInputs:
+def read_review(
+    output_dir: Path,
+    store: EvidenceStore,
+    plan: Path | None,
+    cancel: threading.Event | None = None,
+) -> ReviewInputs:
+    """The policies, their evidence, the cluster health and the plan a report shows;
+    Cancelled soon after ``cancel`` is set (a deadline that expired)."""
     try:
-        folder = read_policy_folder(output_dir)
+        folder = read_policy_folder(output_dir, cancel)
     except PolicyLoadError as exc:
         raise ReviewInputError(str(exc)) from None
     files = folder.files
@@ -29,7 +37,7 @@ def read_review(output_dir: Path, store: EvidenceStore, plan: Path | None) -> Re
     problems: list[str] = list(folder.problems)  # the report goes on without those files
     evidence = {
         f"{namespace}/{doc.policy.name}": doc
-        for namespace, _workload, doc in store.read_all(problems.append)
+        for namespace, _workload, doc in store.read_all(problems.append, cancel)
     }
     try:
         health = store.read_health()
