@@ -61,12 +61,79 @@ def _check_policy(doc: dict[str, Any], where: str) -> None:
     if not isinstance(metadata.get("name"), str):
         raise _Shape(f"{where}metadata.name: missing")
     spec, specs = doc.get("spec"), doc.get("specs")
-    if spec is not None and not isinstance(spec, dict):
-        raise _Shape(f"{where}spec: expected a mapping, got {type(spec).__name__}")
-    if specs is not None and (
-        not isinstance(specs, list) or not all(isinstance(item, dict) for item in specs)
-    ):
-        raise _Shape(f"{where}specs: expected a list of mappings")
+    if spec is not None:
+        _check_spec(spec, f"{where}spec")
+    if specs is not None:
+        for index, item in enumerate(_list_of(specs, f"{where}specs")):
+            _check_spec(item, f"{where}specs[{index}]")
+
+
+_RULE_LISTS = ("ingress", "egress", "ingressDeny", "egressDeny")
+_SELECTOR_LISTS = ("fromEndpoints", "toEndpoints", "fromRequires", "toRequires")
+_STRING_LISTS = ("fromEntities", "toEntities", "fromCIDR", "toCIDR")
+_MAPPING_LISTS = ("fromCIDRSet", "toCIDRSet", "toFQDNs", "toServices", "icmps", "toGroups")
+
+
+def _mapping(value: object, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _Shape(f"{where}: expected a mapping, got {type(value).__name__}")
+    return value
+
+
+def _list_of(value: object, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise _Shape(f"{where}: expected a list, got {type(value).__name__}")
+    return value
+
+
+def _check_selector(value: object, where: str) -> None:
+    selector = _mapping(value, where)
+    labels = selector.get("matchLabels")
+    if labels is not None:
+        for key, item in _mapping(labels, f"{where}.matchLabels").items():
+            if not isinstance(key, str) or not isinstance(item, str | int | float | bool):
+                raise _Shape(f"{where}.matchLabels.{key}: expected a string")
+    expressions = selector.get("matchExpressions")
+    if expressions is not None:
+        for index, item in enumerate(_list_of(expressions, f"{where}.matchExpressions")):
+            _mapping(item, f"{where}.matchExpressions[{index}]")
+
+
+def _check_spec(value: object, where: str) -> None:
+    """The parts of a policy spec cpg reads have the types Cilium's CRD gives them."""
+    spec = _mapping(value, where)
+    for key in ("endpointSelector", "nodeSelector"):
+        if spec.get(key) is not None:
+            _check_selector(spec[key], f"{where}.{key}")
+    for direction in _RULE_LISTS:
+        if spec.get(direction) is None:
+            continue
+        for index, rule in enumerate(_list_of(spec[direction], f"{where}.{direction}")):
+            here = f"{where}.{direction}[{index}]"
+            rule = _mapping(rule, here)
+            for key in _SELECTOR_LISTS:
+                if rule.get(key) is not None:
+                    for n, item in enumerate(_list_of(rule[key], f"{here}.{key}")):
+                        _check_selector(item, f"{here}.{key}[{n}]")
+            for key in _STRING_LISTS:
+                if rule.get(key) is not None and not all(
+                    isinstance(item, str) for item in _list_of(rule[key], f"{here}.{key}")
+                ):
+                    raise _Shape(f"{here}.{key}: expected a list of strings")
+            for key in _MAPPING_LISTS:
+                if rule.get(key) is not None:
+                    for n, item in enumerate(_list_of(rule[key], f"{here}.{key}")):
+                        _mapping(item, f"{here}.{key}[{n}]")
+            if rule.get("toPorts") is not None:
+                for n, port_rule in enumerate(_list_of(rule["toPorts"], f"{here}.toPorts")):
+                    port_rule = _mapping(port_rule, f"{here}.toPorts[{n}]")
+                    if port_rule.get("ports") is not None:
+                        for m, port in enumerate(
+                            _list_of(port_rule["ports"], f"{here}.toPorts[{n}].ports")
+                        ):
+                            _mapping(port, f"{here}.toPorts[{n}].ports[{m}]")
+                    if port_rule.get("rules") is not None:
+                        _mapping(port_rule["rules"], f"{here}.toPorts[{n}].rules")
 
 
 @attrs.frozen

@@ -152,7 +152,8 @@ def test_a_malformed_policy_is_named_not_a_crash(tmp_path: Path) -> None:
     )
     verified = cpg("verify", str(capture), "--policies", str(bad))
     assert verified.returncode == 1, verified.stdout
-    assert "policy shop/odd is not a valid CiliumNetworkPolicy" in verified.stderr
+    assert "not-a-policy-odd.yaml: not a usable Cilium policy: " in verified.stderr
+    assert "spec.ingress[0].toPorts[0].ports: expected a list" in verified.stderr
 
 
 HOSTILE = "web\x1b[2J\x1b]0;pwned\x07\u200b\u200e\u200f\u061c\ufeff\U000e0041\U000e007f\ue000x"

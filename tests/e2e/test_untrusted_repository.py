@@ -48,6 +48,11 @@ def _hostile_repository(tmp_path: Path) -> Path:
         "apiVersion: cilium.io/v2\nkind: CiliumNetworkPolicy\nmetadata: [1]\nspec: 3\n"
     )
     (repo / "policies" / "shop" / "not-a-policy-list.yaml").write_text("kind: List\nitems: 5\n")
+    (repo / "policies" / "shop" / "not-a-policy-deep.yaml").write_text(
+        "apiVersion: cilium.io/v2\nkind: CiliumNetworkPolicy\n"
+        "metadata: {name: deep, namespace: shop}\n"
+        "spec: {endpointSelector: {matchLabels: {app: cart}}, ingress: [{toPorts: [{ports: 5}]}]}\n"
+    )
     return repo
 
 
@@ -67,6 +72,7 @@ def test_verify_plan_and_report_on_a_hostile_repository(tmp_path: Path) -> None:
             assert name in ran.stderr, (args, name, ran.stderr)
         assert "metadata: expected a mapping" in ran.stderr
         assert "items: expected a list" in ran.stderr
+        assert "spec.ingress[0].toPorts[0].ports: expected a list" in ran.stderr
     for fmt in ("markdown", "html"):
         report = _run("report", "-d", "policies", "-o", fmt, cwd=repo)
         assert report.returncode == 0, report.stderr
