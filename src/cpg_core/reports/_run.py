@@ -5,14 +5,14 @@ people (a terminal, a CI log) and as JSON for machines (``-o json``). One typed 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from cpg_core._aggregate import HeldBack
 from cpg_core._decide import DECISION_LABELS, Decision
-from cpg_core._documents import ClusterHealth, VerifyReport
+from cpg_core._documents import ClusterHealth, DropRecord, Finding, VerifyReport
 from cpg_core._lines import ReadStats
 from cpg_core._triage import severity_order, top_entries
 from cpg_core._wire import converter, to_data
@@ -101,11 +101,27 @@ def _health_location(report: RunReport) -> str:
 
 
 def run_text(report: RunReport) -> str:
-    """The summary people read in a terminal or a CI log."""
+    """The summary people read in a terminal or a CI log: what was read, what each flow
+    became, what no policy can fix, what was written, and what to do next."""
+    drops = sorted(report.health.drops if report.health else (), key=severity_order)
+    findings = report.health.findings if report.health else ()
+    changed = [f for f in report.files if f.outcome in _CHANGED]
+    lines = _reading_lines(report) + _decision_lines(report)
+    lines += _drop_lines(drops) + _finding_lines(findings)
+    lines += _policy_lines(report, changed)
+    if drops or findings or report.stats.lost_events:
+        lines.append(f"cluster-health.json: {_health_location(report)}")
+    if changed and not report.dry_run:
+        lines += _next_steps(report, changed[0])
+    lines += _verify_lines(report.verify)
+    if report.redacted:
+        lines.append(REDACTED_NOTE)
+    return one_line_each(lines)
+
+
+def _reading_lines(report: RunReport) -> list[str]:
     stats = report.stats
-    agg = report
-    source, output_dir, dry_run = report.source, report.output_dir, report.dry_run
-    lines = [f"{report.verb} {_plural(stats.lines_read, 'line')} from {source}"]
+    lines = [f"{report.verb} {_plural(stats.lines_read, 'line')} from {report.source}"]
     if stats.malformed:
         shown = ", ".join(str(n) for n in stats.malformed_lines)
         more = " …" if stats.malformed > len(stats.malformed_lines) else ""
@@ -122,68 +138,76 @@ def run_text(report: RunReport) -> str:
         lines.append(
             f"  Hubble reported {stats.lost_events} lost events: the capture is incomplete"
         )
-    lines.append(f"Flows: {agg.total_flows}")
+    return lines
+
+
+def _decision_lines(report: RunReport) -> list[str]:
+    lines = [f"Flows: {report.total_flows}"]
     width = max(len(label) for _, label in DECISION_LABELS)
     for decision, label in DECISION_LABELS:
-        count = agg.decisions.get(decision, 0)
+        count = report.decisions.get(decision, 0)
         if count or decision is Decision.CANDIDATE:
             lines.append(f"  {label:<{width}}  {count:>8}")
-    if agg.ignored_protocols:
-        ignored = ", ".join(f"{p} {n}" for p, n in sorted(agg.ignored_protocols.items()))
+    if report.ignored_protocols:
+        ignored = ", ".join(f"{p} {n}" for p, n in sorted(report.ignored_protocols.items()))
         lines.append(f"    by protocol: {ignored}")
-    if agg.ignored_reasons:
-        ignored = ", ".join(f"{r} {n}" for r, n in sorted(agg.ignored_reasons.items()))
+    if report.ignored_reasons:
+        ignored = ", ".join(f"{r} {n}" for r, n in sorted(report.ignored_reasons.items()))
         lines.append(f"    by reason: {ignored}")
-    if agg.filtered_namespace:
-        lines.append(f"  candidates outside --namespace: {agg.filtered_namespace}")
+    if report.filtered_namespace:
+        lines.append(f"  candidates outside --namespace: {report.filtered_namespace}")
+    return lines
 
-    drops = sorted(report.health.drops if report.health else (), key=severity_order)
-    if drops:
-        lines.append("")
-        lines.append("Infrastructure and transient drops (no policy can fix these):")
-        name_width = max(len(d.reason) for d in drops)
-        for drop in drops:
-            lines.append(
-                f"  {drop.reason:<{name_width}}  {drop.drop_class:<9}  {_plural(drop.count, 'flow')}"
-            )
-            lines.append(f"    top nodes:     {_top(drop.by_node)}")
-            lines.append(f"    top workloads: {_top(drop.by_workload)}")
-            if drop.remediation:
-                lines.append(f"    fix:           {drop.remediation}")
-    findings = report.health.findings if report.health else ()
-    if findings:
-        lines.append("")
-        lines.append("Findings (traffic that got no allow rule, on purpose or because none fits):")
-        for finding in sorted(findings, key=lambda f: (-f.count, f.kind, f.subject))[
-            :MAX_FINDINGS_SHOWN
-        ]:
-            label, what, fix = finding.advice()
-            lines.append(f"  {label} ({_plural(finding.count, 'flow')}): {what}")
-            if fix:
-                lines.append(f"    fix: {fix}")
-        if len(findings) > MAX_FINDINGS_SHOWN:
-            lines.append(f"  (+{len(findings) - MAX_FINDINGS_SHOWN} more in cluster-health.json)")
 
-    lines.append("")
+def _drop_lines(drops: list[DropRecord]) -> list[str]:
+    if not drops:
+        return []
+    lines = ["", "Infrastructure and transient drops (no policy can fix these):"]
+    name_width = max(len(d.reason) for d in drops)
+    for drop in drops:
+        lines.append(
+            f"  {drop.reason:<{name_width}}  {drop.drop_class:<9}  {_plural(drop.count, 'flow')}"
+        )
+        lines.append(f"    top nodes:     {_top(drop.by_node)}")
+        lines.append(f"    top workloads: {_top(drop.by_workload)}")
+        if drop.remediation:
+            lines.append(f"    fix:           {drop.remediation}")
+    return lines
+
+
+def _finding_lines(findings: Sequence[Finding]) -> list[str]:
+    if not findings:
+        return []
+    lines = ["", "Findings (traffic that got no allow rule, on purpose or because none fits):"]
+    ordered = sorted(findings, key=lambda f: (-f.count, f.kind, f.subject))
+    for finding in ordered[:MAX_FINDINGS_SHOWN]:
+        label, what, fix = finding.advice()
+        lines.append(f"  {label} ({_plural(finding.count, 'flow')}): {what}")
+        if fix:
+            lines.append(f"    fix: {fix}")
+    if len(findings) > MAX_FINDINGS_SHOWN:
+        lines.append(f"  (+{len(findings) - MAX_FINDINGS_SHOWN} more in cluster-health.json)")
+    return lines
+
+
+def _policy_lines(report: RunReport, changed: list[FileOutcome]) -> list[str]:
+    output_dir = report.output_dir
     in_cluster = report.count("in-cluster")
     cluster = f", {in_cluster} already in the cluster" if in_cluster else ""
-    created = report.count("created")
-    updated = report.count("updated")
     unchanged = report.count("unchanged")
     failed = len(report.failed)
-    if dry_run:
-        lines.append(
-            f"Policies (dry run, nothing written): {report.count('would-create')} would be created, "
-            f"{report.count('would-update')} updated, {unchanged} unchanged{cluster}"
-            + (f", {failed} failed" if failed else "")
+    tail = cluster + (f", {failed} failed" if failed else "")
+    if report.dry_run:
+        head = (
+            f"Policies (dry run, nothing written): {report.count('would-create')} would be "
+            f"created, {report.count('would-update')} updated, {unchanged} unchanged"
         )
     else:
-        lines.append(
-            f"Policies in {output_dir}: {created} created, {updated} updated, {unchanged} unchanged"
-            + cluster
-            + (f", {failed} failed" if failed else "")
+        head = (
+            f"Policies in {output_dir}: {report.count('created')} created, "
+            f"{report.count('updated')} updated, {unchanged} unchanged"
         )
-    changed = [f for f in report.files if f.outcome in _CHANGED]
+    lines = ["", head + tail]
     for item in changed[:MAX_FILES_SHOWN]:
         lines.append(f"  {item.outcome:<12} {_relative(item.path, output_dir)}")
     if len(changed) > MAX_FILES_SHOWN:
@@ -203,26 +227,25 @@ def run_text(report: RunReport) -> str:
         lines.append(
             f"Evidence in {report.evidence_dir} (see: cpg explain NAMESPACE/WORKLOAD -d {output_dir})"
         )
-    if drops or findings or stats.lost_events:
-        lines.append(f"cluster-health.json: {_health_location(report)}")
-    if changed and not dry_run:
-        capture = source if source != "standard input" else "CAPTURE"
-        first = changed[0]
-        target = f"{first.namespace}/{first.workload}" if first.namespace else "NAMESPACE/WORKLOAD"
-        lines += ["", "Next steps:"]
-        apply = "-k" if report.kustomized else "-R -f"
-        lines.append(
-            f"  review:  kubectl diff {apply} {output_dir}   (reads the cluster, changes nothing)"
-        )
-        lines.append(f"  check:   cpg verify {capture} -d {output_dir}")
-        lines.append(f"  plan:    cpg plan CAPTURE-WITH-EVERY-VERDICT -d {output_dir}")
-        if report.evidence_dir is not None:
-            lines.append(f"  explain: cpg explain {target} -d {output_dir}")
-        lines.append(f"  apply:   kubectl apply {apply} {output_dir}   (yourself, once reviewed)")
-    lines += _verify_lines(report.verify)
-    if report.redacted:
-        lines.append(REDACTED_NOTE)
-    return one_line_each(lines)
+    return lines
+
+
+def _next_steps(report: RunReport, first: FileOutcome) -> list[str]:
+    output_dir = report.output_dir
+    capture = report.source if report.source != "standard input" else "CAPTURE"
+    target = f"{first.namespace}/{first.workload}" if first.namespace else "NAMESPACE/WORKLOAD"
+    apply = "-k" if report.kustomized else "-R -f"
+    lines = [
+        "",
+        "Next steps:",
+        f"  review:  kubectl diff {apply} {output_dir}   (reads the cluster, changes nothing)",
+        f"  check:   cpg verify {capture} -d {output_dir}",
+        f"  plan:    cpg plan CAPTURE-WITH-EVERY-VERDICT -d {output_dir}",
+    ]
+    if report.evidence_dir is not None:
+        lines.append(f"  explain: cpg explain {target} -d {output_dir}")
+    lines.append(f"  apply:   kubectl apply {apply} {output_dir}   (yourself, once reviewed)")
+    return lines
 
 
 _CHANGED = ("created", "updated", "would-create", "would-update")
