@@ -9,7 +9,7 @@ import typer
 
 from cpg_cli import options as opt
 from cpg_cli.terminal import fail, say
-from cpg_core import CheckRequest, CpgError
+from cpg_core import CANNOT_JUDGE, CheckRequest, CpgError
 from cpg_core.reports import render
 from cpg_io import runs
 
@@ -89,7 +89,8 @@ def plan(
     flows fixed, and each policy's changes in Cilium terms. Without --current or --cluster,
     what is policed today is inferred from the flows (*_allowed_by, policy drops).
 
-    Exit codes: 0 nothing would break, 3 something would, 1 unreadable input, 2 bad flags.
+    Exit codes: 0 nothing would break, 3 something would, 4 cannot judge (the capture has no
+    forwarded traffic to check), 1 unreadable input, 2 bad flags.
     """
     request = opt.validated(
         lambda: CheckRequest.build(
@@ -111,5 +112,9 @@ def plan(
         say(f"cpg: warning: {problem}", err=True)
     text = render(planned.view, output)
     typer.echo(text) if output == "json" else say(text)
-    if planned.view.plan.breaks:
+    plan = planned.view.plan
+    if plan.breaks:
         raise typer.Exit(3)
+    if not plan.can_judge:
+        say(f"cpg: {CANNOT_JUDGE}", err=True)
+        raise typer.Exit(4)

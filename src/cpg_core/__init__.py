@@ -64,7 +64,7 @@ from cpg_core._lines import ReadStats, feed_lines
 from cpg_core._matcher import match_flow
 from cpg_core._merge import render_or_merge
 from cpg_core._parse import FlowParser, parse_flow, parse_record
-from cpg_core._plan import CurrentSource, Plan, plan
+from cpg_core._plan import CANNOT_JUDGE, CurrentSource, Plan, plan
 from cpg_core._render import render_policy
 from cpg_core._requests import (
     PROTOCOLS,
@@ -83,6 +83,7 @@ from cpg_core._verify import verify_flows
 from cpg_core._wire import DocumentError, document_schema, from_data, to_data, to_json
 
 __all__ = [
+    "CANNOT_JUDGE",
     "PROTOCOLS",
     "AggregateOptions",
     "AggregateState",

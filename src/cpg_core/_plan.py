@@ -131,9 +131,28 @@ class Plan:
         return bool(self.would_break)
 
     @property
+    def can_judge(self) -> bool:
+        """Whether the capture had traffic that works today to check (ARCHITECTURE §D25): a
+        drops-only capture cannot say that nothing would break."""
+        return self.forwarded_flows > 0
+
+    @property
+    def verdict(self) -> str:
+        """``breaks``, ``cannot_judge`` or ``nothing_breaks``."""
+        if self.breaks:
+            return "breaks"
+        return "nothing_breaks" if self.can_judge else "cannot_judge"
+
+    @property
     def would_break_flows(self) -> int:
         return sum(item.traffic.flows for item in self.would_break)
 
+
+CANNOT_JUDGE = (
+    "cannot judge what would break: this capture has no forwarded traffic to check; capture "
+    "with every verdict (hubble observe without --verdict, or with --verdict FORWARDED "
+    "--verdict DROPPED) and plan again"
+)
 
 _WAYS = {int(Direction.INGRESS): "ingress", int(Direction.EGRESS): "egress"}
 _WORKS = frozenset({int(Verdict.FORWARDED), int(Verdict.REDIRECTED)})

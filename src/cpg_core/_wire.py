@@ -180,13 +180,14 @@ def _unstructure_plan(plan: Plan) -> dict[str, Any]:
     # cpg-mcp's get_plan, the --plan input of cpg report).
     data: dict[str, Any] = _plain_plan(plan)
     data["would_break_flows"] = plan.would_break_flows
+    data["verdict"] = plan.verdict
     return data
 
 
 def _structure_plan(data: Any, _: Any) -> Plan:
     if not isinstance(data, dict):
         raise ValueError(f"expected a plan object, got {type(data).__name__}")
-    fields = {k: v for k, v in data.items() if k != "would_break_flows"}
+    fields = {k: v for k, v in data.items() if k not in ("would_break_flows", "verdict")}
     return _read_plan(fields, Plan)
 
 
@@ -268,7 +269,8 @@ def _object_schema(cls: type, definitions: set[type]) -> dict[str, Any]:
             required.append(key)
     if cls is Plan:
         properties["would_break_flows"] = {"type": "integer"}
-        required.append("would_break_flows")
+        properties["verdict"] = {"enum": ["breaks", "nothing_breaks", "cannot_judge"]}
+        required += ["would_break_flows", "verdict"]
     if cls is VerifyReport:
         properties = {
             "candidates": _schema_of(AdmittedCount, definitions),

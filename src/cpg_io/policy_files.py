@@ -145,7 +145,9 @@ class PolicyFolder:
     problems: list[str]
 
 
-def read_policy_folder(folder: Path, cancel: threading.Event | None = None) -> PolicyFolder:
+def read_policy_folder(
+    folder: Path, cancel: threading.Event | None = None, setting: str = "output_dir"
+) -> PolicyFolder:
     """Each YAML file under ``folder`` (or that one file). Only regular files inside the
     folder are read, each up to MAX_FILE_BYTES: a symlink that leaves the folder, a device or
     a FIFO, an oversized file, bad YAML or a field of the wrong type is a problem naming the
@@ -155,10 +157,14 @@ def read_policy_folder(folder: Path, cancel: threading.Event | None = None) -> P
     elif folder.is_dir():
         root, paths = folder, sorted([*folder.rglob("*.yaml"), *folder.rglob("*.yml")])
     else:
+        if setting == "output_dir":
+            raise PolicyLoadError(
+                f"{folder}: not a folder of policies; give the ",
+                Setting("output_dir"),
+                " the policies were written to",
+            )
         raise PolicyLoadError(
-            f"{folder}: not a folder of policies; give the ",
-            Setting("output_dir"),
-            " the policies were written to",
+            f"{folder}: no such folder or file of policies; check ", Setting(setting)
         )
     files: list[tuple[str, list[dict[str, Any]]]] = []
     problems: list[str] = []
@@ -181,17 +187,19 @@ def read_policy_folder(folder: Path, cancel: threading.Event | None = None) -> P
     return PolicyFolder(files, problems)
 
 
-def load_policies(folder: Path) -> list[dict[str, Any]]:
+def load_policies(folder: Path, setting: str = "output_dir") -> list[dict[str, Any]]:
     """Every CiliumNetworkPolicy and CiliumClusterwideNetworkPolicy in the YAML files under
     ``folder`` (or in that one file), lists included. PolicyLoadError lists every file that
     could not be used: a check on part of a folder would be a wrong answer."""
-    return [policy for _text, found in load_policy_files(folder) for policy in found]
+    return [policy for _text, found in load_policy_files(folder, setting) for policy in found]
 
 
-def load_policy_files(folder: Path) -> list[tuple[str, list[dict[str, Any]]]]:
+def load_policy_files(
+    folder: Path, setting: str = "output_dir"
+) -> list[tuple[str, list[dict[str, Any]]]]:
     """Each YAML file under ``folder``: its text and its Cilium policies; PolicyLoadError
     listing every file that could not be used."""
-    read = read_policy_folder(folder)
+    read = read_policy_folder(folder, setting=setting)
     if read.problems:
         shown = "; ".join(read.problems[:5])
         more = f" (and {len(read.problems) - 5} more)" if len(read.problems) > 5 else ""

@@ -196,6 +196,11 @@ class PlanResult(BaseModel):
     candidates: int = Field(description="denied flows cpg can express")
     fixed: int = Field(description="of those, flows the proposed policies admit")
     forwarded_flows: int
+    verdict: Literal["breaks", "nothing_breaks", "cannot_judge"] = Field(
+        description="cannot_judge when the capture has no forwarded traffic to check: then "
+        "an empty would_break says nothing (replay a capture with every verdict)"
+    )
+    message: str | None = Field(default=None, description="why the plan cannot judge")
     would_break_flows: int = Field(description="forwarded flows the proposal would drop")
     would_break: _field_of(Plan, "would_break") = Field(  # type: ignore[valid-type]
         description="this page of the traffic that works today and would break, most flows "

@@ -16,6 +16,7 @@ import yaml
 from mcp.server.mcpserver.exceptions import ToolError
 
 from cpg_core import (
+    CANNOT_JUDGE,
     ClusterHealth,
     CpgError,
     DroppedFlowCount,
@@ -477,6 +478,8 @@ def get_plan(
                 "candidates": data["candidates"],
                 "fixed": data["fixed"],
                 "forwarded_flows": data["forwarded_flows"],
+                "verdict": data["verdict"],
+                "message": CANNOT_JUDGE if data["verdict"] == "cannot_judge" else None,
                 "would_break_flows": data["would_break_flows"],
                 "would_break": chunk,
                 "newly_enforced": data["newly_enforced"][:100],

@@ -258,3 +258,31 @@ def test_held_back_entries_join_once_they_reach_min_flows() -> None:
     assert held == {}
     ((atom, stats),) = third[0].attribution.items()
     assert stats.count == 3 and atom.port == 8080
+
+
+def test_a_drops_only_capture_cannot_say_nothing_would_break(tmp_path: Path) -> None:
+    """No forwarded traffic to check: 'cannot judge', exit 4 (never a green 0)."""
+    capture = tmp_path / "drops-only.jsonl"
+    capture.write_text(jsonl([flow_dict(), flow_dict(tcp=9090)]))
+    out = tmp_path / "policies"
+    assert cpg("replay", str(capture), "-d", str(out), "--no-evidence").returncode == 0
+    code, data, text = run_plan(str(capture), "-d", str(out))
+    assert code == 4
+    assert data["verdict"] == "cannot_judge" and data["forwarded_flows"] == 0
+    assert "Cannot judge" in text and "Nothing would break" not in text
+    stderr = cpg("plan", str(capture), "-d", str(out)).stderr
+    assert "cannot judge what would break" in stderr and "every verdict" in stderr
+
+
+def test_an_empty_or_missing_current_folder_is_said(tmp_path: Path) -> None:
+    capture = ingress_capture(tmp_path / "all.jsonl", allowed_by=True)
+    out = tmp_path / "policies"
+    assert cpg("replay", str(capture), "-d", str(out), "--no-evidence").returncode == 0
+    empty = tmp_path / "today"
+    empty.mkdir()
+    (empty / "notes.yaml").write_text("kind: ConfigMap\n")
+    warned = cpg("plan", str(capture), "-d", str(out), "--current", str(empty))
+    assert f"{empty}: no CiliumNetworkPolicy in it" in warned.stderr
+    missing = cpg("plan", str(capture), "-d", str(out), "--current", str(tmp_path / "nope"))
+    assert missing.returncode == 1
+    assert "check --current" in missing.stderr and "--output-dir" not in missing.stderr

@@ -658,3 +658,15 @@ async def test_evidence_takes_the_port_as_samples_give_it_and_descriptions_read_
         assert "absolute one inside it" in outside.content[0].text
         inside = await call(client, "start_session", replay_file=str(replay_dir / "drops.jsonl"))
         assert not inside.is_error, inside.content[0].text  # absolute, inside the folder: fine
+
+
+async def test_get_plan_says_when_it_cannot_judge(replay_dir: Path) -> None:
+    (replay_dir / "drops-only.jsonl").write_text(jsonl([flow_dict(), flow_dict(tcp=9090)]))
+    async with Client(build_server(replay_dir), mode="legacy") as client:
+        sid = (
+            await call(client, "start_session", replay_file="drops-only.jsonl")
+        ).structured_content["session_id"]
+        await wait_stopped(client, sid)
+        plan = (await call(client, "get_plan", session_id=sid)).structured_content
+        assert plan["verdict"] == "cannot_judge" and plan["would_break"] == []
+        assert "cannot judge" in plan["message"]

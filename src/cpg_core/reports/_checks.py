@@ -6,7 +6,7 @@ from __future__ import annotations
 import attrs
 
 from cpg_core._documents import VerifyReport
-from cpg_core._plan import Plan
+from cpg_core._plan import CANNOT_JUDGE, Plan
 from cpg_core.text import one_line_each
 
 MAX_SHOWN = 20
@@ -63,7 +63,11 @@ def plan_text(view: PlanView) -> str:
         if len(plan.would_break) > MAX_SHOWN:
             out.append(f"  … and {len(plan.would_break) - MAX_SHOWN} more (-o json lists all)")
     else:
-        out.append(f"Nothing would break: {plan.forwarded_flows} forwarded flows checked.")
+        out.append(
+            f"Nothing would break: {plan.forwarded_flows} forwarded flows checked."
+            if plan.can_judge
+            else f"Cannot judge: {CANNOT_JUDGE.split(': ', 1)[1]}"
+        )
     if plan.newly_enforced:
         out.append("")
         out.append("Newly enforced endpoints (default-deny for the first time):")
@@ -114,11 +118,12 @@ def plan_text(view: PlanView) -> str:
         if len(busy) > MAX_SHOWN:
             out.append(f"  … and {len(busy) - MAX_SHOWN} more (-o json)")
     out.append("")
-    out.append(
-        f"Would break {breaking} flows: review before applying."
-        if plan.breaks
-        else "Nothing that works today would break."
-    )
+    if plan.breaks:
+        out.append(f"Would break {breaking} flows: review before applying.")
+    elif plan.can_judge:
+        out.append("Nothing that works today would break.")
+    else:
+        out.append("Cannot judge: no forwarded traffic in the capture (exit 4).")
     return one_line_each(out)
 
 

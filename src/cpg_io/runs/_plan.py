@@ -87,10 +87,16 @@ def plan_run(
     proposal = load_policies(folder) if folder.exists() or request.policies else []
     current: list[dict[str, Any]] | None = None
     source: CurrentSource = "flows"
+    problems: list[str] = []
     if request.current is not None:
-        current = load_policies(Path(request.current))
+        current = load_policies(Path(request.current), setting="current")
         origin = f"--current {request.current} ({len(current)})"
         source = "current"
+        if not current:
+            problems.append(
+                f"{request.current}: no CiliumNetworkPolicy in it; the plan takes nothing as "
+                "applied today (is this the folder or file you meant?)"
+            )
     elif request.cluster:
         if kube_dir is not None:
             current = list_cilium_policies(api_client(kubeconfig, context, temp_dir=kube_dir))
@@ -111,4 +117,4 @@ def plan_run(
         cancel=cancel,
     )
     view = PlanView(plan=planned.plan, proposal=str(folder), origin=origin, policies=len(proposal))
-    return PlanRun(view=view, stats=planned.stats, problems=planned.problems)
+    return PlanRun(view=view, stats=planned.stats, problems=problems + planned.problems)
