@@ -110,6 +110,254 @@ async def _agent_images(kube_dir: Path, timeout: float) -> list[str]:
         return []
 
 
+_Namespace = Annotated[
+    list[str] | None, Field(description="only flows from or to pods in these namespaces")
+]
+
+
+_AllNamespaces = Annotated[
+    bool,
+    Field(
+        description="observe every namespace (what happens anyway when no namespace "
+        "is given); cannot be combined with namespace"
+    ),
+]
+
+
+_L7 = Annotated[bool, Field(description="HTTP and DNS rules from L7 records")]
+
+
+_L7CollapsePaths = Annotated[
+    bool,
+    Field(
+        description="with l7: collapse HTTP paths that differ only in an ID segment "
+        "(/users/123, /users/456) into one regex rule"
+    ),
+]
+
+
+_IncludeAudit = Annotated[bool, Field(description="also turn AUDIT-verdict flows into rules")]
+
+
+_IgnoreDropReasons = Annotated[
+    list[str] | None, Field(description="skip drops with these DropReason names")
+]
+
+
+_IgnoreProtocols = Annotated[
+    list[str] | None,
+    Field(description="skip flows of these protocols: tcp, udp, sctp, icmpv4, icmpv6"),
+]
+
+
+_Since = Annotated[
+    str | None,
+    Field(
+        description="only flows from this RFC 3339 time, or the last DURATION (30m, "
+        "2h): counted back from the newest flow of a replay, from now when live (the "
+        "relay's buffer)"
+    ),
+]
+
+
+_Until = Annotated[
+    str | None,
+    Field(
+        description="only flows up to this RFC 3339 time (a replay), or stop then (live: "
+        "a time in the future)"
+    ),
+]
+
+
+_MinFlows = Annotated[
+    int,
+    Field(
+        ge=1,
+        description="hold back allow rules seen fewer times than this (reported by "
+        "stop_session, not written)",
+    ),
+]
+
+
+_EvidenceSamples = Annotated[
+    int, Field(ge=0, le=1000, description="sample flows kept per rule as evidence")
+]
+
+
+_EvidenceRedact = Annotated[
+    bool, Field(description="record no IP address of a sample flow in the evidence")
+]
+
+
+_MaxMalformed = Annotated[
+    float,
+    Field(
+        ge=0,
+        le=100,
+        description="replay_file: fail when more than this percent of its lines are not "
+        "Hubble records",
+    ),
+]
+
+
+_Server = Annotated[
+    str | None,
+    Field(
+        description="explicit Hubble Relay host:port; without it cpg port-forwards to "
+        "the hubble-relay pod in kube-system through the kubeconfig of its environment"
+    ),
+]
+
+
+_Tls = Annotated[bool, Field(description="connect with TLS")]
+
+
+_TlsCaCert = Annotated[
+    str | None,
+    Field(description="path of the CA bundle (PEM) that signed the relay's certificate"),
+]
+
+
+_TlsClientCert = Annotated[
+    str | None, Field(description="path of a client certificate (PEM) for mutual TLS")
+]
+
+
+_TlsClientKey = Annotated[
+    str | None, Field(description="path of the client certificate's key (PEM)")
+]
+
+
+_TlsServerName = Annotated[
+    str | None, Field(description="the name to expect in the relay's certificate")
+]
+
+
+_Timeout = Annotated[str | None, Field(description="connect timeout, e.g. 10s")]
+
+
+_FlushInterval = Annotated[str | None, Field(description="how often files are written, e.g. 5s")]
+
+
+_Duration = Annotated[
+    str | None, Field(description="stop the live capture by itself after this long")
+]
+
+
+_EvidenceInterval = Annotated[
+    str | None,
+    Field(
+        description="how often the evidence of policies whose rules did not change is "
+        "written (default 1m)"
+    ),
+]
+
+
+_RelayNamespace = Annotated[
+    str | None,
+    Field(
+        description="without server: the namespace of the hubble-relay pod to "
+        "port-forward to (default kube-system)"
+    ),
+]
+
+
+_ClusterDedup = Annotated[
+    bool,
+    Field(
+        description="skip policies already applied in the cluster (lists "
+        "CiliumNetworkPolicies with the environment's kubeconfig)"
+    ),
+]
+
+
+_ReplayFile = Annotated[
+    str | None,
+    Field(
+        description="a capture file inside the folder the operator allowed with --allow-replay-dir (instead of a live capture)"
+    ),
+]
+
+
+_ListDroppedFlowsNamespace = Annotated[
+    str | None,
+    Field(description="filter: namespace (applies to both samples and aggregates)"),
+]
+
+
+_Workload = Annotated[
+    str | None,
+    Field(description="filter: workload (applies to both samples and aggregates)"),
+]
+
+
+_Dropclass = Annotated[
+    Literal["policy", "infra", "transient", "noise", "unknown"] | None,
+    Field(
+        description="filter: policy-actionable vs infra/transient/noise/unknown; "
+        "policy and unknown only match samples, infra and transient only aggregates"
+    ),
+]
+
+
+_Direction = Annotated[
+    Literal["ingress", "egress"] | None,
+    Field(description="filter: ingress or egress (samples only; aggregates have none)"),
+]
+
+
+_Limit = Annotated[
+    int, Field(ge=1, le=200, description="max rows per page, samples and aggregates")
+]
+
+
+_ListPoliciesLimit = Annotated[int, Field(ge=1, le=200, description="max policies per page")]
+
+
+_FromCluster = Annotated[
+    bool,
+    Field(
+        description="read the policies applied today from the cluster of cpg-mcp's "
+        "kubeconfig (read-only); default false: infer what is policed from the flows"
+    ),
+]
+
+
+_GetPlanLimit = Annotated[int, Field(ge=1, le=200, description="max would-break items per page")]
+
+
+_GetEvidenceDirection = Annotated[
+    Literal["ingress", "egress"] | None, Field(description="filter: ingress or egress")
+]
+
+
+_Port = Annotated[
+    int | str | None,
+    Field(description="filter: rules for this port (as evidence samples give it)"),
+]
+
+
+_Peer = Annotated[str | None, Field(description="filter: endpoint peer label KEY=VALUE")]
+
+
+_PeerCidr = Annotated[str | None, Field(description="filter: CIDR peers inside this CIDR")]
+
+
+_HttpMethod = Annotated[str | None, Field(description="filter: HTTP method")]
+
+
+_HttpPath = Annotated[str | None, Field(description="filter: HTTP path regex, exactly")]
+
+
+_DnsPattern = Annotated[str | None, Field(description="filter: DNS name")]
+
+
+_GetEvidenceLimit = Annotated[int, Field(ge=1, le=100, description="max rules per page")]
+
+
+_GetBootstrapPolicyNamespace = Annotated[str, Field(description="target namespace (required)")]
+
+
 def build_server(
     allow_replay_dir: Path | None = None,
     *,
@@ -144,6 +392,16 @@ def build_server(
     )
     mcp.sessions = manager
 
+    _session_tools(mcp, manager)
+    _query_tools(mcp, manager)
+    _detail_tools(mcp, manager, version_check_timeout)
+
+    return mcp
+
+
+def _session_tools(mcp: GuardedServer, manager: SessionManager) -> None:
+    """start_session, get_status and stop_session: the tools that change a session."""
+
     def session_of(session_id: str) -> Any:
         return tools.session_of(manager, session_id)
 
@@ -157,127 +415,32 @@ def build_server(
         ),
     )
     async def start_session(
-        namespace: Annotated[
-            list[str] | None, Field(description="only flows from or to pods in these namespaces")
-        ] = None,
-        all_namespaces: Annotated[
-            bool,
-            Field(
-                description="observe every namespace (what happens anyway when no namespace "
-                "is given); cannot be combined with namespace"
-            ),
-        ] = False,
-        l7: Annotated[bool, Field(description="HTTP and DNS rules from L7 records")] = False,
-        l7_collapse_paths: Annotated[
-            bool,
-            Field(
-                description="with l7: collapse HTTP paths that differ only in an ID segment "
-                "(/users/123, /users/456) into one regex rule"
-            ),
-        ] = False,
-        include_audit: Annotated[
-            bool, Field(description="also turn AUDIT-verdict flows into rules")
-        ] = False,
-        ignore_drop_reasons: Annotated[
-            list[str] | None, Field(description="skip drops with these DropReason names")
-        ] = None,
-        ignore_protocols: Annotated[
-            list[str] | None,
-            Field(description="skip flows of these protocols: tcp, udp, sctp, icmpv4, icmpv6"),
-        ] = None,
-        since: Annotated[
-            str | None,
-            Field(
-                description="only flows from this RFC 3339 time, or the last DURATION (30m, "
-                "2h): counted back from the newest flow of a replay, from now when live (the "
-                "relay's buffer)"
-            ),
-        ] = None,
-        until: Annotated[
-            str | None,
-            Field(
-                description="only flows up to this RFC 3339 time (a replay), or stop then (live: "
-                "a time in the future)"
-            ),
-        ] = None,
-        min_flows: Annotated[
-            int,
-            Field(
-                ge=1,
-                description="hold back allow rules seen fewer times than this (reported by "
-                "stop_session, not written)",
-            ),
-        ] = 1,
-        evidence_samples: Annotated[
-            int, Field(ge=0, le=1000, description="sample flows kept per rule as evidence")
-        ] = 10,
-        evidence_redact: Annotated[
-            bool, Field(description="record no IP address of a sample flow in the evidence")
-        ] = False,
-        max_malformed: Annotated[
-            float,
-            Field(
-                ge=0,
-                le=100,
-                description="replay_file: fail when more than this percent of its lines are not "
-                "Hubble records",
-            ),
-        ] = 50.0,
-        server: Annotated[
-            str | None,
-            Field(
-                description="explicit Hubble Relay host:port; without it cpg port-forwards to "
-                "the hubble-relay pod in kube-system through the kubeconfig of its environment"
-            ),
-        ] = None,
-        tls: Annotated[bool, Field(description="connect with TLS")] = False,
-        tls_ca_cert: Annotated[
-            str | None,
-            Field(description="path of the CA bundle (PEM) that signed the relay's certificate"),
-        ] = None,
-        tls_client_cert: Annotated[
-            str | None, Field(description="path of a client certificate (PEM) for mutual TLS")
-        ] = None,
-        tls_client_key: Annotated[
-            str | None, Field(description="path of the client certificate's key (PEM)")
-        ] = None,
-        tls_server_name: Annotated[
-            str | None, Field(description="the name to expect in the relay's certificate")
-        ] = None,
-        timeout: Annotated[str | None, Field(description="connect timeout, e.g. 10s")] = None,
-        flush_interval: Annotated[
-            str | None, Field(description="how often files are written, e.g. 5s")
-        ] = None,
-        duration: Annotated[
-            str | None, Field(description="stop the live capture by itself after this long")
-        ] = None,
-        evidence_interval: Annotated[
-            str | None,
-            Field(
-                description="how often the evidence of policies whose rules did not change is "
-                "written (default 1m)"
-            ),
-        ] = None,
-        relay_namespace: Annotated[
-            str | None,
-            Field(
-                description="without server: the namespace of the hubble-relay pod to "
-                "port-forward to (default kube-system)"
-            ),
-        ] = None,
-        cluster_dedup: Annotated[
-            bool,
-            Field(
-                description="skip policies already applied in the cluster (lists "
-                "CiliumNetworkPolicies with the environment's kubeconfig)"
-            ),
-        ] = False,
-        replay_file: Annotated[
-            str | None,
-            Field(
-                description="a capture file inside the folder the operator allowed with --allow-replay-dir (instead of a live capture)"
-            ),
-        ] = None,
+        namespace: _Namespace = None,
+        all_namespaces: _AllNamespaces = False,
+        l7: _L7 = False,
+        l7_collapse_paths: _L7CollapsePaths = False,
+        include_audit: _IncludeAudit = False,
+        ignore_drop_reasons: _IgnoreDropReasons = None,
+        ignore_protocols: _IgnoreProtocols = None,
+        since: _Since = None,
+        until: _Until = None,
+        min_flows: _MinFlows = 1,
+        evidence_samples: _EvidenceSamples = 10,
+        evidence_redact: _EvidenceRedact = False,
+        max_malformed: _MaxMalformed = 50.0,
+        server: _Server = None,
+        tls: _Tls = False,
+        tls_ca_cert: _TlsCaCert = None,
+        tls_client_cert: _TlsClientCert = None,
+        tls_client_key: _TlsClientKey = None,
+        tls_server_name: _TlsServerName = None,
+        timeout: _Timeout = None,
+        flush_interval: _FlushInterval = None,
+        duration: _Duration = None,
+        evidence_interval: _EvidenceInterval = None,
+        relay_namespace: _RelayNamespace = None,
+        cluster_dedup: _ClusterDedup = False,
+        replay_file: _ReplayFile = None,
     ) -> models.StartResult:
         """Start a capture session and return at once with its opaque session_id; the capture runs
         in the background. One session at a time: stop_session before starting another (a stopped
@@ -314,31 +477,21 @@ def build_server(
         await manager.stop(session_id)
         return await offload(tools.stop_summary, session, already)
 
+
+def _query_tools(mcp: GuardedServer, manager: SessionManager) -> None:
+    """The read-only tools over a session's files and the cluster."""
+
+    def session_of(session_id: str) -> Any:
+        return tools.session_of(manager, session_id)
+
     @mcp.tool(title="Dropped flows: samples and counts", annotations=QUERY)
     async def list_dropped_flows(
         session_id: SESSION_ID,
-        namespace: Annotated[
-            str | None,
-            Field(description="filter: namespace (applies to both samples and aggregates)"),
-        ] = None,
-        workload: Annotated[
-            str | None,
-            Field(description="filter: workload (applies to both samples and aggregates)"),
-        ] = None,
-        dropclass: Annotated[
-            Literal["policy", "infra", "transient", "noise", "unknown"] | None,
-            Field(
-                description="filter: policy-actionable vs infra/transient/noise/unknown; "
-                "policy and unknown only match samples, infra and transient only aggregates"
-            ),
-        ] = None,
-        direction: Annotated[
-            Literal["ingress", "egress"] | None,
-            Field(description="filter: ingress or egress (samples only; aggregates have none)"),
-        ] = None,
-        limit: Annotated[
-            int, Field(ge=1, le=200, description="max rows per page, samples and aggregates")
-        ] = 50,
+        namespace: _ListDroppedFlowsNamespace = None,
+        workload: _Workload = None,
+        dropclass: _Dropclass = None,
+        direction: _Direction = None,
+        limit: _Limit = 50,
         cursor: CURSOR = None,
     ) -> models.DroppedFlows:
         """Dropped flows as a sampled/aggregated view, not a raw flow log. `samples` are the
@@ -355,7 +508,7 @@ def build_server(
     @mcp.tool(title="List generated policies", annotations=QUERY)
     async def list_policies(
         session_id: SESSION_ID,
-        limit: Annotated[int, Field(ge=1, le=200, description="max policies per page")] = 50,
+        limit: _ListPoliciesLimit = 50,
         cursor: CURSOR = None,
     ) -> models.PolicyList:
         """The policies this session generated: namespace, workload, name, directions, rule
@@ -367,16 +520,8 @@ def build_server(
     @mcp.tool(title="What applying the policies would change", annotations=QUERY)
     async def get_plan(
         session_id: SESSION_ID,
-        from_cluster: Annotated[
-            bool,
-            Field(
-                description="read the policies applied today from the cluster of cpg-mcp's "
-                "kubeconfig (read-only); default false: infer what is policed from the flows"
-            ),
-        ] = False,
-        limit: Annotated[
-            int, Field(ge=1, le=200, description="max would-break items per page")
-        ] = 50,
+        from_cluster: _FromCluster = False,
+        limit: _GetPlanLimit = 50,
         cursor: CURSOR = None,
     ) -> models.PlanResult:
         """The plan of a stopped replay session (cpg plan): denied flows its policies fix,
@@ -400,6 +545,15 @@ def build_server(
         first/last seen and confidence, findings and infra drops with their fixes."""
         return await offload(tools.get_report, session_of(session_id))
 
+
+def _detail_tools(
+    mcp: GuardedServer, manager: SessionManager, version_check_timeout: float
+) -> None:
+    """One policy, its evidence, the cluster health and the bootstrap policy."""
+
+    def session_of(session_id: str) -> Any:
+        return tools.session_of(manager, session_id)
+
     @mcp.tool(title="Get one policy", annotations=QUERY)
     async def get_policy(
         session_id: SESSION_ID,
@@ -416,25 +570,14 @@ def build_server(
         session_id: SESSION_ID,
         namespace: POLICY_NAMESPACE,
         workload: POLICY_WORKLOAD,
-        direction: Annotated[
-            Literal["ingress", "egress"] | None, Field(description="filter: ingress or egress")
-        ] = None,
-        port: Annotated[
-            int | str | None,
-            Field(description="filter: rules for this port (as evidence samples give it)"),
-        ] = None,
-        peer: Annotated[
-            str | None, Field(description="filter: endpoint peer label KEY=VALUE")
-        ] = None,
-        peer_cidr: Annotated[
-            str | None, Field(description="filter: CIDR peers inside this CIDR")
-        ] = None,
-        http_method: Annotated[str | None, Field(description="filter: HTTP method")] = None,
-        http_path: Annotated[
-            str | None, Field(description="filter: HTTP path regex, exactly")
-        ] = None,
-        dns_pattern: Annotated[str | None, Field(description="filter: DNS name")] = None,
-        limit: Annotated[int, Field(ge=1, le=100, description="max rules per page")] = 20,
+        direction: _GetEvidenceDirection = None,
+        port: _Port = None,
+        peer: _Peer = None,
+        peer_cidr: _PeerCidr = None,
+        http_method: _HttpMethod = None,
+        http_path: _HttpPath = None,
+        dns_pattern: _DnsPattern = None,
+        limit: _GetEvidenceLimit = 20,
         cursor: CURSOR = None,
     ) -> models.EvidenceResult:
         """Per-rule flow evidence for one policy, records exactly as `cpg explain --json` gives
@@ -452,7 +595,7 @@ def build_server(
 
     @mcp.tool(title="Default-deny policy for a namespace", annotations=QUERY)
     async def get_bootstrap_policy(
-        namespace: Annotated[str, Field(description="target namespace (required)")],
+        namespace: _GetBootstrapPolicyNamespace,
     ) -> models.BootstrapResult:
         """A namespaced default-deny CiliumNetworkPolicy as YAML (enableDefaultDeny both ways,
         ingress and egress as [{}]), the first step of onboarding a namespace. Detects the
@@ -462,5 +605,3 @@ def build_server(
         return tools.bootstrap_policy(
             namespace, text, await _agent_images(manager.kube_dir(), version_check_timeout)
         )
-
-    return mcp
