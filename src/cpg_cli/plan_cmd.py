@@ -111,7 +111,10 @@ def plan(
     for problem in planned.problems:
         say(f"cpg: warning: {problem}", err=True)
     text = render(planned.view, output)
-    typer.echo(text) if output == "json" else say(text)
+    if output == "json":
+        typer.echo(text)
+    else:
+        say(text)
     plan = planned.view.plan
     if plan.breaks:
         raise typer.Exit(3)

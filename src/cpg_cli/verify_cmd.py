@@ -94,6 +94,9 @@ def verify(
             err=True,
         )
     text = render(verified.view, output)
-    typer.echo(text, nl=False) if output == "json" else say(text)
+    if output == "json":
+        typer.echo(text, nl=False)
+    else:
+        say(text)
     if not verified.view.report.passed:
         raise typer.Exit(3)

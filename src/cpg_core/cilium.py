@@ -3,6 +3,7 @@ cpg marks its policies with, and the agent versions a cluster runs."""
 
 from cpg_core._cilium_version import below_floor, format_version, minimum_version, versions_seen
 from cpg_core._names import POLICY_NAME_PREFIX
+from cpg_core._policy_docs import PolicyShapeProblem, policies_in
 from cpg_core._render import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from cpg_core._yamlread import YamlInputError, load_all, load_one
 
@@ -10,11 +11,13 @@ __all__ = [
     "MANAGED_BY_LABEL",
     "MANAGED_BY_VALUE",
     "POLICY_NAME_PREFIX",
+    "PolicyShapeProblem",
     "YamlInputError",
     "below_floor",
     "format_version",
     "load_all",
     "load_one",
     "minimum_version",
+    "policies_in",
     "versions_seen",
 ]

@@ -4,6 +4,7 @@ choices, cpg-mcp's get_report), so a new format is one entry and one function.""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -66,8 +67,6 @@ def _review_html(review: Review) -> str:
 
 
 def _plan_json(view: PlanView) -> str:
-    import json
-
     return json.dumps(to_data(view.plan), indent=2, ensure_ascii=False)
 
 
