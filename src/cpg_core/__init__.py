@@ -34,6 +34,7 @@ from cpg_core._documents import (
     DropRecord,
     ExplainResult,
     Finding,
+    InputDigest,
     PolicyEvidence,
     RuleEvidence,
     SampleFlow,
@@ -57,7 +58,7 @@ from cpg_core._evidence import (
     redact_ips,
     render_evidence,
 )
-from cpg_core._explain import ExplainFilter, explain_lines, explain_record, render_explain_json
+from cpg_core._explain import ExplainFilter, explain_lines, explain_record
 from cpg_core._flow import Endpoint, Flow, LostEvents, OtherRecord, Verdict
 from cpg_core._generate import Generated, generate
 from cpg_core._lines import ReadStats, feed_lines
@@ -78,6 +79,7 @@ from cpg_core._requests import (
 )
 from cpg_core._rules import Atom
 from cpg_core._run_request import CheckRequest, EngineChoice, EvidencePolicy, RunRequest
+from cpg_core._sessions import ReplayIdentity
 from cpg_core._synthesis import PolicyTarget
 from cpg_core._verify import verify_flows
 from cpg_core._wire import DocumentError, document_schema, from_data, to_data, to_json
@@ -113,6 +115,7 @@ __all__ = [
     "Generated",
     "HeldBack",
     "HeldStats",
+    "InputDigest",
     "LiveRequest",
     "LostEvents",
     "OtherRecord",
@@ -122,6 +125,7 @@ __all__ = [
     "PolicyPlan",
     "PolicyTarget",
     "ReadStats",
+    "ReplayIdentity",
     "RequestError",
     "RuleEvidence",
     "RunRequest",
@@ -155,7 +159,6 @@ __all__ = [
     "redact_ips",
     "render_bootstrap",
     "render_evidence",
-    "render_explain_json",
     "render_or_merge",
     "render_policy",
     "to_data",

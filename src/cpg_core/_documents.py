@@ -109,6 +109,10 @@ class RuleEvidence:
     samples: tuple[SampleFlow, ...] = ()
     classes: dict[str, int] = attrs.field(factory=dict, hash=False)
     """Flows by candidate class (``policy``, ``audit``, ``unknown``)."""
+    by_session: dict[str, dict[str, int]] = attrs.field(factory=dict, hash=False)
+    """What each replay session identified by its inputs added (flows by class), so that
+    replaying those inputs again replaces it instead of adding to it. Live sessions and
+    unidentified inputs (stdin, URLs) add without an entry here."""
 
 
 @attrs.frozen(slots=True)
@@ -117,6 +121,16 @@ class SessionSource:
     """``replay`` or ``live``."""
     file: str = ""
     server: str = ""
+
+
+@attrs.frozen(slots=True)
+class InputDigest:
+    """One input a replay read, identified by its content: the sha256 of its first ``bytes``
+    bytes (the raw file, compressed or not)."""
+
+    name: str
+    bytes: int
+    sha256: str
 
 
 @attrs.frozen(slots=True)
@@ -131,6 +145,9 @@ class SessionInfo:
     flows_ingested: int = 0
     flows_unhandled: int = 0
     """Flows of the session that produced no rule (not a drop, replies, infra, unresolvable…)."""
+    inputs: tuple[InputDigest, ...] = ()
+    """For a replay of local files: what it read. Empty for live sessions and for replays of
+    stdin or URLs (their evidence adds on every run)."""
 
 
 @attrs.frozen(slots=True)

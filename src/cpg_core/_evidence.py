@@ -8,7 +8,7 @@ fills ``samples[].src.ip``/``dst.ip``; readers of the Go schema can ignore them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any, TypeVar
 
 import attrs
@@ -99,12 +99,18 @@ def peer_record(peer: Peer) -> PeerRecord:
 
 
 def rule_records(
-    attribution: Mapping[Atom, RuleStats], session_id: str, max_samples: int
+    attribution: Mapping[Atom, RuleStats],
+    session_id: str,
+    max_samples: int,
+    *,
+    identified: bool = False,
 ) -> list[RuleEvidence]:
-    """One evidence rule per allow entry, sorted by direction then key."""
+    """One evidence rule per allow entry, sorted by direction then key. An ``identified``
+    session (a replay of known inputs) also records its share, so a rerun can replace it."""
     records = []
     for atom, stats in attribution.items():
         protocol = _PROTOCOL_NAMES.get(atom.protocol, atom.protocol)
+        classes = dict(sorted(stats.classes.items()))
         records.append(
             RuleEvidence(
                 key=rule_key(atom),
@@ -121,7 +127,8 @@ def rule_records(
                     sample_record(sample, protocol, atom.port)
                     for sample in stats.newest(max_samples)
                 ),
-                classes=dict(sorted(stats.classes.items())),
+                classes=classes,
+                by_session={session_id: dict(classes)} if identified else {},
             )
         )
     records.sort(key=_rule_order)
@@ -170,6 +177,31 @@ def merge_rule(old: RuleEvidence, new: RuleEvidence, max_samples: int) -> RuleEv
         contributing_sessions=tuple(sessions),
         samples=merge_samples(old.samples, new.samples, max_samples),
         classes=dict(sorted(classes.items())),
+        by_session=dict(sorted({**old.by_session, **new.by_session}.items())),
+    )
+
+
+def _without(rule: RuleEvidence, gone: Collection[str], keep: str) -> RuleEvidence:
+    """``rule`` without what the sessions in ``gone`` added to it (their share is known only
+    for identified sessions: anything else stays). ``keep`` stays listed, in its place, for
+    the session being merged to fill again."""
+    dropped = [s for s in rule.by_session if s in gone]
+    if not dropped:
+        return rule
+    classes = dict(rule.classes)
+    count = rule.flow_count
+    for session in dropped:
+        for cls, n in rule.by_session[session].items():
+            classes[cls] = classes.get(cls, 0) - n
+            count -= n
+    return attrs.evolve(
+        rule,
+        flow_count=max(count, 0),
+        classes={cls: n for cls, n in sorted(classes.items()) if n > 0},
+        contributing_sessions=tuple(
+            s for s in rule.contributing_sessions if s == keep or s not in dropped
+        ),
+        by_session={s: c for s, c in rule.by_session.items() if s not in dropped},
     )
 
 
@@ -183,12 +215,19 @@ def merge_evidence(
     rules: Iterable[RuleEvidence],
     max_samples: int = 10,
     max_sessions: int = 10,
+    replaces: Collection[str] = (),
 ) -> PolicyEvidence:
     """Fold one session's rules into a policy's evidence. Counts add, first/last seen widen,
     the session is upserted by id (oldest sessions dropped past ``max_sessions``), samples keep
-    the newest ``max_samples``, and rules not seen this time are kept."""
+    the newest ``max_samples``, and rules not seen this time are kept. What the sessions in
+    ``replaces`` added, and what an identified session (``session.inputs``) added on an earlier
+    run, is taken out first: replaying the same inputs replaces, never adds (§D24)."""
     old_sessions = list(existing.sessions) if existing is not None else []
     old_rules = list(existing.rules) if existing is not None else []
+    gone = {*replaces, session.id} if session.inputs else set(replaces)
+    if gone:
+        old_sessions = [s for s in old_sessions if s.id == session.id or s.id not in gone]
+        old_rules = [_without(rule, gone, session.id) for rule in old_rules]
     sessions = [s for s in old_sessions if s.id != session.id]
     position = next((i for i, s in enumerate(old_sessions) if s.id == session.id), None)
     if position is None:
@@ -206,11 +245,23 @@ def merge_evidence(
             by_key[rule.key] = rule
         else:
             by_key[rule.key] = merge_rule(old, rule, max_samples)
+    if gone:
+        kept = (_unlisted(rule, session) for rule in by_key.values())
+        by_key = {rule.key: rule for rule in kept if rule.flow_count or rule.contributing_sessions}
     return PolicyEvidence(
         policy=PolicyIdentity(name, namespace, workload),
         sessions=tuple(sessions),
         rules=tuple(sorted(by_key.values(), key=_rule_order)),
     )
+
+
+def _unlisted(rule: RuleEvidence, session: SessionInfo) -> RuleEvidence:
+    """An identified session stays listed on a rule only while it still adds to it."""
+    stale = session.id in rule.contributing_sessions and session.id not in rule.by_session
+    if session.inputs and stale:
+        listed = tuple(s for s in rule.contributing_sessions if s != session.id)
+        return attrs.evolve(rule, contributing_sessions=listed)
+    return rule
 
 
 def plan_evidence(
@@ -220,18 +271,22 @@ def plan_evidence(
     *,
     max_samples: int = 10,
     max_sessions: int = 10,
+    replaces: Collection[str] = (),
 ) -> PolicyEvidence:
     """One policy's evidence after ``session``: what this run attributed to each allow entry,
-    folded into what ``existing`` evidence already held."""
+    folded into what ``existing`` evidence already held (``replaces``: see merge_evidence)."""
     return merge_evidence(
         existing,
         name=plan.name,
         namespace=plan.namespace,
         workload=plan.workload,
         session=session,
-        rules=rule_records(plan.attribution, session.id, max_samples),
+        rules=rule_records(
+            plan.attribution, session.id, max_samples, identified=bool(session.inputs)
+        ),
         max_samples=max_samples,
         max_sessions=max_sessions,
+        replaces=replaces,
     )
 
 

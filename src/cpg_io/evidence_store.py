@@ -17,6 +17,7 @@ from cpg_core import (
     DocumentError,
     EvidenceError,
     PolicyEvidence,
+    SessionInfo,
     Setting,
     from_data,
     parse_evidence,
@@ -131,6 +132,28 @@ class EvidenceStore:
                 continue
             if doc is not None:
                 yield namespace, workload, doc
+
+    def replay_sessions(self) -> list[SessionInfo]:
+        """Every session recorded here that identified its inputs (by id, once). Only the
+        ``sessions`` part of each file is read; a file that cannot be read is skipped here
+        (the write that follows reports it)."""
+        found: dict[str, SessionInfo] = {}
+        for namespace, workload in self.targets():
+            path = self.path_for(namespace, workload)
+            try:
+                doc = orjson.loads(read_text(path, "evidence", inside=self.base) or "{}")
+            except (StoreError, OSError, UnicodeDecodeError, orjson.JSONDecodeError):
+                continue
+            sessions = doc.get("sessions") if isinstance(doc, dict) else None
+            for item in sessions if isinstance(sessions, list) else ():
+                if not isinstance(item, dict) or not item.get("inputs"):
+                    continue
+                try:
+                    session = from_data(item, SessionInfo, str(path))
+                except DocumentError:
+                    continue
+                found.setdefault(session.id, session)
+        return list(found.values())
 
     def read_health(self) -> ClusterHealth | None:
         """This output dir's cluster-health.json (None when the run wrote none)."""

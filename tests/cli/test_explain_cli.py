@@ -107,10 +107,22 @@ def test_evidence_flags(tmp_path: Path) -> None:
         ).stdout
     )
     assert max(len(r["samples"]) for r in shown["matched_rules"]) == 2
-    # The same -o again: a second session, counts added up.
+    # The same capture again replaces its counts; a second capture (here the same flows in
+    # a new file, a blank line first) is a second session, and counts add up.
+    second = tmp_path / "second.jsonl"
+    second.write_text("\n" + path.read_text())
+    cpg("replay", str(path), "-d", str(out), "--evidence-dir", str(evidence))
+    same = json.loads(
+        cpg(
+            "explain", "shop/cart", "-d", str(out), "--evidence-dir", str(evidence), "--json"
+        ).stdout
+    )
+    assert [r["flow_count"] for r in same["matched_rules"]] == [
+        r["flow_count"] for r in shown["matched_rules"]
+    ]
     cpg(
         "replay",
-        str(path),
+        str(second),
         "-d",
         str(out),
         "--evidence-dir",

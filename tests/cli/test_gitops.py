@@ -68,8 +68,9 @@ def test_a_reviewers_clone_finds_the_evidence(tmp_path: Path) -> None:
     assert json.loads(explained.stdout)["matched_rules"]
     reported = run("report", "-d", "policies", cwd=reviewer, cache=tmp_path / "rc")
     assert reported.returncode == 0, reported.stderr
-    assert "rules justified by 58 flows" in reported.stdout  # both runs, from the clone
-    assert "`ingress:ep:shop/app=frontend:TCP:8080` | 10 |" in reported.stdout
+    # the second run replayed the same capture: its counts replaced the first's (§D24)
+    assert "rules justified by 29 flows" in reported.stdout
+    assert "`ingress:ep:shop/app=frontend:TCP:8080` | 5 |" in reported.stdout
     assert not (tmp_path / "rc").exists()
 
 

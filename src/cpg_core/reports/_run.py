@@ -69,6 +69,12 @@ class RunReport:
     """How the summary says the lines came (Read from a file, Received from the relay)."""
     extra: Mapping[str, Any] = attrs.Factory(dict)
     """More facts a run kind adds to the JSON (a live capture's reconnects)."""
+    session: str = ""
+    """The evidence session this run recorded (empty when it recorded none)."""
+    replaced: tuple[str, ...] = ()
+    """Recorded sessions whose inputs this replay read again: their counts were replaced."""
+    recorded_by: str = ""
+    """A recorded session that already counted every input of this replay (evidence left)."""
 
     def count(self, outcome: str) -> int:
         return sum(1 for f in self.files if f.outcome == outcome)
@@ -227,7 +233,29 @@ def _policy_lines(report: RunReport, changed: list[FileOutcome]) -> list[str]:
         lines.append(
             f"Evidence in {report.evidence_dir} (see: cpg explain NAMESPACE/WORKLOAD -d {output_dir})"
         )
+    lines.extend(_session_lines(report))
     return lines
+
+
+def _session_lines(report: RunReport) -> list[str]:
+    """What the evidence counted: a rerun of a recorded capture replaces, never adds."""
+    if report.recorded_by:
+        return [
+            f"Evidence unchanged: session {report.recorded_by} already counted these inputs "
+            "(and more); replaying them again adds nothing"
+        ]
+    if not report.replaced:
+        return []
+    if report.replaced == (report.session,):
+        return [
+            f"  this capture was recorded before (session {report.session}): its counts were "
+            "replaced, not added"
+        ]
+    earlier = ", ".join(s for s in report.replaced if s != report.session)
+    return [
+        f"  session {report.session} read again what {earlier} read (a file that grew): "
+        "their counts were replaced by this run's, so each flow counts once"
+    ]
 
 
 def _next_steps(report: RunReport, first: FileOutcome) -> list[str]:
@@ -321,6 +349,11 @@ def run_data(report: RunReport) -> dict[str, Any]:
         else [],
         "window": to_data(health.window) if health else None,
         "evidence_dir": report.evidence_dir,
+        "evidence_session": {
+            "id": report.session,
+            "replaced": list(report.replaced),
+            "recorded_by": report.recorded_by,
+        },
         "cluster_health": report.health_path,
         "held_back": [attrs.asdict(held) for held in report.held_back],
         "errors": [f.error for f in report.failed] + list(report.evidence_errors),

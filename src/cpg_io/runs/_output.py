@@ -19,6 +19,7 @@ from cpg_core import (
     HeldBack,
     PolicyMergeError,
     PolicyPlan,
+    ReplayIdentity,
     RunRequest,
     SelectorMismatchError,
     SessionInfo,
@@ -78,6 +79,8 @@ class RunResult:
     """The check of the written policies, when the request asked for one."""
     verify_error: str = ""
     """Why the check could not run (the policies could not be read back)."""
+    identity: ReplayIdentity = attrs.Factory(ReplayIdentity)
+    """How this replay's inputs relate to the sessions already recorded (§D24)."""
 
     def describe_inputs(self) -> str:
         if len(self.inputs) == 1:
@@ -100,6 +103,8 @@ class EvidenceSettings:
     max_sessions: int = 10
     redact: bool = False
     """Write no IP address of a sample flow (evidence committed to a public repository)."""
+    replaces: frozenset[str] = frozenset()
+    """Recorded sessions whose contribution this run's replaces (it read their inputs)."""
 
 
 @attrs.define
@@ -220,6 +225,7 @@ def write_evidence(
             store.read(plan.namespace, plan.workload),
             max_samples=settings.max_samples,
             max_sessions=settings.max_sessions,
+            replaces=settings.replaces,
         )
         if settings.redact:
             doc, _removed = redact_ips(doc)
@@ -345,4 +351,7 @@ def run_report(
         redacted=request.evidence.redact and request.evidence.record,
         verb=verb,
         extra=dict(extra or {}),
+        session=result.session.id if result.session is not None else "",
+        replaced=tuple(sorted(result.identity.replaces)),
+        recorded_by=result.identity.recorded_by,
     )

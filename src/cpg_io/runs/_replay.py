@@ -17,9 +17,12 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
+import attrs
+
 from cpg_core import (
     AggregateOptions,
     CpgError,
+    ReplayIdentity,
     RunRequest,
     SessionInfo,
     SessionSource,
@@ -28,11 +31,12 @@ from cpg_core import (
 )
 from cpg_core.reading import ReadStats
 from cpg_io.engines import Engine, InProcess, choose_engine
-from cpg_io.evidence_store import default_evidence_root
+from cpg_io.evidence_store import EvidenceStore, default_evidence_root
 from cpg_io.kustomize import KUSTOMIZATION, update_kustomizations
 from cpg_io.policy_files import load_policies
 from cpg_io.progress import SILENT, ReplayWatcher, Reported
 from cpg_io.remote import is_url
+from cpg_io.runs._identity import identify, input_sizes
 from cpg_io.runs._output import EvidenceSettings, FileResult, RunResult, write_outputs
 from cpg_io.runs._session import new_session_id, rfc3339, run_health, utc_now
 from cpg_io.runs._verify import verify_capture
@@ -171,6 +175,7 @@ def replay_capture(
     if evidence is not None and not dry_run:
         check_folder(evidence.root, "evidence", create=False)
     files = list(files)
+    sizes = input_sizes(files) if evidence is not None and not dry_run else None
     aggregator, head = engine.aggregate(files, options, stats, Reported(watch), cancel)
     label = describe_source(files[0]) if len(files) == 1 else f"{len(files)} input files"
     check_readable(label, stats, head, max_malformed)
@@ -190,6 +195,14 @@ def replay_capture(
     # the files are rendered.
     gc.freeze()
     if evidence is not None and not dry_run:
+        inputs, result.identity = (
+            identify(sizes, EvidenceStore(evidence.root, output_dir))
+            if sizes
+            else ((), ReplayIdentity())
+        )
+        if inputs:
+            session_id = session_id or ReplayIdentity.session_id(inputs)
+        evidence = attrs.evolve(evidence, replaces=result.identity.replaces)
         total = aggregator.total_flows
         result.session = SessionInfo(
             id=session_id or new_session_id(started),
@@ -202,7 +215,10 @@ def replay_capture(
             ),
             flows_ingested=total,
             flows_unhandled=total - aggregator.rule_flows,
+            inputs=inputs,
         )
+        if result.identity.recorded_by:  # nothing new to count: leave the evidence as it is
+            evidence = None
     result.health = run_health(aggregator, stats, started, clock())
     plans = aggregator.plans()
     if min_flows > 1:
