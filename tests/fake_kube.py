@@ -19,6 +19,8 @@ _NAMESPACED = re.compile(r"^/apis/cilium\.io/v2/namespaces/([^/]+)/ciliumnetwork
 class FakeKube:
     def __init__(self) -> None:
         self.policies: list[dict[str, Any]] = []
+        self.agents: list[str] | None = None
+        """Images of the Cilium agents in kube-system (None: the pod list is not served)."""
         self.status = 200
         self.requests: list[tuple[str, str]] = []
 
@@ -27,6 +29,15 @@ class FakeKube:
             return [p for p in self.policies if p.get("kind") == "CiliumNetworkPolicy"]
         if path == "/apis/cilium.io/v2/ciliumclusterwidenetworkpolicies":
             return [p for p in self.policies if p.get("kind") == "CiliumClusterwideNetworkPolicy"]
+        if path == "/api/v1/namespaces/kube-system/pods" and self.agents is not None:
+            return [
+                {
+                    "metadata": {"name": f"cilium-{n}", "namespace": "kube-system"},
+                    "spec": {"containers": [{"name": "cilium-agent", "image": image}]},
+                    "status": {"phase": "Running"},
+                }
+                for n, image in enumerate(self.agents)
+            ]
         match = _NAMESPACED.match(path)
         if match:
             return [

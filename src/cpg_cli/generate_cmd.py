@@ -48,6 +48,7 @@ def generate(
     ignore_drop_reason: opt.IgnoreDropReasons = [],  # noqa: B006
     l7: opt.L7 = False,
     l7_collapse_paths: opt.L7CollapsePaths = False,
+    policy_default_local_cluster: opt.LocalClusterPeers = "true",
     dry_run: opt.DryRun = False,
     no_diff: opt.NoDiff = False,
     exit_code: opt.ExitCode = False,

@@ -189,10 +189,35 @@ DefaultLocalCluster = Annotated[
     str,
     typer.Option(
         "--policy-default-local-cluster",
-        metavar="true|false",
+        metavar="true|false|auto",
         help="As the Cilium agent flag of that name (true since Cilium 1.19): a peer selector "
         "that names no cluster (io.cilium.k8s.policy.cluster) selects endpoints of the local "
-        "cluster only. Use false for ClusterMesh before 1.19.",
+        "cluster only. auto (the default): as the oldest agent's version says with --cluster, "
+        "else true. Use false for ClusterMesh before 1.19.",
+    ),
+]
+
+
+LocalClusterPeers = Annotated[
+    str,
+    typer.Option(
+        "--policy-default-local-cluster",
+        metavar="true|false",
+        help="As the Cilium agent flag of that name (true since Cilium 1.19). false (ClusterMesh "
+        "before 1.19, where a selector without a cluster label selects every cluster): "
+        "endpoint peers carry io.cilium.k8s.policy.cluster of their cluster, local ones too.",
+    ),
+]
+
+
+AllowLocalhost = Annotated[
+    str,
+    typer.Option(
+        "--allow-localhost",
+        metavar="always|policy",
+        help="As the Cilium agent option of that name. always (Cilium's default): a pod's own "
+        "node (kubelet probes) reaches it whatever the policy, so such traffic never breaks. "
+        "policy: the node's traffic is policed like any other.",
     ),
 ]
 

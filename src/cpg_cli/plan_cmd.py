@@ -62,6 +62,17 @@ _Cluster = Annotated[
 ]
 
 
+_WriteFixes = Annotated[
+    bool,
+    typer.Option(
+        "--write-fixes",
+        help="Add an allow rule for each kind of traffic that would break to the proposed "
+        "policies (merged like replay; evidence marks them with class plan), then plan again. "
+        "Narrowing a selector is often the better fix: read the advice first.",
+    ),
+]
+
+
 _IncludeAudit = Annotated[
     bool,
     typer.Option("--include-audit", help="AUDIT flows are candidates, as in replay."),
@@ -77,7 +88,9 @@ def plan(
     context: opt.Context = None,
     evidence_dir: opt.EvidenceDir = None,
     include_audit: _IncludeAudit = False,
-    default_local_cluster: opt.DefaultLocalCluster = "true",
+    default_local_cluster: opt.DefaultLocalCluster = "auto",
+    allow_localhost: opt.AllowLocalhost = "always",
+    write_fixes: _WriteFixes = False,
     output: opt.Output = "text",
 ) -> None:
     """Show what applying the policies would change: what they fix, what would break.
@@ -100,6 +113,7 @@ def plan(
             cluster=cluster,
             include_audit=include_audit,
             default_local_cluster=default_local_cluster,
+            allow_localhost=allow_localhost,
         )
     )
     try:
@@ -108,6 +122,23 @@ def plan(
         )
     except CpgError as exc:
         fail(exc)
+    if write_fixes and planned.view.plan.fixes:
+        added = runs.write_fixes(planned, policies, evidence_dir=evidence_dir)
+        for error in added.errors:
+            say(f"cpg: error: {error}", err=True)
+        if added.errors:
+            raise typer.Exit(1)
+        say(
+            f"--write-fixes: added {added.rules} rule(s) for the traffic that would break to "
+            f"{len(added.files)} file(s) in {policies}; the plan with them:",
+            err=True,
+        )
+        try:
+            planned = runs.plan_run(
+                request, evidence_dir=evidence_dir, kubeconfig=kubeconfig, context=context
+            )
+        except CpgError as exc:
+            fail(exc)
     for problem in planned.problems:
         say(f"cpg: warning: {problem}", err=True)
     text = render(planned.view, output)

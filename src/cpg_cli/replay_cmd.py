@@ -62,6 +62,7 @@ def replay(
     quiet: opt.Quiet = False,
     l7: opt.L7 = False,
     l7_collapse_paths: opt.L7CollapsePaths = False,
+    policy_default_local_cluster: opt.LocalClusterPeers = "true",
     verify: opt.Verify = False,
     max_malformed: opt.MaxMalformed = 50.0,
     jobs: opt.Jobs = None,

@@ -63,7 +63,8 @@ def verify(
     kubeconfig: opt.Kubeconfig = None,
     context: opt.Context = None,
     include_audit: _IncludeAudit = False,
-    default_local_cluster: opt.DefaultLocalCluster = "true",
+    default_local_cluster: opt.DefaultLocalCluster = "auto",
+    allow_localhost: opt.AllowLocalhost = "always",
     output: opt.Output = "text",
 ) -> None:
     """Check that policies admit every denied flow cpg can express, and no explicitly denied one.
@@ -81,6 +82,7 @@ def verify(
             cluster=cluster,
             include_audit=include_audit,
             default_local_cluster=default_local_cluster,
+            allow_localhost=allow_localhost,
         )
     )
     try:

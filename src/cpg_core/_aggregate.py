@@ -86,6 +86,9 @@ class AggregateOptions:
     """A time key: flows before it are counted as outside the window, not used."""
     until: str = ""
     """A time key: flows after it are counted as outside the window, not used."""
+    explicit_cluster: bool = False
+    """Endpoint peers carry their ClusterMesh cluster label even when it is the target's
+    (Cilium before 1.19, where a selector without one selects every cluster)."""
 
 
 @attrs.frozen(slots=True)
@@ -178,6 +181,7 @@ class Aggregator:
         # endpoint and entity peers (a world peer's entry also depends on the flow's IP).
         self._entries: dict[EntryKey, RuleStats] = {}
         self._resolver = resolver or Resolver()
+        self._explicit = self.options.explicit_cluster
         self._since = self.options.since
         self._until = self.options.until
         self._window = bool(self._since or self._until)
@@ -339,7 +343,7 @@ class Aggregator:
         on the resolver. False when the flow carries nothing usable (it is then plain L4)."""
         l7 = flow.l7
         assert l7 is not None
-        result = self._resolver.resolve(flow)
+        result = self._resolver.resolve(flow, self._explicit)
         if type(result) is not Resolved:
             return False
         atom = result.atom
@@ -369,8 +373,14 @@ class Aggregator:
             return True
         return False
 
-    def _candidate(self, flow: Flow) -> None:
-        if self._l7 and flow.l7 is not None and self._candidate_l7(flow):
+    def admit(self, flow: Flow, cls: str) -> None:
+        """Make an allow entry for ``flow`` whatever its verdict, its flows counted under
+        ``cls`` (``cpg plan --write-fixes`` admits traffic that works today this way)."""
+        self.decisions[Decision.CANDIDATE] += 1
+        self._candidate(flow, cls)
+
+    def _candidate(self, flow: Flow, given: str | None = None) -> None:
+        if self._l7 and flow.l7 is not None and given is None and self._candidate_l7(flow):
             return
         resolver = self._resolver
         direction = flow.direction
@@ -386,9 +396,9 @@ class Aggregator:
             target = resolver.roles(target_ep).target
             peer = resolver.roles(peer_ep).peer
             if type(target) is PolicyTarget and peer is not None and type(peer) is not Unresolved:
-                if peer_ep.cluster_name != target_ep.cluster_name:
-                    peer = mesh_peer(peer, target_ep, peer_ep)
-                cls = (
+                if self._explicit or peer_ep.cluster_name != target_ep.cluster_name:
+                    peer = mesh_peer(peer, target_ep, peer_ep, self._explicit)
+                cls = given or (
                     "policy"
                     if flow.drop_reason == POLICY_DENIED and flow.verdict == _DROPPED
                     else flow_class(flow)
@@ -400,14 +410,14 @@ class Aggregator:
                         entries.clear()
                     entries[(direction, flow.source, flow.destination, protocol, port)] = stats
                 return
-        result = resolver.resolve(flow)
+        result = resolver.resolve(flow, self._explicit)
         if type(result) is Resolved:
             atom = result.atom
             self._keep(
                 result.target,
                 (atom.direction, atom.peer, atom.protocol, atom.port),
                 flow,
-                flow_class(flow),
+                given or flow_class(flow),
             )
             return
         assert isinstance(result, Unresolved)

@@ -54,3 +54,20 @@ def below_floor(version: Version, fields: Iterable[str]) -> list[str]:
         for field in fields
         if field in FIELD_FLOORS and version < FIELD_FLOORS[field]
     ]
+
+
+LOCAL_CLUSTER_DEFAULT_SINCE: Version = (1, 19, 0)
+"""The first Cilium whose policy-default-local-cluster is on: a peer selector without a
+cluster label selects the local cluster only."""
+
+
+def local_cluster_default(images: Iterable[str]) -> tuple[bool, str]:
+    """policy-default-local-cluster as the oldest agent applies it, and a note when the
+    agents did not say."""
+    version = minimum_version(images)
+    if version is None:
+        return True, (
+            "no Cilium agent version could be read from the cluster: judged as Cilium 1.19+ "
+            "(--policy-default-local-cluster false for an older ClusterMesh)"
+        )
+    return version >= LOCAL_CLUSTER_DEFAULT_SINCE, ""

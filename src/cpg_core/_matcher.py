@@ -151,6 +151,18 @@ def _entities(endpoint: Endpoint) -> set[str]:
     return names
 
 
+LOCALHOST_ADMITS = (
+    "admitted by Cilium's allow-localhost: always (the node reaches its own pods whatever "
+    "the policy)"
+)
+
+
+def from_own_node(flow: Flow) -> bool:
+    """Ingress from ``reserved:host``: the node the pod runs on (a kubelet probe), which
+    Cilium admits whatever the policy under its default ``allow-localhost: always``."""
+    return flow.direction == Direction.INGRESS and endpoint_kind(flow.source).entity == "host"
+
+
 def _network(text: str) -> Network | None:
     try:
         return ipaddress.ip_network(text, strict=False)
@@ -448,17 +460,21 @@ def match_flow(
     ip_names: Mapping[str, Sequence[str]] | None = None,
     *,
     default_local_cluster: bool = True,
+    allow_localhost: bool = True,
 ) -> MatchResult:
     """Whether ``policies`` allow ``flow`` in its traffic direction, and by which rule. A
     policy with a field of the wrong shape raises PolicyShapeError naming it.
     ``default_local_cluster`` is Cilium's policy-default-local-cluster (on since 1.19): a
-    peer selector that names no cluster selects the enforcing endpoint's cluster only."""
+    peer selector that names no cluster selects the enforcing endpoint's cluster only.
+    ``allow_localhost`` is its ``allow-localhost: always`` (the default): the node reaches
+    its own pods whatever the allow rules (a deny rule that matches still wins here, so a
+    plan errs towards a warning)."""
     try:
-        return _match_flow(policies, flow, ip_names, default_local_cluster)
+        return _match_flow(policies, flow, ip_names, default_local_cluster, allow_localhost)
     except (TypeError, AttributeError, ValueError) as exc:
         for policy in policies:  # find the culprit to name it
             try:
-                _match_flow([policy], flow, ip_names, default_local_cluster)
+                _match_flow([policy], flow, ip_names, default_local_cluster, allow_localhost)
             except (TypeError, AttributeError, ValueError):
                 name = _policy_name(policy) if isinstance(policy, Mapping) else repr(policy)[:80]
                 raise PolicyShapeError(
@@ -473,6 +489,7 @@ def _match_flow(
     flow: Flow,
     ip_names: Mapping[str, Sequence[str]] | None,
     default_local_cluster: bool,
+    allow_localhost: bool = True,
 ) -> MatchResult:
     if flow.direction == Direction.INGRESS:
         direction, target, target_ip, peer_ep, peer_ip, prefix = (
@@ -509,6 +526,8 @@ def _match_flow(
                     _policy_name(policy),
                     index,
                 )
+    if allow_localhost and from_own_node(flow):
+        return MatchResult(True, LOCALHOST_ADMITS)
     peer_hit = None
     for policy, spec, namespace in selecting:
         for index, rule in enumerate(spec.get(direction) or []):

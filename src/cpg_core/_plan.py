@@ -19,11 +19,13 @@ import attrs
 
 from cpg_core._decide import DecideOptions, Decision, decide
 from cpg_core._documents import PolicyDocument, PolicyEvidence
+from cpg_core._fixes import discriminator, narrowed_yaml, rule_yaml
 from cpg_core._flow import Direction, Endpoint, Flow, Verdict
 from cpg_core._labels import stable_labels
 from cpg_core._matcher import (
     dns_names,
     enforces,
+    from_own_node,
     match_flow,
     policy_name,
     selecting_specs,
@@ -71,6 +73,12 @@ class WouldBreak:
     selector: dict[str, str]
     why: str
     fix: str
+    narrow_yaml: str = ""
+    """The proposed policy's endpointSelector narrowed by the label that leaves this endpoint
+    out (empty when no label tells the intended pods apart)."""
+    rule_yaml: str = ""
+    """The allow rule that admits this traffic, under ``ingress:``/``egress:`` (empty when no
+    rule can express it)."""
 
 
 @attrs.frozen(slots=True)
@@ -125,6 +133,14 @@ class Plan:
     confidence: tuple[RuleConfidence, ...]
     policies: tuple[PolicyPlanSummary, ...]
     forwarded_flows: int
+    fixes: tuple[tuple[Flow, int], ...] = attrs.field(default=(), eq=False, repr=False)
+    """One flow of each would-break traffic and its count (not part of the wire form): what
+    ``cpg plan --write-fixes`` turns into rules."""
+    node_flows: int = 0
+    """Forwarded flows from a pod's own node that Cilium admits whatever the policy
+    (allow-localhost: always): counted, never would-break."""
+    notes: tuple[str, ...] = ()
+    """The Cilium semantics the plan was judged under, when they matter to its answer."""
 
     @property
     def breaks(self) -> bool:
@@ -241,10 +257,14 @@ def plan(
     options: DecideOptions | None = None,
     evidence: Mapping[str, PolicyEvidence] | None = None,
     default_local_cluster: bool = True,
+    allow_localhost: bool = True,
 ) -> Plan:
     """The plan of applying ``proposal`` on top of ``current`` (None: infer what is policed
     from the flows), judged on ``flows`` (a capture with every verdict). ``evidence`` maps
-    ``namespace/name`` of a proposed policy to its evidence, for the confidence of its rules."""
+    ``namespace/name`` of a proposed policy to its evidence, for the confidence of its rules.
+    ``default_local_cluster`` and ``allow_localhost`` are the Cilium agent settings of those
+    names (ARCHITECTURE §D23); a capture where the node's own traffic to a pod was denied by
+    policy shows the agents run ``allow-localhost: policy``, and the plan judges so."""
     options = options or DecideOptions()
     groups: dict[tuple[Any, ...], _Group] = {}
     world = _Worlds()
@@ -268,6 +288,13 @@ def plan(
                 group = groups[key] = _Group(flow)
             group.flows += 1
     names = dns_names(kept)
+    notes: list[str] = []
+    if allow_localhost and any(key[0] and from_own_node(g.first) for key, g in groups.items()):
+        allow_localhost = False
+        notes.append(
+            "the capture shows the node's own traffic to a pod denied by policy, so the agents "
+            "run allow-localhost: policy; judged that way"
+        )
     proposed = _PolicyIndex(proposal)
     replaced = {_key(p) for p in proposal}
     today = _PolicyIndex(current or [])
@@ -276,13 +303,20 @@ def plan(
     def admitted(index: _PolicyIndex, flow: Flow, target: Endpoint) -> tuple[bool, str]:
         # Only the policies that select the target can admit or deny its traffic.
         selecting = list({id(p): p for p, _, _ in index.selecting(target)}.values())
-        result = match_flow(selecting, flow, names, default_local_cluster=default_local_cluster)
+        result = match_flow(
+            selecting,
+            flow,
+            names,
+            default_local_cluster=default_local_cluster,
+            allow_localhost=allow_localhost,
+        )
         return result.allowed, result.policy
 
-    candidates = fixed = forwarded = 0
+    candidates = fixed = forwarded = node_flows = 0
     not_fixed: list[Traffic] = []
     fixes_by_policy: Counter[str] = Counter()
     breaks: list[WouldBreak] = []
+    break_flows: list[tuple[Flow, int]] = []
     newly: dict[tuple[str, tuple[tuple[str, str], ...], str], list[Any]] = {}
     intended: dict[str, list[Endpoint]] = {}  # proposed policy -> the pods its fixes are for
     for (is_candidate, *_), group in groups.items():
@@ -301,6 +335,9 @@ def plan(
                 not_fixed.append(_traffic(flow, group.flows))
             continue
         forwarded += group.flows
+        if allow_localhost and from_own_node(flow):
+            node_flows += group.flows
+            continue
         policed_now = (
             bool(today.enforcing(target, way))
             if current is not None
@@ -318,6 +355,7 @@ def plan(
                 entry[2].add(target.pod_name)
             ok, _ = admitted(after, flow, target)
             if not ok:
+                break_flows.append((flow, group.flows))
                 breaks.append(
                     WouldBreak(
                         traffic=_traffic(flow, group.flows),
@@ -335,6 +373,7 @@ def plan(
             now, _ = admitted(after, flow, target)
             if was and not now:
                 enforcing = today.enforcing(target, way)
+                break_flows.append((flow, group.flows))
                 breaks.append(
                     WouldBreak(
                         traffic=_traffic(flow, group.flows),
@@ -346,7 +385,10 @@ def plan(
                         fix="",
                     )
                 )
-    breaks = [attrs.evolve(item, fix=_fix(item, intended.get(item.policy, []))) for item in breaks]
+    breaks = [
+        _with_fix(item, flow, intended.get(item.policy, []))
+        for item, (flow, _) in zip(breaks, break_flows, strict=True)
+    ]
     diffs = _diffs(proposal, current or [])
     newly_enforced = tuple(
         sorted(
@@ -389,7 +431,26 @@ def plan(
         confidence=tuple(_confidence(evidence or {}, touched)),
         policies=tuple(sorted(per_policy, key=lambda p: p.policy)),
         forwarded_flows=forwarded,
+        fixes=tuple(break_flows),
+        node_flows=node_flows,
+        notes=tuple(notes) + _semantics(node_flows, default_local_cluster),
     )
+
+
+def _semantics(node_flows: int, default_local_cluster: bool) -> tuple[str, ...]:
+    notes = []
+    if node_flows:
+        notes.append(
+            f"{node_flows} forwarded flow{'s' if node_flows != 1 else ''} from pods' own nodes "
+            "(kubelet probes) are admitted by Cilium's allow-localhost: always whatever the "
+            "policy, so none can break (--allow-localhost policy if your agents set it)"
+        )
+    if not default_local_cluster:
+        notes.append(
+            "judged with policy-default-local-cluster off (Cilium before 1.19, or set so): a "
+            "peer selector without a cluster label selects that app in every cluster"
+        )
+    return tuple(notes)
 
 
 def _who(endpoint: Endpoint) -> str:
@@ -420,35 +481,29 @@ def _selector(proposal: Sequence[PolicyDocument], name: str, target: Endpoint) -
     return {}
 
 
-def _fix(item: WouldBreak, intended: list[Endpoint]) -> str:
-    """The narrower selector that leaves the endpoint out (a label all the pods the policy is
-    for share and this one lacks), or else the rule to add."""
+def _with_fix(item: WouldBreak, flow: Flow, intended: list[Endpoint]) -> WouldBreak:
+    """The narrower selector that leaves the endpoint out (the label that tells the pods the
+    policy was made for from this one), or else the rule to add; with the YAML of both."""
     traffic = item.traffic
+    rule_text = rule_yaml(flow)
+    target = item.policy or "the policy"
     rule = (
-        f"add a rule to {item.policy or 'the policy'} allowing {traffic.source} → "
-        f"{traffic.destination} {traffic.protocol}/{traffic.port}"
+        f"add a rule to {target} allowing {traffic.source} → {traffic.destination} "
+        f"{traffic.protocol}/{traffic.port}"
+        + (" (rule_yaml; cpg plan --write-fixes adds it)" if rule_text else "")
     )
-    if not intended or not item.selector:
-        return rule
-    broken_labels = [item.labels]
-    shared = None
-    for endpoint in intended:
-        labels = stable_labels(endpoint.labels)
-        shared = (
-            dict(labels)
-            if shared is None
-            else {k: v for k, v in shared.items() if labels.get(k) == v}
-        )
-    for key, value in sorted((shared or {}).items()):
-        if key in item.selector:
-            continue
-        if broken_labels and all(labels.get(key) != value for labels in broken_labels):
-            return (
-                f"narrow {item.policy}: add {key}: {value} to spec.endpointSelector.matchLabels "
-                f"(the pods it was made for have it, {item.endpoint} with "
-                f"{key}={item.labels.get(key, '(none)')} does not); or {rule}"
-            )
-    return rule
+    label = discriminator(intended, item.labels, item.selector) if item.selector else None
+    if label is None:
+        return attrs.evolve(item, fix=rule, rule_yaml=rule_text)
+    key, value = label
+    fix = (
+        f"narrow {item.policy}: add {key}: {value} to spec.endpointSelector.matchLabels (the "
+        f"pods it was made for have it, {item.endpoint} with {key}="
+        f"{item.labels.get(key, '(none)')} does not); or {rule}"
+    )
+    return attrs.evolve(
+        item, fix=fix, narrow_yaml=narrowed_yaml(item.selector, key, value), rule_yaml=rule_text
+    )
 
 
 # --- semantic diff ---------------------------------------------------------------------------

@@ -131,6 +131,9 @@ class CaptureRequest:
     l7_collapse_paths: bool = False
     max_samples: int = 10
     """Sample flows kept per rule (0 when no evidence is recorded)."""
+    default_local_cluster: bool = True
+    """Cilium's policy-default-local-cluster (on since 1.19). Off: a selector without a
+    cluster label selects every ClusterMesh cluster, so peers carry their cluster."""
 
     @classmethod
     def build(
@@ -144,6 +147,7 @@ class CaptureRequest:
         l7: bool = False,
         l7_collapse_paths: bool = False,
         max_samples: int = 10,
+        default_local_cluster: bool | str = True,
     ) -> CaptureRequest:
         """Validate the user's values (lists may repeat or comma-separate); RequestError names
         the first bad one."""
@@ -171,6 +175,15 @@ class CaptureRequest:
             raise RequestError("l7_collapse_paths", "collapsing L7 paths needs L7 rules (l7)")
         if max_samples < 0:
             raise RequestError("max_samples", f"{max_samples} samples: must be 0 or more")
+        local = default_local_cluster
+        if isinstance(local, str):
+            if local.strip().lower() not in ("true", "false"):
+                raise RequestError(
+                    "policy_default_local_cluster",
+                    f"{shown(local)} is not true or false (false for ClusterMesh on Cilium "
+                    "before 1.19)",
+                )
+            local = local.strip().lower() == "true"
         return cls(
             namespaces=tuple(dict.fromkeys(chosen)),
             include_audit=include_audit,
@@ -179,6 +192,7 @@ class CaptureRequest:
             l7=l7,
             l7_collapse_paths=l7_collapse_paths,
             max_samples=max_samples,
+            default_local_cluster=local,
         )
 
     @property
@@ -202,6 +216,7 @@ class CaptureRequest:
             max_samples=self.max_samples,
             l7=self.l7,
             collapse_paths=self.l7_collapse_paths,
+            explicit_cluster=not self.default_local_cluster,
         )
 
 

@@ -114,6 +114,7 @@ class RunRequest:
         ignore_drop_reasons: Iterable[str] | None = None,
         l7: bool = False,
         l7_collapse_paths: bool = False,
+        policy_default_local_cluster: bool | str = True,
         since: str | None = None,
         until: str | None = None,
         min_flows: int = 1,
@@ -171,6 +172,7 @@ class RunRequest:
             l7=l7,
             l7_collapse_paths=l7_collapse_paths,
             max_samples=evidence_samples if record else 0,
+            default_local_cluster=policy_default_local_cluster,
         )
         window = TimeWindow.build(since, until)
         if engine == "dask" and window.relative:
@@ -271,9 +273,13 @@ class CheckRequest:
     current: str | None = None
     cluster: bool = False
     include_audit: bool = False
-    default_local_cluster: bool = True
+    default_local_cluster: bool | None = True
     """Cilium's policy-default-local-cluster: a selector without a cluster label selects the
-    local cluster only (1.19+)."""
+    local cluster only (1.19+). None: as the cluster's agents do (``--cluster``: on from
+    Cilium 1.19, off before), else on."""
+    allow_localhost: bool = True
+    """Cilium's allow-localhost: ``always`` (True, the default) admits the node's traffic to
+    its own pods whatever the policy; ``policy`` (False) polices it."""
 
     @classmethod
     def build(
@@ -284,7 +290,8 @@ class CheckRequest:
         current: str | None = None,
         cluster: bool = False,
         include_audit: bool = False,
-        default_local_cluster: bool | str = True,
+        default_local_cluster: bool | str | None = True,
+        allow_localhost: bool | str = True,
     ) -> CheckRequest:
         chosen = tuple(inputs)
         if not chosen:
@@ -293,11 +300,24 @@ class CheckRequest:
             raise RequestError("current", "give the current policies or the cluster, not both")
         local = default_local_cluster
         if isinstance(local, str):
-            if local.strip().lower() not in ("true", "false"):
+            word = local.strip().lower()
+            if word not in ("true", "false", "auto"):
                 raise RequestError(
-                    "policy_default_local_cluster", f"{shown(local)} is not true or false"
+                    "policy_default_local_cluster",
+                    f"{shown(local)} is not true, false or auto (auto: as the cluster's "
+                    "Cilium version does with --cluster, else true)",
                 )
-            local = local.strip().lower() == "true"
+            local = None if word == "auto" else word == "true"
+        localhost = allow_localhost
+        if isinstance(localhost, str):
+            word = localhost.strip().lower()
+            if word not in ("always", "policy"):
+                raise RequestError(
+                    "allow_localhost",
+                    f"{shown(localhost)} is not always or policy (Cilium's allow-localhost; "
+                    "always is its default)",
+                )
+            localhost = word == "always"
         return cls(
             inputs=chosen,
             policies=policies,
@@ -305,6 +325,7 @@ class CheckRequest:
             cluster=cluster,
             include_audit=include_audit,
             default_local_cluster=local,
+            allow_localhost=localhost,
         )
 
     def decide_options(self) -> DecideOptions:

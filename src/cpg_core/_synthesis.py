@@ -172,17 +172,15 @@ def _who(endpoint: Endpoint, role: str) -> str:
 
 
 def mesh_peer(
-    peer: Peer | Unresolved, target: Endpoint, peer_endpoint: Endpoint
+    peer: Peer | Unresolved, target: Endpoint, peer_endpoint: Endpoint, explicit: bool = False
 ) -> Peer | Unresolved:
     """ClusterMesh: an endpoint peer of another cluster than the target's is selected with
     its cluster named (a selector naming none selects the local cluster only, Cilium 1.19+).
-    When either cluster is unknown, the peer is taken to be local."""
-    if (
-        type(peer) is EndpointPeer
-        and peer_endpoint.cluster_name
-        and target.cluster_name
-        and peer_endpoint.cluster_name != target.cluster_name
-    ):
+    When either cluster is unknown, the peer is taken to be local. ``explicit`` (Cilium
+    before 1.19, where a selector naming none selects every cluster) names a known cluster
+    for local peers too."""
+    other = bool(target.cluster_name) and peer_endpoint.cluster_name != target.cluster_name
+    if type(peer) is EndpointPeer and peer_endpoint.cluster_name and (explicit or other):
         return EndpointPeer(peer.namespace, peer.labels, peer_endpoint.cluster_name)
     return peer
 
@@ -214,8 +212,9 @@ class Resolver:
             peer = self._cidrs[ip] = CidrPeer(cidr) if cidr else None
         return peer  # type: ignore[return-value]
 
-    def resolve(self, flow: Flow) -> Resolved | Unresolved:
-        """The policy target and atom of one candidate flow, or why there is none."""
+    def resolve(self, flow: Flow, explicit_cluster: bool = False) -> Resolved | Unresolved:
+        """The policy target and atom of one candidate flow, or why there is none
+        (``explicit_cluster``: see :func:`mesh_peer`)."""
         direction = flow.direction
         if direction == Direction.INGRESS:
             way, target_ep, peer_ep, peer_ip = (
@@ -252,8 +251,8 @@ class Resolver:
                 return Unresolved(Unhandled.WORLD_NO_IP, traffic_subject(flow))
         elif type(peer) is Unresolved:
             return peer
-        elif peer_ep.cluster_name != target_ep.cluster_name:
-            peer = mesh_peer(peer, target_ep, peer_ep)
+        elif explicit_cluster or peer_ep.cluster_name != target_ep.cluster_name:
+            peer = mesh_peer(peer, target_ep, peer_ep, explicit_cluster)
         assert isinstance(target, PolicyTarget)
         assert not isinstance(peer, Unresolved)
         return Resolved(target, Atom(way, peer, protocol, port))

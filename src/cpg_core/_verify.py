@@ -9,7 +9,7 @@ from typing import Literal
 from cpg_core._decide import DecideOptions, Decision, decide
 from cpg_core._documents import PolicyDocument, VerifyCheck, VerifyReport
 from cpg_core._flow import Direction, Endpoint, Flow
-from cpg_core._matcher import dns_names, match_flow
+from cpg_core._matcher import dns_names, from_own_node, match_flow
 from cpg_core._synthesis import Resolved, Resolver, endpoint_kind, endpoint_name, mesh_flow
 
 
@@ -56,8 +56,11 @@ def verify_flows(
     options: DecideOptions | None = None,
     *,
     default_local_cluster: bool = True,
+    allow_localhost: bool = True,
 ) -> VerifyReport:
-    """A check for every distinct candidate that cpg can express and every explicit-deny flow."""
+    """A check for every distinct candidate that cpg can express and every explicit-deny flow.
+    A denied flow from a pod's own node shows the agents police it (allow-localhost: policy),
+    so such a capture is checked that way whatever ``allow_localhost`` says."""
     options = options or DecideOptions()
     resolver = Resolver()
     seen: dict[tuple[object, ...], tuple[Literal["candidate", "explicit_deny"], Flow, list[int]]]
@@ -81,9 +84,17 @@ def verify_flows(
         entry = seen.setdefault((kind, *_key(flow)), (kind, flow, [0]))
         entry[2][0] += 1
     names = dns_names(kept)
+    if any(kind == "candidate" and from_own_node(flow) for kind, flow, _ in seen.values()):
+        allow_localhost = False
     checks = []
     for kind, flow, counter in seen.values():
-        result = match_flow(policies, flow, names, default_local_cluster=default_local_cluster)
+        result = match_flow(
+            policies,
+            flow,
+            names,
+            default_local_cluster=default_local_cluster,
+            allow_localhost=allow_localhost,
+        )
         checks.append(
             VerifyCheck(kind, traffic_line(flow), counter[0], result.allowed, result.reason)
         )

@@ -194,8 +194,8 @@ def _structure_plan(data: Any, _: Any) -> Plan:
     return _read_plan(fields, Plan)
 
 
-_plain_plan = make_dict_unstructure_fn(Plan, converter)
-_read_plan = make_dict_structure_fn(Plan, converter)
+_plain_plan = make_dict_unstructure_fn(Plan, converter, fixes=override(omit=True))
+_read_plan = make_dict_structure_fn(Plan, converter, fixes=override(omit=True))
 converter.register_unstructure_hook(Plan, _unstructure_plan)
 converter.register_structure_hook(Plan, _structure_plan)
 

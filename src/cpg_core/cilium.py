@@ -1,13 +1,21 @@
 """Facts about Cilium and its policy files that adapters need: reading policy YAML, the labels
 cpg marks its policies with, and the agent versions a cluster runs."""
 
-from cpg_core._cilium_version import below_floor, format_version, minimum_version, versions_seen
+from cpg_core._cilium_version import (
+    LOCAL_CLUSTER_DEFAULT_SINCE,
+    below_floor,
+    format_version,
+    local_cluster_default,
+    minimum_version,
+    versions_seen,
+)
 from cpg_core._names import POLICY_NAME_PREFIX
 from cpg_core._policy_docs import PolicyShapeProblem, policies_in
 from cpg_core._render import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from cpg_core._yamlread import YamlInputError, load_all, load_one
 
 __all__ = [
+    "LOCAL_CLUSTER_DEFAULT_SINCE",
     "MANAGED_BY_LABEL",
     "MANAGED_BY_VALUE",
     "POLICY_NAME_PREFIX",
@@ -17,6 +25,7 @@ __all__ = [
     "format_version",
     "load_all",
     "load_one",
+    "local_cluster_default",
     "minimum_version",
     "policies_in",
     "versions_seen",

@@ -160,6 +160,38 @@ def cluster_policies(kubeconfig: Path | None, context: str | None) -> list[dict[
         forget_temp_dir(temp_dir)
 
 
+def cluster_state(
+    kubeconfig: Path | None, context: str | None, temp_dir: Path | None = None
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every Cilium policy in the cluster and its agents' images (both read-only), with inline
+    kubeconfig credentials in ``temp_dir`` when given, else a private folder removed here."""
+    import tempfile
+
+    own = temp_dir is None
+    folder = Path(tempfile.mkdtemp(prefix="cpg-kube-")) if temp_dir is None else temp_dir
+    try:
+        api = api_client(kubeconfig, context, temp_dir=folder)
+        policies = list_cilium_policies(api)
+        try:
+            images = cilium_agent_images(api, AGENT_TIMEOUT)
+        except (KubeError, OSError, _api_error()):  # e.g. no right to list kube-system pods
+            images = []
+        return policies, images
+    finally:
+        if own:
+            forget_temp_dir(folder)
+
+
+def _api_error() -> type[Exception]:
+    from kubernetes.client.exceptions import ApiException
+
+    return ApiException
+
+
+AGENT_TIMEOUT = 10.0
+"""Seconds to wait for the list of Cilium agents."""
+
+
 RELAY_SELECTOR = "k8s-app=hubble-relay"
 RELAY_PORT = 4245
 

@@ -196,6 +196,14 @@ class PlanResult(BaseModel):
     candidates: int = Field(description="denied flows cpg can express")
     fixed: int = Field(description="of those, flows the proposed policies admit")
     forwarded_flows: int
+    node_flows: int = Field(
+        default=0,
+        description="forwarded flows from a pod's own node, admitted by Cilium's "
+        "allow-localhost: always whatever the policy (never would-break)",
+    )
+    notes: list[str] = Field(
+        default_factory=list, description="the Cilium semantics the plan was judged under"
+    )
     verdict: Literal["breaks", "nothing_breaks", "cannot_judge"] = Field(
         description="cannot_judge when the capture has no forwarded traffic to check: then "
         "an empty would_break says nothing (replay a capture with every verdict)"

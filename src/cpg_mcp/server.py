@@ -323,6 +323,33 @@ _FromCluster = Annotated[
 ]
 
 
+_PlanCapture = Annotated[
+    str | None,
+    Field(
+        description="judge on this capture file (inside the folder the operator allowed with "
+        "--allow-replay-dir; every verdict, not only drops) instead of the session's own"
+    ),
+]
+
+
+_LocalClusterPeers = Annotated[
+    bool,
+    Field(
+        description="Cilium's policy-default-local-cluster (true since 1.19); false for "
+        "ClusterMesh before 1.19: peers then carry their cluster label, local ones too"
+    ),
+]
+
+
+_AllowLocalhost = Annotated[
+    Literal["always", "policy"],
+    Field(
+        description="Cilium's allow-localhost: always (its default) admits a pod's own node "
+        "(kubelet probes) whatever the policy; policy polices it"
+    ),
+]
+
+
 _GetPlanLimit = Annotated[int, Field(ge=1, le=200, description="max would-break items per page")]
 
 
@@ -419,6 +446,7 @@ def _session_tools(mcp: GuardedServer, manager: SessionManager) -> None:
         all_namespaces: _AllNamespaces = False,
         l7: _L7 = False,
         l7_collapse_paths: _L7CollapsePaths = False,
+        policy_default_local_cluster: _LocalClusterPeers = True,
         include_audit: _IncludeAudit = False,
         ignore_drop_reasons: _IgnoreDropReasons = None,
         ignore_protocols: _IgnoreProtocols = None,
@@ -520,19 +548,24 @@ def _query_tools(mcp: GuardedServer, manager: SessionManager) -> None:
     @mcp.tool(title="What applying the policies would change", annotations=QUERY)
     async def get_plan(
         session_id: SESSION_ID,
+        capture: _PlanCapture = None,
         from_cluster: _FromCluster = False,
+        allow_localhost: _AllowLocalhost = "always",
         limit: _GetPlanLimit = 50,
         cursor: CURSOR = None,
     ) -> models.PlanResult:
-        """The plan of a stopped replay session (cpg plan): denied flows its policies fix,
+        """The plan of a stopped session's policies (cpg plan): denied flows they fix,
         forwarded flows that work today and would break (a selector that newly puts pods in
         default-deny), with a fix each, endpoints policed for the first time, and each
-        policy's changes in Cilium terms. Needs a capture with every verdict. Paginated over
-        would_break."""
+        policy's changes in Cilium terms. Judged on capture, else on the session's own
+        replay; verdict cannot_judge when that capture has no forwarded traffic. Paginated
+        over would_break."""
         return await offload(
             tools.get_plan,
             session_of(session_id),
+            capture=tools.allowed_capture(manager, capture),
             from_cluster=from_cluster,
+            allow_localhost=allow_localhost,
             kube_dir=manager.kube_dir(),
             limit=limit,
             cursor=cursor,

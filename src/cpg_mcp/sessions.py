@@ -51,7 +51,8 @@ class Session:
     """Set to end a replay early: it stops at its next block, before writing anything."""
     relay: RelayConnection | None = None
     """The port-forward to hubble-relay when no server was given; closed when the capture ends."""
-    plans: dict[bool, Any] = attrs.Factory(dict)
+    plans: dict[tuple[bool, str, tuple[str, ...]], Any] = attrs.Factory(dict)
+    """Plans already made, by (from_cluster, allow_localhost, the capture judged on)."""
     """get_plan's answers (by from_cluster): the capture is read once."""
 
     def release(self) -> None:
@@ -106,10 +107,12 @@ class SessionManager:
             )
         return session
 
-    def _replay_path(self, replay_file: str) -> Path:
+    def replay_path(self, replay_file: str, argument: str = "replay_file") -> Path:
+        """The capture file ``replay_file`` names inside the folder the operator allowed;
+        SessionError naming ``argument`` otherwise."""
         if self.allow_replay_dir is None:
             raise SessionError(
-                "replay_file is not enabled: the operator must start cpg-mcp with "
+                f"{argument} is not enabled: the operator must start cpg-mcp with "
                 "--allow-replay-dir DIR"
             )
         try:
@@ -120,12 +123,12 @@ class SessionManager:
         except (OSError, ValueError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise SessionError(
-                f"replay_file {shown(replay_file)} is not a file name cpg can open ({reason}); "
+                f"{argument} {shown(replay_file)} is not a file name cpg can open ({reason}); "
                 f"name a capture file inside {self.allow_replay_dir}"
             ) from None
         if not path.is_relative_to(self.allow_replay_dir) or not is_file:
             raise SessionError(
-                f"replay_file must name a file inside {self.allow_replay_dir} (a path relative "
+                f"{argument} must name a file inside {self.allow_replay_dir} (a path relative "
                 "to it, or an absolute one inside it)"
             )
         return path
@@ -145,7 +148,7 @@ class SessionManager:
             raise SessionError(
                 f"session {old.id} already running ({old.elapsed():.0f}s); call stop_session first"
             )
-        source_path = self._replay_path(replay_file) if replay_file is not None else None
+        source_path = self.replay_path(replay_file) if replay_file is not None else None
         now = rfc3339(utc_now())
         if source_path is None:
             request.live_window(now)  # an until in the past is refused before anything starts

@@ -110,6 +110,16 @@ def session_of(manager: SessionManager, session_id: str) -> Session:
         raise ToolError(str(exc)) from None
 
 
+def allowed_capture(manager: SessionManager, capture: str | None) -> Path | None:
+    """The capture file an argument names, inside the folder the operator allowed."""
+    if capture is None:
+        return None
+    try:
+        return manager.replay_path(capture, "capture")
+    except SessionError as exc:
+        raise ToolError(str(exc)) from None
+
+
 def duration_text(seconds: float) -> str:
     total = round(seconds)
     hours, rest = divmod(total, 3600)
@@ -433,24 +443,30 @@ def bootstrap_policy(namespace: str, text: str, agent_images: list[str]) -> Boot
 def get_plan(
     session: Session,
     *,
+    capture: Path | None = None,
     from_cluster: bool = False,
+    allow_localhost: str = "always",
     kube_dir: Path | None = None,
     limit: int = 50,
     cursor: str | None = None,
 ) -> PlanResult:
-    """What applying the session's policies would change, judged on its capture."""
+    """What applying the session's policies would change, judged on ``capture`` (a file the
+    operator allowed), else on the capture the session read."""
     paging.decode(cursor)
     if session.state != "stopped":
         raise ToolError("the session is still running; call stop_session first")
     result = session.result
-    inputs = [path for path in (result.inputs if result is not None else []) if path != "-"]
+    if capture is not None:
+        inputs = [str(capture)]
+    else:
+        inputs = [p for p in (result.inputs if result is not None else []) if p != "-"]
     if not inputs:
         raise ToolError(
-            "get_plan needs the capture the session read: a live session keeps no flows; "
-            "start a replay session over a capture with every verdict (hubble observe "
-            "without --verdict) and ask again"
+            "get_plan needs a capture with every verdict: a live session keeps no flows; "
+            "give capture (a file inside the folder the operator allowed with "
+            "--allow-replay-dir, taken with hubble observe without --verdict)"
         )
-    cache_key = from_cluster
+    cache_key = (from_cluster, allow_localhost, tuple(inputs))
     planned = session.plans.get(cache_key)
     if planned is None:
         from cpg_core import CheckRequest
@@ -460,6 +476,8 @@ def get_plan(
             inputs=inputs,
             policies=str(session.policies) if session.policies.is_dir() else None,
             cluster=from_cluster,
+            default_local_cluster=None,
+            allow_localhost=allow_localhost,
         )
         try:
             planned = plan_run(
@@ -478,6 +496,8 @@ def get_plan(
                 "candidates": data["candidates"],
                 "fixed": data["fixed"],
                 "forwarded_flows": data["forwarded_flows"],
+                "node_flows": data["node_flows"],
+                "notes": data["notes"],
                 "verdict": data["verdict"],
                 "message": CANNOT_JUDGE if data["verdict"] == "cannot_judge" else None,
                 "would_break_flows": data["would_break_flows"],

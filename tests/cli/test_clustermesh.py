@@ -124,3 +124,80 @@ def test_a_new_cross_cluster_peer_is_not_covered_by_a_local_rule(tmp_path: Path)
         {"app": "frontend"},
         {"app": "frontend", "io.cilium.k8s.policy.cluster": "west"},
     ]
+
+
+def test_before_cilium_1_19_local_peers_name_their_cluster_too(tmp_path: Path) -> None:
+    capture = mesh_capture(tmp_path / "mesh.jsonl")
+    out = tmp_path / "policies"
+    ran = cpg(
+        "replay",
+        str(capture),
+        "-d",
+        str(out),
+        "--no-evidence",
+        "--policy-default-local-cluster",
+        "false",
+    )
+    assert ran.returncode == 0, ran.stderr
+    text = (out / "shop" / "cart.yaml").read_text()
+    assert_crd_valid(text, required=True)
+    assert selectors(yaml.safe_load(text), "ingress", "fromEndpoints") == [
+        {"app": "frontend", "io.cilium.k8s.policy.cluster": "east"},  # local, named
+        {"app": "frontend", "io.cilium.k8s.policy.cluster": "west"},
+        {"app": "reports", "io.cilium.k8s.policy.cluster": "west"},
+    ]
+    # on 1.18 the rule admits the east frontend only, not a frontend of every cluster
+    from conftest import flow_dict as flow
+
+    intruder = tmp_path / "intruder.jsonl"
+    intruder.write_text(
+        jsonl([flow(pod("north", "shop", "frontend"), pod("east", "shop", "cart"))])
+    )
+    unnamed = tmp_path / "unnamed"  # the same capture written for 1.19+
+    assert cpg("replay", str(capture), "-d", str(unnamed), "--no-evidence").returncode == 0
+    for folder, default, admitted in (
+        (out, "false", False),
+        (out, "true", False),
+        (unnamed, "false", True),  # on 1.18 the unnamed rule admits north's frontend: a hole
+    ):
+        checked = cpg(
+            "verify",
+            str(intruder),
+            "-d",
+            str(folder),
+            "--policy-default-local-cluster",
+            default,
+            "-o",
+            "json",
+        )
+        (check,) = json.loads(checked.stdout)["checks"]
+        assert check["allowed"] is admitted, (folder, default, check)
+    bad = cpg("replay", str(capture), "-d", str(out), "--policy-default-local-cluster", "maybe")
+    assert bad.returncode == 2 and "--policy-default-local-cluster" in bad.stderr
+
+
+def test_plan_on_the_cluster_follows_its_cilium_version(tmp_path: Path) -> None:
+    from fake_kube import fake_kube
+
+    capture = mesh_capture(tmp_path / "mesh.jsonl")
+    out = tmp_path / "policies"
+    assert cpg("replay", str(capture), "-d", str(out), "--no-evidence").returncode == 0
+    notes = {}
+    with fake_kube(tmp_path) as (kube, kubeconfig):
+        for version in ("v1.18.4", "v1.19.1", None):
+            kube.agents = None if version is None else [f"quay.io/cilium/cilium:{version}"] * 2
+            ran = cpg(
+                "plan",
+                str(capture),
+                "-d",
+                str(out),
+                "--cluster",
+                "--kubeconfig",
+                str(kubeconfig),
+                "-o",
+                "json",
+            )
+            notes[version] = (json.loads(ran.stdout)["notes"], ran.stderr)
+    assert any("policy-default-local-cluster off" in n for n in notes["v1.18.4"][0])
+    assert not any("policy-default-local-cluster" in n for n in notes["v1.19.1"][0])
+    assert "no Cilium agent version could be read" in notes[None][1]

@@ -286,3 +286,76 @@ def test_an_empty_or_missing_current_folder_is_said(tmp_path: Path) -> None:
     missing = cpg("plan", str(capture), "-d", str(out), "--current", str(tmp_path / "nope"))
     assert missing.returncode == 1
     assert "check --current" in missing.stderr and "--output-dir" not in missing.stderr
+
+
+def test_the_new_user_case_breaks_prometheus_not_the_kubelet_and_names_version(
+    tmp_path: Path,
+) -> None:
+    from captures import new_user_capture
+
+    capture = new_user_capture(tmp_path / "all.jsonl")
+    out = tmp_path / "policies"
+    replayed = cpg("replay", str(capture), "-d", str(out), "--evidence-dir", str(tmp_path / "e"))
+    assert replayed.returncode == 0, replayed.stderr
+    policy = yaml.safe_load((out / "bookinfo" / "reviews.yaml").read_text())
+    assert policy["spec"]["endpointSelector"] == {"matchLabels": {"app": "reviews"}}
+    code, plan, text = run_plan(str(capture), "-d", str(out), "--evidence-dir", str(tmp_path / "e"))
+    assert code == 3
+    (broken,) = plan["would_break"]  # the node's probes are admitted by allow-localhost
+    assert broken["traffic"]["source"] == "monitoring/prometheus"
+    assert plan["node_flows"] == 6 and "allow-localhost: always" in plan["notes"][0]
+    assert "add version: v2 to spec.endpointSelector.matchLabels" in broken["fix"]
+    assert "sidecar.opentelemetry.io" not in broken["fix"]
+    narrowed = yaml.safe_load(broken["narrow_yaml"])
+    assert narrowed == {
+        "spec": {"endpointSelector": {"matchLabels": {"app": "reviews", "version": "v2"}}}
+    }
+    (rule,) = yaml.safe_load(broken["rule_yaml"])["ingress"]
+    assert rule["fromEndpoints"] == [
+        {"matchLabels": {"app": "prometheus", "io.kubernetes.pod.namespace": "monitoring"}}
+    ]
+    assert rule["toPorts"] == [{"ports": [{"port": "9090", "protocol": "TCP"}]}]
+    assert "      version: v2" in text and "add to bookinfo/cpg-reviews:" in text
+    assert "6 forwarded flows from pods' own nodes" in text
+    # agents that police the node's traffic: the probes would break too
+    code, plan, _ = run_plan(
+        str(capture),
+        "-d",
+        str(out),
+        "--evidence-dir",
+        str(tmp_path / "e"),
+        "--allow-localhost",
+        "policy",
+    )
+    assert code == 3 and plan["node_flows"] == 0
+    sources = sorted(b["traffic"]["source"] for b in plan["would_break"])
+    assert sources == ["host", "monitoring/prometheus"], sources
+    bad = cpg("plan", str(capture), "-d", str(out), "--allow-localhost", "sometimes")
+    assert bad.returncode == 2 and "--allow-localhost" in bad.stderr
+
+
+def test_write_fixes_adds_the_would_break_rules_and_marks_their_evidence(tmp_path: Path) -> None:
+    from captures import new_user_capture
+
+    capture = new_user_capture(tmp_path / "all.jsonl")
+    out, evidence = tmp_path / "policies", tmp_path / "e"
+    assert (
+        cpg("replay", str(capture), "-d", str(out), "--evidence-dir", str(evidence)).returncode == 0
+    )
+    fixed = cpg(
+        "plan", str(capture), "-d", str(out), "--evidence-dir", str(evidence), "--write-fixes"
+    )
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "--write-fixes: added 1 rule(s)" in fixed.stderr
+    assert "Nothing would break" in fixed.stdout
+    policy = yaml.safe_load((out / "bookinfo" / "reviews.yaml").read_text())
+    peers = [r["fromEndpoints"][0]["matchLabels"]["app"] for r in policy["spec"]["ingress"]]
+    assert peers == ["productpage", "prometheus"]
+    (doc,) = [json.loads(p.read_text()) for p in evidence.rglob("reviews.json")]
+    assert [s["source"]["type"] for s in doc["sessions"]] == ["replay", "plan"]
+    classes = {r["key"]: r["classes"] for r in doc["rules"]}
+    assert classes["ingress:ep:monitoring/app=prometheus:TCP:9090"] == {"plan": 8}
+    again = cpg(
+        "plan", str(capture), "-d", str(out), "--evidence-dir", str(evidence), "--write-fixes"
+    )
+    assert again.returncode == 0 and "--write-fixes" not in again.stderr  # nothing left to add

@@ -104,7 +104,9 @@ def test_to_endpoints_for_egress() -> None:
 )
 def test_entities(entities: list[str], peer: dict[str, Any], ip: str, expected: bool) -> None:
     policy = cnp("shop", CART, ingress=[{"fromEntities": entities}])
-    assert allowed([policy], src=peer, src_ip=ip) is expected
+    flow = parse_flow(flow_dict(src=peer, src_ip=ip))
+    # the rules alone: the node's allow-localhost pass is tested on its own (test_fixes)
+    assert match_flow([policy], flow, allow_localhost=False).allowed is expected
 
 
 def test_cidr_and_cidr_set_with_except() -> None:

@@ -670,3 +670,29 @@ async def test_get_plan_says_when_it_cannot_judge(replay_dir: Path) -> None:
         plan = (await call(client, "get_plan", session_id=sid)).structured_content
         assert plan["verdict"] == "cannot_judge" and plan["would_break"] == []
         assert "cannot judge" in plan["message"]
+
+
+async def test_get_plan_judges_the_sessions_policies_on_any_allowed_capture(
+    replay_dir: Path,
+) -> None:
+    import captures as c
+
+    drops = [flow_dict(c.WEB, c.api("v1", "api-v1-a"), tcp=8080) for _ in range(2)]
+    (replay_dir / "drops-only.jsonl").write_text(jsonl(drops))
+    c.ingress_capture(replay_dir / "every-verdict.jsonl")
+    async with Client(build_server(replay_dir), mode="legacy") as client:
+        sid = (
+            await call(client, "start_session", replay_file="drops-only.jsonl")
+        ).structured_content["session_id"]
+        await wait_stopped(client, sid)
+        own = (await call(client, "get_plan", session_id=sid)).structured_content
+        assert own["verdict"] == "cannot_judge"
+        judged = await call(client, "get_plan", session_id=sid, capture="every-verdict.jsonl")
+        plan = judged.structured_content
+        assert plan["verdict"] == "breaks" and plan["forwarded_flows"] == 12
+        (broken,) = plan["would_break"]
+        assert broken["traffic"]["source"] == "monitoring/prometheus"
+        again = await call(client, "get_plan", session_id=sid)  # its own capture, still cached
+        assert again.structured_content["verdict"] == "cannot_judge"
+        outside = await call(client, "get_plan", session_id=sid, capture="/etc/passwd")
+        assert outside.is_error and "capture must name a file inside" in outside.content[0].text

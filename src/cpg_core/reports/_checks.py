@@ -34,6 +34,10 @@ class VerifyView:
     origin: str
 
 
+def _indented(text: str) -> list[str]:
+    return ["      " + line for line in text.rstrip("\n").splitlines()]
+
+
 def plan_text(view: PlanView) -> str:
     """The plan as people read it."""
     plan, proposal, origin, policies = view.plan, view.proposal, view.origin, view.policies
@@ -42,6 +46,8 @@ def plan_text(view: PlanView) -> str:
     out.append(f"Plan for {policies} proposed policies in {proposal}")
     out.append(f"Current policies: {origin}")
     out.append(f"  (sees {plan.blind_spots})")
+    for note in plan.notes:
+        out.append(f"  note: {note}")
     out.append("")
     if plan.would_break:
         out.append(
@@ -60,6 +66,12 @@ def plan_text(view: PlanView) -> str:
                 out.append(f"    selector: {item.policy} selects {selector}")
             out.append(f"    sample:   {t.sample}")
             out.append(f"    fix:      {item.fix}")
+            if item.narrow_yaml:
+                out.append(f"    narrow {item.policy} to:")
+                out.extend(_indented(item.narrow_yaml))
+            if item.rule_yaml:
+                out.append(f"    {'or ' if item.narrow_yaml else ''}add to {item.policy}:")
+                out.extend(_indented(item.rule_yaml))
         if len(plan.would_break) > MAX_SHOWN:
             out.append(f"  … and {len(plan.would_break) - MAX_SHOWN} more (-o json lists all)")
     else:

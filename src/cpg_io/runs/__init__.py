@@ -4,7 +4,14 @@ run → rendering; nothing here knows which of them called."""
 
 from cpg_io.runs._live import LiveCapture, LiveSettings, connect_relay, live_settings
 from cpg_io.runs._output import EvidenceSettings, FileResult, RunResult, run_report, write_plan
-from cpg_io.runs._plan import PlannedCapture, PlanRun, plan_capture, plan_run
+from cpg_io.runs._plan import (
+    PlannedCapture,
+    PlanRun,
+    WrittenFixes,
+    plan_capture,
+    plan_run,
+    write_fixes,
+)
 from cpg_io.runs._replay import (
     evidence_settings,
     exit_code,
@@ -26,6 +33,7 @@ __all__ = [
     "RunResult",
     "VerifiedCapture",
     "VerifyRun",
+    "WrittenFixes",
     "connect_relay",
     "evidence_settings",
     "exit_code",
@@ -41,5 +49,6 @@ __all__ = [
     "utc_now",
     "verify_capture",
     "verify_run",
+    "write_fixes",
     "write_plan",
 ]

@@ -4,18 +4,34 @@ policies, and the proposal's evidence. The plan itself is pure (``cpg_core.plan`
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from cpg_core import CheckRequest, CurrentSource, DecideOptions, Plan, PolicyEvidence, plan
+from cpg_core import (
+    AggregateOptions,
+    Aggregator,
+    CheckRequest,
+    CurrentSource,
+    DecideOptions,
+    Plan,
+    PolicyEvidence,
+    SessionInfo,
+    SessionSource,
+    plan,
+)
+from cpg_core.cilium import local_cluster_default
 from cpg_core.reports import PlanView
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
-from cpg_io.kube import api_client, cluster_policies, list_cilium_policies
+from cpg_io.kube import cluster_state
 from cpg_io.policy_files import load_policies
+from cpg_io.runs._output import EvidenceSettings, write_outputs
+from cpg_io.runs._session import new_session_id, rfc3339, utc_now
 from cpg_io.sources import CaptureFlows, ReadStats
+from cpg_io.version import cpg_version
 
 
 @attrs.frozen
@@ -35,6 +51,7 @@ def plan_capture(
     options: DecideOptions,
     evidence: EvidenceStore | None = None,
     default_local_cluster: bool = True,
+    allow_localhost: bool = True,
     cancel: threading.Event | None = None,
 ) -> PlannedCapture:
     """The plan of ``proposal`` over a capture; UnreadableInput when it holds no record;
@@ -53,6 +70,7 @@ def plan_capture(
         options=options,
         evidence=found,
         default_local_cluster=default_local_cluster,
+        allow_localhost=allow_localhost,
     )
     capture.check_readable()
     return PlannedCapture(stats=capture.stats, plan=result, problems=problems)
@@ -97,13 +115,14 @@ def plan_run(
                 f"{request.current}: no CiliumNetworkPolicy in it; the plan takes nothing as "
                 "applied today (is this the folder or file you meant?)"
             )
-    elif request.cluster:
-        if kube_dir is not None:
-            current = list_cilium_policies(api_client(kubeconfig, context, temp_dir=kube_dir))
-        else:
-            current = cluster_policies(kubeconfig, context)
+    local = request.default_local_cluster
+    if request.cluster:
+        current, images = cluster_state(kubeconfig, context, kube_dir)
         origin, source = f"the cluster ({len(current)})", "cluster"
-    else:
+        if local is None:
+            local, unknown = local_cluster_default(images)
+            problems += [unknown] if unknown else []
+    elif request.current is None:
         origin = "inferred from the flows (no --current or --cluster)"
     store = evidence or EvidenceStore(evidence_dir or default_evidence_root(folder), folder)
     planned = plan_capture(
@@ -113,8 +132,61 @@ def plan_run(
         current_source=source,
         options=request.decide_options(),
         evidence=store,
-        default_local_cluster=request.default_local_cluster,
+        default_local_cluster=True if local is None else local,
+        allow_localhost=request.allow_localhost,
         cancel=cancel,
     )
     view = PlanView(plan=planned.plan, proposal=str(folder), origin=origin, policies=len(proposal))
     return PlanRun(view=view, stats=planned.stats, problems=problems + planned.problems)
+
+
+@attrs.frozen
+class WrittenFixes:
+    """What ``write_fixes`` added: the rules, per policy file, and problems writing them."""
+
+    rules: int
+    files: list[str]
+    errors: list[str]
+
+
+def write_fixes(
+    planned: PlanRun,
+    folder: Path,
+    *,
+    evidence_dir: Path | None = None,
+    clock: Callable[[], datetime] = utc_now,
+) -> WrittenFixes:
+    """Add an allow rule for every kind of traffic the plan says would break to the proposed
+    policies in ``folder`` (merged as replay merges), with evidence whose session has source
+    type ``plan`` and whose flows count under the class ``plan``."""
+    aggregator = Aggregator(AggregateOptions())
+    for flow, count in planned.view.plan.fixes:
+        for _ in range(count):
+            aggregator.admit(flow, "plan")
+    plans = aggregator.plans()
+    if not plans:
+        return WrittenFixes(rules=0, files=[], errors=[])
+    started = clock()
+    session = SessionInfo(
+        id=new_session_id(started),
+        started_at=rfc3339(started),
+        ended_at=rfc3339(clock()),
+        cpg_version=cpg_version(),
+        source=SessionSource(type="plan", file=planned.view.proposal),
+        flows_ingested=aggregator.total_flows,
+    )
+    written = write_outputs(
+        plans,
+        folder,
+        evidence=EvidenceSettings(root=evidence_dir or default_evidence_root(folder)),
+        session=session,
+        health=None,
+        dry_run=False,
+        diff=False,
+        jobs=1,
+    )
+    return WrittenFixes(
+        rules=sum(len(plan.attribution) for plan in plans),
+        files=[str(f.path) for f in written.files if f.outcome in ("created", "updated")],
+        errors=[f.error for f in written.files if f.outcome == "failed"] + written.evidence_errors,
+    )

@@ -10,9 +10,10 @@ from typing import Any
 import attrs
 
 from cpg_core import CheckRequest, DecideOptions, Flow, VerifyReport, verify_flows
+from cpg_core.cilium import local_cluster_default
 from cpg_core.reading import time_key
 from cpg_core.reports import VerifyView
-from cpg_io.kube import cluster_policies
+from cpg_io.kube import cluster_state
 from cpg_io.policy_files import load_policies
 from cpg_io.sources import CaptureFlows, ReadStats
 
@@ -33,6 +34,7 @@ def verify_capture(
     options: DecideOptions,
     *,
     default_local_cluster: bool = True,
+    allow_localhost: bool = True,
     window: tuple[str, str] = ("", ""),
 ) -> VerifiedCapture:
     """Check ``policies`` against a capture (files, folders, globs: as cpg replay reads
@@ -43,7 +45,13 @@ def verify_capture(
     flows: Iterable[Flow] = capture
     if since or until:
         flows = (flow for flow in capture if _inside(time_key(flow.time), since, until))
-    report = verify_flows(flows, policies, options, default_local_cluster=default_local_cluster)
+    report = verify_flows(
+        flows,
+        policies,
+        options,
+        default_local_cluster=default_local_cluster,
+        allow_localhost=allow_localhost,
+    )
     capture.check_readable()
     return VerifiedCapture(stats=capture.stats, report=report)
 
@@ -64,15 +72,19 @@ def verify_run(
     folder = Path(request.policies) if request.policies is not None else None
     sources = [str(folder)] if folder is not None else []
     documents = load_policies(folder) if folder is not None else []
+    local = request.default_local_cluster
     if request.cluster:
-        live = cluster_policies(kubeconfig, context)
+        live, images = cluster_state(kubeconfig, context)
         documents += live
         sources.append(f"the cluster ({len(live)})")
+        if local is None:
+            local, _unknown = local_cluster_default(images)
     verified = verify_capture(
         request.inputs,
         documents,
         request.decide_options(),
-        default_local_cluster=request.default_local_cluster,
+        default_local_cluster=local is not False,
+        allow_localhost=request.allow_localhost,
     )
     view = VerifyView(report=verified.report, policies=len(documents), origin=" and ".join(sources))
     return VerifyRun(view=view, stats=verified.stats)

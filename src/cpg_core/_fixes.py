@@ -1,0 +1,92 @@
+"""The fix for traffic a proposal would break, as a reviewer would accept it: narrow the
+policy by the label that tells the pods it was made for from the others, or add the rule, and
+either way the YAML to paste (ARCHITECTURE §D23)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from cpg_core._flow import Endpoint, Flow
+from cpg_core._labels import is_stable_key, stable_labels
+from cpg_core._render import emit
+from cpg_core._rules import rule_to_dict, rules_from_atoms
+from cpg_core._synthesis import Resolved, Resolver
+
+DISCRIMINATORS = (
+    "version",
+    "app.kubernetes.io/version",
+    "app.kubernetes.io/component",
+    "app.kubernetes.io/instance",
+    "role",
+    "tier",
+    "component",
+    "track",
+)
+"""Labels whose value tells the pods of one app apart, best first."""
+
+_MARKERS = (
+    "inject",
+    "tlsmode",
+    "helm.sh/",
+    "managed-by",
+    "heritage",
+    "chart",
+    "pod-template-generation",
+    "revision-hash",
+)
+"""Parts of keys that injectors and controllers set: they say how a pod was made, not what it
+is, and flip when a sidecar or a chart changes."""
+
+
+def is_marker(key: str) -> bool:
+    lowered = key.lower()
+    return any(part in lowered for part in _MARKERS)
+
+
+def discriminator(
+    intended: Iterable[Endpoint], broken: Mapping[str, str], selector: Mapping[str, str]
+) -> tuple[str, str] | None:
+    """The label every intended pod has with one value and the broken pod lacks (or has with
+    another): a well-known discriminator first, never an injection or controller marker."""
+    shared: dict[str, str] | None = None
+    for endpoint in intended:
+        labels = stable_labels(endpoint.labels)
+        shared = (
+            dict(labels)
+            if shared is None
+            else {k: v for k, v in shared.items() if labels.get(k) == v}
+        )
+    choices = [
+        (key, value)
+        for key, value in (shared or {}).items()
+        if key not in selector
+        and broken.get(key) != value
+        and is_stable_key(key)
+        and not is_marker(key)
+    ]
+    if not choices:
+        return None
+
+    def rank(item: tuple[str, str]) -> tuple[int, str]:
+        key = item[0]
+        return (DISCRIMINATORS.index(key) if key in DISCRIMINATORS else len(DISCRIMINATORS), key)
+
+    return min(choices, key=rank)
+
+
+def narrowed_yaml(selector: Mapping[str, str], key: str, value: str) -> str:
+    """The endpointSelector with the discriminating label added."""
+    labels = {**selector, key: value}
+    return "\n".join(emit({"spec": {"endpointSelector": {"matchLabels": labels}}})) + "\n"
+
+
+def rule_yaml(flow: Flow) -> str:
+    """The allow rule cpg would write for ``flow``, under its direction's key; "" when no
+    rule can express it (no port, a world peer without an IP…)."""
+    resolved = Resolver().resolve(flow)
+    if not isinstance(resolved, Resolved):
+        return ""
+    atom = resolved.atom
+    (rule,) = rules_from_atoms([atom])
+    section = {atom.direction: [rule_to_dict(rule, resolved.target.namespace)]}
+    return "\n".join(emit(section)) + "\n"
