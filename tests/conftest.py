@@ -22,6 +22,9 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 CRD_PATH = SHARED / "schemas" / "ciliumnetworkpolicies.yaml"
+SCHEMA_PATH = ROOT / "src" / "cpg_io" / "schemas" / "ciliumnetworkpolicy-v2.json"
+"""The CRD's schema as cpg ships it (descriptions removed): every written policy is checked
+against it, and against Kubernetes' label syntax."""
 CORPUS = SHARED / "corpus"
 EXAMPLE = ROOT / "examples" / "drops.jsonl"
 
@@ -30,24 +33,60 @@ EXAMPLE = ROOT / "examples" / "drops.jsonl"
 def _crd_validator() -> Any:
     import jsonschema
 
-    crd = yaml.safe_load(CRD_PATH.read_text())
-    version = next(v for v in crd["spec"]["versions"] if v["name"] == "v2")
-    schema = version["schema"]["openAPIV3Schema"]
-    return jsonschema.Draft7Validator(schema)
+    return jsonschema.Draft7Validator(json.loads(SCHEMA_PATH.read_text()))
+
+
+_SOURCES = ("k8s:", "any:", "reserved:", "cilium:", "unspec:", "container:")
+
+
+def label_errors(document: Any) -> list[str]:
+    """Selector labels Kubernetes would refuse (the CRD leaves their syntax to the API
+    server): every matchLabels and matchExpressions key and value in the document."""
+    from cpg_core._labels import label_problem
+
+    errors: list[str] = []
+
+    def check(key: str, value: str, where: str) -> None:
+        for source in _SOURCES:
+            if key.startswith(source):
+                key = key[len(source) :]
+                break
+        problem = label_problem(key, value)
+        if problem:
+            errors.append(f"{where}: {problem}")
+
+    def walk(node: Any, where: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "matchLabels" and isinstance(value, dict):
+                    for k, v in value.items():
+                        check(str(k), str(v), where)
+                elif key == "matchExpressions" and isinstance(value, list):
+                    for expression in value:
+                        for v in expression.get("values") or [""]:
+                            check(str(expression.get("key")), str(v), where)
+                else:
+                    walk(value, f"{where}.{key}")
+        elif isinstance(node, list):
+            for n, item in enumerate(node):
+                walk(item, f"{where}[{n}]")
+
+    walk(document, "")
+    return errors
 
 
 def crd_errors(document: Any) -> list[str]:
-    """Schema violations of one CiliumNetworkPolicy document (empty when valid)."""
-    return [f"{list(e.absolute_path)}: {e.message}" for e in _crd_validator().iter_errors(document)]
+    """Schema violations of one CiliumNetworkPolicy document, and selector labels Kubernetes
+    would refuse (empty when valid)."""
+    found = [
+        f"{list(e.absolute_path)}: {e.message}" for e in _crd_validator().iter_errors(document)
+    ]
+    return found + label_errors(document)
 
 
 def assert_crd_valid(text: str, *, required: bool = False) -> None:
-    """Validate against the CRD schema. Without ../shared, a test about the schema itself
-    (``required``) is skipped; any other test checks the rest of what it asserts."""
-    if not CRD_PATH.exists():
-        if required:
-            pytest.skip("../shared/schemas is absent: CRD validation skipped")
-        return
+    """Validate against the CRD schema cpg ships (``required`` is kept for the callers that
+    once needed ../shared: the schema is always here now)."""
     document = yaml.safe_load(text)
     assert document["apiVersion"] == "cilium.io/v2"
     assert document["kind"] == "CiliumNetworkPolicy"
@@ -69,7 +108,7 @@ def _private_cache(
 @pytest.fixture(autouse=True)
 def _validate_written_policies(request: pytest.FixtureRequest) -> Iterator[None]:
     """Every policy YAML a test leaves in its tmp_path must validate against the CRD."""
-    if "tmp_path" not in request.fixturenames or not CRD_PATH.exists():
+    if "tmp_path" not in request.fixturenames:
         yield
         return
     tmp_path: Path = request.getfixturevalue("tmp_path")

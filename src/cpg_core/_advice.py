@@ -77,6 +77,13 @@ ADVICE: dict[str, Advice] = {
         "{subject}: Hubble did not say whether this was ingress or egress",
         "capture again with a Cilium that sets traffic_direction, or allow it by hand",
     ),
+    "world_is_pod": Advice(
+        "pod reported as world",
+        "{subject}: Hubble reported this peer as world, but the capture shows its IP is a "
+        "pod's; a toCIDR rule never selects a pod Cilium manages, so cpg writes none",
+        "find the pod by that IP and capture again once Cilium knows its identity (often an "
+        "L7 proxy record or a pod that just started); the rule then names its labels",
+    ),
     "world_no_ip": Advice(
         "world peer without IP",
         "{subject} talks to the world but the flow has no IP address, so no CIDR rule can be "

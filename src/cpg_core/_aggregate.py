@@ -142,6 +142,7 @@ class AggregateState:
     last_seen: str
     l7_records: int
     ip_names: dict[str, set[str]]
+    pod_ips: set[str] = attrs.Factory(set)
 
 
 class Aggregator:
@@ -177,6 +178,9 @@ class Aggregator:
         """Flows with an HTTP or DNS record (seen only with ``l7``)."""
         self.ip_names: dict[str, set[str]] = {}
         """IP -> DNS names learned from the capture (only with ``l7``)."""
+        self.pod_ips: set[str] = set()
+        """IPs the capture shows as a pod's (an endpoint with a pod name): a world peer with
+        one of them is a pod Hubble could not identify, never a CIDR rule (§D22)."""
         # (direction, source, destination, protocol, port) -> stats of its allow entry, for
         # endpoint and entity peers (a world peer's entry also depends on the flow's IP).
         self._entries: dict[EntryKey, RuleStats] = {}
@@ -290,7 +294,14 @@ class Aggregator:
             return False
         return (not self._since or key >= self._since) and (not self._until or key <= self._until)
 
+    def _note_pods(self, flow: Flow) -> None:
+        if flow.source.pod_name and flow.source_ip:
+            self.pod_ips.add(flow.source_ip)
+        if flow.destination.pod_name and flow.destination_ip:
+            self.pod_ips.add(flow.destination_ip)
+
     def _slow(self, flow: Flow) -> Decision:
+        self._note_pods(flow)
         decision = decide(flow, self.options.decide)
         self.decisions[decision] += 1
         verdict = flow.verdict
@@ -380,6 +391,7 @@ class Aggregator:
         self._candidate(flow, cls)
 
     def _candidate(self, flow: Flow, given: str | None = None) -> None:
+        self._note_pods(flow)
         if self._l7 and flow.l7 is not None and given is None and self._candidate_l7(flow):
             return
         resolver = self._resolver
@@ -459,6 +471,7 @@ class Aggregator:
             last_seen=self._last,
             l7_records=self.l7_records,
             ip_names={ip: set(names) for ip, names in self.ip_names.items()},
+            pod_ips=set(self.pod_ips),
         )
 
     def absorb(self, state: AggregateState) -> None:
@@ -490,6 +503,7 @@ class Aggregator:
         self.l7_records += state.l7_records
         for ip, names in state.ip_names.items():
             self.ip_names.setdefault(ip, set()).update(names)
+        self.pod_ips |= state.pod_ips
         cap = self._max_samples
         self._entries.clear()
         for target, atoms in state.atoms.items():
@@ -516,8 +530,35 @@ class Aggregator:
                 not_a_drop=self.decisions[Decision.NOT_A_DROP],
             ),
             self.drops,
-            self.findings.values(),
+            [*self.findings.values(), *self._pod_findings()],
         )
+
+    def _pods_as_world(self) -> dict[PolicyTarget, dict[AtomKey, RuleStats]]:
+        """Allow entries to a world peer whose IP the capture ties to a pod."""
+        found: dict[PolicyTarget, dict[AtomKey, RuleStats]] = {}
+        if not self.pod_ips:
+            return found
+        for target, atoms in self._atoms.items():
+            for key, stats in atoms.items():
+                peer = key[1]
+                if isinstance(peer, CidrPeer) and peer.cidr.split("/", 1)[0] in self.pod_ips:
+                    found.setdefault(target, {})[key] = stats
+        return found
+
+    def _pod_findings(self) -> list[FindingTally]:
+        out = []
+        for target, atoms in self._pods_as_world().items():
+            for (way, peer, protocol, port), stats in atoms.items():
+                assert isinstance(peer, CidrPeer)
+                ip = peer.cidr.split("/", 1)[0]
+                arrow = f"{ip} → {target.namespace}/{target.workload}"
+                if way == EGRESS:
+                    arrow = f"{target.namespace}/{target.workload} → {ip}"
+                subject = f"{arrow} {protocol}/{port}"
+                tally = FindingTally(Unhandled.WORLD_IS_POD.value, subject, count=stats.count)
+                tally.examples = stats.sample_flows()
+                out.append(tally)
+        return out
 
     @property
     def total_flows(self) -> int:
@@ -528,8 +569,19 @@ class Aggregator:
         return self.decisions[Decision.CANDIDATE]
 
     def plans(self) -> list[PolicyPlan]:
-        """One plan per target, sorted by namespace then workload."""
+        """One plan per target, sorted by namespace then workload. A world peer that is a
+        pod's IP is a finding, not a rule (see :meth:`health`)."""
         attribution = self.attribution()
+        for target, atoms in self._pods_as_world().items():
+            kept = {
+                atom: stats
+                for atom, stats in attribution[target].items()
+                if (atom.direction, atom.peer, atom.protocol, atom.port) not in atoms
+            }
+            if kept:
+                attribution[target] = kept
+            else:
+                del attribution[target]
         if self._l7:
             attribution = {t: name_world_peers(a, self.ip_names) for t, a in attribution.items()}
         return plan_policies(attribution)

@@ -209,6 +209,10 @@ class RuleStats:
         kept = sorted(self._settle().items(), key=lambda item: sample_of(item[1]))[-limit:]
         self.samples = dict(kept)
 
+    def sample_flows(self) -> list[Flow]:
+        """The samples as flows (pending ones parsed)."""
+        return list(self._settle().values())
+
     def copy(self) -> RuleStats:
         return RuleStats(
             self.count, self.first, self.last, dict(self.classes), dict(self._settle())

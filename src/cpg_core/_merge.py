@@ -317,8 +317,10 @@ def _section_body(
         if kind == "new":
             body += [shift + line for line in rule_lines(value, namespace)]
         elif value.rule is not None:
-            rule = by_key[_rule_key(value.rule)]
-            body += value.human_comments + [shift + line for line in rule_lines(rule, namespace)]
+            kept = by_key.get(_rule_key(value.rule))
+            body += value.human_comments
+            if kept is not None:  # None: folded into another rule (an L4 port under DNS)
+                body += [shift + line for line in rule_lines(kept, namespace)]
         else:
             body += value.preamble + value.lines
     return body

@@ -153,7 +153,7 @@ def rule_lines(rule: Rule, policy_namespace: str) -> list[str]:
     if isinstance(peer, EntityPeer):
         lines += [f"  - {prefix}Entities:", f"    - {yaml_string(peer.entity)}"]
     elif isinstance(peer, CidrPeer):
-        lines += [f"  - {prefix}CIDR:", f"    - {yaml_string(peer.cidr)}"]
+        lines += [f"  - {prefix}CIDR:", *(f"    - {yaml_string(c)}" for c in rule.cidrs)]
     else:
         lines += [f"  - {prefix}Endpoints:", "    - matchLabels:"]
         lines += [

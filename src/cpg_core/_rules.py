@@ -115,12 +115,25 @@ class Rule:
     """Sorted ``(port, protocol, method, path regex)``; their ports are in ``ports`` too."""
     dns: tuple[str, ...] = ()
     """Sorted names a resolver rule allows on UDP/TCP 53."""
+    more_cidrs: tuple[str, ...] = ()
+    """For a CIDR peer: the other CIDRs on exactly the same ports, written as one ``toCIDR``
+    list (sorted; the peer holds the first)."""
+
+    @property
+    def cidrs(self) -> tuple[str, ...]:
+        return (self.peer.cidr, *self.more_cidrs) if isinstance(self.peer, CidrPeer) else ()
 
     @property
     def kind(self) -> str:
         return "dns" if self.dns else "icmp" if self.icmps else "ports"
 
     def atoms(self) -> list[Atom]:
+        if self.more_cidrs:
+            return [
+                atom
+                for cidr in self.cidrs
+                for atom in attrs.evolve(self, peer=CidrPeer(cidr), more_cidrs=()).atoms()
+            ]
         l7_ports = {(port, proto) for port, proto, _, _ in self.http}
         out = [
             Atom(self.direction, self.peer, proto, port)
@@ -171,14 +184,44 @@ def rules_from_atoms(atoms: Iterable[Atom]) -> list[Rule]:
             icmps.setdefault(key, set()).add(("IPv4", atom.port))
         elif atom.protocol == ICMPV6:
             icmps.setdefault(key, set()).add(("IPv6", atom.port))
+    # Cilium merges the rules of one peer and port: a plain L4 rule beside a DNS rule on port
+    # 53 would make the DNS rule match every name (ARCHITECTURE §D21). The DNS rule carries
+    # that peer's port 53, L4 flows included. (An HTTP port is one entry with its rules.)
+    for key in names:
+        plain = ports.get(key)
+        if plain is not None:
+            plain -= {(DNS_PORT, "UDP"), (DNS_PORT, "TCP")}
     rules = [
         Rule(d, p, ports=tuple(sorted(v)), http=tuple(sorted(http.get((d, p), ()))))
         for (d, p), v in ports.items()
+        if v
     ]
     rules += [Rule(d, p, icmps=tuple(sorted(v))) for (d, p), v in icmps.items()]
     rules += [Rule(d, p, dns=tuple(sorted(v))) for (d, p), v in names.items()]
+    rules = _group_cidrs(rules)
     rules.sort(key=rule_sort_key)
     return rules
+
+
+def _group_cidrs(rules: list[Rule]) -> list[Rule]:
+    """CIDR peers allowed exactly the same ports (or ICMP types) become one rule with a
+    ``toCIDR`` list: one rule a reviewer reads instead of one per address."""
+    groups: dict[tuple[Any, ...], list[Rule]] = {}
+    out: list[Rule] = []
+    for rule in rules:
+        if isinstance(rule.peer, CidrPeer) and not rule.http:
+            groups.setdefault((rule.direction, rule.ports, rule.icmps), []).append(rule)
+        else:
+            out.append(rule)
+    for group in groups.values():
+        cidrs = sorted({c for rule in group for c in rule.cidrs}, key=_cidr_order)
+        first = group[0]
+        out.append(attrs.evolve(first, peer=CidrPeer(cidrs[0]), more_cidrs=tuple(cidrs[1:])))
+    return out
+
+
+def _cidr_order(cidr: str) -> tuple[Any, ...]:
+    return peer_sort_key(CidrPeer(cidr))
 
 
 def _chunks(items: Sequence[T]) -> list[Sequence[T]]:
@@ -254,7 +297,7 @@ def rule_to_dict(rule: Rule, policy_namespace: str) -> dict[str, Any]:
     if isinstance(peer, EntityPeer):
         out[prefix + "Entities"] = [peer.entity]
     elif isinstance(peer, CidrPeer):
-        out[prefix + "CIDR"] = [peer.cidr]
+        out[prefix + "CIDR"] = list(rule.cidrs)
     elif isinstance(peer, FqdnPeer):
         out["toFQDNs"] = [{"matchName": peer.name}]
     else:
@@ -297,14 +340,16 @@ def rule_from_dict(data: object, direction: str, policy_namespace: str) -> Rule 
         return None
     prefix = "from" if direction == INGRESS else "to"
     peer: Peer | None = None
+    more: tuple[str, ...] = ()
     rest = dict(data)
     try:
         if prefix + "Entities" in rest:
             (entity,) = rest.pop(prefix + "Entities")
             peer = EntityPeer(str(entity))
         elif prefix + "CIDR" in rest:
-            (cidr,) = rest.pop(prefix + "CIDR")
-            peer = CidrPeer(str(cidr))
+            first, *others = rest.pop(prefix + "CIDR")
+            peer = CidrPeer(str(first))
+            more = tuple(str(c) for c in others)
         elif direction != INGRESS and "toFQDNs" in rest:
             (fqdn,) = rest.pop("toFQDNs")
             if set(fqdn) != {"matchName"}:
@@ -348,6 +393,7 @@ def rule_from_dict(data: object, direction: str, policy_namespace: str) -> Rule 
         icmps=tuple(sorted(set(icmps))),
         http=tuple(sorted(http)),
         dns=tuple(sorted(names)),
+        more_cidrs=more,
     )
     if rule_to_dict(rule, policy_namespace) != dict(data):
         return None
@@ -388,7 +434,8 @@ def describe_rule(rule: Rule) -> str:
         ]
     traffic += [f"ICMP{fam[2:]} type {t}" for fam, t in rule.icmps]
     way = "from" if rule.direction == INGRESS else "to"
-    return printable(f"{', '.join(traffic)} {way} {describe_peer(rule.peer)}")
+    peer = ", ".join(rule.cidrs) if rule.more_cidrs else describe_peer(rule.peer)
+    return printable(f"{', '.join(traffic)} {way} {peer}")
 
 
 def printable(text: str) -> str:

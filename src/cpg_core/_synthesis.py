@@ -43,6 +43,9 @@ class Unhandled(StrEnum):
     UNSUPPORTED_PROTOCOL = "unsupported_protocol"
     UNKNOWN_DIRECTION = "unknown_direction"
     WORLD_NO_IP = "world_no_ip"
+    WORLD_IS_POD = "world_is_pod"
+    """Hubble gave a pod the world identity (an L7 record, a stale ipcache): a CIDR rule
+    would never select a managed pod, so the traffic is a finding (ARCHITECTURE §D22)."""
     INVALID_LABEL = "invalid_label"
     """A label a selector would need is not valid in Kubernetes: Cilium would reject the
     policy, so the traffic is a finding (ARCHITECTURE §D20)."""

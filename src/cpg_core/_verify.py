@@ -10,6 +10,7 @@ from cpg_core._decide import DecideOptions, Decision, decide
 from cpg_core._documents import PolicyDocument, VerifyCheck, VerifyReport
 from cpg_core._flow import Direction, Endpoint, Flow
 from cpg_core._matcher import dns_names, from_own_node, match_flow
+from cpg_core._rules import CidrPeer
 from cpg_core._synthesis import Resolved, Resolver, endpoint_kind, endpoint_name, mesh_flow
 
 
@@ -50,6 +51,12 @@ def traffic_line(flow: Flow) -> str:
     )
 
 
+def _pod_as_world(resolved: object, pod_ips: set[str]) -> bool:
+    if not isinstance(resolved, Resolved) or not isinstance(resolved.atom.peer, CidrPeer):
+        return False
+    return resolved.atom.peer.cidr.split("/", 1)[0] in pod_ips
+
+
 def verify_flows(
     flows: Iterable[Flow],
     policies: Sequence[PolicyDocument],
@@ -67,7 +74,14 @@ def verify_flows(
     seen = {}
     kept: list[Flow] = []
     unexpressible = 0
+    pod_ips: set[str] = set()
     for flow in flows:
+        for endpoint, ip in (
+            (flow.source, flow.source_ip),
+            (flow.destination, flow.destination_ip),
+        ):
+            if endpoint.pod_name and ip:
+                pod_ips.add(ip)
         if flow.l7 is not None and flow.l7.dns is not None:
             kept.append(flow)  # for IP -> name, whatever its verdict
         decision = decide(flow, options)
@@ -83,6 +97,10 @@ def verify_flows(
             continue
         entry = seen.setdefault((kind, *_key(flow)), (kind, flow, [0]))
         entry[2][0] += 1
+    for key, (kind, flow, counter) in list(seen.items()):
+        if kind == "candidate" and _pod_as_world(resolver.resolve(flow), pod_ips):
+            unexpressible += counter[0]  # a finding of the replay (world_is_pod), no rule
+            del seen[key]
     names = dns_names(kept)
     if any(kind == "candidate" and from_own_node(flow) for kind, flow, _ in seen.values()):
         allow_localhost = False
@@ -93,7 +111,8 @@ def verify_flows(
             flow,
             names,
             default_local_cluster=default_local_cluster,
-            allow_localhost=allow_localhost,
+            # an explicit deny asks whether the rules allow it: the node's pass is no rule
+            allow_localhost=allow_localhost and kind == "candidate",
         )
         checks.append(
             VerifyCheck(kind, traffic_line(flow), counter[0], result.allowed, result.reason)

@@ -254,3 +254,54 @@ def test_a_path_ending_in_a_newline_gets_a_rule_verify_agrees_with(tmp_path: Pat
     verified = cpg("verify", str(capture), "-d", str(out))
     assert verified.returncode == 0, verified.stdout
     assert "3/3 candidate flows admitted" in verified.stdout
+
+
+def _l4_beside_l7(policy: dict[str, Any]) -> list[str]:
+    """(direction, peer, port) keys where Cilium would merge a plain L4 entry into an L7 one
+    (and so allow every request): one selector, one port, with and without ``rules``."""
+    seen: dict[tuple[str, str, str], set[bool]] = {}
+    for direction in ("ingress", "egress"):
+        for rule in policy["spec"].get(direction) or []:
+            peers = [
+                json.dumps(rule[key], sort_keys=True)
+                for key in ("fromEndpoints", "toEndpoints", "fromEntities", "toEntities")
+                if key in rule
+            ]
+            for entry in rule.get("toPorts") or []:
+                for port in entry["ports"]:
+                    for peer in peers:
+                        key = (direction, peer, f"{port['port']}/{port['protocol']}")
+                        seen.setdefault(key, set()).add("rules" in entry)
+    return [" ".join(key) for key, kinds in seen.items() if kinds == {True, False}]
+
+
+def test_an_l4_rule_never_sits_beside_an_l7_rule_on_one_peer_and_port(tmp_path: Path) -> None:
+    api = endpoint("shop", "api", pod_name="api-1")
+    dns = endpoint("kube-system", None, "k8s:k8s-app=kube-dns", pod_name="coredns-1")
+    web = endpoint("shop", "web", pod_name="web-1")
+    query = {"type": "REQUEST", "dns": {"query": "api.example.com.", "qtypes": ["A"]}}
+    get = {"type": "REQUEST", "http": {"method": "GET", "url": "/health"}}
+    records = [
+        flow_dict(api, dns, direction="EGRESS", udp=53, l7=query),
+        flow_dict(api, dns, direction="EGRESS", udp=53),  # the same lookup seen at L4 only
+        flow_dict(api, dns, direction="EGRESS", tcp=53),
+        flow_dict(web, api, tcp=8080, l7=get),
+        flow_dict(web, api, tcp=8080),  # and the request's SYN, L4 only
+    ]
+    capture = tmp_path / "c.jsonl"
+    capture.write_text(jsonl(records))
+    files = replay(tmp_path, "one", capture)
+    policy = yaml.safe_load(files["shop/api.yaml"])
+    assert _l4_beside_l7(policy) == []
+    egress = [r for r in policy["spec"]["egress"] if "toEndpoints" in r]
+    (dns_rule,) = egress  # the L4 lookups are expressed through the DNS rule
+    assert dns_rule["toPorts"][0]["rules"]["dns"] == [{"matchName": "api.example.com"}]
+    # a folder written without --l7 first, then with it: merged the same way
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text(jsonl([records[1], records[4]]))
+    merged = replay(tmp_path, "two", plain, extra=())
+    assert 'port: "53"' in merged["shop/api.yaml"]
+    merged = replay(tmp_path, "two", capture)
+    assert _l4_beside_l7(yaml.safe_load(merged["shop/api.yaml"])) == []
+    checked = cpg("verify", str(capture), "-d", str(tmp_path / "two"))
+    assert checked.returncode == 0 and "5/5 candidate flows admitted" in checked.stdout

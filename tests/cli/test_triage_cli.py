@@ -180,3 +180,40 @@ def test_findings_are_in_plain_words_with_a_fix(tmp_path: Path) -> None:
     port_zero = next(f for f in as_json["findings"] if f["kind"] == "no_port")
     assert port_zero["label"] == "port 0" and "every port" in port_zero["explanation"]
     assert port_zero["fix"]
+
+
+def test_a_pod_hubble_called_world_is_a_finding_not_a_cidr_rule(tmp_path: Path) -> None:
+    from conftest import WORLD, endpoint, flow_dict, jsonl
+
+    product = endpoint("bookinfo", "productpage", pod_name="productpage-1")
+    reviews_as_world = {**WORLD, "pod_name": "reviews-v3-7d9c"}  # an L7 record's world peer
+    other_world = dict(WORLD)
+    records = [
+        flow_dict(product, reviews_as_world, direction="EGRESS", tcp=9080, dst_ip="10.244.1.18"),
+        # 10.244.2.7 is a pod too: another (denied) flow of the capture shows it as one
+        flow_dict(product, other_world, direction="EGRESS", tcp=9080, dst_ip="10.244.2.7"),
+        flow_dict(
+            endpoint("bookinfo", "ratings", pod_name="ratings-1"),
+            endpoint("bookinfo", "details", pod_name="details-1"),
+            src_ip="10.244.2.7",
+        ),
+        # real world peers on the same port: one rule with both CIDRs
+        flow_dict(product, other_world, direction="EGRESS", tcp=9080, dst_ip="93.184.216.34"),
+        flow_dict(product, other_world, direction="EGRESS", tcp=9080, dst_ip="1.1.1.1"),
+    ]
+    capture = tmp_path / "c.jsonl"
+    capture.write_text(jsonl(records))
+    out = tmp_path / "policies"
+    for jobs in ("1", "2"):
+        ran = cpg("replay", str(capture), "-d", str(out), "--no-evidence", "-o", "json", "-j", jobs)
+        assert ran.returncode == 0, ran.stderr
+        report = json.loads(ran.stdout)
+        pods = [f for f in report["findings"] if f["kind"] == "world_is_pod"]
+        assert sorted(f["subject"] for f in pods) == [
+            "bookinfo/productpage → 10.244.1.18 TCP/9080",
+            "bookinfo/productpage → 10.244.2.7 TCP/9080",
+        ]
+        assert "reported this peer as world" in pods[0]["explanation"]
+    policy = yaml.safe_load((out / "bookinfo" / "productpage.yaml").read_text())
+    (rule,) = policy["spec"]["egress"]
+    assert rule["toCIDR"] == ["1.1.1.1/32", "93.184.216.34/32"]

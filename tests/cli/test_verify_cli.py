@@ -141,3 +141,24 @@ def test_verify_reads_the_clusters_policies(tmp_path: Path) -> None:
     assert gone.returncode == 1 and "cannot reach" in gone.stderr
     missing = cpg("verify", str(EXAMPLE), "--cluster", "--kubeconfig", str(tmp_path / "nope"))
     assert missing.returncode == 1 and "--kubeconfig" in missing.stderr
+
+
+def test_identical_lines_are_printed_once_with_their_flows_added(tmp_path: Path) -> None:
+    from conftest import endpoint
+
+    capture = tmp_path / "c.jsonl"
+    capture.write_text(
+        jsonl(
+            [  # three frontend pods (three checks) that read as the same traffic
+                flow_dict(endpoint("shop", "frontend", pod_name=f"frontend-{n}"), src_ip=ip)
+                for n, ip in enumerate(("10.0.0.5", "10.0.0.6", "10.0.0.6", "10.0.0.7"))
+            ]
+        )
+    )
+    out = tmp_path / "policies"
+    assert cpg("replay", str(capture), "-d", str(out), "--no-evidence").returncode == 0
+    text = cpg("verify", str(capture), "-d", str(out)).stdout
+    lines = [line for line in text.splitlines() if "shop/frontend → shop/cart" in line]
+    assert len(lines) == 1 and "(4 flows)" in lines[0], text
+    checks = json.loads(cpg("verify", str(capture), "-d", str(out), "-o", "json").stdout)["checks"]
+    assert len(checks) == 4 and sum(c["flows"] for c in checks) == 4  # -o json unchanged

@@ -118,10 +118,39 @@ def test_canonical_order_ignores_input_order() -> None:
     egress = yaml.safe_load(render(atoms))["spec"]["egress"]
     assert [next(iter(r.values())) for r in egress] == [
         ["host"],
-        ["9.0.0.1/32"],
-        ["10.0.0.2/32"],
-        ["10.0.0.10/32"],
+        ["9.0.0.1/32", "10.0.0.2/32", "10.0.0.10/32"],  # same port: one toCIDR list
     ]
+
+
+def test_cidrs_on_the_same_ports_are_one_rule_and_merge_as_one() -> None:
+    from cpg_core._merge import merge_policy_text
+
+    atoms = [
+        Atom("egress", CidrPeer("10.0.0.2/32"), "TCP", 443),
+        Atom("egress", CidrPeer("10.0.0.3/32"), "TCP", 443),
+        Atom("egress", CidrPeer("10.0.0.4/32"), "TCP", 8443),
+    ]
+    text = render(atoms)
+    assert_crd_valid(text, required=True)
+    egress = yaml.safe_load(text)["spec"]["egress"]
+    assert [(r["toCIDR"], r["toPorts"][0]["ports"][0]["port"]) for r in egress] == [
+        (["10.0.0.2/32", "10.0.0.3/32"], "443"),
+        (["10.0.0.4/32"], "8443"),
+    ]
+    assert "# TCP/443 to 10.0.0.2/32, 10.0.0.3/32" in text
+    more = rules_from_atoms([Atom("egress", CidrPeer("10.0.0.1/32"), "TCP", 443)])
+    merged = merge_policy_text(
+        text, name="cpg-api", namespace="prod", selector=SELECTOR, rules=more
+    )
+    egress = yaml.safe_load(merged)["spec"]["egress"]
+    assert [r["toCIDR"] for r in egress] == [
+        ["10.0.0.1/32", "10.0.0.2/32", "10.0.0.3/32"],
+        ["10.0.0.4/32"],
+    ]
+    again = merge_policy_text(
+        merged, name="cpg-api", namespace="prod", selector=SELECTOR, rules=more
+    )
+    assert again == merged
 
 
 @pytest.mark.parametrize(

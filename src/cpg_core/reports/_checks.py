@@ -147,8 +147,8 @@ def verify_text(view: VerifyView) -> str:
         f"Checked {report.candidates.total} candidate and {report.explicit_deny.total} "
         f"explicit-deny flows against {policies} policies from {origin}"
     )
+    lines: dict[tuple[str, str, str], int] = {}  # identical lines once, their flows added
     for check in report.checks:
-        flows = f"({check.flows} flow{'s' if check.flows != 1 else ''})"
         if check.kind == "explicit_deny":
             label = "DANGER" if check.allowed else "still denied"
             why = (
@@ -159,6 +159,10 @@ def verify_text(view: VerifyView) -> str:
         else:
             label = "admitted" if check.allowed else "NOT admitted"
             why = check.reason
-        out.append(f"  {label:<13} {check.traffic} {flows}: {why}")
+        key = (label, check.traffic, why)
+        lines[key] = lines.get(key, 0) + check.flows
+    for (label, traffic, why), count in lines.items():
+        flows = f"({count} flow{'s' if count != 1 else ''})"
+        out.append(f"  {label:<13} {traffic} {flows}: {why}")
     out.append(report.summary())
     return one_line_each(out)
