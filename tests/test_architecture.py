@@ -107,6 +107,7 @@ PUBLIC_CORE = frozenset(
         "cpg_core.reading",
         "cpg_core.reports",
         "cpg_core.text",
+        "cpg_core.why",
     }
 )
 """The face of cpg_core: the package itself and its few public modules. Everything else is a

@@ -16,6 +16,7 @@ from typer.core import TyperCommand
 from cpg_cli.words import flag
 from cpg_core import PROTOCOLS, RequestError, RunRequest
 from cpg_core.reports import FORMATS, formats
+from cpg_core.why import FlowFilter
 
 T = TypeVar("T")
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -640,3 +641,79 @@ def setup_logging(level: str) -> None:
         # Dask's chatter (workers starting, connections), whatever levels Dask sets on its
         # loggers when it is imported; its warnings stay.
         handler.addFilter(_quiet_dask)
+
+
+# --- flow filters, as hubble observe spells them (why, verify, plan) -------------------------
+
+_FILTERS = "Flow filters (as hubble observe)"
+
+
+def _filter(*names: str, metavar: str, help: str) -> Any:
+    return typer.Option(
+        *names, metavar=metavar, help=help, show_default=False, rich_help_panel=_FILTERS
+    )
+
+
+FromPod = Annotated[
+    list[str],
+    _filter(
+        "--from-pod",
+        metavar="[NS/]POD",
+        help="Flows from pods whose name starts so (namespace default: default).",
+    ),
+]
+ToPod = Annotated[
+    list[str], _filter("--to-pod", metavar="[NS/]POD", help="Flows to pods whose name starts so.")
+]
+Pod = Annotated[
+    list[str],
+    _filter("--pod", metavar="[NS/]POD", help="Flows from or to pods whose name starts so."),
+]
+FromLabel = Annotated[
+    list[str],
+    _filter(
+        "--from-label", metavar="K=V[,K=V]", help="Flows from endpoints with all these labels."
+    ),
+]
+ToLabel = Annotated[
+    list[str],
+    _filter("--to-label", metavar="K=V[,K=V]", help="Flows to endpoints with all these labels."),
+]
+Label = Annotated[
+    list[str],
+    _filter(
+        "--label", metavar="K=V[,K=V]", help="Flows from or to endpoints with all these labels."
+    ),
+]
+FromNamespace = Annotated[
+    list[str], _filter("--from-namespace", metavar="NS", help="Flows from this namespace.")
+]
+ToNamespace = Annotated[
+    list[str], _filter("--to-namespace", metavar="NS", help="Flows to this namespace.")
+]
+FilterPort = Annotated[
+    list[str],
+    _filter("--port", "--to-port", metavar="PORT", help="Flows to this destination port."),
+]
+FilterProtocol = Annotated[
+    list[str],
+    _filter(
+        "--protocol",
+        metavar="PROTO",
+        help="Flows of this L4 protocol (TCP, UDP, SCTP, ICMPv4, ICMPv6).",
+    ),
+]
+FilterVerdict = Annotated[
+    list[str],
+    _filter(
+        "--verdict", metavar="VERDICT", help="Flows with this verdict (DROPPED, FORWARDED, AUDIT…)."
+    ),
+]
+Uuid = Annotated[list[str], _filter("--uuid", metavar="UUID", help="The flow with this uuid.")]
+
+
+def flow_filter(flags: Mapping[str, Any]) -> FlowFilter:
+    """The FlowFilter of a command's filter flags (its ``locals()``), validated."""
+    fields = inspect.signature(FlowFilter.build).parameters
+    values = {name: value or () for name, value in flags.items() if name in fields}
+    return validated(lambda: FlowFilter.build(**values))

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+import attrs
+
 from cpg_core._flow import Endpoint, Flow
+from cpg_core._l7 import dns_name, http_method, path_regex
 from cpg_core._labels import is_stable_key, stable_labels
 from cpg_core._render import emit
-from cpg_core._rules import rule_to_dict, rules_from_atoms
+from cpg_core._rules import DNS, HTTP, rule_to_dict, rules_from_atoms
 from cpg_core._synthesis import Resolved, Resolver
 
 DISCRIMINATORS = (
@@ -87,6 +90,13 @@ def rule_yaml(flow: Flow) -> str:
     if not isinstance(resolved, Resolved):
         return ""
     atom = resolved.atom
+    l7 = flow.l7
+    if l7 is not None and l7.http is not None and l7.http.method.strip():
+        # an HTTP request: its own rule, so no L4 rule ever lands beside an L7 one (§D21)
+        detail = (HTTP, http_method(l7.http.method), path_regex(l7.http.url))
+        atom = attrs.evolve(atom, l7=detail)
+    elif l7 is not None and l7.dns is not None and l7.dns.query:
+        atom = attrs.evolve(atom, l7=(DNS, dns_name(l7.dns.query)))
     (rule,) = rules_from_atoms([atom])
     section = {atom.direction: [rule_to_dict(rule, resolved.target.namespace)]}
     return "\n".join(emit(section)) + "\n"

@@ -44,7 +44,7 @@ class MatchResult:
     rule: int = -1
 
 
-def _strip_source(key: str) -> str:
+def strip_source(key: str) -> str:
     for prefix in _SOURCES:
         if key.startswith(prefix):
             return key[len(prefix) :]
@@ -87,12 +87,12 @@ def selector_matches(
     expressions = selector.get("matchExpressions") or []
     if not isinstance(raw_labels, Mapping) or not isinstance(expressions, list):
         return False  # not a LabelSelector the API server would accept
-    match_labels = {_strip_source(k): str(v) for k, v in raw_labels.items()}
+    match_labels = {strip_source(k): str(v) for k, v in raw_labels.items()}
     if (
         default_namespace is not None
         and NAMESPACE_LABEL not in match_labels
         and not any(
-            _strip_source(str(e.get("key", ""))) == NAMESPACE_LABEL
+            strip_source(str(e.get("key", ""))) == NAMESPACE_LABEL
             for e in expressions
             if isinstance(e, Mapping)
         )
@@ -103,7 +103,7 @@ def selector_matches(
         and CLUSTER_LABEL not in match_labels
         and labels.get(CLUSTER_LABEL, local_cluster) != local_cluster
         and not any(
-            _strip_source(str(e.get("key", ""))) == CLUSTER_LABEL
+            strip_source(str(e.get("key", ""))) == CLUSTER_LABEL
             for e in expressions
             if isinstance(e, Mapping)
         )
@@ -115,7 +115,7 @@ def selector_matches(
     for expr in expressions:
         if not isinstance(expr, Mapping):
             return False
-        key = _strip_source(str(expr.get("key", "")))
+        key = strip_source(str(expr.get("key", "")))
         op = expr.get("operator")
         raw_values = expr.get("values") or []
         if not isinstance(raw_values, list):
@@ -242,7 +242,7 @@ class Request:
     hands to the proxy)."""
 
 
-def _peer_matches(
+def peer_matches(
     rule: Mapping[str, Any], prefix: str, peer: PeerView, policy_ns: str | None
 ) -> bool:
     """Whether a rule's L3 part selects the peer. A rule with no L3 part selects every peer."""
@@ -275,7 +275,7 @@ def _peer_matches(
     return prefix == "to" and peer.world and _fqdn_matches(peer.names, rule.get("toFQDNs") or [])
 
 
-def _l7_matches(port_rule: Mapping[str, Any], request: Request) -> bool:
+def l7_matches(port_rule: Mapping[str, Any], request: Request) -> bool:
     rules = port_rule.get("rules")
     if not isinstance(rules, Mapping) or not rules:
         return True
@@ -303,7 +303,7 @@ def _http_matches(rule: Mapping[str, Any], request: Request) -> bool:
     return not want_path or re.fullmatch(str(want_path), path) is not None
 
 
-def _ports_match(rule: Mapping[str, Any], request: Request) -> bool:
+def ports_match(rule: Mapping[str, Any], request: Request) -> bool:
     to_ports = rule.get("toPorts")
     icmps = rule.get("icmps")
     if not to_ports and not icmps:
@@ -330,7 +330,7 @@ def _ports_match(rule: Mapping[str, Any], request: Request) -> bool:
                 high = int(port.get("endPort") or low)
             except (TypeError, ValueError):
                 continue  # a named port: cpg cannot resolve it from a flow
-            if (low == 0 or low <= request.port <= high) and _l7_matches(port_rule, request):
+            if (low == 0 or low <= request.port <= high) and l7_matches(port_rule, request):
                 return True
     return False
 
@@ -341,12 +341,12 @@ def rule_admits(
     """Whether one ingress/egress (or deny) rule selects the peer and the request."""
     return (
         isinstance(rule, Mapping)
-        and _peer_matches(rule, prefix, peer, policy_ns)
-        and _ports_match(rule, request)
+        and peer_matches(rule, prefix, peer, policy_ns)
+        and ports_match(rule, request)
     )
 
 
-def _flow_request(flow: Flow) -> Request:
+def flow_request(flow: Flow) -> Request:
     l7 = flow.l7
     if l7 is not None and l7.http is not None:
         path = url_path(l7.http.url)
@@ -356,7 +356,9 @@ def _flow_request(flow: Flow) -> Request:
     return Request(flow.protocol, flow.port)
 
 
-def _side(endpoint: Endpoint, ip: str, names: Sequence[str], local_cluster: str | None) -> PeerView:
+def peer_side(
+    endpoint: Endpoint, ip: str, names: Sequence[str], local_cluster: str | None
+) -> PeerView:
     address = _network(ip) if ip else None
     return PeerView(
         labels=endpoint_labels(endpoint),
@@ -514,9 +516,9 @@ def _match_flow(
     names = list(flow.destination_names if direction == "egress" else flow.source_names)
     names += list((ip_names or {}).get(peer_ip, ()))
     local = (target.cluster_name or None) if default_local_cluster else None
-    peer = _side(peer_ep, peer_ip, names, local)
+    peer = peer_side(peer_ep, peer_ip, names, local)
     selecting = selecting_specs(policies, target)
-    request = _flow_request(flow)
+    request = flow_request(flow)
     for policy, spec, namespace in selecting:  # deny rules win over any allow
         for index, rule in enumerate(spec.get(direction + "Deny") or []):
             if rule_admits(rule, prefix, peer, request, namespace):
@@ -531,9 +533,9 @@ def _match_flow(
     peer_hit = None
     for policy, spec, namespace in selecting:
         for index, rule in enumerate(spec.get(direction) or []):
-            if not isinstance(rule, Mapping) or not _peer_matches(rule, prefix, peer, namespace):
+            if not isinstance(rule, Mapping) or not peer_matches(rule, prefix, peer, namespace):
                 continue
-            if _ports_match(rule, request):
+            if ports_match(rule, request):
                 return MatchResult(
                     True,
                     f"allowed by {_policy_name(policy)} {direction}[{index}]",

@@ -3,6 +3,7 @@ converter) rather than from JSON lines."""
 
 from cpg_core._flow import (
     EMPTY_ENDPOINT,
+    Direction,
     DNSInfo,
     Endpoint,
     Flow,
@@ -20,6 +21,7 @@ from cpg_core._quickline import QuickLine, quick_decision
 __all__ = [
     "EMPTY_ENDPOINT",
     "DNSInfo",
+    "Direction",
     "Endpoint",
     "Flow",
     "HTTPInfo",

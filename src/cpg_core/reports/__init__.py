@@ -19,6 +19,7 @@ from cpg_core.reports._run import (
     run_json,
     run_text,
 )
+from cpg_core.reports._why import WhyView, why_text
 
 __all__ = [
     "DECISION_LABELS",
@@ -33,6 +34,7 @@ __all__ = [
     "RunReport",
     "TrafficGraph",
     "VerifyView",
+    "WhyView",
     "aggregate_rows",
     "capped_breakdowns",
     "compose",
@@ -50,4 +52,5 @@ __all__ = [
     "top_entries",
     "traffic_graph",
     "verify_text",
+    "why_text",
 ]

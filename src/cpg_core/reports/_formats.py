@@ -19,6 +19,7 @@ from cpg_core.reports._html import html_report
 from cpg_core.reports._inputs import ReviewInputs
 from cpg_core.reports._markdown import markdown_report
 from cpg_core.reports._run import RunReport, run_json, run_text
+from cpg_core.reports._why import WhyView, why_text
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -74,12 +75,23 @@ def _verify_json(view: VerifyView) -> str:
     return to_json(view.report)
 
 
+def _why_json(view: WhyView) -> str:
+    data = {
+        "policies": view.policies,
+        "origin": view.origin,
+        "selected_flows": view.selected,
+        "answers": to_data(list(view.answers)),
+    }
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
 FORMATS: Mapping[str, Mapping[str, Callable[[Any], str]]] = {
     "run": {"text": run_text, "json": run_json},
     "review": {"markdown": _review_markdown, "html": _review_html},
     "plan": {"text": plan_text, "json": _plan_json},
     "verify": {"text": verify_text, "json": _verify_json},
     "explain": {"text": _explain_text, "json": _explain_json, "yaml": _explain_yaml},
+    "why": {"text": why_text, "json": _why_json},
 }
 """kind of document → format → renderer (document → text)."""
 
@@ -89,6 +101,7 @@ _KINDS: Mapping[type, str] = {
     PlanView: "plan",
     VerifyView: "verify",
     ExplainView: "explain",
+    WhyView: "why",
 }
 
 
@@ -97,7 +110,9 @@ def formats(kind: str) -> tuple[str, ...]:
     return tuple(FORMATS[kind])
 
 
-def render(document: RunReport | Review | PlanView | VerifyView | ExplainView, fmt: str) -> str:
+def render(
+    document: RunReport | Review | PlanView | VerifyView | ExplainView | WhyView, fmt: str
+) -> str:
     """The document in format ``fmt``; ValueError naming the formats it has."""
     kind = _KINDS[type(document)]
     renderer = FORMATS[kind].get(fmt)
@@ -106,4 +121,13 @@ def render(document: RunReport | Review | PlanView | VerifyView | ExplainView, f
     return renderer(document)
 
 
-__all__ = ["FORMATS", "ExplainView", "PlanView", "Review", "VerifyView", "formats", "render"]
+__all__ = [
+    "FORMATS",
+    "ExplainView",
+    "PlanView",
+    "Review",
+    "VerifyView",
+    "WhyView",
+    "formats",
+    "render",
+]

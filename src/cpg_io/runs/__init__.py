@@ -22,6 +22,7 @@ from cpg_io.runs._replay import (
 from cpg_io.runs._report import read_review
 from cpg_io.runs._session import rfc3339, utc_now
 from cpg_io.runs._verify import VerifiedCapture, VerifyRun, verify_capture, verify_run
+from cpg_io.runs._why import WhyRun, trace_run, why_run
 
 __all__ = [
     "EvidenceSettings",
@@ -33,6 +34,7 @@ __all__ = [
     "RunResult",
     "VerifiedCapture",
     "VerifyRun",
+    "WhyRun",
     "WrittenFixes",
     "connect_relay",
     "evidence_settings",
@@ -46,9 +48,11 @@ __all__ = [
     "rfc3339",
     "run_failed",
     "run_report",
+    "trace_run",
     "utc_now",
     "verify_capture",
     "verify_run",
+    "why_run",
     "write_fixes",
     "write_plan",
 ]

@@ -1,0 +1,198 @@
+"""``cpg why`` and ``cpg trace``: which policy decided a flow, and what would admit it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cpg_cli import options as opt
+from cpg_cli.terminal import fail, say
+from cpg_core import CheckRequest, CpgError
+from cpg_core.reports import formats, render
+from cpg_core.why import traced_flows
+from cpg_io import runs
+from cpg_io.runs import WhyRun
+
+_Capture = Annotated[
+    list[str],
+    typer.Argument(
+        metavar="CAPTURE...",
+        help="The capture: files, folders or globs, as cpg replay reads them, or -.",
+        show_default=False,
+    ),
+]
+_Policies = Annotated[
+    Path,
+    typer.Option(
+        "-d",
+        "--output-dir",
+        "--policies",
+        metavar="DIR",
+        envvar="CPG_OUTPUT_DIR",
+        help="cpg's policy folder: judged, or with --current/--cluster checked for a policy that "
+        "already admits the flow.",
+    ),
+]
+_Current = Annotated[
+    Path | None,
+    typer.Option(
+        "--current",
+        metavar="DIR|FILE",
+        help="Judge against these policies (applied today; kubectl get cnp,ccnp -A -o yaml).",
+        show_default=False,
+    ),
+]
+_Cluster = Annotated[
+    bool,
+    typer.Option("--cluster", help="Judge against the policies in the cluster (read-only)."),
+]
+_Output = Annotated[
+    str, opt.output_option(*formats("why"), help="text (for people) or json (for machines).")
+]
+
+
+def _request(
+    inputs: list[str],
+    policies: Path,
+    current: Path | None,
+    cluster: bool,
+    default_local_cluster: str,
+    allow_localhost: str,
+) -> CheckRequest:
+    return opt.validated(
+        lambda: CheckRequest.build(
+            inputs=inputs,
+            policies=str(policies),
+            current=str(current) if current is not None else None,
+            cluster=cluster,
+            default_local_cluster=default_local_cluster,
+            allow_localhost=allow_localhost,
+        )
+    )
+
+
+def _show(answered: WhyRun, output: str) -> None:
+    for problem in answered.problems:
+        say(f"cpg: warning: {problem}", err=True)
+    text = render(answered.view, output)
+    if output == "json":
+        typer.echo(text)
+    else:
+        say(text)
+    if any(not why.allowed for why in answered.view.answers):
+        raise typer.Exit(3)
+
+
+def why(
+    capture: _Capture,
+    policies: _Policies = Path("policies"),
+    current: _Current = None,
+    cluster: _Cluster = False,
+    kubeconfig: opt.Kubeconfig = None,
+    context: opt.Context = None,
+    default_local_cluster: opt.DefaultLocalCluster = "auto",
+    allow_localhost: opt.AllowLocalhost = "always",
+    from_pod: opt.FromPod = [],  # noqa: B006 - Typer reads the default, never mutates it
+    to_pod: opt.ToPod = [],  # noqa: B006
+    pod: opt.Pod = [],  # noqa: B006
+    from_label: opt.FromLabel = [],  # noqa: B006
+    to_label: opt.ToLabel = [],  # noqa: B006
+    label: opt.Label = [],  # noqa: B006
+    from_namespace: opt.FromNamespace = [],  # noqa: B006
+    to_namespace: opt.ToNamespace = [],  # noqa: B006
+    port: opt.FilterPort = [],  # noqa: B006
+    protocol: opt.FilterProtocol = [],  # noqa: B006
+    verdict: opt.FilterVerdict = [],  # noqa: B006
+    uuid: opt.Uuid = [],  # noqa: B006
+    output: _Output = "text",
+) -> None:
+    """Say why each kind of flow the filters select was denied, and what would admit it.
+
+    For every distinct flow (denied ones unless --verdict says otherwise): the verdict and
+    drop reason Hubble recorded (an infrastructure or transient drop is named as such, with
+    its fix), the policies that police the endpoint in that direction, each of their rules
+    that could have admitted it and exactly what it misses (the peer label, namespace or
+    cluster, the port, the L7 rule; nearest first), deny rules that match (they win), and
+    the rule that would admit it as YAML to paste. Judged against -d DIR, or --current or
+    --cluster (then -d says whether cpg's policy already admits it: apply it).
+
+    Exit codes: 0 every flow is admitted by the policies judged, 3 some is not, 1 unreadable
+    input, 2 bad flags.
+    """
+    request = _request(capture, policies, current, cluster, default_local_cluster, allow_localhost)
+    selection = opt.flow_filter(locals())
+    try:
+        answered = runs.why_run(request, selection, kubeconfig=kubeconfig, context=context)
+    except CpgError as exc:
+        fail(exc)
+    _show(answered, output)
+
+
+_From = Annotated[
+    str,
+    typer.Option(
+        "--from",
+        metavar="NS/WORKLOAD|NS:K=V,…|ENTITY|IP",
+        help="The source: NS/WORKLOAD (app=WORKLOAD), NS:key=value[,key=value], an entity "
+        "(world, host, remote-node, kube-apiserver…) or an IP; @CLUSTER for ClusterMesh.",
+        show_default=False,
+    ),
+]
+_To = Annotated[
+    str,
+    typer.Option(
+        "--to",
+        metavar="NS/WORKLOAD|NS:K=V,…|ENTITY|IP",
+        help="The destination, spelled as --from.",
+        show_default=False,
+    ),
+]
+_Port = Annotated[
+    str,
+    typer.Option(
+        "--port",
+        metavar="PORT[/PROTO]",
+        help="8080/TCP (TCP when left out), 53/UDP.",
+        show_default=False,
+    ),
+]
+
+
+def trace(
+    source: _From,
+    destination: _To,
+    port: _Port,
+    method: Annotated[str, typer.Option("--method", help="An HTTP method (L7 rules).")] = "",
+    path: Annotated[str, typer.Option("--path", help="An HTTP path (L7 rules).")] = "",
+    dns: Annotated[
+        str, typer.Option("--dns", metavar="NAME", help="A DNS query (DNS rules).")
+    ] = "",
+    policies: _Policies = Path("policies"),
+    current: _Current = None,
+    cluster: _Cluster = False,
+    kubeconfig: opt.Kubeconfig = None,
+    context: opt.Context = None,
+    default_local_cluster: opt.DefaultLocalCluster = "auto",
+    allow_localhost: opt.AllowLocalhost = "always",
+    output: _Output = "text",
+) -> None:
+    """Say whether the policies would admit a flow nobody captured, and why not.
+
+    The same answer as cpg why, for a flow described by hand (what cilium policy trace used
+    to do), with Cilium's semantics: the policy's namespace added to peer selectors, the
+    local cluster by default, entities, CIDR rules for IPs, allow-localhost. The source's
+    egress and the destination's ingress are judged, each where a pod is policed.
+
+    Exit codes: 0 admitted, 3 not, 2 bad flags.
+    """
+    request = _request(["-"], policies, current, cluster, default_local_cluster, allow_localhost)
+    flows = opt.validated(
+        lambda: traced_flows(source, destination, port, method=method, path=path, dns=dns)
+    )
+    try:
+        answered = runs.trace_run(request, flows, kubeconfig=kubeconfig, context=context)
+    except CpgError as exc:
+        fail(exc)
+    _show(answered, output)

@@ -1,0 +1,578 @@
+"""Why a flow was denied, and what would admit it: the question Cilium users ask most about
+policies. One answer per kind of flow, with the same matcher ``verify`` and ``plan`` use: the
+drop as Hubble recorded it, the policies that police the subject, each of their rules that
+could have admitted it and exactly why it misses (nearest first), the deny rules that win,
+and the rule that would admit it as YAML (ARCHITECTURE §D26)."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from cpg_core._advice import advice_for
+from cpg_core._decide import DecideOptions, Decision, decide
+from cpg_core._documents import PolicyDocument
+from cpg_core._dropreasons import classify_reason, reason_name, remediation
+from cpg_core._fixes import rule_yaml
+from cpg_core._flow import Direction, DNSInfo, Endpoint, Flow, HTTPInfo, L7Info, Verdict
+from cpg_core._labels import CLUSTER_LABEL, NAMESPACE_LABEL
+from cpg_core._matcher import (
+    PeerView,
+    Request,
+    dns_names,
+    enforces,
+    flow_request,
+    from_own_node,
+    match_flow,
+    peer_matches,
+    peer_side,
+    policy_name,
+    ports_match,
+    rule_admits,
+    selecting_specs,
+    strip_source,
+)
+from cpg_core._requests import RequestError
+from cpg_core._synthesis import endpoint_name
+from cpg_core._verify import traffic_line
+from cpg_core.text import shown
+
+_UNFIXABLE = {
+    Decision.INFRA: "an infrastructure drop: no policy causes or fixes it",
+    Decision.TRANSIENT: "a transient drop (an endpoint starting, a stale route): no policy "
+    "fixes it; it stops once the endpoint is ready",
+    Decision.NOISE: "noise Cilium drops on purpose (unsupported L3/L2 traffic): no policy fixes it",
+}
+_FINDING_KIND = {
+    Decision.EXPLICIT_DENY: "explicit_deny",
+    Decision.AUTH_REQUIRED: "auth_required",
+    Decision.LB_SOURCE_RANGE: "lb_source_range",
+}
+
+
+@attrs.frozen(slots=True)
+class RuleMiss:
+    """One rule of a policy that polices the subject, and why it does not admit the flow."""
+
+    policy: str
+    section: str
+    """``ingress``, ``egress``, ``ingressDeny`` or ``egressDeny``."""
+    index: int
+    misses: tuple[str, ...]
+    """What differs, most telling first: the peer label, namespace or cluster, the port, the
+    L7 rule. Empty for a deny rule that matches."""
+    distance: int
+
+
+@attrs.frozen(slots=True)
+class Why:
+    """The answer for one kind of flow."""
+
+    traffic: str
+    flows: int
+    verdict: str
+    drop_reason: str
+    """Hubble's drop reason name ("" for a flow that was not dropped)."""
+    drop_class: str
+    """``policy``, ``infra``, ``transient``, ``noise``, ``explicit_deny``, ``auth_required``,
+    ``lb_source_range``, or ``forwarded``."""
+    direction: str
+    subject: str
+    """``namespace/workload`` of the endpoint whose policy decides (ingress: the destination)."""
+    policed_by: tuple[str, ...]
+    """Policies that select the subject with rules for this direction (none: all allowed)."""
+    allowed: bool
+    """Whether the policies judged admit the flow."""
+    allowed_by: str
+    deny: tuple[RuleMiss, ...]
+    near_misses: tuple[RuleMiss, ...]
+    admit_yaml: str
+    """The allow rule that would admit the flow ("" when no rule can, or none is needed)."""
+    answer: str
+    """The whole story in one or two sentences."""
+    fix: str
+
+
+def _labels_diff(selector: Any, peer: PeerView, namespace: str | None) -> tuple[list[str], int]:
+    """What a peer selector wants that the peer lacks, as ``key=want (peer: have)``."""
+    if not isinstance(selector, Mapping):
+        return ["a selector cpg cannot read"], 9
+    wanted = {strip_source(str(k)): str(v) for k, v in (selector.get("matchLabels") or {}).items()}
+    if namespace is not None and NAMESPACE_LABEL not in wanted:
+        wanted[NAMESPACE_LABEL] = namespace
+    misses = []
+    for key, value in sorted(wanted.items(), key=lambda kv: (kv[0] == NAMESPACE_LABEL, kv[0])):
+        have = peer.labels.get(key)
+        if have == value:
+            continue
+        if key == NAMESPACE_LABEL:
+            misses.append(f"namespace {value} (the peer is in {have or 'no namespace'})")
+        elif key == CLUSTER_LABEL:
+            misses.append(f"cluster {value} (the peer is in {have or 'an unknown cluster'})")
+        else:
+            misses.append(
+                f"{key}={value} (the peer has {f'{key}={have}' if have else 'no ' + key})"
+            )
+    if (
+        peer.local_cluster is not None
+        and CLUSTER_LABEL not in wanted
+        and peer.labels.get(CLUSTER_LABEL, peer.local_cluster) != peer.local_cluster
+    ):
+        misses.append(
+            f"the local cluster {peer.local_cluster} (the peer is in "
+            f"{peer.labels.get(CLUSTER_LABEL)}; a selector without a cluster label selects the "
+            "local one)"
+        )
+    for expression in selector.get("matchExpressions") or []:
+        single = {"matchExpressions": [expression]}
+        if not _selects(single, peer, None):
+            misses.append(f"the expression {expression}")
+    return misses, len(misses)
+
+
+def _selects(selector: Any, peer: PeerView, namespace: str | None) -> bool:
+    from cpg_core._matcher import selector_matches
+
+    return selector_matches(
+        selector, peer.labels, namespace, complete=peer.complete, local_cluster=peer.local_cluster
+    )
+
+
+def _peer_miss(rule: Mapping[str, Any], prefix: str, peer: PeerView, ns: str | None) -> list[str]:
+    """Why the rule's L3 part does not select the peer (the nearest selector's differences)."""
+    best: tuple[int, list[str]] | None = None
+    for selector in rule.get(prefix + "Endpoints") or []:
+        if peer.world:
+            candidate = (5, ["endpoint selectors, but the peer is outside the cluster (world)"])
+        else:
+            misses, distance = _labels_diff(selector, peer, ns)
+            candidate = (distance, misses)
+        if best is None or candidate[0] < best[0]:
+            best = candidate
+    entities = [str(e) for e in rule.get(prefix + "Entities") or []]
+    if entities:
+        shown = ", ".join(sorted(peer.entities - {"all"})) or "none"
+        candidate = (4, [f"entities {', '.join(entities)} (the peer is {shown})"])
+        best = candidate if best is None or candidate[0] < best[0] else best
+    cidrs = [str(c) for c in rule.get(prefix + "CIDR") or []]
+    cidrs += [
+        str(e.get("cidr")) for e in rule.get(prefix + "CIDRSet") or [] if isinstance(e, Mapping)
+    ]
+    if cidrs:
+        where = str(peer.network) if peer.network is not None else "no IP"
+        text = f"CIDRs {', '.join(cidrs)} (the peer is {where}" + (
+            ", a pod: CIDR rules never select pods Cilium manages)" if not peer.world else ")"
+        )
+        candidate = (4, [text])
+        best = candidate if best is None or candidate[0] < best[0] else best
+    fqdns = rule.get("toFQDNs") or [] if prefix == "to" else []
+    if fqdns:
+        names = ", ".join(peer.names) or "no DNS name seen for its IP"
+        candidate = (4, [f"FQDNs {fqdns} (the peer: {names})"])
+        best = candidate if best is None or candidate[0] < best[0] else best
+    return best[1] if best is not None else ["a peer of another kind"]
+
+
+def _port_text(rule: Mapping[str, Any]) -> str:
+    shown = []
+    for port_rule in rule.get("toPorts") or []:
+        for port in (port_rule or {}).get("ports") or []:
+            end = f"-{port['endPort']}" if port.get("endPort") else ""
+            shown.append(f"{port.get('protocol', 'ANY')}/{port.get('port', 'any')}{end}")
+    for icmp in rule.get("icmps") or []:
+        for field in (icmp or {}).get("fields") or []:
+            shown.append(f"ICMP type {field.get('type')}")
+    return ", ".join(shown) or "no port"
+
+
+def _l7_text(rule: Mapping[str, Any]) -> str:
+    shown = []
+    for port_rule in rule.get("toPorts") or []:
+        rules = (port_rule or {}).get("rules") or {}
+        for http in rules.get("http") or []:
+            shown.append(f"{http.get('method', '*')} {http.get('path', '*')}")
+        for dns in rules.get("dns") or []:
+            shown.append(f"DNS {dns.get('matchName') or dns.get('matchPattern')}")
+    return ", ".join(shown)
+
+
+def _without_l7(rule: Mapping[str, Any]) -> dict[str, Any]:
+    plain = dict(rule)
+    plain["toPorts"] = [
+        {k: v for k, v in (p or {}).items() if k != "rules"} for p in rule.get("toPorts") or []
+    ]
+    return plain
+
+
+def _request_text(flow: Flow, request: Request) -> str:
+    if request.http_method is not None:
+        return f"HTTP {request.http_method} {request.http_path}"
+    if request.dns_name is not None:
+        return f"DNS {request.dns_name}"
+    return f"{flow.protocol}/{flow.port}" if flow.protocol else "this traffic"
+
+
+def _rule_miss(
+    policy: str,
+    section: str,
+    index: int,
+    rule: Any,
+    prefix: str,
+    peer: PeerView,
+    request: Request,
+    flow: Flow,
+    ns: str | None,
+) -> RuleMiss | None:
+    if not isinstance(rule, Mapping):
+        return None
+    misses: list[str] = []
+    distance = 0
+    if not peer_matches(rule, prefix, peer, ns):
+        peer_misses = _peer_miss(rule, prefix, peer, ns)
+        misses += [f"peer: wants {m}" for m in peer_misses]
+        distance += 2 * max(1, len(peer_misses))
+    if not ports_match(_without_l7(rule), request):
+        want = _port_text(rule)
+        misses.append(f"port: {flow.protocol}/{flow.port} is not in {want}")
+        distance += 1
+    elif not ports_match(rule, request):
+        misses.append(
+            f"L7: {_request_text(flow, request)} does not match {_l7_text(rule) or 'its rules'}"
+        )
+        distance += 1
+    if not misses:
+        return None  # it admits the flow
+    return RuleMiss(policy, section, index, tuple(misses), distance)
+
+
+def explain_denial(
+    flow: Flow,
+    policies: Sequence[PolicyDocument],
+    *,
+    flows: int = 1,
+    ip_names: Mapping[str, Sequence[str]] | None = None,
+    options: DecideOptions | None = None,
+    default_local_cluster: bool = True,
+    allow_localhost: bool = True,
+    max_misses: int = 5,
+) -> Why:
+    """The answer for one flow against ``policies`` (the ones applied, or proposed)."""
+    traced = flow.verdict == int(Verdict.VERDICT_UNKNOWN) and not flow.time
+    decision = decide(flow, options or DecideOptions())
+    dropped = flow.verdict in (int(Verdict.DROPPED), int(Verdict.AUDIT))
+    verdict = "TRACED" if traced else _verdict_name(flow.verdict)
+    reason = reason_name(flow.drop_reason) if dropped else ""
+    drop_class = _FINDING_KIND.get(decision) or (
+        str(classify_reason(flow.drop_reason).value) if dropped else "forwarded"
+    )
+    if traced:
+        drop_class = "traced"
+    if flow.direction == Direction.INGRESS:
+        direction, subject_ep, prefix = "ingress", flow.destination, "from"
+        peer_ep, peer_ip = flow.source, flow.source_ip
+    elif flow.direction == Direction.EGRESS:
+        direction, subject_ep, prefix = "egress", flow.source, "to"
+        peer_ep, peer_ip = flow.destination, flow.destination_ip
+    else:
+        direction, subject_ep, prefix, peer_ep, peer_ip = (
+            "unknown",
+            flow.destination,
+            "",
+            flow.source,
+            "",
+        )
+    subject = endpoint_name(subject_ep)
+    traffic = traffic_line(flow)
+    if decision in _UNFIXABLE:
+        link = remediation(flow.drop_reason)
+        return _plain(
+            flow,
+            traffic,
+            flows,
+            verdict,
+            reason,
+            drop_class,
+            direction,
+            subject,
+            f"{traffic} was dropped with {reason}: {_UNFIXABLE[decision]}.",
+            link or "see the drop reason in Cilium's troubleshooting guide",
+        )
+    if direction == "unknown":
+        return _plain(
+            flow,
+            traffic,
+            flows,
+            verdict,
+            reason,
+            drop_class,
+            direction,
+            subject,
+            f"{traffic}: Hubble did not record the traffic direction, so no policy can be named.",
+            "capture with a Cilium that sets traffic_direction",
+        )
+    names = list(flow.destination_names if direction == "egress" else flow.source_names)
+    names += list((ip_names or {}).get(peer_ip, ()))
+    local = (subject_ep.cluster_name or None) if default_local_cluster else None
+    peer = peer_side(peer_ep, peer_ip, names, local)
+    request = flow_request(flow)
+    selected = selecting_specs(policies, subject_ep)
+    policed = sorted({policy_name(p) for p, spec, _ in selected if enforces(spec, direction)})
+    result = match_flow(
+        policies,
+        flow,
+        ip_names,
+        default_local_cluster=default_local_cluster,
+        allow_localhost=allow_localhost,
+    )
+    deny: list[RuleMiss] = []
+    misses: list[RuleMiss] = []
+    for policy, spec, namespace in selected:
+        name = policy_name(policy)
+        for index, rule in enumerate(spec.get(direction + "Deny") or []):
+            if rule_admits(rule, prefix, peer, request, namespace):
+                deny.append(RuleMiss(name, direction + "Deny", index, (), 0))
+        for index, rule in enumerate(spec.get(direction) or []):
+            miss = _rule_miss(name, direction, index, rule, prefix, peer, request, flow, namespace)
+            if miss is not None:
+                misses.append(miss)
+    misses.sort(key=lambda m: (m.distance, m.policy, m.index))
+    # No policy with rules for this direction selects the subject: Cilium allows (default
+    # allow); a deny rule still wins.
+    allowed = (result.allowed or not policed) and not deny
+    admit = "" if allowed or deny else rule_yaml(flow)
+    kind = _FINDING_KIND.get(decision)
+    fix = ""
+    if kind is not None:
+        fix = advice_for(kind, traffic, tuple(m.policy for m in deny))[2]
+    answer = _answer(
+        traffic,
+        verdict,
+        reason,
+        direction,
+        subject,
+        policed,
+        result.allowed,
+        result.reason,
+        deny,
+        misses,
+        from_own_node(flow) and allow_localhost,
+    )
+    if not fix:
+        if deny:
+            fix = "change the deny rule if the traffic should pass: no allow rule overrides it"
+        elif allowed:
+            fix = "" if not dropped or not policed else "apply these policies: they admit it"
+        elif admit:
+            fix = f"add the rule below to a policy that selects {subject} for {direction}"
+    return Why(
+        traffic=traffic,
+        flows=flows,
+        verdict=verdict,
+        drop_reason=reason,
+        drop_class=drop_class,
+        direction=direction,
+        subject=subject,
+        policed_by=tuple(policed),
+        allowed=allowed,
+        allowed_by=result.reason if result.allowed else ("" if not allowed else "default allow"),
+        deny=tuple(deny),
+        near_misses=tuple(misses[:max_misses]),
+        admit_yaml=admit,
+        answer=answer,
+        fix=fix,
+    )
+
+
+def _verdict_name(code: int) -> str:
+    try:
+        return Verdict(code).name
+    except ValueError:
+        return f"VERDICT_{code}"
+
+
+def _plain(
+    flow: Flow,
+    traffic: str,
+    flows: int,
+    verdict: str,
+    reason: str,
+    drop_class: str,
+    direction: str,
+    subject: str,
+    answer: str,
+    fix: str,
+) -> Why:
+    return Why(
+        traffic=traffic,
+        flows=flows,
+        verdict=verdict,
+        drop_reason=reason,
+        drop_class=drop_class,
+        direction=direction,
+        subject=subject,
+        policed_by=(),
+        allowed=False,
+        allowed_by="",
+        deny=(),
+        near_misses=(),
+        admit_yaml="",
+        answer=answer,
+        fix=fix,
+    )
+
+
+def _answer(
+    traffic: str,
+    verdict: str,
+    reason: str,
+    direction: str,
+    subject: str,
+    policed: Sequence[str],
+    allowed: bool,
+    allowed_by: str,
+    deny: Sequence[RuleMiss],
+    misses: Sequence[RuleMiss],
+    localhost: bool,
+) -> str:
+    seen = f"{traffic} ({verdict.lower() if verdict == 'TRACED' else verdict}{' ' + reason if reason else ''})"
+    if deny:
+        first = deny[0]
+        return (
+            f"{seen}: denied by {first.policy} {first.section}[{first.index}], a deny rule, "
+            "which wins over any allow."
+        )
+    if localhost and allowed:
+        return f"{seen}: admitted by Cilium's allow-localhost: the node reaches its own pods."
+    if allowed and policed:
+        return f"{seen}: the policies judged admit it ({allowed_by})."
+    if not policed:
+        text = (
+            f"{seen}: no policy selects {subject} for {direction} in the policies judged, so "
+            "they allow it"
+        )
+        if verdict in ("DROPPED", "AUDIT"):
+            text += "; the drop came from policies not given here (--cluster reads them)"
+        return text + "."
+    nearest = (
+        f" The nearest: {misses[0].policy} {misses[0].section}[{misses[0].index}] "
+        f"({'; '.join(misses[0].misses)})."
+        if misses
+        else f" No {direction} rule of them selects this peer."
+    )
+    return (
+        f"{seen}: {subject} is policed for {direction} by {', '.join(policed)} and no rule "
+        f"admits it.{nearest}"
+    )
+
+
+def why_names(flows: Iterable[Flow]) -> dict[str, list[str]]:
+    """IP -> DNS names from a capture's DNS records, for toFQDNs rules."""
+    return dns_names(flows)
+
+
+_ENTITIES = {
+    "world": (2, "reserved:world"),
+    "host": (1, "reserved:host"),
+    "remote-node": (6, "reserved:remote-node"),
+    "kube-apiserver": (7, "reserved:kube-apiserver"),
+    "health": (4, "reserved:health"),
+    "ingress": (8, "reserved:ingress"),
+}
+
+
+def traced_endpoint(text: str, field: str) -> tuple[Endpoint, str]:
+    """An endpoint described by hand, and its IP: ``NS/WORKLOAD`` (app=WORKLOAD in NS),
+    ``NS:key=value,key=value`` (those labels in NS), either with ``@CLUSTER``, an entity
+    (``world``, ``host``, ``remote-node``, ``kube-apiserver``…), or an IP (the world)."""
+    spec = text.strip()
+    cluster = ""
+    if "@" in spec:
+        spec, _, cluster = spec.rpartition("@")
+    if spec in _ENTITIES:
+        identity, label = _ENTITIES[spec]
+        return Endpoint(labels=(label,), identity=identity), ""
+    try:
+        address = ipaddress.ip_address(spec)
+    except ValueError:
+        address = None
+    if address is not None:
+        return Endpoint(labels=("reserved:world",), identity=2), str(address)
+    namespace, colon, rest = spec.partition(":")
+    if colon and "=" in rest:
+        pairs = [p.strip() for p in rest.split(",") if p.strip()]
+        if not namespace or not all("=" in p and p.split("=", 1)[0] for p in pairs):
+            raise RequestError(field, f"{shown(text)}: give NS:key=value[,key=value]")
+        labels = tuple(f"k8s:{p}" for p in pairs)
+    else:
+        namespace, slash, workload = spec.partition("/")
+        if not slash or not namespace or not workload:
+            raise RequestError(
+                field,
+                f"{shown(text)} is not NS/WORKLOAD, NS:key=value, an entity (world, host, "
+                "remote-node, kube-apiserver…) or an IP",
+            )
+        labels = (f"k8s:app={workload}",)
+    labels = (*labels, f"k8s:io.kubernetes.pod.namespace={namespace}")
+    if cluster:
+        labels = (*labels, f"k8s:{CLUSTER_LABEL}={cluster}")
+    return Endpoint(namespace=namespace, labels=labels, cluster_name=cluster), ""
+
+
+def traced_flows(
+    source: str,
+    destination: str,
+    port: str,
+    *,
+    method: str = "",
+    path: str = "",
+    dns: str = "",
+) -> list[Flow]:
+    """The flow described by hand, once per side that policy can police: egress at a
+    source pod, ingress at a destination pod. ``port`` is ``8080/TCP`` (TCP when left out)
+    or ``icmp/8``."""
+    src, src_ip = traced_endpoint(source, "from")
+    dst, dst_ip = traced_endpoint(destination, "to")
+    number, _, proto = port.strip().partition("/")
+    protocol = (proto or "TCP").upper().replace("ICMPV", "ICMPv")
+    if number.lower().startswith("icmp"):
+        protocol, number = ("ICMPv4", proto or "8")
+    if protocol not in ("TCP", "UDP", "SCTP", "ICMPv4", "ICMPv6"):
+        raise RequestError("port", f"{shown(port)}: the protocol is TCP, UDP, SCTP or ICMPv4/6")
+    try:
+        value = int(number)
+    except ValueError:
+        value = -1
+    if not 0 < value <= 65535 and protocol not in ("ICMPv4", "ICMPv6"):
+        raise RequestError("port", f"{shown(port)} is not PORT/PROTOCOL (e.g. 8080/TCP)")
+    l7 = None
+    if method or path:
+        l7 = L7Info(
+            type="REQUEST", http=HTTPInfo(method=(method or "GET").upper(), url=path or "/")
+        )
+    elif dns:
+        l7 = L7Info(type="REQUEST", dns=DNSInfo(query=dns))
+    flows = []
+    for direction, policed in ((Direction.EGRESS, src), (Direction.INGRESS, dst)):
+        if not policed.namespace:
+            continue  # an entity or the world: no namespaced policy polices it
+        flows.append(
+            Flow(
+                direction=int(direction),
+                source=src,
+                destination=dst,
+                source_ip=src_ip,
+                destination_ip=dst_ip,
+                protocol=protocol,
+                port=value,
+                l7=l7,
+            )
+        )
+    if not flows:
+        raise RequestError("from", "neither end is a pod: namespaced policies police neither")
+    return flows
+
+
+__all__ = ["RuleMiss", "Why", "explain_denial", "traced_endpoint", "traced_flows", "why_names"]

@@ -1,0 +1,169 @@
+"""``cpg why`` and ``cpg trace``: read the policies to judge against (a folder, the applied
+ones, the cluster) and, for why, the capture; the answers are cpg_core's (§D26)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from cpg_core import CheckRequest, Flow, Verdict, match_flow
+from cpg_core.cilium import local_cluster_default
+from cpg_core.model import Direction
+from cpg_core.reports import WhyView
+from cpg_core.why import FlowFilter, Why, explain_denial, why_names
+from cpg_io.errors import Cancelled
+from cpg_io.kube import cluster_state
+from cpg_io.policy_files import load_policies
+from cpg_io.sources import CaptureFlows, ReadStats
+
+_DENIED = (int(Verdict.DROPPED), int(Verdict.AUDIT))
+
+
+@attrs.frozen
+class WhyRun:
+    view: WhyView
+    stats: ReadStats | None
+    problems: list[str]
+
+
+@attrs.frozen
+class _Judged:
+    policies: list[dict[str, Any]]
+    origin: str
+    folder: list[dict[str, Any]]
+    """cpg's folder, when the policies judged are others (applied today, the cluster)."""
+    folder_name: str
+    local_cluster: bool
+    problems: list[str]
+
+
+def _judged(
+    request: CheckRequest,
+    kubeconfig: Path | None,
+    context: str | None,
+    kube_dir: Path | None,
+) -> _Judged:
+    folder_path = Path(request.policies) if request.policies else None
+    folder = load_policies(folder_path) if folder_path is not None and folder_path.exists() else []
+    local = request.default_local_cluster
+    problems: list[str] = []
+    if request.current is not None:
+        current = load_policies(Path(request.current), setting="current")
+        judged, origin = current, f"--current {request.current} ({len(current)})"
+    elif request.cluster:
+        judged, images = cluster_state(kubeconfig, context, kube_dir)
+        origin = f"the cluster ({len(judged)})"
+        if local is None:
+            local, unknown = local_cluster_default(images)
+            problems += [unknown] if unknown else []
+    else:
+        if folder_path is not None and not folder_path.exists():
+            load_policies(folder_path)  # the error that names the folder and the fix
+        return _Judged(folder, f"{folder_path} ({len(folder)})", [], "", local is not False, [])
+    return _Judged(judged, origin, folder, str(folder_path or ""), local is not False, problems)
+
+
+def _answer(flow: Flow, count: int, judged: _Judged, request: CheckRequest, names: Any) -> Why:
+    why = explain_denial(
+        flow,
+        judged.policies,
+        flows=count,
+        ip_names=names,
+        options=request.decide_options(),
+        default_local_cluster=judged.local_cluster,
+        allow_localhost=request.allow_localhost,
+    )
+    if why.allowed or not judged.folder or why.drop_class not in ("policy", "traced", "unknown"):
+        return why
+    proposed = match_flow(
+        judged.folder,
+        flow,
+        names,
+        default_local_cluster=judged.local_cluster,
+        allow_localhost=request.allow_localhost,
+    )
+    if not proposed.allowed:
+        return why
+    return attrs.evolve(
+        why,
+        fix=f"apply {proposed.policy} from {judged.folder_name}: it already admits this flow "
+        f"({proposed.reason}); no rule to write",
+        admit_yaml="",
+    )
+
+
+def why_run(
+    request: CheckRequest,
+    flow_filter: FlowFilter,
+    *,
+    kubeconfig: Path | None = None,
+    context: str | None = None,
+    kube_dir: Path | None = None,
+    cancel: threading.Event | None = None,
+    limit: int = 1000,
+) -> WhyRun:
+    """Every distinct flow of the capture the filters select (denied flows when no verdict is
+    given), each answered against the policies judged, most flows first."""
+    judged = _judged(request, kubeconfig, context, kube_dir)
+    capture = CaptureFlows(request.inputs, cancel)
+    groups: dict[tuple[Any, ...], list[Any]] = {}
+    kept: list[Flow] = []
+    selected = 0
+    for flow in capture:
+        if flow.l7 is not None and flow.l7.dns is not None:
+            kept.append(flow)
+        if not flow_filter.verdict and flow.verdict not in _DENIED:
+            continue
+        if not flow_filter.matches(flow):
+            continue
+        selected += 1
+        entry = groups.get(_group(flow))
+        if entry is None:
+            groups[_group(flow)] = [flow, 1]
+        else:
+            entry[1] += 1
+    capture.check_readable()
+    if cancel is not None and cancel.is_set():
+        raise Cancelled("the question was cancelled")
+    names = why_names(kept)
+    ordered = sorted(groups.values(), key=lambda g: -g[1])[:limit]
+    answers = tuple(_answer(flow, count, judged, request, names) for flow, count in ordered)
+    view = WhyView(
+        answers=answers, origin=judged.origin, policies=len(judged.policies), selected=selected
+    )
+    return WhyRun(view=view, stats=capture.stats, problems=judged.problems)
+
+
+def trace_run(
+    request: CheckRequest,
+    flows: Sequence[Flow],
+    *,
+    kubeconfig: Path | None = None,
+    context: str | None = None,
+    kube_dir: Path | None = None,
+) -> WhyRun:
+    """The answer for flows described by hand (``cpg_core.why.traced_flows``)."""
+    judged = _judged(request, kubeconfig, context, kube_dir)
+    answers = tuple(_answer(flow, 0, judged, request, {}) for flow in flows)
+    view = WhyView(answers=answers, origin=judged.origin, policies=len(judged.policies))
+    return WhyRun(view=view, stats=None, problems=judged.problems)
+
+
+def _group(flow: Flow) -> tuple[Any, ...]:
+    l7 = flow.l7
+    return (
+        flow.verdict,
+        flow.drop_reason,
+        flow.direction,
+        flow.source,
+        flow.destination,
+        flow.protocol,
+        flow.port,
+        flow.source_ip if flow.direction == Direction.INGRESS else flow.destination_ip,
+        (l7.http.method, l7.http.url) if l7 is not None and l7.http is not None else None,
+        l7.dns.query if l7 is not None and l7.dns is not None else None,
+    )

@@ -1,0 +1,205 @@
+"""cpg why / cpg trace: which policy decided a flow and what would admit it (issue 26)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from conftest import cpg, endpoint, flow_dict, jsonl
+
+CLUSTER = "k8s:io.cilium.k8s.policy.cluster="
+API = endpoint("shop", "api", f"{CLUSTER}east", pod_name="api-1", cluster_name="east")
+
+POLICY = {
+    "apiVersion": "cilium.io/v2",
+    "kind": "CiliumNetworkPolicy",
+    "metadata": {"name": "api-ingress", "namespace": "shop"},
+    "spec": {
+        "endpointSelector": {"matchLabels": {"app": "api"}},
+        "ingress": [
+            {
+                "fromEndpoints": [{"matchLabels": {"app": "web"}}],
+                "toPorts": [{"ports": [{"port": "8080", "protocol": "TCP"}]}],
+            },
+            {
+                "fromEndpoints": [{"matchLabels": {"app": "gateway"}}],
+                "toPorts": [
+                    {
+                        "ports": [{"port": "8080", "protocol": "TCP"}],
+                        "rules": {"http": [{"method": "GET", "path": "^/v1/.*$"}]},
+                    }
+                ],
+            },
+        ],
+        "ingressDeny": [{"fromEndpoints": [{"matchLabels": {"app": "intruder"}}]}],
+    },
+}
+
+
+def client(app: str, ns: str = "shop", cluster: str = "east") -> dict[str, Any]:
+    return endpoint(ns, app, f"{CLUSTER}{cluster}", pod_name=f"{app}-1", cluster_name=cluster)
+
+
+CASES = {
+    "a-label": flow_dict(client("web-v2"), API, tcp=8080),
+    "b-port": flow_dict(client("web"), API, tcp=9090),
+    "c-namespace": flow_dict(client("web", ns="other"), API, tcp=8080),
+    "d-cluster": flow_dict(client("web", cluster="west"), API, tcp=8080),
+    "e-deny": flow_dict(client("intruder"), API, tcp=8080, reason="POLICY_DENY"),
+    "f-l7": flow_dict(
+        client("gateway"),
+        API,
+        tcp=8080,
+        l7={"type": "REQUEST", "http": {"method": "GET", "url": "/v2/items"}},
+    ),
+    "g-infra": flow_dict(client("web"), API, tcp=8080, reason="CT_MAP_INSERTION_FAILED"),
+}
+EXPECTED = {
+    "a-label": ("ingress[0]", "app=web (the peer has app=web-v2)"),
+    "b-port": ("ingress[0]", "port: TCP/9090 is not in TCP/8080"),
+    "c-namespace": ("ingress[0]", "namespace shop (the peer is in other)"),
+    "d-cluster": ("ingress[0]", "the local cluster east (the peer is in west"),
+    "f-l7": ("ingress[1]", "L7: HTTP GET /v2/items does not match GET ^/v1/.*$"),
+}
+
+
+def policies(tmp_path: Path) -> Path:
+    folder = tmp_path / "applied"
+    folder.mkdir(exist_ok=True)
+    (folder / "api.yaml").write_text(yaml.safe_dump(POLICY, sort_keys=False))
+    return folder
+
+
+def why(capture: Path, folder: Path, *args: str) -> tuple[int, dict[str, Any]]:
+    ran = cpg("why", str(capture), "-d", str(folder), "-o", "json", *args)
+    assert ran.returncode in (0, 3), ran.stderr
+    return ran.returncode, json.loads(ran.stdout)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_each_denial_names_the_policy_the_rule_and_the_reason(tmp_path: Path, case: str) -> None:
+    folder = policies(tmp_path)
+    capture = tmp_path / "c.jsonl"
+    capture.write_text(jsonl([CASES[case]] * 2))
+    code, answer = why(capture, folder)
+    assert code == 3
+    (one,) = answer["answers"]
+    assert one["flows"] == 2
+    if case == "g-infra":
+        assert one["drop_class"] == "infra" and one["drop_reason"] == "CT_MAP_INSERTION_FAILED"
+        assert "no policy causes or fixes it" in one["answer"] and one["fix"].startswith("https://")
+        assert one["admit_yaml"] == "" and one["near_misses"] == []
+        return
+    assert one["policed_by"] == ["shop/api-ingress"]
+    if case == "e-deny":
+        assert one["deny"] == [
+            {
+                "policy": "shop/api-ingress",
+                "section": "ingressDeny",
+                "index": 0,
+                "misses": [],
+                "distance": 0,
+            }
+        ]
+        assert "a deny rule, which wins over any allow" in one["answer"]
+        assert one["admit_yaml"] == ""
+        return
+    rule, reason = EXPECTED[case]
+    nearest = one["near_misses"][0]
+    assert f"{nearest['section']}[{nearest['index']}]" == rule
+    assert any(reason in miss for miss in nearest["misses"]), nearest
+    assert f"shop/api-ingress {rule}" in one["answer"]
+    # the pasted YAML, once added, makes cpg verify admit the flow
+    pasted = yaml.safe_load(one["admit_yaml"])["ingress"]
+    policy = yaml.safe_load((folder / "api.yaml").read_text())
+    policy["spec"]["ingress"] += pasted
+    (folder / "api.yaml").write_text(yaml.safe_dump(policy, sort_keys=False))
+    checked = cpg("verify", str(capture), "-d", str(folder), "-o", "json")
+    assert json.loads(checked.stdout)["candidates"] == {"total": 2, "admitted": 2}, checked.stdout
+    code, again = why(capture, folder)
+    assert code == 0 and again["answers"][0]["allowed"] is True
+
+
+def test_the_text_answer_and_the_filters(tmp_path: Path) -> None:
+    folder = policies(tmp_path)
+    capture = tmp_path / "c.jsonl"
+    capture.write_text(jsonl(list(CASES.values())))
+    text = cpg("why", str(capture), "-d", str(folder)).stdout
+    assert "7 kind(s) of flow" in text
+    assert "miss:    shop/api-ingress ingress[0]: port: TCP/9090 is not in TCP/8080" in text
+    _, picked = why(capture, folder, "--from-label", "app=web-v2")
+    assert [a["traffic"] for a in picked["answers"]] == ["ingress shop/web-v2 → shop/api TCP/8080"]
+    _, by_port = why(capture, folder, "--port", "9090", "--protocol", "tcp")
+    assert len(by_port["answers"]) == 1
+    _, by_ns = why(capture, folder, "--from-namespace", "other", "--to-pod", "shop/api")
+    assert len(by_ns["answers"]) == 1
+    _, none = why(capture, folder, "--verdict", "FORWARDED")
+    assert none["answers"] == []
+    bad = cpg("why", str(capture), "-d", str(folder), "--verdict", "MAYBE")
+    assert bad.returncode == 2 and "--verdict" in bad.stderr
+
+
+def test_a_folder_policy_that_already_admits_says_apply_it(tmp_path: Path) -> None:
+    applied = policies(tmp_path)
+    capture = tmp_path / "c.jsonl"
+    capture.write_text(jsonl([CASES["b-port"]]))
+    proposed = tmp_path / "policies"
+    assert cpg("replay", str(capture), "-d", str(proposed), "--no-evidence").returncode == 0
+    _, answer = why(capture, proposed, "--current", str(applied))
+    (one,) = answer["answers"]
+    assert one["allowed"] is False and one["admit_yaml"] == ""
+    assert one["fix"].startswith("apply shop/cpg-api from ") and "no rule to write" in one["fix"]
+
+
+def test_trace_answers_a_flow_nobody_captured(tmp_path: Path) -> None:
+    folder = policies(tmp_path)
+    ran = cpg(
+        "trace", "--from", "shop/web", "--to", "shop/api", "--port", "8080", "-d", str(folder)
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "admit it (allowed by shop/api-ingress ingress[0])" in ran.stdout
+    denied = cpg(
+        "trace",
+        "--from",
+        "shop/gateway",
+        "--to",
+        "shop/api",
+        "--port",
+        "8080/TCP",
+        "--method",
+        "POST",
+        "--path",
+        "/v1/x",
+        "-d",
+        str(folder),
+        "-o",
+        "json",
+    )
+    assert denied.returncode == 3
+    egress, one = json.loads(denied.stdout)["answers"]  # the source's egress, then ingress
+    assert egress["direction"] == "egress" and egress["allowed"] is True  # not policed
+    assert one["verdict"] == "TRACED" and one["drop_class"] == "traced"
+    assert "L7: HTTP POST /v1/x does not match GET ^/v1/.*$" in one["near_misses"][0]["misses"]
+    world = cpg(
+        "trace",
+        "--from",
+        "8.8.8.8",
+        "--to",
+        "shop/api",
+        "--port",
+        "443",
+        "-d",
+        str(folder),
+        "-o",
+        "json",
+    )
+    (one,) = json.loads(world.stdout)["answers"]
+    assert one["allowed"] is False and one["direction"] == "ingress"
+    assert "the peer is outside the cluster (world)" in one["near_misses"][0]["misses"][0]
+    assert yaml.safe_load(one["admit_yaml"])["ingress"][0]["fromCIDR"] == ["8.8.8.8/32"]
+    bad = cpg("trace", "--from", "web", "--to", "shop/api", "--port", "8080", "-d", str(folder))
+    assert bad.returncode == 2 and "--from" in bad.stderr
