@@ -31,6 +31,8 @@ NOT_A_TOOL_ARGUMENT = {
     "jobs": "as engine: the server forks no workers for an agent",
     "scheduler": "as engine",
     "part_size": "as engine",
+    "flow_filter": "a session replays its capture whole, so every query sees all of it; "
+    "explain_flow takes the same filters per question",
 }
 """RunRequest fields cpg-mcp's start_session does not take, each with its reason."""
 

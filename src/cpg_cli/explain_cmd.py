@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 from typing import Annotated
 
+import attrs
 import typer
 from rich.console import Console
 
@@ -22,6 +23,7 @@ from cpg_core import (
 from cpg_core.cilium import POLICY_NAME_PREFIX, load_one
 from cpg_core.reports import ExplainView, formats, render
 from cpg_core.text import clean_text
+from cpg_core.why import FlowFilter
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
 
 _STYLES = {"title": "bold", "rule": "bold green", "dim": "dim", "warn": "yellow", "": ""}
@@ -160,17 +162,6 @@ _Ingress = Annotated[bool, typer.Option("--ingress", help="Only ingress rules.")
 _Egress = Annotated[bool, typer.Option("--egress", help="Only egress rules.")]
 
 
-_Port = Annotated[
-    str | None,
-    typer.Option(
-        "--port",
-        metavar="PORT",
-        help="Only rules for this port (or ICMP type).",
-        show_default=False,
-    ),
-]
-
-
 _Peer = Annotated[
     str | None,
     typer.Option(
@@ -275,13 +266,13 @@ _OutputFormat = Annotated[
 _AsJson = Annotated[bool, typer.Option("--json", help="Same as -o json.")]
 
 
+@opt.with_flow_filters
 def explain(
     target: _Target,
     output_dir: _OutputDir = None,
     evidence_dir: _EvidenceDir = None,
     ingress: _Ingress = False,
     egress: _Egress = False,
-    port: _Port = None,
     peer: _Peer = None,
     peer_cidr: _PeerCidr = None,
     http_method: _HttpMethod = None,
@@ -290,16 +281,23 @@ def explain(
     since: _Since = None,
     until: _Until = None,
     samples_limit: _SamplesLimit = 10,
+    flow_filter: FlowFilter = opt.NO_FILTER,
     output_format: _OutputFormat = "text",
     as_json: _AsJson = False,
 ) -> None:
     """Show the flows behind each rule of a generated policy.
 
-    Reads the evidence cpg replay recorded for the same --output-dir. Filters combine (AND).
+    Reads the evidence cpg replay recorded for the same --output-dir. Filters combine (AND);
+    --port is the rule's port (or ICMP type), the other flow filters keep the rules with a
+    sample flow that passes them.
     """
+    if len(flow_filter.port) > 1:
+        raise typer.BadParameter("give one --port for explain", param_hint="--port")
+    port = str(flow_filter.port[0]) if flow_filter.port else None
+    samples = attrs.evolve(flow_filter, port=())
 
     def build(reference: str | None) -> ExplainFilter:
-        return _filter(
+        built = _filter(
             ingress,
             egress,
             port,
@@ -313,6 +311,7 @@ def explain(
             reference,
             samples_limit,
         )
+        return attrs.evolve(built, flows=None if samples.empty else samples)
 
     build(None)  # bad flags are told before any evidence is read
     namespace, workload, out_dir = _target(target, output_dir)

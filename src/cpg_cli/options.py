@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import sys
@@ -712,8 +713,51 @@ FilterVerdict = Annotated[
 Uuid = Annotated[list[str], _filter("--uuid", metavar="UUID", help="The flow with this uuid.")]
 
 
+FLOW_FILTERS: dict[str, Any] = {
+    "from_pod": FromPod,
+    "to_pod": ToPod,
+    "pod": Pod,
+    "from_label": FromLabel,
+    "to_label": ToLabel,
+    "label": Label,
+    "from_namespace": FromNamespace,
+    "to_namespace": ToNamespace,
+    "port": FilterPort,
+    "protocol": FilterProtocol,
+    "verdict": FilterVerdict,
+    "uuid": Uuid,
+}
+"""The filter flags, declared once: :func:`with_flow_filters` gives them to a command."""
+
+
+NO_FILTER = FlowFilter()
+"""Every flow (a command called with no filter flag)."""
+
+
 def flow_filter(flags: Mapping[str, Any]) -> FlowFilter:
-    """The FlowFilter of a command's filter flags (its ``locals()``), validated."""
-    fields = inspect.signature(FlowFilter.build).parameters
-    values = {name: value or () for name, value in flags.items() if name in fields}
+    """The FlowFilter of filter flags (name → the values given), validated."""
+    values = {name: flags.get(name) or () for name in FLOW_FILTERS}
     return validated(lambda: FlowFilter.build(**values))
+
+
+def with_flow_filters(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Give a command the flow filter flags. The command takes ``flow_filter: FlowFilter``
+    instead; the flags appear before its ``-o/--output`` in its help, in their own panel."""
+    signature = inspect.signature(command, eval_str=True)
+    own = [p for p in signature.parameters.values() if p.name != "flow_filter"]
+    added = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=[], annotation=kind)
+        for name, kind in FLOW_FILTERS.items()
+    ]
+    before = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own if p.name != "output"]
+    after = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own if p.name == "output"]
+
+    @functools.wraps(command)
+    def run(**values: Any) -> Any:
+        chosen = {name: values.pop(name) for name in FLOW_FILTERS}
+        return command(**values, flow_filter=flow_filter(chosen))
+
+    # Typer passes every parameter by keyword, so all are keyword-only here.
+    run.__signature__ = signature.replace(parameters=[*before, *added, *after])  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: p.annotation for p in [*before, *added, *after]}
+    return run

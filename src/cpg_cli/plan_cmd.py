@@ -11,6 +11,7 @@ from cpg_cli import options as opt
 from cpg_cli.terminal import fail, say
 from cpg_core import CANNOT_JUDGE, CheckRequest, CpgError
 from cpg_core.reports import render
+from cpg_core.why import FlowFilter
 from cpg_io import runs
 
 MAX_SHOWN = 20
@@ -79,6 +80,7 @@ _IncludeAudit = Annotated[
 ]
 
 
+@opt.with_flow_filters
 def plan(
     inputs: _Inputs,
     policies: _Policies = Path("policies"),
@@ -91,6 +93,7 @@ def plan(
     default_local_cluster: opt.DefaultLocalCluster = "auto",
     allow_localhost: opt.AllowLocalhost = "always",
     write_fixes: _WriteFixes = False,
+    flow_filter: FlowFilter = opt.NO_FILTER,
     output: opt.Output = "text",
 ) -> None:
     """Show what applying the policies would change: what they fix, what would break.
@@ -116,9 +119,14 @@ def plan(
             allow_localhost=allow_localhost,
         )
     )
+    selection = flow_filter
     try:
         planned = runs.plan_run(
-            request, evidence_dir=evidence_dir, kubeconfig=kubeconfig, context=context
+            request,
+            evidence_dir=evidence_dir,
+            kubeconfig=kubeconfig,
+            context=context,
+            flow_filter=selection,
         )
     except CpgError as exc:
         fail(exc)
@@ -135,7 +143,11 @@ def plan(
         )
         try:
             planned = runs.plan_run(
-                request, evidence_dir=evidence_dir, kubeconfig=kubeconfig, context=context
+                request,
+                evidence_dir=evidence_dir,
+                kubeconfig=kubeconfig,
+                context=context,
+                flow_filter=selection,
             )
         except CpgError as exc:
             fail(exc)

@@ -16,6 +16,7 @@ from cpg_cli.progress import ReplayProgress, on_terminal
 from cpg_cli.report import print_run, warn_about_run
 from cpg_cli.terminal import fail, say
 from cpg_core import CpgError
+from cpg_core.why import FlowFilter
 from cpg_io import runs
 from cpg_io.sources import describe_source
 
@@ -36,6 +37,7 @@ _Inputs = Annotated[
 ]
 
 
+@opt.with_flow_filters
 def replay(
     inputs: _Inputs,
     namespace: opt.Namespaces = [],  # noqa: B006 - Typer reads the default, never mutates it
@@ -58,6 +60,7 @@ def replay(
     kustomize: opt.Kustomize = False,
     since: opt.Since = None,
     until: opt.Until = None,
+    flow_filter: FlowFilter = opt.NO_FILTER,
     output: opt.Output = "text",
     quiet: opt.Quiet = False,
     l7: opt.L7 = False,

@@ -11,6 +11,7 @@ from cpg_cli import options as opt
 from cpg_cli.terminal import fail, say
 from cpg_core import CheckRequest, CpgError
 from cpg_core.reports import render
+from cpg_core.why import FlowFilter
 from cpg_io import runs
 from cpg_io.sources import describe_source
 
@@ -56,6 +57,7 @@ _IncludeAudit = Annotated[
 ]
 
 
+@opt.with_flow_filters
 def verify(
     flows: _Flows,
     policies: _Policies = None,
@@ -65,6 +67,7 @@ def verify(
     include_audit: _IncludeAudit = False,
     default_local_cluster: opt.DefaultLocalCluster = "auto",
     allow_localhost: opt.AllowLocalhost = "always",
+    flow_filter: FlowFilter = opt.NO_FILTER,
     output: opt.Output = "text",
 ) -> None:
     """Check that policies admit every denied flow cpg can express, and no explicitly denied one.
@@ -85,8 +88,11 @@ def verify(
             allow_localhost=allow_localhost,
         )
     )
+    selection = flow_filter
     try:
-        verified = runs.verify_run(request, kubeconfig=kubeconfig, context=context)
+        verified = runs.verify_run(
+            request, kubeconfig=kubeconfig, context=context, flow_filter=selection
+        )
     except CpgError as exc:
         fail(exc)
     if verified.stats.malformed:

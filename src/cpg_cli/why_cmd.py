@@ -11,7 +11,7 @@ from cpg_cli import options as opt
 from cpg_cli.terminal import fail, say
 from cpg_core import CheckRequest, CpgError
 from cpg_core.reports import formats, render
-from cpg_core.why import traced_flows
+from cpg_core.why import FlowFilter, traced_flows
 from cpg_io import runs
 from cpg_io.runs import WhyRun
 
@@ -85,6 +85,7 @@ def _show(answered: WhyRun, output: str) -> None:
         raise typer.Exit(3)
 
 
+@opt.with_flow_filters
 def why(
     capture: _Capture,
     policies: _Policies = Path("policies"),
@@ -94,18 +95,7 @@ def why(
     context: opt.Context = None,
     default_local_cluster: opt.DefaultLocalCluster = "auto",
     allow_localhost: opt.AllowLocalhost = "always",
-    from_pod: opt.FromPod = [],  # noqa: B006 - Typer reads the default, never mutates it
-    to_pod: opt.ToPod = [],  # noqa: B006
-    pod: opt.Pod = [],  # noqa: B006
-    from_label: opt.FromLabel = [],  # noqa: B006
-    to_label: opt.ToLabel = [],  # noqa: B006
-    label: opt.Label = [],  # noqa: B006
-    from_namespace: opt.FromNamespace = [],  # noqa: B006
-    to_namespace: opt.ToNamespace = [],  # noqa: B006
-    port: opt.FilterPort = [],  # noqa: B006
-    protocol: opt.FilterProtocol = [],  # noqa: B006
-    verdict: opt.FilterVerdict = [],  # noqa: B006
-    uuid: opt.Uuid = [],  # noqa: B006
+    flow_filter: FlowFilter = opt.NO_FILTER,
     output: _Output = "text",
 ) -> None:
     """Say why each kind of flow the filters select was denied, and what would admit it.
@@ -122,7 +112,7 @@ def why(
     input, 2 bad flags.
     """
     request = _request(capture, policies, current, cluster, default_local_cluster, allow_localhost)
-    selection = opt.flow_filter(locals())
+    selection = flow_filter
     try:
         answered = runs.why_run(request, selection, kubeconfig=kubeconfig, context=context)
     except CpgError as exc:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -58,6 +58,9 @@ from cpg_core._triage import (
     health_document,
 )
 
+if TYPE_CHECKING:  # _filters reads requests, which read this module
+    from cpg_core._filters import FlowFilter
+
 AtomKey = tuple[Any, ...]
 """An Atom's fields as a plain tuple: (direction, peer, protocol, port[, l7])."""
 FindingKey = tuple[str, str, tuple[str, ...]]
@@ -86,6 +89,8 @@ class AggregateOptions:
     """A time key: flows before it are counted as outside the window, not used."""
     until: str = ""
     """A time key: flows after it are counted as outside the window, not used."""
+    flow_filter: FlowFilter | None = None
+    """Only the flows it selects are used; the others are counted as filtered."""
     explicit_cluster: bool = False
     """Endpoint peers carry their ClusterMesh cluster label even when it is the target's
     (Cilium before 1.19, where a selector without one selects every cluster)."""
@@ -189,8 +194,11 @@ class Aggregator:
         self._since = self.options.since
         self._until = self.options.until
         self._window = bool(self._since or self._until)
+        chosen = self.options.flow_filter
+        self._filter = chosen if chosen is not None and not chosen.empty else None
         self._fast = (
-            not self.options.decide.ignore_protocols
+            self._filter is None
+            and not self.options.decide.ignore_protocols
             and POLICY_DENIED not in self.options.decide.ignore_reasons
         )
 
@@ -224,6 +232,9 @@ class Aggregator:
         return sum(st.count for atoms in self._atoms.values() for st in atoms.values())
 
     def add(self, flow: Flow) -> Decision:
+        if self._filter is not None and not self._filter.matches(flow):
+            self.decisions[Decision.FILTERED] += 1
+            return Decision.FILTERED
         if self._window and not self._inside(flow.time):
             self.decisions[Decision.OUTSIDE_WINDOW] += 1
             return Decision.OUTSIDE_WINDOW
@@ -276,7 +287,11 @@ class Aggregator:
         POLICY_DENIED reply) or NOT_A_DROP (a verdict other than DROPPED and AUDIT), from a line
         :meth:`QuickReader.entry` read. False, and nothing counted, when the flow needs
         :meth:`add` (a time window is set, or options change what such a flow means)."""
-        if self._window or (decision is Decision.REPLY and not self._fast):
+        if (
+            self._window
+            or self._filter is not None
+            or (decision is Decision.REPLY and not self._fast)
+        ):
             return False
         self.decisions[decision] += 1
         key = time if (len(time) == 30 and time[-1] == "Z") else time_key(time)

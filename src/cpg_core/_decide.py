@@ -41,6 +41,8 @@ class Decision(StrEnum):
     """A drop skipped by the user's --ignore-drop-reason."""
     OUTSIDE_WINDOW = "outside_window"
     """Outside the user's --since/--until: counted, not used."""
+    FILTERED = "filtered"
+    """Not selected by the user's flow filters (--from-pod, --to-label…): counted, not used."""
 
 
 @attrs.frozen(slots=True)
@@ -79,6 +81,7 @@ DECISION_LABELS = (
     (Decision.IGNORED_PROTOCOL, "ignored protocol"),
     (Decision.IGNORED_REASON, "ignored drop reason"),
     (Decision.OUTSIDE_WINDOW, "outside --since/--until"),
+    (Decision.FILTERED, "not selected by the flow filters"),
 )
 """Each decision as the run summary lists it, in that order."""
 _DROPPED = int(Verdict.DROPPED)

@@ -4,6 +4,7 @@ by ``cpg explain --json`` and the MCP ``get_evidence`` tool, and a text view for
 from __future__ import annotations
 
 import ipaddress
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -19,9 +20,14 @@ from cpg_core._documents import (
     PeerRecord,
     PolicyEvidence,
     RuleEvidence,
+    SampleFlow,
     SampleSide,
 )
+from cpg_core._flow import Direction, Endpoint, Flow, Verdict
 from cpg_core._wire import to_json
+
+if TYPE_CHECKING:  # _filters reads requests, which read this module
+    from cpg_core._filters import FlowFilter
 
 
 @attrs.frozen(slots=True)
@@ -42,6 +48,9 @@ class ExplainFilter:
     until: str | None = None
     """Keep rules first seen at or before this time key (rules never seen are kept)."""
     samples_limit: int = 10
+    flows: FlowFilter | None = None
+    """Hubble-style filters: a rule is kept when one of its sample flows passes them (the
+    peer's labels are the rule's; the policed side's are not in the evidence)."""
 
     @property
     def wants_l7(self) -> bool:
@@ -87,6 +96,8 @@ def rule_matches(rule: RuleEvidence, f: ExplainFilter) -> bool:
         first = rule.first_seen
         if first and first != ZERO_TIME and first > f.until:
             return False
+    if f.flows is not None and not any(f.flows.matches(_as_flow(rule, s)) for s in rule.samples):
+        return False
     if f.wants_l7:
         l7 = rule.l7
         if l7 is None:
@@ -98,6 +109,37 @@ def rule_matches(rule: RuleEvidence, f: ExplainFilter) -> bool:
         if f.dns_pattern and not (isinstance(l7, DnsRecord) and l7.dns_matchname == f.dns_pattern):
             return False
     return True
+
+
+def _as_flow(rule: RuleEvidence, sample: SampleFlow) -> Flow:
+    """A sample as a flow, for the Hubble-style filters: the peer carries the rule's labels."""
+    labels: tuple[str, ...] = ()
+    if isinstance(rule.peer, EndpointPeerRecord):
+        labels = tuple(f"k8s:{k}={v}" for k, v in rule.peer.labels.items())
+    ingress = rule.direction == "ingress"
+
+    def side(record: SampleSide, is_peer: bool) -> Endpoint:
+        return Endpoint(
+            namespace=record.namespace,
+            labels=labels if is_peer else (),
+            pod_name=record.pod,
+        )
+
+    try:
+        verdict = int(Verdict[sample.verdict])
+    except KeyError:
+        verdict = 0
+    return Flow(
+        time=sample.time,
+        verdict=verdict,
+        direction=int(Direction.INGRESS if ingress else Direction.EGRESS),
+        source=side(sample.src, ingress),
+        destination=side(sample.dst, not ingress),
+        source_ip=sample.src.ip,
+        destination_ip=sample.dst.ip,
+        protocol=sample.protocol,
+        port=sample.port,
+    )
 
 
 def matched_rules(doc: PolicyEvidence, f: ExplainFilter) -> list[RuleEvidence]:

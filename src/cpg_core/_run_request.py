@@ -15,6 +15,7 @@ import attrs
 from cpg_core._aggregate import AggregateOptions
 from cpg_core._attribution import time_key
 from cpg_core._decide import DecideOptions
+from cpg_core._filters import FlowFilter
 from cpg_core._requests import (
     MAX_INTERVAL,
     CaptureRequest,
@@ -87,6 +88,8 @@ class RunRequest:
     window: TimeWindow = attrs.Factory(TimeWindow)
     min_flows: int = 1
     """Allow entries seen fewer times are held back (reported, not written)."""
+    flow_filter: FlowFilter | None = None
+    """Hubble-style filters: only the flows they select are used (the others are counted)."""
     evidence: EvidencePolicy = attrs.Factory(EvidencePolicy)
     dry_run: bool = False
     diff: bool = True
@@ -115,6 +118,7 @@ class RunRequest:
         l7: bool = False,
         l7_collapse_paths: bool = False,
         policy_default_local_cluster: bool | str = True,
+        flow_filter: FlowFilter | None = None,
         since: str | None = None,
         until: str | None = None,
         min_flows: int = 1,
@@ -205,6 +209,7 @@ class RunRequest:
             capture=capture,
             window=window,
             min_flows=min_flows,
+            flow_filter=flow_filter if flow_filter is not None and not flow_filter.empty else None,
             evidence=EvidencePolicy(
                 record=record,
                 samples=evidence_samples,
@@ -229,7 +234,12 @@ class RunRequest:
 
     def aggregate_options(self, since: str = "", until: str = "") -> AggregateOptions:
         """What the aggregator needs, with the window resolved to time keys."""
-        return attrs.evolve(self.capture.aggregate_options(), since=since, until=until)
+        return attrs.evolve(
+            self.capture.aggregate_options(),
+            since=since,
+            until=until,
+            flow_filter=self.flow_filter,
+        )
 
     def live_window(self, now: str) -> tuple[str, str, float | None]:
         """(since, until, seconds to run) of a live capture started at ``now`` (RFC 3339):

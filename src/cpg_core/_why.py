@@ -342,12 +342,16 @@ def explain_denial(
     # No policy with rules for this direction selects the subject: Cilium allows (default
     # allow); a deny rule still wins.
     allowed = (result.allowed or not policed) and not deny
-    admit = "" if allowed or deny else rule_yaml(flow)
+    if allowed:
+        misses = []  # what admits it is said; the rules that do not are noise
+    recorded_deny = decision is Decision.EXPLICIT_DENY
+    admit = "" if allowed or deny or recorded_deny else rule_yaml(flow)
     kind = _FINDING_KIND.get(decision)
     fix = ""
     if kind is not None:
         fix = advice_for(kind, traffic, tuple(m.policy for m in deny))[2]
     answer = _answer(
+        recorded_deny,
         traffic,
         verdict,
         reason,
@@ -425,6 +429,7 @@ def _plain(
 
 
 def _answer(
+    recorded_deny: bool,
     traffic: str,
     verdict: str,
     reason: str,
@@ -443,6 +448,12 @@ def _answer(
         return (
             f"{seen}: denied by {first.policy} {first.section}[{first.index}], a deny rule, "
             "which wins over any allow."
+        )
+    if recorded_deny:
+        return (
+            f"{seen}: Hubble recorded a deny rule dropping it, and no deny rule of the "
+            f"policies judged matches; the deny lives elsewhere (--current or --cluster reads "
+            "the policies applied). cpg never writes an allow rule for it: it would not win."
         )
     if localhost and allowed:
         return f"{seen}: admitted by Cilium's allow-localhost: the node reaches its own pods."

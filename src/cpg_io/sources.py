@@ -66,8 +66,15 @@ class CaptureFlows:
     """The flows of several inputs read one after the other (verify, plan), with their
     counts and the first bytes of each (for saying what an unreadable input looks like)."""
 
-    def __init__(self, inputs: Sequence[str], cancel: threading.Event | None = None) -> None:
+    def __init__(
+        self,
+        inputs: Sequence[str],
+        cancel: threading.Event | None = None,
+        keep: Callable[[Flow], bool] | None = None,
+    ) -> None:
         self.files = expand_inputs(list(inputs))
+        self.keep = keep
+        """When given, only the flows it keeps are yielded (the Hubble-style filters)."""
         self.stats = ReadStats()
         self._heads: list[bytes] = []
         self.cancel = cancel
@@ -78,7 +85,8 @@ class CaptureFlows:
         for path in self.files:
             with open_flow_stream(path) as stream:
                 self._heads.append(peek(stream, SNIFF_BYTES))
-                yield from read_records(stream, self.stats, parser, self.cancel)
+                flows = read_records(stream, self.stats, parser, self.cancel)
+                yield from flows if self.keep is None else filter(self.keep, flows)
 
     def check_readable(self) -> None:
         """UnreadableInput when, read to the end, the inputs held no Hubble record."""

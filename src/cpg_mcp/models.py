@@ -17,12 +17,15 @@ from cpg_core import (
     document_schema,
 )
 from cpg_core import DroppedFlowSample as SampleDocument
+from cpg_core.why import Why
 
 
 def _field_of(cls: Any, name: str) -> Any:
     """One field of a document in its wire form, described by the document's own schema."""
     return Annotated[Any, WithJsonSchema(document_schema(cls)["properties"][name])]
 
+
+WhyDocument = Annotated[dict[str, Any], WithJsonSchema(document_schema(Why))]
 
 HealthDocument = Annotated[dict[str, Any], WithJsonSchema(document_schema(ClusterHealth))]
 CountRow = Annotated[dict[str, Any], WithJsonSchema(document_schema(DroppedFlowCount))]
@@ -229,3 +232,18 @@ class ReportResult(BaseModel):
         description="the review report as Markdown (summary, Mermaid graph of the allowed "
         "traffic, rules with flows and confidence, findings and infra drops with fixes)"
     )
+
+
+class WhyResult(BaseModel):
+    origin: str = Field(description="where the policies judged came from, and how many")
+    selected_flows: int = Field(
+        default=0, description="flows of the capture the filters selected (0 for a trace)"
+    )
+    answers: list[WhyDocument] = Field(
+        description="this page of answers, one per kind of flow, most flows first: the drop "
+        "as recorded, the policies that police the subject, each near miss with what differs, "
+        "deny rules that match, and admit_yaml, the rule that would admit it"
+    )
+    total_count: int
+    has_more: bool
+    next_cursor: str | None = None

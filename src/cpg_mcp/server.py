@@ -350,6 +350,38 @@ _AllowLocalhost = Annotated[
 ]
 
 
+_Uuid = Annotated[str | None, Field(description="filter: the flow with this uuid")]
+_FlowPod = Annotated[
+    str | None,
+    Field(description="filter: [namespace/]pod-name prefix (namespace default: default)"),
+]
+_FlowLabel = Annotated[
+    str | None, Field(description="filter: key=value[,key=value], all must match")
+]
+_FlowNamespace = Annotated[str | None, Field(description="filter: a namespace")]
+_FlowPort = Annotated[int | None, Field(ge=0, le=65535, description="filter: destination port")]
+_FlowProtocol = Annotated[
+    Literal["TCP", "UDP", "SCTP", "ICMPv4", "ICMPv6"] | None,
+    Field(description="filter: L4 protocol"),
+]
+_FlowVerdict = Annotated[
+    Literal["FORWARDED", "DROPPED", "ERROR", "AUDIT", "REDIRECTED", "TRACED", "TRANSLATED"] | None,
+    Field(description="filter: verdict (default: DROPPED and AUDIT flows)"),
+]
+_WhyLimit = Annotated[int, Field(ge=1, le=100, description="max answers per page")]
+_TraceEnd = Annotated[
+    str,
+    Field(
+        description="NS/WORKLOAD (app=WORKLOAD), NS:key=value[,key=value], an entity (world, "
+        "host, remote-node, kube-apiserver…) or an IP; @CLUSTER for ClusterMesh"
+    ),
+]
+_TracePort = Annotated[str, Field(description="PORT/PROTOCOL, e.g. 8080/TCP or 53/UDP")]
+_TraceMethod = Annotated[str, Field(description="an HTTP method, for L7 rules")]
+_TracePath = Annotated[str, Field(description="an HTTP path, for L7 rules")]
+_TraceDns = Annotated[str, Field(description="a DNS query name, for DNS rules")]
+
+
 _GetPlanLimit = Annotated[int, Field(ge=1, le=200, description="max would-break items per page")]
 
 
@@ -570,6 +602,76 @@ def _query_tools(mcp: GuardedServer, manager: SessionManager) -> None:
             limit=limit,
             cursor=cursor,
         )
+
+    @mcp.tool(title="Why a captured flow was denied", annotations=QUERY)
+    async def explain_flow(
+        session_id: SESSION_ID,
+        uuid: _Uuid = None,
+        from_pod: _FlowPod = None,
+        to_pod: _FlowPod = None,
+        from_label: _FlowLabel = None,
+        to_label: _FlowLabel = None,
+        from_namespace: _FlowNamespace = None,
+        to_namespace: _FlowNamespace = None,
+        port: _FlowPort = None,
+        protocol: _FlowProtocol = None,
+        verdict: _FlowVerdict = None,
+        capture: _PlanCapture = None,
+        from_cluster: _FromCluster = False,
+        limit: _WhyLimit = 20,
+        cursor: CURSOR = None,
+    ) -> models.WhyResult:
+        """cpg why for a stopped session: for each kind of flow the filters select (denied
+        ones unless verdict is given) in the session's capture (or capture), the drop as
+        Hubble recorded it (infra and transient drops named, with their fix), the policies
+        that police the endpoint in that direction, each rule that could have admitted it
+        and what it misses (peer label, namespace, cluster, port, L7; nearest first), deny
+        rules that match, and admit_yaml. Judged against the session's policies, or the
+        cluster's with from_cluster. Filters are hubble observe's and AND-combine."""
+        arguments = _arguments(locals(), explain_flow)
+        filters = {
+            key: [value] if value is not None else []
+            for key in (
+                "uuid",
+                "from_pod",
+                "to_pod",
+                "from_label",
+                "to_label",
+                "from_namespace",
+                "to_namespace",
+                "port",
+                "protocol",
+                "verdict",
+            )
+            for value in [arguments.pop(key)]
+        }
+        session = session_of(arguments.pop("session_id"))
+        return await offload(
+            tools.explain_flow,
+            session,
+            capture=tools.allowed_capture(manager, arguments.pop("capture")),
+            filters=filters,
+            kube_dir=manager.kube_dir(),
+            **arguments,
+        )
+
+    @mcp.tool(title="Would a flow be admitted (trace)", annotations=QUERY)
+    async def trace_flow(
+        session_id: SESSION_ID,
+        source: _TraceEnd,
+        destination: _TraceEnd,
+        port: _TracePort,
+        method: _TraceMethod = "",
+        path: _TracePath = "",
+        dns: _TraceDns = "",
+        from_cluster: _FromCluster = False,
+    ) -> models.WhyResult:
+        """cpg trace: whether the session's policies (or the cluster's, with from_cluster)
+        would admit a flow nobody captured, with the same answer as explain_flow, for the
+        source's egress and the destination's ingress, each where a pod is policed."""
+        arguments = _arguments(locals(), trace_flow)
+        session = session_of(arguments.pop("session_id"))
+        return await offload(tools.trace_flow, session, kube_dir=manager.kube_dir(), **arguments)
 
     @mcp.tool(title="Review report (Markdown)", annotations=QUERY)
     async def get_report(session_id: SESSION_ID) -> models.ReportResult:

@@ -57,6 +57,7 @@ from cpg_mcp.models import (
     StartResult,
     StatusResult,
     StopResult,
+    WhyResult,
 )
 from cpg_mcp.sessions import Session, SessionError, SessionManager
 from cpg_mcp.words import argument, in_tool_words
@@ -527,3 +528,96 @@ def get_report(session: Session) -> ReportResult:
     checkpoint()  # read, but answered already: do not render for nobody
     text = render(Review(title=f"session {session.id}", inputs=inputs), "markdown")
     return ReportResult(markdown=clean(text, keep_newlines=True))
+
+
+def _why_request(session: Session, inputs: list[str], from_cluster: bool) -> Any:
+    from cpg_core import CheckRequest
+
+    return CheckRequest.build(
+        inputs=inputs,
+        policies=str(session.policies) if session.policies.is_dir() else None,
+        cluster=from_cluster,
+        default_local_cluster=None,
+    )
+
+
+def _why_result(answered: Any, limit: int, cursor: str | None) -> WhyResult:
+    view = answered.view
+    chunk, meta = paging.page([to_data(why) for why in view.answers], cursor, limit)
+    return WhyResult.model_validate(
+        clean(
+            {
+                "origin": f"{view.origin}",
+                "selected_flows": view.selected,
+                "answers": chunk,
+                **meta,
+            }
+        )
+    )
+
+
+def explain_flow(
+    session: Session,
+    *,
+    capture: Path | None = None,
+    filters: dict[str, Any],
+    from_cluster: bool = False,
+    kube_dir: Path | None = None,
+    limit: int = 20,
+    cursor: str | None = None,
+) -> WhyResult:
+    """Why the flows the filters select (denied ones unless verdict is given) were denied,
+    judged against the session's policies (or the cluster's)."""
+    from cpg_core.why import FlowFilter
+    from cpg_io.runs import why_run
+
+    paging.decode(cursor)
+    if session.state != "stopped":
+        raise ToolError("the session is still running; call stop_session first")
+    result = session.result
+    inputs = (
+        [str(capture)]
+        if capture is not None
+        else [p for p in (result.inputs if result is not None else []) if p != "-"]
+    )
+    if not inputs:
+        raise ToolError(
+            "explain_flow needs a capture: a live session keeps no flows; give capture (a "
+            "file inside the folder the operator allowed with --allow-replay-dir)"
+        )
+    request = validated(lambda: _why_request(session, inputs, from_cluster))
+    selection = validated(lambda: FlowFilter.build(**filters))
+    try:
+        answered = why_run(request, selection, kube_dir=kube_dir, cancel=CANCEL.get())
+    except IoError as exc:
+        raise ToolError(in_tool_words(exc)) from None
+    return _why_result(answered, limit, cursor)
+
+
+def trace_flow(
+    session: Session,
+    *,
+    source: str,
+    destination: str,
+    port: str,
+    method: str = "",
+    path: str = "",
+    dns: str = "",
+    from_cluster: bool = False,
+    kube_dir: Path | None = None,
+) -> WhyResult:
+    """Whether the session's policies (or the cluster's) would admit a flow described by hand."""
+    from cpg_core.why import traced_flows
+    from cpg_io.runs import trace_run
+
+    if session.state != "stopped":
+        raise ToolError("the session is still running; call stop_session first")
+    request = validated(lambda: _why_request(session, ["-"], from_cluster))
+    flows = validated(
+        lambda: traced_flows(source, destination, port, method=method, path=path, dns=dns)
+    )
+    try:
+        answered = trace_run(request, flows, kube_dir=kube_dir)
+    except IoError as exc:
+        raise ToolError(in_tool_words(exc)) from None
+    return _why_result(answered, 200, None)

@@ -16,6 +16,8 @@ ARGUMENTS = {
     "output_dir": "the session's policy folder",
     "evidence_dir": "the session's evidence folder",
     "no_evidence": "a session without evidence (not offered)",
+    "from": "source",
+    "to": "destination",
 }
 """Where the tool's word is not the field name itself."""
 

@@ -203,3 +203,94 @@ def test_trace_answers_a_flow_nobody_captured(tmp_path: Path) -> None:
     assert yaml.safe_load(one["admit_yaml"])["ingress"][0]["fromCIDR"] == ["8.8.8.8/32"]
     bad = cpg("trace", "--from", "web", "--to", "shop/api", "--port", "8080", "-d", str(folder))
     assert bad.returncode == 2 and "--from" in bad.stderr
+
+
+def test_verify_and_plan_take_the_same_filters(tmp_path: Path) -> None:
+    from conftest import EXAMPLE
+
+    out = tmp_path / "policies"
+    assert cpg("replay", str(EXAMPLE), "-d", str(out), "--no-evidence").returncode == 0
+    whole = json.loads(cpg("verify", str(EXAMPLE), "-d", str(out), "-o", "json").stdout)
+    picked = json.loads(
+        cpg(
+            "verify",
+            str(EXAMPLE),
+            "-d",
+            str(out),
+            "-o",
+            "json",
+            "--to-namespace",
+            "payments",
+            "--protocol",
+            "TCP",
+        ).stdout
+    )
+    assert 0 < picked["candidates"]["total"] < whole["candidates"]["total"]
+    assert all("→ payments/" in check["traffic"] for check in picked["checks"])
+    plan = json.loads(
+        cpg("plan", str(EXAMPLE), "-d", str(out), "-o", "json", "--verdict", "DROPPED").stdout
+    )
+    assert plan["forwarded_flows"] == 0 and plan["verdict"] == "cannot_judge"
+    for command in ("verify", "plan", "why"):
+        assert "--from-label" in cpg(command, "-h").stdout, command
+
+
+def test_replay_takes_the_filters_and_counts_what_they_leave_out(tmp_path: Path) -> None:
+    from conftest import EXAMPLE
+
+    outputs = {}
+    for jobs in ("1", "2"):
+        out = tmp_path / f"j{jobs}"
+        ran = cpg(
+            "replay",
+            str(EXAMPLE),
+            "-d",
+            str(out),
+            "--no-evidence",
+            "-o",
+            "json",
+            "-j",
+            jobs,
+            "--to-namespace",
+            "shop",
+        )
+        assert ran.returncode == 0, ran.stderr
+        report = json.loads(ran.stdout)
+        outputs[jobs] = (
+            report["flows"],
+            sorted(str(p.relative_to(out)) for p in out.rglob("*.yaml")),
+        )
+    flows, files = outputs["1"]
+    assert outputs["2"] == outputs["1"]
+    assert flows["filtered"] > 0 and flows["candidate"] > 0
+    everything = tmp_path / "all"
+    assert cpg("replay", str(EXAMPLE), "-d", str(everything), "--no-evidence").returncode == 0
+    unfiltered = sorted(str(p.relative_to(everything)) for p in everything.rglob("*.yaml"))
+    # flows to shop: shop's ingress policies, and the egress policies of their sources
+    assert set(files) < set(unfiltered) and not any(f.startswith("payments/") for f in files)
+    assert "shop/cart.yaml" in files
+
+
+def test_explain_takes_the_flow_filters_on_its_samples(tmp_path: Path) -> None:
+    from conftest import EXAMPLE
+
+    out, evidence = tmp_path / "policies", tmp_path / "ev"
+    assert (
+        cpg("replay", str(EXAMPLE), "-d", str(out), "--evidence-dir", str(evidence)).returncode == 0
+    )
+
+    def keys(*args: str) -> list[str]:
+        ran = cpg(
+            "explain", "shop/cart", "-d", str(out), "--evidence-dir", str(evidence), "--json", *args
+        )
+        assert ran.returncode == 0, ran.stderr
+        return [rule["key"] for rule in json.loads(ran.stdout)["matched_rules"]]
+
+    everything = keys()
+    from_frontend = keys("--from-label", "app=frontend")
+    assert from_frontend and set(from_frontend) < set(everything)
+    assert all("app=frontend" in key for key in from_frontend)
+    assert keys("--port", "8080") == [k for k in everything if k.endswith(":8080")]
+    assert keys("--from-namespace", "nowhere") == []
+    two = cpg("explain", "shop/cart", "-d", str(out), "--port", "1", "--port", "2")
+    assert two.returncode == 2 and "one --port" in two.stderr

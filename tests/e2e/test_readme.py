@@ -19,6 +19,8 @@ COMMANDS = (
     "plan",
     "report",
     "mcp",
+    "why",
+    "trace",
 )
 _FLAG = re.compile(r"^-{1,2}[A-Za-z][-A-Za-z0-9]*")
 

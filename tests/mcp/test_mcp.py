@@ -66,6 +66,8 @@ async def test_a_replay_session_end_to_end(replay_dir: Path, mode: str) -> None:
             "list_dropped_flows",
             "get_plan",
             "get_report",
+            "explain_flow",
+            "trace_flow",
         }
         for tool in tools.values():
             assert re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", tool.name)
@@ -696,3 +698,43 @@ async def test_get_plan_judges_the_sessions_policies_on_any_allowed_capture(
         assert again.structured_content["verdict"] == "cannot_judge"
         outside = await call(client, "get_plan", session_id=sid, capture="/etc/passwd")
         assert outside.is_error and "capture must name a file inside" in outside.content[0].text
+
+
+async def test_explain_flow_and_trace_flow_answer_as_cpg_why(replay_dir: Path) -> None:
+    import captures as c
+
+    c.ingress_capture(replay_dir / "all.jsonl")
+    async with Client(build_server(replay_dir), mode="legacy") as client:
+        sid = (await call(client, "start_session", replay_file="all.jsonl")).structured_content[
+            "session_id"
+        ]
+        await wait_stopped(client, sid)
+        # the session's own policies admit its drops; the other port is what they miss
+        answered = (await call(client, "explain_flow", session_id=sid)).structured_content
+        assert answered["selected_flows"] == 2 and answered["total_count"] == 2  # two api pods
+        for one in answered["answers"]:
+            assert one["allowed"] is True and one["policed_by"] == ["shop/cpg-api"]
+        forwarded = await call(
+            client, "explain_flow", session_id=sid, verdict="FORWARDED", from_label="app=prometheus"
+        )
+        (works,) = forwarded.structured_content["answers"]
+        assert works["allowed"] is False  # the new policy would drop prometheus: it misses
+        assert works["near_misses"][0]["misses"][0].startswith("peer: wants app=web")
+        assert "io.kubernetes.pod.namespace: monitoring" in works["admit_yaml"]
+        traced = await call(
+            client,
+            "trace_flow",
+            session_id=sid,
+            source="shop/web",
+            destination="shop/api",
+            port="9090/TCP",
+        )
+        egress, ingress = traced.structured_content["answers"]
+        assert egress["direction"] == "egress" and egress["allowed"] is True  # web: not policed
+        assert ingress["allowed"] is False and "port: TCP/9090 is not in TCP/8080" in str(ingress)
+        bad = await call(
+            client, "trace_flow", session_id=sid, source="web", destination="shop/api", port="80"
+        )
+        assert bad.is_error and "source" in bad.content[0].text
+        bad = await call(client, "explain_flow", session_id=sid, from_pod="/")
+        assert bad.is_error and "from_pod" in bad.content[0].text

@@ -97,7 +97,7 @@ def test_raw_wire_and_a_clean_exit_on_eof(tmp_path: Path) -> None:
         proc.stdin.write(frame(2, "tools/list", {}))
         proc.stdin.flush()
         tools = read_response(proc, 2)["result"]["tools"]
-        assert len(tools) == 11
+        assert len(tools) == 13
         proc.stdin.write(frame(9, "tools/call", {"name": "apply_policy", "arguments": {}}))
         proc.stdin.flush()
         refused = read_response(proc, 9)["error"]
@@ -528,3 +528,51 @@ def test_get_plan_through_the_sdk_stdio_client(tmp_path: Path) -> None:
     assert plan["would_break_flows"] == 12
     assert plan["would_break"][0]["traffic"]["destination"] == "shop/api"
     assert plan["newly_enforced"][0]["pods"] == ["api-v2-a"]
+
+
+def test_explain_flow_through_the_sdk_stdio_client(tmp_path: Path) -> None:
+    """explain_flow and trace_flow over stdio, with the SDK's own client."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    from captures import ingress_capture
+
+    captures = tmp_path / "captures"
+    captures.mkdir()
+    ingress_capture(captures / "all.jsonl", allowed_by=True)
+
+    async def drive() -> tuple[dict[str, Any], dict[str, Any]]:
+        params = StdioServerParameters(
+            command=CPG_MCP,
+            args=["--allow-replay-dir", str(captures)],
+            env={"TMPDIR": str(tmp_path)},
+        )
+        async with Client(params, mode="legacy") as client:
+            started = await client.call_tool("start_session", {"replay_file": "all.jsonl"})
+            sid = started.structured_content["session_id"]
+            with anyio.fail_after(30):
+                while (
+                    await client.call_tool("get_status", {"session_id": sid})
+                ).structured_content["state"] != "stopped":
+                    await anyio.sleep(0.05)
+            why = await client.call_tool(
+                "explain_flow", {"session_id": sid, "verdict": "FORWARDED"}
+            )
+            trace = await client.call_tool(
+                "trace_flow",
+                {
+                    "session_id": sid,
+                    "source": "monitoring/prometheus",
+                    "destination": "shop/api",
+                    "port": "9090/TCP",
+                },
+            )
+            assert not why.is_error and not trace.is_error, (why.content, trace.content)
+            return why.structured_content, trace.structured_content
+
+    why, trace = anyio.run(drive)
+    assert {a["traffic"].split(" ", 1)[1].strip() for a in why["answers"]} >= {
+        "monitoring/prometheus → shop/api TCP/9090"
+    }
+    (ingress,) = [a for a in trace["answers"] if a["direction"] == "ingress"]
+    assert ingress["allowed"] is False and ingress["policed_by"] == ["shop/cpg-api"]

@@ -25,6 +25,7 @@ from cpg_core import (
 )
 from cpg_core.cilium import local_cluster_default
 from cpg_core.reports import PlanView
+from cpg_core.why import FlowFilter
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
 from cpg_io.kube import cluster_state
 from cpg_io.policy_files import load_policies
@@ -53,10 +54,12 @@ def plan_capture(
     default_local_cluster: bool = True,
     allow_localhost: bool = True,
     cancel: threading.Event | None = None,
+    flow_filter: FlowFilter | None = None,
 ) -> PlannedCapture:
     """The plan of ``proposal`` over a capture; UnreadableInput when it holds no record;
     Cancelled soon after ``cancel`` is set."""
-    capture = CaptureFlows(inputs, cancel)
+    keep = flow_filter.matches if flow_filter is not None and not flow_filter.empty else None
+    capture = CaptureFlows(inputs, cancel, keep)
     problems: list[str] = []
     found: dict[str, PolicyEvidence] = {}
     if evidence is not None:
@@ -95,6 +98,7 @@ def plan_run(
     context: str | None = None,
     kube_dir: Path | None = None,
     cancel: threading.Event | None = None,
+    flow_filter: FlowFilter | None = None,
 ) -> PlanRun:
     """The plan use case: the proposed policies (``request.policies``) against those applied
     today (a folder, the cluster, or inferred from the flows), judged on the capture. The
@@ -135,6 +139,7 @@ def plan_run(
         default_local_cluster=True if local is None else local,
         allow_localhost=request.allow_localhost,
         cancel=cancel,
+        flow_filter=flow_filter,
     )
     view = PlanView(plan=planned.plan, proposal=str(folder), origin=origin, policies=len(proposal))
     return PlanRun(view=view, stats=planned.stats, problems=problems + planned.problems)

@@ -13,6 +13,7 @@ from cpg_core import CheckRequest, DecideOptions, Flow, VerifyReport, verify_flo
 from cpg_core.cilium import local_cluster_default
 from cpg_core.reading import time_key
 from cpg_core.reports import VerifyView
+from cpg_core.why import FlowFilter
 from cpg_io.kube import cluster_state
 from cpg_io.policy_files import load_policies
 from cpg_io.sources import CaptureFlows, ReadStats
@@ -36,11 +37,13 @@ def verify_capture(
     default_local_cluster: bool = True,
     allow_localhost: bool = True,
     window: tuple[str, str] = ("", ""),
+    flow_filter: FlowFilter | None = None,
 ) -> VerifiedCapture:
     """Check ``policies`` against a capture (files, folders, globs: as cpg replay reads
     them); UnreadableInput when it holds no Hubble record. Only flows inside ``window``
     (since, until time keys; "" is open) are checked."""
-    capture = CaptureFlows([source] if isinstance(source, str) else source)
+    keep = flow_filter.matches if flow_filter is not None and not flow_filter.empty else None
+    capture = CaptureFlows([source] if isinstance(source, str) else source, keep=keep)
     since, until = window
     flows: Iterable[Flow] = capture
     if since or until:
@@ -65,7 +68,11 @@ class VerifyRun:
 
 
 def verify_run(
-    request: CheckRequest, *, kubeconfig: Path | None = None, context: str | None = None
+    request: CheckRequest,
+    *,
+    kubeconfig: Path | None = None,
+    context: str | None = None,
+    flow_filter: FlowFilter | None = None,
 ) -> VerifyRun:
     """The verify use case: the policies of ``request.policies`` (and the cluster's, with
     ``request.cluster``) against every denied flow of the capture."""
@@ -85,6 +92,7 @@ def verify_run(
         request.decide_options(),
         default_local_cluster=local is not False,
         allow_localhost=request.allow_localhost,
+        flow_filter=flow_filter,
     )
     view = VerifyView(report=verified.report, policies=len(documents), origin=" and ".join(sources))
     return VerifyRun(view=view, stats=verified.stats)
