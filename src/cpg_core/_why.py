@@ -300,6 +300,20 @@ def explain_denial(
             f"{traffic} was dropped with {reason}: {_UNFIXABLE[decision]}.",
             link or "see the drop reason in Cilium's troubleshooting guide",
         )
+    if decision in (Decision.AUTH_REQUIRED, Decision.LB_SOURCE_RANGE):
+        label, what, fix = advice_for(_FINDING_KIND[decision], traffic)
+        return _plain(
+            flow,
+            traffic,
+            flows,
+            verdict,
+            reason,
+            drop_class,
+            direction,
+            subject,
+            f"{what} ({reason}): a {label} drop, which no allow rule fixes.",
+            fix,
+        )
     if direction == "unknown":
         return _plain(
             flow,

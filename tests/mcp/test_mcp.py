@@ -700,11 +700,12 @@ async def test_get_plan_judges_the_sessions_policies_on_any_allowed_capture(
         assert outside.is_error and "capture must name a file inside" in outside.content[0].text
 
 
-async def test_explain_flow_and_trace_flow_answer_as_cpg_why(replay_dir: Path) -> None:
+@pytest.mark.parametrize("mode", MODES)
+async def test_explain_flow_and_trace_flow_answer_as_cpg_why(replay_dir: Path, mode: str) -> None:
     import captures as c
 
     c.ingress_capture(replay_dir / "all.jsonl")
-    async with Client(build_server(replay_dir), mode="legacy") as client:
+    async with Client(build_server(replay_dir), mode=mode) as client:
         sid = (await call(client, "start_session", replay_file="all.jsonl")).structured_content[
             "session_id"
         ]
