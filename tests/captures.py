@@ -105,3 +105,100 @@ def new_user_capture(path: Path) -> Path:
         )
     path.write_text(jsonl(records))
     return path
+
+
+def learn_capture(path: Path, *, as_drops: bool = False) -> Path:
+    """Traffic that works today in a cluster without policies (every verdict FORWARDED), or,
+    with ``as_drops``, the same requests as a default-deny cluster drops them. Besides the
+    requests it has what learning must never turn into rules: replies Hubble did not mark
+    (a SYN+ACK, a reply to an ephemeral port), the node's probe, a health check, and a flow a
+    policy already allowed."""
+    frontend = [
+        endpoint("shop", "frontend", pod_name=f"frontend-{n}", identity=3001) for n in (1, 2)
+    ]
+    cart = endpoint("shop", "cart", pod_name="cart-1", identity=3002)
+    dns = endpoint("kube-system", None, "k8s:k8s-app=kube-dns", pod_name="coredns-1")
+    verdict = (
+        {"verdict": "DROPPED", "reason": "POLICY_DENIED"}
+        if as_drops
+        else {
+            "verdict": "FORWARDED",
+            "reason": None,
+        }
+    )
+    works = {"verdict": "FORWARDED", "reason": None}
+    syn = {"TCP": {"source_port": 45678, "destination_port": 8080, "flags": {"SYN": True}}}
+    requests = []
+    for n, pod in enumerate(frontend):
+        for direction in ("EGRESS", "INGRESS"):
+            requests.append(
+                flow_dict(
+                    pod,
+                    cart,
+                    direction=direction,
+                    l4=syn,
+                    reply=None,
+                    **verdict,
+                    time=f"2026-11-02T10:00:0{n}Z",
+                    src_ip=f"10.0.0.{10 + n}",
+                    dst_ip="10.0.0.20",
+                )
+            )
+        requests.append(
+            flow_dict(
+                pod,
+                dns,
+                direction="EGRESS",
+                udp=53,
+                reply=None,
+                **verdict,
+                time=f"2026-11-02T10:00:1{n}Z",
+                src_ip=f"10.0.0.{10 + n}",
+                dst_ip="10.0.9.9",
+            )
+        )
+    never = [
+        # the SYN+ACK back, is_reply not set
+        flow_dict(
+            cart,
+            frontend[0],
+            direction="EGRESS",
+            reply=None,
+            **works,
+            l4={
+                "TCP": {
+                    "source_port": 8080,
+                    "destination_port": 45678,
+                    "flags": {"SYN": True, "ACK": True},
+                }
+            },
+        ),
+        # a later segment back to the client's ephemeral port, no flags
+        flow_dict(
+            cart,
+            frontend[0],
+            direction="INGRESS",
+            reply=None,
+            **works,
+            l4={"TCP": {"source_port": 8080, "destination_port": 45678}},
+        ),
+        # the kubelet's probe: the node reaches its pods whatever the policy
+        flow_dict(
+            {"identity": 1, "labels": ["reserved:host"]}, cart, tcp=8080, reply=None, **works
+        ),
+        # cilium-health
+        flow_dict(
+            {"identity": 4, "labels": ["reserved:health"]}, cart, tcp=4240, reply=None, **works
+        ),
+        # allowed by a policy of the cluster already
+        flow_dict(
+            endpoint("shop", "gateway", pod_name="gw-1"),
+            cart,
+            tcp=8080,
+            reply=None,
+            **works,
+            ingress_allowed_by=[{"name": "gw", "namespace": "shop", "kind": "CiliumNetworkPolicy"}],
+        ),
+    ]
+    path.write_text(jsonl(requests + never))
+    return path

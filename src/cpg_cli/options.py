@@ -212,6 +212,27 @@ LocalClusterPeers = Annotated[
 ]
 
 
+Learn = Annotated[
+    str | None,
+    typer.Option(
+        "--learn",
+        metavar="forwarded",
+        help="Learn from the traffic that works today: FORWARDED and REDIRECTED flows become "
+        "rules too (replies, the node's probes and health checks never do; flows a policy "
+        "already allowed are counted and skipped). For a cluster without policies: no audit "
+        "mode needed.",
+        show_default=False,
+    ),
+]
+LearnAllowed = Annotated[
+    bool,
+    typer.Option(
+        "--learn-allowed",
+        help="With --learn: also the flows a policy already allowed (to rewrite a folder).",
+    ),
+]
+
+
 AllowLocalhost = Annotated[
     str,
     typer.Option(

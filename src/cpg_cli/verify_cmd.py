@@ -67,6 +67,7 @@ def verify(
     include_audit: _IncludeAudit = False,
     default_local_cluster: opt.DefaultLocalCluster = "auto",
     allow_localhost: opt.AllowLocalhost = "always",
+    learn: opt.Learn = None,
     flow_filter: FlowFilter = opt.NO_FILTER,
     output: opt.Output = "text",
 ) -> None:
@@ -86,6 +87,7 @@ def verify(
             include_audit=include_audit,
             default_local_cluster=default_local_cluster,
             allow_localhost=allow_localhost,
+            learn=learn,
         )
     )
     selection = flow_filter

@@ -20,6 +20,7 @@ from cpg_core._flow import (
     ICMP_PROTOCOLS,
     PORT_PROTOCOLS,
     Direction,
+    Endpoint,
     EntryKey,
     Flow,
     Verdict,
@@ -38,8 +39,10 @@ from cpg_core._rules import (
     CidrPeer,
     EndpointPeer,
     FqdnPeer,
+    Peer,
     Rule,
     describe_rule,
+    peer_sort_key,
     rules_from_atoms,
 )
 from cpg_core._synthesis import (
@@ -48,6 +51,8 @@ from cpg_core._synthesis import (
     Resolver,
     Unhandled,
     Unresolved,
+    endpoint_order,
+    is_pod_endpoint,
     mesh_peer,
 )
 from cpg_core._triage import (
@@ -148,6 +153,7 @@ class AggregateState:
     l7_records: int
     ip_names: dict[str, set[str]]
     pod_ips: set[str] = attrs.Factory(set)
+    pod_endpoints: dict[str, Endpoint] = attrs.Factory(dict)
 
 
 class Aggregator:
@@ -184,6 +190,9 @@ class Aggregator:
         self.ip_names: dict[str, set[str]] = {}
         """IP -> DNS names learned from the capture (only with ``l7``)."""
         self.pod_ips: set[str] = set()
+        self.pod_endpoints: dict[str, Endpoint] = {}
+        """IP -> the pod the capture shows with it (labels known), for a world peer Hubble
+        gave a pod's IP: the rule names that pod (§D22)."""
         """IPs the capture shows as a pod's (an endpoint with a pod name): a world peer with
         one of them is a pod Hubble could not identify, never a CIDR rule (§D22)."""
         # (direction, source, destination, protocol, port) -> stats of its allow entry, for
@@ -291,6 +300,7 @@ class Aggregator:
             self._window
             or self._filter is not None
             or (decision is Decision.REPLY and not self._fast)
+            or (decision is Decision.NOT_A_DROP and self.options.decide.learn)
         ):
             return False
         self.decisions[decision] += 1
@@ -310,10 +320,16 @@ class Aggregator:
         return (not self._since or key >= self._since) and (not self._until or key <= self._until)
 
     def _note_pods(self, flow: Flow) -> None:
-        if flow.source.pod_name and flow.source_ip:
-            self.pod_ips.add(flow.source_ip)
-        if flow.destination.pod_name and flow.destination_ip:
-            self.pod_ips.add(flow.destination_ip)
+        for endpoint, ip in (
+            (flow.source, flow.source_ip),
+            (flow.destination, flow.destination_ip),
+        ):
+            if endpoint.pod_name and ip:
+                self.pod_ips.add(ip)
+                if is_pod_endpoint(endpoint):
+                    known = self.pod_endpoints.get(ip)
+                    if known is None or endpoint_order(endpoint) < endpoint_order(known):
+                        self.pod_endpoints[ip] = endpoint
 
     def _slow(self, flow: Flow) -> Decision:
         self._note_pods(flow)
@@ -487,6 +503,7 @@ class Aggregator:
             l7_records=self.l7_records,
             ip_names={ip: set(names) for ip, names in self.ip_names.items()},
             pod_ips=set(self.pod_ips),
+            pod_endpoints=dict(self.pod_endpoints),
         )
 
     def absorb(self, state: AggregateState) -> None:
@@ -519,6 +536,10 @@ class Aggregator:
         for ip, names in state.ip_names.items():
             self.ip_names.setdefault(ip, set()).update(names)
         self.pod_ips |= state.pod_ips
+        for ip, pod in state.pod_endpoints.items():
+            held = self.pod_endpoints.get(ip)
+            if held is None or endpoint_order(pod) < endpoint_order(held):
+                self.pod_endpoints[ip] = pod
         cap = self._max_samples
         self._entries.clear()
         for target, atoms in state.atoms.items():
@@ -560,11 +581,22 @@ class Aggregator:
                     found.setdefault(target, {})[key] = stats
         return found
 
+    def _pod_peer(self, peer: object) -> Peer | None:
+        """The pod a world peer's IP belongs to, as a peer, when the capture shows its labels."""
+        assert isinstance(peer, CidrPeer)
+        endpoint = self.pod_endpoints.get(peer.cidr.split("/", 1)[0])
+        if endpoint is None:
+            return None
+        named = self._resolver.roles(endpoint).peer
+        return named if isinstance(named, EndpointPeer) else None
+
     def _pod_findings(self) -> list[FindingTally]:
         out = []
         for target, atoms in self._pods_as_world().items():
             for (way, peer, protocol, port), stats in atoms.items():
                 assert isinstance(peer, CidrPeer)
+                if self._pod_peer(peer) is not None:
+                    continue  # named by its labels: a rule, not a finding
                 ip = peer.cidr.split("/", 1)[0]
                 arrow = f"{ip} → {target.namespace}/{target.workload}"
                 if way == EGRESS:
@@ -587,12 +619,24 @@ class Aggregator:
         """One plan per target, sorted by namespace then workload. A world peer that is a
         pod's IP is a finding, not a rule (see :meth:`health`)."""
         attribution = self.attribution()
+        cap = self._max_samples
         for target, atoms in self._pods_as_world().items():
             kept = {
                 atom: stats
                 for atom, stats in attribution[target].items()
                 if (atom.direction, atom.peer, atom.protocol, atom.port) not in atoms
             }
+            for (way, peer, protocol, port), stats in sorted(atoms.items(), key=_atom_order):
+                named = self._pod_peer(peer)
+                if named is None:
+                    continue
+                atom = Atom(way, named, protocol, port)
+                same = kept.get(atom)
+                if same is None:
+                    kept[atom] = stats.copy()
+                else:
+                    same = kept[atom] = same.copy()
+                    same.absorb(stats, cap)
             if kept:
                 attribution[target] = kept
             else:
@@ -600,6 +644,11 @@ class Aggregator:
         if self._l7:
             attribution = {t: name_world_peers(a, self.ip_names) for t, a in attribution.items()}
         return plan_policies(attribution)
+
+
+def _atom_order(item: tuple[AtomKey, RuleStats]) -> tuple[Any, ...]:
+    way, peer, protocol, port = item[0][:4]
+    return (way, peer_sort_key(peer), protocol, port)
 
 
 @attrs.frozen(slots=True)

@@ -51,10 +51,16 @@ def time_key(text: str) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S") + "." + fraction + "Z"
 
 
+_LEARNED_CLASSES = {int(Verdict.FORWARDED): "forwarded", int(Verdict.REDIRECTED): "redirected"}
+"""The class of a rule learned from traffic that works today (``--learn forwarded``)."""
+
+
 def flow_class(flow: Flow) -> str:
     """Why this flow was a candidate: ``audit``, ``policy`` (POLICY_DENIED) or ``unknown``."""
     if flow.verdict == _AUDIT:
         return "audit"
+    if flow.verdict in _LEARNED_CLASSES:
+        return _LEARNED_CLASSES[flow.verdict]
     return classify_reason(flow.drop_reason).value
 
 

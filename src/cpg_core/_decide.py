@@ -16,7 +16,7 @@ from cpg_core._dropreasons import (
     DropClass,
     classify_reason,
 )
-from cpg_core._flow import Flow, Verdict
+from cpg_core._flow import Direction, Endpoint, Flow, Verdict
 
 
 class Decision(StrEnum):
@@ -41,6 +41,12 @@ class Decision(StrEnum):
     """A drop skipped by the user's --ignore-drop-reason."""
     OUTSIDE_WINDOW = "outside_window"
     """Outside the user's --since/--until: counted, not used."""
+    JUDGED_REPLY = "judged_reply"
+    """Learning: a flow Hubble did not mark, judged a reply by its TCP flags or ports."""
+    ALREADY_ALLOWED = "already_allowed"
+    """Learning: a flow a policy of the cluster already allowed (``*_allowed_by``)."""
+    NODE_LOCAL = "node_local"
+    """Learning: the node's own traffic to its pod, admitted by allow-localhost: always."""
     FILTERED = "filtered"
     """Not selected by the user's flow filters (--from-pod, --to-label…): counted, not used."""
 
@@ -52,6 +58,12 @@ class DecideOptions:
     """Lower-case protocol names: tcp, udp, sctp, icmpv4, icmpv6."""
     ignore_reasons: frozenset[int] = frozenset()
     """DropReason numbers whose drops are skipped (counted, never classified)."""
+    learn: bool = False
+    """FORWARDED and REDIRECTED flows are candidates too (learning from today's traffic)."""
+    learn_allowed: bool = False
+    """With ``learn``: flows a policy already allowed are candidates too (rewriting a folder)."""
+    allow_localhost: bool = True
+    """Cilium's allow-localhost: always: the node's traffic to its pods needs no rule."""
 
 
 _CLASS_DECISION = {
@@ -81,6 +93,9 @@ DECISION_LABELS = (
     (Decision.IGNORED_PROTOCOL, "ignored protocol"),
     (Decision.IGNORED_REASON, "ignored drop reason"),
     (Decision.OUTSIDE_WINDOW, "outside --since/--until"),
+    (Decision.JUDGED_REPLY, "replies (judged by flags/ports)"),
+    (Decision.ALREADY_ALLOWED, "already allowed by a policy"),
+    (Decision.NODE_LOCAL, "node to own pods (allow-localhost)"),
     (Decision.FILTERED, "not selected by the flow filters"),
 )
 """Each decision as the run summary lists it, in that order."""
@@ -97,6 +112,8 @@ def decide(flow: Flow, options: DecideOptions = _DEFAULT) -> Decision:
         audit = False
     elif verdict == _AUDIT and options.include_audit:
         audit = True
+    elif options.learn and verdict in _LEARNED:
+        return _learned(flow, options)
     else:
         return Decision.NOT_A_DROP
     if not audit and options.ignore_reasons and flow.drop_reason in options.ignore_reasons:
@@ -114,3 +131,51 @@ def decide(flow: Flow, options: DecideOptions = _DEFAULT) -> Decision:
     if flow.is_reply:
         return Decision.REPLY
     return Decision.CANDIDATE
+
+
+_LEARNED = frozenset({int(Verdict.FORWARDED), int(Verdict.REDIRECTED)})
+_NOISE_LABELS = ("reserved:health", "reserved:unmanaged", "reserved:init")
+EPHEMERAL_PORTS = 32768
+"""Linux's default ``ip_local_port_range`` starts here: a destination port at or above it
+with a lower source port is a client's port, so the flow is a reply."""
+_ICMP_REPLIES = {("ICMPv4", 0), ("ICMPv6", 129)}
+
+
+def _learned(flow: Flow, options: DecideOptions) -> Decision:
+    """What a flow that works today means when learning (ARCHITECTURE §D27)."""
+    if options.ignore_protocols and flow.protocol.lower() in options.ignore_protocols:
+        return Decision.IGNORED_PROTOCOL
+    if flow.is_reply:
+        return Decision.REPLY
+    if flow.is_reply is None and looks_like_reply(flow):
+        return Decision.JUDGED_REPLY
+    ingress = flow.direction == int(Direction.INGRESS)
+    if not options.learn_allowed and (
+        flow.ingress_allowed_by if ingress else flow.egress_allowed_by
+    ):
+        return Decision.ALREADY_ALLOWED
+    if options.allow_localhost and ingress and _is_host(flow.source):
+        return Decision.NODE_LOCAL
+    if any(label in _NOISE_LABELS for label in (*flow.source.labels, *flow.destination.labels)):
+        return Decision.NOISE
+    return Decision.CANDIDATE
+
+
+def _is_host(endpoint: Endpoint) -> bool:
+    return endpoint.identity == 1 or "reserved:host" in endpoint.labels
+
+
+def looks_like_reply(flow: Flow) -> bool:
+    """A reply Hubble did not mark: SYN+ACK; an ICMP echo reply; else a flow from a
+    well-known port to a higher one, or to an ephemeral port from a lower one."""
+    flags = flow.tcp_flags
+    if "SYN" in flags:
+        return "ACK" in flags
+    if (flow.protocol, flow.port) in _ICMP_REPLIES:
+        return True
+    source, destination = flow.source_port, flow.port
+    if not source or not destination or flow.protocol not in ("TCP", "UDP", "SCTP"):
+        return False
+    if source < 1024 <= destination:
+        return True
+    return destination >= EPHEMERAL_PORTS > source

@@ -141,6 +141,11 @@ class Flow:
     """The policies Hubble says allowed a forwarded flow (ingress side)."""
     egress_allowed_by: tuple[PolicyRef, ...] = ()
     """The drop reason name exactly as given when cpg does not know it (else "")."""
+    source_port: int = 0
+    """The source port of TCP/UDP/SCTP (0 when absent): with ``tcp_flags``, how a flow that
+    Hubble did not mark as a reply is told from a request."""
+    tcp_flags: tuple[str, ...] = ()
+    """The TCP flags set, sorted (``("ACK", "SYN")``)."""
 
     def __reduce__(self) -> tuple[type[Flow], tuple[object, ...]]:
         return (Flow, attrs.astuple(self, recurse=False))

@@ -333,6 +333,8 @@ class FlowParser:
             raise _bad("IP", "an object", ip)
         protocol = ""
         port = 0
+        source_port = 0
+        flags: tuple[str, ...] = ()
         l4 = get("l4")
         if l4:
             if type(l4) is not dict:
@@ -348,8 +350,10 @@ class FlowParser:
                     if type(raw) is int and 0 <= raw <= MAX_PORT
                     else _as_int(raw, "l4.TCP.destination_port", MAX_PORT)
                 )
+                source_port, flags = _tcp_extra(body)
             else:
                 protocol, port = _other_l4(l4)
+                source_port = _source_port(l4, protocol)
 
         is_reply = get("is_reply")
         if is_reply is None:
@@ -398,6 +402,8 @@ class FlowParser:
             protocol=protocol,
             port=port,
             is_reply=is_reply,
+            source_port=source_port,
+            tcp_flags=flags,
             node_name=node,
             source_names=_as_str_tuple(src_names, "source_names") if src_names else (),
             destination_names=_as_str_tuple(dst_names, "destination_names") if dst_names else (),
@@ -415,6 +421,28 @@ class FlowParser:
         if _as_int(event.get("type"), "event_type.type") == 1:  # a drop event carries the reason
             return _as_int(_get(event, "sub_type", "subType"), "event_type.sub_type")
         return 0
+
+
+def _tcp_extra(body: Mapping[str, Any]) -> tuple[int, tuple[str, ...]]:
+    """The source port and the flags set of a TCP header. Both are hints (telling replies
+    from requests), so a value of the wrong shape reads as absent rather than refusing a
+    flow the quick reader accepts."""
+    flags = body.get("flags")
+    names: tuple[str, ...] = ()
+    if type(flags) is dict and flags:
+        names = tuple(sorted(str(name) for name, on in flags.items() if on is True))
+    return _port_hint(_get(body, "source_port", "sourcePort")), names
+
+
+def _source_port(l4: Mapping[str, Any], protocol: str) -> int:
+    body = l4.get(protocol) if protocol in PORT_PROTOCOLS else None
+    return _port_hint(_get(body, "source_port", "sourcePort")) if type(body) is dict else 0
+
+
+def _port_hint(raw: Any) -> int:
+    if type(raw) is str and raw.isdigit():
+        raw = int(raw)
+    return raw if type(raw) is int and 0 <= raw <= MAX_PORT else 0
 
 
 def _other_l4(l4: Mapping[str, Any]) -> tuple[str, int]:

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import attrs
 
-from cpg_core._decide import DecideOptions, Decision, decide
+from cpg_core._decide import DecideOptions, Decision, decide, looks_like_reply
 from cpg_core._documents import PolicyDocument, PolicyEvidence
 from cpg_core._fixes import discriminator, narrowed_yaml, rule_yaml
 from cpg_core._flow import Direction, Endpoint, Flow, Verdict
@@ -30,7 +30,7 @@ from cpg_core._matcher import (
     policy_name,
     selecting_specs,
 )
-from cpg_core._synthesis import endpoint_kind, endpoint_name
+from cpg_core._synthesis import endpoint_kind, endpoint_name, note_pod, with_known_pod
 from cpg_core._verify import traffic_line
 
 CurrentSource = Literal["current", "cluster", "flows"]
@@ -270,7 +270,10 @@ def plan(
     world = _Worlds()
     policed_in_flows: set[tuple[Endpoint, str]] = set()
     kept: list[Flow] = []
+    pods: dict[str, Endpoint] = {}
     for flow in flows:
+        note_pod(pods, flow.source, flow.source_ip)
+        note_pod(pods, flow.destination, flow.destination_ip)
         way = _WAYS.get(flow.direction)
         if way is None:
             continue
@@ -281,7 +284,10 @@ def plan(
             policed_in_flows.add((target, way))
         if flow.l7 is not None and flow.l7.dns is not None:
             kept.append(flow)  # names for toFQDNs
-        if decision is Decision.CANDIDATE or (flow.verdict in _WORKS and flow.is_reply is not True):
+        works = flow.verdict in _WORKS and flow.is_reply is not True
+        if works and flow.is_reply is None and looks_like_reply(flow):
+            works = False  # a reply conntrack lets through: it needs no rule (§D27)
+        if decision is Decision.CANDIDATE or works:
             key = (decision is Decision.CANDIDATE, *_group_key(flow, world))
             group = groups.get(key)
             if group is None:
@@ -320,7 +326,7 @@ def plan(
     newly: dict[tuple[str, tuple[tuple[str, str], ...], str], list[Any]] = {}
     intended: dict[str, list[Endpoint]] = {}  # proposed policy -> the pods its fixes are for
     for (is_candidate, *_), group in groups.items():
-        flow = group.first
+        flow = with_known_pod(group.first, pods)  # a pod Hubble called world: judged as the pod
         way = _WAYS[flow.direction]
         target = flow.destination if way == "ingress" else flow.source
         if is_candidate:

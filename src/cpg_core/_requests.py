@@ -134,6 +134,12 @@ class CaptureRequest:
     default_local_cluster: bool = True
     """Cilium's policy-default-local-cluster (on since 1.19). Off: a selector without a
     cluster label selects every ClusterMesh cluster, so peers carry their cluster."""
+    learn: str = ""
+    """``forwarded``: flows that work today (FORWARDED, REDIRECTED) become rules too."""
+    learn_allowed: bool = False
+    """With ``learn``: also the flows a policy of the cluster already allowed."""
+    allow_localhost: bool = True
+    """Cilium's allow-localhost: always: the node's own traffic to its pods needs no rule."""
 
     @classmethod
     def build(
@@ -148,6 +154,9 @@ class CaptureRequest:
         l7_collapse_paths: bool = False,
         max_samples: int = 10,
         default_local_cluster: bool | str = True,
+        learn: str | None = None,
+        learn_allowed: bool = False,
+        allow_localhost: bool | str = True,
     ) -> CaptureRequest:
         """Validate the user's values (lists may repeat or comma-separate); RequestError names
         the first bad one."""
@@ -184,6 +193,18 @@ class CaptureRequest:
                     "before 1.19)",
                 )
             local = local.strip().lower() == "true"
+        mode = (learn or "").strip().lower()
+        if mode not in ("", "forwarded"):
+            raise RequestError(
+                "learn", f"{shown(learn)} is not a learning mode; the one there is: forwarded"
+            )
+        if learn_allowed and not mode:
+            raise RequestError("learn_allowed", "only means something with learn forwarded")
+        localhost = allow_localhost
+        if isinstance(localhost, str):
+            if localhost.strip().lower() not in ("always", "policy"):
+                raise RequestError("allow_localhost", f"{shown(localhost)} is not always or policy")
+            localhost = localhost.strip().lower() == "always"
         return cls(
             namespaces=tuple(dict.fromkeys(chosen)),
             include_audit=include_audit,
@@ -193,6 +214,9 @@ class CaptureRequest:
             l7_collapse_paths=l7_collapse_paths,
             max_samples=max_samples,
             default_local_cluster=local,
+            learn=mode,
+            learn_allowed=learn_allowed,
+            allow_localhost=localhost,
         )
 
     @property
@@ -207,6 +231,9 @@ class CaptureRequest:
             include_audit=self.include_audit,
             ignore_protocols=frozenset(self.ignore_protocols),
             ignore_reasons=frozenset(self.ignore_drop_reasons),
+            learn=bool(self.learn),
+            learn_allowed=self.learn_allowed,
+            allow_localhost=self.allow_localhost,
         )
 
     def aggregate_options(self) -> AggregateOptions:

@@ -118,6 +118,9 @@ class RunRequest:
         l7: bool = False,
         l7_collapse_paths: bool = False,
         policy_default_local_cluster: bool | str = True,
+        learn: str | None = None,
+        learn_allowed: bool = False,
+        allow_localhost: bool | str = True,
         flow_filter: FlowFilter | None = None,
         since: str | None = None,
         until: str | None = None,
@@ -177,6 +180,9 @@ class RunRequest:
             l7_collapse_paths=l7_collapse_paths,
             max_samples=evidence_samples if record else 0,
             default_local_cluster=policy_default_local_cluster,
+            learn=learn,
+            learn_allowed=learn_allowed,
+            allow_localhost=allow_localhost,
         )
         window = TimeWindow.build(since, until)
         if engine == "dask" and window.relative:
@@ -290,6 +296,8 @@ class CheckRequest:
     allow_localhost: bool = True
     """Cilium's allow-localhost: ``always`` (True, the default) admits the node's traffic to
     its own pods whatever the policy; ``policy`` (False) polices it."""
+    learn: str = ""
+    """``forwarded``: check the flows that work today too, as replay --learn made rules."""
 
     @classmethod
     def build(
@@ -302,6 +310,7 @@ class CheckRequest:
         include_audit: bool = False,
         default_local_cluster: bool | str | None = True,
         allow_localhost: bool | str = True,
+        learn: str | None = None,
     ) -> CheckRequest:
         chosen = tuple(inputs)
         if not chosen:
@@ -336,7 +345,12 @@ class CheckRequest:
             include_audit=include_audit,
             default_local_cluster=local,
             allow_localhost=localhost,
+            learn=CaptureRequest.build(learn=learn).learn,
         )
 
     def decide_options(self) -> DecideOptions:
-        return CaptureRequest.build(include_audit=self.include_audit).decide_options()
+        return CaptureRequest.build(
+            include_audit=self.include_audit,
+            learn=self.learn,
+            allow_localhost=self.allow_localhost,
+        ).decide_options()

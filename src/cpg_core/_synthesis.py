@@ -151,6 +151,42 @@ def endpoint_name(endpoint: Endpoint) -> str:
     return workload or (reserved[0] if reserved else "?")
 
 
+def is_pod_endpoint(endpoint: Endpoint) -> bool:
+    """A pod Cilium manages, with labels a selector can use (not the world, not an entity)."""
+    if not endpoint.namespace or not endpoint.labels:
+        return False
+    kind = endpoint_kind(endpoint)
+    return not kind.world and not kind.entity
+
+
+def endpoint_order(endpoint: Endpoint) -> tuple[str, tuple[str, ...], str, str]:
+    """A total order of endpoints: which of several pods seen with one IP is taken, whatever
+    the order of the capture (a pod replaced by another with its IP)."""
+    return (endpoint.namespace, endpoint.labels, endpoint.pod_name, endpoint.cluster_name)
+
+
+def note_pod(pods: dict[str, Endpoint], endpoint: Endpoint, ip: str) -> None:
+    """Remember the pod seen with ``ip`` (the first in :func:`endpoint_order` of several)."""
+    if ip and endpoint.pod_name and is_pod_endpoint(endpoint):
+        known = pods.get(ip)
+        if known is None or endpoint_order(endpoint) < endpoint_order(known):
+            pods[ip] = endpoint
+
+
+def with_known_pod(flow: Flow, pods: dict[str, Endpoint]) -> Flow:
+    """``flow`` with a world peer replaced by the pod the capture shows at its IP (Hubble
+    gave a pod the world identity: an L7 record, a stale ipcache), else ``flow``."""
+    ingress = flow.direction == Direction.INGRESS
+    peer, ip = (flow.source, flow.source_ip) if ingress else (flow.destination, flow.destination_ip)
+    if flow.direction not in (Direction.INGRESS, Direction.EGRESS) or ip not in pods:
+        return flow
+    if not endpoint_kind(peer).world:
+        return flow
+    if ingress:
+        return attrs.evolve(flow, source=pods[ip])
+    return attrs.evolve(flow, destination=pods[ip])
+
+
 def mesh_flow(flow: Flow) -> bool:
     """Whether the two ends are known to be in different ClusterMesh clusters."""
     src, dst = flow.source.cluster_name, flow.destination.cluster_name

@@ -11,7 +11,15 @@ from cpg_core._documents import PolicyDocument, VerifyCheck, VerifyReport
 from cpg_core._flow import Direction, Endpoint, Flow
 from cpg_core._matcher import dns_names, from_own_node, match_flow
 from cpg_core._rules import CidrPeer
-from cpg_core._synthesis import Resolved, Resolver, endpoint_kind, endpoint_name, mesh_flow
+from cpg_core._synthesis import (
+    Resolved,
+    Resolver,
+    endpoint_kind,
+    endpoint_name,
+    mesh_flow,
+    note_pod,
+    with_known_pod,
+)
 
 
 def _key(flow: Flow) -> tuple[object, ...]:
@@ -75,6 +83,7 @@ def verify_flows(
     kept: list[Flow] = []
     unexpressible = 0
     pod_ips: set[str] = set()
+    pods: dict[str, Endpoint] = {}
     for flow in flows:
         for endpoint, ip in (
             (flow.source, flow.source_ip),
@@ -82,6 +91,7 @@ def verify_flows(
         ):
             if endpoint.pod_name and ip:
                 pod_ips.add(ip)
+                note_pod(pods, endpoint, ip)
         if flow.l7 is not None and flow.l7.dns is not None:
             kept.append(flow)  # for IP -> name, whatever its verdict
         decision = decide(flow, options)
@@ -98,7 +108,10 @@ def verify_flows(
         entry = seen.setdefault((kind, *_key(flow)), (kind, flow, [0]))
         entry[2][0] += 1
     for key, (kind, flow, counter) in list(seen.items()):
-        if kind == "candidate" and _pod_as_world(resolver.resolve(flow), pod_ips):
+        named = with_known_pod(flow, pods)
+        if named is not flow:
+            seen[key] = (kind, named, counter)  # judged as the pod the capture shows
+        elif kind == "candidate" and _pod_as_world(resolver.resolve(flow), pod_ips):
             unexpressible += counter[0]  # a finding of the replay (world_is_pod), no rule
             del seen[key]
     names = dns_names(kept)

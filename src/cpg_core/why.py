@@ -3,6 +3,7 @@
 of a capture, and flows described by hand."""
 
 from cpg_core._filters import VERDICTS, FlowFilter
+from cpg_core._synthesis import note_pod, with_known_pod
 from cpg_core._why import (
     RuleMiss,
     Why,
@@ -18,7 +19,9 @@ __all__ = [
     "RuleMiss",
     "Why",
     "explain_denial",
+    "note_pod",
     "traced_endpoint",
     "traced_flows",
     "why_names",
+    "with_known_pod",
 ]

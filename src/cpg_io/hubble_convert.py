@@ -136,13 +136,16 @@ class ProtoConverter:
 
     def flow(self, f: Any, response: Any) -> Flow:
         protocol = f.l4.WhichOneof("protocol") or ""
-        port = 0
+        port = source_port = 0
+        flags: tuple[str, ...] = ()
         if protocol:
             body = getattr(f.l4, protocol)
             if protocol in ("ICMPv4", "ICMPv6"):
                 port = body.type
             elif protocol in ("TCP", "UDP", "SCTP"):
-                port = body.destination_port
+                port, source_port = body.destination_port, body.source_port
+                if protocol == "TCP" and body.HasField("flags"):
+                    flags = tuple(sorted(d.name for d, on in body.flags.ListFields() if on))
         if f.HasField("is_reply"):
             is_reply: bool | None = f.is_reply.value
         else:
@@ -175,6 +178,8 @@ class ProtoConverter:
             protocol=protocol,
             port=port,
             is_reply=is_reply,
+            source_port=source_port,
+            tcp_flags=flags,
             node_name=f.node_name or response.node_name,
             source_names=tuple(f.source_names) if f.source_names else (),
             destination_names=tuple(f.destination_names) if f.destination_names else (),

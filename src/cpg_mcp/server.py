@@ -341,6 +341,18 @@ _LocalClusterPeers = Annotated[
 ]
 
 
+_Learn = Annotated[
+    Literal["forwarded"] | None,
+    Field(
+        description="forwarded: learn from the traffic that works today (FORWARDED and "
+        "REDIRECTED flows become rules; replies, node probes and health checks never do)"
+    ),
+]
+_LearnAllowed = Annotated[
+    bool, Field(description="with learn: also flows a policy already allowed")
+]
+
+
 _AllowLocalhost = Annotated[
     Literal["always", "policy"],
     Field(
@@ -479,6 +491,9 @@ def _session_tools(mcp: GuardedServer, manager: SessionManager) -> None:
         l7: _L7 = False,
         l7_collapse_paths: _L7CollapsePaths = False,
         policy_default_local_cluster: _LocalClusterPeers = True,
+        learn: _Learn = None,
+        learn_allowed: _LearnAllowed = False,
+        allow_localhost: _AllowLocalhost = "always",
         include_audit: _IncludeAudit = False,
         ignore_drop_reasons: _IgnoreDropReasons = None,
         ignore_protocols: _IgnoreProtocols = None,

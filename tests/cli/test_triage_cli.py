@@ -190,7 +190,7 @@ def test_a_pod_hubble_called_world_is_a_finding_not_a_cidr_rule(tmp_path: Path) 
     other_world = dict(WORLD)
     records = [
         flow_dict(product, reviews_as_world, direction="EGRESS", tcp=9080, dst_ip="10.244.1.18"),
-        # 10.244.2.7 is a pod too: another (denied) flow of the capture shows it as one
+        # 10.244.2.7 is a pod too: another (denied) flow of the capture shows it, with labels
         flow_dict(product, other_world, direction="EGRESS", tcp=9080, dst_ip="10.244.2.7"),
         flow_dict(
             endpoint("bookinfo", "ratings", pod_name="ratings-1"),
@@ -209,11 +209,15 @@ def test_a_pod_hubble_called_world_is_a_finding_not_a_cidr_rule(tmp_path: Path) 
         assert ran.returncode == 0, ran.stderr
         report = json.loads(ran.stdout)
         pods = [f for f in report["findings"] if f["kind"] == "world_is_pod"]
-        assert sorted(f["subject"] for f in pods) == [
-            "bookinfo/productpage → 10.244.1.18 TCP/9080",
-            "bookinfo/productpage → 10.244.2.7 TCP/9080",
-        ]
+        # only the pod whose labels the capture never shows stays a finding
+        assert [f["subject"] for f in pods] == ["bookinfo/productpage → 10.244.1.18 TCP/9080"]
         assert "reported this peer as world" in pods[0]["explanation"]
     policy = yaml.safe_load((out / "bookinfo" / "productpage.yaml").read_text())
-    (rule,) = policy["spec"]["egress"]
-    assert rule["toCIDR"] == ["1.1.1.1/32", "93.184.216.34/32"]
+    by_peer = {
+        json.dumps(rule.get("toCIDR") or rule.get("toEndpoints")): rule
+        for rule in policy["spec"]["egress"]
+    }
+    assert set(by_peer) == {
+        json.dumps(["1.1.1.1/32", "93.184.216.34/32"]),
+        json.dumps([{"matchLabels": {"app": "ratings"}}]),  # the pod behind 10.244.2.7
+    }

@@ -61,7 +61,18 @@ EXPECTED = {
         "labels": 4,
         "pod_name": 5,
     },
-    "flow.TCP": {"source_port": 1, "destination_port": 2},
+    "flow.TCP": {"source_port": 1, "destination_port": 2, "flags": 3},
+    "flow.TCPFlags": {
+        "FIN": 1,
+        "SYN": 2,
+        "RST": 3,
+        "PSH": 4,
+        "ACK": 5,
+        "URG": 6,
+        "ECE": 7,
+        "CWR": 8,
+        "NS": 9,
+    },
     "flow.UDP": {"source_port": 1, "destination_port": 2},
     "flow.SCTP": {"source_port": 1, "destination_port": 2},
     "flow.ICMPv4": {"type": 1, "code": 2},
@@ -238,3 +249,25 @@ def test_a_reused_identity_number_never_brings_back_old_labels() -> None:
         ("reserved:world", "cidr:10.1.0.0/16"),
         ("reserved:world", "cidr:192.168.0.0/24"),
     ]
+
+
+def test_the_tcp_flags_and_the_source_port_arrive_both_ways() -> None:
+    line = json.dumps(
+        {
+            "flow": {
+                "verdict": "FORWARDED",
+                "l4": {
+                    "TCP": {
+                        "source_port": 8080,
+                        "destination_port": 45678,
+                        "flags": {"SYN": True, "ACK": True},
+                    }
+                },
+            }
+        }
+    )
+    message = json_format.Parse(line, observer_pb2.GetFlowsResponse())
+    converted = ProtoConverter().record(message)
+    parsed = parse_record(json.loads(line))
+    assert converted == parsed
+    assert parsed.source_port == 8080 and parsed.tcp_flags == ("ACK", "SYN")  # type: ignore[union-attr]

@@ -739,3 +739,23 @@ async def test_explain_flow_and_trace_flow_answer_as_cpg_why(replay_dir: Path, m
         assert bad.is_error and "source" in bad.content[0].text
         bad = await call(client, "explain_flow", session_id=sid, from_pod="/")
         assert bad.is_error and "from_pod" in bad.content[0].text
+
+
+async def test_start_session_learns_from_forwarded_traffic(replay_dir: Path) -> None:
+    from captures import learn_capture
+
+    learn_capture(replay_dir / "works.jsonl")
+    async with Client(build_server(replay_dir), mode="legacy") as client:
+        plain = (await call(client, "start_session", replay_file="works.jsonl")).structured_content
+        await wait_stopped(client, plain["session_id"])
+        none = await call(client, "list_policies", session_id=plain["session_id"])
+        assert none.structured_content["total_count"] == 0  # nothing was denied
+        learned = (
+            await call(client, "start_session", replay_file="works.jsonl", learn="forwarded")
+        ).structured_content
+        await wait_stopped(client, learned["session_id"])
+        listed = await call(client, "list_policies", session_id=learned["session_id"])
+        names = sorted(p["workload"] for p in listed.structured_content["policies"])
+        assert names == ["cart", "frontend"]
+        bad = await call(client, "start_session", replay_file="works.jsonl", learn="everything")
+        assert bad.is_error and "learn" in bad.content[0].text

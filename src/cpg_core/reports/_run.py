@@ -112,7 +112,7 @@ def run_text(report: RunReport) -> str:
     drops = sorted(report.health.drops if report.health else (), key=severity_order)
     findings = report.health.findings if report.health else ()
     changed = [f for f in report.files if f.outcome in _CHANGED]
-    lines = _reading_lines(report) + _decision_lines(report)
+    lines = _reading_lines(report) + _decision_lines(report) + _no_drops_lines(report)
     lines += _drop_lines(drops) + _finding_lines(findings)
     lines += _policy_lines(report, changed)
     if drops or findings or report.stats.lost_events:
@@ -123,6 +123,25 @@ def run_text(report: RunReport) -> str:
     if report.redacted:
         lines.append(REDACTED_NOTE)
     return one_line_each(lines)
+
+
+NO_DROPS_HINT = (
+    "No flow was denied, so there is nothing to turn into rules yet (a cluster without "
+    "policies allows everything). Three ways on:",
+    "  learn from today's traffic:  cpg replay CAPTURE --learn forwarded, then cpg plan "
+    "(README: Learning from the traffic that works today)",
+    "  start from a default-deny:   cpg bootstrap -n NAMESPACE",
+    "  or Cilium's audit mode:      apply a default-deny with policy audit mode on, capture "
+    "again, cpg replay --include-audit",
+)
+
+
+def _no_drops_lines(report: RunReport) -> list[str]:
+    """The hint a capture without any drop needs: which path leads to policies."""
+    decisions = report.decisions
+    if decisions.get(Decision.CANDIDATE, 0) or not decisions.get(Decision.NOT_A_DROP, 0):
+        return []
+    return ["", *NO_DROPS_HINT]
 
 
 def _reading_lines(report: RunReport) -> list[str]:

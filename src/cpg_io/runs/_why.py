@@ -14,7 +14,7 @@ from cpg_core import CheckRequest, Flow, Verdict, match_flow
 from cpg_core.cilium import local_cluster_default
 from cpg_core.model import Direction
 from cpg_core.reports import WhyView
-from cpg_core.why import FlowFilter, Why, explain_denial, why_names
+from cpg_core.why import FlowFilter, Why, explain_denial, note_pod, why_names, with_known_pod
 from cpg_io.errors import Cancelled
 from cpg_io.kube import cluster_state
 from cpg_io.policy_files import load_policies
@@ -112,8 +112,11 @@ def why_run(
     capture = CaptureFlows(request.inputs, cancel)
     groups: dict[tuple[Any, ...], list[Any]] = {}
     kept: list[Flow] = []
+    pods: dict[str, Any] = {}
     selected = 0
     for flow in capture:
+        note_pod(pods, flow.source, flow.source_ip)
+        note_pod(pods, flow.destination, flow.destination_ip)
         if flow.l7 is not None and flow.l7.dns is not None:
             kept.append(flow)
         if not flow_filter.verdict and flow.verdict not in _DENIED:
@@ -131,7 +134,10 @@ def why_run(
         raise Cancelled("the question was cancelled")
     names = why_names(kept)
     ordered = sorted(groups.values(), key=lambda g: -g[1])[:limit]
-    answers = tuple(_answer(flow, count, judged, request, names) for flow, count in ordered)
+    answers = tuple(
+        _answer(with_known_pod(flow, pods), count, judged, request, names)
+        for flow, count in ordered
+    )
     view = WhyView(
         answers=answers, origin=judged.origin, policies=len(judged.policies), selected=selected
     )

@@ -331,12 +331,36 @@ class Endpoint(_message.Message):
     def __init__(self, ID: _Optional[int] = ..., identity: _Optional[int] = ..., cluster_name: _Optional[str] = ..., namespace: _Optional[str] = ..., labels: _Optional[_Iterable[str]] = ..., pod_name: _Optional[str] = ...) -> None: ...
 
 class TCP(_message.Message):
-    __slots__ = ("source_port", "destination_port")
+    __slots__ = ("source_port", "destination_port", "flags")
     SOURCE_PORT_FIELD_NUMBER: _ClassVar[int]
     DESTINATION_PORT_FIELD_NUMBER: _ClassVar[int]
+    FLAGS_FIELD_NUMBER: _ClassVar[int]
     source_port: int
     destination_port: int
-    def __init__(self, source_port: _Optional[int] = ..., destination_port: _Optional[int] = ...) -> None: ...
+    flags: TCPFlags
+    def __init__(self, source_port: _Optional[int] = ..., destination_port: _Optional[int] = ..., flags: _Optional[_Union[TCPFlags, _Mapping]] = ...) -> None: ...
+
+class TCPFlags(_message.Message):
+    __slots__ = ("FIN", "SYN", "RST", "PSH", "ACK", "URG", "ECE", "CWR", "NS")
+    FIN_FIELD_NUMBER: _ClassVar[int]
+    SYN_FIELD_NUMBER: _ClassVar[int]
+    RST_FIELD_NUMBER: _ClassVar[int]
+    PSH_FIELD_NUMBER: _ClassVar[int]
+    ACK_FIELD_NUMBER: _ClassVar[int]
+    URG_FIELD_NUMBER: _ClassVar[int]
+    ECE_FIELD_NUMBER: _ClassVar[int]
+    CWR_FIELD_NUMBER: _ClassVar[int]
+    NS_FIELD_NUMBER: _ClassVar[int]
+    FIN: bool
+    SYN: bool
+    RST: bool
+    PSH: bool
+    ACK: bool
+    URG: bool
+    ECE: bool
+    CWR: bool
+    NS: bool
+    def __init__(self, FIN: _Optional[bool] = ..., SYN: _Optional[bool] = ..., RST: _Optional[bool] = ..., PSH: _Optional[bool] = ..., ACK: _Optional[bool] = ..., URG: _Optional[bool] = ..., ECE: _Optional[bool] = ..., CWR: _Optional[bool] = ..., NS: _Optional[bool] = ...) -> None: ...
 
 class IP(_message.Message):
     __slots__ = ("source", "destination", "ipVersion")
