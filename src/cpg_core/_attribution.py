@@ -263,6 +263,9 @@ def _side(endpoint: Endpoint, ip: str) -> SampleSide:
     )
 
 
+_DROP_VERDICTS = frozenset({int(Verdict.DROPPED), int(Verdict.AUDIT), int(Verdict.ERROR)})
+
+
 def sample_record(sample: SampleKey, protocol: str, port: int) -> SampleFlow:
     """One evidence sample, field names as in the Go tool's schema v2 (plus ``node``)."""
     return SampleFlow(
@@ -272,7 +275,11 @@ def sample_record(sample: SampleKey, protocol: str, port: int) -> SampleFlow:
         port=port,
         protocol=protocol,
         verdict=_VERDICT_NAMES.get(sample.verdict, str(sample.verdict)),
-        drop_reason=sample.drop_reason_text or reason_name(sample.drop_reason),
+        drop_reason=(
+            sample.drop_reason_text or reason_name(sample.drop_reason)
+            if sample.verdict in _DROP_VERDICTS
+            else ""  # a learned flow was not dropped
+        ),
         node=sample.node,
         l7=sample.l7,
     )

@@ -58,7 +58,13 @@ def test_learning_writes_the_requests_and_never_the_replies_probes_or_health(
     (doc,) = [json.loads(p.read_text()) for p in (tmp_path / "e").rglob("cart.json")]
     (rule,) = doc["rules"]
     assert rule["classes"] == {"forwarded": 2}
-    assert {s["verdict"] for s in rule["samples"]} == {"FORWARDED"}
+    assert {(s["verdict"], s["drop_reason"]) for s in rule["samples"]} == {("FORWARDED", "")}
+    explained = cpg("explain", "shop/cart", "-d", str(out), "--evidence-dir", str(tmp_path / "e"))
+    assert "flows:      2 (forwarded 2)" in explained.stdout
+    reported = cpg("report", "-d", str(out), "--evidence-dir", str(tmp_path / "e"))
+    assert (
+        "| `ingress:ep:shop/app=frontend:TCP:8080` | 2 (learned: forwarded 2) |" in reported.stdout
+    )
     # plan over the same capture: nothing that works would break; verify agrees
     planned = cpg("plan", str(capture), "-d", str(out), "-o", "json")
     assert planned.returncode == 0, planned.stdout

@@ -13,7 +13,7 @@ import jinja2
 from cpg_core import to_data
 from cpg_core.reports._graph import Node, TrafficGraph, traffic_graph
 from cpg_core.reports._inputs import ReviewInputs
-from cpg_core.reports._markdown import confidence
+from cpg_core.reports._markdown import confidence, learned
 from cpg_core.text import clean_text
 
 NODE_W, NODE_H, GAP = 150, 34, 16
@@ -89,6 +89,7 @@ def html_report(*, title: str, inputs: ReviewInputs) -> str:
                     {
                         "key": rule.key,
                         "flows": rule.flow_count,
+                        "learned": learned(rule).strip(" ()"),
                         "first": rule.first_seen,
                         "last": rule.last_seen,
                         "confidence": confidence(rule),
@@ -254,7 +255,7 @@ h2 { font-size: 16px; margin: 12px 0 4px; }
       panel.appendChild(el("h2", p.policy));
       var pre = el("pre", p.yaml); pre.className = "yaml"; panel.appendChild(pre);
       p.rules.forEach(function (r) {
-        panel.appendChild(el("p", r.key + ": " + r.flows + " flows, " + r.first + " → " + r.last + ", confidence " + r.confidence));
+        panel.appendChild(el("p", r.key + ": " + r.flows + " flows" + (r.learned ? " (" + r.learned + ")" : "") + ", " + r.first + " → " + r.last + ", confidence " + r.confidence));
         var t = el("table");
         r.samples.forEach(function (s) {
           var row = el("tr");

@@ -17,6 +17,15 @@ MAX_EDGES = 60
 MAX_ROWS = 30
 
 
+_LEARNED = ("forwarded", "redirected")
+
+
+def learned(rule: RuleEvidence) -> str:
+    """`` (learned: forwarded 2)`` for a rule learned from traffic that works (--learn)."""
+    counts = [f"{cls} {rule.classes[cls]}" for cls in _LEARNED if rule.classes.get(cls)]
+    return f" (learned: {', '.join(counts)})" if counts else ""
+
+
 def confidence(rule: RuleEvidence) -> str:
     """``high`` (10 flows or more, seen in 2 sessions or more), ``medium`` (3 flows or more),
     else ``low``: how much traffic stands behind a rule."""
@@ -156,7 +165,7 @@ def markdown_report(
         out += ["| rule | flows | first seen | last seen | confidence |", "|---|---|---|---|---|"]
         for rule in doc.rules[:MAX_ROWS]:
             out.append(
-                f"| `{_code(rule.key)}` | {rule.flow_count} | {_cell(rule.first_seen)} | "
+                f"| `{_code(rule.key)}` | {rule.flow_count}{learned(rule)} | {_cell(rule.first_seen)} | "
                 f"{_cell(rule.last_seen)} | {confidence(rule)} |"
             )
         if len(doc.rules) > MAX_ROWS:
