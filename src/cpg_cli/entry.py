@@ -4,9 +4,23 @@ imported (the first fraction of a second) ends quietly with exit 130, as at any 
 from __future__ import annotations
 
 import sys
+from typing import Any
+
+
+def _interrupt_again(unraisable: Any) -> None:
+    """A Ctrl+C that lands in a callback Python cannot raise from (an import lock released
+    while a module loads) is not lost, nor printed as a traceback: it is raised again in the
+    main thread, where ``main`` turns it into exit 130."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        import _thread
+
+        _thread.interrupt_main()
+        return
+    sys.__unraisablehook__(unraisable)
 
 
 def main() -> None:
+    sys.unraisablehook = _interrupt_again
     try:
         from cpg_cli.app import main as run
 

@@ -199,3 +199,19 @@ def test_report_follows_the_conventions_it_can(replayed: tuple[Path, Path]) -> N
     assert ran.returncode == 0 and ran.stdout.startswith("# cpg report:")
     folder = cpg("report", "-d", str(out), "-o", str(out))
     assert folder.returncode == 2 and "-o is the output format" in folder.stderr
+
+
+def test_a_ctrl_c_python_could_not_raise_is_raised_again_not_printed() -> None:
+    """A KeyboardInterrupt in a callback (an import lock's) reaches sys.unraisablehook: cpg
+    raises it again in the main thread (exit 130), never a printed 'Exception ignored'."""
+    import pytest
+
+    from cpg_cli.entry import _interrupt_again
+
+    class Unraisable:
+        exc_value = KeyboardInterrupt()
+
+    with pytest.raises(KeyboardInterrupt):
+        _interrupt_again(Unraisable())
+        for _ in range(10_000):  # the interrupt lands at the next check of the main loop
+            pass
