@@ -233,6 +233,28 @@ LearnAllowed = Annotated[
 ]
 
 
+CurrentPolicies = Annotated[
+    Path | None,
+    typer.Option(
+        "--current",
+        metavar="DIR|FILE",
+        help="The policies applied today, as YAML ('kubectl get cnp,ccnp -A -o yaml', "
+        "lists included).",
+        show_default=False,
+    ),
+]
+
+
+ClusterPolicies = Annotated[
+    bool,
+    typer.Option(
+        "--cluster",
+        help="Read the policies applied today from the cluster (read-only: 'list' on "
+        "ciliumnetworkpolicies and ciliumclusterwidenetworkpolicies).",
+    ),
+]
+
+
 AllowLocalhost = Annotated[
     str,
     typer.Option(

@@ -41,28 +41,6 @@ _Policies = Annotated[
 ]
 
 
-_Current = Annotated[
-    Path | None,
-    typer.Option(
-        "--current",
-        metavar="DIR|FILE",
-        help="The policies applied today, as YAML ('kubectl get cnp,ccnp -A -o yaml', "
-        "lists included).",
-        show_default=False,
-    ),
-]
-
-
-_Cluster = Annotated[
-    bool,
-    typer.Option(
-        "--cluster",
-        help="Read the policies applied today from the cluster (read-only: 'list' on "
-        "ciliumnetworkpolicies and ciliumclusterwidenetworkpolicies).",
-    ),
-]
-
-
 _WriteFixes = Annotated[
     bool,
     typer.Option(
@@ -84,8 +62,8 @@ _IncludeAudit = Annotated[
 def plan(
     inputs: _Inputs,
     policies: _Policies = Path("policies"),
-    current: _Current = None,
-    cluster: _Cluster = False,
+    current: opt.CurrentPolicies = None,
+    cluster: opt.ClusterPolicies = False,
     kubeconfig: opt.Kubeconfig = None,
     context: opt.Context = None,
     evidence_dir: opt.EvidenceDir = None,
@@ -119,17 +97,20 @@ def plan(
             allow_localhost=allow_localhost,
         )
     )
-    selection = flow_filter
-    try:
-        planned = runs.plan_run(
-            request,
-            evidence_dir=evidence_dir,
-            kubeconfig=kubeconfig,
-            context=context,
-            flow_filter=selection,
-        )
-    except CpgError as exc:
-        fail(exc)
+
+    def judged() -> runs.PlanRun:
+        try:
+            return runs.plan_run(
+                request,
+                evidence_dir=evidence_dir,
+                kubeconfig=kubeconfig,
+                context=context,
+                flow_filter=flow_filter,
+            )
+        except CpgError as exc:
+            fail(exc)
+
+    planned = judged()
     if write_fixes and planned.view.plan.fixes:
         added = runs.write_fixes(planned, policies, evidence_dir=evidence_dir)
         for error in added.errors:
@@ -141,16 +122,7 @@ def plan(
             f"{len(added.files)} file(s) in {policies}; the plan with them:",
             err=True,
         )
-        try:
-            planned = runs.plan_run(
-                request,
-                evidence_dir=evidence_dir,
-                kubeconfig=kubeconfig,
-                context=context,
-                flow_filter=selection,
-            )
-        except CpgError as exc:
-            fail(exc)
+        planned = judged()
     for problem in planned.problems:
         say(f"cpg: warning: {problem}", err=True)
     text = render(planned.view, output)

@@ -35,19 +35,6 @@ _Policies = Annotated[
         "already admits the flow.",
     ),
 ]
-_Current = Annotated[
-    Path | None,
-    typer.Option(
-        "--current",
-        metavar="DIR|FILE",
-        help="Judge against these policies (applied today; kubectl get cnp,ccnp -A -o yaml).",
-        show_default=False,
-    ),
-]
-_Cluster = Annotated[
-    bool,
-    typer.Option("--cluster", help="Judge against the policies in the cluster (read-only)."),
-]
 _Output = Annotated[
     str, opt.output_option(*formats("why"), help="text (for people) or json (for machines).")
 ]
@@ -89,8 +76,8 @@ def _show(answered: WhyRun, output: str) -> None:
 def why(
     capture: _Capture,
     policies: _Policies = Path("policies"),
-    current: _Current = None,
-    cluster: _Cluster = False,
+    current: opt.CurrentPolicies = None,
+    cluster: opt.ClusterPolicies = False,
     kubeconfig: opt.Kubeconfig = None,
     context: opt.Context = None,
     default_local_cluster: opt.DefaultLocalCluster = "auto",
@@ -160,8 +147,8 @@ def trace(
         str, typer.Option("--dns", metavar="NAME", help="A DNS query (DNS rules).")
     ] = "",
     policies: _Policies = Path("policies"),
-    current: _Current = None,
-    cluster: _Cluster = False,
+    current: opt.CurrentPolicies = None,
+    cluster: opt.ClusterPolicies = False,
     kubeconfig: opt.Kubeconfig = None,
     context: opt.Context = None,
     default_local_cluster: opt.DefaultLocalCluster = "auto",

@@ -326,10 +326,16 @@ class Aggregator:
         ):
             if endpoint.pod_name and ip:
                 self.pod_ips.add(ip)
-                if is_pod_endpoint(endpoint):
-                    known = self.pod_endpoints.get(ip)
-                    if known is None or endpoint_order(endpoint) < endpoint_order(known):
-                        self.pod_endpoints[ip] = endpoint
+                known = self.pod_endpoints.get(ip)
+                if known is endpoint:
+                    continue
+                # Cheap here, checked in full where used (:meth:`_pod_peer`): a pod with
+                # labels that is not the world (an L7 record's world peer names its pod too).
+                labels = endpoint.labels
+                if not labels or labels[0].startswith("reserved:") or endpoint.identity == 2:
+                    continue
+                if known is None or endpoint_order(endpoint) < endpoint_order(known):
+                    self.pod_endpoints[ip] = endpoint
 
     def _slow(self, flow: Flow) -> Decision:
         self._note_pods(flow)
@@ -585,7 +591,7 @@ class Aggregator:
         """The pod a world peer's IP belongs to, as a peer, when the capture shows its labels."""
         assert isinstance(peer, CidrPeer)
         endpoint = self.pod_endpoints.get(peer.cidr.split("/", 1)[0])
-        if endpoint is None:
+        if endpoint is None or not is_pod_endpoint(endpoint):
             return None
         named = self._resolver.roles(endpoint).peer
         return named if isinstance(named, EndpointPeer) else None

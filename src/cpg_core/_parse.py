@@ -427,11 +427,25 @@ def _tcp_extra(body: Mapping[str, Any]) -> tuple[int, tuple[str, ...]]:
     """The source port and the flags set of a TCP header. Both are hints (telling replies
     from requests), so a value of the wrong shape reads as absent rather than refusing a
     flow the quick reader accepts."""
+    port = body.get("source_port")
+    if type(port) is not int or not 0 <= port <= MAX_PORT:
+        port = _port_hint(_get(body, "source_port", "sourcePort"))
     flags = body.get("flags")
-    names: tuple[str, ...] = ()
-    if type(flags) is dict and flags:
-        names = tuple(sorted(str(name) for name, on in flags.items() if on is True))
-    return _port_hint(_get(body, "source_port", "sourcePort")), names
+    if type(flags) is not dict or not flags:
+        return port, ()
+    key = tuple(flags.items())
+    if len(key) > 4 or not all(type(v) is bool for _, v in key):
+        return port, tuple(sorted(str(name) for name, on in key if on is True))
+    names = _FLAG_NAMES.get(key)
+    if names is None:
+        names = tuple(sorted(str(name) for name, on in key if on is True))
+        if len(_FLAG_NAMES) < 256:
+            _FLAG_NAMES[key] = names
+    return port, names
+
+
+_FLAG_NAMES: dict[tuple[tuple[str, Any], ...], tuple[str, ...]] = {}
+"""The few flag sets a capture has, read once each (the hot path parses millions)."""
 
 
 def _source_port(l4: Mapping[str, Any], protocol: str) -> int:

@@ -22,7 +22,7 @@ from cpg_core._synthesis import (
 )
 
 
-def _key(flow: Flow) -> tuple[object, ...]:
+def check_key(flow: Flow) -> tuple[object, ...]:
     """Flows that the matcher cannot tell apart share one check."""
     l7 = flow.l7
     return (
@@ -105,7 +105,7 @@ def verify_flows(
             kind = "explicit_deny"
         else:
             continue
-        entry = seen.setdefault((kind, *_key(flow)), (kind, flow, [0]))
+        entry = seen.setdefault((kind, *check_key(flow)), (kind, flow, [0]))
         entry[2][0] += 1
     for key, (kind, flow, counter) in list(seen.items()):
         named = with_known_pod(flow, pods)

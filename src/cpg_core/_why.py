@@ -286,44 +286,23 @@ def explain_denial(
         )
     subject = endpoint_name(subject_ep)
     traffic = traffic_line(flow)
-    if decision in _UNFIXABLE:
-        link = remediation(flow.drop_reason)
+
+    def plain(answer: str, fix: str) -> Why:
         return _plain(
-            flow,
-            traffic,
-            flows,
-            verdict,
-            reason,
-            drop_class,
-            direction,
-            subject,
+            flow, traffic, flows, verdict, reason, drop_class, direction, subject, answer, fix
+        )
+
+    if decision in _UNFIXABLE:
+        return plain(
             f"{traffic} was dropped with {reason}: {_UNFIXABLE[decision]}.",
-            link or "see the drop reason in Cilium's troubleshooting guide",
+            remediation(flow.drop_reason)
+            or "see the drop reason in Cilium's troubleshooting guide",
         )
     if decision in (Decision.AUTH_REQUIRED, Decision.LB_SOURCE_RANGE):
         label, what, fix = advice_for(_FINDING_KIND[decision], traffic)
-        return _plain(
-            flow,
-            traffic,
-            flows,
-            verdict,
-            reason,
-            drop_class,
-            direction,
-            subject,
-            f"{what} ({reason}): a {label} drop, which no allow rule fixes.",
-            fix,
-        )
+        return plain(f"{what} ({reason}): a {label} drop, which no allow rule fixes.", fix)
     if direction == "unknown":
-        return _plain(
-            flow,
-            traffic,
-            flows,
-            verdict,
-            reason,
-            drop_class,
-            direction,
-            subject,
+        return plain(
             f"{traffic}: Hubble did not record the traffic direction, so no policy can be named.",
             "capture with a Cilium that sets traffic_direction",
         )

@@ -4,6 +4,7 @@ of a capture, and flows described by hand."""
 
 from cpg_core._filters import VERDICTS, FlowFilter
 from cpg_core._synthesis import note_pod, with_known_pod
+from cpg_core._verify import check_key
 from cpg_core._why import (
     RuleMiss,
     Why,
@@ -18,6 +19,7 @@ __all__ = [
     "FlowFilter",
     "RuleMiss",
     "Why",
+    "check_key",
     "explain_denial",
     "note_pod",
     "traced_endpoint",

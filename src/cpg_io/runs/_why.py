@@ -12,9 +12,16 @@ import attrs
 
 from cpg_core import CheckRequest, Flow, Verdict, match_flow
 from cpg_core.cilium import local_cluster_default
-from cpg_core.model import Direction
 from cpg_core.reports import WhyView
-from cpg_core.why import FlowFilter, Why, explain_denial, note_pod, why_names, with_known_pod
+from cpg_core.why import (
+    FlowFilter,
+    Why,
+    check_key,
+    explain_denial,
+    note_pod,
+    why_names,
+    with_known_pod,
+)
 from cpg_io.errors import Cancelled
 from cpg_io.kube import cluster_state
 from cpg_io.policy_files import load_policies
@@ -160,16 +167,5 @@ def trace_run(
 
 
 def _group(flow: Flow) -> tuple[Any, ...]:
-    l7 = flow.l7
-    return (
-        flow.verdict,
-        flow.drop_reason,
-        flow.direction,
-        flow.source,
-        flow.destination,
-        flow.protocol,
-        flow.port,
-        flow.source_ip if flow.direction == Direction.INGRESS else flow.destination_ip,
-        (l7.http.method, l7.http.url) if l7 is not None and l7.http is not None else None,
-        l7.dns.query if l7 is not None and l7.dns is not None else None,
-    )
+    """Flows one answer covers: what verify checks as one, with the same verdict and reason."""
+    return (flow.verdict, flow.drop_reason, *check_key(flow))
