@@ -57,9 +57,12 @@ def open_channel(server: str, tls: TLSSettings) -> grpc.Channel:
     return grpc.secure_channel(server, credentials, options=options + _STREAM_OPTIONS)
 
 
-def flow_filters(namespaces: list[str], include_audit: bool) -> list[Any]:
-    """DROPPED (and AUDIT) flows, from or to pods of the namespaces when some are given."""
+def flow_filters(namespaces: list[str], include_audit: bool, learn: bool = False) -> list[Any]:
+    """DROPPED (and AUDIT) flows, and with ``learn`` FORWARDED and REDIRECTED ones, from or to
+    pods of the namespaces when some are given."""
     verdicts = [flow_pb2.DROPPED] + ([flow_pb2.AUDIT] if include_audit else [])
+    if learn:
+        verdicts += [flow_pb2.FORWARDED, flow_pb2.REDIRECTED]
     if not namespaces:
         return [flow_pb2.FlowFilter(verdict=verdicts)]
     prefixes = [f"{ns}/" for ns in namespaces]

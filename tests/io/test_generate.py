@@ -378,3 +378,30 @@ def test_a_relay_sending_corrupt_protobuf_gets_one_readable_line_per_problem(
     problems = [line for line in ran.stderr.splitlines() if line.strip()]
     assert problems and all(line.startswith("cpg: ") for line in problems), ran.stderr
     assert any("deserializ" in line.lower() for line in problems), ran.stderr
+
+
+def test_generate_learns_what_replay_learns(tmp_path: Path) -> None:
+    from captures import learn_capture
+    from fake_relay import responses_from_lines
+
+    capture = learn_capture(tmp_path / "works.jsonl")
+    learn = ("--learn", "forwarded", "--no-evidence")
+    assert cpg("replay", str(capture), "-d", str(tmp_path / "replayed"), *learn).returncode == 0
+    responses = responses_from_lines(capture.read_text().splitlines())
+    with fake_relay(responses) as (relay, address):
+        result = cpg(
+            "generate",
+            "--server",
+            address,
+            "-d",
+            str(tmp_path / "live"),
+            "--duration",
+            "2s",
+            "--flush-interval",
+            "0.3s",
+            *learn,
+        )
+    assert result.returncode == 0, result.stderr
+    assert policies(tmp_path / "live") == policies(tmp_path / "replayed")
+    assert sorted(policies(tmp_path / "live")) == ["shop/cart.yaml", "shop/frontend.yaml"]
+    assert [sorted(f.verdict) for f in relay.requests[0].whitelist] == [[1, 2, 5]]

@@ -271,3 +271,20 @@ def test_the_tcp_flags_and_the_source_port_arrive_both_ways() -> None:
     parsed = parse_record(json.loads(line))
     assert converted == parsed
     assert parsed.source_port == 8080 and parsed.tcp_flags == ("ACK", "SYN")  # type: ignore[union-attr]
+
+
+def test_a_live_capture_that_learns_asks_the_relay_for_the_flows_that_work() -> None:
+    from cpg_io._proto.flow import flow_pb2
+    from cpg_io.hubble import flow_filters
+
+    (plain,) = flow_filters([], include_audit=False)
+    assert list(plain.verdict) == [flow_pb2.DROPPED]
+    learning = flow_filters(["shop"], include_audit=True, learn=True)
+    assert len(learning) == 2  # from or to the namespace's pods
+    for one in learning:
+        assert set(one.verdict) == {
+            flow_pb2.DROPPED,
+            flow_pb2.AUDIT,
+            flow_pb2.FORWARDED,
+            flow_pb2.REDIRECTED,
+        }

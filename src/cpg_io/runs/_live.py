@@ -277,7 +277,8 @@ class LiveCapture:
         try:
             wait_ready(channel, settings.server, settings.timeout)
             self.connected = True
-            filters = flow_filters(list(settings.namespaces), settings.options.decide.include_audit)
+            decide = settings.options.decide
+            filters = flow_filters(list(settings.namespaces), decide.include_audit, decide.learn)
             since = self._since
             if since is None and settings.since:
                 since = timestamp(settings.since)
