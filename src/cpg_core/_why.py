@@ -67,7 +67,7 @@ class RuleMiss:
     distance: int
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Why:
     """The answer for one kind of flow."""
 
@@ -82,14 +82,14 @@ class Why:
     direction: str
     subject: str
     """``namespace/workload`` of the endpoint whose policy decides (ingress: the destination)."""
-    policed_by: tuple[str, ...]
+    policed_by: tuple[str, ...] = ()
     """Policies that select the subject with rules for this direction (none: all allowed)."""
-    allowed: bool
+    allowed: bool = False
     """Whether the policies judged admit the flow."""
-    allowed_by: str
-    deny: tuple[RuleMiss, ...]
-    near_misses: tuple[RuleMiss, ...]
-    admit_yaml: str
+    allowed_by: str = ""
+    deny: tuple[RuleMiss, ...] = ()
+    near_misses: tuple[RuleMiss, ...] = ()
+    admit_yaml: str = ""
     """The allow rule that would admit the flow ("" when no rule can, or none is needed)."""
     answer: str
     """The whole story in one or two sentences."""
@@ -258,8 +258,12 @@ def explain_denial(
     default_local_cluster: bool = True,
     allow_localhost: bool = True,
     max_misses: int = 5,
+    proposed: Sequence[PolicyDocument] = (),
+    proposed_from: str = "",
 ) -> Why:
-    """The answer for one flow against ``policies`` (the ones applied, or proposed)."""
+    """The answer for one flow against ``policies`` (the ones applied, or proposed). When the
+    flow is denied and one of ``proposed`` (cpg's folder ``proposed_from``, with ``policies``
+    the ones applied) already admits it, the fix is to apply that policy, not a rule."""
     traced = flow.verdict == int(Verdict.VERDICT_UNKNOWN) and not flow.time
     decision = decide(flow, options or DecideOptions())
     dropped = flow.verdict in (int(Verdict.DROPPED), int(Verdict.AUDIT))
@@ -287,9 +291,17 @@ def explain_denial(
     subject = endpoint_name(subject_ep)
     traffic = traffic_line(flow)
 
-    def plain(answer: str, fix: str) -> Why:
-        return _plain(
-            flow, traffic, flows, verdict, reason, drop_class, direction, subject, answer, fix
+    def plain(answer: str, fix: str) -> Why:  # a drop no rule decides: no policy is named
+        return Why(
+            traffic=traffic,
+            flows=flows,
+            verdict=verdict,
+            drop_reason=reason,
+            drop_class=drop_class,
+            direction=direction,
+            subject=subject,
+            answer=answer,
+            fix=fix,
         )
 
     if decision in _UNFIXABLE:
@@ -364,6 +376,20 @@ def explain_denial(
             fix = "" if not dropped or not policed else "apply these policies: they admit it"
         elif admit:
             fix = f"add the rule below to a policy that selects {subject} for {direction}"
+    if proposed and not allowed and drop_class in ("policy", "traced", "unknown"):
+        ready = match_flow(
+            proposed,
+            flow,
+            ip_names,
+            default_local_cluster=default_local_cluster,
+            allow_localhost=allow_localhost,
+        )
+        if ready.allowed:
+            fix = (
+                f"apply {ready.policy} from {proposed_from}: it already admits this flow "
+                f"({ready.reason}); no rule to write"
+            )
+            admit = ""
     return Why(
         traffic=traffic,
         flows=flows,
@@ -388,37 +414,6 @@ def _verdict_name(code: int) -> str:
         return Verdict(code).name
     except ValueError:
         return f"VERDICT_{code}"
-
-
-def _plain(
-    flow: Flow,
-    traffic: str,
-    flows: int,
-    verdict: str,
-    reason: str,
-    drop_class: str,
-    direction: str,
-    subject: str,
-    answer: str,
-    fix: str,
-) -> Why:
-    return Why(
-        traffic=traffic,
-        flows=flows,
-        verdict=verdict,
-        drop_reason=reason,
-        drop_class=drop_class,
-        direction=direction,
-        subject=subject,
-        policed_by=(),
-        allowed=False,
-        allowed_by="",
-        deny=(),
-        near_misses=(),
-        admit_yaml="",
-        answer=answer,
-        fix=fix,
-    )
 
 
 def _answer(

@@ -465,6 +465,7 @@ def build_server(
 
     _session_tools(mcp, manager)
     _query_tools(mcp, manager)
+    _review_tools(mcp, manager)
     _detail_tools(mcp, manager, version_check_timeout)
 
     return mcp
@@ -618,6 +619,14 @@ def _query_tools(mcp: GuardedServer, manager: SessionManager) -> None:
             cursor=cursor,
         )
 
+
+def _review_tools(mcp: GuardedServer, manager: SessionManager) -> None:
+    """The read-only tools that answer a reviewer: why a flow was denied, would a flow be
+    admitted, the review report."""
+
+    def session_of(session_id: str) -> Any:
+        return tools.session_of(manager, session_id)
+
     @mcp.tool(title="Why a captured flow was denied", annotations=QUERY)
     async def explain_flow(
         session_id: SESSION_ID,
@@ -644,28 +653,12 @@ def _query_tools(mcp: GuardedServer, manager: SessionManager) -> None:
         rules that match, and admit_yaml. Judged against the session's policies, or the
         cluster's with from_cluster. Filters are hubble observe's and AND-combine."""
         arguments = _arguments(locals(), explain_flow)
-        filters = {
-            key: [value] if value is not None else []
-            for key in (
-                "uuid",
-                "from_pod",
-                "to_pod",
-                "from_label",
-                "to_label",
-                "from_namespace",
-                "to_namespace",
-                "port",
-                "protocol",
-                "verdict",
-            )
-            for value in [arguments.pop(key)]
-        }
         session = session_of(arguments.pop("session_id"))
+        capture_path = tools.allowed_capture(manager, arguments.pop("capture"))
         return await offload(
             tools.explain_flow,
             session,
-            capture=tools.allowed_capture(manager, arguments.pop("capture")),
-            filters=filters,
+            capture=capture_path,
             kube_dir=manager.kube_dir(),
             **arguments,
         )

@@ -560,14 +560,15 @@ def explain_flow(
     session: Session,
     *,
     capture: Path | None = None,
-    filters: dict[str, Any],
     from_cluster: bool = False,
     kube_dir: Path | None = None,
     limit: int = 20,
     cursor: str | None = None,
+    **filters: Any,
 ) -> WhyResult:
     """Why the flows the filters select (denied ones unless verdict is given) were denied,
-    judged against the session's policies (or the cluster's)."""
+    judged against the session's policies (or the cluster's). ``filters`` are the tool's
+    filter arguments, one value each (None: not given)."""
     from cpg_core.why import FlowFilter
     from cpg_io.runs import why_run
 
@@ -586,7 +587,8 @@ def explain_flow(
             "file inside the folder the operator allowed with --allow-replay-dir)"
         )
     request = validated(lambda: _why_request(session, inputs, from_cluster))
-    selection = validated(lambda: FlowFilter.build(**filters))
+    chosen = {name: [value] for name, value in filters.items() if value is not None}
+    selection = validated(lambda: FlowFilter.build(**chosen))
     try:
         answered = why_run(request, selection, kube_dir=kube_dir, cancel=CANCEL.get())
     except IoError as exc:

@@ -143,6 +143,41 @@ def _session_file(path: str) -> str:
     return describe_source(path) if is_url(path) else os.path.abspath(path)
 
 
+def _stamp_session(
+    result: RunResult,
+    evidence: EvidenceSettings,
+    output_dir: Path,
+    sizes: dict[str, int] | None,
+    session_id: str | None,
+    started: datetime,
+    clock: Callable[[], datetime],
+) -> EvidenceSettings | None:
+    """The run's evidence session (identified by its inputs when they are local files,
+    §D24) on ``result``, and the evidence settings to write with: None when a recorded
+    session already counted every input (nothing new to count)."""
+    store = EvidenceStore(evidence.root, output_dir)
+    inputs, result.identity = identify(sizes, store) if sizes else ((), ReplayIdentity())
+    if inputs:
+        session_id = session_id or ReplayIdentity.session_id(inputs)
+    aggregator = result.aggregator
+    total = aggregator.total_flows
+    result.session = SessionInfo(
+        id=session_id or new_session_id(started),
+        started_at=rfc3339(started),
+        ended_at=rfc3339(clock()),
+        cpg_version=cpg_version(),
+        source=SessionSource(
+            type="replay", file=", ".join(_session_file(f) for f in result.inputs)
+        ),
+        flows_ingested=total,
+        flows_unhandled=total - aggregator.rule_flows,
+        inputs=inputs,
+    )
+    if result.identity.recorded_by:
+        return None
+    return attrs.evolve(evidence, replaces=result.identity.replaces)
+
+
 def replay_capture(
     files: Sequence[str],
     output_dir: Path,
@@ -195,30 +230,7 @@ def replay_capture(
     # the files are rendered.
     gc.freeze()
     if evidence is not None and not dry_run:
-        inputs, result.identity = (
-            identify(sizes, EvidenceStore(evidence.root, output_dir))
-            if sizes
-            else ((), ReplayIdentity())
-        )
-        if inputs:
-            session_id = session_id or ReplayIdentity.session_id(inputs)
-        evidence = attrs.evolve(evidence, replaces=result.identity.replaces)
-        total = aggregator.total_flows
-        result.session = SessionInfo(
-            id=session_id or new_session_id(started),
-            started_at=rfc3339(started),
-            ended_at=rfc3339(clock()),
-            cpg_version=cpg_version(),
-            source=SessionSource(
-                type="replay",
-                file=", ".join(_session_file(f) for f in files),
-            ),
-            flows_ingested=total,
-            flows_unhandled=total - aggregator.rule_flows,
-            inputs=inputs,
-        )
-        if result.identity.recorded_by:  # nothing new to count: leave the evidence as it is
-            evidence = None
+        evidence = _stamp_session(result, evidence, output_dir, sizes, session_id, started, clock)
     result.health = run_health(aggregator, stats, started, clock())
     plans = aggregator.plans()
     if min_flows > 1:

@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 
-from cpg_core import CheckRequest, Flow, Verdict, match_flow
+from cpg_core import CheckRequest, Flow, Verdict
 from cpg_core.cilium import local_cluster_default
 from cpg_core.reports import WhyView
 from cpg_core.why import (
@@ -75,7 +75,7 @@ def _judged(
 
 
 def _answer(flow: Flow, count: int, judged: _Judged, request: CheckRequest, names: Any) -> Why:
-    why = explain_denial(
+    return explain_denial(
         flow,
         judged.policies,
         flows=count,
@@ -83,23 +83,8 @@ def _answer(flow: Flow, count: int, judged: _Judged, request: CheckRequest, name
         options=request.decide_options(),
         default_local_cluster=judged.local_cluster,
         allow_localhost=request.allow_localhost,
-    )
-    if why.allowed or not judged.folder or why.drop_class not in ("policy", "traced", "unknown"):
-        return why
-    proposed = match_flow(
-        judged.folder,
-        flow,
-        names,
-        default_local_cluster=judged.local_cluster,
-        allow_localhost=request.allow_localhost,
-    )
-    if not proposed.allowed:
-        return why
-    return attrs.evolve(
-        why,
-        fix=f"apply {proposed.policy} from {judged.folder_name}: it already admits this flow "
-        f"({proposed.reason}); no rule to write",
-        admit_yaml="",
+        proposed=judged.folder,
+        proposed_from=judged.folder_name,
     )
 
 
