@@ -1,13 +1,13 @@
 """The ``cpg`` entry point, kept tiny: a Ctrl+C while the command's modules are still being
 imported (the first fraction of a second) ends quietly with exit 130, as at any later moment."""
 
-from __future__ import annotations
-
 import sys
-from typing import Any
+
+# Nothing but ``sys`` (loaded before any script runs) is imported here: a Ctrl+C that lands
+# while this module loads would otherwise print a traceback no handler can catch yet.
 
 
-def _interrupt_again(unraisable: Any) -> None:
+def _interrupt_again(unraisable: "sys.UnraisableHookArgs") -> None:
     """A Ctrl+C that lands in a callback Python cannot raise from (an import lock released
     while a module loads) is not lost, nor printed as a traceback: it is raised again in the
     main thread, where ``main`` turns it into exit 130."""
