@@ -106,6 +106,7 @@ PUBLIC_CORE = frozenset(
         "cpg_core.model",
         "cpg_core.reading",
         "cpg_core.reports",
+        "cpg_core.shadow",
         "cpg_core.text",
         "cpg_core.why",
     }

@@ -18,6 +18,7 @@ from cpg_cli.generate_cmd import generate
 from cpg_cli.plan_cmd import plan
 from cpg_cli.replay_cmd import replay
 from cpg_cli.report_cmd import report
+from cpg_cli.shadow_cmd import shadow
 from cpg_cli.verify_cmd import verify
 from cpg_cli.why_cmd import trace, why
 from cpg_io.version import cpg_version
@@ -113,6 +114,7 @@ app.command(cls=opt.StrictCommand, no_args_is_help=True)(explain)
 app.command(cls=opt.StrictCommand, no_args_is_help=True)(verify)
 app.command(cls=opt.StrictCommand, no_args_is_help=True)(plan)
 app.command(cls=opt.StrictCommand)(report)
+app.command(cls=opt.StrictCommand)(shadow)
 app.command(cls=opt.StrictCommand, no_args_is_help=True)(why)
 app.command(cls=opt.StrictCommand, no_args_is_help=True)(trace)
 

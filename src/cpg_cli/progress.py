@@ -23,7 +23,7 @@ from rich.progress import (
 from rich.text import Text
 
 from cpg_core.text import clean_text
-from cpg_io.runs import LiveCapture
+from cpg_io.runs import LiveCapture, ShadowCapture
 
 log = logging.getLogger("cpg")
 
@@ -176,3 +176,41 @@ class GenerateProgress(_OnTerminal):
             return
         abort = "Ctrl+C again to abort" if self.interrupted else "Ctrl+C to abort"
         self._console.print(f"cpg: flushing {policies:,} policies… ({abort})")
+
+
+class _ShadowLine:
+    """``shadow``'s status line: what was received, and the plan as of the last flush."""
+
+    def __init__(self, capture: ShadowCapture) -> None:
+        self.capture = capture
+
+    def __rich__(self) -> Text:
+        capture = self.capture
+        progress = capture.progress
+        elapsed = max(1.0, time.monotonic() - progress.started)
+        text = f"cpg shadow: {progress.flows:,} flows ({progress.flows / elapsed:,.0f}/s)"
+        last = capture.last
+        if last is not None:
+            plan = last.plan
+            text += (
+                f", {plan.forwarded_flows:,} forwarded checked, "
+                f"{len(plan.would_break):,} kinds would break ({plan.would_break_flows:,} flows), "
+                f"fixes {plan.fixed:,}/{plan.candidates:,}"
+            )
+        return Text(text)
+
+
+class ShadowProgress(_OnTerminal):
+    """The status line of ``cpg shadow`` on a terminal."""
+
+    def __init__(self, capture: ShadowCapture, *, show: bool) -> None:
+        self._drawing = (
+            Live(
+                _ShadowLine(capture),
+                console=_console(),
+                transient=True,
+                refresh_per_second=REFRESHES_PER_SECOND,
+            )
+            if show
+            else None
+        )

@@ -556,12 +556,17 @@ def dns_names(flows: Iterable[Flow]) -> dict[str, list[str]]:
     """IP → names learned from DNS responses (any verdict) in a capture."""
     out: dict[str, list[str]] = {}
     for flow in flows:
-        dns = flow.l7.dns if flow.l7 is not None else None
-        if dns is None or not dns.query:
-            continue
-        name = dns.query.rstrip(".")
-        for ip in dns.ips:
-            names = out.setdefault(ip, [])
-            if name not in names:
-                names.append(name)
+        note_dns_names(out, flow)
     return out
+
+
+def note_dns_names(names: dict[str, list[str]], flow: Flow) -> None:
+    """Add what one DNS response says (IP → names) to ``names``."""
+    dns = flow.l7.dns if flow.l7 is not None else None
+    if dns is None or not dns.query:
+        return
+    name = dns.query.rstrip(".")
+    for ip in dns.ips:
+        known = names.setdefault(ip, [])
+        if name not in known:
+            known.append(name)

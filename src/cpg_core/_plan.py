@@ -23,10 +23,10 @@ from cpg_core._fixes import discriminator, narrowed_yaml, rule_yaml
 from cpg_core._flow import Direction, Endpoint, Flow, Verdict
 from cpg_core._labels import stable_labels
 from cpg_core._matcher import (
-    dns_names,
     enforces,
     from_own_node,
     match_flow,
+    note_dns_names,
     policy_name,
     selecting_specs,
 )
@@ -265,182 +265,232 @@ def plan(
     ``default_local_cluster`` and ``allow_localhost`` are the Cilium agent settings of those
     names (ARCHITECTURE §D23); a capture where the node's own traffic to a pod was denied by
     policy shows the agents run ``allow-localhost: policy``, and the plan judges so."""
-    options = options or DecideOptions()
-    groups: dict[tuple[Any, ...], _Group] = {}
-    world = _Worlds()
-    policed_in_flows: set[tuple[Endpoint, str]] = set()
-    kept: list[Flow] = []
-    pods: dict[str, Endpoint] = {}
+    judge = PlanJudge(
+        proposal,
+        current,
+        current_source=current_source,
+        options=options,
+        evidence=evidence,
+        default_local_cluster=default_local_cluster,
+        allow_localhost=allow_localhost,
+    )
     for flow in flows:
+        judge.add(flow)
+    return judge.plan()
+
+
+class PlanJudge:
+    """A plan judged as flows arrive (``cpg shadow``): :meth:`add` each flow, ask :meth:`plan`
+    at any moment. The answer is exactly :func:`plan` over the flows added so far, and what
+    is kept grows with the kinds of traffic, not with the flows."""
+
+    def __init__(
+        self,
+        proposal: Sequence[PolicyDocument],
+        current: Sequence[PolicyDocument] | None,
+        *,
+        current_source: CurrentSource = "current",
+        options: DecideOptions | None = None,
+        evidence: Mapping[str, PolicyEvidence] | None = None,
+        default_local_cluster: bool = True,
+        allow_localhost: bool = True,
+    ) -> None:
+        self.proposal = list(proposal)
+        self.current = None if current is None else list(current)
+        self.current_source: CurrentSource = current_source
+        self.options = options or DecideOptions()
+        self.evidence = evidence or {}
+        self.default_local_cluster = default_local_cluster
+        self.allow_localhost = allow_localhost
+        self.flows = 0
+        self._groups: dict[tuple[Any, ...], _Group] = {}
+        self._world = _Worlds()
+        self._policed: set[tuple[Endpoint, str]] = set()
+        self._pods: dict[str, Endpoint] = {}
+        self._names: dict[str, list[str]] = {}
+        self._proposed = _PolicyIndex(self.proposal)
+        self._replaced = {_key(p) for p in self.proposal}
+        self._today = _PolicyIndex(self.current or [])
+        self._after = _PolicyIndex(
+            [p for p in (self.current or []) if _key(p) not in self._replaced] + self.proposal
+        )
+
+    def add(self, flow: Flow) -> None:
+        self.flows += 1
+        pods = self._pods
         note_pod(pods, flow.source, flow.source_ip)
         note_pod(pods, flow.destination, flow.destination_ip)
         way = _WAYS.get(flow.direction)
         if way is None:
-            continue
+            return
         target = flow.destination if way == "ingress" else flow.source
         allowed_by = flow.ingress_allowed_by if way == "ingress" else flow.egress_allowed_by
-        decision = decide(flow, options)
+        decision = decide(flow, self.options)
         if allowed_by or decision in (Decision.CANDIDATE, Decision.EXPLICIT_DENY):
-            policed_in_flows.add((target, way))
+            self._policed.add((target, way))
         if flow.l7 is not None and flow.l7.dns is not None:
-            kept.append(flow)  # names for toFQDNs
+            note_dns_names(self._names, flow)  # names for toFQDNs
         works = flow.verdict in _WORKS and flow.is_reply is not True
         if works and flow.is_reply is None and looks_like_reply(flow):
             works = False  # a reply conntrack lets through: it needs no rule (§D27)
         if decision is Decision.CANDIDATE or works:
-            key = (decision is Decision.CANDIDATE, *_group_key(flow, world))
-            group = groups.get(key)
+            key = (decision is Decision.CANDIDATE, *_group_key(flow, self._world))
+            group = self._groups.get(key)
             if group is None:
-                group = groups[key] = _Group(flow)
+                group = self._groups[key] = _Group(flow)
             group.flows += 1
-    names = dns_names(kept)
-    notes: list[str] = []
-    if allow_localhost and any(key[0] and from_own_node(g.first) for key, g in groups.items()):
-        allow_localhost = False
-        notes.append(
-            "the capture shows the node's own traffic to a pod denied by policy, so the agents "
-            "run allow-localhost: policy; judged that way"
-        )
-    proposed = _PolicyIndex(proposal)
-    replaced = {_key(p) for p in proposal}
-    today = _PolicyIndex(current or [])
-    after = _PolicyIndex([p for p in (current or []) if _key(p) not in replaced] + list(proposal))
 
-    def admitted(index: _PolicyIndex, flow: Flow, target: Endpoint) -> tuple[bool, str]:
-        # Only the policies that select the target can admit or deny its traffic.
-        selecting = list({id(p): p for p, _, _ in index.selecting(target)}.values())
-        result = match_flow(
-            selecting,
-            flow,
-            names,
-            default_local_cluster=default_local_cluster,
-            allow_localhost=allow_localhost,
-        )
-        return result.allowed, result.policy
-
-    candidates = fixed = forwarded = node_flows = 0
-    not_fixed: list[Traffic] = []
-    fixes_by_policy: Counter[str] = Counter()
-    breaks: list[WouldBreak] = []
-    break_flows: list[tuple[Flow, int]] = []
-    newly: dict[tuple[str, tuple[tuple[str, str], ...], str], list[Any]] = {}
-    intended: dict[str, list[Endpoint]] = {}  # proposed policy -> the pods its fixes are for
-    for (is_candidate, *_), group in groups.items():
-        flow = with_known_pod(group.first, pods)  # a pod Hubble called world: judged as the pod
-        way = _WAYS[flow.direction]
-        target = flow.destination if way == "ingress" else flow.source
-        if is_candidate:
-            candidates += group.flows
-            ok, by = admitted(after, flow, target)
-            by = by.lstrip("/")
-            if ok:
-                fixed += group.flows
-                fixes_by_policy[by] += group.flows
-                intended.setdefault(by, []).append(target)
-            else:
-                not_fixed.append(_traffic(flow, group.flows))
-            continue
-        forwarded += group.flows
-        if allow_localhost and from_own_node(flow):
-            node_flows += group.flows
-            continue
-        policed_now = (
-            bool(today.enforcing(target, way))
-            if current is not None
-            else (target, way) in policed_in_flows
-        )
-        newly_by = proposed.enforcing(target, way)
-        if not policed_now and newly_by:
-            labels = tuple(sorted(stable_labels(target.labels).items()))
-            entry = newly.setdefault(
-                (target.namespace, labels, way), [set(), 0, set(), endpoint_name(target)]
+    def plan(self) -> Plan:
+        """The plan of every flow added so far."""
+        groups, pods, names = self._groups, self._pods, self._names
+        proposal, current, replaced = self.proposal, self.current, self._replaced
+        proposed, today, after = self._proposed, self._today, self._after
+        policed_in_flows = self._policed
+        default_local_cluster = self.default_local_cluster
+        allow_localhost = self.allow_localhost
+        notes: list[str] = []
+        if allow_localhost and any(key[0] and from_own_node(g.first) for key, g in groups.items()):
+            allow_localhost = False
+            notes.append(
+                "the capture shows the node's own traffic to a pod denied by policy, so the "
+                "agents run allow-localhost: policy; judged that way"
             )
-            entry[0].update(newly_by)
-            entry[1] += group.flows
-            if target.pod_name:
-                entry[2].add(target.pod_name)
-            ok, _ = admitted(after, flow, target)
-            if not ok:
-                break_flows.append((flow, group.flows))
-                breaks.append(
-                    WouldBreak(
-                        traffic=_traffic(flow, group.flows),
-                        endpoint=endpoint_name(target),
-                        labels=stable_labels(target.labels),
-                        policy=newly_by[0],
-                        selector=_selector(proposal, newly_by[0], target),
-                        why=f"{_who(target)} was not policed for {way}; "
-                        f"{', '.join(newly_by)} would put it in default-deny",
-                        fix="",
+
+        def admitted(index: _PolicyIndex, flow: Flow, target: Endpoint) -> tuple[bool, str]:
+            # Only the policies that select the target can admit or deny its traffic.
+            selecting = list({id(p): p for p, _, _ in index.selecting(target)}.values())
+            result = match_flow(
+                selecting,
+                flow,
+                names,
+                default_local_cluster=default_local_cluster,
+                allow_localhost=allow_localhost,
+            )
+            return result.allowed, result.policy
+
+        candidates = fixed = forwarded = node_flows = 0
+        not_fixed: list[Traffic] = []
+        fixes_by_policy: Counter[str] = Counter()
+        breaks: list[WouldBreak] = []
+        break_flows: list[tuple[Flow, int]] = []
+        newly: dict[tuple[str, tuple[tuple[str, str], ...], str], list[Any]] = {}
+        intended: dict[str, list[Endpoint]] = {}  # proposed policy -> the pods its fixes are for
+        for (is_candidate, *_), group in groups.items():
+            flow = with_known_pod(group.first, pods)  # a pod Hubble called world: judged as the pod
+            way = _WAYS[flow.direction]
+            target = flow.destination if way == "ingress" else flow.source
+            if is_candidate:
+                candidates += group.flows
+                ok, by = admitted(after, flow, target)
+                by = by.lstrip("/")
+                if ok:
+                    fixed += group.flows
+                    fixes_by_policy[by] += group.flows
+                    intended.setdefault(by, []).append(target)
+                else:
+                    not_fixed.append(_traffic(flow, group.flows))
+                continue
+            forwarded += group.flows
+            if allow_localhost and from_own_node(flow):
+                node_flows += group.flows
+                continue
+            policed_now = (
+                bool(today.enforcing(target, way))
+                if current is not None
+                else (target, way) in policed_in_flows
+            )
+            newly_by = proposed.enforcing(target, way)
+            if not policed_now and newly_by:
+                labels = tuple(sorted(stable_labels(target.labels).items()))
+                entry = newly.setdefault(
+                    (target.namespace, labels, way), [set(), 0, set(), endpoint_name(target)]
+                )
+                entry[0].update(newly_by)
+                entry[1] += group.flows
+                if target.pod_name:
+                    entry[2].add(target.pod_name)
+                ok, _ = admitted(after, flow, target)
+                if not ok:
+                    break_flows.append((flow, group.flows))
+                    breaks.append(
+                        WouldBreak(
+                            traffic=_traffic(flow, group.flows),
+                            endpoint=endpoint_name(target),
+                            labels=stable_labels(target.labels),
+                            policy=newly_by[0],
+                            selector=_selector(proposal, newly_by[0], target),
+                            why=f"{_who(target)} was not policed for {way}; "
+                            f"{', '.join(newly_by)} would put it in default-deny",
+                            fix="",
+                        )
                     )
-                )
-        elif policed_now and current is not None and replaced:
-            was, _ = admitted(today, flow, target)
-            now, _ = admitted(after, flow, target)
-            if was and not now:
-                enforcing = today.enforcing(target, way)
-                break_flows.append((flow, group.flows))
-                breaks.append(
-                    WouldBreak(
-                        traffic=_traffic(flow, group.flows),
-                        endpoint=endpoint_name(target),
-                        labels=stable_labels(target.labels),
-                        policy=enforcing[0] if enforcing else "",
-                        selector={},
-                        why="allowed by the current policies, not by the proposed ones",
-                        fix="",
+            elif policed_now and current is not None and replaced:
+                was, _ = admitted(today, flow, target)
+                now, _ = admitted(after, flow, target)
+                if was and not now:
+                    enforcing = today.enforcing(target, way)
+                    break_flows.append((flow, group.flows))
+                    breaks.append(
+                        WouldBreak(
+                            traffic=_traffic(flow, group.flows),
+                            endpoint=endpoint_name(target),
+                            labels=stable_labels(target.labels),
+                            policy=enforcing[0] if enforcing else "",
+                            selector={},
+                            why="allowed by the current policies, not by the proposed ones",
+                            fix="",
+                        )
                     )
-                )
-    breaks = [
-        _with_fix(item, flow, intended.get(item.policy, []))
-        for item, (flow, _) in zip(breaks, break_flows, strict=True)
-    ]
-    diffs = _diffs(proposal, current or [])
-    newly_enforced = tuple(
-        sorted(
-            (
-                NewlyEnforced(
-                    namespace=namespace,
-                    workload=entry[3].partition("/")[2] or entry[3],
-                    labels=dict(labels),
-                    direction=way,
-                    policies=tuple(sorted(entry[0])),
-                    forwarded_flows=entry[1],
-                    pods=tuple(sorted(entry[2])),
-                )
-                for (namespace, labels, way), entry in newly.items()
-            ),
-            key=lambda n: (n.namespace, n.workload, n.direction),
-        )
-    )
-    per_policy = []
-    for policy in proposal:
-        name = policy_name(policy)
-        per_policy.append(
-            PolicyPlanSummary(
-                policy=name,
-                fixes=fixes_by_policy.get(name, 0),
-                would_break=sum(b.traffic.flows for b in breaks if b.policy == name),
-                newly_enforced=sum(1 for n in newly_enforced if name in n.policies),
+        breaks = [
+            _with_fix(item, flow, intended.get(item.policy, []))
+            for item, (flow, _) in zip(breaks, break_flows, strict=True)
+        ]
+        diffs = _diffs(proposal, current or [])
+        newly_enforced = tuple(
+            sorted(
+                (
+                    NewlyEnforced(
+                        namespace=namespace,
+                        workload=entry[3].partition("/")[2] or entry[3],
+                        labels=dict(labels),
+                        direction=way,
+                        policies=tuple(sorted(entry[0])),
+                        forwarded_flows=entry[1],
+                        pods=tuple(sorted(entry[2])),
+                    )
+                    for (namespace, labels, way), entry in newly.items()
+                ),
+                key=lambda n: (n.namespace, n.workload, n.direction),
             )
         )
-    touched = {d.policy for d in diffs if d.status != "unchanged"}
-    return Plan(
-        current_source=current_source,
-        blind_spots=BLIND_SPOTS[current_source],
-        candidates=candidates,
-        fixed=fixed,
-        not_fixed=tuple(sorted(not_fixed, key=lambda t: (-t.flows, t.sample))),
-        would_break=tuple(sorted(breaks, key=lambda b: (-b.traffic.flows, b.traffic.sample))),
-        newly_enforced=newly_enforced,
-        diffs=tuple(diffs),
-        confidence=tuple(_confidence(evidence or {}, touched)),
-        policies=tuple(sorted(per_policy, key=lambda p: p.policy)),
-        forwarded_flows=forwarded,
-        fixes=tuple(break_flows),
-        node_flows=node_flows,
-        notes=tuple(notes) + _semantics(node_flows, default_local_cluster),
-    )
+        per_policy = []
+        for policy in proposal:
+            name = policy_name(policy)
+            per_policy.append(
+                PolicyPlanSummary(
+                    policy=name,
+                    fixes=fixes_by_policy.get(name, 0),
+                    would_break=sum(b.traffic.flows for b in breaks if b.policy == name),
+                    newly_enforced=sum(1 for n in newly_enforced if name in n.policies),
+                )
+            )
+        touched = {d.policy for d in diffs if d.status != "unchanged"}
+        return Plan(
+            current_source=self.current_source,
+            blind_spots=BLIND_SPOTS[self.current_source],
+            candidates=candidates,
+            fixed=fixed,
+            not_fixed=tuple(sorted(not_fixed, key=lambda t: (-t.flows, t.sample))),
+            would_break=tuple(sorted(breaks, key=lambda b: (-b.traffic.flows, b.traffic.sample))),
+            newly_enforced=newly_enforced,
+            diffs=tuple(diffs),
+            confidence=tuple(_confidence(self.evidence, touched)),
+            policies=tuple(sorted(per_policy, key=lambda p: p.policy)),
+            forwarded_flows=forwarded,
+            fixes=tuple(break_flows),
+            node_flows=node_flows,
+            notes=tuple(notes) + _semantics(node_flows, default_local_cluster),
+        )
 
 
 def _semantics(node_flows: int, default_local_cluster: bool) -> tuple[str, ...]:

@@ -354,3 +354,14 @@ class CheckRequest:
             learn=self.learn,
             allow_localhost=self.allow_localhost,
         ).decide_options()
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class ShadowRequest:
+    """What ``cpg shadow`` runs: the proposed policies (``check``, as ``cpg plan`` takes them)
+    judged on the flows of a live capture (``live``: the relay, the window, the namespaces)."""
+
+    check: CheckRequest
+    live: RunRequest
+    report: str | None = None
+    """Where the plan so far is written at every flush (the JSON of ``cpg plan -o json``)."""

@@ -5,7 +5,13 @@ text out; the adapters read the files and print."""
 
 from cpg_core._decide import DECISION_LABELS
 from cpg_core._triage import capped_breakdowns, severity_order, top_entries
-from cpg_core.reports._checks import PlanView, VerifyView, plan_text, verify_text
+from cpg_core.reports._checks import (
+    PlanView,
+    VerifyView,
+    plan_text,
+    verify_text,
+    would_break_text,
+)
 from cpg_core.reports._dropped import DroppedFlowFilter, aggregate_rows, compose, flow_samples
 from cpg_core.reports._formats import FORMATS, ExplainView, Review, formats, render
 from cpg_core.reports._graph import Node, TrafficGraph, traffic_graph
@@ -53,4 +59,5 @@ __all__ = [
     "traffic_graph",
     "verify_text",
     "why_text",
+    "would_break_text",
 ]

@@ -3,10 +3,12 @@ what is admitted, each with its reason."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import attrs
 
 from cpg_core._documents import VerifyReport
-from cpg_core._plan import CANNOT_JUDGE, Plan
+from cpg_core._plan import CANNOT_JUDGE, Plan, WouldBreak
 from cpg_core.text import one_line_each
 
 MAX_SHOWN = 20
@@ -38,6 +40,33 @@ def _indented(text: str) -> list[str]:
     return ["      " + line for line in text.rstrip("\n").splitlines()]
 
 
+def _would_break_lines(item: WouldBreak) -> list[str]:
+    t = item.traffic
+    out = [
+        f"  {t.direction:<7} {t.source} → {t.destination} {t.protocol}/{t.port} "
+        f"({t.flows} flow{'s' if t.flows != 1 else ''})",
+        f"    why:      {item.why}",
+    ]
+    if item.selector:
+        selector = ", ".join(f"{k}={v}" for k, v in item.selector.items())
+        out.append(f"    selector: {item.policy} selects {selector}")
+    out.append(f"    sample:   {t.sample}")
+    out.append(f"    fix:      {item.fix}")
+    if item.narrow_yaml:
+        out.append(f"    narrow {item.policy} to:")
+        out.extend(_indented(item.narrow_yaml))
+    if item.rule_yaml:
+        out.append(f"    {'or ' if item.narrow_yaml else ''}add to {item.policy}:")
+        out.extend(_indented(item.rule_yaml))
+    return out
+
+
+def would_break_text(items: Iterable[WouldBreak]) -> str:
+    """Traffic that would break, each with its policy, sample and fix, as ``cpg plan`` shows
+    it (``cpg shadow`` prints each kind as it first happens)."""
+    return one_line_each([line for item in items for line in _would_break_lines(item)])
+
+
 def plan_text(view: PlanView) -> str:
     """The plan as people read it."""
     plan, proposal, origin, policies = view.plan, view.proposal, view.origin, view.policies
@@ -55,23 +84,7 @@ def plan_text(view: PlanView) -> str:
             "today would be dropped:"
         )
         for item in plan.would_break[:MAX_SHOWN]:
-            t = item.traffic
-            out.append(
-                f"  {t.direction:<7} {t.source} → {t.destination} {t.protocol}/{t.port} "
-                f"({t.flows} flow{'s' if t.flows != 1 else ''})"
-            )
-            out.append(f"    why:      {item.why}")
-            if item.selector:
-                selector = ", ".join(f"{k}={v}" for k, v in item.selector.items())
-                out.append(f"    selector: {item.policy} selects {selector}")
-            out.append(f"    sample:   {t.sample}")
-            out.append(f"    fix:      {item.fix}")
-            if item.narrow_yaml:
-                out.append(f"    narrow {item.policy} to:")
-                out.extend(_indented(item.narrow_yaml))
-            if item.rule_yaml:
-                out.append(f"    {'or ' if item.narrow_yaml else ''}add to {item.policy}:")
-                out.extend(_indented(item.rule_yaml))
+            out.extend(_would_break_lines(item))
         if len(plan.would_break) > MAX_SHOWN:
             out.append(f"  … and {len(plan.would_break) - MAX_SHOWN} more (-o json lists all)")
     else:

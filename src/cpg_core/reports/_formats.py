@@ -14,7 +14,12 @@ import yaml
 from cpg_core._documents import PolicyEvidence
 from cpg_core._explain import ExplainFilter, explain_lines, explain_record, render_explain_json
 from cpg_core._wire import to_data, to_json
-from cpg_core.reports._checks import PlanView, VerifyView, plan_text, verify_text
+from cpg_core.reports._checks import (
+    PlanView,
+    VerifyView,
+    plan_text,
+    verify_text,
+)
 from cpg_core.reports._html import html_report
 from cpg_core.reports._inputs import ReviewInputs
 from cpg_core.reports._markdown import markdown_report

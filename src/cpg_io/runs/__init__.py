@@ -21,6 +21,13 @@ from cpg_io.runs._replay import (
 )
 from cpg_io.runs._report import read_review
 from cpg_io.runs._session import rfc3339, utc_now
+from cpg_io.runs._shadow import (
+    ShadowCapture,
+    ShadowSettings,
+    ShadowSetup,
+    shadow_setup,
+    shadow_verdict,
+)
 from cpg_io.runs._verify import VerifiedCapture, VerifyRun, verify_capture, verify_run
 from cpg_io.runs._why import WhyRun, trace_run, why_run
 
@@ -32,6 +39,9 @@ __all__ = [
     "PlanRun",
     "PlannedCapture",
     "RunResult",
+    "ShadowCapture",
+    "ShadowSettings",
+    "ShadowSetup",
     "VerifiedCapture",
     "VerifyRun",
     "WhyRun",
@@ -48,6 +58,8 @@ __all__ = [
     "rfc3339",
     "run_failed",
     "run_report",
+    "shadow_setup",
+    "shadow_verdict",
     "trace_run",
     "utc_now",
     "verify_capture",

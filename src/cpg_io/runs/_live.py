@@ -4,7 +4,6 @@ evidence every flush interval, until a signal, ``--duration`` or a relay that st
 from __future__ import annotations
 
 import asyncio
-import collections
 import gc
 import logging
 import threading
@@ -15,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import grpc
 
 from cpg_core import (
     AggregateOptions,
@@ -23,34 +21,20 @@ from cpg_core import (
     Atom,
     ClusterHealth,
     Decision,
-    FlowParseError,
     HeldStats,
-    LostEvents,
     PolicyPlan,
     PolicyTarget,
     RunRequest,
     SessionInfo,
     SessionSource,
-    Setting,
     held_back,
     hold_back,
 )
-from cpg_core.reading import MAX_REPORTED
-from cpg_io.errors import RelayError
-from cpg_io.hubble import (
-    TLSSettings,
-    diagnose,
-    flow_filters,
-    flows_request,
-    open_channel,
-    stream_flows,
-    timestamp,
-    wait_ready,
-)
-from cpg_io.hubble_convert import ProtoConverter
+from cpg_io.hubble import TLSSettings
 from cpg_io.kube import RelayConnection, prepare_relay
 from cpg_io.kustomize import update_kustomizations
 from cpg_io.runs._output import EvidenceSettings, FileResult, RunResult, write_outputs
+from cpg_io.runs._relay import RelayReader, StreamSettings
 from cpg_io.runs._replay import evidence_settings
 from cpg_io.runs._session import new_session_id, rfc3339, run_health, utc_now
 from cpg_io.sources import ReadStats
@@ -59,8 +43,6 @@ from cpg_io.version import cpg_version
 
 log = logging.getLogger("cpg.live")
 
-MAX_BACKOFF = 30.0
-UUID_MEMORY = 200_000
 _RANK = {
     "created": 3,
     "would-create": 3,
@@ -153,31 +135,27 @@ def live_settings(
     )
 
 
-@attrs.define
-class Progress:
-    flows: int = 0
-    policies_written: int = 0
-    started: float = attrs.Factory(time.monotonic)
-    reconnects: int = 0
-    flushing: int = 0
-    """Policies the flush under way is merging and writing (0 between flushes)."""
-
-
-class LiveCapture:
+class LiveCapture(RelayReader):
     """One capture session. ``stop`` ends it (signals, ``--duration``, an MCP call)."""
 
     def __init__(self, settings: LiveSettings, clock: Callable[[], datetime] = utc_now) -> None:
+        decide = settings.options.decide
+        super().__init__(
+            StreamSettings(
+                server=settings.server,
+                namespaces=settings.namespaces,
+                tls=settings.tls,
+                timeout=settings.timeout,
+                since=settings.since,
+                max_retries=settings.max_retries,
+                include_audit=decide.include_audit,
+                every_verdict=decide.learn,
+            )
+        )
         self.settings = settings
         self.clock = clock
-        self.stop = asyncio.Event()
-        self.stats = ReadStats()
-        self.progress = Progress()
         self.totals = Aggregator(settings.options)
         self._interval = Aggregator(settings.options)
-        self._converter = ProtoConverter()
-        self._uuids: collections.deque[str] = collections.deque()
-        self._seen: set[str] = set()
-        self._since: Any = None
         self._files: dict[Path, FileResult] = {}
         self._flushing = threading.Lock()
         self._held: HeldStats = {}
@@ -196,164 +174,26 @@ class LiveCapture:
             source=SessionSource(type="live", server=settings.server),
         )
         self.result = RunResult(stats=self.stats, aggregator=self.totals)
-        self.error = ""
-        self.failure: BaseException | None = None
-        """What ended the stream, when an error did (each root words it its own way)."""
-        self._lock = threading.Lock()
-        """Held by the stream for each flow; taken to hand the interval on."""
         self._totals_lock = threading.Lock()
         """Held while an interval moves into the totals, so a snapshot never sees it twice
         or not at all."""
-        self._halt = threading.Event()
-        self._call: Any = None
-        self._retries = 0
-        self._field_mask = True
-        self.connected = False
 
-    # --- stream ------------------------------------------------------------------------------
-
-    def _take(self, response: Any) -> None:
-        try:
-            self._take_one(response)
-        except (FlowParseError, ValueError, OverflowError) as exc:
-            # One bad flow is malformed, as a bad line of a replay is: the capture goes on.
-            stats = self.stats
-            stats.malformed += 1
-            if len(stats.malformed_examples) < MAX_REPORTED:
-                stats.malformed_examples.append((stats.lines_read, str(exc)))
-                log.warning("skipped a malformed flow from the relay: %s", exc)
-
-    def _take_one(self, response: Any) -> None:
-        self.stats.lines_read += 1
-        if response.WhichOneof("response_types") == "flow":
-            f = response.flow
-            uuid = f.uuid
-            if uuid:
-                if uuid in self._seen:  # re-sent after a reconnect
-                    return
-                self._seen.add(uuid)
-                self._uuids.append(uuid)
-                if len(self._uuids) > UUID_MEMORY:
-                    self._seen.discard(self._uuids.popleft())
-            converter = self._converter
-            interval = self._interval
-            # The common flows are counted by their key; a Flow only for the samples kept.
-            found = converter.quick(f, response)
-            if found is None:
-                taken = False
-            else:
-                what, when = found
-                taken = (
-                    interval.add_context(what, when)
-                    if isinstance(what, Decision)
-                    else interval.add_known(what, when, converter.flow_of, response)
-                )
-            if not taken:
-                interval.add(converter.flow(f, response))
-            if f.HasField("time"):  # a flow that converted: a resume starts from its time
-                self._since = f.time
-            self.progress.flows += 1
-            return
-        record = self._converter.record(response)
-        if type(record) is LostEvents:
-            self.stats.lost_events += record.count
-            log.warning(
-                "Hubble lost %d events (%s): the capture is incomplete; consider a larger "
-                "Hubble buffer",
-                record.count,
-                record.source or "unknown source",
-            )
+    def _take_flow(self, f: Any, response: Any) -> None:
+        converter = self._converter
+        interval = self._interval
+        # The common flows are counted by their key; a Flow only for the samples kept.
+        found = converter.quick(f, response)
+        if found is None:
+            taken = False
         else:
-            self.stats.other_records += 1
-
-    # The stream is read by the blocking gRPC client in a thread: Python's asyncio gRPC costs
-    # about three times as much per message. A lock hands each interval to the flusher.
-
-    def _stream_once(self, first: bool) -> None:
-        settings = self.settings
-        if first:  # say at once why the relay cannot be reached, when the system knows
-            diagnose(settings.server, settings.tls, settings.timeout)
-        channel = open_channel(settings.server, settings.tls)
-        try:
-            wait_ready(channel, settings.server, settings.timeout)
-            self.connected = True
-            decide = settings.options.decide
-            filters = flow_filters(list(settings.namespaces), decide.include_audit, decide.learn)
-            since = self._since
-            if since is None and settings.since:
-                since = timestamp(settings.since)
-            call = stream_flows(channel, flows_request(filters, since, field_mask=self._field_mask))
-            self._call = call
-            if self._halt.is_set():
-                call.cancel()
-            if not first:
-                log.warning("reconnected to Hubble Relay at %s", settings.server)
-            lock = self._lock
-            for response in call:
-                with lock:
-                    self._take(response)
-                self._retries = 0
-        finally:
-            self._call = None
-            channel.close()
-
-    def _stream(self) -> None:
-        first = True
-        self._retries = 0
-        while not self._halt.is_set():
-            try:
-                self._stream_once(first)
-                reason = "the relay closed the stream"
-            except RelayError as exc:
-                if first:
-                    raise
-                reason = str(exc)
-            except grpc.RpcError as exc:
-                code = exc.code() if hasattr(exc, "code") else None
-                details = exc.details() if hasattr(exc, "details") else str(exc)
-                if self._halt.is_set():
-                    return
-                if (
-                    self._field_mask
-                    and code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.UNIMPLEMENTED)
-                    and "mask" in (details or "").lower()
-                ):  # a relay that refuses the field mask: ask again for whole flows
-                    log.info(
-                        "Hubble Relay refused the field mask (%s); asking for whole flows", details
-                    )
-                    self._field_mask = False
-                    continue
-                if code == grpc.StatusCode.UNIMPLEMENTED:  # permanent: retrying cannot help
-                    raise RelayError(
-                        f"{self.settings.server} answers gRPC but is not Hubble Relay: it has "
-                        f"no observer.Observer/GetFlows ({details}); check ",
-                        Setting("server"),
-                        " (a port-forward to hubble-ui or hubble-peer instead of hubble-relay?)",
-                    ) from None
-                if first and self.progress.flows == 0 and code == grpc.StatusCode.UNAVAILABLE:
-                    raise RelayError(
-                        f"Hubble Relay at {self.settings.server} is unavailable ({details})"
-                    ) from None
-                reason = f"{code.name if code else 'error'}: {details}"
-            first = False
-            if self._halt.is_set():
-                return
-            self._retries += 1
-            if self._retries > self.settings.max_retries:
-                raise RelayError(
-                    f"gave up after {self.settings.max_retries} reconnects to "
-                    f"{self.settings.server} ({reason})"
-                )
-            delay = min(MAX_BACKOFF, 0.5 * 2 ** (self._retries - 1))
-            self.progress.reconnects += 1
-            log.warning("Hubble stream lost (%s); reconnecting in %.1fs", reason, delay)
-            self._halt.wait(delay)
-
-    def _halt_stream(self) -> None:
-        self._halt.set()
-        call = self._call
-        if call is not None:
-            call.cancel()
+            what, when = found
+            taken = (
+                interval.add_context(what, when)
+                if isinstance(what, Decision)
+                else interval.add_known(what, when, converter.flow_of, response)
+            )
+        if not taken:
+            interval.add(converter.flow(f, response))
 
     # --- flushing ----------------------------------------------------------------------------
 
@@ -502,39 +342,17 @@ class LiveCapture:
                 else plan.absorbing(waiting, self.settings.options.max_samples)
             )
 
-    async def _flusher(self) -> None:
-        while True:
-            await asyncio.sleep(self.settings.flush_interval)
-            await asyncio.to_thread(self.flush)
-
     # --- the whole session ---------------------------------------------------------------------
 
     async def run(self, on_final_flush: Callable[[int], None] | None = None) -> RunResult:
         """Stream until stopped, then flush what is left; ``on_final_flush`` hears how many
         policies that last flush writes (it can take a while with many)."""
-        stream = asyncio.create_task(asyncio.to_thread(self._stream))
-        flusher = asyncio.create_task(self._flusher())
-        helpers = [flusher]
-        if self.settings.duration is not None:
-            helpers.append(asyncio.create_task(self._timer(self.settings.duration)))
-        stopper = asyncio.create_task(self.stop.wait())
-        try:
-            done, _ = await asyncio.wait({stream, stopper}, return_when=asyncio.FIRST_COMPLETED)
-            if stream in done and stream.exception() is not None:
-                exc = stream.exception()
-                self.error = str(exc)
-                self.failure = exc
-                if isinstance(exc, RelayError) and self.progress.flows == 0 and not self._files:
-                    raise exc
-        finally:
-            self._halt_stream()
-            for task in (stopper, *helpers):
-                task.cancel()
-            await asyncio.gather(stream, stopper, *helpers, return_exceptions=True)
-        if not self.connected and not self.error:
-            self.error = (
-                f"stopped before a connection to Hubble Relay at {self.settings.server} was made"
-            )
+        await self._follow(
+            self.flush,
+            self.settings.flush_interval,
+            self.settings.duration,
+            lambda: bool(self._files),
+        )
         await asyncio.to_thread(self.flush, on_final_flush, final=True)
         self.result.files = sorted(self._files.values(), key=lambda f: str(f.path))
         self.result.health = run_health(self.totals, self.stats, self.started, self.clock())
@@ -553,7 +371,3 @@ class LiveCapture:
             self.result.evidence_dir = self.result.evidence_dir or written.evidence_dir
         gc.unfreeze()  # the capture is over: a long-lived process (cpg-mcp) collects again
         return self.result
-
-    async def _timer(self, seconds: float) -> None:
-        await asyncio.sleep(seconds)
-        self.stop.set()

@@ -89,22 +89,29 @@ class PlanRun:
     problems: list[str]
 
 
-def plan_run(
+@attrs.frozen
+class JudgedPolicies:
+    """The policies a plan judges: the proposal, those applied today, where they came from
+    and the Cilium setting the cluster's agents imply."""
+
+    folder: Path
+    proposal: list[dict[str, Any]]
+    current: list[dict[str, Any]] | None
+    source: CurrentSource
+    origin: str
+    local: bool | None
+    problems: list[str]
+
+
+def judged_policies(
     request: CheckRequest,
     *,
-    evidence: EvidenceStore | None = None,
-    evidence_dir: Path | None = None,
     kubeconfig: Path | None = None,
     context: str | None = None,
     kube_dir: Path | None = None,
-    cancel: threading.Event | None = None,
-    flow_filter: FlowFilter | None = None,
-) -> PlanRun:
-    """The plan use case: the proposed policies (``request.policies``) against those applied
-    today (a folder, the cluster, or inferred from the flows), judged on the capture. The
-    proposal's evidence is read from ``evidence`` or the folder's own evidence root. Inline
-    kubeconfig credentials go to ``kube_dir`` when given (a folder the caller owns), else to
-    a private folder removed at once."""
+) -> JudgedPolicies:
+    """The proposed policies (``request.policies``) and those applied today (a folder, the
+    cluster, or None: inferred from the flows), read once for ``cpg plan`` and ``cpg shadow``."""
     folder = Path(request.policies or "policies")
     proposal = load_policies(folder) if folder.exists() or request.policies else []
     current: list[dict[str, Any]] | None = None
@@ -128,6 +135,28 @@ def plan_run(
             problems += [unknown] if unknown else []
     elif request.current is None:
         origin = "inferred from the flows (no --current or --cluster)"
+    return JudgedPolicies(folder, proposal, current, source, origin, local, problems)
+
+
+def plan_run(
+    request: CheckRequest,
+    *,
+    evidence: EvidenceStore | None = None,
+    evidence_dir: Path | None = None,
+    kubeconfig: Path | None = None,
+    context: str | None = None,
+    kube_dir: Path | None = None,
+    cancel: threading.Event | None = None,
+    flow_filter: FlowFilter | None = None,
+) -> PlanRun:
+    """The plan use case: the proposed policies (``request.policies``) against those applied
+    today (a folder, the cluster, or inferred from the flows), judged on the capture. The
+    proposal's evidence is read from ``evidence`` or the folder's own evidence root. Inline
+    kubeconfig credentials go to ``kube_dir`` when given (a folder the caller owns), else to
+    a private folder removed at once."""
+    judged = judged_policies(request, kubeconfig=kubeconfig, context=context, kube_dir=kube_dir)
+    folder, proposal, current = judged.folder, judged.proposal, judged.current
+    source, origin, local, problems = judged.source, judged.origin, judged.local, judged.problems
     store = evidence or EvidenceStore(evidence_dir or default_evidence_root(folder), folder)
     planned = plan_capture(
         request.inputs,

@@ -1,0 +1,188 @@
+"""``cpg shadow``: judge proposed policies on live traffic before applying them."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cpg_cli import options as opt
+from cpg_cli.progress import ShadowProgress, on_terminal
+from cpg_cli.terminal import fail, say
+from cpg_core import CheckRequest, CpgError
+from cpg_core.reports import PlanView, render, would_break_text
+from cpg_core.shadow import ShadowRequest, WouldBreak
+from cpg_io import runs
+from cpg_io.errors import RelaySetupError
+from cpg_io.hubble import TLSSettings
+from cpg_io.runs import rfc3339, utc_now
+
+_Proposed = Annotated[
+    Path,
+    typer.Option(
+        "-d",
+        "--output-dir",
+        "--policies",
+        metavar="DIR",
+        envvar="CPG_OUTPUT_DIR",
+        help="The proposed policies (the -d of cpg replay or generate).",
+    ),
+]
+
+_Report = Annotated[
+    Path | None,
+    typer.Option(
+        "--report",
+        metavar="FILE",
+        help="Rewrite the plan so far (cpg plan -o json's shape) to FILE at every flush, so a "
+        "long run can be read while it goes (cpg report --plan FILE shows it).",
+        show_default=False,
+    ),
+]
+
+_IncludeAudit = Annotated[
+    bool,
+    typer.Option("--include-audit", help="AUDIT flows are denied flows to fix, as in replay."),
+]
+
+
+def shadow(
+    server: opt.Server = None,
+    policies: _Proposed = Path("policies"),
+    current: opt.CurrentPolicies = None,
+    cluster: opt.ClusterPolicies = False,
+    namespace: opt.Namespaces = [],  # noqa: B006 - Typer reads the default, never mutates it
+    all_namespaces: opt.AllNamespaces = False,
+    report: _Report = None,
+    tls: opt.TLS = False,
+    tls_ca_cert: opt.TLSCACert = None,
+    tls_client_cert: opt.TLSClientCert = None,
+    tls_client_key: opt.TLSClientKey = None,
+    tls_server_name: opt.TLSServerName = None,
+    timeout: opt.Timeout = "10s",
+    flush_interval: opt.FlushInterval = "5s",
+    duration: opt.Duration = None,
+    since: opt.LiveSince = None,
+    until: opt.LiveUntil = None,
+    kubeconfig: opt.Kubeconfig = None,
+    context: opt.Context = None,
+    relay_namespace: opt.RelayNamespace = "kube-system",
+    evidence_dir: opt.EvidenceDir = None,
+    include_audit: _IncludeAudit = False,
+    default_local_cluster: opt.DefaultLocalCluster = "auto",
+    allow_localhost: opt.AllowLocalhost = "always",
+    output: Annotated[
+        str, opt.output_option("text", "json", help="The final plan: text or json.")
+    ] = "text",
+    quiet: opt.Quiet = False,
+    log_level: opt.LogLevel = "warning",
+) -> None:
+    """Judge proposed policies on live traffic, before applying them (a staged policy).
+
+    Streams every verdict from Hubble Relay and checks each flow against the proposed
+    policies with cpg plan's matcher: traffic that works today and the proposal would drop
+    is printed as it first happens (with the policy, a sample and the fix), denied flows the
+    proposal admits are counted. Stops on Ctrl+C, SIGTERM, --duration or --until and prints
+    the plan of everything seen: the same as cpg plan on those flows as a file.
+
+    Exit codes: 0 nothing would break, 3 something would, 4 no forwarded traffic was seen
+    to judge, 1 relay or policy errors, 2 bad flags.
+    """
+    opt.setup_logging(log_level)
+    request = ShadowRequest(
+        check=opt.validated(
+            lambda: CheckRequest.build(
+                inputs=[server or "hubble-relay"],
+                policies=str(policies),
+                current=str(current) if current is not None else None,
+                cluster=cluster,
+                include_audit=include_audit,
+                default_local_cluster=default_local_cluster,
+                allow_localhost=allow_localhost,
+            )
+        ),
+        live=opt.run_request(locals()),
+        report=str(report) if report is not None else None,
+    )
+    now = rfc3339(utc_now())
+    opt.validated(lambda: request.live.live_window(now))  # an until in the past: exit 2 now
+    files = (tls_ca_cert, tls_client_cert, tls_client_key)
+    tls_settings = TLSSettings(tls or any(files[:2]), *files, tls_server_name)
+    kube_dir = Path(tempfile.mkdtemp(prefix="cpg-kube-"))
+    try:
+        relay = runs.connect_relay(
+            request.live, kubeconfig=kubeconfig, context=context, temp_dir=kube_dir
+        )
+    except RelaySetupError as exc:
+        fail(exc, "--server not given and no port-forward to hubble-relay: ")
+    except CpgError as exc:
+        fail(exc)
+    try:
+        setup = runs.shadow_setup(
+            request,
+            relay,
+            now=now,
+            tls=tls_settings,
+            evidence_dir=evidence_dir,
+            kubeconfig=kubeconfig,
+            context=context,
+            kube_dir=kube_dir,
+        )
+        for problem in setup.problems:
+            say(f"cpg: warning: {problem}", err=True)
+        # With -o json, stdout holds the final plan alone; what breaks as it happens goes to
+        # stderr.
+        capture = runs.ShadowCapture(
+            setup.settings, setup.judge, on_break=lambda items: _announce(items, output == "json")
+        )
+        with ShadowProgress(capture, show=on_terminal(quiet)) as progress:
+            view = asyncio.run(_run(capture, relay.close, progress))
+    except CpgError as exc:
+        fail(exc)
+    finally:
+        relay.close()
+    if capture.error:
+        say(f"cpg: warning: the stream ended early: {capture.error}", err=True)
+    say(f"cpg: shadow of {relay.server}: {capture.progress.flows:,} flows judged", err=True)
+    text = render(view, output)
+    if output == "json":
+        typer.echo(text)
+    else:
+        say(text)
+    code, words = runs.shadow_verdict(view)
+    if words:
+        say(f"cpg: {words}", err=True)
+    if code:
+        raise typer.Exit(code)
+
+
+def _announce(items: list[WouldBreak], to_stderr: bool) -> None:
+    stamp = time.strftime("%H:%M:%S")
+    kinds = f"{len(items)} new kind{'s' if len(items) != 1 else ''} of traffic"
+    say(f"{stamp} WOULD BREAK: {kinds} that works today:\n{would_break_text(items)}", err=to_stderr)
+
+
+async def _run(
+    capture: runs.ShadowCapture, release: Callable[[], None], progress: ShadowProgress
+) -> PlanView:
+    loop = asyncio.get_running_loop()
+    signals = {"count": 0}
+
+    def on_signal() -> None:
+        signals["count"] += 1
+        if signals["count"] > 1:
+            progress.__exit__(None, None, None)  # the terminal gets its cursor back
+            release()
+            os._exit(130)  # a second Ctrl+C: leave now
+        capture.stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal)
+    return await capture.run()

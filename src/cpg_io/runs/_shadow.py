@@ -1,0 +1,188 @@
+"""``cpg shadow``: proposed policies judged on live traffic before anyone applies them. Every
+verdict is streamed from Hubble Relay and judged with the plan's matcher as it arrives; each
+flush prints the traffic that would break for the first time and rewrites the plan so far, so
+a run of hours or days can be read while it goes. The final plan is ``cpg plan`` over the
+same flows as a file."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import attrs
+
+from cpg_core import CANNOT_JUDGE, PolicyEvidence
+from cpg_core.reports import PlanView, render
+from cpg_core.shadow import PlanJudge, ShadowRequest, WouldBreak
+from cpg_io.errors import IoError
+from cpg_io.evidence_store import EvidenceStore, default_evidence_root
+from cpg_io.hubble import TLSSettings
+from cpg_io.kube import RelayConnection
+from cpg_io.runs._plan import judged_policies
+from cpg_io.runs._relay import RelayReader, StreamSettings
+from cpg_io.store import atomic_write_text
+
+log = logging.getLogger("cpg.shadow")
+
+
+@attrs.frozen
+class ShadowSettings:
+    stream: StreamSettings
+    proposal: str
+    """The folder of the proposed policies, as the plan names it."""
+    origin: str
+    """Where the policies applied today came from."""
+    policies: int
+    flush_interval: float = 5.0
+    duration: float | None = None
+    report: Path | None = None
+    """The plan so far, rewritten at every flush (``cpg plan -o json``'s shape)."""
+
+
+@attrs.frozen
+class ShadowSetup:
+    settings: ShadowSettings
+    judge: PlanJudge
+    problems: list[str]
+
+
+def shadow_setup(
+    request: ShadowRequest,
+    relay: RelayConnection,
+    *,
+    now: str,
+    tls: TLSSettings | None = None,
+    evidence_dir: Path | None = None,
+    kubeconfig: Path | None = None,
+    context: str | None = None,
+    kube_dir: Path | None = None,
+) -> ShadowSetup:
+    """The one place a shadow session is built from a request (``cpg shadow`` and a cpg-mcp
+    session alike): the proposed and current policies read once, the stream's settings."""
+    check, live = request.check, request.live
+    since, _until, stop_after = live.live_window(now)
+    judged = judged_policies(check, kubeconfig=kubeconfig, context=context, kube_dir=kube_dir)
+    problems = list(judged.problems)
+    store = EvidenceStore(evidence_dir or default_evidence_root(judged.folder), judged.folder)
+    evidence: dict[str, PolicyEvidence] = {}
+    for namespace, _workload, doc in store.read_all(problems.append, None):
+        evidence[f"{namespace}/{doc.policy.name}"] = doc
+    judge = PlanJudge(
+        judged.proposal,
+        judged.current,
+        current_source=judged.source,
+        options=check.decide_options(),
+        evidence=evidence,
+        default_local_cluster=True if judged.local is None else judged.local,
+        allow_localhost=check.allow_localhost,
+    )
+    stream = StreamSettings(
+        server=relay.server,
+        namespaces=live.capture.namespaces,
+        tls=tls or TLSSettings(),
+        timeout=live.live.timeout,
+        since=since,
+        include_audit=check.include_audit,
+        every_verdict=True,
+    )
+    settings = ShadowSettings(
+        stream=stream,
+        proposal=str(judged.folder),
+        origin=judged.origin,
+        policies=len(judged.proposal),
+        flush_interval=live.live.flush_interval,
+        duration=stop_after,
+        report=Path(request.report) if request.report else None,
+    )
+    return ShadowSetup(settings=settings, judge=judge, problems=problems)
+
+
+def _break_key(item: WouldBreak) -> tuple[str, ...]:
+    t = item.traffic
+    return (t.direction, t.source, t.destination, t.protocol, str(t.port), item.policy)
+
+
+class ShadowCapture(RelayReader):
+    """One shadow session. ``on_break`` hears, at each flush, the kinds of traffic that would
+    break for the first time; ``stop`` ends the session."""
+
+    def __init__(
+        self,
+        settings: ShadowSettings,
+        judge: PlanJudge,
+        on_break: Callable[[list[WouldBreak]], None] | None = None,
+    ) -> None:
+        super().__init__(settings.stream)
+        self.settings = settings
+        self.judge = judge
+        self.on_break = on_break
+        self.flushes = 0
+        self.report_error = ""
+        self.last: PlanView | None = None
+        """The plan as of the last flush (a status line reads it)."""
+        self._announced: set[tuple[str, ...]] = set()
+        self._flushing = threading.Lock()
+
+    def _take_flow(self, f: object, response: object) -> None:
+        self.judge.add(self._converter.flow(f, response))
+
+    def so_far(self) -> PlanView:
+        """The plan of every flow received so far (the session is not disturbed)."""
+        with self._lock:
+            plan = self.judge.plan()
+        settings = self.settings
+        return PlanView(
+            plan=plan,
+            proposal=settings.proposal,
+            origin=settings.origin,
+            policies=settings.policies,
+        )
+
+    def flush(self) -> PlanView:
+        """Judge what was received, tell ``on_break`` what breaks for the first time, and
+        rewrite the report file."""
+        with self._flushing:
+            view = self.last = self.so_far()
+            self.flushes += 1
+            fresh = []
+            for item in view.plan.would_break:
+                key = _break_key(item)
+                if key not in self._announced:
+                    self._announced.add(key)
+                    fresh.append(item)
+            if fresh and self.on_break is not None:
+                self.on_break(fresh)
+            report = self.settings.report
+            if report is not None:
+                try:
+                    atomic_write_text(report, render(view, "json") + "\n")
+                    self.report_error = ""
+                except (OSError, IoError) as exc:
+                    if not self.report_error:
+                        log.warning("could not write the plan so far to %s: %s", report, exc)
+                    self.report_error = str(exc)
+            return view
+
+    async def run(self) -> PlanView:
+        """Stream until stopped, then judge everything received: the final plan."""
+        settings = self.settings
+
+        def flushed() -> None:
+            self.flush()
+
+        await self._follow(flushed, settings.flush_interval, settings.duration, lambda: False)
+        return await asyncio.to_thread(self.flush)
+
+
+def shadow_verdict(view: PlanView) -> tuple[int, str]:
+    """The exit code of a finished shadow session (0 nothing breaks, 3 something would, 4
+    nothing forwarded was seen to judge) and what to say about it."""
+    plan = view.plan
+    if plan.breaks:
+        return 3, ""
+    if not plan.can_judge:
+        return 4, CANNOT_JUDGE.replace("this capture", "the stream")
+    return 0, ""

@@ -1,0 +1,170 @@
+"""cpg shadow (issue 31): proposed policies judged on live traffic, against the project's fake
+relay; the final plan is cpg plan over the same flows as a file."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from captures import ingress_capture
+from conftest import cpg, flow_dict, jsonl
+from cpg_core import CheckRequest, RunRequest, plan
+from cpg_core.reports import render
+from cpg_core.shadow import PlanJudge, ShadowRequest, WouldBreak
+from cpg_io import runs
+from cpg_io.kube import RelayConnection
+from cpg_io.policy_files import load_policies
+from cpg_io.sources import CaptureFlows
+from fake_relay import fake_relay, responses_from_lines
+
+
+def _wait_for(predicate: Any, seconds: float = 20) -> bool:
+    deadline = time.monotonic() + seconds
+    tick = threading.Event()
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        tick.wait(0.02)
+    return False
+
+
+def _proposal(tmp_path: Path) -> tuple[Path, Path]:
+    """The newly-enforced-pod case: replay makes shop/api select app=api, and api-v2 pods
+    (never policed) get forwarded traffic from prometheus that the proposal would drop."""
+    capture = ingress_capture(tmp_path / "all.jsonl", allowed_by=True)
+    out = tmp_path / "proposed"
+    ran = cpg("replay", str(capture), "-d", str(out), "--no-evidence")
+    assert ran.returncode == 0, ran.stderr
+    return capture, out
+
+
+def test_the_judge_at_any_moment_is_the_plan_of_the_flows_so_far(tmp_path: Path) -> None:
+    capture, out = _proposal(tmp_path)
+    proposal = load_policies(out)
+    flows = list(CaptureFlows([str(capture)]))
+    judge = PlanJudge(proposal, None, current_source="flows")
+    for count, flow in enumerate(flows, 1):
+        judge.add(flow)
+        if count in (1, 2, 3, 9, len(flows)):
+            expected = plan(flows[:count], proposal, None, current_source="flows")
+            assert judge.plan() == expected, count
+    assert judge.plan().breaks and judge.flows == len(flows)
+
+
+def test_shadow_reports_what_would_break_at_the_first_flush_after_it_arrives(
+    tmp_path: Path,
+) -> None:
+    capture, out = _proposal(tmp_path)
+    lines = capture.read_text().splitlines()
+    responses = responses_from_lines(lines)
+    announced: list[list[WouldBreak]] = []
+    with fake_relay(responses) as (relay, address):
+        relay.pause_after = 3  # two drops and the first prometheus → api-v2 flow, then wait
+        request = ShadowRequest(
+            check=CheckRequest.build(inputs=[address], policies=str(out)),
+            live=RunRequest.build(server=address, flush_interval="1h"),
+            report=str(tmp_path / "so-far.json"),
+        )
+        setup = runs.shadow_setup(
+            request, RelayConnection(address, address), now=runs.rfc3339(runs.utc_now())
+        )
+        capture_run = runs.ShadowCapture(setup.settings, setup.judge, on_break=announced.append)
+
+        async def session() -> Any:
+            task = asyncio.create_task(capture_run.run())
+            assert await asyncio.to_thread(_wait_for, lambda: capture_run.progress.flows == 3)
+            first = await asyncio.to_thread(capture_run.flush)  # the one flush after arrival
+            assert [len(items) for items in announced] == [1]
+            (item,) = announced[0]
+            assert item.traffic.source == "monitoring/prometheus" and item.traffic.port == 9090
+            assert item.policy == "shop/cpg-api" and "version: v1" in item.fix
+            assert first.plan.would_break_flows == 1
+            so_far = json.loads((tmp_path / "so-far.json").read_text())
+            assert so_far["would_break"][0]["traffic"]["flows"] == 1  # readable while it runs
+            relay.resume.set()
+            assert await asyncio.to_thread(
+                _wait_for, lambda: capture_run.progress.flows == len(responses)
+            )
+            capture_run.stop.set()
+            return await task
+
+        final = asyncio.run(session())
+    # the same kind of traffic is announced once, however often it comes back
+    assert [len(items) for items in announced] == [1]
+    expected = plan(CaptureFlows([str(capture)]), load_policies(out), None, current_source="flows")
+    assert final.plan == expected and final.plan.would_break_flows == 12
+    assert json.loads((tmp_path / "so-far.json").read_text()) == json.loads(render(final, "json"))
+    assert [sorted(f.verdict) for f in relay.requests[0].whitelist] == [[1, 2, 5]]
+
+
+def test_cpg_shadow_ends_with_cpg_plan_on_the_same_flows(tmp_path: Path) -> None:
+    capture, out = _proposal(tmp_path)
+    with capture.open("a") as more:  # a reply and a DNS answer: judged, never would-break
+        more.write(
+            jsonl(
+                [
+                    flow_dict(verdict="FORWARDED", reason=None, reply=True, tcp=443),
+                    flow_dict(verdict="FORWARDED", reason=None, udp=53, direction="EGRESS"),
+                ]
+            )
+        )
+    planned = cpg("plan", str(capture), "-d", str(out), "-o", "json")
+    assert planned.returncode == 3, planned.stderr
+    report = tmp_path / "shadow.json"
+    with fake_relay(responses_from_lines(capture.read_text().splitlines())) as (_, address):
+        shadowed = cpg(
+            "shadow",
+            "--server",
+            address,
+            "-d",
+            str(out),
+            "--duration",
+            "2s",
+            "--flush-interval",
+            "0.3s",
+            "--report",
+            str(report),
+            "-o",
+            "json",
+        )
+        text = cpg(
+            "shadow",
+            "--server",
+            address,
+            "-d",
+            str(out),
+            "--duration",
+            "1s",
+            "--flush-interval",
+            "0.2s",
+        )
+    assert shadowed.returncode == 3, shadowed.stderr
+    assert json.loads(shadowed.stdout) == json.loads(planned.stdout)
+    assert json.loads(report.read_text()) == json.loads(planned.stdout)
+    assert text.returncode == 3
+    # as it happens: announced once, with the policy and the fix, before the final plan
+    assert text.stdout.count("WOULD BREAK: 1 new kind of traffic that works today") == 1
+    assert text.stdout.index("WOULD BREAK: 1 new kind") < text.stdout.index("Plan for 1 proposed")
+    assert "monitoring/prometheus → shop/api TCP/9090" in text.stdout
+    assert "add version: v1 to spec.endpointSelector.matchLabels" in text.stdout
+    assert "flows judged" in text.stderr
+
+
+def test_shadow_says_when_it_saw_nothing_to_judge(tmp_path: Path) -> None:
+    _capture, out = _proposal(tmp_path)
+    drops = [flow_dict()]
+    with fake_relay(responses_from_lines(jsonl(drops).splitlines())) as (_, address):
+        ran = cpg("shadow", "--server", address, "-d", str(out), "--duration", "1s")
+    assert ran.returncode == 4, ran.stderr
+    assert "cannot judge what would break: the stream has no forwarded traffic" in ran.stderr
+
+
+def test_shadow_flags_are_checked_before_connecting(tmp_path: Path) -> None:
+    ran = cpg("shadow", "--server", "127.0.0.1:1", "--current", "x", "--cluster")
+    assert ran.returncode == 2 and "not both" in ran.stderr
+    ran = cpg("shadow", "--server", "127.0.0.1:1", "--until", "2020-01-01T00:00:00Z")
+    assert ran.returncode == 2 and "not a time in the future" in ran.stderr
