@@ -31,6 +31,8 @@ NOT_A_TOOL_ARGUMENT = {
     "jobs": "as engine: the server forks no workers for an agent",
     "scheduler": "as engine",
     "part_size": "as engine",
+    "stable_for": "a session's policies are read through its tools, never applied from its "
+    "folder: rewriting its files as rules arrive churns nothing anyone reviews",
     "flow_filter": "a session replays its capture whole, so every query sees all of it; "
     "explain_flow takes the same filters per question",
 }

@@ -64,6 +64,7 @@ def generate(
     since: opt.LiveSince = None,
     until: opt.LiveUntil = None,
     evidence_interval: opt.EvidenceInterval = "1m",
+    stable_for: opt.StableFor = None,
     min_flows: opt.MinFlows = 1,
     kustomize: opt.Kustomize = False,
     output: opt.Output = "text",

@@ -612,6 +612,19 @@ EvidenceInterval = Annotated[
 ]
 
 
+StableFor = Annotated[
+    str | None,
+    typer.Option(
+        "--stable-for",
+        metavar="DURATION",
+        help="Write a policy only once it has gained no new rule for DURATION (e.g. 10m), so a "
+        "burst of new traffic does not churn the files; the summary lists the policies still "
+        "waiting and since when. Default: write at every flush.",
+        show_default=False,
+    ),
+]
+
+
 _INVERTED = {"no_evidence": "evidence", "no_diff": "diff"}
 """Flags that switch a request field off."""
 _SINGULAR = {"ignore_protocol": "ignore_protocols", "ignore_drop_reason": "ignore_drop_reasons"}

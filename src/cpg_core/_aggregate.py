@@ -129,6 +129,12 @@ class PolicyPlan:
                 mine.absorb(stats, max_samples)
         return attrs.evolve(self, attribution=attribution)
 
+    def joining(self, earlier: PolicyPlan, max_samples: int) -> PolicyPlan:
+        """This plan and an earlier one of the same target that was never written: the rules
+        of both, with the flows of both (``--stable-for`` keeps a policy back this way)."""
+        merged = self.absorbing(earlier, max_samples)
+        return attrs.evolve(merged, rules=tuple(rules_from_atoms(merged.attribution)))
+
     def with_selector_suffix(self) -> PolicyPlan:
         """The plan under a name derived from its selector too, for when another selector
         already has its workload name (in this run, or in the file on disk)."""

@@ -265,6 +265,8 @@ class LiveRequest:
     """Seconds between writes of the evidence of policies whose rules did not change."""
     relay_namespace: str = "kube-system"
     """Where to look for the hubble-relay pod when no server is given."""
+    stable_for: float = 0.0
+    """Seconds a policy must go without gaining a rule before it is written (0: at once)."""
 
     @classmethod
     def build(

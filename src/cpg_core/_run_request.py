@@ -145,6 +145,7 @@ class RunRequest:
         flush_interval: str | None = None,
         duration: str | None = None,
         evidence_interval: str | None = None,
+        stable_for: str | None = None,
         cluster_dedup: bool = False,
         relay_namespace: str | None = None,
     ) -> RunRequest:
@@ -210,6 +211,7 @@ class RunRequest:
                 else 60.0
             ),
             relay_namespace=relay_ns,
+            stable_for=duration_seconds(stable_for, "stable_for") if stable_for else 0.0,
         )
         return cls(
             capture=capture,

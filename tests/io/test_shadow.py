@@ -168,3 +168,98 @@ def test_shadow_flags_are_checked_before_connecting(tmp_path: Path) -> None:
     assert ran.returncode == 2 and "not both" in ran.stderr
     ran = cpg("shadow", "--server", "127.0.0.1:1", "--until", "2020-01-01T00:00:00Z")
     assert ran.returncode == 2 and "not a time in the future" in ran.stderr
+
+
+# --- generate --stable-for ------------------------------------------------------------------
+
+
+def test_stable_for_writes_a_policy_only_after_a_quiet_window(tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from cpg_core import AggregateOptions
+    from cpg_core.reports import WaitingPolicy
+
+    start = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)
+    now = [start]
+    out = tmp_path / "policies"
+    settings = runs.LiveSettings(
+        server="127.0.0.1:1", output_dir=out, options=AggregateOptions(), stable_for=600.0
+    )
+    capture = runs.LiveCapture(settings, clock=lambda: now[0])
+
+    def receive(port: int) -> None:
+        (response,) = responses_from_lines([jsonl([flow_dict(tcp=port)]).strip()])
+        capture._take(response)  # what the stream does with each response
+
+    def at(minutes: int) -> None:
+        now[0] = start + timedelta(minutes=minutes)
+        capture.flush()
+
+    cart = out / "shop" / "cart.yaml"
+    receive(8080)
+    at(0)
+    assert not cart.exists()
+    assert capture.result.waiting == [
+        WaitingPolicy(
+            namespace="shop", workload="cart", since="2026-11-02T10:00:00.000000Z", rules=1
+        )
+    ]
+    receive(9090)  # it keeps gaining rules: the window starts again
+    at(5)
+    at(10)
+    assert not cart.exists() and capture.result.waiting[0].since == "2026-11-02T10:05:00.000000Z"
+    at(15)  # quiet for ten minutes: written, with everything it gained
+    ports = [p["port"] for r in yaml_rules(cart) for p in r["toPorts"][0]["ports"]]
+    assert sorted(ports) == ["8080", "9090"] and capture.result.waiting == []
+    written = cart.read_text()
+    receive(7070)  # a new rule for a written policy waits too; the file stays as it was
+    at(16)
+    capture.flush(final=True)
+    assert cart.read_text() == written
+    assert [w.rules for w in capture.result.waiting] == [3]
+
+
+def yaml_rules(path: Path) -> list[Any]:
+    import yaml
+
+    return list(yaml.safe_load(path.read_text())["spec"]["ingress"])
+
+
+def test_generate_stable_for_reports_what_waits(tmp_path: Path) -> None:
+    from fake_relay import example_responses
+
+    with fake_relay(example_responses()) as (_, address):
+        ran = cpg(
+            "generate",
+            "--server",
+            address,
+            "-d",
+            str(tmp_path / "live"),
+            "--duration",
+            "1s",
+            "--flush-interval",
+            "0.2s",
+            "--stable-for",
+            "1h",
+            "-o",
+            "json",
+        )
+        text = cpg(
+            "generate",
+            "--server",
+            address,
+            "-d",
+            str(tmp_path / "t"),
+            "--duration",
+            "1s",
+            "--stable-for",
+            "1h",
+            "--no-evidence",
+        )
+    assert ran.returncode == 0, ran.stderr
+    report = json.loads(ran.stdout)
+    assert report["waiting"] and not list((tmp_path / "live").rglob("*.yaml"))
+    assert {w["namespace"] + "/" + w["workload"] for w in report["waiting"]} >= {"shop/cart"}
+    assert "Waiting (gained a rule within --stable-for 3600s; not written yet)" in text.stdout
+    bad = cpg("generate", "--server", "127.0.0.1:1", "--stable-for", "soon")
+    assert bad.returncode == 2 and "--stable-for" in bad.stderr

@@ -21,6 +21,7 @@ from cpg_core.reports._markdown import confidence, markdown_report
 from cpg_core.reports._run import (
     FileOutcome,
     RunReport,
+    WaitingPolicy,
     run_data,
     run_json,
     run_text,
@@ -40,6 +41,7 @@ __all__ = [
     "RunReport",
     "TrafficGraph",
     "VerifyView",
+    "WaitingPolicy",
     "WhyView",
     "aggregate_rows",
     "capped_breakdowns",

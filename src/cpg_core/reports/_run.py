@@ -40,6 +40,18 @@ class FileOutcome:
 
 
 @attrs.frozen(slots=True, kw_only=True)
+class WaitingPolicy:
+    """A policy ``--stable-for`` keeps unwritten: it gained a rule too recently."""
+
+    namespace: str
+    workload: str
+    since: str
+    """When it last gained a rule (RFC 3339)."""
+    rules: int
+    """Allow entries it has so far."""
+
+
+@attrs.frozen(slots=True, kw_only=True)
 class RunReport:
     """One run, as its report shows it."""
 
@@ -75,6 +87,9 @@ class RunReport:
     """Recorded sessions whose inputs this replay read again: their counts were replaced."""
     recorded_by: str = ""
     """A recorded session that already counted every input of this replay (evidence left)."""
+    waiting: tuple[WaitingPolicy, ...] = ()
+    stable_for: float = 0.0
+    """``--stable-for`` in seconds (0: policies are written at every flush)."""
 
     def count(self, outcome: str) -> int:
         return sum(1 for f in self.files if f.outcome == outcome)
@@ -248,6 +263,18 @@ def _policy_lines(report: RunReport, changed: list[FileOutcome]) -> list[str]:
             )
         if len(report.held_back) > MAX_FILES_SHOWN:
             lines.append(f"  … and {len(report.held_back) - MAX_FILES_SHOWN} more (-o json)")
+    if report.waiting:
+        lines.append(
+            f"Waiting (gained a rule within --stable-for {report.stable_for:g}s; not written "
+            f"yet): {len(report.waiting)}"
+        )
+        for waiting in report.waiting[:MAX_FILES_SHOWN]:
+            lines.append(
+                f"  {waiting.namespace}/{waiting.workload}: {_plural(waiting.rules, 'rule')}, "
+                f"last new rule at {waiting.since}"
+            )
+        if len(report.waiting) > MAX_FILES_SHOWN:
+            lines.append(f"  … and {len(report.waiting) - MAX_FILES_SHOWN} more (-o json)")
     if report.evidence_dir is not None:
         lines.append(
             f"Evidence in {report.evidence_dir} (see: cpg explain NAMESPACE/WORKLOAD -d {output_dir})"
@@ -375,6 +402,7 @@ def run_data(report: RunReport) -> dict[str, Any]:
         },
         "cluster_health": report.health_path,
         "held_back": [attrs.asdict(held) for held in report.held_back],
+        "waiting": [attrs.asdict(waiting) for waiting in report.waiting],
         "errors": [f.error for f in report.failed] + list(report.evidence_errors),
         "exit_code": report.exit_code,
     }

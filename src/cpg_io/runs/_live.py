@@ -30,6 +30,7 @@ from cpg_core import (
     held_back,
     hold_back,
 )
+from cpg_core.reports import WaitingPolicy
 from cpg_io.hubble import TLSSettings
 from cpg_io.kube import RelayConnection, prepare_relay
 from cpg_io.kustomize import update_kustomizations
@@ -79,6 +80,8 @@ class LiveSettings:
     evidence_interval: float = 60.0
     """Seconds between writes of the evidence of policies whose rules did not change (their
     files are not touched at all); the last flush writes it whatever the time."""
+    stable_for: float = 0.0
+    """Seconds a policy must go without a new rule before it is written (``--stable-for``)."""
 
 
 def connect_relay(
@@ -132,6 +135,7 @@ def live_settings(
         min_flows=request.min_flows,
         kustomize=request.kustomize,
         evidence_interval=request.live.evidence_interval,
+        stable_for=request.live.stable_for,
     )
 
 
@@ -165,6 +169,10 @@ class LiveCapture(RelayReader):
         self._pending: dict[PolicyTarget, PolicyPlan] = {}
         """Evidence of unchanged policies not written yet (see evidence_interval)."""
         self._evidence_due = time.monotonic()
+        self._unstable: dict[PolicyTarget, PolicyPlan] = {}
+        """Changed policies --stable-for keeps unwritten, with what they gained so far."""
+        self._rules_seen: dict[PolicyTarget, set[Atom]] = {}
+        self._last_change: dict[PolicyTarget, datetime] = {}
         self.started = clock()
         self.session = SessionInfo(
             id=new_session_id(self.started),
@@ -230,6 +238,8 @@ class LiveCapture(RelayReader):
             self.result.held_back = held_back(self._held)
             self.result.min_flows = self.settings.min_flows
         plans, quiet = self._changed(plans)
+        if self.settings.stable_for > 0:
+            plans = self._stabilized(plans)
         due = final or time.monotonic() >= self._evidence_due
         if self.settings.evidence is None or self.settings.dry_run:
             quiet = []  # nothing to write for them at all
@@ -332,6 +342,36 @@ class LiveCapture(RelayReader):
                 plan = plan.absorbing(waiting, self.settings.options.max_samples)
             changed.append(plan)
         return changed, quiet
+
+    def _stabilized(self, changed: list[PolicyPlan]) -> list[PolicyPlan]:
+        """The changed policies that have gone ``stable_for`` without a new rule; the others
+        wait, keeping what they gained (Calico's stabilization period)."""
+        now = self.clock()
+        max_samples = self.settings.options.max_samples
+        for plan in changed:
+            seen = self._rules_seen.setdefault(plan.target, set())
+            if not seen.issuperset(plan.attribution):
+                seen.update(plan.attribution)
+                self._last_change[plan.target] = now
+            waiting = self._unstable.pop(plan.target, None)
+            self._unstable[plan.target] = (
+                plan if waiting is None else plan.joining(waiting, max_samples)
+            )
+        ready = []
+        for target in sorted(self._unstable, key=lambda t: (t.namespace, t.workload)):
+            if (now - self._last_change[target]).total_seconds() >= self.settings.stable_for:
+                ready.append(self._unstable.pop(target))
+        self.result.stable_for = self.settings.stable_for
+        self.result.waiting = [
+            WaitingPolicy(
+                namespace=target.namespace,
+                workload=target.workload,
+                since=rfc3339(self._last_change[target]),
+                rules=len(self._rules_seen[target]),
+            )
+            for target in sorted(self._unstable, key=lambda t: (t.namespace, t.workload))
+        ]
+        return ready
 
     def _hold_evidence(self, quiet: list[PolicyPlan]) -> None:
         for plan in quiet:

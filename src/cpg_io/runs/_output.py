@@ -31,7 +31,7 @@ from cpg_core import (
 )
 from cpg_core.cilium import load_one
 from cpg_core.reading import ReadStats
-from cpg_core.reports import FileOutcome, RunReport
+from cpg_core.reports import FileOutcome, RunReport, WaitingPolicy
 from cpg_io.engines.workers import map_forked
 from cpg_io.errors import Cancelled, StoreError
 from cpg_io.evidence_store import EvidenceStore
@@ -75,6 +75,9 @@ class RunResult:
     held_back: list[HeldBack] = attrs.Factory(list)
     """Allow entries seen fewer than --min-flows times: reported, not written."""
     min_flows: int = 1
+    waiting: list[WaitingPolicy] = attrs.Factory(list)
+    """Policies ``--stable-for`` keeps unwritten so far."""
+    stable_for: float = 0.0
     verify: VerifyReport | None = None
     """The check of the written policies, when the request asked for one."""
     verify_error: str = ""
@@ -344,6 +347,8 @@ def run_report(
         health_path=str(result.health_path) if result.health_path else None,
         held_back=tuple(result.held_back),
         min_flows=result.min_flows,
+        waiting=tuple(result.waiting),
+        stable_for=result.stable_for,
         kustomized=result.kustomized,
         evidence_errors=tuple(result.evidence_errors),
         exit_code=exit_code,
