@@ -13,6 +13,7 @@ import typer
 
 from cpg_cli import options as opt
 from cpg_cli.bootstrap_cmd import bootstrap
+from cpg_cli.drift_cmd import drift
 from cpg_cli.explain_cmd import explain
 from cpg_cli.generate_cmd import generate
 from cpg_cli.plan_cmd import plan
@@ -115,6 +116,7 @@ app.command(cls=opt.StrictCommand, no_args_is_help=True)(verify)
 app.command(cls=opt.StrictCommand, no_args_is_help=True)(plan)
 app.command(cls=opt.StrictCommand)(report)
 app.command(cls=opt.StrictCommand)(shadow)
+app.command(cls=opt.StrictCommand)(drift)
 app.command(cls=opt.StrictCommand, no_args_is_help=True)(why)
 app.command(cls=opt.StrictCommand, no_args_is_help=True)(trace)
 

@@ -165,6 +165,9 @@ class PolicyEvidence:
     policy: PolicyIdentity
     sessions: tuple[SessionInfo, ...] = ()
     rules: tuple[RuleEvidence, ...] = ()
+    subjects: tuple[dict[str, str], ...] = attrs.field(default=(), hash=False)
+    """The label sets of the pods the rules were made for (from the samples), so ``cpg
+    drift`` can tell when the selector reaches pods nobody saw when the policy was made."""
 
 
 # --- cluster health --------------------------------------------------------------------------

@@ -35,8 +35,17 @@ from cpg_core._documents import (
     SessionInfo,
 )
 from cpg_core._errors import CpgError
-from cpg_core._labels import CLUSTER_LABEL
-from cpg_core._rules import HTTP, Atom, CidrPeer, EndpointPeer, EntityPeer, FqdnPeer, Peer
+from cpg_core._labels import CLUSTER_LABEL, stable_labels
+from cpg_core._rules import (
+    HTTP,
+    INGRESS,
+    Atom,
+    CidrPeer,
+    EndpointPeer,
+    EntityPeer,
+    FqdnPeer,
+    Peer,
+)
 from cpg_core._wire import DocumentError, from_data, to_data
 
 SCHEMA_VERSION = EVIDENCE_SCHEMA_VERSION
@@ -205,6 +214,34 @@ def _without(rule: RuleEvidence, gone: Collection[str], keep: str) -> RuleEviden
     )
 
 
+MAX_SUBJECTS = 100
+"""Label sets kept per policy: past it, the newest ones (in label order) are left out."""
+
+
+def subject_labels(labels: Iterable[str]) -> dict[str, str]:
+    """The labels of a pod a policy was made for, as its evidence keeps them: the stable
+    ``k8s:`` labels without the ones Kubernetes and Cilium set (namespace, service account)."""
+    return {
+        key: value
+        for key, value in stable_labels(labels).items()
+        if not key.startswith(("io.kubernetes.", "io.cilium."))
+    }
+
+
+def plan_subjects(attribution: Mapping[Atom, RuleStats]) -> tuple[dict[str, str], ...]:
+    """The distinct label sets of the pods the samples of ``attribution`` were made for."""
+    found: dict[tuple[tuple[str, str], ...], None] = {}
+    for atom, stats in attribution.items():
+        for flow in stats.sample_flows():
+            subject = flow.destination if atom.direction == INGRESS else flow.source
+            found[tuple(sorted(subject_labels(subject.labels).items()))] = None
+    return _subjects(found)
+
+
+def _subjects(found: Iterable[tuple[tuple[str, str], ...]]) -> tuple[dict[str, str], ...]:
+    return tuple(dict(items) for items in sorted(set(found))[:MAX_SUBJECTS] if items)
+
+
 def merge_evidence(
     existing: PolicyEvidence | None,
     *,
@@ -216,6 +253,7 @@ def merge_evidence(
     max_samples: int = 10,
     max_sessions: int = 10,
     replaces: Collection[str] = (),
+    subjects: Iterable[Mapping[str, str]] = (),
 ) -> PolicyEvidence:
     """Fold one session's rules into a policy's evidence. Counts add, first/last seen widen,
     the session is upserted by id (oldest sessions dropped past ``max_sessions``), samples keep
@@ -248,10 +286,12 @@ def merge_evidence(
     if gone:
         kept = (_unlisted(rule, session) for rule in by_key.values())
         by_key = {rule.key: rule for rule in kept if rule.flow_count or rule.contributing_sessions}
+    known = list(existing.subjects) if existing is not None else []
     return PolicyEvidence(
         policy=PolicyIdentity(name, namespace, workload),
         sessions=tuple(sessions),
         rules=tuple(sorted(by_key.values(), key=_rule_order)),
+        subjects=_subjects(tuple(sorted(s.items())) for s in [*known, *subjects]),
     )
 
 
@@ -287,6 +327,7 @@ def plan_evidence(
         max_samples=max_samples,
         max_sessions=max_sessions,
         replaces=replaces,
+        subjects=plan_subjects(plan.attribution),
     )
 
 

@@ -367,3 +367,22 @@ class ShadowRequest:
     live: RunRequest
     report: str | None = None
     """Where the plan so far is written at every flush (the JSON of ``cpg plan -o json``)."""
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class DriftRequest:
+    """What ``cpg drift`` checks: the applied policies (``check.policies``) against a capture
+    (``check.inputs``) or, with ``live``, the flows of a live capture."""
+
+    check: CheckRequest
+    stale_after_days: float = 30.0
+    live: RunRequest | None = None
+
+    @classmethod
+    def build(
+        cls, *, check: CheckRequest, stale_after: str | None = None, live: RunRequest | None = None
+    ) -> DriftRequest:
+        days = 30.0
+        if stale_after:
+            days = duration_seconds(stale_after, "stale_after") / 86400
+        return cls(check=check, stale_after_days=days, live=live)

@@ -1,7 +1,19 @@
-"""Proposed policies on live traffic (``cpg shadow``, a cpg-mcp shadow session): the plan
-judged as flows arrive, and the request that says what to watch."""
+"""Proposed and applied policies on live traffic: the plan judged as flows arrive (``cpg
+shadow``, a cpg-mcp shadow session), the drift of applied policies (``cpg drift``), and the
+requests that say what to watch."""
 
+from cpg_core._drift import Drift, DriftJudge, NeedsRule, StaleRule, UnseenPods
 from cpg_core._plan import PlanJudge, WouldBreak
-from cpg_core._run_request import ShadowRequest
+from cpg_core._run_request import DriftRequest, ShadowRequest
 
-__all__ = ["PlanJudge", "ShadowRequest", "WouldBreak"]
+__all__ = [
+    "Drift",
+    "DriftJudge",
+    "DriftRequest",
+    "NeedsRule",
+    "PlanJudge",
+    "ShadowRequest",
+    "StaleRule",
+    "UnseenPods",
+    "WouldBreak",
+]

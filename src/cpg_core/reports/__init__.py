@@ -12,6 +12,7 @@ from cpg_core.reports._checks import (
     verify_text,
     would_break_text,
 )
+from cpg_core.reports._drift import DriftView
 from cpg_core.reports._dropped import DroppedFlowFilter, aggregate_rows, compose, flow_samples
 from cpg_core.reports._formats import FORMATS, ExplainView, Review, formats, render
 from cpg_core.reports._graph import Node, TrafficGraph, traffic_graph
@@ -31,6 +32,7 @@ from cpg_core.reports._why import WhyView, why_text
 __all__ = [
     "DECISION_LABELS",
     "FORMATS",
+    "DriftView",
     "DroppedFlowFilter",
     "ExplainView",
     "FileOutcome",

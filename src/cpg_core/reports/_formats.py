@@ -20,6 +20,7 @@ from cpg_core.reports._checks import (
     plan_text,
     verify_text,
 )
+from cpg_core.reports._drift import DriftView, drift_json, drift_text
 from cpg_core.reports._html import html_report
 from cpg_core.reports._inputs import ReviewInputs
 from cpg_core.reports._markdown import markdown_report
@@ -97,6 +98,7 @@ FORMATS: Mapping[str, Mapping[str, Callable[[Any], str]]] = {
     "verify": {"text": verify_text, "json": _verify_json},
     "explain": {"text": _explain_text, "json": _explain_json, "yaml": _explain_yaml},
     "why": {"text": why_text, "json": _why_json},
+    "drift": {"text": drift_text, "json": drift_json},
 }
 """kind of document → format → renderer (document → text)."""
 
@@ -107,6 +109,7 @@ _KINDS: Mapping[type, str] = {
     VerifyView: "verify",
     ExplainView: "explain",
     WhyView: "why",
+    DriftView: "drift",
 }
 
 
@@ -116,7 +119,8 @@ def formats(kind: str) -> tuple[str, ...]:
 
 
 def render(
-    document: RunReport | Review | PlanView | VerifyView | ExplainView | WhyView, fmt: str
+    document: RunReport | Review | PlanView | VerifyView | ExplainView | WhyView | DriftView,
+    fmt: str,
 ) -> str:
     """The document in format ``fmt``; ValueError naming the formats it has."""
     kind = _KINDS[type(document)]

@@ -2,6 +2,7 @@
 and returning a typed result. The CLI and cpg-mcp are flags or tool arguments → request →
 run → rendering; nothing here knows which of them called."""
 
+from cpg_io.runs._drift import DriftCapture, DriftRun, drift_capture, drift_run
 from cpg_io.runs._live import LiveCapture, LiveSettings, connect_relay, live_settings
 from cpg_io.runs._output import EvidenceSettings, FileResult, RunResult, run_report, write_plan
 from cpg_io.runs._plan import (
@@ -32,6 +33,8 @@ from cpg_io.runs._verify import VerifiedCapture, VerifyRun, verify_capture, veri
 from cpg_io.runs._why import WhyRun, trace_run, why_run
 
 __all__ = [
+    "DriftCapture",
+    "DriftRun",
     "EvidenceSettings",
     "FileResult",
     "LiveCapture",
@@ -47,6 +50,8 @@ __all__ = [
     "WhyRun",
     "WrittenFixes",
     "connect_relay",
+    "drift_capture",
+    "drift_run",
     "evidence_settings",
     "exit_code",
     "live_settings",
