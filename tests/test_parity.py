@@ -40,6 +40,7 @@ NOT_A_TOOL_ARGUMENT = {
 
 TOOL_ONLY = {
     "replay_file": "replay",  # cpg replay takes its capture files as arguments
+    "shadow_policies": "shadow",
     "tls": "generate",
     "tls_ca_cert": "generate",
     "tls_client_cert": "generate",

@@ -13,6 +13,7 @@ FLAGS = {
     "ignore_drop_reasons": "--ignore-drop-reason",
     "evidence": "--no-evidence",
     "diff": "--no-diff",
+    "shadow_policies": "--policies",
     "flow_filter": "--from-pod/--to-pod/--pod/--from-label/--to-label/--label/--port/--verdict",
 }
 """Where the flag is not ``--`` and the field name with dashes."""

@@ -1,7 +1,8 @@
 """How the cluster drifts away from the policies applied: policy drops for workloads the
 policies select (they need a rule), selectors that now reach pods with labels nobody saw when
 the policy was made, and rules no flow has used for a long time. ``cpg drift`` asks it of a
-capture or of a live stream; like the plan, it takes flows one at a time."""
+capture or of a live stream; like the plan, it takes flows one at a time (ARCHITECTURE
+§D28)."""
 
 from __future__ import annotations
 

@@ -282,7 +282,7 @@ def plan(
 class PlanJudge:
     """A plan judged as flows arrive (``cpg shadow``): :meth:`add` each flow, ask :meth:`plan`
     at any moment. The answer is exactly :func:`plan` over the flows added so far, and what
-    is kept grows with the kinds of traffic, not with the flows."""
+    is kept grows with the kinds of traffic, not with the flows (ARCHITECTURE §D28)."""
 
     def __init__(
         self,

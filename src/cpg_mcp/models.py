@@ -222,6 +222,11 @@ class PlanResult(BaseModel):
         description="per proposed policy, entries added/removed"
     )
     policies: _field_of(Plan, "policies")  # type: ignore[valid-type]
+    so_far: bool | None = Field(
+        default=None,
+        description="true while a shadow session runs: the plan of the flows received so far; "
+        "final after stop_session",
+    )
     total_count: int = Field(description="would-break items across all pages")
     has_more: bool
     next_cursor: str | None = None

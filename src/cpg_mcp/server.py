@@ -279,6 +279,16 @@ _ReplayFile = Annotated[
 ]
 
 
+_ShadowPolicies = Annotated[
+    str | None,
+    Field(
+        description="a folder of proposed policies inside the folder the operator allowed with "
+        "--allow-replay-dir: the live session judges them on every flow (cpg shadow) instead "
+        "of generating policies; get_plan returns what would break so far"
+    ),
+]
+
+
 _ListDroppedFlowsNamespace = Annotated[
     str | None,
     Field(description="filter: namespace (applies to both samples and aggregates)"),
@@ -517,6 +527,7 @@ def _session_tools(mcp: GuardedServer, manager: SessionManager) -> None:
         relay_namespace: _RelayNamespace = None,
         cluster_dedup: _ClusterDedup = False,
         replay_file: _ReplayFile = None,
+        shadow_policies: _ShadowPolicies = None,
     ) -> models.StartResult:
         """Start a capture session and return at once with its opaque session_id; the capture runs
         in the background. One session at a time: stop_session before starting another (a stopped
@@ -602,7 +613,8 @@ def _query_tools(mcp: GuardedServer, manager: SessionManager) -> None:
         limit: _GetPlanLimit = 50,
         cursor: CURSOR = None,
     ) -> models.PlanResult:
-        """The plan of a stopped session's policies (cpg plan): denied flows they fix,
+        """The plan of a stopped session's policies (cpg plan), or of a shadow session's
+        proposed policies on its live stream so far (so_far): denied flows they fix,
         forwarded flows that work today and would break (a selector that newly puts pods in
         default-deny), with a fix each, endpoints policed for the first time, and each
         policy's changes in Cilium terms. Judged on capture, else on the session's own

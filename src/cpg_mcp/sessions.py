@@ -16,7 +16,9 @@ from typing import Any, Literal
 
 import attrs
 
-from cpg_core import CpgError, RunRequest
+from cpg_core import CheckRequest, CpgError, RunRequest
+from cpg_core.reports import PlanView
+from cpg_core.shadow import ShadowRequest
 from cpg_core.text import shown
 from cpg_io import runs
 from cpg_io.engines import InProcess
@@ -51,9 +53,19 @@ class Session:
     """Set to end a replay early: it stops at its next block, before writing anything."""
     relay: RelayConnection | None = None
     """The port-forward to hubble-relay when no server was given; closed when the capture ends."""
+    shadow: runs.ShadowCapture | None = None
+    """A shadow session's stream: proposed policies judged on live traffic."""
+    shadow_plan: PlanView | None = None
+    """A stopped shadow session's final plan."""
     plans: dict[tuple[bool, str, tuple[str, ...]], Any] = attrs.Factory(dict)
     """Plans already made, by (from_cluster, allow_localhost, the capture judged on)."""
     """get_plan's answers (by from_cluster): the capture is read once."""
+
+    def stop_stream(self) -> None:
+        """Ask a live capture or a shadow session to stop (it flushes and ends)."""
+        for stream in (self.capture, self.shadow):
+            if stream is not None:
+                stream.stop.set()
 
     def release(self) -> None:
         relay, self.relay = self.relay, None
@@ -133,22 +145,52 @@ class SessionManager:
             )
         return path
 
+    def allowed_folder(self, folder: str, argument: str) -> Path:
+        """A folder inside the one the operator allowed (proposed policies to shadow)."""
+        if self.allow_replay_dir is None:
+            raise SessionError(
+                f"{argument} is not enabled: the operator must start cpg-mcp with "
+                "--allow-replay-dir DIR"
+            )
+        try:
+            if "\x00" in folder:
+                raise ValueError("it contains a NUL character")
+            path = (self.allow_replay_dir / folder).resolve()
+            is_dir = path.is_dir()
+        except (OSError, ValueError) as exc:
+            raise SessionError(
+                f"{argument} {shown(folder)} is not a folder cpg can open ({exc})"
+            ) from None
+        if not path.is_relative_to(self.allow_replay_dir) or not is_dir:
+            raise SessionError(
+                f"{argument} must name a folder inside {self.allow_replay_dir} (a path relative "
+                "to it, or an absolute one inside it)"
+            )
+        return path
+
     async def start(
         self,
         request: RunRequest,
         *,
         replay_file: str | None = None,
         tls: TLSSettings | None = None,
+        shadow_policies: str | None = None,
     ) -> tuple[Session, str | None]:
-        """Start a session for ``request``: the replay of ``replay_file``, else a live
-        capture. Both go through the run layer, as cpg replay and cpg generate do; the
-        session's folders replace the output and evidence folders."""
+        """Start a session for ``request``: the replay of ``replay_file``, a shadow of the
+        proposed policies in ``shadow_policies`` on live traffic, else a live capture. All go
+        through the run layer, as cpg replay, cpg shadow and cpg generate do; the session's
+        folders replace the output and evidence folders."""
         old = self.current
         if old is not None and old.state == "capturing":
             raise SessionError(
                 f"session {old.id} already running ({old.elapsed():.0f}s); call stop_session first"
             )
         source_path = self.replay_path(replay_file) if replay_file is not None else None
+        proposed = (
+            self.allowed_folder(shadow_policies, "shadow_policies")
+            if shadow_policies is not None
+            else None
+        )
         now = rfc3339(utc_now())
         if source_path is None:
             request.live_window(now)  # an until in the past is refused before anything starts
@@ -166,6 +208,9 @@ class SessionManager:
         self.current = session
         if source_path is not None:
             session.task = asyncio.create_task(self._replay(session, source_path, request))
+            return session, discarded
+        if proposed is not None:
+            await self._start_shadow(session, request, proposed, now, tls)
             return session, discarded
         try:
             relay = await self._connect(session, request)
@@ -210,6 +255,57 @@ class SessionManager:
                 "port-forward: ", *exc.parts, "; or give server (Hubble Relay host:port)"
             ) from None
 
+    async def _start_shadow(
+        self,
+        session: Session,
+        request: RunRequest,
+        proposed: Path,
+        now: str,
+        tls: TLSSettings | None,
+    ) -> None:
+        try:
+            relay = await self._connect(session, request)
+            capture = request.capture
+            shadow = ShadowRequest(
+                check=CheckRequest(
+                    inputs=(relay.server,),
+                    policies=str(proposed),
+                    include_audit=capture.include_audit,
+                    default_local_cluster=capture.default_local_cluster,
+                    allow_localhost=capture.allow_localhost,
+                ),
+                live=request,
+            )
+            setup = await asyncio.to_thread(
+                runs.shadow_setup,
+                shadow,
+                relay,
+                now=now,
+                tls=tls,
+                evidence_dir=session.evidence_root,
+                kube_dir=session.tmp / "kube",
+            )
+        except BaseException:
+            self.discard()
+            raise
+        for problem in setup.problems:
+            log.warning("shadow session %s: %s", session.id, problem)
+        session.shadow = runs.ShadowCapture(setup.settings, setup.judge)
+        session.task = asyncio.create_task(self._shadow(session))
+
+    async def _shadow(self, session: Session) -> None:
+        assert session.shadow is not None
+        try:
+            session.shadow_plan = await session.shadow.run()
+            failure = session.shadow.failure
+            session.error = in_tool_words(failure) if failure is not None else session.shadow.error
+        except Exception as exc:
+            session.error = in_tool_words(exc)
+            log.warning("session %s failed: %s", session.id, exc)
+        finally:
+            session.stopped = time.monotonic()
+            session.release()
+
     async def _replay(self, session: Session, path: Path, request: RunRequest) -> None:
         try:
             session.result = await asyncio.to_thread(
@@ -245,8 +341,8 @@ class SessionManager:
     async def stop(self, session_id: str) -> Session:
         session = self.get(session_id)
         session.stop_calls += 1
-        if session.capture is not None:
-            session.capture.stop.set()
+        if session.capture is not None or session.shadow is not None:
+            session.stop_stream()
         else:
             session.cancel.set()  # an unfinished replay stops now; nothing of it is written
         if session.task is not None:
@@ -258,8 +354,7 @@ class SessionManager:
         self.current = None
         if session is not None:
             session.cancel.set()
-            if session.capture is not None:
-                session.capture.stop.set()
+            session.stop_stream()
             session.release()
             forget_temp_dir(session.tmp / "kube")
             shutil.rmtree(session.tmp, ignore_errors=True)
@@ -271,8 +366,7 @@ class SessionManager:
             session = self.current
             if session is not None and session.task is not None and session.state == "capturing":
                 session.cancel.set()
-                if session.capture is not None:
-                    session.capture.stop.set()
+                session.stop_stream()
                 try:
                     await asyncio.wait_for(asyncio.shield(session.task), 6)
                 except TimeoutError:

@@ -22,6 +22,7 @@ from cpg_core import (
     DroppedFlowCount,
     DroppedFlowSample,
     EvidenceError,
+    Plan,
     PolicyEvidence,
     RequestError,
     RunRequest,
@@ -137,6 +138,7 @@ async def start_session(
     tls_client_key: str | None = None,
     tls_server_name: str | None = None,
     replay_file: str | None = None,
+    shadow_policies: str | None = None,
     **arguments: Any,
 ) -> StartResult:
     """``arguments`` are the tool's run arguments, named as :meth:`RunRequest.build` names
@@ -150,6 +152,11 @@ async def start_session(
         raise ToolError(
             "replay_file reads a capture file: leave server, the tls arguments and "
             "cluster_dedup out"
+        )
+    if replay_file is not None and shadow_policies is not None:
+        raise ToolError(
+            "shadow_policies judges proposed policies on live traffic: leave replay_file out "
+            "(for a capture file, start a replay session and call get_plan with capture)"
         )
     if replay_file is None:
         validated(lambda: request.live_window(rfc3339(utc_now())))
@@ -166,7 +173,9 @@ async def start_session(
         server_name=tls_server_name or None,
     )
     try:
-        session, discarded = await manager.start(request, replay_file=replay_file, tls=settings)
+        session, discarded = await manager.start(
+            request, replay_file=replay_file, tls=settings, shadow_policies=shadow_policies
+        )
     except CpgError as exc:
         raise ToolError(in_tool_words(exc)) from None
     source = clean(session.source)
@@ -176,8 +185,10 @@ async def start_session(
 
 
 def get_status(session: Session) -> StatusResult:
-    if session.capture is not None and session.state == "capturing":
-        flows: int | None = session.capture.progress.flows
+    if session.shadow is not None:
+        flows: int | None = session.shadow.progress.flows
+    elif session.capture is not None and session.state == "capturing":
+        flows = session.capture.progress.flows
     else:
         flows = session.result.aggregator.total_flows if session.result is not None else None
     return StatusResult(
@@ -454,6 +465,17 @@ def get_plan(
     """What applying the session's policies would change, judged on ``capture`` (a file the
     operator allowed), else on the capture the session read."""
     paging.decode(cursor)
+    if session.shadow is not None:
+        if capture is not None or from_cluster:
+            raise ToolError(
+                "a shadow session judges its proposed policies on its own stream, against the "
+                "current policies it started with: leave capture and from_cluster out"
+            )
+        running = session.state == "capturing"
+        view = session.shadow.so_far() if running else session.shadow_plan
+        if view is None:
+            raise ToolError(f"the shadow session ended without a plan: {session.error}")
+        return _plan_result(view.plan, limit, cursor, so_far=running)
     if session.state != "stopped":
         raise ToolError("the session is still running; call stop_session first")
     result = session.result
@@ -487,7 +509,11 @@ def get_plan(
         except IoError as exc:
             raise ToolError(in_tool_words(exc)) from None
         session.plans[cache_key] = planned
-    data = to_data(planned)
+    return _plan_result(planned, limit, cursor)
+
+
+def _plan_result(plan: Plan, limit: int, cursor: str | None, *, so_far: bool = False) -> PlanResult:
+    data = to_data(plan)
     chunk, meta = paging.page(data["would_break"], cursor, limit)
     return PlanResult.model_validate(
         clean(
@@ -506,6 +532,7 @@ def get_plan(
                 "newly_enforced": data["newly_enforced"][:100],
                 "diffs": data["diffs"][:100],
                 "policies": data["policies"][:200],
+                "so_far": True if so_far else None,
                 **meta,
             }
         )

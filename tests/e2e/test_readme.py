@@ -21,6 +21,8 @@ COMMANDS = (
     "mcp",
     "why",
     "trace",
+    "shadow",
+    "drift",
 )
 _FLAG = re.compile(r"^-{1,2}[A-Za-z][-A-Za-z0-9]*")
 

@@ -11,8 +11,9 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
+from mcp.server.mcpserver.exceptions import ToolError
 
-from conftest import EXAMPLE, endpoint, flow_dict, jsonl
+from conftest import EXAMPLE, cpg, endpoint, flow_dict, jsonl
 from cpg_mcp.server import build_server
 
 pytestmark = pytest.mark.anyio
@@ -759,3 +760,50 @@ async def test_start_session_learns_from_forwarded_traffic(replay_dir: Path) -> 
         assert names == ["cart", "frontend"]
         bad = await call(client, "start_session", replay_file="works.jsonl", learn="everything")
         assert bad.is_error and "learn" in bad.content[0].text
+
+
+def _shadow_folder(tmp_path: Path) -> tuple[Path, list[Any]]:
+    """The allowed folder with a proposed policy (app=api) and the relay's flows: forwarded
+    traffic to api-v2 pods the proposal would newly police."""
+    from captures import ingress_capture
+    from fake_relay import responses_from_lines
+
+    allowed = tmp_path / "allowed"
+    allowed.mkdir()
+    capture = ingress_capture(tmp_path / "all.jsonl", allowed_by=True)
+    ran = cpg("replay", str(capture), "-d", str(allowed / "proposed"), "--no-evidence")
+    assert ran.returncode == 0, ran.stderr
+    return allowed, responses_from_lines(capture.read_text().splitlines())
+
+
+async def test_a_shadow_session_without_a_client(tmp_path: Path) -> None:
+    """The session manager and the tool functions alone: get_plan answers so far while the
+    stream runs, and the final plan after stop_session."""
+    from cpg_mcp import tools
+    from cpg_mcp.sessions import SessionManager
+    from fake_relay import fake_relay
+
+    allowed, responses = _shadow_folder(tmp_path)
+    manager = SessionManager(allowed)
+    with fake_relay(responses) as (_, address):
+        started = await tools.start_session(
+            manager, server=address, shadow_policies="proposed", flush_interval="1h"
+        )
+        session = manager.get(started.session_id)
+        with anyio.fail_after(30):
+            while tools.get_status(session).flows_seen != len(responses):
+                await anyio.sleep(0.02)
+        so_far = tools.get_plan(session)
+        assert so_far.so_far is True and so_far.verdict == "breaks"
+        assert so_far.would_break_flows == 12 and so_far.fixed == 2
+        await manager.stop(started.session_id)
+        final = tools.get_plan(session)
+        assert final.so_far is None and final.would_break == so_far.would_break
+        with pytest.raises(ToolError, match="leave capture and from_cluster out"):
+            tools.get_plan(session, from_cluster=True)
+        await manager.close()
+    refused = SessionManager(allowed)
+    with pytest.raises(ToolError, match="must name a folder inside"):
+        await tools.start_session(refused, server="127.0.0.1:1", shadow_policies="../")
+    with pytest.raises(ToolError, match="leave replay_file out"):
+        await tools.start_session(refused, replay_file="x", shadow_policies="proposed")

@@ -576,3 +576,52 @@ def test_explain_flow_through_the_sdk_stdio_client(tmp_path: Path) -> None:
     }
     (ingress,) = [a for a in trace["answers"] if a["direction"] == "ingress"]
     assert ingress["allowed"] is False and ingress["policed_by"] == ["shop/cpg-api"]
+
+
+def test_a_shadow_session_through_the_sdk_stdio_client(tmp_path: Path) -> None:
+    """start_session with shadow_policies over stdio: get_plan says what would break so far
+    while the stream runs, then the final plan; nothing is written to the proposed folder."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    from captures import ingress_capture
+    from conftest import cpg
+    from fake_relay import fake_relay, responses_from_lines
+
+    allowed = tmp_path / "allowed"
+    allowed.mkdir()
+    capture = ingress_capture(tmp_path / "all.jsonl", allowed_by=True)
+    proposed = allowed / "proposed"
+    assert cpg("replay", str(capture), "-d", str(proposed), "--no-evidence").returncode == 0
+    before = {p: p.read_bytes() for p in proposed.rglob("*") if p.is_file()}
+    responses = responses_from_lines(capture.read_text().splitlines())
+
+    async def drive(address: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        params = StdioServerParameters(
+            command=CPG_MCP,
+            args=["--allow-replay-dir", str(allowed)],
+            env={"TMPDIR": str(tmp_path), "KUBECONFIG": os.environ["KUBECONFIG"]},
+        )
+        async with Client(params, mode="legacy") as client:
+
+            async def call(tool: str, **args: Any) -> dict[str, Any]:
+                result = await client.call_tool(tool, args)
+                assert not result.is_error, result.content[0].text
+                return result.structured_content
+
+            sid = (await call("start_session", server=address, shadow_policies="proposed"))[
+                "session_id"
+            ]
+            with anyio.fail_after(30):
+                while (await call("get_status", session_id=sid))["flows_seen"] < len(responses):
+                    await anyio.sleep(0.05)
+            so_far = await call("get_plan", session_id=sid)
+            await call("stop_session", session_id=sid)
+            return so_far, await call("get_plan", session_id=sid)
+
+    with fake_relay(responses) as (_, address):
+        so_far, final = anyio.run(drive, address)
+    assert so_far["so_far"] is True and so_far["verdict"] == "breaks"
+    assert so_far["would_break"][0]["traffic"]["source"] == "monitoring/prometheus"
+    assert "so_far" not in final and final["would_break_flows"] == 12
+    assert {p: p.read_bytes() for p in proposed.rglob("*") if p.is_file()} == before
