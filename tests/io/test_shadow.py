@@ -263,3 +263,39 @@ def test_generate_stable_for_reports_what_waits(tmp_path: Path) -> None:
     assert "Waiting (gained a rule within --stable-for 3600s; not written yet)" in text.stdout
     bad = cpg("generate", "--server", "127.0.0.1:1", "--stable-for", "soon")
     assert bad.returncode == 2 and "--stable-for" in bad.stderr
+
+
+def test_a_shadow_survives_a_lost_stream_and_its_report_file_feeds_cpg_report(
+    tmp_path: Path,
+) -> None:
+    capture, out = _proposal(tmp_path)
+    records = [json.loads(line) for line in capture.read_text().splitlines()]
+    for number, record in enumerate(records):  # uuids: a resumed stream re-sends, never twice
+        record["flow"]["uuid"] = f"flow-{number}"
+        record["flow"]["time"] = f"2026-11-02T10:01:{number:02d}Z"  # as a relay sends: in order
+    capture.write_text(jsonl(records))
+    planned = cpg("plan", str(capture), "-d", str(out), "-o", "json")
+    report = tmp_path / "shadow.json"
+    lines = capture.read_text().splitlines()
+    with fake_relay(responses_from_lines(lines), break_after=6) as (relay, address):
+        shadowed = cpg(
+            "shadow",
+            "--server",
+            address,
+            "-d",
+            str(out),
+            "--duration",
+            "3s",
+            "--flush-interval",
+            "0.3s",
+            "--report",
+            str(report),
+            "-o",
+            "json",
+        )
+    assert shadowed.returncode == 3, shadowed.stderr
+    assert len(relay.requests) >= 2 and "reconnected" in shadowed.stderr
+    assert json.loads(shadowed.stdout) == json.loads(planned.stdout)
+    markdown = cpg("report", "-d", str(out), "--plan", str(report))
+    assert markdown.returncode == 0, markdown.stderr
+    assert "monitoring/prometheus" in markdown.stdout and "9090" in markdown.stdout
