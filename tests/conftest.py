@@ -19,6 +19,9 @@ import attrs
 import pytest
 import yaml
 
+from cpg_core.lint import lint_text
+from cpg_io.crd_schema import crd_schema_errors
+
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 CRD_PATH = SHARED / "schemas" / "ciliumnetworkpolicies.yaml"
@@ -123,6 +126,10 @@ def _validate_written_policies(request: pytest.FixtureRequest) -> Iterator[None]
         if isinstance(document, dict) and document.get("kind") == "CiliumNetworkPolicy":
             errors = crd_errors(document)
             assert not errors, f"{path}: " + "\n".join(errors)
+            labels = (document.get("metadata") or {}).get("labels") or {}
+            if labels.get("app.kubernetes.io/managed-by") == "cpg":  # cpg wrote it: lints clean
+                findings = lint_text(text, str(path), schema=crd_schema_errors)
+                assert not findings, "\n".join(f"{f.code} {f.field}: {f.message}" for f in findings)
 
 
 def endpoint(

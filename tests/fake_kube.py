@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+_PODS = re.compile(r"^/api/v1/namespaces/([^/]+)/pods$")
 _NAMESPACED = re.compile(r"^/apis/cilium\.io/v2/namespaces/([^/]+)/ciliumnetworkpolicies$")
 
 
@@ -21,6 +22,8 @@ class FakeKube:
         self.policies: list[dict[str, Any]] = []
         self.agents: list[str] | None = None
         """Images of the Cilium agents in kube-system (None: the pod list is not served)."""
+        self.pods: dict[str, list[dict[str, str]]] = {}
+        """The labels of the pods of each namespace (outside kube-system's agents)."""
         self.status = 200
         self.requests: list[tuple[str, str]] = []
 
@@ -37,6 +40,12 @@ class FakeKube:
                     "status": {"phase": "Running"},
                 }
                 for n, image in enumerate(self.agents)
+            ]
+        pods = _PODS.match(path)
+        if pods and pods.group(1) in self.pods:
+            return [
+                {"metadata": {"name": f"pod-{n}", "namespace": pods.group(1), "labels": labels}}
+                for n, labels in enumerate(self.pods[pods.group(1)])
             ]
         match = _NAMESPACED.match(path)
         if match:

@@ -103,6 +103,7 @@ PUBLIC_CORE = frozenset(
     {
         "cpg_core",
         "cpg_core.cilium",
+        "cpg_core.lint",
         "cpg_core.model",
         "cpg_core.reading",
         "cpg_core.reports",

@@ -435,6 +435,48 @@ def cilium_agent_images(api: Any, timeout: float, namespace: str = "kube-system"
     return images
 
 
+def namespace_pod_labels(
+    namespaces: list[str],
+    kubeconfig: Path | None,
+    context: str | None,
+    temp_dir: Path | None = None,
+    timeout: float = AGENT_TIMEOUT,
+) -> dict[str, list[dict[str, str]]]:
+    """The labels of every pod in each namespace (read-only: 'list' on pods), for ``cpg
+    lint --cluster``. A namespace cpg may not read is a KubeError naming it."""
+    import tempfile
+
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    own = temp_dir is None
+    folder = Path(tempfile.mkdtemp(prefix="cpg-kube-")) if temp_dir is None else temp_dir
+    try:
+        api = api_client(kubeconfig, context, temp_dir=folder)
+        found: dict[str, list[dict[str, str]]] = {}
+        for namespace in namespaces:
+
+            def call(namespace: str = namespace) -> Any:
+                return client.CoreV1Api(api).list_namespaced_pod(namespace)
+
+            try:
+                pods = _bounded(call, timeout, "the Kubernetes API").items or []
+            except ApiException as exc:
+                raise KubeError(
+                    f"listing the pods of {namespace} failed ({exc.status} {exc.reason}); "
+                    "cpg lint --cluster needs 'list' on pods there"
+                ) from None
+            found[namespace] = [
+                {str(k): str(v) for k, v in (pod.metadata.labels or {}).items()}
+                for pod in pods
+                if pod.metadata is not None
+            ]
+        return found
+    finally:
+        if own:
+            forget_temp_dir(folder)
+
+
 @attrs.define
 class RelayConnection:
     """Where a live capture connects, and what it set up to get there."""

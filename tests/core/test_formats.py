@@ -48,7 +48,7 @@ def _report(**changes: object) -> RunReport:
 def test_every_kind_lists_its_formats_and_renders_each() -> None:
     assert formats("run") == ("text", "json")
     assert formats("review") == ("markdown", "html")
-    assert set(FORMATS) == {"run", "review", "plan", "verify", "explain", "why", "drift"}
+    assert set(FORMATS) == {"run", "review", "plan", "verify", "explain", "why", "drift", "lint"}
     assert formats("drift") == ("text", "json")
     assert formats("why") == ("text", "json")
     assert formats("explain") == ("text", "json", "yaml")

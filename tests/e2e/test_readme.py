@@ -23,6 +23,7 @@ COMMANDS = (
     "trace",
     "shadow",
     "drift",
+    "lint",
 )
 _FLAG = re.compile(r"^-{1,2}[A-Za-z][-A-Za-z0-9]*")
 

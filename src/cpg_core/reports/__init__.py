@@ -18,6 +18,7 @@ from cpg_core.reports._formats import FORMATS, ExplainView, Review, formats, ren
 from cpg_core.reports._graph import Node, TrafficGraph, traffic_graph
 from cpg_core.reports._html import html_report
 from cpg_core.reports._inputs import ReviewInputs
+from cpg_core.reports._lint import LintView
 from cpg_core.reports._markdown import confidence, markdown_report
 from cpg_core.reports._run import (
     FileOutcome,
@@ -36,6 +37,7 @@ __all__ = [
     "DroppedFlowFilter",
     "ExplainView",
     "FileOutcome",
+    "LintView",
     "Node",
     "PlanView",
     "Review",

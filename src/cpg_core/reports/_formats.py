@@ -23,6 +23,7 @@ from cpg_core.reports._checks import (
 from cpg_core.reports._drift import DriftView, drift_json, drift_text
 from cpg_core.reports._html import html_report
 from cpg_core.reports._inputs import ReviewInputs
+from cpg_core.reports._lint import LintView, lint_json, lint_sarif, lint_text
 from cpg_core.reports._markdown import markdown_report
 from cpg_core.reports._run import RunReport, run_json, run_text
 from cpg_core.reports._why import WhyView, why_text
@@ -99,6 +100,7 @@ FORMATS: Mapping[str, Mapping[str, Callable[[Any], str]]] = {
     "explain": {"text": _explain_text, "json": _explain_json, "yaml": _explain_yaml},
     "why": {"text": why_text, "json": _why_json},
     "drift": {"text": drift_text, "json": drift_json},
+    "lint": {"text": lint_text, "json": lint_json, "sarif": lint_sarif},
 }
 """kind of document → format → renderer (document → text)."""
 
@@ -110,6 +112,7 @@ _KINDS: Mapping[type, str] = {
     ExplainView: "explain",
     WhyView: "why",
     DriftView: "drift",
+    LintView: "lint",
 }
 
 
@@ -119,7 +122,14 @@ def formats(kind: str) -> tuple[str, ...]:
 
 
 def render(
-    document: RunReport | Review | PlanView | VerifyView | ExplainView | WhyView | DriftView,
+    document: RunReport
+    | Review
+    | PlanView
+    | VerifyView
+    | ExplainView
+    | WhyView
+    | DriftView
+    | LintView,
     fmt: str,
 ) -> str:
     """The document in format ``fmt``; ValueError naming the formats it has."""

@@ -3,6 +3,7 @@ and returning a typed result. The CLI and cpg-mcp are flags or tool arguments â†
 run â†’ rendering; nothing here knows which of them called."""
 
 from cpg_io.runs._drift import DriftCapture, DriftRun, drift_capture, drift_run
+from cpg_io.runs._lint import LintInputError, LintRun, lint_run
 from cpg_io.runs._live import LiveCapture, LiveSettings, connect_relay, live_settings
 from cpg_io.runs._output import EvidenceSettings, FileResult, RunResult, run_report, write_plan
 from cpg_io.runs._plan import (
@@ -37,6 +38,8 @@ __all__ = [
     "DriftRun",
     "EvidenceSettings",
     "FileResult",
+    "LintInputError",
+    "LintRun",
     "LiveCapture",
     "LiveSettings",
     "PlanRun",
@@ -54,6 +57,7 @@ __all__ = [
     "drift_run",
     "evidence_settings",
     "exit_code",
+    "lint_run",
     "live_settings",
     "plan_capture",
     "plan_run",

@@ -1,0 +1,567 @@
+"""``cpg lint``: what is wrong with a CiliumNetworkPolicy before it reaches a cluster, whoever
+wrote it. Each rule has a code, a level and a fix; a finding names the file, the line and
+the field. Pure: the YAML text in, findings out (the CRD schema check is passed in)."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+import attrs
+import yaml
+
+from cpg_core._labels import label_problem
+
+Level = Literal["error", "warning"]
+SchemaCheck = Callable[[Mapping[str, Any]], list[tuple[tuple[str | int, ...], str]]]
+"""The CRD schema violations of one policy: (path in the document, message) each."""
+
+POLICY_KINDS = ("CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy")
+_SOURCES = ("k8s:", "any:", "reserved:", "cilium:", "unspec:", "container:")
+_WORLD_ENTITIES = frozenset({"world", "all", "world-ipv4", "world-ipv6"})
+_EVERYWHERE = frozenset({"0.0.0.0/0", "::/0"})
+
+
+@attrs.frozen(slots=True)
+class LintRule:
+    code: str
+    name: str
+    level: Level
+    summary: str
+    fix: str
+
+
+RULES: dict[str, LintRule] = {
+    rule.code: rule
+    for rule in (
+        LintRule(
+            "CPG001",
+            "yaml",
+            "error",
+            "The file is not YAML cpg can read safely (invalid YAML, anchors or aliases).",
+            "Write valid YAML with every value in full (no & anchors or * aliases).",
+        ),
+        LintRule(
+            "CPG002",
+            "crd-schema",
+            "error",
+            "The policy does not validate against the CiliumNetworkPolicy CRD schema: the API "
+            "server refuses the whole document.",
+            "Correct the field the message names (see the CRD's reference for its shape).",
+        ),
+        LintRule(
+            "CPG003",
+            "label-syntax",
+            "error",
+            "A selector label is not valid Kubernetes label syntax: the API server refuses the "
+            "whole document, with its valid rules.",
+            "Use a label key of at most 63 characters [A-Za-z0-9-_.] (with an optional DNS "
+            "prefix) and a value of at most 63 such characters, starting and ending "
+            "alphanumeric.",
+        ),
+        LintRule(
+            "CPG004",
+            "empty-endpoint-selector",
+            "warning",
+            "An empty endpointSelector selects every pod in the namespace (every pod in the "
+            "cluster for a clusterwide policy).",
+            "Select the workload by its labels (matchLabels: {app: NAME}), or keep it empty "
+            "only for a deliberate namespace-wide default.",
+        ),
+        LintRule(
+            "CPG005",
+            "empty-peer-selector",
+            "warning",
+            "An empty fromEndpoints/toEndpoints selector admits every pod (of the namespace, "
+            "or of the cluster with a clusterwide policy).",
+            "Name the peer by its labels, and its namespace with "
+            "k8s:io.kubernetes.pod.namespace when it lives elsewhere.",
+        ),
+        LintRule(
+            "CPG006",
+            "open-to-world",
+            "warning",
+            "The rule admits the whole world: the world or all entity, or 0.0.0.0/0 or ::/0.",
+            "Name the destinations: toFQDNs with a DNS rule, or the CIDRs you need.",
+        ),
+        LintRule(
+            "CPG007",
+            "cidr-in-pod-range",
+            "warning",
+            "A CIDR rule inside the cluster's pod CIDR: Cilium's CIDR rules never select pods "
+            "it manages, so the rule is dead.",
+            "Select the pods by their labels (fromEndpoints/toEndpoints) instead.",
+        ),
+        LintRule(
+            "CPG008",
+            "l4-voids-l7",
+            "error",
+            "A plain L4 rule and an L7 rule for the same peer and port: Cilium merges them and "
+            "the L7 rule then admits every request.",
+            "Keep only the L7 rule (add the requests the L4 rule was meant for), or only the L4 "
+            "rule.",
+        ),
+        LintRule(
+            "CPG009",
+            "port-range",
+            "error",
+            "A port or endPort outside 0-65535, or an endPort below its port.",
+            "Use ports from 1 to 65535 and an endPort at or above the port.",
+        ),
+        LintRule(
+            "CPG010",
+            "fqdn-without-dns",
+            "error",
+            "toFQDNs without an egress DNS rule (rules.dns) that lets the DNS proxy see the "
+            "lookups: the names never resolve to IPs, so nothing is admitted.",
+            "Add an egress rule to the DNS server (e.g. kube-dns, UDP/53 and TCP/53) with "
+            "rules: {dns: [{matchPattern: '*'}]}.",
+        ),
+        LintRule(
+            "CPG011",
+            "duplicate-rule",
+            "warning",
+            "The same rule appears twice in one direction of a policy.",
+            "Remove the copy.",
+        ),
+        LintRule(
+            "CPG012",
+            "selects-nothing",
+            "warning",
+            "The endpointSelector selects no pod in the policy's namespace today (--cluster).",
+            "Check the labels and the namespace: a typo here leaves the intended pods open.",
+        ),
+    )
+}
+
+
+@attrs.frozen(slots=True)
+class LintFinding:
+    code: str
+    name: str
+    level: Level
+    message: str
+    fix: str
+    file: str
+    line: int
+    """1-based; 0 when the finding is about the whole file."""
+    field: str
+    """Where in the document: ``spec.ingress[0].fromEndpoints[1]``."""
+    policy: str
+    """``namespace/name`` of the policy ("" when the file could not be read)."""
+
+
+def finding(code: str, message: str, file: str, line: int, field: str, policy: str) -> LintFinding:
+    rule = RULES[code]
+    return LintFinding(code, rule.name, rule.level, message, rule.fix, file, line, field, policy)
+
+
+def _field(path: Sequence[str | int]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+class _Lines:
+    """Line numbers of the nodes of one YAML document, by path."""
+
+    def __init__(self, node: yaml.Node | None) -> None:
+        self.lines: dict[tuple[str | int, ...], int] = {}
+        if node is not None:
+            self._walk(node, ())
+
+    def _walk(self, node: yaml.Node, path: tuple[str | int, ...]) -> None:
+        self.lines[path] = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                name = key.value if isinstance(key, yaml.ScalarNode) else str(key)
+                self.lines[(*path, name)] = key.start_mark.line + 1
+                self._walk(value, (*path, name))
+        elif isinstance(node, yaml.SequenceNode):
+            for n, item in enumerate(node.value):
+                self._walk(item, (*path, n))
+
+    def of(self, path: Sequence[str | int]) -> int:
+        """The line of ``path``, or of its nearest ancestor the document has."""
+        key = tuple(path)
+        while key:
+            if key in self.lines:
+                return self.lines[key]
+            key = key[:-1]
+        return self.lines.get((), 1)
+
+
+def lint_text(
+    text: str,
+    file: str,
+    *,
+    schema: SchemaCheck | None = None,
+    pod_cidrs: Iterable[str] = (),
+    pods: Mapping[str, Sequence[Mapping[str, str]]] | None = None,
+) -> list[LintFinding]:
+    """Every finding of one YAML file (several documents and ``kind: List`` included);
+    documents that are not Cilium policies are left alone."""
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                line = event.start_mark.line + 1 if event.start_mark is not None else 0
+                return [finding("CPG001", "uses YAML anchors or aliases", file, line, "", "")]
+        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 0
+        problem = getattr(exc, "problem", None) or str(exc)
+        return [finding("CPG001", f"not valid YAML: {problem}", file, line, "", "")]
+    networks = [ipaddress.ip_network(c, strict=False) for c in pod_cidrs]
+    found: list[LintFinding] = []
+    for node in nodes:
+        if node is None:
+            continue
+        document = yaml.SafeLoader("").construct_document(node)
+        lines = _Lines(node)
+        for path, policy in _policies(document):
+            found += _lint_policy(policy, path, lines, file, schema, networks)
+            if pods is not None:
+                found += _selects_nothing(policy, path, lines, file, pods)
+    return found
+
+
+def _policies(document: Any) -> list[tuple[tuple[str | int, ...], Mapping[str, Any]]]:
+    if not isinstance(document, Mapping):
+        return []
+    kind = document.get("kind")
+    if kind in POLICY_KINDS:
+        return [((), document)]
+    items = document.get("items")
+    if isinstance(kind, str) and kind.endswith("List") and isinstance(items, list):
+        return [
+            (("items", n), item)
+            for n, item in enumerate(items)
+            if isinstance(item, Mapping) and item.get("kind") in POLICY_KINDS
+        ]
+    return []
+
+
+def policy_label(policy: Mapping[str, Any]) -> str:
+    meta = policy.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '?')}".lstrip("/")
+
+
+def _lint_policy(
+    policy: Mapping[str, Any],
+    base: tuple[str | int, ...],
+    lines: _Lines,
+    file: str,
+    schema: SchemaCheck | None,
+    networks: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network],
+) -> list[LintFinding]:
+    name = policy_label(policy)
+    found: list[LintFinding] = []
+
+    def add(code: str, message: str, path: Sequence[str | int]) -> None:
+        where = (*base, *path)
+        found.append(finding(code, message, file, lines.of(where), _field(where), name))
+
+    if schema is not None:
+        for path, message in schema(policy):
+            add("CPG002", message, path)
+    for path, key, value in _labels(policy, ()):
+        problem = label_problem(_unsourced(key), value)
+        if problem:
+            add("CPG003", problem, path)
+    specs: list[tuple[tuple[str | int, ...], Any]] = []
+    if isinstance(policy.get("spec"), Mapping):
+        specs.append((("spec",), policy["spec"]))
+    if isinstance(policy.get("specs"), list):
+        specs += [
+            (("specs", n), s) for n, s in enumerate(policy["specs"]) if isinstance(s, Mapping)
+        ]
+    for path, spec in specs:
+        for code, message, where in _spec_findings(spec, networks):
+            add(code, message, (*path, *where))
+    return found
+
+
+def _selects_nothing(
+    policy: Mapping[str, Any],
+    base: tuple[str | int, ...],
+    lines: _Lines,
+    file: str,
+    pods: Mapping[str, Sequence[Mapping[str, str]]],
+) -> list[LintFinding]:
+    """CPG012 for a namespaced policy whose endpointSelector selects none of ``pods`` (the
+    labels of the pods of each namespace, as the cluster has them today)."""
+    meta = policy.get("metadata")
+    namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+    spec = policy.get("spec")
+    if (
+        policy.get("kind") != "CiliumNetworkPolicy"
+        or not namespace
+        or not isinstance(spec, Mapping)
+    ):
+        return []
+    selector = spec.get("endpointSelector")
+    if not isinstance(selector, Mapping):
+        return []
+    namespaced = [
+        {**labels, "io.kubernetes.pod.namespace": str(namespace)}  # Cilium adds it to each pod
+        for labels in pods.get(str(namespace), [])
+    ]
+    if any(selects(selector, labels) for labels in namespaced):
+        return []
+    where = (*base, "spec", "endpointSelector")
+    count = len(pods.get(str(namespace), []))
+    message = f"selects none of the {count} pods in {namespace} today"
+    return [finding("CPG012", message, file, lines.of(where), _field(where), policy_label(policy))]
+
+
+def selects(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """Whether a label selector (matchLabels, matchExpressions) selects a pod's labels."""
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(_unsourced(str(key))) != str(value):
+            return False
+    for expression in selector.get("matchExpressions") or []:
+        if not isinstance(expression, Mapping):
+            continue
+        key = _unsourced(str(expression.get("key", "")))
+        operator = str(expression.get("operator", ""))
+        values = {str(v) for v in expression.get("values") or []}
+        present = key in labels
+        if operator == "In" and not (present and labels[key] in values):
+            return False
+        if operator == "NotIn" and present and labels[key] in values:
+            return False
+        if operator == "Exists" and not present:
+            return False
+        if operator == "DoesNotExist" and present:
+            return False
+    return True
+
+
+def _unsourced(key: str) -> str:
+    for source in _SOURCES:
+        if key.startswith(source):
+            return key[len(source) :]
+    return key
+
+
+def _labels(
+    node: Any, path: tuple[str | int, ...]
+) -> Iterable[tuple[tuple[str | int, ...], str, str]]:
+    """Every selector label of a document: (path, key, value)."""
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            here = (*path, str(key))
+            if key == "matchLabels" and isinstance(value, Mapping):
+                for k, v in value.items():
+                    yield (*here, str(k)), str(k), "" if v is None else str(v)
+            elif key == "matchExpressions" and isinstance(value, list):
+                for n, expression in enumerate(value):
+                    if isinstance(expression, Mapping):
+                        for v in expression.get("values") or [""]:
+                            yield (*here, n), str(expression.get("key", "")), str(v)
+            elif key != "metadata":
+                yield from _labels(value, here)
+    elif isinstance(node, list):
+        for n, item in enumerate(node):
+            yield from _labels(item, (*path, n))
+
+
+Found = tuple[str, str, tuple[str | int, ...]]
+
+
+def _spec_findings(
+    spec: Mapping[str, Any], networks: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network]
+) -> list[Found]:
+    found: list[Found] = []
+    selector = spec.get("endpointSelector")
+    if isinstance(selector, Mapping) and _empty_selector(selector):
+        found.append(("CPG004", "endpointSelector: {} selects every pod", ("endpointSelector",)))
+    fqdn_rules: list[tuple[str | int, ...]] = []
+    dns_visible = False
+    for direction in ("ingress", "egress", "ingressDeny", "egressDeny"):
+        rules = spec.get(direction)
+        if not isinstance(rules, list):
+            continue
+        seen: dict[str, int] = {}
+        for n, rule in enumerate(rules):
+            if not isinstance(rule, Mapping):
+                continue
+            where: tuple[str | int, ...] = (direction, n)
+            canonical = json.dumps(rule, sort_keys=True, default=str)
+            if canonical in seen:
+                found.append(("CPG011", f"the same rule as {direction}[{seen[canonical]}]", where))
+            else:
+                seen[canonical] = n
+            found += [(c, m, (*where, *p)) for c, m, p in _rule_findings(rule, networks)]
+            if rule.get("toFQDNs"):
+                fqdn_rules.append((*where, "toFQDNs"))
+            if direction == "egress" and _has_dns_rule(rule):
+                dns_visible = True
+        if direction in ("ingress", "egress"):
+            found += [(c, m, (direction, *p)) for c, m, p in _l4_beside_l7(rules)]
+    if fqdn_rules and not dns_visible:
+        for where in fqdn_rules:
+            found.append(
+                ("CPG010", "toFQDNs, but no egress rule of this policy has rules.dns", where)
+            )
+    return found
+
+
+def _empty_selector(selector: Mapping[str, Any]) -> bool:
+    return not selector.get("matchLabels") and not selector.get("matchExpressions")
+
+
+_PEERS = ("fromEndpoints", "toEndpoints")
+_ENTITIES = ("fromEntities", "toEntities")
+_CIDRS = ("fromCIDR", "toCIDR")
+_CIDR_SETS = ("fromCIDRSet", "toCIDRSet")
+
+
+def _rule_findings(
+    rule: Mapping[str, Any], networks: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network]
+) -> list[Found]:
+    found: list[Found] = []
+    for key in _PEERS:
+        peers = rule.get(key)
+        if isinstance(peers, list):
+            for n, peer in enumerate(peers):
+                if isinstance(peer, Mapping) and _empty_selector(peer):
+                    found.append(("CPG005", f"{key}: {{}} selects every pod", (key, n)))
+    for key in _ENTITIES:
+        entities = rule.get(key)
+        if isinstance(entities, list):
+            for n, entity in enumerate(entities):
+                if str(entity) in _WORLD_ENTITIES:
+                    found.append(("CPG006", f"{key}: {entity} admits the whole world", (key, n)))
+    cidrs: list[tuple[str, tuple[str | int, ...]]] = []
+    for key in _CIDRS:
+        values = rule.get(key)
+        if isinstance(values, list):
+            cidrs += [(str(v), (key, n)) for n, v in enumerate(values)]
+    for key in _CIDR_SETS:
+        values = rule.get(key)
+        if isinstance(values, list):
+            cidrs += [
+                (str(v.get("cidr")), (key, n, "cidr"))
+                for n, v in enumerate(values)
+                if isinstance(v, Mapping) and v.get("cidr")
+            ]
+    for cidr, where in cidrs:
+        if cidr in _EVERYWHERE:
+            found.append(("CPG006", f"{cidr} admits the whole world", where))
+            continue
+        try:
+            network = ipaddress.ip_network(cidr, strict=False)
+        except ValueError:
+            continue  # the schema check names it
+        for pods in networks:
+            if network.version == pods.version and network.subnet_of(pods):  # type: ignore[arg-type]
+                found.append(("CPG007", f"{cidr} is inside the pod CIDR {pods}", where))
+                break
+    port_rules = rule.get("toPorts")
+    if isinstance(port_rules, list):
+        for n, port_rule in enumerate(port_rules):
+            ports = port_rule.get("ports") if isinstance(port_rule, Mapping) else None
+            if not isinstance(ports, list):
+                continue
+            for m, port in enumerate(ports):
+                if isinstance(port, Mapping):
+                    problem = _port_problem(port)
+                    if problem:
+                        found.append(("CPG009", problem, ("toPorts", n, "ports", m)))
+    return found
+
+
+def _number(value: Any) -> int | None:
+    try:
+        return int(str(value))
+    except ValueError:
+        return None
+
+
+def _port_problem(port: Mapping[str, Any]) -> str:
+    number = _number(port.get("port", 0))
+    end = _number(port.get("endPort")) if port.get("endPort") is not None else None
+    if number is not None and not 0 <= number <= 65535:
+        return f"port {number} is outside 0-65535"
+    if end is not None and not 0 <= end <= 65535:
+        return f"endPort {end} is outside 0-65535"
+    if end is not None and number is not None and end < number:
+        return f"endPort {end} is below port {number}"
+    return ""
+
+
+def _has_dns_rule(rule: Mapping[str, Any]) -> bool:
+    for port_rule in rule.get("toPorts") or []:
+        rules = port_rule.get("rules") if isinstance(port_rule, Mapping) else None
+        if isinstance(rules, Mapping) and rules.get("dns"):
+            return True
+    return False
+
+
+def _peer_key(rule: Mapping[str, Any]) -> str:
+    """The peers of a rule, as one comparable value (every peer field but the ports)."""
+    peers = {k: v for k, v in rule.items() if k not in ("toPorts", "icmps", "authentication")}
+    return json.dumps(peers, sort_keys=True, default=str)
+
+
+def _ports_of(port_rule: Mapping[str, Any]) -> set[tuple[str, str]]:
+    out = set()
+    for port in port_rule.get("ports") or []:
+        if isinstance(port, Mapping):
+            protocol = str(port.get("protocol") or "ANY").upper()
+            out.add((str(port.get("port", "0")), protocol))
+    return out
+
+
+def _l4_beside_l7(rules: Sequence[Any]) -> list[Found]:
+    """An L4-only port and an L7 port for the same peers and port, in any two rules."""
+    plain: dict[tuple[str, str, str], tuple[str | int, ...]] = {}
+    layered: dict[tuple[str, str, str], tuple[str | int, ...]] = {}
+    for n, rule in enumerate(rules):
+        if not isinstance(rule, Mapping):
+            continue
+        peers = _peer_key(rule)
+        for m, port_rule in enumerate(rule.get("toPorts") or []):
+            if not isinstance(port_rule, Mapping):
+                continue
+            target = layered if port_rule.get("rules") else plain
+            for port, protocol in _ports_of(port_rule):
+                for proto in ("TCP", "UDP", "SCTP") if protocol == "ANY" else (protocol,):
+                    target.setdefault((peers, port, proto), (n, "toPorts", m))
+    found: list[Found] = []
+    for key, where in sorted(layered.items(), key=lambda item: item[1]):
+        if key in plain:
+            rule_n = plain[key][0]
+            found.append(
+                (
+                    "CPG008",
+                    f"port {key[1]}/{key[2]} has an L7 rule here and a plain L4 rule in rule "
+                    f"{rule_n} for the same peers: every request is admitted",
+                    where,
+                )
+            )
+    return found
+
+
+def policy_namespaces(text: str) -> set[str]:
+    """The namespaces of the CiliumNetworkPolicies in a YAML text (none when unreadable)."""
+    try:
+        if any(isinstance(e, yaml.AliasEvent) for e in yaml.parse(text, Loader=yaml.SafeLoader)):
+            return set()
+        documents = list(yaml.load_all(text, Loader=yaml.SafeLoader))
+    except yaml.YAMLError:
+        return set()
+    found = set()
+    for document in documents:
+        for _path, policy in _policies(document):
+            meta = policy.get("metadata")
+            namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+            if policy.get("kind") == "CiliumNetworkPolicy" and namespace:
+                found.add(str(namespace))
+    return found

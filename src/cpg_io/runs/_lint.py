@@ -1,0 +1,68 @@
+"""``cpg lint``: read the policy files, check each with the CRD schema cpg ships and with cpg's
+own rules (``cpg_core``), and, with the cluster, whether each selector selects any pod."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import attrs
+
+from cpg_core.lint import lint_text, policy_namespaces
+from cpg_core.reports import LintView
+from cpg_io.crd_schema import crd_schema_errors
+from cpg_io.errors import IoError
+from cpg_io.kube import namespace_pod_labels
+from cpg_io.policy_files import MAX_FILE_BYTES
+from cpg_io.store import RefusedFile, read_bounded
+from cpg_io.version import cpg_version
+
+
+class LintInputError(IoError):
+    """A path given to ``cpg lint`` is not a file or folder it can read."""
+
+
+@attrs.frozen
+class LintRun:
+    view: LintView
+
+
+def lint_files(paths: Sequence[str]) -> list[Path]:
+    """The YAML files the paths name (folders searched for *.yaml and *.yml), sorted."""
+    files: list[Path] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            files += sorted([*path.rglob("*.yaml"), *path.rglob("*.yml")])
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise LintInputError(f"{given}: no such file or folder of policies")
+    return files
+
+
+def lint_run(
+    paths: Sequence[str],
+    *,
+    pod_cidrs: Sequence[str] = (),
+    cluster: bool = False,
+    kubeconfig: Path | None = None,
+    context: str | None = None,
+) -> LintRun:
+    """Every finding of every file; with ``cluster``, selectors that select no pod today."""
+    texts: list[tuple[Path, str]] = []
+    for path in lint_files(paths):
+        try:
+            texts.append((path, read_bounded(path, MAX_FILE_BYTES).decode("utf-8")))
+        except (OSError, UnicodeDecodeError, RefusedFile) as exc:
+            raise LintInputError(f"{path}: cannot read it ({exc})") from None
+    pods = None
+    if cluster:
+        namespaces = sorted({ns for _path, text in texts for ns in policy_namespaces(text)})
+        pods = namespace_pod_labels(namespaces, kubeconfig, context)
+    findings = []
+    for path, text in texts:
+        findings += lint_text(
+            text, str(path), schema=crd_schema_errors, pod_cidrs=pod_cidrs, pods=pods
+        )
+    return LintRun(view=LintView(findings=tuple(findings), files=len(texts), version=cpg_version()))

