@@ -15,8 +15,11 @@ $(RUNTIME_STAMP): pyproject.toml
 	touch $(RUNTIME_STAMP)
 
 # Plus the development tools (tests, linters, type checker).
+# The wheelhouse holds cpg's wheel, its dependencies and its build backend, so the test of the
+# pre-commit hooks installs the hook environment offline (no index: tests use no network).
 $(STAMP): $(RUNTIME_STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(BIN)/python -m pip wheel --quiet --disable-pip-version-check -w $(VENV)/wheelhouse . hatchling
 	touch $(STAMP)
 
 install: $(STAMP)
