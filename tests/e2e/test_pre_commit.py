@@ -122,4 +122,5 @@ def test_pre_commit_hooks_fail_on_a_bad_policy_then_pass(tmp_path: Path) -> None
         text=True,
         timeout=600,
     )
-    assert broken.returncode != 0 and "not admitted" in broken.stdout, broken.stdout
+    assert broken.returncode != 0 and "exit code: 3" in broken.stdout, broken.stdout
+    assert "NOT admitted  ingress shop/frontend → shop/cart TCP/8080" in broken.stdout
