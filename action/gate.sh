@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# The cpg GitHub Action's gate (action.yml): lint the policy files, verify and plan them on a
+# capture when one is given, write the Markdown report to the step summary and to outputs,
+# and fail on what the inputs say. Inputs arrive as CPG_* environment variables (never
+# spliced into this script: a pull request's file names are data, not shell).
+set -uo pipefail
+
+policies="${CPG_POLICIES:-policies}"
+work="${RUNNER_TEMP:-${TMPDIR:-/tmp}}/cpg-gate"
+rm -rf "$work"
+mkdir -p "$work"
+summary="${GITHUB_STEP_SUMMARY:-/dev/null}"
+outputs="${GITHUB_OUTPUT:-/dev/null}"
+failed=0
+
+say() { printf '%s\n' "$*" >&2; }
+output() { printf '%s=%s\n' "$1" "$2" >> "$outputs"; }
+
+# 1. lint: the given paths, else the policy files this pull request changed, else the folder
+paths=()
+if [ -n "${CPG_LINT_PATHS:-}" ]; then
+    read -r -a paths <<< "$CPG_LINT_PATHS"
+elif [ -n "${GITHUB_BASE_REF:-}" ] && git rev-parse --verify -q "origin/${GITHUB_BASE_REF}" >/dev/null; then
+    while IFS= read -r -d '' file; do
+        paths+=("$file")
+    done < <(git diff -z --name-only --diff-filter=ACMR "origin/${GITHUB_BASE_REF}...HEAD" -- '*.yaml' '*.yml')
+fi
+if [ "${#paths[@]}" -eq 0 ] && [ -e "$policies" ]; then
+    paths=("$policies")
+fi
+lint_findings=0
+if [ "${#paths[@]}" -gt 0 ]; then
+    cpg lint "${paths[@]}" -o sarif > "$work/lint.sarif"
+    cpg lint "${paths[@]}" -o json > "$work/lint.json"
+    lint_rc=$?
+    cpg lint "${paths[@]}" > "$work/lint.txt"
+    lint_findings=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["findings"]))' "$work/lint.json" 2>/dev/null || echo 0)
+    if [ "$lint_rc" -ne 0 ] && [ "$lint_rc" -ne 3 ]; then
+        say "cpg lint could not run (exit $lint_rc):"; cat "$work/lint.txt" >&2
+        failed=1
+    fi
+fi
+output lint-findings "$lint_findings"
+output sarif "$work/lint.sarif"
+if [ "$lint_findings" -gt 0 ] && [ "${CPG_FAIL_ON_LINT:-true}" = "true" ]; then
+    say "cpg lint: $lint_findings finding(s)"
+    failed=1
+fi
+
+# 2. verify and plan on a capture (a path, or an http(s) URL fetched first)
+verdict="no-capture"
+would_break=0
+unadmitted=0
+capture="${CPG_CAPTURE:-}"
+if [ -n "$capture" ]; then
+    case "$capture" in
+        http://*|https://*)
+            if ! curl -fsSL --max-time 300 -o "$work/capture.jsonl" -- "$capture"; then
+                say "could not download the capture from $capture"
+                exit 1
+            fi
+            capture="$work/capture.jsonl"
+            ;;
+    esac
+    cpg verify "$capture" --policies "$policies" > "$work/verify.txt" 2>&1
+    verify_rc=$?
+    if [ "$verify_rc" -eq 3 ]; then
+        unadmitted=1
+    elif [ "$verify_rc" -ne 0 ]; then
+        say "cpg verify could not run (exit $verify_rc):"; cat "$work/verify.txt" >&2
+        failed=1
+    fi
+    current=()
+    if [ -n "${CPG_CURRENT:-}" ]; then current=(--current "$CPG_CURRENT"); fi
+    cpg plan "$capture" --policies "$policies" "${current[@]}" -o json > "$work/plan.json" 2> "$work/plan.err"
+    plan_rc=$?
+    case "$plan_rc" in
+        0) verdict="nothing_breaks" ;;
+        3) verdict="breaks" ;;
+        4) verdict="cannot_judge" ;;
+        *) say "cpg plan could not run (exit $plan_rc):"; cat "$work/plan.err" >&2; failed=1 ;;
+    esac
+    if [ -s "$work/plan.json" ]; then
+        would_break=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["would_break_flows"])' "$work/plan.json" 2>/dev/null || echo 0)
+    fi
+    if [ "$verdict" = "breaks" ] && [ "${CPG_FAIL_ON_BREAK:-true}" = "true" ]; then
+        say "cpg plan: $would_break flow(s) that work today would break"
+        failed=1
+    fi
+    if [ "$unadmitted" -eq 1 ] && [ "${CPG_FAIL_ON_UNADMITTED:-true}" = "true" ]; then
+        say "cpg verify: the policies do not admit every denied flow of the capture"
+        failed=1
+    fi
+fi
+output verdict "$verdict"
+output would-break "$would_break"
+
+# 3. the report: the step summary, a file, and an output a later step can post as a comment
+report="$work/report.md"
+{
+    echo "## cpg: policy check"
+    echo
+    if [ "${#paths[@]}" -eq 0 ]; then
+        echo "No policy file to lint."
+    elif [ "$lint_findings" -eq 0 ]; then
+        echo "**cpg lint**: no findings."
+    else
+        echo "**cpg lint**: $lint_findings finding(s)."
+        echo
+        echo '```'
+        cat "$work/lint.txt"
+        echo '```'
+    fi
+    echo
+    if [ -n "$capture" ]; then
+        echo "**cpg plan**: \`$verdict\` ($would_break flow(s) would break)."
+        echo
+        echo "<details><summary>cpg verify</summary>"
+        echo
+        echo '```'
+        cat "$work/verify.txt"
+        echo '```'
+        echo
+        echo "</details>"
+        echo
+    fi
+    if [ -d "$policies" ]; then
+        plan_args=()
+        if [ -s "$work/plan.json" ]; then plan_args=(--plan "$work/plan.json"); fi
+        cpg report -d "$policies" "${plan_args[@]}" 2> "$work/report.err" || cat "$work/report.err"
+    fi
+} > "$report"
+cat "$report" >> "$summary"
+output report-file "$report"
+delimiter="cpg_report_$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+{
+    echo "report<<$delimiter"
+    cat "$report"
+    echo "$delimiter"
+} >> "$outputs"
+exit "$failed"

@@ -1,0 +1,169 @@
+"""The GitHub Action (issue 30): action.yml's gate step run as the runner runs it — its env
+mapping of the inputs evaluated, bash, a fake GITHUB_* environment — with each input's effect
+on the step summary, the outputs and the exit status."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from captures import ingress_capture
+from conftest import EXAMPLE, cpg
+
+ROOT = Path(__file__).resolve().parents[2]
+ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
+_EXPRESSION = re.compile(r"\$\{\{\s*([^}]+?)\s*\}\}")
+
+
+def _step(step_id: str) -> dict[str, Any]:
+    return next(s for s in ACTION["runs"]["steps"] if s.get("id") == step_id)
+
+
+def _evaluate(text: str, inputs: dict[str, str]) -> str:
+    """The ``${{ inputs.X }}`` and ``${{ github.action_path }}`` expressions the gate uses."""
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name == "github.action_path":
+            return str(ROOT)
+        assert name.startswith("inputs."), name
+        return inputs[name.removeprefix("inputs.")]
+
+    return _EXPRESSION.sub(value, text)
+
+
+def run_gate(workspace: Path, **given: str) -> tuple[int, str, dict[str, str], str]:
+    """Run the gate step; (exit status, step summary, outputs, stderr)."""
+    inputs = {name: str(spec.get("default", "")) for name, spec in ACTION["inputs"].items()}
+    inputs.update({name.replace("_", "-"): value for name, value in given.items()})
+    step = _step("gate")
+    env = {name: _evaluate(str(value), inputs) for name, value in step["env"].items()}
+    summary, outputs = workspace / "summary.md", workspace / "outputs.txt"
+    summary.write_text("")
+    outputs.write_text("")
+    env.update(
+        PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        HOME=str(workspace),
+        GITHUB_STEP_SUMMARY=str(summary),
+        GITHUB_OUTPUT=str(outputs),
+        GITHUB_WORKSPACE=str(workspace),
+        RUNNER_TEMP=str(workspace / "runner-temp"),
+        XDG_CACHE_HOME=os.environ["XDG_CACHE_HOME"],
+    )
+    (workspace / "runner-temp").mkdir(exist_ok=True)
+    ran = subprocess.run(
+        [step["shell"], "-c", step["run"]],
+        cwd=workspace,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return ran.returncode, summary.read_text(), _outputs(outputs.read_text()), ran.stderr
+
+
+def _outputs(text: str) -> dict[str, str]:
+    """GITHUB_OUTPUT's format: name=value lines and name<<DELIMITER blocks."""
+    found: dict[str, str] = {}
+    lines = iter(text.splitlines())
+    for line in lines:
+        if "<<" in line and "=" not in line.split("<<", 1)[0]:
+            name, delimiter = line.split("<<", 1)
+            block = []
+            for inner in lines:
+                if inner == delimiter:
+                    break
+                block.append(inner)
+            found[name] = "\n".join(block)
+        else:
+            name, _, value = line.partition("=")
+            found[name] = value
+    return found
+
+
+def _workspace(tmp_path: Path) -> Path:
+    workspace = tmp_path / "repo"
+    workspace.mkdir()
+    ran = cpg("replay", str(EXAMPLE), "-d", str(workspace / "policies"))
+    assert ran.returncode == 0, ran.stderr
+    shutil.copy(EXAMPLE, workspace / "drops.jsonl")
+    return workspace
+
+
+def test_the_action_declares_what_the_gate_reads() -> None:
+    assert ACTION["runs"]["using"] == "composite"
+    gate = _step("gate")
+    for name in gate["env"]:  # inputs reach the script as data, never as code
+        assert name.startswith(("CPG_", "ACTION_")), name
+    assert "${{" not in gate["run"], "no expression is spliced into the script"
+    for output in ACTION["outputs"].values():
+        assert output["value"].startswith("${{ steps.gate.outputs.")
+
+
+def test_clean_policies_pass_and_the_report_reaches_the_summary_and_outputs(
+    tmp_path: Path,
+) -> None:
+    workspace = _workspace(tmp_path)
+    code, summary, outputs, stderr = run_gate(workspace, capture="drops.jsonl")
+    assert code == 0, stderr
+    assert "**cpg lint**: no findings." in summary
+    assert "**cpg plan**: `nothing_breaks` (0 flow(s) would break)." in summary
+    assert "cpg-cart" in summary and "<details><summary>cpg verify</summary>" in summary
+    assert outputs["lint-findings"] == "0" and outputs["verdict"] == "nothing_breaks"
+    assert outputs["report"] == Path(outputs["report-file"]).read_text().rstrip("\n")
+    assert Path(outputs["sarif"]).is_file()
+
+
+def test_lint_findings_fail_the_job_unless_relaxed(tmp_path: Path) -> None:
+    workspace = _workspace(tmp_path)
+    bad = workspace / "policies" / "shop" / "not-a-policy-open.yaml"
+    bad.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "cilium.io/v2",
+                "kind": "CiliumNetworkPolicy",
+                "metadata": {"name": "open", "namespace": "shop"},
+                "spec": {"endpointSelector": {}, "egress": [{"toEntities": ["world"]}]},
+            }
+        )
+    )
+    code, summary, outputs, stderr = run_gate(workspace)
+    assert code == 1 and "cpg lint: 2 finding(s)" in stderr
+    assert "CPG004 empty-endpoint-selector" in summary and "CPG006 open-to-world" in summary
+    assert outputs["lint-findings"] == "2" and outputs["verdict"] == "no-capture"
+    relaxed, _summary, _outputs, stderr = run_gate(workspace, fail_on_lint="false")
+    assert relaxed == 0, stderr
+
+
+def test_would_break_traffic_fails_the_job_unless_relaxed_and_a_url_capture(
+    tmp_path: Path,
+) -> None:
+    workspace = tmp_path / "repo"
+    workspace.mkdir()
+    capture = ingress_capture(workspace / "all.jsonl", allowed_by=True)
+    assert cpg("replay", str(capture), "-d", str(workspace / "policies")).returncode == 0
+    code, summary, outputs, stderr = run_gate(workspace, capture="all.jsonl")
+    assert code == 1 and "12 flow(s) that work today would break" in stderr
+    assert outputs["verdict"] == "breaks" and outputs["would-break"] == "12"
+    assert "**cpg plan**: `breaks` (12 flow(s) would break)." in summary
+    assert "monitoring/prometheus" in outputs["report"]  # the report draws the plan
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(workspace))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/all.jsonl"
+        relaxed, _summary, outputs, stderr = run_gate(workspace, capture=url, fail_on_break="false")
+    finally:
+        server.shutdown()
+    assert relaxed == 0, stderr
+    assert outputs["verdict"] == "breaks"
