@@ -18,6 +18,7 @@ from cpg_cli.explain_cmd import explain
 from cpg_cli.generate_cmd import generate
 from cpg_cli.lint_cmd import lint
 from cpg_cli.plan_cmd import plan
+from cpg_cli.propose_cmd import propose
 from cpg_cli.replay_cmd import replay
 from cpg_cli.report_cmd import report
 from cpg_cli.shadow_cmd import shadow
@@ -119,6 +120,7 @@ app.command(cls=opt.StrictCommand)(report)
 app.command(cls=opt.StrictCommand)(shadow)
 app.command(cls=opt.StrictCommand)(drift)
 app.command(cls=opt.StrictCommand, no_args_is_help=True)(lint)
+app.command(cls=opt.StrictCommand, no_args_is_help=True)(propose)
 app.command(cls=opt.StrictCommand, no_args_is_help=True)(why)
 app.command(cls=opt.StrictCommand, no_args_is_help=True)(trace)
 

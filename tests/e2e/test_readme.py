@@ -24,6 +24,7 @@ COMMANDS = (
     "shadow",
     "drift",
     "lint",
+    "propose",
 )
 _FLAG = re.compile(r"^-{1,2}[A-Za-z][-A-Za-z0-9]*")
 

@@ -14,6 +14,13 @@ from cpg_io.runs._plan import (
     plan_run,
     write_fixes,
 )
+from cpg_io.runs._propose import (
+    GITHUB_API,
+    ProposeError,
+    ProposeRequest,
+    ProposeResult,
+    propose,
+)
 from cpg_io.runs._replay import (
     evidence_settings,
     exit_code,
@@ -34,6 +41,7 @@ from cpg_io.runs._verify import VerifiedCapture, VerifyRun, verify_capture, veri
 from cpg_io.runs._why import WhyRun, trace_run, why_run
 
 __all__ = [
+    "GITHUB_API",
     "DriftCapture",
     "DriftRun",
     "EvidenceSettings",
@@ -44,6 +52,9 @@ __all__ = [
     "LiveSettings",
     "PlanRun",
     "PlannedCapture",
+    "ProposeError",
+    "ProposeRequest",
+    "ProposeResult",
     "RunResult",
     "ShadowCapture",
     "ShadowSettings",
@@ -61,6 +72,7 @@ __all__ = [
     "live_settings",
     "plan_capture",
     "plan_run",
+    "propose",
     "read_review",
     "replay",
     "replay_capture",

@@ -1,0 +1,160 @@
+"""``cpg propose``: a run's policies and evidence as a branch and a pull request."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import attrs
+import typer
+
+from cpg_cli import options as opt
+from cpg_cli.terminal import fail, say
+from cpg_core import CpgError
+from cpg_io import runs
+
+_Source = Annotated[
+    Path,
+    typer.Argument(
+        metavar="DIR",
+        help="The run's output folder (the -d of replay or generate; its evidence is found as "
+        "replay finds it, or give --evidence-dir).",
+        show_default=False,
+    ),
+]
+
+
+def _option(*names: str, metavar: str, help: str) -> object:
+    return typer.Option(*names, metavar=metavar, help=help, show_default=False)
+
+
+def propose(
+    source: _Source,
+    worktree: Annotated[
+        Path | None,
+        _option(
+            "--worktree",
+            metavar="DIR",
+            help="A Git work tree of the repository to propose in "
+            "(a temporary worktree is used: your checkout is left alone).",
+        ),
+    ] = None,
+    repo: Annotated[
+        str | None,
+        _option("--repo", metavar="URL", help="Or a repository to clone (any URL git clones)."),
+    ] = None,
+    path: Annotated[
+        str,
+        typer.Option("--path", metavar="DIR", help="Where the policies live in the repository."),
+    ] = "policies",
+    branch: Annotated[
+        str | None,
+        _option(
+            "--branch",
+            metavar="NAME",
+            help="The branch (default cpg/<the run's session>); never the base or default branch.",
+        ),
+    ] = None,
+    base: Annotated[
+        str | None,
+        _option(
+            "--base",
+            metavar="BRANCH",
+            help="The branch to propose against (default: the remote's default branch).",
+        ),
+    ] = None,
+    remote: Annotated[
+        str, typer.Option("--remote", metavar="NAME", help="The remote to push to.")
+    ] = "origin",
+    capture: Annotated[
+        str | None,
+        _option(
+            "--capture",
+            metavar="FILE",
+            help="A capture with every verdict: the body gets "
+            "the plan of the proposed policies (what would break).",
+        ),
+    ] = None,
+    body_file: Annotated[
+        Path | None,
+        _option(
+            "--body-file",
+            metavar="FILE",
+            help="Write the pull-request body (the review report, with the plan) to FILE.",
+        ),
+    ] = None,
+    github: Annotated[
+        str | None,
+        _option(
+            "--github",
+            metavar="OWNER/REPO",
+            help="Open or update the pull request through "
+            "GitHub's REST API (token from GITHUB_TOKEN or GH_TOKEN).",
+        ),
+    ] = None,
+    github_api: Annotated[
+        str,
+        typer.Option(
+            "--github-api",
+            metavar="URL",
+            help="GitHub's API (GitHub Enterprise: https://HOST/api/v3).",
+        ),
+    ] = runs.GITHUB_API,
+    no_push: Annotated[
+        bool,
+        typer.Option(
+            "--no-push", help="Commit in a throwaway checkout and write the body; push nothing."
+        ),
+    ] = False,
+    evidence_dir: opt.EvidenceDir = None,
+    output: Annotated[str, opt.output_option("text", "json", help="text or json.")] = "text",
+) -> None:
+    """Propose a run's policies as a pull request: branch, commit, push, body.
+
+    Copies the run's policy files into the repository's --path and their evidence into its
+    .cpg-evidence layout, on a branch named after the run, commits with a summary, pushes
+    the branch (never the base or default branch), and writes the pull-request body. A file
+    someone added rules to in the repository is kept, and named. With --github the pull
+    request is opened, or updated when one is open for the branch. No change: nothing is
+    committed or pushed.
+
+    Exit codes: 0 proposed (or nothing to propose), 1 git or GitHub failed, 2 bad flags.
+    """
+    if (worktree is None) == (repo is None):
+        raise typer.BadParameter("give --worktree DIR or --repo URL (one)", param_hint="--worktree")
+    request = runs.ProposeRequest(
+        source=source,
+        evidence_dir=evidence_dir,
+        worktree=worktree,
+        repo=repo,
+        path=path,
+        branch=branch,
+        base=base,
+        remote=remote,
+        capture=capture,
+        body_file=body_file,
+        github=github,
+        github_api=github_api,
+        push=not no_push,
+    )
+    try:
+        result = runs.propose(request)
+    except CpgError as exc:
+        fail(exc)
+    if output == "json":
+        typer.echo(json.dumps(attrs.asdict(result), indent=2))
+        return
+    if not result.changed:
+        say(f"Nothing to propose: {path} on {result.base} already holds the run's policies.")
+        for item in result.files:
+            say(f"  {item.status:<8} {item.path}: {item.note}")
+        return
+    say(f"Proposed on branch {result.branch} (against {result.base}), commit {result.commit[:12]}:")
+    for item in result.files:
+        say(f"  {item.status:<8} {item.path}" + (f": {item.note}" if item.note else ""))
+    say("  pushed" if result.pushed else "  not pushed (--no-push)")
+    if result.body_file:
+        say(f"Pull-request body: {result.body_file}")
+    if result.pull_request:
+        say(f"Pull request: {result.pull_request}")

@@ -1,0 +1,341 @@
+"""``cpg propose``: a run's output (policies and evidence, e.g. the in-cluster volume) as a
+reviewable change in a Git repository — a branch named after the run, one commit, a push,
+the pull-request body (the review report, with the plan when a capture is given) and, with
+GitHub, the pull request itself. It never pushes to the base or default branch, never removes
+a rule someone added in the repository, and a run with no change pushes nothing (ARCHITECTURE
+§D29)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+import yaml
+
+from cpg_core import CheckRequest
+from cpg_core.reports import Review, render
+from cpg_io.errors import IoError
+from cpg_io.evidence_store import REPO_EVIDENCE, EvidenceStore, default_evidence_root
+from cpg_io.runs._plan import plan_run
+from cpg_io.runs._report import read_review
+from cpg_io.runs._session import utc_now
+from cpg_io.store import atomic_write_text
+
+GITHUB_API = "https://api.github.com"
+TOKEN_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN")
+
+
+class ProposeError(IoError):
+    """A proposal cannot be made; the message says what to fix (never a token)."""
+
+
+@attrs.frozen(kw_only=True)
+class ProposeRequest:
+    source: Path
+    """The run's output folder (policies, with their evidence)."""
+    evidence_dir: Path | None = None
+    worktree: Path | None = None
+    """A Git work tree of the repository (a temporary worktree of it is used: the checkout
+    is left alone)."""
+    repo: str | None = None
+    """Or a repository URL to clone."""
+    path: str = "policies"
+    """Where the policies live inside the repository."""
+    branch: str | None = None
+    base: str | None = None
+    remote: str = "origin"
+    capture: str | None = None
+    """A capture with every verdict: the body gets the plan of the proposed policies."""
+    body_file: Path | None = None
+    github: str | None = None
+    """OWNER/REPO: open or update the pull request through GitHub's REST API."""
+    github_api: str = GITHUB_API
+    push: bool = True
+
+
+@attrs.define
+class ProposedFile:
+    path: str
+    status: str
+    """``new``, ``changed`` or ``kept`` (a rule was added in the repository: not replaced)."""
+    note: str = ""
+
+
+@attrs.define
+class ProposeResult:
+    branch: str
+    base: str
+    changed: bool = False
+    commit: str = ""
+    pushed: bool = False
+    files: list[ProposedFile] = attrs.Factory(list)
+    body_file: str = ""
+    pull_request: str = ""
+    """The pull request's URL (with --github)."""
+
+
+def _git(cwd: Path, *args: str, check: bool = True) -> str:
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    ran = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env)
+    if check and ran.returncode != 0:
+        raise ProposeError(f"git {args[0]} failed: {(ran.stderr or ran.stdout).strip()}")
+    return ran.stdout.strip()
+
+
+def _token(request: ProposeRequest) -> str:
+    if request.github is None:
+        return ""
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", request.github):
+        raise ProposeError(f"--github {request.github!r} is not OWNER/REPO")
+    for name in TOKEN_VARIABLES:
+        if os.environ.get(name):
+            return os.environ[name]
+    raise ProposeError(
+        "--github needs a token in GITHUB_TOKEN or GH_TOKEN (contents: write and "
+        "pull-requests: write on the repository)"
+    )
+
+
+def _run_name(source: Path, store: EvidenceStore) -> str:
+    """The newest evidence session of the run, else the time: the branch's name."""
+    newest = ""
+    for _namespace, _workload, doc in store.read_all(lambda _problem: None):
+        for session in doc.sessions:
+            newest = max(newest, session.id)
+    name = newest or f"propose-{utc_now():%Y%m%dT%H%M%SZ}"
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")
+
+
+def _rules(document: Any) -> dict[str, list[str]]:
+    spec = document.get("spec") if isinstance(document, Mapping) else None
+    found: dict[str, list[str]] = {}
+    for direction in ("ingress", "egress", "ingressDeny", "egressDeny"):
+        rules = spec.get(direction) if isinstance(spec, Mapping) else None
+        if isinstance(rules, list):
+            found[direction] = [json.dumps(rule, sort_keys=True) for rule in rules]
+    return found
+
+
+def _added_by_hand(repo_text: str, source_text: str) -> bool:
+    """Whether the repository's file has a rule the run's file lacks (someone added it)."""
+    try:
+        mine, theirs = yaml.safe_load(repo_text), yaml.safe_load(source_text)
+    except yaml.YAMLError:
+        return True
+    proposed = _rules(theirs)
+    return any(
+        rule not in proposed.get(direction, [])
+        for direction, rules in _rules(mine).items()
+        for rule in rules
+    )
+
+
+def _copy_policies(source: Path, target: Path) -> list[ProposedFile]:
+    files = []
+    for path in sorted([*source.rglob("*.yaml"), *source.rglob("*.yml")]):
+        relative = path.relative_to(source)
+        if any(part.startswith(".") for part in relative.parts):
+            continue
+        text = path.read_text()
+        destination = target / relative
+        shown = relative.as_posix()
+        if destination.exists():
+            existing = destination.read_text()
+            if existing == text:
+                continue
+            if _added_by_hand(existing, text):
+                note = "the repository's file has rules the run's lacks: kept; merge by hand"
+                files.append(ProposedFile(shown, "kept", note))
+                continue
+            files.append(ProposedFile(shown, "changed"))
+        else:
+            files.append(ProposedFile(shown, "new"))
+        atomic_write_text(destination, text)
+    return files
+
+
+def _copy_evidence(
+    store: EvidenceStore, clone: Path, policies: Path, files: list[ProposedFile]
+) -> None:
+    """The evidence of each proposed policy, in the repository's ``.cpg-evidence`` layout."""
+    target = EvidenceStore(clone / REPO_EVIDENCE, policies)
+    for item in files:
+        if item.status == "kept":
+            continue
+        namespace, _, name = item.path.rpartition("/")
+        source = store.path_for(namespace, Path(name).stem) if namespace else None
+        if source is not None and source.is_file():
+            atomic_write_text(target.path_for(namespace, Path(name).stem), source.read_text())
+
+
+def _message(files: list[ProposedFile], request: ProposeRequest, run: str) -> str:
+    proposed = [f for f in files if f.status != "kept"]
+    new = sum(1 for f in proposed if f.status == "new")
+    title = f"cpg: {len(proposed)} policies ({new} new, {len(proposed) - new} changed)"
+    lines = [title, ""]
+    lines += [f"{f.status:<8} {f.path}" for f in proposed]
+    lines += ["", f"From {request.source}, run {run}. Review before applying; cpg applies nothing."]
+    return "\n".join(lines) + "\n"
+
+
+def _body(clone: Path, policies: Path, request: ProposeRequest, work: Path) -> str:
+    plan_file = None
+    if request.capture:
+        check = CheckRequest.build(inputs=[request.capture], policies=str(policies))
+        planned = plan_run(check, evidence=EvidenceStore(clone / REPO_EVIDENCE, policies))
+        plan_file = work / "plan.json"
+        plan_file.write_text(render(planned.view, "json"))
+    store = EvidenceStore(clone / REPO_EVIDENCE, policies)
+    inputs = read_review(policies, store, plan_file)
+    return render(Review(title=f"cpg proposal: {request.path}", inputs=inputs), "markdown")
+
+
+def _github(
+    request: ProposeRequest, token: str, branch: str, base: str, title: str, body: str
+) -> str:
+    """Open the pull request, or update the one already open for ``branch``; its URL."""
+    assert request.github is not None
+    owner = request.github.split("/", 1)[0]
+    api = request.github_api.rstrip("/")
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Accept": "application/vnd.github+json",
+        "X-GitHub-Api-Version": "2022-11-28",
+        "User-Agent": "cpg",
+    }
+
+    def call(method: str, url: str, payload: dict[str, Any] | None = None) -> Any:
+        data = json.dumps(payload).encode() if payload is not None else None
+        sent = urllib.request.Request(url, data=data, method=method, headers=headers)
+        if data is not None:
+            sent.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(sent, timeout=30) as answer:
+                return json.loads(answer.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            detail = ""
+            with contextlib.suppress(ValueError, AttributeError):
+                detail = json.loads(exc.read()).get("message", "")
+            raise ProposeError(
+                f"GitHub answered {exc.code} to {method} {urllib.parse.urlsplit(url).path}"
+                f"{': ' + detail if detail else ''}"
+            ) from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise ProposeError(f"cannot reach GitHub's API at {api}: {reason}") from None
+
+    if not api.startswith(("https://", "http://")):
+        raise ProposeError(f"--github-api {api!r} is not an http(s) URL")
+    query = urllib.parse.urlencode({"head": f"{owner}:{branch}", "state": "open"})
+    pulls = f"{api}/repos/{request.github}/pulls"
+    found = call("GET", f"{pulls}?{query}") or []
+    if found:
+        updated = call("PATCH", f"{pulls}/{found[0]['number']}", {"title": title, "body": body})
+        return str(updated.get("html_url", ""))
+    created = call("POST", pulls, {"title": title, "head": branch, "base": base, "body": body})
+    return str(created.get("html_url", ""))
+
+
+def _prepare(request: ProposeRequest, work: Path) -> tuple[Path, Path]:
+    """(the repository to push from, a fresh checkout of the base to change)."""
+    if request.repo is not None:
+        repository = work / "repository"
+        _git(work, "clone", "--quiet", "--", request.repo, str(repository))
+    elif request.worktree is not None:
+        repository = request.worktree.resolve()
+        if not (repository / ".git").exists():
+            raise ProposeError(f"--worktree {request.worktree}: not a Git work tree")
+        _git(repository, "fetch", "--quiet", request.remote)
+    else:
+        raise ProposeError("give --worktree DIR or --repo URL: where to propose the change")
+    return repository, work / "checkout"
+
+
+def _default_branch(repository: Path, remote: str) -> str:
+    head = _git(repository, "symbolic-ref", "--short", f"refs/remotes/{remote}/HEAD", check=False)
+    if head.startswith(f"{remote}/"):
+        return head.removeprefix(f"{remote}/")
+    remote_head = _git(repository, "ls-remote", "--symref", remote, "HEAD", check=False)
+    match = re.search(r"ref: refs/heads/(\S+)\s+HEAD", remote_head)
+    if match:
+        return match.group(1)
+    raise ProposeError(f"cannot tell the default branch of {remote}; give --base")
+
+
+def propose(request: ProposeRequest) -> ProposeResult:
+    """Propose the run's policies as a branch, a commit, a push and a pull-request body."""
+    token = _token(request)  # a missing token fails before anything is cloned or pushed
+    if not request.source.is_dir():
+        raise ProposeError(f"{request.source}: not a folder of policies (the run's -d)")
+    store = EvidenceStore(
+        request.evidence_dir or default_evidence_root(request.source), request.source
+    )
+    work = Path(tempfile.mkdtemp(prefix="cpg-propose-"))
+    repository: Path | None = None
+    checkout: Path | None = None
+    try:
+        repository, checkout = _prepare(request, work)
+        default = _default_branch(repository, request.remote)
+        base = request.base or default
+        run = _run_name(request.source, store)
+        branch = request.branch or f"cpg/{run}"
+        if _git(repository, "check-ref-format", "--branch", branch, check=False) != branch:
+            raise ProposeError(f"{branch!r} is not a valid branch name")
+        if branch in (base, default):
+            raise ProposeError(f"{branch!r} is the base or default branch: cpg never pushes there")
+        _git(
+            repository,
+            "worktree",
+            "add",
+            "--quiet",
+            "--detach",
+            str(checkout),
+            f"{request.remote}/{base}",
+        )
+        result = ProposeResult(branch=branch, base=base)
+        policies = checkout / request.path
+        result.files = _copy_policies(request.source, policies)
+        _copy_evidence(store, checkout, policies, result.files)
+        staged = [request.path] + ([REPO_EVIDENCE] if (checkout / REPO_EVIDENCE).exists() else [])
+        _git(checkout, "add", "-A", "--", *staged)
+        if not _git(checkout, "diff", "--cached", "--name-only"):
+            return result  # no change: nothing committed, pushed or opened
+        result.changed = True
+        message = _message(result.files, request, run)
+        identity = (
+            []
+            if _git(checkout, "config", "user.email", check=False)
+            else ["-c", "user.name=cpg", "-c", "user.email=cpg@localhost"]
+        )
+        _git(checkout, *identity, "commit", "--quiet", "-m", message)
+        result.commit = _git(checkout, "rev-parse", "HEAD")
+        body = _body(checkout, policies, request, work)
+        if request.body_file is not None:
+            atomic_write_text(request.body_file, body)
+            result.body_file = str(request.body_file)
+        if request.push:
+            # the branch is cpg's own: each proposal of the run replaces it
+            _git(
+                checkout, "push", "--quiet", "--force", request.remote, f"HEAD:refs/heads/{branch}"
+            )
+            result.pushed = True
+            if request.github is not None:
+                title = message.splitlines()[0]
+                result.pull_request = _github(request, token, branch, base, title, body)
+        return result
+    finally:
+        if repository is not None and checkout is not None and checkout.exists():
+            _git(repository, "worktree", "remove", "--force", str(checkout), check=False)
+        shutil.rmtree(work, ignore_errors=True)
