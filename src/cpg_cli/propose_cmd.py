@@ -29,84 +29,94 @@ def _option(*names: str, metavar: str, help: str) -> object:
     return typer.Option(*names, metavar=metavar, help=help, show_default=False)
 
 
+_Worktree = Annotated[
+    Path | None,
+    _option(
+        "--worktree",
+        metavar="DIR",
+        help="A Git work tree of the repository to propose in (a temporary worktree is used: "
+        "your checkout is left alone).",
+    ),
+]
+_Repo = Annotated[
+    str | None,
+    _option("--repo", metavar="URL", help="Or a repository to clone (any URL git clones)."),
+]
+_Path = Annotated[
+    str, typer.Option("--path", metavar="DIR", help="Where the policies live in the repository.")
+]
+_Branch = Annotated[
+    str | None,
+    _option(
+        "--branch",
+        metavar="NAME",
+        help="The branch (default cpg/<the run's session>); never the base or default branch.",
+    ),
+]
+_Base = Annotated[
+    str | None,
+    _option(
+        "--base",
+        metavar="BRANCH",
+        help="The branch to propose against (default: the remote's default branch).",
+    ),
+]
+_Remote = Annotated[str, typer.Option("--remote", metavar="NAME", help="The remote to push to.")]
+_Capture = Annotated[
+    str | None,
+    _option(
+        "--capture",
+        metavar="FILE",
+        help="A capture with every verdict: the body gets the plan of the proposed policies "
+        "(what would break).",
+    ),
+]
+_BodyFile = Annotated[
+    Path | None,
+    _option(
+        "--body-file",
+        metavar="FILE",
+        help="Write the pull-request body (the review report, with the plan) to FILE.",
+    ),
+]
+_GitHub = Annotated[
+    str | None,
+    _option(
+        "--github",
+        metavar="OWNER/REPO",
+        help="Open or update the pull request through GitHub's REST API (token from "
+        "GITHUB_TOKEN or GH_TOKEN).",
+    ),
+]
+_GitHubApi = Annotated[
+    str,
+    typer.Option(
+        "--github-api",
+        metavar="URL",
+        help="GitHub's API (GitHub Enterprise: https://HOST/api/v3).",
+    ),
+]
+_NoPush = Annotated[
+    bool,
+    typer.Option(
+        "--no-push", help="Commit in a throwaway checkout and write the body; push nothing."
+    ),
+]
+
+
 def propose(
     source: _Source,
-    worktree: Annotated[
-        Path | None,
-        _option(
-            "--worktree",
-            metavar="DIR",
-            help="A Git work tree of the repository to propose in "
-            "(a temporary worktree is used: your checkout is left alone).",
-        ),
-    ] = None,
-    repo: Annotated[
-        str | None,
-        _option("--repo", metavar="URL", help="Or a repository to clone (any URL git clones)."),
-    ] = None,
-    path: Annotated[
-        str,
-        typer.Option("--path", metavar="DIR", help="Where the policies live in the repository."),
-    ] = "policies",
-    branch: Annotated[
-        str | None,
-        _option(
-            "--branch",
-            metavar="NAME",
-            help="The branch (default cpg/<the run's session>); never the base or default branch.",
-        ),
-    ] = None,
-    base: Annotated[
-        str | None,
-        _option(
-            "--base",
-            metavar="BRANCH",
-            help="The branch to propose against (default: the remote's default branch).",
-        ),
-    ] = None,
-    remote: Annotated[
-        str, typer.Option("--remote", metavar="NAME", help="The remote to push to.")
-    ] = "origin",
-    capture: Annotated[
-        str | None,
-        _option(
-            "--capture",
-            metavar="FILE",
-            help="A capture with every verdict: the body gets "
-            "the plan of the proposed policies (what would break).",
-        ),
-    ] = None,
-    body_file: Annotated[
-        Path | None,
-        _option(
-            "--body-file",
-            metavar="FILE",
-            help="Write the pull-request body (the review report, with the plan) to FILE.",
-        ),
-    ] = None,
-    github: Annotated[
-        str | None,
-        _option(
-            "--github",
-            metavar="OWNER/REPO",
-            help="Open or update the pull request through "
-            "GitHub's REST API (token from GITHUB_TOKEN or GH_TOKEN).",
-        ),
-    ] = None,
-    github_api: Annotated[
-        str,
-        typer.Option(
-            "--github-api",
-            metavar="URL",
-            help="GitHub's API (GitHub Enterprise: https://HOST/api/v3).",
-        ),
-    ] = runs.GITHUB_API,
-    no_push: Annotated[
-        bool,
-        typer.Option(
-            "--no-push", help="Commit in a throwaway checkout and write the body; push nothing."
-        ),
-    ] = False,
+    worktree: _Worktree = None,
+    repo: _Repo = None,
+    path: _Path = "policies",
+    branch: _Branch = None,
+    base: _Base = None,
+    remote: _Remote = "origin",
+    capture: _Capture = None,
+    body_file: _BodyFile = None,
+    github: _GitHub = None,
+    github_api: _GitHubApi = runs.GITHUB_API,
+    no_push: _NoPush = False,
     evidence_dir: opt.EvidenceDir = None,
     output: Annotated[str, opt.output_option("text", "json", help="text or json.")] = "text",
 ) -> None:
@@ -144,7 +154,11 @@ def propose(
         fail(exc)
     if output == "json":
         typer.echo(json.dumps(attrs.asdict(result), indent=2))
-        return
+    else:
+        _say_result(result, path)
+
+
+def _say_result(result: runs.ProposeResult, path: str) -> None:
     if not result.changed:
         say(f"Nothing to propose: {path} on {result.base} already holds the run's policies.")
         for item in result.files:

@@ -96,25 +96,52 @@ def shadow(
     to judge, 1 relay or policy errors, 2 bad flags.
     """
     opt.setup_logging(log_level)
-    request = ShadowRequest(
-        check=opt.validated(
-            lambda: CheckRequest.build(
-                inputs=[server or "hubble-relay"],
-                policies=str(policies),
-                current=str(current) if current is not None else None,
-                cluster=cluster,
-                include_audit=include_audit,
-                default_local_cluster=default_local_cluster,
-                allow_localhost=allow_localhost,
-            )
-        ),
-        live=opt.run_request(locals()),
-        report=str(report) if report is not None else None,
+    check = opt.validated(
+        lambda: CheckRequest.build(
+            inputs=[server or "hubble-relay"],
+            policies=str(policies),
+            current=str(current) if current is not None else None,
+            cluster=cluster,
+            include_audit=include_audit,
+            default_local_cluster=default_local_cluster,
+            allow_localhost=allow_localhost,
+        )
     )
+    report_path = str(report) if report is not None else None
+    request = ShadowRequest(check=check, live=opt.run_request(locals()), report=report_path)
     now = rfc3339(utc_now())
     opt.validated(lambda: request.live.live_window(now))  # an until in the past: exit 2 now
     files = (tls_ca_cert, tls_client_cert, tls_client_key)
     tls_settings = TLSSettings(tls or any(files[:2]), *files, tls_server_name)
+    view, capture, server_name = _watch(
+        request, now, tls_settings, evidence_dir, kubeconfig, context, output, quiet
+    )
+    if capture.error:
+        say(f"cpg: warning: the stream ended early: {capture.error}", err=True)
+    say(f"cpg: shadow of {server_name}: {capture.progress.flows:,} flows judged", err=True)
+    text = render(view, output)
+    if output == "json":
+        typer.echo(text)
+    else:
+        say(text)
+    code, words = runs.shadow_verdict(view)
+    if words:
+        say(f"cpg: {words}", err=True)
+    if code:
+        raise typer.Exit(code)
+
+
+def _watch(
+    request: ShadowRequest,
+    now: str,
+    tls_settings: TLSSettings,
+    evidence_dir: Path | None,
+    kubeconfig: Path | None,
+    context: str | None,
+    output: str,
+    quiet: bool,
+) -> tuple[PlanView, runs.ShadowCapture, str]:
+    """Connect, judge the stream until it stops, and hand back the final plan."""
     kube_dir = Path(tempfile.mkdtemp(prefix="cpg-kube-"))
     try:
         relay = runs.connect_relay(
@@ -148,19 +175,7 @@ def shadow(
         fail(exc)
     finally:
         relay.close()
-    if capture.error:
-        say(f"cpg: warning: the stream ended early: {capture.error}", err=True)
-    say(f"cpg: shadow of {relay.server}: {capture.progress.flows:,} flows judged", err=True)
-    text = render(view, output)
-    if output == "json":
-        typer.echo(text)
-    else:
-        say(text)
-    code, words = runs.shadow_verdict(view)
-    if words:
-        say(f"cpg: {words}", err=True)
-    if code:
-        raise typer.Exit(code)
+    return view, capture, relay.server
 
 
 def _announce(items: list[WouldBreak], to_stderr: bool) -> None:

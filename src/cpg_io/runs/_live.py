@@ -240,17 +240,7 @@ class LiveCapture(RelayReader):
         plans, quiet = self._changed(plans)
         if self.settings.stable_for > 0:
             plans = self._stabilized(plans)
-        due = final or time.monotonic() >= self._evidence_due
-        if self.settings.evidence is None or self.settings.dry_run:
-            quiet = []  # nothing to write for them at all
-        else:
-            self._hold_evidence(quiet)
-            quiet = []
-            if due and self._pending:
-                quiet = list(self._pending.values())
-                self._pending = {}
-            if due:
-                self._evidence_due = time.monotonic() + self.settings.evidence_interval
+        quiet = self._evidence_to_write(quiet, final)
         if not plans and not quiet:
             return
         ended = self.clock()
@@ -372,6 +362,19 @@ class LiveCapture(RelayReader):
             for target in sorted(self._unstable, key=lambda t: (t.namespace, t.workload))
         ]
         return ready
+
+    def _evidence_to_write(self, quiet: list[PolicyPlan], final: bool) -> list[PolicyPlan]:
+        """The unchanged policies whose evidence is written now: those waiting, once the
+        evidence interval is over (or at the last flush); the others wait in memory."""
+        if self.settings.evidence is None or self.settings.dry_run:
+            return []  # nothing to write for them at all
+        self._hold_evidence(quiet)
+        due = final or time.monotonic() >= self._evidence_due
+        if not due:
+            return []
+        self._evidence_due = time.monotonic() + self.settings.evidence_interval
+        waiting, self._pending = list(self._pending.values()), {}
+        return waiting
 
     def _hold_evidence(self, quiet: list[PolicyPlan]) -> None:
         for plan in quiet:
