@@ -10,9 +10,8 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
-from typer.main import get_command
 
-from cpg_cli.app import app
+from cpg_cli.app import load_command
 from cpg_cli.words import flag
 from cpg_core import RunRequest
 from cpg_mcp.server import build_server
@@ -55,7 +54,7 @@ def _request_fields() -> list[str]:
 
 
 def _flags(name: str) -> set[str]:
-    sub = get_command(app).commands[name]  # type: ignore[attr-defined]
+    sub = load_command(name)
     return {opt for param in sub.params for opt in (*param.opts, *param.secondary_opts)}
 
 

@@ -2,32 +2,188 @@
 
 Results go to stdout, logs and warnings to stderr. Exit codes: 0 success, 1 runtime
 failure, 2 usage error.
+
+Each command lives in its own module, imported only when that command runs (or its help or
+completion is asked for): ``cpg version``, ``cpg -h`` and TAB answer without loading cpg's
+libraries.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
-from cpg_cli import options as opt
-from cpg_cli.bootstrap_cmd import bootstrap
-from cpg_cli.drift_cmd import drift
-from cpg_cli.explain_cmd import explain
-from cpg_cli.generate_cmd import generate
-from cpg_cli.lint_cmd import lint
-from cpg_cli.plan_cmd import plan
-from cpg_cli.propose_cmd import propose
-from cpg_cli.replay_cmd import replay
-from cpg_cli.report_cmd import report
-from cpg_cli.shadow_cmd import shadow
-from cpg_cli.verify_cmd import verify
-from cpg_cli.why_cmd import trace, why
-from cpg_io.version import cpg_version
+from cpg_cli.command import StrictCommand, output_option
+
+
+class LazyCommand:
+    """Where a command lives and what ``cpg -h`` says of it before it is loaded."""
+
+    __slots__ = ("function", "module", "no_args_is_help", "summary")
+
+    def __init__(
+        self, module: str, function: str, summary: str, *, no_args_is_help: bool = False
+    ) -> None:
+        self.module = module
+        self.function = function
+        self.summary = summary
+        self.no_args_is_help = no_args_is_help
+
+
+LAZY: dict[str, LazyCommand] = {
+    "generate": LazyCommand(
+        "cpg_cli.generate_cmd",
+        "generate",
+        "Watch Hubble Relay and write policies for denied flows as they arrive.",
+    ),
+    "bootstrap": LazyCommand(
+        "cpg_cli.bootstrap_cmd",
+        "bootstrap",
+        "Print a default-deny CiliumNetworkPolicy for a namespace (Cilium 1.16 or newer).",
+    ),
+    "replay": LazyCommand(
+        "cpg_cli.replay_cmd",
+        "replay",
+        "Generate policies from a captured Hubble flow file.",
+        no_args_is_help=True,
+    ),
+    "explain": LazyCommand(
+        "cpg_cli.explain_cmd",
+        "explain",
+        "Show the flows behind each rule of a generated policy.",
+        no_args_is_help=True,
+    ),
+    "verify": LazyCommand(
+        "cpg_cli.verify_cmd",
+        "verify",
+        "Check that policies admit every denied flow cpg can express, and no explicitly denied one.",
+        no_args_is_help=True,
+    ),
+    "plan": LazyCommand(
+        "cpg_cli.plan_cmd",
+        "plan",
+        "Show what applying the policies would change: what they fix, what would break.",
+        no_args_is_help=True,
+    ),
+    "report": LazyCommand(
+        "cpg_cli.report_cmd",
+        "report",
+        "Write a review report of the policies, their evidence and the cluster health to stdout.",
+    ),
+    "shadow": LazyCommand(
+        "cpg_cli.shadow_cmd",
+        "shadow",
+        "Judge proposed policies on live traffic, before applying them (a staged policy).",
+    ),
+    "drift": LazyCommand(
+        "cpg_cli.drift_cmd", "drift", "Show how the cluster drifted away from the policies applied."
+    ),
+    "lint": LazyCommand(
+        "cpg_cli.lint_cmd",
+        "lint",
+        "Check CiliumNetworkPolicy and CiliumClusterwideNetworkPolicy YAML, cpg's or anyone's.",
+        no_args_is_help=True,
+    ),
+    "propose": LazyCommand(
+        "cpg_cli.propose_cmd",
+        "propose",
+        "Propose a run's policies as a pull request: branch, commit, push, body.",
+        no_args_is_help=True,
+    ),
+    "why": LazyCommand(
+        "cpg_cli.why_cmd",
+        "why",
+        "Say why each kind of flow the filters select was denied, and what would admit it.",
+        no_args_is_help=True,
+    ),
+    "trace": LazyCommand(
+        "cpg_cli.why_cmd",
+        "trace",
+        "Say whether the policies would admit a flow nobody captured, and why not.",
+        no_args_is_help=True,
+    ),
+}
+"""The commands loaded on demand, in the order ``cpg -h`` lists them (after version and
+completion, before mcp). A test checks each summary is the first line of the command's help."""
+
+
+def load_command(name: str) -> Any:
+    """The click command of a lazily loaded cpg command, built as ``app.command`` would."""
+    lazy = LAZY[name]
+    function = getattr(importlib.import_module(lazy.module), lazy.function)
+    single = typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False)
+    single.command(name=name, cls=StrictCommand, no_args_is_help=lazy.no_args_is_help)(function)
+    command = typer.main.get_command(single)
+    command.name = name
+    return command
+
+
+class CommandGroup(TyperGroup):
+    """cpg's commands, each module imported the first time its command is needed."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        eager = super().list_commands(ctx)
+        first = [name for name in ("version", "completion") if name in eager]
+        rest = [name for name in eager if name not in first and name not in LAZY]
+        return first + [name for name in LAZY if name not in first] + rest
+
+    def get_command(self, ctx: Any, name: str) -> Any:
+        found = super().get_command(ctx, name)
+        if found is None and name in LAZY:
+            found = load_command(name)
+            self.add_command(found, name)
+        return found
+
+    def shell_complete(self, ctx: Any, incomplete: str) -> list[Any]:
+        """TAB on a command name: the names and summaries from :data:`LAZY`, without
+        importing any command (then the options, as every command completes them)."""
+        from typer._click.core import Command  # Typer's own click, which it completes with
+        from typer._click.shell_completion import CompletionItem
+
+        results = []
+        for name in self.list_commands(ctx):
+            if not name.startswith(incomplete):
+                continue
+            if name in LAZY and name not in self.commands:
+                results.append(CompletionItem(name, help=LAZY[name].summary))
+                continue
+            command = super().get_command(ctx, name)
+            if command is not None and not command.hidden:
+                results.append(CompletionItem(name, help=command.get_short_help_str()))
+        options: list[Any] = Command.shell_complete(self, ctx, incomplete)
+        return results + options
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """As click lists commands, with a lazy command's summary from :data:`LAZY` (its
+        module is not imported for ``cpg -h``)."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = []
+        for name in names:
+            if name in LAZY and name not in self.commands:
+                rows.append((name, _short(LAZY[name].summary, limit)))
+                continue
+            command = super().get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def _short(summary: str, limit: int) -> str:
+    """``summary`` cut at a word to ``limit`` characters with "...", as click cuts help."""
+    if len(summary) <= limit:
+        return summary
+    return summary[: limit - 3].rsplit(" ", 1)[0] + "..."
+
 
 app = typer.Typer(
     name="cpg",
+    cls=CommandGroup,
     help=(
         "Generate least-privilege CiliumNetworkPolicies from Hubble flow denials.\n\n"
         "cpg reads dropped flows, keeps only those a missing allow rule explains, and writes "
@@ -44,6 +200,8 @@ app = typer.Typer(
 
 def _version_callback(value: bool) -> None:
     if value:
+        from cpg_io.version import cpg_version
+
         typer.echo(f"cpg {cpg_version()}")
         raise typer.Exit()
 
@@ -63,13 +221,15 @@ def _root(
     """Generate least-privilege CiliumNetworkPolicies from Hubble flow denials."""
 
 
-@app.command(cls=opt.StrictCommand)
+@app.command(cls=StrictCommand)
 def version(
-    output: Annotated[str, opt.output_option("text", "json", help="text or json.")] = "text",
+    output: Annotated[str, output_option("text", "json", help="text or json.")] = "text",
 ) -> None:
     """Print the versions of cpg and of the libraries it talks to Hubble and MCP with."""
     import platform
     from importlib import metadata
+
+    from cpg_io.version import cpg_version
 
     versions = {"cpg": cpg_version(), "python": platform.python_version()}
     for package in ("grpcio", "protobuf", "mcp", "kubernetes"):
@@ -87,7 +247,7 @@ def version(
 SHELLS = ("bash", "zsh", "fish", "powershell")
 
 
-@app.command(cls=opt.StrictCommand)
+@app.command(cls=StrictCommand)
 def completion(
     shell: Annotated[
         str,
@@ -108,21 +268,6 @@ def completion(
     from typer._completion_shared import get_completion_script
 
     typer.echo(get_completion_script(prog_name="cpg", complete_var="_CPG_COMPLETE", shell=shell))
-
-
-app.command(cls=opt.StrictCommand)(generate)
-app.command(cls=opt.StrictCommand)(bootstrap)  # without -n: "Missing option '-n'"
-app.command(cls=opt.StrictCommand, no_args_is_help=True)(replay)
-app.command(cls=opt.StrictCommand, no_args_is_help=True)(explain)
-app.command(cls=opt.StrictCommand, no_args_is_help=True)(verify)
-app.command(cls=opt.StrictCommand, no_args_is_help=True)(plan)
-app.command(cls=opt.StrictCommand)(report)
-app.command(cls=opt.StrictCommand)(shadow)
-app.command(cls=opt.StrictCommand)(drift)
-app.command(cls=opt.StrictCommand, no_args_is_help=True)(lint)
-app.command(cls=opt.StrictCommand, no_args_is_help=True)(propose)
-app.command(cls=opt.StrictCommand, no_args_is_help=True)(why)
-app.command(cls=opt.StrictCommand, no_args_is_help=True)(trace)
 
 
 @app.command(

@@ -215,3 +215,56 @@ def test_a_ctrl_c_python_could_not_raise_is_raised_again_not_printed() -> None:
         _interrupt_again(Unraisable())
         for _ in range(10_000):  # the interrupt lands at the next check of the main loop
             pass
+
+
+def test_the_cli_loads_a_command_only_when_it_is_needed() -> None:
+    """Importing the app (what ``cpg version``, ``cpg -h`` and TAB pay for) loads none of cpg's
+    libraries nor the heavy ones they bring; ``cpg -h`` lists every command from the table."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, cpg_cli.app; "
+        "print(sorted({m.split('.')[0] for m in sys.modules}"
+        " & {'grpc', 'kubernetes', 'rich', 'pydantic', 'fsspec', 'cpg_core', 'cpg_io', 'yaml'}))"
+    )
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert ran.stdout.strip() == "[]"
+    helped = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from cpg_cli.app import main; sys.argv = ['cpg', '-h']; main()",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert helped.returncode == 0
+    for name in ("replay", "generate", "shadow", "drift", "lint", "propose", "why", "mcp"):
+        assert f"\n  {name} " in helped.stdout, name
+
+
+def test_each_lazy_summary_is_the_commands_own_first_line() -> None:
+    from cpg_cli.app import LAZY, load_command
+
+    for name, lazy in LAZY.items():
+        command = load_command(name)
+        first = (command.help or "").strip().split("\n\n", 1)[0].replace("\n", " ")
+        assert lazy.summary == first, name
+
+
+def test_tab_on_a_command_name_loads_no_command() -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('LOADED', sorted({m.split('.')[0] for m in sys.modules}"
+        " & {'cpg_core', 'cpg_io', 'grpc', 'kubernetes'}), file=sys.stderr))\n"
+        "from cpg_cli.app import app\n"
+        "app(prog_name='cpg')\n"
+    )
+    env = {"_CPG_COMPLETE": "complete_zsh", "_TYPER_COMPLETE_ARGS": "cpg pro", "PATH": ""}
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
+    assert '"propose":"Propose a run' in ran.stdout, ran.stdout + ran.stderr
+    assert "LOADED []" in ran.stderr

@@ -1,0 +1,86 @@
+"""What every command is built with, kept light (typer only) so that ``cpg version``, ``cpg
+-h`` and shell completion do not load cpg's libraries: the command class and the ``-o``
+option."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import typer
+from typer.core import TyperCommand
+
+
+class StrictCommand(TyperCommand):
+    """A command that refuses an option given twice when it takes one value (click keeps the
+    last one silently: ``bootstrap -n a -n b`` would print only b's policy), and whose help
+    shows an argument by its placeholder alone (not ``FILE <list[str]>``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            if getattr(param, "param_type_name", "") == "argument" and param.metavar:
+                param.display_type_rich = lambda ctx: None  # type: ignore[attr-defined]
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        single: dict[str, Any] = {}
+        for param in self.get_params(ctx):
+            if getattr(param, "param_type_name", "") == "option" and not (
+                param.multiple or getattr(param, "is_flag", False) or getattr(param, "count", False)
+            ):
+                for name in [*param.opts, *param.secondary_opts]:
+                    single[name] = param
+        seen: dict[str, str] = {}
+        for arg in args:
+            if arg == "--":
+                break
+            if arg.startswith("--"):
+                name = arg.split("=", 1)[0]
+            elif arg.startswith("-") and len(arg) >= 2 and arg[1] != "-":
+                name = arg[:2]
+            else:
+                continue
+            option = single.get(name)
+            if option is None:
+                continue
+            if option.name in seen:
+                raise typer.BadParameter(
+                    f"given twice ({seen[option.name]} and {name}); it takes one value",
+                    ctx=ctx,
+                    param_hint=name,
+                )
+            seen[option.name] = name
+        result: list[str] = super().parse_args(ctx, args)
+        return result
+
+
+def _known_formats() -> frozenset[str]:
+    """Every format some command prints (cpg_core.reports.FORMATS, and YAML documents): read
+    only for a bad -o, so a command's start-up does not load the reports."""
+    from cpg_core.reports import FORMATS
+
+    return frozenset({"yaml", *(name for kind in FORMATS.values() for name in kind)})
+
+
+def output_format(*allowed: str) -> Callable[[str], str]:
+    """A ``-o/--output`` parser for a command that prints ``allowed`` formats. A value that
+    looks like a folder gets the hint kubectl and hubble users need: ``-o`` is a format."""
+    names = list(allowed)
+
+    def parse(value: str) -> str:
+        text = str(value).strip().lower()
+        if text in names:
+            return text
+        hint = ""
+        if "/" in text or "." in text or text not in _known_formats():
+            hint = "; -o is the output format (as in kubectl and hubble): use -d DIR for a folder"
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(names)}{hint}")
+
+    return parse
+
+
+def output_option(*formats: str, help: str) -> Any:
+    """The ``-o/--output FORMAT`` option of a command that prints ``formats``."""
+    return typer.Option(
+        "-o", "--output", metavar="FORMAT", callback=output_format(*formats), help=help
+    )
