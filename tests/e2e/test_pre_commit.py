@@ -47,7 +47,8 @@ def _try_repo(
     )
 
 
-def test_pre_commit_hooks_fail_on_a_bad_policy_then_pass(tmp_path: Path) -> None:
+def _gitops(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A Git repository for policies, and the environment pre-commit runs in (offline)."""
     if not (WHEELHOUSE / ".").is_dir() or not list(WHEELHOUSE.glob("hatchling-*.whl")):
         if os.environ.get("CI"):
             raise AssertionError(f"{WHEELHOUSE}: no wheelhouse; make install builds it")
@@ -59,10 +60,6 @@ def test_pre_commit_hooks_fail_on_a_bad_policy_then_pass(tmp_path: Path) -> None
     _git(repo, "init", "-q")
     _git(repo, "config", "user.email", "ci@example.com")
     _git(repo, "config", "user.name", "CI")
-    policy = repo / "policies" / "shop" / "not-a-policy-api.yaml"  # bad on purpose at first
-    policy.write_text(yaml.safe_dump(BAD, sort_keys=False))
-    (repo / "notes.yaml").write_text("not: a policy\n")
-    _git(repo, "add", "-A")
     env = {
         "PATH": os.environ["PATH"],
         "HOME": str(tmp_path / "home"),
@@ -72,6 +69,15 @@ def test_pre_commit_hooks_fail_on_a_bad_policy_then_pass(tmp_path: Path) -> None
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
         "GIT_CONFIG_NOSYSTEM": "1",
     }
+    return repo, env
+
+
+def test_pre_commit_hooks_fail_on_a_bad_policy_then_pass(tmp_path: Path) -> None:
+    repo, env = _gitops(tmp_path)
+    policy = repo / "policies" / "shop" / "not-a-policy-api.yaml"  # bad on purpose at first
+    policy.write_text(yaml.safe_dump(BAD, sort_keys=False))
+    (repo / "notes.yaml").write_text("not: a policy\n")
+    _git(repo, "add", "-A")
     failed = _try_repo(repo, env, "cpg-lint")
     assert failed.returncode != 0, failed.stdout + failed.stderr
     assert "CPG005 empty-peer-selector" in failed.stdout, failed.stdout + failed.stderr
@@ -84,6 +90,12 @@ def test_pre_commit_hooks_fail_on_a_bad_policy_then_pass(tmp_path: Path) -> None
     passed = _try_repo(repo, env, "cpg-lint")
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "Passed" in passed.stdout
+
+
+def test_the_verify_hook_takes_its_capture_from_the_config(tmp_path: Path) -> None:
+    """cpg-verify, as a repository's .pre-commit-config.yaml runs it (this repository at
+    HEAD, the capture and the folder as args)."""
+    repo, env = _gitops(tmp_path)
     # cpg-verify takes its capture and folder from the repository's config
     made = cpg("replay", str(ROOT / "examples" / "drops.jsonl"), "-d", str(repo / "cpg"))
     assert made.returncode == 0, made.stderr
