@@ -10,6 +10,22 @@ from typing import Any
 import typer
 from typer.core import TyperCommand
 
+SECTION_ORDER = (
+    "Input",
+    "Output",
+    "Evidence",
+    "L7",
+    "Time window",
+    "Hubble Relay",
+    "Cluster",
+    "Cilium semantics",
+    "Engine",
+    "Logging",
+    "Options",
+)
+"""The order of the sections of ``-h``; another section (the flow filters) goes before
+Logging."""
+
 
 class StrictCommand(TyperCommand):
     """A command that refuses an option given twice when it takes one value (click keeps the
@@ -21,6 +37,31 @@ class StrictCommand(TyperCommand):
         for param in self.params:
             if getattr(param, "param_type_name", "") == "argument" and param.metavar:
                 param.display_type_rich = lambda ctx: None  # type: ignore[attr-defined]
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        """Arguments, then the options in their sections (input, output, evidence, the time
+        window…, as ``PANELS`` in cpg_cli.options groups them), then the rest."""
+        arguments: list[tuple[str, str]] = []
+        sections: dict[str, list[tuple[str, str]]] = {}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if param.param_type_name == "argument":
+                arguments.append(record)
+            else:
+                panel = getattr(param, "rich_help_panel", None) or "Options"
+                sections.setdefault(panel, []).append(record)
+        if arguments:
+            with formatter.section("Arguments"):
+                formatter.write_dl(arguments)
+        order = {name: n for n, name in enumerate(SECTION_ORDER)}
+        panels = sorted(sections, key=lambda panel: order.get(panel, len(order) - 2.5))
+        for panel in panels:
+            records = sections[panel]
+            if records:
+                with formatter.section(panel):
+                    formatter.write_dl(records)
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         single: dict[str, Any] = {}
@@ -81,6 +122,15 @@ def output_format(*allowed: str) -> Callable[[str], str]:
 
 def output_option(*formats: str, help: str) -> Any:
     """The ``-o/--output FORMAT`` option of a command that prints ``formats``."""
+
+    def complete(incomplete: str) -> list[str]:
+        return [name for name in formats if name.startswith(incomplete)]
+
     return typer.Option(
-        "-o", "--output", metavar="FORMAT", callback=output_format(*formats), help=help
+        "-o",
+        "--output",
+        metavar="FORMAT",
+        callback=output_format(*formats),
+        autocompletion=complete,
+        help=help,
     )

@@ -556,6 +556,71 @@ StableFor = Annotated[
 ]
 
 
+PANELS: dict[str, tuple[str, ...]] = {
+    "Input": (
+        "Namespaces",
+        "AllNamespaces",
+        "IncludeAudit",
+        "IgnoreProtocols",
+        "IgnoreDropReasons",
+        "Learn",
+        "LearnAllowed",
+        "MaxMalformed",
+    ),
+    "Output": (
+        "OutputDir",
+        "Output",
+        "DryRun",
+        "NoDiff",
+        "ExitCode",
+        "Kustomize",
+        "MinFlows",
+        "Verify",
+        "FailOnInfraDrops",
+    ),
+    "Evidence": (
+        "EvidenceDir",
+        "NoEvidence",
+        "EvidenceSamples",
+        "EvidenceSessions",
+        "EvidenceRedact",
+        "EvidenceInterval",
+    ),
+    "L7": ("L7", "L7CollapsePaths"),
+    "Time window": ("Since", "Until", "LiveSince", "LiveUntil", "Duration"),
+    "Hubble Relay": (
+        "Server",
+        "TLS",
+        "TLSCACert",
+        "TLSClientCert",
+        "TLSClientKey",
+        "TLSServerName",
+        "Timeout",
+        "FlushInterval",
+        "StableFor",
+        "RelayNamespace",
+    ),
+    "Cluster": ("CurrentPolicies", "ClusterPolicies", "Kubeconfig", "Context", "ClusterDedup"),
+    "Cilium semantics": ("DefaultLocalCluster", "LocalClusterPeers", "AllowLocalhost"),
+    "Engine": ("Engine", "Jobs", "Scheduler", "PartSize"),
+    "Logging": ("Quiet", "LogLevel"),
+}
+"""Which section of ``-h`` each shared option is listed in (kubectl groups its flags too)."""
+
+
+def _set_panels() -> None:
+    from typer.models import OptionInfo
+
+    for panel, names in PANELS.items():
+        for name in names:
+            for info in globals()[name].__metadata__:
+                if isinstance(info, OptionInfo):
+                    info.rich_help_panel = panel
+
+
+_set_panels()
+
+
 _INVERTED = {"no_evidence": "evidence", "no_diff": "diff"}
 """Flags that switch a request field off."""
 _SINGULAR = {"ignore_protocol": "ignore_protocols", "ignore_drop_reason": "ignore_drop_reasons"}

@@ -268,3 +268,39 @@ def test_tab_on_a_command_name_loads_no_command() -> None:
     ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
     assert '"propose":"Propose a run' in ran.stdout, ran.stdout + ran.stderr
     assert "LOADED []" in ran.stderr
+
+
+def test_help_groups_the_options_and_o_completes_its_formats(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    helped = cpg("replay", "-h").stdout
+    sections = [
+        line[:-1] for line in helped.splitlines() if line.endswith(":") and line[0].isupper()
+    ]
+    assert sections == [
+        "Arguments",
+        "Input",
+        "Output",
+        "Evidence",
+        "L7",
+        "Time window",
+        "Cilium semantics",
+        "Engine",
+        "Flow filters (as hubble observe)",
+        "Logging",
+        "Options",
+    ]
+    evidence = helped.split("\nEvidence:\n", 1)[1].split("\n\n", 1)[0]
+    assert "--evidence-dir" in evidence and "--no-evidence" in evidence
+    assert "--tls" in cpg("generate", "-h").stdout.split("\nHubble Relay:\n", 1)[1].split("\n\n")[0]
+    env = {
+        **os.environ,
+        "_CPG_COMPLETE": "complete_bash",
+        "COMP_WORDS": "cpg lint x -o s",
+        "COMP_CWORD": "4",
+    }
+    probe = "from cpg_cli.app import app; app(prog_name='cpg')"
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
+    assert ran.stdout.split() == ["sarif"], ran.stdout + ran.stderr
