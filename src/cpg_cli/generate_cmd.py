@@ -110,6 +110,7 @@ def generate(
         extra_json=extra,
         verb="Received",
         live=capture,
+        evidence_dir=evidence_dir,
     )
     if code:
         raise typer.Exit(code)

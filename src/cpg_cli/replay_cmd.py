@@ -118,6 +118,7 @@ def replay(
         output_dir=output_dir,
         as_json=output == "json",
         exit_code=code,
+        evidence_dir=evidence_dir,
     )
     if code:
         raise typer.Exit(code)

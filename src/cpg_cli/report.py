@@ -50,6 +50,7 @@ def print_run(
     extra_json: dict[str, Any] | None = None,
     verb: str = "Read",
     live: LiveCapture | None = None,
+    evidence_dir: Path | None = None,
 ) -> None:
     """The report on stdout (text or JSON), then every write error and tripped check on
     stderr."""
@@ -61,6 +62,7 @@ def print_run(
         exit_code=exit_code,
         verb=verb,
         extra=extra_json,
+        evidence_flag=str(evidence_dir) if evidence_dir is not None else "",
     )
     dry_run = request.dry_run
     if as_json:

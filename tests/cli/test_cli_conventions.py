@@ -304,3 +304,29 @@ def test_help_groups_the_options_and_o_completes_its_formats(tmp_path: Path) -> 
     probe = "from cpg_cli.app import app; app(prog_name='cpg')"
     ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
     assert ran.stdout.split() == ["sarif"], ran.stdout + ran.stderr
+
+
+def test_next_steps_repeat_the_evidence_dir_and_empty_evidence_is_said(tmp_path: Path) -> None:
+    import shlex
+
+    from conftest import EXAMPLE
+
+    out, evidence = tmp_path / "out", tmp_path / "my evidence"
+    ran = cpg("replay", str(EXAMPLE), "-d", str(out), "--evidence-dir", str(evidence))
+    assert ran.returncode == 0, ran.stderr
+    explain = next(line for line in ran.stdout.splitlines() if line.startswith("  explain: "))
+    assert f"--evidence-dir {shlex.quote(str(evidence))}" in explain
+    plan = next(line for line in ran.stdout.splitlines() if line.startswith("  plan: "))
+    assert "--evidence-dir" in plan
+    copied = cpg(*shlex.split(explain.split(": ", 1)[1])[1:])  # the line, pasted
+    assert copied.returncode == 0, copied.stderr
+    default = cpg("replay", str(EXAMPLE), "-d", str(tmp_path / "plain"))
+    assert "--evidence-dir" not in default.stdout
+    wrong = cpg("report", "-d", str(out))  # the evidence is elsewhere
+    assert wrong.returncode == 0
+    assert "no evidence for any of the 6 policies: looked in" in wrong.stderr
+    assert "give the --evidence-dir the run that wrote them used" in wrong.stderr
+    right = cpg("report", "-d", str(out), "--evidence-dir", str(evidence))
+    assert "no evidence" not in right.stderr
+    planned = cpg("plan", str(EXAMPLE), "-d", str(out))
+    assert "no evidence for any of the 6 proposed policies" in planned.stderr

@@ -5,6 +5,7 @@ people (a terminal, a CI log) and as JSON for machines (``-o json``). One typed 
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -88,6 +89,8 @@ class RunReport:
     recorded_by: str = ""
     """A recorded session that already counted every input of this replay (evidence left)."""
     waiting: tuple[WaitingPolicy, ...] = ()
+    evidence_flag: str = ""
+    """The --evidence-dir the run was given ("" for the default), repeated in "Next steps"."""
     stable_for: float = 0.0
     """``--stable-for`` in seconds (0: policies are written at every flush)."""
 
@@ -309,15 +312,18 @@ def _next_steps(report: RunReport, first: FileOutcome) -> list[str]:
     capture = report.source if report.source != "standard input" else "CAPTURE"
     target = f"{first.namespace}/{first.workload}" if first.namespace else "NAMESPACE/WORKLOAD"
     apply = "-k" if report.kustomized else "-R -f"
+    evidence = (
+        f" --evidence-dir {shlex.quote(report.evidence_flag)}" if report.evidence_flag else ""
+    )
     lines = [
         "",
         "Next steps:",
         f"  review:  kubectl diff {apply} {output_dir}   (reads the cluster, changes nothing)",
         f"  check:   cpg verify {capture} -d {output_dir}",
-        f"  plan:    cpg plan CAPTURE-WITH-EVERY-VERDICT -d {output_dir}",
+        f"  plan:    cpg plan CAPTURE-WITH-EVERY-VERDICT -d {output_dir}{evidence}",
     ]
     if report.evidence_dir is not None:
-        lines.append(f"  explain: cpg explain {target} -d {output_dir}")
+        lines.append(f"  explain: cpg explain {target} -d {output_dir}{evidence}")
     lines.append(f"  apply:   kubectl apply {apply} {output_dir}   (yourself, once reviewed)")
     return lines
 

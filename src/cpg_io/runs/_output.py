@@ -316,6 +316,7 @@ def run_report(
     exit_code: int,
     verb: str = "Read",
     extra: Mapping[str, Any] | None = None,
+    evidence_flag: str = "",
 ) -> RunReport:
     """The run's report document (rendered as text or JSON by cpg_core.reports)."""
     agg = result.aggregator
@@ -348,6 +349,7 @@ def run_report(
         held_back=tuple(result.held_back),
         min_flows=result.min_flows,
         waiting=tuple(result.waiting),
+        evidence_flag=evidence_flag if request.evidence.record and not request.dry_run else "",
         stable_for=result.stable_for,
         kustomized=result.kustomized,
         evidence_errors=tuple(result.evidence_errors),

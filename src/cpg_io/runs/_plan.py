@@ -30,6 +30,7 @@ from cpg_io.evidence_store import EvidenceStore, default_evidence_root
 from cpg_io.kube import cluster_state
 from cpg_io.policy_files import load_policies
 from cpg_io.runs._output import EvidenceSettings, write_outputs
+from cpg_io.runs._report import no_evidence
 from cpg_io.runs._session import new_session_id, rfc3339, utc_now
 from cpg_io.sources import CaptureFlows, ReadStats
 from cpg_io.version import cpg_version
@@ -76,6 +77,12 @@ def plan_capture(
         allow_localhost=allow_localhost,
     )
     capture.check_readable()
+    if evidence is not None and proposal and not found and not problems:
+        problems.append(
+            no_evidence(len(proposal), evidence).replace(
+                "policies:", "proposed policies (their rules' confidence is unknown):", 1
+            )
+        )
     return PlannedCapture(stats=capture.stats, plan=result, problems=problems)
 
 

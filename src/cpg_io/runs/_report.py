@@ -39,6 +39,8 @@ def read_review(
         f"{namespace}/{doc.policy.name}": doc
         for namespace, _workload, doc in store.read_all(problems.append, cancel)
     }
+    if policies and not evidence:
+        problems.append(no_evidence(len(policies), store))
     try:
         health = store.read_health()
     except (EvidenceError, StoreError) as exc:
@@ -64,3 +66,12 @@ def read_review(
                 f"{exc}; write the plan with this cpg's 'cpg plan -o json'"
             ) from None
     return ReviewInputs(policies, evidence, health, planned, problems, texts)
+
+
+def no_evidence(policies: int, store: EvidenceStore) -> str:
+    """The warning for a folder of policies none of which has evidence where cpg looked: a
+    wrong or forgotten --evidence-dir, never a silent "0 flows"."""
+    return (
+        f"no evidence for any of the {policies} policies: looked in {store.base} (the evidence "
+        f"of {store.output_dir}); give the --evidence-dir the run that wrote them used"
+    )
