@@ -156,15 +156,35 @@ def _check_items(section: _Section, data: object, path: str) -> None:
         item.data = expected
 
 
-def _classify(section: _Section, namespace: str) -> None:
+_CPG_COMMENT = re.compile(
+    r"^# (?:DNS UDP/53, TCP/53 for .+|(?:(?:[A-Z]+/\d+(?:-\d+)?(?: \(HTTP [^)]*\))?"
+    r"|ICMP(?:v[46])? type \d+)(?:, )?)+) (?:from|to) \S.*$"
+)
+"""The shape of the comment cpg writes above a rule (``TCP/8080, TCP/8443 from shop/app=web``)."""
+
+
+def _classify(section: _Section, namespace: str) -> int:
+    """Mark the rules cpg wrote and nobody changed (managed). A rule someone edited keeps
+    its place, and cpg's comment above it is made true again: rewritten for what the rule now
+    says when cpg can say it, else dropped. Returns how many comments were corrected."""
+    corrected = 0
+    shift = " " * (section.item_indent - 2)
     for item in section.items:
         rule = rule_from_dict(item.data, section.direction, namespace)
-        if rule is None or not item.preamble:
+        if not item.preamble:
             continue
-        shift = " " * (section.item_indent - 2)
-        rendered = [shift + line for line in rule_lines(rule, namespace)]
-        if item.preamble[-1] == rendered[0] and item.lines == rendered[1:]:
+        rendered = [shift + line for line in rule_lines(rule, namespace)] if rule else []
+        if rule is not None and item.preamble[-1] == rendered[0] and item.lines == rendered[1:]:
             item.rule = rule
+            continue
+        last = item.preamble[-1]
+        if not _CPG_COMMENT.match(last.strip()):
+            continue  # a person's own comment: theirs to keep
+        fresh = [rendered[0]] if rendered else []
+        if [last] != fresh:
+            item.preamble = item.preamble[:-1] + fresh
+            corrected += 1
+    return corrected
 
 
 def _rule_key(rule: Rule) -> tuple[str, Any, str]:
@@ -204,6 +224,7 @@ def merge_policy_text(
         spec_end += 1
 
     sections: dict[str, _Section] = {}
+    corrected = 0
     for i in range(spec_start + 1, spec_end):
         match = _SECTION.match(lines[i])
         if match:
@@ -216,7 +237,7 @@ def merge_policy_text(
             )
         if direction in sections:
             _check_items(sections[direction], spec.get(direction) or [], path)
-            _classify(sections[direction], namespace)
+            corrected += _classify(sections[direction], namespace)
 
     managed_atoms: set[Atom] = set()
     human_rules: list[Mapping[str, Any]] = []
@@ -235,7 +256,7 @@ def merge_policy_text(
                 atom, [r for r in _direction_rules(sections, atom.direction)], namespace
             ):
                 atoms.add(atom)
-    if atoms == managed_atoms:
+    if atoms == managed_atoms and not corrected:
         return existing
 
     merged = rules_from_atoms(atoms)

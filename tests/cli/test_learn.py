@@ -134,7 +134,7 @@ def test_a_capture_without_drops_says_which_ways_lead_to_policies(tmp_path: Path
     assert ran.returncode == 0
     assert "No flow was denied" in ran.stdout
     assert "--learn forwarded" in ran.stdout and "cpg bootstrap" in ran.stdout
-    assert "audit mode" in ran.stdout
+    assert "audit mode" in ran.stdout and "hubble observe --verdict DROPPED" in ran.stdout
     learned = cpg(
         "replay", str(capture), "-d", str(tmp_path / "q"), "--no-evidence", "--learn", "forwarded"
     )

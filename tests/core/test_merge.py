@@ -89,7 +89,8 @@ def test_an_edited_rule_becomes_the_humans_and_is_not_duplicated() -> None:
     # The reviewer removes 443 but keeps cpg's comment: the rule no longer matches its comment.
     edited = text.replace('      - port: "443"\n        protocol: TCP\n', "")
     merged = merge(edited, [Atom("ingress", CLIENT, "TCP", 80)])
-    assert merged is edited, "port 80 is already allowed by the edited rule"
+    # port 80 is already allowed by the edited rule; only cpg's comment is made true again
+    assert merged == edited.replace("# TCP/80, TCP/443 from", "# TCP/80 from")
     merged = merge(edited, [Atom("ingress", CLIENT, "TCP", 8080)])
     rules = yaml.safe_load(merged)["spec"]["ingress"]
     assert len(rules) == 2
@@ -255,4 +256,28 @@ def test_a_human_range_covers_new_ports_and_is_kept() -> None:
         '      - port: "443"\n', '      - port: "30000"\n        endPort: 32767\n'
     )
     assert _port_entries(human) == [("30000", 32767)]
-    assert merge(human, [Atom("ingress", CLIENT, "TCP", 31000)]) == human
+    corrected = human.replace("# TCP/443 from", "# TCP/30000-32767 from")
+    assert merge(human, [Atom("ingress", CLIENT, "TCP", 31000)]) == corrected
+    assert merge(corrected, [Atom("ingress", CLIENT, "TCP", 31000)]) is corrected
+
+
+def test_cpgs_comment_on_an_edited_rule_is_made_true_or_dropped() -> None:
+    two_ports = [Atom("ingress", CLIENT, "TCP", 80), Atom("ingress", CLIENT, "TCP", 443)]
+    original = render(two_ports)
+    assert "  # TCP/80, TCP/443 from default/app=client\n" in original
+    # the rule still has cpg's shape: the comment says what it now admits
+    edited = original.replace('port: "443"', 'port: "8443"')
+    merged = merge(edited, two_ports)
+    assert "  # TCP/80, TCP/8443 from default/app=client\n" in merged
+    assert merged.count("# TCP/80, TCP/443") == 0
+    assert "  # TCP/443 from default/app=client\n" in merged  # cpg's rule, back with its own
+    assert merge(merged, two_ports) == merged  # settled: the next run changes nothing
+    # a shape cpg does not write (ports out of order): the comment goes, nothing replaces it
+    reordered = original.replace('port: "80"', 'port: "9999"')
+    merged = merge(reordered, two_ports)
+    assert "TCP/80, TCP/443" not in merged and "9999" in merged
+    # a person's own comment above a rule is theirs
+    own = original.replace("  # TCP/80, TCP/443 from default/app=client", "  # ask Ann first")
+    assert "  # ask Ann first\n" in merge(own, [*two_ports, Atom("ingress", CLIENT, "TCP", 22)])
+    # a correct comment on an unchanged file: the file is left as it was
+    assert merge(original, two_ports) is original

@@ -145,7 +145,9 @@ def run_text(report: RunReport) -> str:
 
 NO_DROPS_HINT = (
     "No flow was denied, so there is nothing to turn into rules yet (a cluster without "
-    "policies allows everything). Three ways on:",
+    "policies allows everything). If the cluster has policies, capture the drops themselves: "
+    "hubble observe --verdict DROPPED -o jsonpb (longer, or with --follow). Without any, three "
+    "ways on:",
     "  learn from today's traffic:  cpg replay CAPTURE --learn forwarded, then cpg plan "
     "(README: Learning from the traffic that works today)",
     "  start from a default-deny:   cpg bootstrap -n NAMESPACE",
