@@ -72,9 +72,16 @@ def output_hash(output_dir: Path) -> str:
 def evidence_key(root: Path, output_dir: Path) -> str:
     """Where in ``root`` an output folder's evidence lives. In a ``.cpg-evidence`` folder
     (committed in a repository next to ``policies/``), the output folder's path relative to
-    the folder holding ``.cpg-evidence``: a clone at any other path finds it. Anywhere else
-    (the cache), the hash of the output folder's absolute path."""
+    the folder holding ``.cpg-evidence``; in any other folder inside the Git work tree that
+    also holds the output folder, its path relative to that work tree: a clone at any other
+    path finds it either way. Anywhere else (the cache), the hash of the output folder's
+    absolute path."""
     if Path(root).name != REPO_EVIDENCE:
+        tree = work_tree(Path(root))
+        if tree is not None:
+            relative = _relative_inside(output_dir, tree)
+            if relative is not None and work_tree(Path(output_dir)) == tree:
+                return relative
         return output_hash(output_dir)
     parent = os.path.dirname(os.path.abspath(os.fspath(root)))
     relative = os.path.relpath(os.path.abspath(os.fspath(output_dir)), parent)
@@ -82,6 +89,23 @@ def evidence_key(root: Path, output_dir: Path) -> str:
     if inside and Path(parent, relative) != Path(os.path.abspath(os.fspath(root))):
         return Path(relative).as_posix()
     return output_hash(output_dir)
+
+
+def work_tree(path: Path) -> Path | None:
+    """The Git work tree ``path`` (or the nearest folder above it that exists) lies in: the
+    folder holding ``.git``; None outside any."""
+    here = Path(os.path.abspath(os.fspath(path)))
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def _relative_inside(output_dir: Path, tree: Path) -> str | None:
+    relative = os.path.relpath(os.path.abspath(os.fspath(output_dir)), tree)
+    if relative.startswith("..") or relative == "." or os.path.isabs(relative):
+        return None
+    return Path(relative).as_posix()
 
 
 class EvidenceStore:

@@ -177,3 +177,70 @@ def test_a_kustomization_a_person_broke_is_named_and_left_alone(tmp_path: Path) 
     assert ran.returncode == 1 and "Traceback" not in ran.stderr
     assert f"{broken}: resources must be a list" in ran.stderr
     assert broken.read_text() == "resources: 5\n"
+
+
+@pytest.mark.skipif(GIT is None, reason="git is not installed")
+def test_any_evidence_folder_in_the_work_tree_travels_and_names_paths_as_given(
+    tmp_path: Path,
+) -> None:
+    """An evidence folder not named .cpg-evidence, inside the repository: keyed by the
+    policies' path in the work tree, so a clone elsewhere finds it. Sessions record the
+    capture as the user named it (relative), or by its file name alone when redacted."""
+    assert GIT is not None
+    author = tmp_path / "author"
+    (author / "captures").mkdir(parents=True)
+    shutil.copy(EXAMPLE, author / "captures" / "drops.jsonl")
+    subprocess.run([GIT, "init", "-q", str(author)], check=True)
+    cache = tmp_path / "cache"
+    made = run(
+        "replay",
+        "captures/drops.jsonl",
+        "-d",
+        "k8s/policies",
+        "--evidence-dir",
+        "audit",
+        cwd=author,
+        cache=cache,
+    )
+    assert made.returncode == 0, made.stderr
+    evidence = author / "audit" / "k8s" / "policies" / "shop" / "cart.json"
+    assert evidence.is_file(), sorted(p.name for p in (author / "audit").iterdir())
+    doc = json.loads(evidence.read_text())
+    (session,) = doc["sessions"]
+    assert session["source"]["file"] == "captures/drops.jsonl"
+    assert [i["name"] for i in session["inputs"]] == ["captures/drops.jsonl"]
+    assert str(tmp_path) not in evidence.read_text()
+    subprocess.run([GIT, "-C", str(author), "add", "-A"], check=True)
+    subprocess.run(
+        [GIT, "-C", str(author), "-c", "user.name=a", "-c", "user.email=a@e", "commit", "-qm", "p"],
+        check=True,
+    )
+    clone = tmp_path / "elsewhere" / "clone"
+    subprocess.run([GIT, "clone", "-q", str(author), str(clone)], check=True)
+    explained = run(
+        "explain",
+        "shop/cart",
+        "-d",
+        "k8s/policies",
+        "--evidence-dir",
+        "audit",
+        cwd=clone,
+        cache=tmp_path / "other-cache",
+    )
+    assert explained.returncode == 0, explained.stderr
+    assert "frontend" in explained.stdout
+    redacted = run(
+        "replay",
+        "captures/drops.jsonl",
+        "-d",
+        "red",
+        "--evidence-dir",
+        "audit",
+        "--evidence-redact",
+        cwd=author,
+        cache=cache,
+    )
+    assert redacted.returncode == 0, redacted.stderr
+    red = json.loads((author / "audit" / "red" / "shop" / "cart.json").read_text())
+    assert red["sessions"][0]["source"]["file"] == "drops.jsonl"
+    assert [i["name"] for i in red["sessions"][0]["inputs"]] == ["drops.jsonl"]

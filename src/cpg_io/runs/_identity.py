@@ -29,7 +29,7 @@ def input_sizes(files: Sequence[str]) -> dict[str, int] | None:
             return None
         if not stat.S_ISREG(status.st_mode):  # a pipe or a device: read once, not identified
             return None
-        sizes[os.path.abspath(name)] = status.st_size
+        sizes[name] = status.st_size
     return sizes
 
 

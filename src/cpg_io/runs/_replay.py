@@ -136,11 +136,15 @@ def exit_code(result: RunResult, request: RunRequest, *, stream_error: bool = Fa
     return EXIT_OK
 
 
-def _session_file(path: str) -> str:
-    """How the session records an input: a file by its absolute path, a URL as shown."""
+def _session_file(path: str, redact: bool = False) -> str:
+    """How the session records an input: a file by the path the user gave (relative when it
+    was: evidence committed to Git names no one's home folder), only its name under
+    ``--evidence-redact``; a URL as shown (without credentials)."""
     if path == "-":
         return ""
-    return describe_source(path) if is_url(path) else os.path.abspath(path)
+    if is_url(path):
+        return describe_source(path)
+    return os.path.basename(path) if redact else os.path.normpath(path)
 
 
 def _stamp_session(
@@ -157,6 +161,7 @@ def _stamp_session(
     session already counted every input (nothing new to count)."""
     store = EvidenceStore(evidence.root, output_dir)
     inputs, result.identity = identify(sizes, store) if sizes else ((), ReplayIdentity())
+    inputs = tuple(attrs.evolve(i, name=_session_file(i.name, evidence.redact)) for i in inputs)
     if inputs:
         session_id = session_id or ReplayIdentity.session_id(inputs)
     aggregator = result.aggregator
@@ -167,7 +172,8 @@ def _stamp_session(
         ended_at=rfc3339(clock()),
         cpg_version=cpg_version(),
         source=SessionSource(
-            type="replay", file=", ".join(_session_file(f) for f in result.inputs)
+            type="replay",
+            file=", ".join(_session_file(f, evidence.redact) for f in result.inputs),
         ),
         flows_ingested=total,
         flows_unhandled=total - aggregator.rule_flows,
