@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import anyio
 
@@ -27,38 +28,72 @@ def _positive_seconds(text: str) -> float:
     return seconds
 
 
+class _Parser(argparse.ArgumentParser):
+    """cpg-mcp's flags, with help and errors laid out as every ``cpg`` command shows them."""
+
+    def format_help(self) -> str:
+        from typer._click.formatting import HelpFormatter  # the formatter cpg's commands use
+
+        formatter = HelpFormatter()
+        formatter.write_usage(self.prog, "[OPTIONS]")
+        if self.description:
+            formatter.write_paragraph()
+            with formatter.indentation():
+                formatter.write_text(self.description)
+        rows = []
+        for action in self._actions:
+            names = ", ".join(action.option_strings)
+            if action.metavar:
+                names += f" {action.metavar}"
+            elif action.choices:
+                names += f" [{'|'.join(str(c) for c in action.choices)}]"
+            rows.append((names, action.help or ""))
+        with formatter.section("Options"):
+            formatter.write_dl(rows)
+        return formatter.getvalue()
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(
+            f"Usage: {self.prog} [OPTIONS]\nTry '{self.prog} -h' for help.\n\nError: {message}\n"
+        )
+        raise SystemExit(2)
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="cpg-mcp",
         description="Read-only MCP stdio server for cpg: capture sessions, generated policies, "
         "their evidence and cluster health, for LLM agents. Applying policies stays a human act.",
+        add_help=False,
     )
     parser.add_argument(
         "--allow-replay-dir",
         type=Path,
         metavar="DIR",
-        help="let start_session replay capture files from inside DIR (off by default)",
+        help="Let start_session replay capture files (and shadow proposed policies) from "
+        "inside DIR. Off by default.",
     )
     parser.add_argument(
         "--tool-timeout",
         type=_positive_seconds,
         default=30.0,
         metavar="SECONDS",
-        help="deadline for every tool call; a late call ends in a readable error (default 30)",
+        help="Deadline for every tool call; a late call ends in a readable error.  [default: 30]",
     )
     parser.add_argument(
         "--audit-log",
         type=Path,
         metavar="FILE",
-        help="append one JSON line per tool call (time, tool, outcome, duration, trace id, "
-        "sha256 of arguments and result) to FILE instead of stderr",
+        help="Append one JSON line per tool call (time, tool, outcome, duration, trace id, "
+        "sha256 of arguments and result) to FILE instead of stderr.",
     )
     parser.add_argument(
         "--log-level",
         default="warning",
         choices=("debug", "info", "warning", "error"),
-        help="stderr log level (default warning)",
+        help="Stderr log level.  [default: warning]",
     )
+    parser.add_argument("-h", "--help", action="help", help="Show this message and exit.")
     return parser.parse_args(argv)
 
 

@@ -330,3 +330,19 @@ def test_next_steps_repeat_the_evidence_dir_and_empty_evidence_is_said(tmp_path:
     assert "no evidence" not in right.stderr
     planned = cpg("plan", str(EXAMPLE), "-d", str(out))
     assert "no evidence for any of the 6 proposed policies" in planned.stderr
+
+
+def test_cpg_mcp_help_and_errors_look_like_every_other_command() -> None:
+    import subprocess
+
+    from conftest import CPG
+
+    helped = subprocess.run([CPG, "mcp", "-h"], capture_output=True, text=True, timeout=60)
+    assert helped.returncode == 0
+    assert helped.stdout.startswith("Usage: cpg-mcp [OPTIONS]\n\n  Read-only MCP stdio server")
+    assert "\nOptions:\n  --allow-replay-dir DIR " in helped.stdout
+    assert "  -h, --help " in helped.stdout and "Show this message and exit." in helped.stdout
+    assert "usage:" not in helped.stdout  # argparse's own layout is gone
+    bad = subprocess.run([CPG, "mcp", "--bogus"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2
+    assert bad.stderr.startswith("Usage: cpg-mcp [OPTIONS]\nTry 'cpg-mcp -h' for help.\n\nError:")
