@@ -32,13 +32,8 @@ _Inputs = Annotated[
 
 _Applied = Annotated[
     Path,
-    typer.Option(
-        "-d",
-        "--output-dir",
-        "--policies",
-        metavar="DIR",
-        envvar="CPG_OUTPUT_DIR",
-        help="The policies applied (with their evidence: what they were made from).",
+    opt.policy_folder(
+        "The policies applied (with their evidence: what they were made from).",
     ),
 ]
 

@@ -556,6 +556,21 @@ StableFor = Annotated[
 ]
 
 
+def policy_folder(help: str, **extra: Any) -> Any:
+    """The ``-d/--output-dir/--policies DIR`` option of a command that reads a policy folder
+    (the folder replay and generate write), with that command's words for it."""
+    return typer.Option(
+        "-d",
+        "--output-dir",
+        "--policies",
+        metavar="DIR",
+        envvar="CPG_OUTPUT_DIR",
+        help=help,
+        rich_help_panel="Input",
+        **extra,
+    )
+
+
 PANELS: dict[str, tuple[str, ...]] = {
     "Input": (
         "Namespaces",

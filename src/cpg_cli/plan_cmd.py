@@ -30,13 +30,8 @@ _Inputs = Annotated[
 
 _Policies = Annotated[
     Path,
-    typer.Option(
-        "-d",
-        "--output-dir",
-        "--policies",
-        metavar="DIR",
-        envvar="CPG_OUTPUT_DIR",
-        help="The proposed policies (the -d of cpg replay).",
+    opt.policy_folder(
+        "The proposed policies (the -d of cpg replay).",
     ),
 ]
 

@@ -26,13 +26,8 @@ from cpg_io.runs import rfc3339, utc_now
 
 _Proposed = Annotated[
     Path,
-    typer.Option(
-        "-d",
-        "--output-dir",
-        "--policies",
-        metavar="DIR",
-        envvar="CPG_OUTPUT_DIR",
-        help="The proposed policies (the -d of cpg replay or generate).",
+    opt.policy_folder(
+        "The proposed policies (the -d of cpg replay or generate).",
     ),
 ]
 

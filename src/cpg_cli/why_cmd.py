@@ -25,13 +25,8 @@ _Capture = Annotated[
 ]
 _Policies = Annotated[
     Path,
-    typer.Option(
-        "-d",
-        "--output-dir",
-        "--policies",
-        metavar="DIR",
-        envvar="CPG_OUTPUT_DIR",
-        help="cpg's policy folder: judged, or with --current/--cluster checked for a policy that "
+    opt.policy_folder(
+        "cpg's policy folder: judged, or with --current/--cluster checked for a policy that "
         "already admits the flow.",
     ),
 ]

@@ -295,16 +295,12 @@ class SessionManager:
 
     async def _shadow(self, session: Session) -> None:
         assert session.shadow is not None
-        try:
-            session.shadow_plan = await session.shadow.run()
-            failure = session.shadow.failure
-            session.error = in_tool_words(failure) if failure is not None else session.shadow.error
-        except Exception as exc:
-            session.error = in_tool_words(exc)
-            log.warning("session %s failed: %s", session.id, exc)
-        finally:
-            session.stopped = time.monotonic()
-            session.release()
+        shadow = session.shadow
+
+        async def run() -> None:
+            session.shadow_plan = await shadow.run()
+
+        await self._follow(session, shadow, run())
 
     async def _replay(self, session: Session, path: Path, request: RunRequest) -> None:
         try:
@@ -327,10 +323,21 @@ class SessionManager:
 
     async def _live(self, session: Session) -> None:
         assert session.capture is not None
+        capture = session.capture
+
+        async def run() -> None:
+            session.result = await capture.run()
+
+        await self._follow(session, capture, run())
+
+    @staticmethod
+    async def _follow(session: Session, stream: Any, run: Any) -> None:
+        """Run a live stream (a capture or a shadow) to its end; the session shows what ended
+        it, and its port-forward goes."""
         try:
-            session.result = await session.capture.run()
-            failure = session.capture.failure
-            session.error = in_tool_words(failure) if failure is not None else session.capture.error
+            await run
+            failure = stream.failure
+            session.error = in_tool_words(failure) if failure is not None else stream.error
         except Exception as exc:
             session.error = in_tool_words(exc)
             log.warning("session %s failed: %s", session.id, exc)

@@ -15,7 +15,7 @@ from cpg_io.evidence_store import EvidenceStore, default_evidence_root
 from cpg_io.hubble import TLSSettings
 from cpg_io.kube import RelayConnection
 from cpg_io.policy_files import load_policies
-from cpg_io.runs._relay import RelayReader, StreamSettings
+from cpg_io.runs._relay import RelayReader, StreamSettings, every_verdict_stream
 from cpg_io.sources import CaptureFlows
 
 
@@ -119,13 +119,7 @@ def drift_capture(
     live = request.live
     since, _until, stop_after = live.live_window(now)
     judge, problems = drift_judge(request, evidence_dir)
-    stream = StreamSettings(
-        server=relay.server,
-        namespaces=live.capture.namespaces,
-        tls=tls or TLSSettings(),
-        timeout=live.live.timeout,
-        since=since,
-        include_audit=request.check.include_audit,
-        every_verdict=True,
+    stream = every_verdict_stream(
+        live, relay.server, since=since, tls=tls, include_audit=request.check.include_audit
     )
     return DriftCapture(request, stream, judge, duration=stop_after, problems=problems)

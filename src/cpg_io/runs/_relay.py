@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 import grpc
 
-from cpg_core import FlowParseError, LostEvents, Setting
+from cpg_core import FlowParseError, LostEvents, RunRequest, Setting
 from cpg_core.reading import MAX_REPORTED
 from cpg_io.errors import RelayError
 from cpg_io.hubble import (
@@ -53,6 +53,21 @@ class StreamSettings:
     include_audit: bool = False
     every_verdict: bool = False
     """FORWARDED and REDIRECTED flows too (learning, shadow), not only the denied ones."""
+
+
+def every_verdict_stream(
+    live: RunRequest, server: str, *, since: str, tls: TLSSettings | None, include_audit: bool
+) -> StreamSettings:
+    """The stream of every verdict a live ``shadow`` or ``drift`` judges, from the request."""
+    return StreamSettings(
+        server=server,
+        namespaces=live.capture.namespaces,
+        tls=tls or TLSSettings(),
+        timeout=live.live.timeout,
+        since=since,
+        include_audit=include_audit,
+        every_verdict=True,
+    )
 
 
 @attrs.define

@@ -22,7 +22,7 @@ from cpg_io.evidence_store import EvidenceStore, default_evidence_root
 from cpg_io.hubble import TLSSettings
 from cpg_io.kube import RelayConnection
 from cpg_io.runs._plan import judged_policies
-from cpg_io.runs._relay import RelayReader, StreamSettings
+from cpg_io.runs._relay import RelayReader, StreamSettings, every_verdict_stream
 from cpg_io.store import atomic_write_text
 
 log = logging.getLogger("cpg.shadow")
@@ -79,14 +79,8 @@ def shadow_setup(
         default_local_cluster=True if judged.local is None else judged.local,
         allow_localhost=check.allow_localhost,
     )
-    stream = StreamSettings(
-        server=relay.server,
-        namespaces=live.capture.namespaces,
-        tls=tls or TLSSettings(),
-        timeout=live.live.timeout,
-        since=since,
-        include_audit=check.include_audit,
-        every_verdict=True,
+    stream = every_verdict_stream(
+        live, relay.server, since=since, tls=tls, include_audit=check.include_audit
     )
     settings = ShadowSettings(
         stream=stream,
