@@ -1,0 +1,171 @@
+"""The Kubernetes manifests under deploy/ (issue 29) and the kubectl plugin: every overlay
+builds with kubectl kustomize, every object validates against the Kubernetes API schemas (and
+cpg's own CRD schema and lint for its Cilium policies), and every pod meets the restricted Pod
+Security Standard."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from cpg_core.lint import lint_text
+from cpg_io.crd_schema import crd_schema_errors
+from cpg_io.version import cpg_version
+
+ROOT = Path(__file__).resolve().parents[2]
+OVERLAYS = sorted(p.name for p in (ROOT / "deploy" / "overlays").iterdir() if p.is_dir())
+KUBECTL = shutil.which("kubectl")
+KUBERNETES = "1.32"
+
+
+def _kubectl() -> str:
+    if KUBECTL is None:
+        if os.environ.get("CI"):
+            raise AssertionError("kubectl is needed (Debian's kubernetes-client)")
+        pytest.skip("kubectl is not installed (Debian's kubernetes-client)")
+    return KUBECTL
+
+
+def built(overlay: str) -> list[dict[str, Any]]:
+    ran = subprocess.run(
+        [_kubectl(), "kustomize", str(ROOT / "deploy" / "overlays" / overlay)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ran.returncode == 0, ran.stderr
+    return [doc for doc in yaml.safe_load_all(ran.stdout) if doc]
+
+
+def pod_specs(objects: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    found = []
+    for obj in objects:
+        spec = obj.get("spec") or {}
+        if obj["kind"] == "CronJob":
+            spec = spec["jobTemplate"]["spec"]
+        template = spec.get("template")
+        if template is not None:
+            found.append((f"{obj['kind']}/{obj['metadata']['name']}", template["spec"]))
+    return found
+
+
+def restricted_problems(pod: dict[str, Any]) -> list[str]:
+    """What the restricted Pod Security Standard refuses in a pod spec (and what cpg asks
+    more: a read-only root filesystem, resource limits)."""
+    problems = []
+    pod_context = pod.get("securityContext") or {}
+    for key in ("hostNetwork", "hostPID", "hostIPC"):
+        if pod.get(key):
+            problems.append(key)
+    for volume in pod.get("volumes") or []:
+        if "hostPath" in volume:
+            problems.append(f"hostPath volume {volume['name']}")
+    for container in [*pod.get("initContainers", []), *pod["containers"]]:
+        context = container.get("securityContext") or {}
+        name = container["name"]
+
+        def setting(key: str, context: dict[str, Any] = context) -> Any:
+            return context.get(key, pod_context.get(key))
+
+        if setting("runAsNonRoot") is not True:
+            problems.append(f"{name}: runAsNonRoot is not true")
+        if setting("runAsUser") == 0:
+            problems.append(f"{name}: runs as root (runAsUser 0)")
+        if context.get("privileged"):
+            problems.append(f"{name}: privileged")
+        if context.get("allowPrivilegeEscalation") is not False:
+            problems.append(f"{name}: allowPrivilegeEscalation is not false")
+        if "ALL" not in ((context.get("capabilities") or {}).get("drop") or []):
+            problems.append(f"{name}: capabilities do not drop ALL")
+        if (context.get("capabilities") or {}).get("add"):
+            problems.append(f"{name}: adds capabilities")
+        seccomp = (setting("seccompProfile") or {}).get("type")
+        if seccomp not in ("RuntimeDefault", "Localhost"):
+            problems.append(f"{name}: seccompProfile is not RuntimeDefault")
+        if context.get("readOnlyRootFilesystem") is not True:
+            problems.append(f"{name}: root filesystem is writable")
+        limits = (container.get("resources") or {}).get("limits") or {}
+        if not {"cpu", "memory"} <= set(limits):
+            problems.append(f"{name}: no cpu and memory limits")
+    return problems
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_overlay_builds_and_validates(overlay: str) -> None:
+    import kubernetes_validate
+
+    objects = built(overlay)
+    kinds = {obj["kind"] for obj in objects}
+    assert {"Namespace", "ServiceAccount", "PersistentVolumeClaim", "CiliumNetworkPolicy"} <= kinds
+    for obj in objects:
+        assert obj["metadata"].get("namespace") in ("cpg", None), obj["metadata"]
+        if obj["kind"] == "CiliumNetworkPolicy":
+            assert not crd_schema_errors(obj), obj["metadata"]["name"]
+            findings = lint_text(yaml.safe_dump(obj), obj["metadata"]["name"])
+            assert not findings, [f"{f.code} {f.message}" for f in findings]
+            continue
+        kubernetes_validate.validate(obj, KUBERNETES, strict=True)
+    specs = pod_specs(objects)
+    assert specs, "every overlay runs cpg somewhere"
+    for where, pod in specs:
+        assert not restricted_problems(pod), (where, restricted_problems(pod))
+        for container in pod["containers"]:  # the image this version builds
+            assert container["image"] == f"localhost/cpg:{cpg_version()}"
+
+
+def test_each_overlay_runs_what_it_says() -> None:
+    live = {o["kind"]: o for o in built("live")}
+    args = live["Deployment"]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[0] == "generate" and "--output-dir=/data/policies" in args
+    assert live["ServiceAccount"]["automountServiceAccountToken"] is False
+    assert "Role" not in live and "ClusterRole" not in live  # no API access at all
+    tls = {o["kind"]: o for o in built("live-tls")}["Deployment"]
+    assert (
+        "--tls-ca-cert=/etc/hubble-tls/ca.crt"
+        in tls["spec"]["template"]["spec"]["containers"][0]["args"]
+    )
+    dedup = built("cluster-dedup")
+    (role,) = [o for o in dedup if o["kind"] == "ClusterRole"]
+    assert {verb for rule in role["rules"] for verb in rule["verbs"]} == {"get", "list"}
+    archive = {o["kind"] for o in built("archive")}
+    assert "CronJob" in archive and "Deployment" not in archive
+    propose = [o for o in built("propose") if o["kind"] == "CronJob"]
+    assert (
+        propose[0]["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"][0]
+        == "propose"
+    )
+
+
+def test_a_container_as_root_or_with_a_writable_root_is_refused() -> None:
+    """The check the overlays pass fails on what the issue forbids (mutated copies)."""
+    (_, pod) = pod_specs(built("live"))[0]
+    as_root = yaml.safe_load(yaml.safe_dump(pod))
+    as_root["securityContext"]["runAsUser"] = 0
+    as_root["securityContext"]["runAsNonRoot"] = False
+    as_root["containers"][0]["securityContext"]["runAsNonRoot"] = False
+    assert any("root" in p for p in restricted_problems(as_root))
+    writable = yaml.safe_load(yaml.safe_dump(pod))
+    writable["containers"][0]["securityContext"]["readOnlyRootFilesystem"] = False
+    assert restricted_problems(writable) == ["cpg: root filesystem is writable"]
+
+
+def test_kubectl_finds_the_cpg_plugin(tmp_path: Path) -> None:
+    kubectl = _kubectl()
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    env["KUBECONFIG"] = str(tmp_path / "none")
+    listed = subprocess.run(
+        [kubectl, "plugin", "list"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert "kubectl-cpg" in listed.stdout, listed.stdout + listed.stderr
+    ran = subprocess.run(
+        [kubectl, "cpg", "version"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.startswith("cpg ")
