@@ -67,11 +67,11 @@ from cpg_core._merge import render_or_merge
 from cpg_core._parse import FlowParser, parse_flow, parse_record
 from cpg_core._plan import CANNOT_JUDGE, CurrentSource, Plan, plan
 from cpg_core._render import render_policy
+from cpg_core._request_error import RequestError
 from cpg_core._requests import (
     PROTOCOLS,
     CaptureRequest,
     LiveRequest,
-    RequestError,
     TimeWindow,
     check_target,
     duration_seconds,

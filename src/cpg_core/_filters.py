@@ -10,7 +10,7 @@ from collections.abc import Iterable
 import attrs
 
 from cpg_core._flow import Endpoint, Flow, Verdict
-from cpg_core._requests import RequestError, split_values
+from cpg_core._request_error import RequestError, split_values
 from cpg_core.text import shown
 
 VERDICTS = tuple(v.name for v in Verdict if v.name != "VERDICT_UNKNOWN")

@@ -16,9 +16,9 @@ from cpg_core._aggregate import AggregateOptions
 from cpg_core._attribution import NO_TIME, time_key
 from cpg_core._decide import DecideOptions
 from cpg_core._dropreasons import DropClass, classify_reason, parse_reason_name, reason_name
-from cpg_core._errors import CpgError, Setting
 from cpg_core._explain import ExplainFilter
 from cpg_core._names import is_dns1123_label, path_component_problem
+from cpg_core._request_error import RequestError, split_values
 from cpg_core.text import shown
 
 PROTOCOLS = ("tcp", "udp", "sctp", "icmpv4", "icmpv6")
@@ -28,25 +28,6 @@ MAX_SECONDS = 10 * 365 * 86400
 _NEVER_RULES = frozenset({DropClass.INFRA, DropClass.TRANSIENT, DropClass.NOISE})
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-class RequestError(CpgError, ValueError):
-    """A value the user gave is not valid. ``field`` names the setting neutrally (e.g.
-    ``ignore_protocol``); the message says what is wrong and what would be right."""
-
-    field: str
-
-    def __init__(self, field: str, *parts: str | Setting) -> None:
-        super().__init__(*parts, field=field)
-
-    @property
-    def message(self) -> str:
-        return self.render()
-
-
-def split_values(values: Iterable[str]) -> list[str]:
-    """``["a,b", " c"]`` → ``["a", "b", "c"]``: repeatable and comma-separated alike."""
-    return [part.strip() for value in values for part in value.split(",") if part.strip()]
 
 
 def parse_duration(text: str) -> float:

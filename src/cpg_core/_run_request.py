@@ -16,11 +16,11 @@ from cpg_core._aggregate import AggregateOptions
 from cpg_core._attribution import time_key
 from cpg_core._decide import DecideOptions
 from cpg_core._filters import FlowFilter
+from cpg_core._request_error import RequestError
 from cpg_core._requests import (
     MAX_INTERVAL,
     CaptureRequest,
     LiveRequest,
-    RequestError,
     TimeWindow,
     check_namespace,
     duration_seconds,

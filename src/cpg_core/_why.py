@@ -35,7 +35,7 @@ from cpg_core._matcher import (
     selecting_specs,
     strip_source,
 )
-from cpg_core._requests import RequestError
+from cpg_core._request_error import RequestError
 from cpg_core._synthesis import endpoint_name
 from cpg_core._verify import traffic_line
 from cpg_core.text import shown
