@@ -30,11 +30,10 @@ if [ "${#paths[@]}" -eq 0 ] && [ -e "$policies" ]; then
 fi
 lint_findings=0
 if [ "${#paths[@]}" -gt 0 ]; then
-    cpg lint "${paths[@]}" -o sarif > "$work/lint.sarif"
-    cpg lint "${paths[@]}" -o json > "$work/lint.json"
-    lint_rc=$?
     cpg lint "${paths[@]}" > "$work/lint.txt"
-    lint_findings=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["findings"]))' "$work/lint.json" 2>/dev/null || echo 0)
+    lint_rc=$?
+    cpg lint "${paths[@]}" -o sarif > "$work/lint.sarif"
+    lint_findings=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["runs"][0]["results"]))' "$work/lint.sarif" 2>/dev/null || echo 0)
     if [ "$lint_rc" -ne 0 ] && [ "$lint_rc" -ne 3 ]; then
         say "cpg lint could not run (exit $lint_rc):"; cat "$work/lint.txt" >&2
         failed=1

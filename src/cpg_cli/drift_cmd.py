@@ -116,8 +116,9 @@ def drift(
             result = runs.drift_run(request, now=now, evidence_dir=evidence_dir)
         else:
             opt.validated(lambda: live.live_window(now))
-            files = (tls_ca_cert, tls_client_cert, tls_client_key)
-            tls_settings = TLSSettings(tls or any(files[:2]), *files, tls_server_name)
+            tls_settings = TLSSettings.from_flags(
+                tls, tls_ca_cert, tls_client_cert, tls_client_key, tls_server_name
+            )
             result = _watch(request, now, tls_settings, evidence_dir)
     except CpgError as exc:
         fail(exc)

@@ -83,8 +83,9 @@ def generate(
     request = opt.run_request(locals())
     now = rfc3339(utc_now())
     opt.validated(lambda: request.live_window(now))  # an until in the past: exit 2 now
-    files = (tls_ca_cert, tls_client_cert, tls_client_key)
-    tls_settings = TLSSettings(tls or any(files[:2]), *files, tls_server_name)
+    tls_settings = TLSSettings.from_flags(
+        tls, tls_ca_cert, tls_client_cert, tls_client_key, tls_server_name
+    )
     relay, settings = _connect(
         request, output_dir, evidence_dir, tls_settings, now, kubeconfig, context
     )

@@ -106,8 +106,9 @@ def shadow(
     request = ShadowRequest(check=check, live=opt.run_request(locals()), report=report_path)
     now = rfc3339(utc_now())
     opt.validated(lambda: request.live.live_window(now))  # an until in the past: exit 2 now
-    files = (tls_ca_cert, tls_client_cert, tls_client_key)
-    tls_settings = TLSSettings(tls or any(files[:2]), *files, tls_server_name)
+    tls_settings = TLSSettings.from_flags(
+        tls, tls_ca_cert, tls_client_cert, tls_client_key, tls_server_name
+    )
     view, capture, server_name = _watch(
         request, now, tls_settings, evidence_dir, kubeconfig, context, output, quiet
     )

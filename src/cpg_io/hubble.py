@@ -26,6 +26,20 @@ class TLSSettings:
     client_key: Path | None = None
     server_name: str | None = None
 
+    @classmethod
+    def from_flags(
+        cls,
+        tls: bool,
+        ca_cert: Path | None,
+        client_cert: Path | None,
+        client_key: Path | None,
+        server_name: str | None,
+    ) -> TLSSettings:
+        """The TLS of the ``--tls*`` flags: a CA or a client certificate turns TLS on."""
+        return cls(
+            tls or bool(ca_cert or client_cert), ca_cert, client_cert, client_key, server_name
+        )
+
 
 def _read(path: Path | None, what: str) -> bytes | None:
     if path is None:

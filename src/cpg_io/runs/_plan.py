@@ -78,11 +78,8 @@ def plan_capture(
     )
     capture.check_readable()
     if evidence is not None and proposal and not found and not problems:
-        problems.append(
-            no_evidence(len(proposal), evidence).replace(
-                "policies:", "proposed policies (their rules' confidence is unknown):", 1
-            )
-        )
+        what = "proposed policies (their rules' confidence is unknown)"
+        problems.append(no_evidence(len(proposal), evidence, what))
     return PlannedCapture(stats=capture.stats, plan=result, problems=problems)
 
 

@@ -68,10 +68,10 @@ def read_review(
     return ReviewInputs(policies, evidence, health, planned, problems, texts)
 
 
-def no_evidence(policies: int, store: EvidenceStore) -> str:
+def no_evidence(policies: int, store: EvidenceStore, what: str = "policies") -> str:
     """The warning for a folder of policies none of which has evidence where cpg looked: a
     wrong or forgotten --evidence-dir, never a silent "0 flows"."""
     return (
-        f"no evidence for any of the {policies} policies: looked in {store.base} (the evidence "
+        f"no evidence for any of the {policies} {what}: looked in {store.base} (the evidence "
         f"of {store.output_dir}); give the --evidence-dir the run that wrote them used"
     )
