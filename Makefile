@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 RUNTIME_STAMP := $(VENV)/.runtime-stamp
 EXAMPLE_OUT ?= policies-example
 
-.PHONY: install lint typecheck test test-fast example bench clean proto
+.PHONY: install lint typecheck test test-fast example bench clean proto image
 
 # cpg and its runtime dependencies only (what `make example` needs).
 $(RUNTIME_STAMP): pyproject.toml
@@ -54,3 +54,19 @@ clean:
 PROTOS := src/cpg_io/_proto/flow/flow.proto src/cpg_io/_proto/relay/relay.proto src/cpg_io/_proto/observer/observer.proto
 proto: $(STAMP)
 	$(BIN)/python -m grpc_tools.protoc -I src --python_out=src --pyi_out=src --grpc_python_out=src $(PROTOS)
+
+# The container image (Containerfile): podman build, tagged with cpg's version (and the
+# target and extras, as the overlays under deploy/ name them).
+#   make image                       # localhost/cpg:VERSION, on the public python slim image
+#   make image EXTRAS=s3             # localhost/cpg:VERSION-s3 (the archive overlay)
+#   make image TARGET=propose        # localhost/cpg:VERSION-propose (with git: propose overlay)
+#   make image BASE=IMAGE            # another base with python3 and its venv module
+#   make image OFFLINE=1             # no network: dependencies from the wheelhouse (make install)
+comma   := ,
+VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
+IMAGE   ?= localhost/cpg:$(VERSION)$(if $(TARGET),-$(TARGET))$(if $(EXTRAS),-$(subst $(comma),-,$(EXTRAS)))
+image: $(if $(OFFLINE),$(STAMP))
+	podman build --tag $(IMAGE) $(if $(TARGET),--target $(TARGET)) \
+	  $(if $(BASE),--build-arg BASE=$(BASE)) $(if $(EXTRAS),--build-arg EXTRAS=$(EXTRAS)) \
+	  $(if $(OFFLINE),--network=none --volume $(abspath $(VENV))/wheelhouse:/wheels:ro \
+	    --build-arg PIP_OPTIONS="--no-index --find-links /wheels") .

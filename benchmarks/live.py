@@ -1,5 +1,5 @@
-"""Live-path throughput at cluster speed: ``python benchmarks/live.py [N [FLUSH_SECONDS]]``
-(1,000,000; 5).
+"""Live-path throughput at cluster speed: ``python benchmarks/live.py [N [FLUSH_SECONDS
+[NAMESPACES]]]`` (1,000,000; 5; 40 namespaces of 25 workloads: 1,000 policy targets).
 
 A relay built for benchmarks (h2, sans-IO HTTP/2, in its own process) pre-encodes N realistic
 GetFlowsResponse messages (~750 bytes, 6 labels, 40 namespaces × 25 workloads: 1,000 policy
@@ -39,11 +39,12 @@ from cpg_io._proto.observer import observer_pb2, observer_pb2_grpc
 from cpg_io.runs import EvidenceSettings, LiveCapture, LiveSettings
 
 
-def make_messages(count: int, seed: int = 7) -> list[bytes]:
-    """Encoded GetFlowsResponse messages: DROPPED POLICY_DENIED flows between 1,000 workloads."""
+def make_messages(count: int, namespaces: int = 40, seed: int = 7) -> list[bytes]:
+    """Encoded GetFlowsResponse messages: DROPPED POLICY_DENIED flows between 25 workloads
+    per namespace (1,000 for 40 namespaces)."""
     rng = random.Random(seed)
     endpoints = []
-    for ns in range(40):
+    for ns in range(namespaces):
         for app in range(25):
             namespace = f"team-{ns:02d}"
             endpoints.append(
@@ -153,8 +154,8 @@ class _RelayProtocol(asyncio.Protocol):
         # then keep the stream open, as a following relay does
 
 
-def serve(count: int, ports: Any) -> None:
-    payload = _grpc_frames(make_messages(count))
+def serve(count: int, ports: Any, namespaces: int = 40) -> None:
+    payload = _grpc_frames(make_messages(count, namespaces))
 
     async def main() -> None:
         server = await asyncio.get_running_loop().create_server(
@@ -251,9 +252,10 @@ async def measure(address: str, count: int, out: Path, flush: float) -> dict[str
 def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
     flush = float(sys.argv[2]) if len(sys.argv) > 2 else 5.0
+    namespaces = int(sys.argv[3]) if len(sys.argv) > 3 else 40
     context = multiprocessing.get_context("spawn")
     ports = context.Queue()
-    relay = context.Process(target=serve, args=(count, ports), daemon=True)
+    relay = context.Process(target=serve, args=(count, ports, namespaces), daemon=True)
     relay.start()
     try:
         port = ports.get(timeout=600)

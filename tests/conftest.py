@@ -430,3 +430,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         place = Path(str(item.fspath)).resolve().relative_to(TESTS).parts[0]
         item.add_marker(pytest.mark.unit if place in FAST else pytest.mark.integration)
+    # The image tests wait on mmdebstrap and podman (minutes, little CPU): first, so that one
+    # worker does them while the other gets through the rest, instead of ending the run alone.
+    items.sort(key=lambda item: item.get_closest_marker("image") is None)

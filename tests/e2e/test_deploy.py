@@ -6,6 +6,7 @@ Security Standard."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -116,8 +117,11 @@ def test_every_overlay_builds_and_validates(overlay: str) -> None:
     assert specs, "every overlay runs cpg somewhere"
     for where, pod in specs:
         assert not restricted_problems(pod), (where, restricted_problems(pod))
-        for container in pod["containers"]:  # the image this version builds
-            assert container["image"] == f"localhost/cpg:{cpg_version()}"
+        for container in pod["containers"]:  # the image this version builds (make image)
+            args = container["args"]
+            flavour = "-propose" if args[0] == "propose" else ""  # TARGET=propose: git
+            flavour += "-s3" if any("s3://" in a for a in args) else ""  # EXTRAS=s3
+            assert container["image"] == f"localhost/cpg:{cpg_version()}{flavour}"
 
 
 def test_each_overlay_runs_what_it_says() -> None:
@@ -169,3 +173,25 @@ def test_kubectl_finds_the_cpg_plugin(tmp_path: Path) -> None:
     )
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.startswith("cpg ")
+
+
+def test_every_image_tag_the_docs_name_is_this_version() -> None:
+    """A release changes the version once (pyproject); the tags people copy follow it."""
+    tag = re.compile(r"localhost/cpg:(\d+\.\d+\.\d+)")
+    places = [ROOT / "README.md", ROOT / "docs" / "in-cluster.md"]
+    places += sorted((ROOT / "deploy").rglob("*.yaml"))
+    named = {
+        f"{path.relative_to(ROOT)}: {found}"
+        for path in places
+        for found in tag.findall(path.read_text())
+        if found != cpg_version()
+    }
+    assert not named, f"tags other than {cpg_version()}: {sorted(named)}"
+    kustomized = re.compile(r'newTag: "(\d+\.\d+\.\d+)')
+    stale = [
+        str(path.relative_to(ROOT))
+        for path in sorted((ROOT / "deploy").rglob("kustomization.yaml"))
+        for found in kustomized.findall(path.read_text())
+        if found != cpg_version()
+    ]
+    assert not stale, stale
