@@ -202,3 +202,33 @@ def learn_capture(path: Path, *, as_drops: bool = False) -> Path:
     ]
     path.write_text(jsonl(requests + never))
     return path
+
+
+def mesh_capture(path: Path) -> Path:
+    """45 workloads in 10 namespaces (``bookinfo-1`` … ``bookinfo-10``, 5 or 4 each) calling
+    along a chain within and across namespaces, scraped by prometheus, 20 of them calling an
+    address outside and all resolving names through kube-dns: 45 policies, 67 nodes, enough
+    for the report's overview mode."""
+    records = []
+    workloads = [
+        (f"bookinfo-{ns}", f"svc-{app}")
+        for ns in range(1, 11)
+        for app in range(5 if ns <= 5 else 4)
+    ]
+    prometheus = endpoint("monitoring", "prometheus", pod_name="prometheus-0")
+    dns = endpoint("kube-system", "kube-dns", pod_name="coredns-1")
+    for i, (ns, app) in enumerate(workloads):
+        me = endpoint(ns, app, pod_name=f"{app}-{i}")
+        caller_ns, caller_app = workloads[i - 1]
+        caller = endpoint(caller_ns, caller_app, pod_name=f"{caller_app}-{i - 1}")
+        port = (9080, 8080, 5432, 6379)[i % 4]
+        records.append(flow_dict(caller, me, tcp=port))
+        records.append(flow_dict(prometheus, me, tcp=9090))
+        records.append(flow_dict(me, dns, direction="EGRESS", tcp=None, udp=53))
+        if i % 9 < 4:
+            outside = {"identity": 2, "labels": ["reserved:world"]}
+            records.append(
+                flow_dict(me, outside, direction="EGRESS", tcp=443, dst_ip=f"203.0.113.{i + 1}")
+            )
+    path.write_text(jsonl(records))
+    return path

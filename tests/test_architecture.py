@@ -103,6 +103,7 @@ PUBLIC_CORE = frozenset(
     {
         "cpg_core",
         "cpg_core.cilium",
+        "cpg_core.lazy",
         "cpg_core.lint",
         "cpg_core.model",
         "cpg_core.reading",
@@ -174,6 +175,56 @@ def test_the_face_is_importable_and_small() -> None:
     import cpg_core
 
     assert len(cpg_core.__all__) < 80
+
+
+LAZY_FACES = ("cpg_core", "cpg_core.reports", "cpg_core.why", "cpg_io.runs")
+"""Packages whose names load on first use (``cpg_core.lazy``, §D31)."""
+
+
+def _type_checking_imports(path: Path) -> dict[str, str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
+            for statement in node.body:
+                if isinstance(statement, ast.ImportFrom) and statement.module:
+                    for alias in statement.names:
+                        found[alias.asname or alias.name] = statement.module
+    return found
+
+
+def test_lazy_faces_list_each_name_once_and_load_it_on_first_use() -> None:
+    import importlib
+    import subprocess
+    import sys
+
+    for name in LAZY_FACES:
+        module = importlib.import_module(name)
+        path = Path(str(module.__file__))
+        table = module._WHERE
+        assert _type_checking_imports(path) == table, f"{path}: the table and the imports differ"
+        assert sorted(module.__all__) == sorted(table), f"{path}: __all__ and the table differ"
+        for exported in table:
+            assert getattr(module, exported) is getattr(
+                importlib.import_module(table[exported]), exported
+            )
+    probe = (
+        "import sys, cpg_core, cpg_core.reports, cpg_io.runs\n"
+        "from cpg_core import PROTOCOLS\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('cpg_core.', 'cpg_io.'))))\n"
+    )
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert (
+        ran.stdout.strip()
+        == "['cpg_core._flow', 'cpg_core.lazy', 'cpg_core.reports', 'cpg_io.runs']"
+    ), ran
+
+
+def test_the_format_names_are_the_formats_rendered() -> None:
+    from cpg_core.reports._format_names import FORMAT_NAMES
+    from cpg_core.reports._formats import FORMATS
+
+    assert {kind: tuple(renderers) for kind, renderers in FORMATS.items()} == dict(FORMAT_NAMES)
 
 
 ROOT = SRC.parent

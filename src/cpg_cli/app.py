@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from cpg_cli.command import StrictCommand, output_option
+from cpg_cli.command import StrictCommand, completion_words, output_option
 
 
 class LazyCommand:
@@ -130,6 +130,14 @@ class CommandGroup(TyperGroup):
         first = [name for name in ("version", "completion") if name in eager]
         rest = [name for name in eager if name not in first and name not in LAZY]
         return first + [name for name in LAZY if name not in first] + rest
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if not ctx.resilient_parsing:
+            result: list[str] = super().parse_args(ctx, args)
+            return result
+        rest = completion_words(self, ctx, args)  # TAB: the words alone (cpg_cli.command)
+        ctx._protected_args, ctx.args = rest[:1], rest[1:]
+        return list(ctx.args)
 
     def get_command(self, ctx: Any, name: str) -> Any:
         found = super().get_command(ctx, name)

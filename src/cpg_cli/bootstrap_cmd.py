@@ -6,10 +6,8 @@ import json
 from typing import Annotated
 
 import typer
-import yaml
 
 from cpg_cli import options as opt
-from cpg_core import render_bootstrap
 
 
 def bootstrap(
@@ -37,10 +35,14 @@ def bootstrap(
     Review it, apply it yourself (kubectl apply -f -), then capture the drops with cpg generate
     or replay and apply the policies they give. cpg never applies anything.
     """
+    from cpg_core import render_bootstrap
+
     try:
         text = render_bootstrap(namespace)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--namespace") from None
     if output == "json":
+        import yaml
+
         text = json.dumps(yaml.safe_load(text), indent=2) + "\n"
     typer.echo(text, nl=False)

@@ -6,19 +6,18 @@ import asyncio
 import signal
 import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from cpg_cli import options as opt
 from cpg_cli.terminal import fail, say
-from cpg_core import CheckRequest, CpgError
-from cpg_core.reports import render
-from cpg_core.shadow import DriftRequest
+from cpg_core import CpgError
 from cpg_io import runs
-from cpg_io.errors import RelaySetupError
-from cpg_io.hubble import TLSSettings
-from cpg_io.runs import rfc3339, utc_now
+
+if TYPE_CHECKING:  # loaded when the command runs, not when its flags are listed
+    from cpg_core.shadow import DriftRequest
+    from cpg_io.hubble import TLSSettings
 
 _Inputs = Annotated[
     list[str] | None,
@@ -92,6 +91,12 @@ def drift(
 
     Exit codes: 0 no drift, 3 drift found, 1 unreadable input, 2 bad flags.
     """
+    from cpg_core import CheckRequest
+    from cpg_core.reports import render
+    from cpg_core.shadow import DriftRequest
+    from cpg_io.hubble import TLSSettings
+    from cpg_io.runs import rfc3339, utc_now
+
     opt.setup_logging(log_level)
     if bool(inputs) == bool(server):
         raise typer.BadParameter(
@@ -138,6 +143,9 @@ def drift(
 def _watch(
     request: DriftRequest, now: str, tls: TLSSettings, evidence_dir: Path | None
 ) -> runs.DriftRun:
+    from cpg_io.errors import RelaySetupError
+    from cpg_io.runs import rfc3339, utc_now
+
     assert request.live is not None
     try:
         relay = runs.connect_relay(

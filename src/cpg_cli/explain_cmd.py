@@ -4,27 +4,22 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import attrs
 import typer
-from rich.console import Console
 
 from cpg_cli import options as opt
 from cpg_cli.options import validated
 from cpg_cli.terminal import say
 from cpg_cli.words import flag
-from cpg_core import (
-    CpgError,
-    ExplainFilter,
-    explain_filter,
-    explain_lines,
-)
-from cpg_core.cilium import POLICY_NAME_PREFIX, load_one
-from cpg_core.reports import ExplainView, formats, render
+from cpg_core import CpgError
+from cpg_core.reports import formats
 from cpg_core.text import clean_text
 from cpg_core.why import FlowFilter
-from cpg_io.evidence_store import EvidenceStore, default_evidence_root
+
+if TYPE_CHECKING:  # loaded when the command runs, not when its flags are listed
+    from cpg_core import ExplainFilter
 
 _STYLES = {"title": "bold", "rule": "bold green", "dim": "dim", "warn": "yellow", "": ""}
 
@@ -36,6 +31,8 @@ def _fail(message: str, code: int = 1) -> typer.Exit:
 
 def _target(arg: str, output_dir: Path | None) -> tuple[str, str, Path]:
     """(namespace, workload, output dir) from ``NAMESPACE/WORKLOAD`` or a policy file."""
+    from cpg_core.cilium import POLICY_NAME_PREFIX, load_one
+
     if arg.endswith((".yaml", ".yml")):
         path = Path(arg)
         try:
@@ -83,6 +80,8 @@ def _filter(
     reference: str | None,
     samples_limit: int,
 ) -> ExplainFilter:
+    from cpg_core import explain_filter
+
     if ingress and egress:
         raise typer.BadParameter(
             "use --ingress or --egress, not both", param_hint="--ingress/--egress"
@@ -291,6 +290,12 @@ def explain(
     --port is the rule's port (or ICMP type), the other flow filters keep the rules with a
     sample flow that passes them.
     """
+    from rich.console import Console
+
+    from cpg_core import explain_lines
+    from cpg_core.reports import ExplainView, render
+    from cpg_io.evidence_store import EvidenceStore, default_evidence_root
+
     if len(flow_filter.port) > 1:
         raise typer.BadParameter("give one --port for explain", param_hint="--port")
     port = str(flow_filter.port[0]) if flow_filter.port else None

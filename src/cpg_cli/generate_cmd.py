@@ -9,19 +9,20 @@ import signal
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from cpg_cli import options as opt
-from cpg_cli.progress import GenerateProgress, on_terminal
-from cpg_cli.report import print_run, warn_about_run
 from cpg_cli.terminal import fail
-from cpg_core import CpgError, RunRequest
+from cpg_core import CpgError
 from cpg_io import runs
-from cpg_io.errors import RelaySetupError
-from cpg_io.hubble import TLSSettings
-from cpg_io.kube import RelayConnection
-from cpg_io.runs import rfc3339, utc_now
+
+if TYPE_CHECKING:  # what runs imports when the command runs, not when its flags are listed
+    from cpg_cli.progress import GenerateProgress
+    from cpg_core import RunRequest
+    from cpg_io.hubble import TLSSettings
+    from cpg_io.kube import RelayConnection
 
 log = logging.getLogger("cpg")
 
@@ -79,9 +80,13 @@ def generate(
     A lost stream is resumed from the last flow's time, with growing pauses; flows with a uuid
     are never counted twice.
     """
+    from cpg_cli.progress import GenerateProgress, on_terminal
+    from cpg_cli.report import print_run, warn_about_run
+    from cpg_io.hubble import TLSSettings
+
     opt.setup_logging(log_level)
     request = opt.run_request(locals())
-    now = rfc3339(utc_now())
+    now = runs.rfc3339(runs.utc_now())
     opt.validated(lambda: request.live_window(now))  # an until in the past: exit 2 now
     tls_settings = TLSSettings.from_flags(
         tls, tls_ca_cert, tls_client_cert, tls_client_key, tls_server_name
@@ -128,6 +133,8 @@ def _connect(
 ) -> tuple[RelayConnection, runs.LiveSettings]:
     """The relay (port-forwarded when no --server) and the capture's settings; exit 1 naming
     what failed."""
+    from cpg_io.errors import RelaySetupError
+
     try:
         # Inline kubeconfig credentials land in a private folder removed on every exit.
         relay = runs.connect_relay(

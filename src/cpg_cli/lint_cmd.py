@@ -10,8 +10,6 @@ import typer
 from cpg_cli import options as opt
 from cpg_cli.terminal import fail, say
 from cpg_core import CpgError
-from cpg_core.lint import RULES
-from cpg_core.reports import render
 from cpg_io import runs
 
 _Paths = Annotated[
@@ -46,6 +44,8 @@ _Cluster = Annotated[
 
 def _list_rules(value: bool) -> None:
     if value:
+        from cpg_core.lint import RULES
+
         for rule in RULES.values():
             typer.echo(f"{rule.code} {rule.name} ({rule.level}): {rule.summary}")
             typer.echo(f"    fix: {rule.fix}")
@@ -87,6 +87,8 @@ def lint(
 
     Exit codes: 0 no findings, 3 findings, 1 unreadable input, 2 bad flags.
     """
+    from cpg_core.reports import render
+
     for cidr in pod_cidr:
         try:
             ipaddress.ip_network(cidr, strict=False)

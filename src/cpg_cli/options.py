@@ -9,7 +9,7 @@ import logging
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -17,9 +17,12 @@ from cpg_cli.command import StrictCommand as StrictCommand  # re-exported for th
 from cpg_cli.command import output_format as output_format
 from cpg_cli.command import output_option as output_option
 from cpg_cli.words import flag
-from cpg_core import PROTOCOLS, RequestError, RunRequest
+from cpg_core import PROTOCOLS, RequestError
 from cpg_core.reports import formats
 from cpg_core.why import FlowFilter
+
+if TYPE_CHECKING:  # loaded when a command runs, not when its flags are listed (completion)
+    from cpg_core import RunRequest
 
 T = TypeVar("T")
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -647,6 +650,8 @@ def run_request(flags: Mapping[str, Any]) -> RunRequest:
     each flag named as a :meth:`RunRequest.build` keyword goes there, the others (output
     folders, formats, TLS files) stay with the command. Validated: a bad value is a usage
     error naming the flag."""
+    from cpg_core import RunRequest
+
     fields = inspect.signature(RunRequest.build).parameters
     values: dict[str, Any] = {}
     for name, value in flags.items():

@@ -9,8 +9,7 @@ import typer
 
 from cpg_cli import options as opt
 from cpg_cli.terminal import fail, say
-from cpg_core import CANNOT_JUDGE, CheckRequest, CpgError
-from cpg_core.reports import render
+from cpg_core import CpgError
 from cpg_core.why import FlowFilter
 from cpg_io import runs
 
@@ -81,6 +80,9 @@ def plan(
     Exit codes: 0 nothing would break, 3 something would, 4 cannot judge (the capture has no
     forwarded traffic to check), 1 unreadable input, 2 bad flags.
     """
+    from cpg_core import CANNOT_JUDGE, CheckRequest
+    from cpg_core.reports import render
+
     request = opt.validated(
         lambda: CheckRequest.build(
             inputs=inputs,

@@ -89,11 +89,13 @@ _GitHub = Annotated[
     ),
 ]
 _GitHubApi = Annotated[
-    str,
+    str | None,
     typer.Option(
         "--github-api",
         metavar="URL",
-        help="GitHub's API (GitHub Enterprise: https://HOST/api/v3).",
+        help="GitHub's API (default https://api.github.com; GitHub Enterprise: "
+        "https://HOST/api/v3).",
+        show_default=False,
     ),
 ]
 _NoPush = Annotated[
@@ -115,7 +117,7 @@ def propose(
     capture: _Capture = None,
     body_file: _BodyFile = None,
     github: _GitHub = None,
-    github_api: _GitHubApi = runs.GITHUB_API,
+    github_api: _GitHubApi = None,
     no_push: _NoPush = False,
     evidence_dir: opt.EvidenceDir = None,
     output: Annotated[str, opt.output_option("text", "json", help="text or json.")] = "text",
@@ -145,7 +147,7 @@ def propose(
         capture=capture,
         body_file=body_file,
         github=github,
-        github_api=github_api,
+        github_api=github_api or runs.GITHUB_API,
         push=not no_push,
     )
     try:

@@ -12,13 +12,10 @@ from typing import Annotated
 import typer
 
 from cpg_cli import options as opt
-from cpg_cli.progress import ReplayProgress, on_terminal
-from cpg_cli.report import print_run, warn_about_run
 from cpg_cli.terminal import fail, say
 from cpg_core import CpgError
 from cpg_core.why import FlowFilter
 from cpg_io import runs
-from cpg_io.sources import describe_source
 
 log = logging.getLogger("cpg")
 
@@ -89,6 +86,10 @@ def replay(
     written (an input that is not a Hubble capture, or mostly not: see --max-malformed), 2 bad
     flags, 3 --fail-on-infra-drops and infrastructure or transient drops were seen.
     """
+    from cpg_cli.progress import ReplayProgress, on_terminal
+    from cpg_cli.report import print_run, warn_about_run
+    from cpg_io.sources import describe_source
+
     opt.setup_logging(log_level)
     request = opt.run_request(locals())
     label = describe_source(inputs[0]) if len(inputs) == 1 else f"{len(inputs)} inputs"

@@ -11,9 +11,7 @@ import typer
 from cpg_cli import options as opt
 from cpg_cli.terminal import fail, say
 from cpg_core import CpgError
-from cpg_core.reports import Review, formats, render
-from cpg_io.evidence_store import EvidenceStore, default_evidence_root
-from cpg_io.runs import read_review
+from cpg_core.reports import formats
 
 FORMATS = formats("review")
 
@@ -52,6 +50,10 @@ def report(
 
     cpg report -d policies > report.md;  cpg report -d policies -o html > report.html
     """
+    from cpg_core.reports import Review, render
+    from cpg_io.evidence_store import EvidenceStore, default_evidence_root
+    from cpg_io.runs import read_review
+
     try:
         store = EvidenceStore(evidence_dir or default_evidence_root(output_dir), output_dir)
         inputs = read_review(output_dir, store, plan)

@@ -9,20 +9,20 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from cpg_cli import options as opt
-from cpg_cli.progress import ShadowProgress, on_terminal
 from cpg_cli.terminal import fail, say
-from cpg_core import CheckRequest, CpgError
-from cpg_core.reports import PlanView, render, would_break_text
-from cpg_core.shadow import ShadowRequest, WouldBreak
+from cpg_core import CpgError
 from cpg_io import runs
-from cpg_io.errors import RelaySetupError
-from cpg_io.hubble import TLSSettings
-from cpg_io.runs import rfc3339, utc_now
+
+if TYPE_CHECKING:  # loaded when the command runs, not when its flags are listed
+    from cpg_cli.progress import ShadowProgress
+    from cpg_core.reports import PlanView
+    from cpg_core.shadow import ShadowRequest, WouldBreak
+    from cpg_io.hubble import TLSSettings
 
 _Proposed = Annotated[
     Path,
@@ -90,6 +90,12 @@ def shadow(
     Exit codes: 0 nothing would break, 3 something would, 4 no forwarded traffic was seen
     to judge, 1 relay or policy errors, 2 bad flags.
     """
+    from cpg_core import CheckRequest
+    from cpg_core.reports import render
+    from cpg_core.shadow import ShadowRequest
+    from cpg_io.hubble import TLSSettings
+    from cpg_io.runs import rfc3339, utc_now
+
     opt.setup_logging(log_level)
     check = opt.validated(
         lambda: CheckRequest.build(
@@ -138,6 +144,9 @@ def _watch(
     quiet: bool,
 ) -> tuple[PlanView, runs.ShadowCapture, str]:
     """Connect, judge the stream until it stops, and hand back the final plan."""
+    from cpg_cli.progress import ShadowProgress, on_terminal
+    from cpg_io.errors import RelaySetupError
+
     kube_dir = Path(tempfile.mkdtemp(prefix="cpg-kube-"))
     try:
         relay = runs.connect_relay(
@@ -175,6 +184,8 @@ def _watch(
 
 
 def _announce(items: list[WouldBreak], to_stderr: bool) -> None:
+    from cpg_core.reports import would_break_text
+
     stamp = time.strftime("%H:%M:%S")
     kinds = f"{len(items)} new kind{'s' if len(items) != 1 else ''} of traffic"
     say(f"{stamp} WOULD BREAK: {kinds} that works today:\n{would_break_text(items)}", err=to_stderr)

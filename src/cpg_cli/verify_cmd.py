@@ -9,11 +9,9 @@ import typer
 
 from cpg_cli import options as opt
 from cpg_cli.terminal import fail, say
-from cpg_core import CheckRequest, CpgError
-from cpg_core.reports import render
+from cpg_core import CpgError
 from cpg_core.why import FlowFilter
 from cpg_io import runs
-from cpg_io.sources import describe_source
 
 _Flows = Annotated[
     list[str],
@@ -79,6 +77,10 @@ def verify(
     in that direction. Exit codes: 0 all admitted and no deny admitted, 3 otherwise, 1 unreadable
     input, 2 bad flags.
     """
+    from cpg_core import CheckRequest
+    from cpg_core.reports import render
+    from cpg_io.sources import describe_source
+
     request = opt.validated(
         lambda: CheckRequest.build(
             inputs=flows,

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from cpg_cli import options as opt
 from cpg_cli.terminal import fail, say
-from cpg_core import CheckRequest, CpgError
-from cpg_core.reports import formats, render
-from cpg_core.why import FlowFilter, traced_flows
+from cpg_core import CpgError
+from cpg_core.reports import formats
+from cpg_core.why import FlowFilter
 from cpg_io import runs
-from cpg_io.runs import WhyRun
+
+if TYPE_CHECKING:  # loaded when the command runs, not when its flags are listed
+    from cpg_core import CheckRequest
+    from cpg_io.runs import WhyRun
 
 _Capture = Annotated[
     list[str],
@@ -43,6 +46,8 @@ def _request(
     default_local_cluster: str,
     allow_localhost: str,
 ) -> CheckRequest:
+    from cpg_core import CheckRequest
+
     return opt.validated(
         lambda: CheckRequest.build(
             inputs=inputs,
@@ -56,6 +61,8 @@ def _request(
 
 
 def _show(answered: WhyRun, output: str) -> None:
+    from cpg_core.reports import render
+
     for problem in answered.problems:
         say(f"cpg: warning: {problem}", err=True)
     text = render(answered.view, output)
@@ -159,6 +166,8 @@ def trace(
 
     Exit codes: 0 admitted, 3 not, 2 bad flags.
     """
+    from cpg_core.why import traced_flows
+
     request = _request(["-"], policies, current, cluster, default_local_cluster, allow_localhost)
     flows = opt.validated(
         lambda: traced_flows(source, destination, port, method=method, path=path, dns=dns)

@@ -34,6 +34,8 @@ VRRP = "VRRP"
 IGMP = "IGMP"
 L4_PROTOCOLS = (TCP, UDP, ICMPV4, ICMPV6, SCTP, VRRP, IGMP)
 PORT_PROTOCOLS = frozenset({TCP, UDP, SCTP})
+PROTOCOLS = ("tcp", "udp", "sctp", "icmpv4", "icmpv6")
+"""Protocol names ``--ignore-protocol`` (``ignore_protocols``) accepts."""
 ICMP_PROTOCOLS = frozenset({ICMPV4, ICMPV6})
 
 

@@ -17,12 +17,11 @@ from cpg_core._attribution import NO_TIME, time_key
 from cpg_core._decide import DecideOptions
 from cpg_core._dropreasons import DropClass, classify_reason, parse_reason_name, reason_name
 from cpg_core._explain import ExplainFilter
+from cpg_core._flow import PROTOCOLS
 from cpg_core._names import is_dns1123_label, path_component_problem
 from cpg_core._request_error import RequestError, split_values
 from cpg_core.text import shown
 
-PROTOCOLS = ("tcp", "udp", "sctp", "icmpv4", "icmpv6")
-"""Protocol names ``ignore_protocols`` accepts."""
 MAX_SECONDS = 10 * 365 * 86400
 """The longest duration cpg accepts anywhere (ten years)."""
 _NEVER_RULES = frozenset({DropClass.INFRA, DropClass.TRANSIENT, DropClass.NOISE})

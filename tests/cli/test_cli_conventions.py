@@ -346,3 +346,40 @@ def test_cpg_mcp_help_and_errors_look_like_every_other_command() -> None:
     bad = subprocess.run([CPG, "mcp", "--bogus"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2
     assert bad.stderr.startswith("Usage: cpg-mcp [OPTIONS]\nTry 'cpg-mcp -h' for help.\n\nError:")
+
+
+def test_tab_on_a_commands_flags_loads_none_of_its_libraries() -> None:
+    """Completing a command's own flags builds the command, not its run: no cpg run layer,
+    no pydantic (typer's value conversion), grpc, kubernetes, rich, jinja2 or yaml."""
+    import subprocess
+    import sys
+
+    from cpg_cli.app import LAZY
+
+    heavy = ("pydantic", "grpc", "kubernetes", "rich", "jinja2", "yaml", "fsspec", "msgspec")
+    probe = (
+        "import atexit, sys\n"
+        "def loaded():\n"
+        f"    heavy = {heavy!r}\n"
+        "    found = sorted(m for m in sys.modules if m.split('.')[0] in heavy"
+        " or m.startswith(('cpg_io.runs._', 'cpg_core._aggregate', 'cpg_core._plan')))\n"
+        "    print('LOADED', found, file=sys.stderr)\n"
+        "atexit.register(loaded)\n"
+        "from cpg_cli.app import app\n"
+        "app(prog_name='cpg')\n"
+    )
+    for command in LAZY:
+        env = {
+            "_CPG_COMPLETE": "complete_bash",
+            "COMP_WORDS": f"cpg {command} --",
+            "COMP_CWORD": "2",
+            "PATH": "",
+        }
+        ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
+        assert "LOADED []" in ran.stderr, (command, ran.stderr[-2000:])
+        if command != "mcp":  # cpg mcp hands its flags to cpg-mcp
+            assert "--help" in ran.stdout.split(), (command, ran.stdout)
+    # the words typed still steer it: a value after -d, and -o's formats
+    env = {"_CPG_COMPLETE": "complete_bash", "COMP_WORDS": "cpg replay -o ", "COMP_CWORD": "3"}
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
+    assert ran.stdout.split() == ["text", "json"], ran.stdout + ran.stderr

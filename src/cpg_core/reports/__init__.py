@@ -3,32 +3,77 @@
 view cpg-mcp pages through, and the triage helpers the run summary uses. Pure: documents in,
 text out; the adapters read the files and print."""
 
-from cpg_core._decide import DECISION_LABELS
-from cpg_core._triage import capped_breakdowns, severity_order, top_entries
-from cpg_core.reports._checks import (
-    PlanView,
-    VerifyView,
-    plan_text,
-    verify_text,
-    would_break_text,
-)
-from cpg_core.reports._drift import DriftView
-from cpg_core.reports._dropped import DroppedFlowFilter, aggregate_rows, compose, flow_samples
-from cpg_core.reports._formats import FORMATS, ExplainView, Review, formats, render
-from cpg_core.reports._graph import Node, TrafficGraph, traffic_graph
-from cpg_core.reports._html import html_report
-from cpg_core.reports._inputs import ReviewInputs
-from cpg_core.reports._lint import LintView
-from cpg_core.reports._markdown import confidence, markdown_report
-from cpg_core.reports._run import (
-    FileOutcome,
-    RunReport,
-    WaitingPolicy,
-    run_data,
-    run_json,
-    run_text,
-)
-from cpg_core.reports._why import WhyView, why_text
+from typing import TYPE_CHECKING
+
+from cpg_core.lazy import lazy_face
+
+if TYPE_CHECKING:
+    from cpg_core._decide import DECISION_LABELS
+    from cpg_core._triage import capped_breakdowns, severity_order, top_entries
+    from cpg_core.reports._checks import (
+        PlanView,
+        VerifyView,
+        plan_text,
+        verify_text,
+        would_break_text,
+    )
+    from cpg_core.reports._drift import DriftView
+    from cpg_core.reports._dropped import DroppedFlowFilter, aggregate_rows, compose, flow_samples
+    from cpg_core.reports._format_names import formats
+    from cpg_core.reports._formats import FORMATS, ExplainView, Review, render
+    from cpg_core.reports._graph import Node, TrafficGraph, traffic_graph
+    from cpg_core.reports._html import html_report
+    from cpg_core.reports._inputs import ReviewInputs
+    from cpg_core.reports._lint import LintView
+    from cpg_core.reports._markdown import confidence, markdown_report
+    from cpg_core.reports._run import (
+        FileOutcome,
+        RunReport,
+        WaitingPolicy,
+        run_data,
+        run_json,
+        run_text,
+    )
+    from cpg_core.reports._why import WhyView, why_text
+
+_WHERE = {
+    "DECISION_LABELS": "cpg_core._decide",
+    "DriftView": "cpg_core.reports._drift",
+    "DroppedFlowFilter": "cpg_core.reports._dropped",
+    "ExplainView": "cpg_core.reports._formats",
+    "FORMATS": "cpg_core.reports._formats",
+    "FileOutcome": "cpg_core.reports._run",
+    "LintView": "cpg_core.reports._lint",
+    "Node": "cpg_core.reports._graph",
+    "PlanView": "cpg_core.reports._checks",
+    "Review": "cpg_core.reports._formats",
+    "ReviewInputs": "cpg_core.reports._inputs",
+    "RunReport": "cpg_core.reports._run",
+    "TrafficGraph": "cpg_core.reports._graph",
+    "VerifyView": "cpg_core.reports._checks",
+    "WaitingPolicy": "cpg_core.reports._run",
+    "WhyView": "cpg_core.reports._why",
+    "aggregate_rows": "cpg_core.reports._dropped",
+    "capped_breakdowns": "cpg_core._triage",
+    "compose": "cpg_core.reports._dropped",
+    "confidence": "cpg_core.reports._markdown",
+    "flow_samples": "cpg_core.reports._dropped",
+    "formats": "cpg_core.reports._format_names",
+    "html_report": "cpg_core.reports._html",
+    "markdown_report": "cpg_core.reports._markdown",
+    "plan_text": "cpg_core.reports._checks",
+    "render": "cpg_core.reports._formats",
+    "run_data": "cpg_core.reports._run",
+    "run_json": "cpg_core.reports._run",
+    "run_text": "cpg_core.reports._run",
+    "severity_order": "cpg_core._triage",
+    "top_entries": "cpg_core._triage",
+    "traffic_graph": "cpg_core.reports._graph",
+    "verify_text": "cpg_core.reports._checks",
+    "why_text": "cpg_core.reports._why",
+    "would_break_text": "cpg_core.reports._checks",
+}
+__getattr__ = lazy_face(__name__, _WHERE)
 
 __all__ = [
     "DECISION_LABELS",

@@ -21,6 +21,7 @@ from cpg_core.reports._checks import (
     verify_text,
 )
 from cpg_core.reports._drift import DriftView, drift_json, drift_text
+from cpg_core.reports._format_names import formats as formats
 from cpg_core.reports._html import html_report
 from cpg_core.reports._inputs import ReviewInputs
 from cpg_core.reports._lint import LintView, lint_json, lint_sarif, lint_text
@@ -114,11 +115,6 @@ _KINDS: Mapping[type, str] = {
     DriftView: "drift",
     LintView: "lint",
 }
-
-
-def formats(kind: str) -> tuple[str, ...]:
-    """The formats a kind of document can be rendered in, the default first."""
-    return tuple(FORMATS[kind])
 
 
 def render(

@@ -4,13 +4,17 @@ ports it allows. The Markdown and HTML reports draw the same graph."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from cpg_core._documents import PolicyDocument
 from cpg_core._labels import NAMESPACE_LABEL, PRIORITY_KEYS, workload_name
+from cpg_core._plan import Plan
+
+OUTSIDE = "outside the cluster"
+"""The group of peers that are not workloads (entities, CIDRs, FQDNs)."""
 
 
 @attrs.frozen(slots=True)
@@ -139,3 +143,60 @@ def traffic_graph(policies: Iterable[PolicyDocument]) -> TrafficGraph:
         ),
         selected_by={node: tuple(sorted(names)) for node, names in sorted(selected_by.items())},
     )
+
+
+def plural(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def port_label(ports: Sequence[str]) -> str:
+    """``TCP/9080`` or, when many, ``TCP/9080 +3``."""
+    return ports[0] + (f" +{len(ports) - 1}" if len(ports) > 1 else "") if ports else "any"
+
+
+@attrs.frozen(slots=True)
+class Link:
+    source: str
+    target: str
+    ports: tuple[str, ...]
+    title: str
+    breaks: bool = False
+
+
+def group_of(node: Node) -> str:
+    return node.namespace if node.kind in ("workload", "selector") and node.namespace else OUTSIDE
+
+
+def links_with_plan(graph: TrafficGraph, plan: Plan | None) -> tuple[list[Node], list[Link]]:
+    """The graph's nodes and edges as links to draw, with the plan's would-break traffic as
+    links of their own (and the nodes they need that no policy names)."""
+    known = {n.id: n for n in graph.nodes}
+    extra: dict[str, Node] = {}
+    links = []
+
+    def node(name: str) -> str:
+        if "/" in name:
+            ns, workload = name.split("/", 1)
+            found = Node(f"wl:{ns}/{workload}", workload, "workload", ns)
+        else:
+            found = Node(f"entity:{name}", name, "entity")
+        if found.id not in known:
+            extra.setdefault(found.id, found)
+        return found.id
+
+    for item in plan.would_break if plan else ():
+        t = item.traffic
+        port = f"{t.protocol}/{t.port}"
+        links.append(
+            Link(
+                node(t.source),
+                node(t.destination),
+                (port,),
+                f"would break: {t.source} → {t.destination} {port} ({t.flows} flows): {item.why}",
+                breaks=True,
+            )
+        )
+    allowed = [
+        Link(e.source, e.target, e.ports, f"{', '.join(e.ports)} ({e.policy})") for e in graph.edges
+    ]
+    return [*graph.nodes, *sorted(extra.values(), key=lambda n: n.id)], allowed + links

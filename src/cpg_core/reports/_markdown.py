@@ -9,11 +9,10 @@ from collections.abc import Mapping, Sequence
 
 from cpg_core._documents import ClusterHealth, PolicyDocument, PolicyEvidence, RuleEvidence
 from cpg_core._plan import Plan
-from cpg_core.reports._graph import TrafficGraph, traffic_graph
+from cpg_core.reports._graph import traffic_graph
+from cpg_core.reports._mermaid import mermaid_graphs
 from cpg_core.text import clean_text
 
-MAX_NODES = 40
-MAX_EDGES = 60
 MAX_ROWS = 30
 
 
@@ -55,59 +54,6 @@ def _code(text: object) -> str:
     return clean_text(str(text)).replace("`", "'").replace("|", "\\|")
 
 
-def _mermaid_text(text: str) -> str:
-    value = clean_text(text).replace("\n", " ")
-    for char, code in (('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("`", "#96;")):
-        value = value.replace(char, code)
-    return value
-
-
-def mermaid(graph: TrafficGraph, max_nodes: int = MAX_NODES, max_edges: int = MAX_EDGES) -> str:
-    """A ``flowchart LR``: workloads in a subgraph per namespace, other peers on their own,
-    edges labelled with ports; beyond the caps, "… and N more"."""
-    edges = list(graph.edges)
-    shown_edges = edges[:max_edges]
-    wanted = []
-    for edge in shown_edges:
-        for node_id in (edge.source, edge.target):
-            if node_id not in wanted:
-                wanted.append(node_id)
-    by_id = {n.id: n for n in graph.nodes}
-    kept_ids = set(wanted[:max_nodes])
-    shown_edges = [e for e in shown_edges if e.source in kept_ids and e.target in kept_ids]
-    ids = {node_id: f"n{i}" for i, node_id in enumerate(sorted(kept_ids))}
-    lines = ["flowchart LR"]
-    namespaces: dict[str, list[str]] = {}
-    outside: list[str] = []
-    for node_id in sorted(kept_ids):
-        node = by_id[node_id]
-        label = _mermaid_text(node.label)
-        if node.kind in ("workload", "selector"):
-            namespaces.setdefault(node.namespace, []).append(f'    {ids[node_id]}["{label}"]')
-        elif node.kind == "entity":
-            outside.append(f'  {ids[node_id]}(["{label}"])')
-        else:
-            outside.append(f'  {ids[node_id]}[/"{label}"/]')
-    for index, namespace in enumerate(sorted(namespaces)):
-        lines.append(f'  subgraph ns{index}["{_mermaid_text(namespace)}"]')
-        lines += namespaces[namespace]
-        lines.append("  end")
-    lines += outside
-    for edge in shown_edges:
-        ports = ", ".join(edge.ports[:4]) + (
-            f" +{len(edge.ports) - 4}" if len(edge.ports) > 4 else ""
-        )
-        lines.append(f'  {ids[edge.source]} -->|"{_mermaid_text(ports)}"| {ids[edge.target]}')
-    hidden_edges = len(edges) - len(shown_edges)
-    hidden_nodes = len(graph.nodes) - len(kept_ids)
-    if hidden_edges or hidden_nodes:
-        lines.append(
-            f'  more["… and {hidden_edges} more connections, {hidden_nodes} more nodes: '
-            'see the HTML report"]'
-        )
-    return "\n".join(lines)
-
-
 def markdown_report(
     *,
     title: str,
@@ -141,8 +87,19 @@ def markdown_report(
     if plan is not None:
         summary.append(f"**{plan.would_break_flows:,} flows would break**")
     out += ["; ".join(summary) + ".", ""]
-    graph = traffic_graph(policies)
-    out += ["## Allowed traffic", "", "```mermaid", mermaid(graph), "```", ""]
+    graphs, left_out = mermaid_graphs(traffic_graph(policies), plan)
+    out += ["## Allowed traffic", ""]
+    if plan is not None and plan.would_break:
+        out += ["Dashed red arrows: traffic that works today and would break (cpg plan).", ""]
+    for heading, chart in graphs:
+        out += [f"### {_cell(heading)}", ""] if heading else []
+        out += ["```mermaid", chart, "```", ""]
+    if left_out:
+        skipped = ", ".join(_cell(name) for name in left_out)
+        out += [
+            f"No graph here for {len(left_out)} more namespaces ({skipped}): see the HTML report.",
+            "",
+        ]
     if plan is not None and plan.would_break:
         out += [
             "## Would break (cpg plan)",
