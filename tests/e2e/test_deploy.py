@@ -175,8 +175,9 @@ def test_kubectl_finds_the_cpg_plugin(tmp_path: Path) -> None:
     assert ran.stdout.startswith("cpg ")
 
 
-def test_every_image_tag_the_docs_name_is_this_version() -> None:
-    """A release changes the version once (pyproject); the tags people copy follow it."""
+def test_every_version_the_docs_name_is_this_version() -> None:
+    """A release changes the version in pyproject; the changelog's newest release, the image
+    tags and the pins people copy follow it."""
     tag = re.compile(r"localhost/cpg:(\d+\.\d+\.\d+)")
     places = [ROOT / "README.md", ROOT / "docs" / "in-cluster.md"]
     places += sorted((ROOT / "deploy").rglob("*.yaml"))
@@ -195,3 +196,9 @@ def test_every_image_tag_the_docs_name_is_this_version() -> None:
         if found != cpg_version()
     ]
     assert not stale, stale
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    released = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - \d{4}-\d{2}-\d{2}$", changelog, re.M)
+    assert released and released[0] == cpg_version(), "the newest release is this version"
+    docs = [ROOT / "docs" / "scale-out.md"]
+    pinned = {v for path in docs for v in re.findall(r"cpg\[[\w,]+\]==([\d.]+)", path.read_text())}
+    assert pinned <= {cpg_version()}, pinned
