@@ -407,19 +407,22 @@ def test_a_report_of_1000_policies_renders_within_5_s(browser: Any, tmp_path: Pa
     began = time.monotonic()
     browser.get(page.as_uri())
     # Chrome may hand a 10 MB page back before its script has drawn: wait for the drawing
-    # (within the budget) rather than count too early.
+    # (within the budget) rather than count too early. It opens on the 40 namespaces; a click
+    # draws one namespace's workloads and their peers.
     count = WebDriverWait(browser, 5, poll_frequency=0.05).until(
-        lambda driver: (
-            driver.execute_script("return document.querySelectorAll('g.node').length") >= 1000
-            and driver.execute_script("return document.querySelectorAll('g.node').length")
+        lambda driver: driver.execute_script(
+            "return document.querySelectorAll('g.view:not([display=none]) g.node').length"
         )
     )
     browser.find_element(By.CSS_SELECTOR, "g.node").click()
+    shown = browser.execute_script(
+        "return document.querySelectorAll('g.view:not([display=none]) g.node.workload').length"
+    )
     elapsed = time.monotonic() - began
-    assert count >= 1000
-    assert elapsed < 5, f"{elapsed:.1f} s"
     json.loads(browser.find_element(By.ID, "data").get_attribute("textContent"))
-    shutil.rmtree(out)
+    shutil.rmtree(out)  # first: the after-test check would lint 1,000 files
+    assert count >= 40 and shown >= 25, (count, shown)
+    assert elapsed < 5, f"{elapsed:.1f} s"
 
 
 def test_hostile_values_cannot_add_markup_to_the_markdown_report(tmp_path: Path) -> None:

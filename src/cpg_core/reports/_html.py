@@ -223,7 +223,17 @@ def html_report(*, title: str, inputs: ReviewInputs) -> str:
     )
 
 
-TEMPLATE = """<!DOCTYPE html>
+TEMPLATE = """{% macro draw(v) %}<g class="view" data-view="{{ v.name }}" data-title="{{ v.title }}" data-w="{{ v.width|round|int }}" data-h="{{ v.height|round|int }}">
+{% for b in v.boxes %}<g class="box" data-ns="{{ b.name }}"><rect x="{{ b.x }}" y="{{ b.y }}" width="{{ b.w }}" height="{{ b.h }}" rx="8"/><text x="{{ b.x + 10 }}" y="{{ b.y + 17 }}">{{ b.name }}</text></g>
+{% endfor %}
+{% for e in v.links %}<path class="edge{% if e.breaks %} breaks{% endif %}" d="{{ e.d }}" data-source="{{ e.source }}" data-target="{{ e.target }}" data-edge="{{ loop.index0 }}"><title>{{ e.title }}</title></path>
+{% endfor %}
+{% for e in v.links %}<text class="port{% if e.breaks %} breaks{% endif %}" x="{{ e.lx|round(1) }}" y="{{ e.ly|round(1) }}" text-anchor="middle" dy="-3" data-edge="{{ loop.index0 }}" data-source="{{ e.source }}" data-target="{{ e.target }}">{{ e.label }}</text>
+{% endfor %}
+{% for n in v.nodes %}<g class="node {{ n.kind }}" data-id="{{ n.id }}" data-ns="{{ n.namespace }}"><rect x="{{ n.x }}" y="{{ n.y }}" width="{{ node_w }}" height="{{ n.h }}"/>{% if n.sub %}<text x="{{ n.x + 8 }}" y="{{ n.y + 18 }}" class="name">{{ n.label }}</text><text x="{{ n.x + 8 }}" y="{{ n.y + 36 }}" class="sub">{{ n.sub }}</text>{% else %}<text x="{{ n.x + 8 }}" y="{{ n.y + n.h / 2 + 5 }}">{{ n.label }}</text>{% endif %}<title>{{ n.full }}</title></g>
+{% endfor %}
+</g>
+{% endmacro %}<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -285,20 +295,11 @@ h2 { font-size: 16px; margin: 12px 0 4px; }
 <marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#64748b"/></marker>
 <marker id="arrow-red" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#dc2626"/></marker>
 </defs>
-{% for v in views %}<g class="view" data-view="{{ v.name }}" data-title="{{ v.title }}" data-w="{{ v.width|round|int }}" data-h="{{ v.height|round|int }}"{% if not loop.first %} display="none"{% endif %}>
-{% for b in v.boxes %}<g class="box" data-ns="{{ b.name }}"><rect x="{{ b.x }}" y="{{ b.y }}" width="{{ b.w }}" height="{{ b.h }}" rx="8"/><text x="{{ b.x + 10 }}" y="{{ b.y + 17 }}">{{ b.name }}</text></g>
-{% endfor %}
-{% for e in v.links %}<path class="edge{% if e.breaks %} breaks{% endif %}" d="{{ e.d }}" data-source="{{ e.source }}" data-target="{{ e.target }}" data-edge="{{ loop.index0 }}"><title>{{ e.title }}</title></path>
-{% endfor %}
-{% for e in v.links %}<text class="port{% if e.breaks %} breaks{% endif %}" x="{{ e.lx|round(1) }}" y="{{ e.ly|round(1) }}" text-anchor="middle" dy="-3" data-edge="{{ loop.index0 }}" data-source="{{ e.source }}" data-target="{{ e.target }}">{{ e.label }}</text>
-{% endfor %}
-{% for n in v.nodes %}<g class="node {{ n.kind }}" data-id="{{ n.id }}" data-ns="{{ n.namespace }}"><rect x="{{ n.x }}" y="{{ n.y }}" width="{{ node_w }}" height="{{ n.h }}"/>{% if n.sub %}<text x="{{ n.x + 8 }}" y="{{ n.y + 18 }}" class="name">{{ n.label }}</text><text x="{{ n.x + 8 }}" y="{{ n.y + 36 }}" class="sub">{{ n.sub }}</text>{% else %}<text x="{{ n.x + 8 }}" y="{{ n.y + n.h / 2 + 5 }}">{{ n.label }}</text>{% endif %}<title>{{ n.full }}</title></g>
-{% endfor %}
-</g>
-{% endfor %}
+{{ draw(views[0]) }}
 </svg>
 </div>
-<aside>
+{% for v in views[1:] %}<template class="later" data-view="{{ v.name }}"><svg xmlns="http://www.w3.org/2000/svg">{{ draw(v) }}</svg></template>
+{% endfor %}<aside>
   <div id="panel"><p>{% if overview %}Click a namespace to see its workloads and their peers; {% endif %}Click a workload to see its policy and the evidence behind each rule.</p></div>
   <h2>Findings</h2>
   {% if findings %}<table><tr><th>finding</th><th>flows</th><th>fix</th></tr>{% for f in findings %}<tr><td>{{ f.what }}</td><td>{{ f.count }}</td><td>{{ f.fix }}</td></tr>{% endfor %}</table>{% else %}<p>None.</p>{% endif %}
@@ -314,7 +315,8 @@ h2 { font-size: 16px; margin: 12px 0 4px; }
   var svg = document.getElementById("graph");
   var canvas = document.getElementById("canvas");
   var views = Array.prototype.slice.call(document.querySelectorAll("g.view"));
-  var current = views[0];
+  var first = views[0];
+  var current = first;
   var selected = null;
   var box = null;
   function fit() {
@@ -332,13 +334,26 @@ h2 { font-size: 16px; margin: 12px 0 4px; }
     views.forEach(function (v) { v.setAttribute("display", v === view ? "inline" : "none"); });
     current = view;
     selected = null;
-    document.getElementById("back").hidden = !(views[0].getAttribute("data-view") === "overview" && view !== views[0]);
+    document.getElementById("back").hidden = !(first.getAttribute("data-view") === "overview" && view !== first);
     document.getElementById("where").textContent = view.getAttribute("data-title") ? "namespace " + view.getAttribute("data-title") + " and its peers" : "";
     fit();
     filter();
   }
   function viewNamed(name) {
+    // Views past the first wait in <template>s (a large report opens at once): drawn the
+    // first time they are asked for.
     for (var i = 0; i < views.length; i++) if (views[i].getAttribute("data-view") === name) return views[i];
+    var later = document.querySelectorAll("template.later");
+    for (var j = 0; j < later.length; j++) {
+      if (later[j].getAttribute("data-view") !== name) continue;
+      var drawn = later[j].content.querySelector("g.view");
+      drawn.setAttribute("display", "none");
+      svg.appendChild(document.importNode(drawn, true));
+      var view = svg.lastElementChild;
+      views.push(view);
+      wire(view);
+      return view;
+    }
     return null;
   }
   window.addEventListener("resize", fit);
@@ -404,7 +419,7 @@ h2 { font-size: 16px; margin: 12px 0 4px; }
       n.classList.toggle("faded", id !== null && !near[n.getAttribute("data-id")]);
     });
   }
-  document.querySelectorAll(".node").forEach(function (n) {
+  function wire(view) { view.querySelectorAll(".node").forEach(function (n) {
     var id = n.getAttribute("data-id");
     n.addEventListener("click", function (ev) {
       ev.stopPropagation();
@@ -419,7 +434,8 @@ h2 { font-size: 16px; margin: 12px 0 4px; }
     });
     n.addEventListener("mouseenter", function () { if (!selected) highlight(id); });
     n.addEventListener("mouseleave", function () { if (!selected) highlight(null); });
-  });
+  }); }
+  wire(first);
   function filter() {
     var ns = document.getElementById("ns").value;
     var f = document.getElementById("finding").value;
@@ -462,12 +478,12 @@ h2 { font-size: 16px; margin: 12px 0 4px; }
   }
   document.getElementById("ns").addEventListener("change", function () {
     var ns = document.getElementById("ns").value;
-    if (views[0].getAttribute("data-view") === "overview") {
-      show(ns ? (viewNamed("ns:" + ns) || views[0]) : views[0]);
+    if (first.getAttribute("data-view") === "overview") {
+      show(ns ? (viewNamed("ns:" + ns) || first) : first);
     } else { filter(); }
   });
   document.getElementById("finding").addEventListener("change", filter);
-  document.getElementById("back").addEventListener("click", function () { document.getElementById("ns").value = ""; show(views[0]); });
+  document.getElementById("back").addEventListener("click", function () { document.getElementById("ns").value = ""; show(first); });
   show(current);
 })();
 </script>
