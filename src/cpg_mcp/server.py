@@ -448,7 +448,7 @@ def build_server(
 ) -> GuardedServer:
     """The cpg-mcp server. ``version_check_timeout`` bounds how long get_bootstrap_policy asks
     the cluster for its Cilium agents' images before it calls the version undetermined."""
-    manager = SessionManager(allow_replay_dir)
+    manager = SessionManager(allow_replay_dir, on_stopped=tools.warm)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[SessionManager]:

@@ -11,8 +11,9 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import attrs
 
@@ -31,6 +32,7 @@ from cpg_io.store import PolicyStore
 from cpg_mcp.words import in_tool_words
 
 log = logging.getLogger("cpg.mcp")
+T = TypeVar("T")
 
 
 class SessionError(CpgError):
@@ -60,6 +62,31 @@ class Session:
     plans: dict[tuple[bool, str, tuple[str, ...]], Any] = attrs.Factory(dict)
     """Plans already made, by (from_cluster, allow_localhost, the capture judged on)."""
     """get_plan's answers (by from_cluster): the capture is read once."""
+    memos: dict[str, tuple[object, Any]] = attrs.Factory(dict)
+    """What the read tools derive from the session's files (policy rows, evidence samples,
+    health rows, filtered lists): built once for each state of the files — at the stop, and
+    again after a flush or anything else changed them — and shared by the calls between."""
+
+    def generation(self) -> object | None:
+        """The state of the session's files, as their folders' modification times (cpg
+        writes by renaming into them, so every write shows): a few hundred stats, where
+        reading the files is thousands of parses. None while a replay is still writing."""
+        if self.stopped is None and self.capture is None:
+            return None
+        return _folder_times(self.tmp)
+
+    def memo(self, key: str, build: Callable[[], T]) -> T:
+        """``build()``, or what it gave for this state of the files."""
+        generation = self.generation()
+        if generation is None:
+            return build()
+        found = self.memos.get(key)
+        if found is not None and found[0] == generation:
+            value: T = found[1]
+            return value
+        value = build()
+        self.memos[key] = (generation, value)
+        return value
 
     def stop_stream(self) -> None:
         """Ask a live capture or a shadow session to stop (it flushes and ends)."""
@@ -96,9 +123,31 @@ class Session:
         return (self.stopped or time.monotonic()) - self.started
 
 
+def _folder_times(root: Path) -> tuple[tuple[str, int], ...]:
+    """Every folder under ``root`` with its modification time (nanoseconds)."""
+    found: list[tuple[str, int]] = []
+    pending = [root]
+    while pending:
+        folder = pending.pop()
+        try:
+            found.append((str(folder), folder.stat().st_mtime_ns))
+            with os.scandir(folder) as entries:
+                pending += [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
+        except OSError:
+            found.append((str(folder), -1))
+    return tuple(sorted(found))
+
+
 class SessionManager:
-    def __init__(self, allow_replay_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        allow_replay_dir: Path | None = None,
+        on_stopped: Callable[[Session], None] | None = None,
+    ) -> None:
         self.allow_replay_dir = allow_replay_dir.resolve() if allow_replay_dir else None
+        self.on_stopped = on_stopped
+        """Called in a worker thread once a session has stopped: the read tools build their
+        indexes there, not in the first call that needs them."""
         self.current: Session | None = None
         self.closed = threading.Event()
         """Set once :meth:`close` has stopped the session and removed its folder."""
@@ -320,6 +369,7 @@ class SessionManager:
             log.warning("session %s failed: %s", session.id, exc)
         finally:
             session.stopped = time.monotonic()
+        await self._stopped(session)
 
     async def _live(self, session: Session) -> None:
         assert session.capture is not None
@@ -329,6 +379,15 @@ class SessionManager:
             session.result = await capture.run()
 
         await self._follow(session, capture, run())
+        await self._stopped(session)
+
+    async def _stopped(self, session: Session) -> None:
+        if self.on_stopped is None or session.error:
+            return
+        try:
+            await asyncio.to_thread(self.on_stopped, session)
+        except Exception as exc:  # an index is a shortcut: the tools build it again if asked
+            log.warning("session %s: indexing the results failed: %s", session.id, exc)
 
     @staticmethod
     async def _follow(session: Session, stream: Any, run: Any) -> None:

@@ -251,6 +251,29 @@ def _evidence(session: Session) -> list[tuple[str, str, PolicyEvidence]]:
     return found
 
 
+def _samples(session: Session) -> list[DroppedFlowSample]:
+    return [row for ns, wl, doc in _evidence(session) for row in flow_samples(ns, wl, doc)]
+
+
+def _policy_rows(session: Session) -> list[PolicyRow]:
+    rows = []
+    for namespace, workload in session.policy_store.targets():
+        checkpoint()
+        try:
+            rows.append(_policy_row(session, namespace, workload)[0])
+        except (OSError, StoreError, ToolError, yaml.YAMLError) as exc:
+            log.warning("skipping %s/%s: %s", namespace, workload, exc)
+    return rows
+
+
+def warm(session: Session) -> None:
+    """Build what the read tools share for a session that has just stopped, so that no call
+    pays for it (SessionManager.on_stopped)."""
+    session.memo("policy rows", lambda: _policy_rows(session))
+    session.memo("samples", lambda: _samples(session))
+    session.memo("health", lambda: health_of(session))
+
+
 def list_dropped_flows(
     session: Session,
     *,
@@ -270,11 +293,15 @@ def list_dropped_flows(
     live = not stopped and session.capture is not None
     rows: list[Any] = []
     if stopped:
-        rows = aggregate_rows(health_of(session))
+        rows = session.memo("health rows", lambda: aggregate_rows(health_of(session)))
     elif session.capture is not None:  # a live capture: the counts so far
         rows = aggregate_rows(session.capture.health_so_far())
-    samples = [row for ns, wl, doc in _evidence(session) for row in flow_samples(ns, wl, doc)]
-    items = compose(samples, rows, DroppedFlowFilter(namespace, workload, dropclass, direction))
+    samples = session.memo("samples", lambda: _samples(session))
+    wanted = DroppedFlowFilter(namespace, workload, dropclass, direction)
+    if stopped:
+        items = session.memo(f"dropped {wanted!r}", lambda: compose(samples, rows, wanted))
+    else:
+        items = compose(samples, rows, wanted)
     chunk, meta = paging.page(items, cursor, limit)
     counts = [to_data(row) for row in chunk if isinstance(row, DroppedFlowCount)]
     aggregates: dict[str, Any]
@@ -322,14 +349,19 @@ def _policy_row(session: Session, namespace: str, workload: str) -> tuple[Policy
 
 def list_policies(session: Session, *, limit: int = 50, cursor: str | None = None) -> PolicyList:
     paging.decode(cursor)  # a garbage cursor is an error even with no policy yet
-    chunk, meta = paging.page(list(session.policy_store.targets()), cursor, limit)
-    rows = []
-    for namespace, workload in chunk:
-        checkpoint()
-        try:
-            rows.append(_policy_row(session, namespace, workload)[0])
-        except (OSError, StoreError, ToolError, yaml.YAMLError) as exc:
-            log.warning("skipping %s/%s: %s", namespace, workload, exc)
+    if session.generation() is None:  # a replay still writing: read the page's files alone
+        chunk, meta = paging.page(list(session.policy_store.targets()), cursor, limit)
+        rows = []
+        for namespace, workload in chunk:
+            checkpoint()
+            try:
+                rows.append(_policy_row(session, namespace, workload)[0])
+            except (OSError, StoreError, ToolError, yaml.YAMLError) as exc:
+                log.warning("skipping %s/%s: %s", namespace, workload, exc)
+    else:
+        rows, meta = paging.page(
+            session.memo("policy rows", lambda: _policy_rows(session)), cursor, limit
+        )
     return PolicyList.model_validate(clean({"policies": [r.model_dump() for r in rows], **meta}))
 
 
@@ -392,7 +424,7 @@ def get_cluster_health(session: Session) -> HealthResult:
         so_far = True
         report: ClusterHealth | None = session.capture.health_so_far()
     else:
-        report = health_of(session)
+        report = session.memo("health", lambda: health_of(session))
     if report is None and session.error:
         raise ToolError(
             clean(

@@ -187,3 +187,68 @@ def test_errors_name_what_an_agent_can_set(tmp_path: Path, monkeypatch: pytest.M
         manager.discard()
     assert "--" not in message, message
     assert "KUBECONFIG" in message and "server" in message
+
+
+def test_the_read_tools_index_a_stopped_session_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Built when the session stops (on_stopped), the index answers every later call: the
+    files are not read again per call, and the answers are what reading them gives."""
+    folder = tmp_path / "captures"
+    folder.mkdir()
+    shutil.copy(EXAMPLE, folder / "drops.jsonl")
+    manager = SessionManager(folder, on_stopped=tools.warm)
+
+    async def run() -> Session:
+        started = await tools.start_session(manager, replay_file="drops.jsonl", l7=False)
+        session = tools.session_of(manager, started.session_id)
+        assert session.task is not None
+        await session.task
+        return session
+
+    session = asyncio.run(run())
+    try:
+        assert session.state == "stopped" and {"policy rows", "samples", "health"} <= set(
+            session.memos
+        )
+        reads: list[str] = []
+        real_read_all, real_read = type(session.evidence_store).read_all, tools._policy_row
+        monkeypatch.setattr(
+            type(session.evidence_store),
+            "read_all",
+            lambda store, *a, **k: reads.append("evidence") or real_read_all(store, *a, **k),
+        )
+        monkeypatch.setattr(
+            tools, "_policy_row", lambda *a: reads.append("policy") or real_read(*a)
+        )
+        first = [tools.list_dropped_flows(session, limit=200) for _ in range(3)]
+        listed = [tools.list_policies(session, limit=2, cursor=None) for _ in range(3)]
+        health = [tools.get_cluster_health(session) for _ in range(3)]
+        assert reads == [], "every call answered from the index"
+        assert first[0] == first[2] and listed[0] == listed[2] and health[0] == health[2]
+        assert listed[0].total_count == 6 and len(listed[0].policies) == 2
+        # the same answers as reading the files afresh
+        session.memos.clear()
+        assert tools.list_dropped_flows(session, limit=200) == first[0]
+        assert tools.list_policies(session, limit=2) == listed[0]
+        assert "evidence" in reads and "policy" in reads
+    finally:
+        manager.discard()
+
+
+def test_an_index_is_kept_until_the_files_change(tmp_path: Path) -> None:
+    """What the tools derive is kept while the session's folders are unchanged (a flush, or
+    anything else writing there, changes them); a replay still writing keeps nothing."""
+    session = Session(id="s", tmp=tmp_path, source="live")
+    (tmp_path / "policies" / "shop").mkdir(parents=True)
+    built: list[int] = []
+
+    def build() -> int:
+        built.append(1)
+        return len(built)
+
+    assert session.memo("k", build) == 1 and session.memo("k", build) == 2  # a replay writing
+    session.stopped = 1.0
+    assert session.memo("k", build) == 3 and session.memo("k", build) == 3
+    (tmp_path / "policies" / "shop" / "cart.yaml").write_text("x")  # the files changed
+    assert session.memo("k", build) == 4 and session.memo("k", build) == 4
