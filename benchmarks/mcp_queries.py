@@ -30,7 +30,7 @@ from replay import generate
 
 
 async def drive(folder: Path, audit: AuditLog) -> dict[str, Any]:
-    async with Client(build_server(folder, audit=audit), mode="legacy") as client:
+    async with Client(build_server(folder, audit=audit, tool_timeout=600), mode="legacy") as client:
 
         async def call(tool: str, **args: Any) -> dict[str, Any]:
             result = await client.call_tool(tool, args)

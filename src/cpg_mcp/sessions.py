@@ -126,15 +126,21 @@ class Session:
 def _folder_times(root: Path) -> tuple[tuple[str, int], ...]:
     """Every folder under ``root`` with its modification time (nanoseconds)."""
     found: list[tuple[str, int]] = []
-    pending = [root]
+    try:
+        found.append((str(root), os.stat(root).st_mtime_ns))
+    except OSError:
+        return ((str(root), -1),)
+    pending = [str(root)]
     while pending:
         folder = pending.pop()
         try:
-            found.append((str(folder), folder.stat().st_mtime_ns))
             with os.scandir(folder) as entries:
-                pending += [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        found.append((entry.path, entry.stat(follow_symlinks=False).st_mtime_ns))
+                        pending.append(entry.path)
         except OSError:
-            found.append((str(folder), -1))
+            found.append((folder, -1))
     return tuple(sorted(found))
 
 

@@ -266,12 +266,19 @@ def _policy_rows(session: Session) -> list[PolicyRow]:
     return rows
 
 
+def _dropped(session: Session, wanted: DroppedFlowFilter) -> list[Any]:
+    """A stopped session's dropped-flow list under ``wanted``, samples then counts."""
+    samples = session.memo("samples", lambda: _samples(session))
+    rows = session.memo("health rows", lambda: aggregate_rows(health_of(session)))
+    return session.memo(f"dropped {wanted!r}", lambda: compose(samples, rows, wanted))
+
+
 def warm(session: Session) -> None:
     """Build what the read tools share for a session that has just stopped, so that no call
     pays for it (SessionManager.on_stopped)."""
     session.memo("policy rows", lambda: _policy_rows(session))
-    session.memo("samples", lambda: _samples(session))
     session.memo("health", lambda: health_of(session))
+    _dropped(session, DroppedFlowFilter())
 
 
 def list_dropped_flows(
@@ -291,17 +298,14 @@ def list_dropped_flows(
     paging.decode(cursor)
     stopped = session.state == "stopped"
     live = not stopped and session.capture is not None
-    rows: list[Any] = []
-    if stopped:
-        rows = session.memo("health rows", lambda: aggregate_rows(health_of(session)))
-    elif session.capture is not None:  # a live capture: the counts so far
-        rows = aggregate_rows(session.capture.health_so_far())
-    samples = session.memo("samples", lambda: _samples(session))
     wanted = DroppedFlowFilter(namespace, workload, dropclass, direction)
     if stopped:
-        items = session.memo(f"dropped {wanted!r}", lambda: compose(samples, rows, wanted))
+        items = _dropped(session, wanted)
     else:
-        items = compose(samples, rows, wanted)
+        rows = []
+        if session.capture is not None:  # a live capture: the counts so far
+            rows = aggregate_rows(session.capture.health_so_far())
+        items = compose(session.memo("samples", lambda: _samples(session)), rows, wanted)
     chunk, meta = paging.page(items, cursor, limit)
     counts = [to_data(row) for row in chunk if isinstance(row, DroppedFlowCount)]
     aggregates: dict[str, Any]
@@ -541,11 +545,20 @@ def get_plan(
         except IoError as exc:
             raise ToolError(in_tool_words(exc)) from None
         session.plans[cache_key] = planned
-    return _plan_result(planned, limit, cursor)
+    made = planned  # the plan's wire form, once: each call pages it
+    data = session.memo(f"plan {cache_key!r}", lambda: to_data(made))
+    return _plan_result(planned, limit, cursor, data=data)
 
 
-def _plan_result(plan: Plan, limit: int, cursor: str | None, *, so_far: bool = False) -> PlanResult:
-    data = to_data(plan)
+def _plan_result(
+    plan: Plan,
+    limit: int,
+    cursor: str | None,
+    *,
+    so_far: bool = False,
+    data: dict[str, Any] | None = None,
+) -> PlanResult:
+    data = to_data(plan) if data is None else data
     chunk, meta = paging.page(data["would_break"], cursor, limit)
     return PlanResult.model_validate(
         clean(
