@@ -458,3 +458,12 @@ def test_hostile_values_cannot_add_markup_to_the_markdown_report(tmp_path: Path)
     assert "## Pwned" not in ran.stdout and "<b>" not in ran.stdout
     assert f"{doc_path}" in ran.stderr and "first_seen" in ran.stderr
     assert "class 'infra | <b>bold</b>' is not a drop class" in ran.stderr
+
+
+def test_a_folder_without_policies_draws_no_empty_graph(tmp_path: Path) -> None:
+    (tmp_path / "policies").mkdir()
+    text = cpg("report", "-d", str(tmp_path / "policies")).stdout
+    assert "```mermaid" not in text, "mermaid refuses a flowchart with nothing in it"
+    assert "None: no policy in the folder allows any traffic." in text
+    html = cpg("report", "-d", str(tmp_path / "policies"), "-o", "html")
+    assert html.returncode == 0 and "0 policies · 0 nodes · 0 connections" in html.stdout

@@ -87,8 +87,11 @@ def markdown_report(
     if plan is not None:
         summary.append(f"**{plan.would_break_flows:,} flows would break**")
     out += ["; ".join(summary) + ".", ""]
-    graphs, left_out = mermaid_graphs(traffic_graph(policies), plan)
+    graph = traffic_graph(policies)
+    graphs, left_out = mermaid_graphs(graph, plan) if graph.nodes else ([], [])
     out += ["## Allowed traffic", ""]
+    if not graph.nodes:
+        out += ["None: no policy in the folder allows any traffic.", ""]
     if plan is not None and plan.would_break:
         out += ["Dashed red arrows: traffic that works today and would break (cpg plan).", ""]
     for heading, chart in graphs:
