@@ -91,7 +91,6 @@ def drift(
 
     Exit codes: 0 no drift, 3 drift found, 1 unreadable input, 2 bad flags.
     """
-    from cpg_core import CheckRequest
     from cpg_core.reports import render
     from cpg_core.shadow import DriftRequest
     from cpg_io.hubble import TLSSettings
@@ -103,14 +102,7 @@ def drift(
             "give a capture or --server RELAY (live), not both and not neither",
             param_hint="CAPTURE",
         )
-    check = opt.validated(
-        lambda: CheckRequest.build(
-            inputs=inputs or [str(server)],
-            policies=str(policies),
-            include_audit=include_audit,
-            allow_localhost=allow_localhost,
-        )
-    )
+    check = opt.check_request(locals(), inputs or [str(server)])
     live = opt.run_request(locals()) if server else None
     request = opt.validated(
         lambda: DriftRequest.build(check=check, stale_after=stale_after, live=live)

@@ -22,7 +22,7 @@ from cpg_core.reports import formats
 from cpg_core.why import FlowFilter
 
 if TYPE_CHECKING:  # loaded when a command runs, not when its flags are listed (completion)
-    from cpg_core import RunRequest
+    from cpg_core import CheckRequest, RunRequest
 
 T = TypeVar("T")
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -667,6 +667,21 @@ def run_request(flags: Mapping[str, Any]) -> RunRequest:
             ", ".join(request.capture.redundant_drop_reasons),
         )
     return request
+
+
+def check_request(flags: Mapping[str, Any], inputs: list[str]) -> CheckRequest:
+    """The check request of plan, shadow, why, trace and drift from their flags (a command's
+    ``locals()``) and the capture to judge: each flag named as a :meth:`CheckRequest.build`
+    keyword goes there, folders as text. Validated: a bad value is a usage error."""
+    from cpg_core import CheckRequest
+
+    fields = inspect.signature(CheckRequest.build).parameters
+    values: dict[str, Any] = {
+        name: str(value) if isinstance(value, Path) else value
+        for name, value in flags.items()
+        if name in fields and name != "inputs"
+    }
+    return validated(lambda: CheckRequest.build(inputs=inputs, **values))
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]

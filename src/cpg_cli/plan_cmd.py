@@ -80,20 +80,10 @@ def plan(
     Exit codes: 0 nothing would break, 3 something would, 4 cannot judge (the capture has no
     forwarded traffic to check), 1 unreadable input, 2 bad flags.
     """
-    from cpg_core import CANNOT_JUDGE, CheckRequest
+    from cpg_core import CANNOT_JUDGE
     from cpg_core.reports import render
 
-    request = opt.validated(
-        lambda: CheckRequest.build(
-            inputs=inputs,
-            policies=str(policies),
-            current=str(current) if current is not None else None,
-            cluster=cluster,
-            include_audit=include_audit,
-            default_local_cluster=default_local_cluster,
-            allow_localhost=allow_localhost,
-        )
-    )
+    request = opt.check_request(locals(), inputs)
 
     def judged() -> runs.PlanRun:
         try:

@@ -90,24 +90,13 @@ def shadow(
     Exit codes: 0 nothing would break, 3 something would, 4 no forwarded traffic was seen
     to judge, 1 relay or policy errors, 2 bad flags.
     """
-    from cpg_core import CheckRequest
     from cpg_core.reports import render
     from cpg_core.shadow import ShadowRequest
     from cpg_io.hubble import TLSSettings
     from cpg_io.runs import rfc3339, utc_now
 
     opt.setup_logging(log_level)
-    check = opt.validated(
-        lambda: CheckRequest.build(
-            inputs=[server or "hubble-relay"],
-            policies=str(policies),
-            current=str(current) if current is not None else None,
-            cluster=cluster,
-            include_audit=include_audit,
-            default_local_cluster=default_local_cluster,
-            allow_localhost=allow_localhost,
-        )
-    )
+    check = opt.check_request(locals(), [server or "hubble-relay"])
     report_path = str(report) if report is not None else None
     request = ShadowRequest(check=check, live=opt.run_request(locals()), report=report_path)
     now = rfc3339(utc_now())

@@ -15,7 +15,6 @@ from cpg_core.why import FlowFilter
 from cpg_io import runs
 
 if TYPE_CHECKING:  # loaded when the command runs, not when its flags are listed
-    from cpg_core import CheckRequest
     from cpg_io.runs import WhyRun
 
 _Capture = Annotated[
@@ -36,28 +35,6 @@ _Policies = Annotated[
 _Output = Annotated[
     str, opt.output_option(*formats("why"), help="text (for people) or json (for machines).")
 ]
-
-
-def _request(
-    inputs: list[str],
-    policies: Path,
-    current: Path | None,
-    cluster: bool,
-    default_local_cluster: str,
-    allow_localhost: str,
-) -> CheckRequest:
-    from cpg_core import CheckRequest
-
-    return opt.validated(
-        lambda: CheckRequest.build(
-            inputs=inputs,
-            policies=str(policies),
-            current=str(current) if current is not None else None,
-            cluster=cluster,
-            default_local_cluster=default_local_cluster,
-            allow_localhost=allow_localhost,
-        )
-    )
 
 
 def _show(answered: WhyRun, output: str) -> None:
@@ -100,7 +77,7 @@ def why(
     Exit codes: 0 every flow is admitted by the policies judged, 3 some is not, 1 unreadable
     input, 2 bad flags.
     """
-    request = _request(capture, policies, current, cluster, default_local_cluster, allow_localhost)
+    request = opt.check_request(locals(), capture)
     selection = flow_filter
     try:
         answered = runs.why_run(request, selection, kubeconfig=kubeconfig, context=context)
@@ -168,7 +145,7 @@ def trace(
     """
     from cpg_core.why import traced_flows
 
-    request = _request(["-"], policies, current, cluster, default_local_cluster, allow_localhost)
+    request = opt.check_request(locals(), ["-"])
     flows = opt.validated(
         lambda: traced_flows(source, destination, port, method=method, path=path, dns=dns)
     )

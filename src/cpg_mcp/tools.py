@@ -267,10 +267,16 @@ def _policy_rows(session: Session) -> list[PolicyRow]:
 
 
 def _dropped(session: Session, wanted: DroppedFlowFilter) -> list[Any]:
-    """A stopped session's dropped-flow list under ``wanted``, samples then counts."""
-    samples = session.memo("samples", lambda: _samples(session))
-    rows = session.memo("health rows", lambda: aggregate_rows(health_of(session)))
-    return session.memo(f"dropped {wanted!r}", lambda: compose(samples, rows, wanted))
+    """A stopped session's dropped-flow list under ``wanted``, samples then counts (the
+    parts are looked up only when the list is not: one look at the folders per call)."""
+    return session.memo(
+        f"dropped {wanted!r}",
+        lambda: compose(
+            session.memo("samples", lambda: _samples(session)),
+            session.memo("health rows", lambda: aggregate_rows(health_of(session))),
+            wanted,
+        ),
+    )
 
 
 def warm(session: Session) -> None:
