@@ -142,6 +142,48 @@ class PolicyPlan:
         return attrs.evolve(self, workload=stem, name=policy_name(stem))
 
 
+@attrs.define(slots=True)
+class DrainedTotals:
+    """What :meth:`Aggregator.drain` moved out, still part of the aggregator's totals: the
+    flows, their time window, and the entries to world peers (whether such a peer is a pod
+    Hubble could not name is known only at the end, and its finding counts every flow)."""
+
+    flows: int = 0
+    first: str = NO_TIME
+    last: str = NO_TIME
+    world: dict[PolicyTarget, dict[AtomKey, RuleStats]] = attrs.Factory(dict)
+
+    def add(self, target: PolicyTarget, key: AtomKey, stats: RuleStats, cap: int) -> None:
+        self._widen(stats.count, stats.first, stats.last)
+        if type(key[1]) is CidrPeer:
+            self._keep_world(target, key, stats, cap)
+
+    def absorb(self, other: DrainedTotals, cap: int) -> None:
+        self._widen(other.flows, other.first, other.last)
+        for target, atoms in other.world.items():
+            for key, stats in atoms.items():
+                self._keep_world(target, key, stats, cap)
+
+    def _widen(self, flows: int, first: str, last: str) -> None:
+        self.flows += flows
+        if first and (not self.first or first < self.first):
+            self.first = first
+        self.last = max(self.last, last)
+
+    def _keep_world(self, target: PolicyTarget, key: AtomKey, stats: RuleStats, cap: int) -> None:
+        atoms = self.world.setdefault(target, {})
+        held = atoms.get(key)
+        if held is None:
+            atoms[key] = stats.copy()
+        else:
+            held.absorb(stats, cap)
+
+    def copy(self) -> DrainedTotals:
+        copied = DrainedTotals(self.flows, self.first, self.last)
+        copied.world = {t: {k: s.copy() for k, s in a.items()} for t, a in self.world.items()}
+        return copied
+
+
 @attrs.frozen(slots=True)
 class AggregateState:
     decisions: dict[Decision, int]
@@ -160,6 +202,7 @@ class AggregateState:
     ip_names: dict[str, set[str]]
     pod_ips: set[str] = attrs.Factory(set)
     pod_endpoints: dict[str, Endpoint] = attrs.Factory(dict)
+    drained: DrainedTotals = attrs.Factory(DrainedTotals)
 
 
 class Aggregator:
@@ -204,6 +247,9 @@ class Aggregator:
         # (direction, source, destination, protocol, port) -> stats of its allow entry, for
         # endpoint and entity peers (a world peer's entry also depends on the flow's IP).
         self._entries: dict[EntryKey, RuleStats] = {}
+        self._new: set[PolicyTarget] = set()
+        """Targets that gained an allow entry since :meth:`take_new_targets` last ran."""
+        self._drained = DrainedTotals()
         self._resolver = resolver or Resolver()
         self._explicit = self.options.explicit_cluster
         self._since = self.options.since
@@ -219,15 +265,15 @@ class Aggregator:
 
     @property
     def atoms(self) -> dict[PolicyTarget, set[Atom]]:
-        return {t: {Atom(*a) for a in atoms} for t, atoms in self._atoms.items()}
+        return {t: set(atoms) for t, atoms in _as_atoms(self._atoms).items()}
 
     def attribution(self) -> dict[PolicyTarget, dict[Atom, RuleStats]]:
-        return {t: {Atom(*a): st for a, st in atoms.items()} for t, atoms in self._atoms.items()}
+        return _as_atoms(self._atoms)
 
     def window(self) -> tuple[str, str]:
         """Time keys of the first and last flow seen ("" when no flow had a time)."""
-        firsts = [self._first] if self._first else []
-        lasts = [self._last] if self._last else []
+        firsts = [t for t in (self._first, self._drained.first) if t]
+        lasts = [t for t in (self._last, self._drained.last) if t]
         for atoms in self._atoms.values():
             for stats in atoms.values():
                 if stats.first:
@@ -244,7 +290,8 @@ class Aggregator:
     @property
     def rule_flows(self) -> int:
         """Flows that became (part of) an allow entry."""
-        return sum(st.count for atoms in self._atoms.values() for st in atoms.values())
+        counted = sum(st.count for atoms in self._atoms.values() for st in atoms.values())
+        return counted + self._drained.flows
 
     def add(self, flow: Flow) -> Decision:
         if self._filter is not None and not self._filter.matches(flow):
@@ -490,6 +537,7 @@ class Aggregator:
         stats = atoms.get(atom)
         if stats is None:
             stats = atoms[atom] = RuleStats()
+            self._new.add(target)
         stats.add(flow, cls, self._max_samples)
         return stats
 
@@ -505,7 +553,7 @@ class Aggregator:
             audit_flows=self.audit_flows,
             findings={key: finding.copy() for key, finding in self.findings.items()},
             atoms={
-                target: {atom: stats.copy() for atom, stats in atoms.items()}
+                target: {atom: stats.copy() for atom, stats in atoms.items() if stats.count}
                 for target, atoms in self._atoms.items()
             },
             drops={code: tally.copy() for code, tally in self.drops.items()},
@@ -516,6 +564,7 @@ class Aggregator:
             ip_names={ip: set(names) for ip, names in self.ip_names.items()},
             pod_ips=set(self.pod_ips),
             pod_endpoints=dict(self.pod_endpoints),
+            drained=self._drained.copy(),
         )
 
     def absorb(self, state: AggregateState) -> None:
@@ -553,6 +602,7 @@ class Aggregator:
             if held is None or endpoint_order(pod) < endpoint_order(held):
                 self.pod_endpoints[ip] = pod
         cap = self._max_samples
+        self._drained.absorb(state.drained, cap)
         self._entries.clear()
         for target, atoms in state.atoms.items():
             ours = self._atoms.setdefault(target, {})
@@ -581,17 +631,41 @@ class Aggregator:
             [*self.findings.values(), *self._pod_findings()],
         )
 
-    def _pods_as_world(self) -> dict[PolicyTarget, dict[AtomKey, RuleStats]]:
-        """Allow entries to a world peer whose IP the capture ties to a pod."""
+    def _pods_as_world(
+        self, raw: Mapping[PolicyTarget, Mapping[AtomKey, RuleStats]]
+    ) -> dict[PolicyTarget, dict[AtomKey, RuleStats]]:
+        """Allow entries of ``raw`` to a world peer whose IP the capture ties to a pod."""
         found: dict[PolicyTarget, dict[AtomKey, RuleStats]] = {}
         if not self.pod_ips:
             return found
-        for target, atoms in self._atoms.items():
+        for target, atoms in raw.items():
             for key, stats in atoms.items():
                 peer = key[1]
-                if isinstance(peer, CidrPeer) and peer.cidr.split("/", 1)[0] in self.pod_ips:
+                if (
+                    stats.count
+                    and isinstance(peer, CidrPeer)
+                    and peer.cidr.split("/", 1)[0] in self.pod_ips
+                ):
                     found.setdefault(target, {})[key] = stats
         return found
+
+    def _world_totals(self) -> Mapping[PolicyTarget, Mapping[AtomKey, RuleStats]]:
+        """The entries to world peers with what :meth:`drain` moved out folded back in."""
+        drained = self._drained.world
+        if not drained:
+            return self._atoms
+        cap = self._max_samples
+        merged = {t: {k: s.copy() for k, s in a.items()} for t, a in drained.items()}
+        for target, atoms in self._atoms.items():
+            for key, stats in atoms.items():
+                if stats.count and type(key[1]) is CidrPeer:
+                    into = merged.setdefault(target, {})
+                    held = into.get(key)
+                    if held is None:
+                        into[key] = stats.copy()
+                    else:
+                        held.absorb(stats, cap)
+        return merged
 
     def _pod_peer(self, peer: object) -> Peer | None:
         """The pod a world peer's IP belongs to, as a peer, when the capture shows its labels."""
@@ -604,7 +678,7 @@ class Aggregator:
 
     def _pod_findings(self) -> list[FindingTally]:
         out = []
-        for target, atoms in self._pods_as_world().items():
+        for target, atoms in self._pods_as_world(self._world_totals()).items():
             for (way, peer, protocol, port), stats in atoms.items():
                 assert isinstance(peer, CidrPeer)
                 if self._pod_peer(peer) is not None:
@@ -627,12 +701,24 @@ class Aggregator:
     def candidates(self) -> int:
         return self.decisions[Decision.CANDIDATE]
 
-    def plans(self) -> list[PolicyPlan]:
+    def plans(
+        self, resolved: Mapping[PolicyTarget, Mapping[Atom, RuleStats]] | None = None
+    ) -> list[PolicyPlan]:
         """One plan per target, sorted by namespace then workload. A world peer that is a
-        pod's IP is a finding, not a rule (see :meth:`health`)."""
-        attribution = self.attribution()
+        pod's IP is a finding, not a rule (see :meth:`health`). Given what :meth:`resolved`
+        made of drained entries, the plans of those alone (reading nothing of this
+        aggregator, so flows may keep arriving meanwhile)."""
+        return plan_policies(self.resolved(self._atoms) if resolved is None else resolved)
+
+    def resolved(
+        self, raw: Mapping[PolicyTarget, Mapping[AtomKey, RuleStats]]
+    ) -> dict[PolicyTarget, dict[Atom, RuleStats]]:
+        """The allow entries of ``raw`` (this aggregator's, or what :meth:`drain` moved out)
+        as policies hold them: a world peer that is a pod's IP named as that pod (or left
+        out: it is a finding), and with L7 a world peer's IP named by the DNS names seen."""
+        attribution = _as_atoms(raw)
         cap = self._max_samples
-        for target, atoms in self._pods_as_world().items():
+        for target, atoms in self._pods_as_world(raw).items():
             kept = {
                 atom: stats
                 for atom, stats in attribution[target].items()
@@ -655,7 +741,54 @@ class Aggregator:
                 del attribution[target]
         if self._l7:
             attribution = {t: name_world_peers(a, self.ip_names) for t, a in attribution.items()}
-        return plan_policies(attribution)
+        return attribution
+
+    # --- a capture that writes as it goes ------------------------------------------------------
+
+    def take_new_targets(self) -> set[PolicyTarget]:
+        """The targets that gained an allow entry since the last call (or since the start):
+        the only policies a live flush may have to rewrite."""
+        new, self._new = self._new, set()
+        return new
+
+    def busy_targets(self) -> list[PolicyTarget]:
+        """The targets with flows :meth:`drain` has not moved out yet."""
+        return [t for t, atoms in self._atoms.items() if any(s.count for s in atoms.values())]
+
+    def drain(
+        self, targets: Iterable[PolicyTarget]
+    ) -> dict[PolicyTarget, dict[AtomKey, RuleStats]]:
+        """What these targets' allow entries gathered since they were last drained, moved
+        out without copying (see :meth:`resolved`). The entries stay, empty, so flows keep
+        taking the fast path; the totals (flow counts, time window, health) still count what
+        was moved out."""
+        out: dict[PolicyTarget, dict[AtomKey, RuleStats]] = {}
+        drained = self._drained
+        cap = self._max_samples
+        for target in targets:
+            atoms = self._atoms.get(target)
+            if not atoms:
+                continue
+            moved = {}
+            for key, stats in atoms.items():
+                if stats.count:
+                    taken = moved[key] = stats.take()
+                    drained.add(target, key, taken, cap)
+            if moved:
+                out[target] = moved
+        return out
+
+
+def _as_atoms(
+    raw: Mapping[PolicyTarget, Mapping[AtomKey, RuleStats]],
+) -> dict[PolicyTarget, dict[Atom, RuleStats]]:
+    """Entries keyed by Atom; entries :meth:`Aggregator.drain` emptied are left out."""
+    out = {}
+    for target, atoms in raw.items():
+        kept = {Atom(*key): stats for key, stats in atoms.items() if stats.count}
+        if kept:
+            out[target] = kept
+    return out
 
 
 def _atom_order(item: tuple[AtomKey, RuleStats]) -> tuple[Any, ...]:

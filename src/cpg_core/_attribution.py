@@ -219,6 +219,17 @@ class RuleStats:
         """The samples as flows (pending ones parsed)."""
         return list(self._settle().values())
 
+    def take(self) -> RuleStats:
+        """What this entry gathered, moved into a new RuleStats, and this one empty again: a
+        live capture hands an entry's flows to the writer without copying or parsing them,
+        while the fast path keeps adding to this object."""
+        taken = RuleStats(self.count, self.first, self.last, self.classes, self.samples)
+        self.count = 0
+        self.first = self.last = NO_TIME
+        self.classes = {}
+        self.samples = {}
+        return taken
+
     def copy(self) -> RuleStats:
         return RuleStats(
             self.count, self.first, self.last, dict(self.classes), dict(self._settle())

@@ -52,3 +52,83 @@ def test_a_state_is_a_snapshot_and_can_be_absorbed_twice() -> None:
     fresh = Aggregator()
     fresh.absorb(state)
     assert _counts(fresh) == _counts(second), "absorbing into first changed the state"
+
+
+def _mixed_flows(second: int) -> list[object]:
+    """Endpoint peers, a drop, a world peer that is a pod's IP (a finding) and real world
+    peers, at ``second``."""
+    from conftest import WORLD, endpoint
+
+    product = endpoint("bookinfo", "productpage", pod_name="productpage-1")
+    time = f"2026-11-02T10:00:{second:02}Z"
+    unnamed_pod = {**WORLD, "pod_name": "reviews-v3-7d9c"}
+    records = [
+        flow_dict(
+            product, unnamed_pod, direction="EGRESS", tcp=9080, dst_ip="10.244.1.18", time=time
+        ),
+        flow_dict(product, WORLD, direction="EGRESS", tcp=9080, dst_ip="10.244.2.7", time=time),
+        flow_dict(product, WORLD, direction="EGRESS", tcp=9080, dst_ip="1.1.1.1", time=time),
+        flow_dict(
+            endpoint("bookinfo", "ratings", pod_name="ratings-1"),
+            endpoint("bookinfo", "details", pod_name="details-1"),
+            src_ip="10.244.2.7",
+            time=time,
+        ),
+        flow_dict(reason="CT_MAP_INSERTION_FAILED", node_name="n1", time=time),
+    ]
+    return [parse_flow(record) for record in records]
+
+
+def _health(agg: Aggregator) -> object:
+    from cpg_core import to_data
+
+    return to_data(agg.health(started="s", ended="e"))
+
+
+def test_drain_moves_entries_out_and_the_totals_still_count_them() -> None:
+    agg = Aggregator()
+    for second in (1, 2, 3):
+        for flow in _mixed_flows(second):
+            agg.add(flow)  # type: ignore[arg-type]
+    whole = Aggregator()
+    whole.absorb(agg.state())
+    totals = (agg.total_flows, agg.rule_flows, agg.window(), _health(agg))
+    assert "world_is_pod" in str(totals[3]) and "CT_MAP_INSERTION_FAILED" in str(totals[3])
+    planned = {  # counted now: a plan shares its entries' stats with the aggregator
+        (p.target, p.rules): {atom: s.count for atom, s in p.attribution.items()}
+        for p in agg.plans()
+    }
+    new = agg.take_new_targets()
+    assert new == set(agg.attribution()) and agg.take_new_targets() == set()
+
+    drained = agg.drain(new)
+    # what moved out is what the policies were built from; the totals did not change
+    plans = agg.plans(agg.resolved(drained))
+    assert {(p.target, tuple(p.rules)) for p in plans} == set(planned)
+    for plan in plans:
+        counts = {atom: s.count for atom, s in plan.attribution.items()}
+        assert counts == planned[plan.target, plan.rules]
+    assert (agg.total_flows, agg.rule_flows, agg.window(), _health(agg)) == totals
+    assert agg.plans() == [] and agg.busy_targets() == [] and agg.drain(new) == {}
+    assert agg.state().atoms == {t: {} for t in new}
+    # a snapshot after the drain still gives the same totals
+    again = Aggregator()
+    again.absorb(agg.state())
+    assert (again.total_flows, again.rule_flows, again.window(), _health(again)) == totals
+
+    # the same entries once more: nothing new, the fast path still finds them, and only
+    # these flows are drained next time
+    for flow in _mixed_flows(4):
+        agg.add(flow)  # type: ignore[arg-type]
+    assert agg.take_new_targets() == set()
+    assert set(agg.busy_targets()) == new
+    second = agg.drain(agg.busy_targets())
+    assert sum(s.count for atoms in second.values() for s in atoms.values()) == 4
+    for flow in _mixed_flows(4):
+        whole.add(flow)  # type: ignore[arg-type]
+    assert (agg.total_flows, agg.rule_flows, agg.window(), _health(agg)) == (
+        whole.total_flows,
+        whole.rule_flows,
+        whole.window(),
+        _health(whole),
+    )

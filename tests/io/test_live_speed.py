@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -229,3 +230,132 @@ def test_a_flow_past_year_9999_is_malformed_and_the_capture_goes_on(tmp_path: Pa
     assert since is not None
     capture.flush()
     assert list((tmp_path / "p").rglob("*.yaml"))
+
+
+def _capture(tmp_path: Path, **settings: object) -> object:
+    from cpg_core import AggregateOptions
+    from cpg_io.runs import EvidenceSettings, LiveCapture, LiveSettings
+
+    return LiveCapture(
+        LiveSettings(
+            server="127.0.0.1:9",
+            output_dir=tmp_path / "policies",
+            options=AggregateOptions(),
+            evidence=EvidenceSettings(root=tmp_path / "evidence"),
+            **settings,  # type: ignore[arg-type]
+        )
+    )
+
+
+def test_a_flush_with_no_new_rule_copies_plans_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 28: a quiet flush costs a constant. No entry is copied, moved, parsed or
+    planned, whatever the number of policies, and the write stage is not entered."""
+    from cpg_core import Aggregator
+    from cpg_core._attribution import RuleStats
+    from cpg_io.runs import _live
+
+    capture: Any = _capture(tmp_path, evidence_interval=3600)
+    responses = example_responses()
+    for response in responses:
+        capture._take(response)
+    capture.flush()
+    calls: list[str] = []
+
+    def counting(owner: type, name: str) -> None:
+        real = getattr(owner, name)
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            calls.append(name)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, counted)
+
+    for name in ("copy", "take", "absorb", "_settle"):
+        counting(RuleStats, name)
+    for name in ("plans", "resolved", "state", "drain", "busy_targets", "absorb"):
+        counting(Aggregator, name)
+    counting(_live, "write_outputs")  # type: ignore[arg-type]
+    more = _again(responses, 0)
+    for response in more:
+        with capture._lock:
+            capture._take(response)
+    assert capture.progress.flows == len(more) + sum(1 for r in responses if r.HasField("flow"))
+    capture.flush()
+    assert calls == []
+    capture.flush(final=True)  # the evidence interval's work: every policy with flows
+    assert "write_outputs" in calls and "drain" in calls
+
+
+def test_the_evidence_interval_writes_only_the_policies_that_saw_flows(tmp_path: Path) -> None:
+    capture: Any = _capture(tmp_path, evidence_interval=0)
+    responses = example_responses()
+    for response in responses:
+        capture._take(response)
+    capture.flush()
+    evidence = tmp_path / "evidence"
+    files = sorted(p for p in evidence.rglob("*.json") if p.name != "cluster-health.json")
+    assert len(files) >= 3
+    before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in files}
+    policies = {p: p.stat().st_mtime_ns for p in (tmp_path / "policies").rglob("*.yaml")}
+    one = next(r for r in _again(responses, 0) if r.flow.traffic_direction == 1)  # INGRESS
+    capture._take(one)
+    capture.flush()  # the interval is 0: due at every flush
+    changed = [p for p in files if (p.stat().st_mtime_ns, p.read_bytes()) != before[p]]
+    assert [p.stem for p in changed] == [one.flow.destination.labels[0].split("=", 1)[1]]
+    assert _evidence_flows(evidence) == 1 + sum(
+        rule["flow_count"]
+        for p, (_, text) in before.items()
+        for rule in __import__("json").loads(text)["rules"]
+    )
+    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "policies").rglob("*.yaml")} == policies
+
+
+def test_the_stream_takes_flows_while_a_flush_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The receive path never waits on a flush's writing: only moving entries out holds
+    the lock, a few policies at a time. Flows taken meanwhile are written by the next flush."""
+    from cpg_io.runs import _live
+
+    capture: Any = _capture(tmp_path, evidence_interval=3600)
+    responses = example_responses()
+    for response in responses:
+        capture._take(response)
+    writing, release = threading.Event(), threading.Event()
+    real = _live.write_outputs
+
+    def held_write(*args: Any, **kwargs: Any) -> Any:
+        writing.set()
+        assert release.wait(30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_live, "write_outputs", held_write)
+    flusher = threading.Thread(target=capture.flush)
+    flusher.start()
+    try:
+        assert writing.wait(30)
+        more = _again(responses, 0)
+
+        def stream() -> None:
+            for response in more:
+                with capture._lock:  # as the stream takes each flow
+                    capture._take(response)
+
+        streamer = threading.Thread(target=stream)
+        streamer.start()
+        streamer.join(30)
+        assert not streamer.is_alive(), "the stream waited for the flush to finish writing"
+        assert not release.is_set()
+    finally:
+        release.set()
+        flusher.join(30)
+    monkeypatch.setattr(_live, "write_outputs", real)
+    capture.flush(final=True)
+    reference: Any = _capture(tmp_path / "reference")
+    for response in responses:
+        reference._take(response)
+    reference.flush(final=True)
+    once = _evidence_flows(tmp_path / "reference" / "evidence")
+    assert once > 0 and _evidence_flows(tmp_path / "evidence") == 2 * once

@@ -44,6 +44,12 @@ from cpg_io.version import cpg_version
 
 log = logging.getLogger("cpg.live")
 
+_DRAIN_BATCH = 50
+"""Policies drained per hold of the receive lock."""
+_HAND_OVER = 0.001
+"""Seconds the flush waits between two holds of the lock (a lock is not fair: without a
+pause the flush would take it again before the waiting stream wakes up)."""
+
 _RANK = {
     "created": 3,
     "would-create": 3,
@@ -159,7 +165,8 @@ class LiveCapture(RelayReader):
         self.settings = settings
         self.clock = clock
         self.totals = Aggregator(settings.options)
-        self._interval = Aggregator(settings.options)
+        """Every flow of the session. A flush moves out (drains) what the policies it writes
+        gathered; the entries stay known, so the fast path keeps finding them."""
         self._files: dict[Path, FileResult] = {}
         self._flushing = threading.Lock()
         self._held: HeldStats = {}
@@ -167,7 +174,9 @@ class LiveCapture(RelayReader):
         """The allow entries already in each written policy: a flush with nothing new for a
         policy leaves its file alone."""
         self._pending: dict[PolicyTarget, PolicyPlan] = {}
-        """Evidence of unchanged policies not written yet (see evidence_interval)."""
+        """Evidence drained with a policy that turned out unchanged, not written yet."""
+        self._retry: set[PolicyTarget] = set()
+        """Policies whose last write failed: drained again at the next flush."""
         self._evidence_due = time.monotonic()
         self._unstable: dict[PolicyTarget, PolicyPlan] = {}
         """Changed policies --stable-for keeps unwritten, with what they gained so far."""
@@ -182,13 +191,10 @@ class LiveCapture(RelayReader):
             source=SessionSource(type="live", server=settings.server),
         )
         self.result = RunResult(stats=self.stats, aggregator=self.totals)
-        self._totals_lock = threading.Lock()
-        """Held while an interval moves into the totals, so a snapshot never sees it twice
-        or not at all."""
 
     def _take_flow(self, f: Any, response: Any) -> None:
         converter = self._converter
-        interval = self._interval
+        interval = self.totals
         # The common flows are counted by their key; a Flow only for the samples kept.
         found = converter.quick(f, response)
         if found is None:
@@ -213,21 +219,44 @@ class LiveCapture(RelayReader):
         still running in its thread when the capture stops (cancelling its task does not stop
         the thread) ends, and its files are counted, before the final one starts."""
         with self._flushing:
-            self._flush(on_start, final=final)
+            # What the capture keeps grows and has no cycles: keep the cycle collector from
+            # walking it again and again, and from walking what a flush makes while it
+            # writes (a full pass over a thousand policies' evidence holds the interpreter
+            # for a tenth of a second, and receiving waits).
+            gc.freeze()
+            collecting = gc.isenabled()
+            gc.disable()
+            try:
+                self._flush(on_start, final=final)
+            finally:
+                gc.freeze()
+                if collecting:
+                    gc.enable()
 
     def _flush(self, on_start: Callable[[int], None] | None, *, final: bool) -> None:
-        # What the capture keeps grows and has no cycles: keep the cycle collector from
-        # walking it again and again (a full pass holds the interpreter for a tenth of a
-        # second, and receiving waits).
-        gc.freeze()
-        with self._totals_lock:
-            with self._lock:
-                interval = self._interval
-                fresh = Aggregator(self.settings.options)
-                fresh.ip_names = interval.ip_names  # names learned so far stay known
-                self._interval = fresh
-            self.totals.absorb(interval.state())
-        plans = interval.plans()
+        evidence = self.settings.evidence is not None and not self.settings.dry_run
+        due = evidence and (final or time.monotonic() >= self._evidence_due)
+        totals = self.totals
+        # Only policies that gained an allow entry (and, at the evidence interval, those with
+        # flows since their evidence was written) are drained and planned: a flush with no
+        # new rule costs a constant, and receiving waits only while entries are moved out.
+        with self._lock:
+            wanted = totals.take_new_targets()
+            if due:
+                wanted.update(totals.busy_targets())
+        wanted |= self._retry
+        wanted.update(target for target, _atom in self._held)
+        self._retry = set()
+        drained = {}
+        targets = sorted(wanted, key=lambda t: (t.namespace, t.workload))
+        for start in range(0, len(targets), _DRAIN_BATCH):
+            with self._lock:  # a few milliseconds at a time: receiving never waits long
+                drained.update(totals.drain(targets[start : start + _DRAIN_BATCH]))
+            time.sleep(_HAND_OVER)  # the stream, waiting for the lock, takes it in between
+        # Naming a world peer reads what receiving adds to (pod IPs, DNS names) with single
+        # lookups only, and the drained entries are this flush's alone: no lock needed.
+        attribution = totals.resolved(drained) if drained else {}
+        plans = totals.plans(attribution) if attribution else []
         if self.settings.min_flows > 1:
             plans, self._held = hold_back(
                 plans,
@@ -240,15 +269,17 @@ class LiveCapture(RelayReader):
         plans, quiet = self._changed(plans)
         if self.settings.stable_for > 0:
             plans = self._stabilized(plans)
-        quiet = self._evidence_to_write(quiet, final)
+        quiet = self._evidence_to_write(quiet, due)
         if not plans and not quiet:
             return
+        with self._lock:
+            flows, rule_flows = totals.total_flows, totals.rule_flows
         ended = self.clock()
         session = attrs.evolve(
             self.session,
             ended_at=rfc3339(ended),
-            flows_ingested=self.totals.total_flows,
-            flows_unhandled=self.totals.total_flows - self.totals.rule_flows,
+            flows_ingested=flows,
+            flows_unhandled=flows - rule_flows,
         )
         self.result.session = session
         if on_start is not None:
@@ -285,7 +316,9 @@ class LiveCapture(RelayReader):
             failed = {item.path for item in written.files if item.outcome == "failed"}
             store = PolicyStore(self.settings.output_dir)
             for plan in plans:
-                if store.path_for(plan.namespace, plan.workload) not in failed:
+                if store.path_for(plan.namespace, plan.workload) in failed:
+                    self._retry.add(plan.target)
+                else:
                     self._written.setdefault(plan.target, set()).update(plan.attribution)
         for item in written.files:
             known = self._files.get(item.path)
@@ -297,7 +330,6 @@ class LiveCapture(RelayReader):
             1 for f in self._files.values() if f.outcome in ("created", "updated")
         )
         self.result.evidence_errors += written.evidence_errors
-        gc.freeze()
         if (
             self.settings.kustomize
             and not self.settings.dry_run
@@ -310,13 +342,9 @@ class LiveCapture(RelayReader):
     def health_so_far(self) -> ClusterHealth:
         """The cluster-health document of every flow received so far, flushed or not (for
         questions asked while the capture runs); the capture itself is not disturbed."""
-        with self._totals_lock:
-            snapshot = Aggregator(self.settings.options)
-            snapshot.absorb(self.totals.state())
-            with self._lock:
-                snapshot.absorb(self._interval.state())
-                lost = self.stats.lost_events
-        return run_health(snapshot, ReadStats(lost_events=lost), self.started, self.clock())
+        with self._lock:
+            lost = self.stats.lost_events
+            return run_health(self.totals, ReadStats(lost_events=lost), self.started, self.clock())
 
     def _changed(self, plans: list[PolicyPlan]) -> tuple[list[PolicyPlan], list[PolicyPlan]]:
         """The plans that bring a policy an allow entry it does not have yet, and the rest.
@@ -363,13 +391,12 @@ class LiveCapture(RelayReader):
         ]
         return ready
 
-    def _evidence_to_write(self, quiet: list[PolicyPlan], final: bool) -> list[PolicyPlan]:
+    def _evidence_to_write(self, quiet: list[PolicyPlan], due: bool) -> list[PolicyPlan]:
         """The unchanged policies whose evidence is written now: those waiting, once the
         evidence interval is over (or at the last flush); the others wait in memory."""
         if self.settings.evidence is None or self.settings.dry_run:
             return []  # nothing to write for them at all
         self._hold_evidence(quiet)
-        due = final or time.monotonic() >= self._evidence_due
         if not due:
             return []
         self._evidence_due = time.monotonic() + self.settings.evidence_interval
@@ -390,6 +417,7 @@ class LiveCapture(RelayReader):
     async def run(self, on_final_flush: Callable[[int], None] | None = None) -> RunResult:
         """Stream until stopped, then flush what is left; ``on_final_flush`` hears how many
         policies that last flush writes (it can take a while with many)."""
+        gc.freeze()  # what start-up made is never walked again (see flush)
         await self._follow(
             self.flush,
             self.settings.flush_interval,
