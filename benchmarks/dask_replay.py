@@ -5,8 +5,9 @@ Generates N realistic lines (the generator of benchmarks/replay.py) in one plain
 runs the installed ``cpg replay`` on it with ``-j J`` and with ``--engine dask --scheduler
 local:J`` (a LocalCluster of J worker processes, its start-up included), both without
 evidence, alternating, best of K rounds (``--rounds K``, default 2). Then it measures, in this
-process, the inputs of the cost model in docs/scale-out.md: one part's read-and-aggregate rate,
-the size of a partial result (pickled), and the time to combine two partials.
+process, the inputs of the cost model in docs/scale-out.md: a worker's read-and-aggregate rate
+on its first part and on its second (warm), the size of its partial result (pickled), and the
+time to merge two partials in the client.
 """
 
 from __future__ import annotations
@@ -39,29 +40,34 @@ def run(cpg: str, capture: Path, out: Path, extra: list[str]) -> float:
 
 
 def model_inputs(capture: Path) -> None:
+    from cpg_core import Aggregator
+
     options = AggregateOptions(max_samples=10)
     parts = dask_engine.plan_parts([str(capture)], dask_engine.RANGE_BYTES)
-    start = time.perf_counter()
-    first = dask_engine.replay_part(parts[0], options)
-    seconds = time.perf_counter() - start
-    second = dask_engine.replay_part(parts[-1], options) if len(parts) > 1 else first
+    rates = []
+    for part in parts[:2]:  # one worker thread's first part (cold), then its second (warm)
+        start = time.perf_counter()
+        receipt = dask_engine.replay_part(part, options, "bench")
+        rates.append((receipt.flows, time.perf_counter() - start))
+    (first,) = dask_engine.collect("bench")
     size = len(pickle.dumps(first))
     start = time.perf_counter()
-    combined = dask_engine.combine([first, second], options)
-    combine_s = time.perf_counter() - start
+    merged = Aggregator(options)
+    merged.absorb(first.state)
+    merged.absorb(first.state)
+    merge_s = time.perf_counter() - start
     entries = sum(len(atoms) for atoms in first.state.atoms.values())
+    for label, (flows, seconds) in zip(("first (cold)", "second (warm)"), rates, strict=False):
+        print(
+            f"{label} part of a worker ({parts[0].stop or 0:,} bytes): {flows:,} flows in "
+            f"{seconds:.2f} s = {flows / seconds:,.0f} flows/s (with evidence samples)"
+        )
     print(
-        f"one part ({parts[0].stop or 0:,} bytes): {first.flows:,} flows in {seconds:.2f} s = "
-        f"{first.flows / seconds:,.0f} flows/s per worker (with evidence samples)"
+        f"a worker's partial after {len(rates)} parts: {size / 1e6:.1f} MB pickled for "
+        f"{len(first.state.atoms):,} policies, {entries:,} allow entries "
+        f"({size / max(entries, 1):,.0f} bytes per entry)"
     )
-    print(
-        f"partial result: {size / 1e6:.1f} MB pickled for {len(first.state.atoms):,} policies, "
-        f"{entries:,} allow entries ({size / max(entries, 1):,.0f} bytes per entry)"
-    )
-    print(
-        f"combining two partials: {combine_s * 1000:.0f} ms "
-        f"({len(pickle.dumps(combined)) / 1e6:.1f} MB result)"
-    )
+    print(f"merging two workers' partials in the client: {merge_s * 1000:.0f} ms")
 
 
 def main() -> None:

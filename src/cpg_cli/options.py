@@ -394,7 +394,8 @@ PartSize = Annotated[
         metavar="SIZE",
         help="With --engine dask: plain (uncompressed) objects are read in byte ranges of "
         "this size, one task each (e.g. 64MiB, 1GiB); gzip objects are always one task. "
-        "Bigger parts mean fewer partial results to combine. Default: 64MiB.",
+        "Default: 64MiB, or smaller (down to 4MiB) so that each worker thread gets about "
+        "16 parts and all of them stay busy until the end.",
         show_default=False,
     ),
 ]

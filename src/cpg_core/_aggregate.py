@@ -567,10 +567,11 @@ class Aggregator:
             drained=self._drained.copy(),
         )
 
-    def absorb(self, state: AggregateState) -> None:
+    def absorb(self, state: AggregateState, *, own: bool = False) -> None:
         """Add another aggregator's counts and atoms; the result does not depend on order.
         Nothing of ``state`` is adopted as it is: absorbing the same state twice, or into two
-        aggregators, never links them."""
+        aggregators, never links them. With ``own`` the state is this call's alone (just
+        unpickled, say), and what this aggregator lacks is taken from it without a copy."""
         self.decisions.update(state.decisions)
         self.unhandled.update(state.unhandled)
         self.ignored_protocols.update(state.ignored_protocols)
@@ -605,11 +606,16 @@ class Aggregator:
         self._drained.absorb(state.drained, cap)
         self._entries.clear()
         for target, atoms in state.atoms.items():
-            ours = self._atoms.setdefault(target, {})
+            ours = self._atoms.get(target)
+            if ours is None and own:
+                self._atoms[target] = atoms
+                continue
+            if ours is None:
+                ours = self._atoms[target] = {}
             for atom, stats in atoms.items():
                 same = ours.get(atom)
                 if same is None:
-                    ours[atom] = stats.copy()
+                    ours[atom] = stats if own else stats.copy()
                 else:
                     same.absorb(stats, cap)
 

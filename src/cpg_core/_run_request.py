@@ -29,7 +29,6 @@ from cpg_core.text import shown
 
 EngineKind = Literal["local", "dask"]
 ENGINES: tuple[EngineKind, ...] = ("local", "dask")
-DEFAULT_PART_BYTES = 64 << 20
 """Byte ranges a Dask worker reads of a plain object (64 MiB)."""
 _SIZE_UNITS = {
     "": 1,
@@ -77,7 +76,10 @@ class EngineChoice:
     """Worker processes (None: one per CPU, decided where the CPUs are known)."""
     scheduler: str | None = None
     """The Dask scheduler's address, or ``local:N`` (dask only; None: ``local:<jobs>``)."""
-    part_bytes: int = DEFAULT_PART_BYTES
+    part_bytes: int | None = None
+    """Bytes per range task of a plain object (None: at most 64 MiB, and small
+    enough that every worker thread gets several parts, decided where the workers are
+    known)."""
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -235,7 +237,7 @@ class RunRequest:
                 kind="dask" if engine == "dask" else "local",
                 jobs=jobs,
                 scheduler=scheduler,
-                part_bytes=parse_size(part_size, "part_size") if part_size else DEFAULT_PART_BYTES,
+                part_bytes=parse_size(part_size, "part_size") if part_size else None,
             ),
             live=live,
         )

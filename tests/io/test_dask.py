@@ -141,7 +141,8 @@ def _tree(folder: Path) -> dict[str, bytes]:
 
 def _run(inputs: list[str], out: Path, scheduler: str | None, **kw: Any) -> Any:
     kw.pop("jobs", None)
-    engine = dask_engine.DaskEngine(scheduler) if scheduler is not None else InProcess()
+    part_bytes = kw.pop("part_bytes", None)
+    engine = dask_engine.DaskEngine(scheduler, part_bytes) if scheduler is not None else InProcess()
     return replay_capture(
         expand_inputs(inputs),
         out / "policies",
@@ -172,12 +173,11 @@ def _outcome(result: Any, out: Path) -> tuple[Any, ...]:
 
 @pytest.mark.parametrize("range_bytes", [4096, 150_000, 1 << 30], ids=["4K", "150K", "whole"])
 def test_dask_replay_equals_the_local_replay_byte_for_byte(
-    cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, range_bytes: int
+    cluster: Any, tmp_path: Path, range_bytes: int
 ) -> None:
     files = [str(p) for p in _files(tmp_path / "capture")]
     local = _run(files, tmp_path / "local", None, jobs=1)
-    monkeypatch.setattr(dask_engine, "RANGE_BYTES", range_bytes)
-    on_dask = _run(files, tmp_path / "dask", cluster.scheduler_address)
+    on_dask = _run(files, tmp_path / "dask", cluster.scheduler_address, part_bytes=range_bytes)
     assert local.stats.malformed > 0 and len(local.files) > 3
     assert _outcome(on_dask, tmp_path / "dask") == _outcome(local, tmp_path / "local")
     if range_bytes == 4096:
@@ -417,3 +417,108 @@ def test_a_time_window_holds_on_the_cluster_too(cluster: Any, tmp_path: Path) ->
     on_dask = _run(files, tmp_path / "dask", cluster.scheduler_address, options=window)
     assert 0 < local.aggregator.decisions["outside_window"] < local.aggregator.total_flows
     assert _outcome(on_dask, tmp_path / "dask") == _outcome(local, tmp_path / "local")
+
+
+def test_a_worker_thread_keeps_one_warm_aggregator_and_counts_a_part_once(
+    tmp_path: Path,
+) -> None:
+    """Issue 28: a worker thread reads every part of a run into one aggregator (the allow
+    entries of the first part are known in the second), a part it runs again (Dask computes
+    lost results again) is not added twice, and collecting hands the run over once."""
+    files = [str(p) for p in _files(tmp_path / "capture")]
+    parts = dask_engine.plan_parts(files, 150_000)
+    options = AggregateOptions()
+    first = dask_engine.replay_part(parts[0], options, "run-a")
+    slow_before = _slow_path_calls(lambda: dask_engine.replay_part(parts[1], options, "run-b"))
+    warm = _slow_path_calls(lambda: dask_engine.replay_part(parts[1], options, "run-a"))
+    assert warm < slow_before, "the second part of a run found the first part's entries"
+    again = dask_engine.replay_part(parts[0], options, "run-a")
+    assert again == first  # read once: the receipt of the first reading
+    (gathered,) = dask_engine.collect("run-a")
+    assert set(gathered.parts) == {(p.file, p.index) for p in parts[:2]}
+    alone = [dask_engine.collect("run-b")[0]]
+    for part in parts[:1]:
+        dask_engine.replay_part(part, options, "run-c")
+    alone += dask_engine.collect("run-c")
+    assert gathered.flows == sum(p.flows for p in alone) > 0
+    assert dask_engine.collect("run-a") == [] and dask_engine.forget("run-a") == 0
+
+
+def _slow_path_calls(run: Any) -> int:
+    from cpg_core._aggregate import Aggregator
+
+    calls = 0
+    real = Aggregator._candidate
+
+    def counted(self: Any, flow: Any, *args: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return real(self, flow, *args)
+
+    Aggregator._candidate = counted  # type: ignore[method-assign]
+    try:
+        run()
+    finally:
+        Aggregator._candidate = real  # type: ignore[method-assign]
+    return calls
+
+
+def test_a_worker_killed_after_every_task_is_done_loses_nothing(
+    cluster: Any, tmp_path: Path
+) -> None:
+    """The parts a dead worker had gathered are read again before anything is written."""
+    files = [str(p) for p in _files(tmp_path / "capture")]
+    local = _run(files, tmp_path / "local", None, jobs=1)
+    client = distributed.Client(cluster.scheduler_address)
+    pids = list(client.run(os.getpid).values())
+    killed: list[int] = []
+
+    class KillAtTheEnd(type(SILENT)):  # type: ignore[misc]
+        def tasks(self, done: int, total: int) -> None:
+            if done == total and not killed:
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(total)
+
+    try:
+        import logging
+
+        with _warnings(logging.getLogger("cpg")) as warned:
+            on_dask = _run(
+                files,
+                tmp_path / "dask",
+                cluster.scheduler_address,
+                watch=KillAtTheEnd(),
+                part_bytes=4096,
+            )
+        client.wait_for_workers(2)
+    finally:
+        client.close()
+    assert killed and killed[0] > 10
+    assert any("reading them again" in w for w in warned), warned
+    assert _outcome(on_dask, tmp_path / "dask") == _outcome(local, tmp_path / "local")
+
+
+class _Collected(list[str]):
+    pass
+
+
+def _warnings(logger: Any) -> Any:
+    import contextlib
+    import logging
+
+    @contextlib.contextmanager
+    def catching() -> Iterator[_Collected]:
+        seen = _Collected()
+
+        class Keep(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                seen.append(record.getMessage())
+
+        handler = Keep(logging.WARNING)
+        logger.addHandler(handler)
+        try:
+            yield seen
+        finally:
+            logger.removeHandler(handler)
+
+    return catching()

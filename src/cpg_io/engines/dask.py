@@ -1,17 +1,23 @@
 """Replay on a Dask cluster (``cpg replay --engine dask``): the workers read their files and
-byte ranges straight from storage, each aggregates its part into the same mergeable partial
-result a local worker produces, the partials are combined by a tree reduction on the cluster,
-and only the final partial comes back to this process, whose output stage is unchanged.
+byte ranges straight from storage and aggregate them, and this process merges what they
+gathered; its output stage is unchanged.
 
-Every task is a pure function of its arguments, so whatever Dask does when a worker dies
-(it computes the lost results again) can never count a flow twice. Line numbers of malformed
-lines are made absolute here, from each part's line count, exactly as a local run numbers them.
+Each worker thread keeps one warm aggregator per run across the tasks it runs (an allow
+entry's first flow takes the slow path once per worker, not once per part), and a task hands
+back only a receipt. When every part is done, each worker hands over what it gathered,
+labelled with the parts in it, and forgets it. A part is counted exactly once: a worker
+thread that runs a part again (Dask computes lost results again) does not add it twice; a
+worker that dies takes its parts with it, and those parts run again; a part two workers
+both hold stops the run rather than count twice. Line numbers of malformed lines are made
+absolute here, from each part's line count, exactly as a local run numbers them.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,6 +45,11 @@ log = logging.getLogger("cpg")
 
 RANGE_BYTES = 64 * 1024 * 1024
 """Plain (uncompressed) objects larger than this are split into byte ranges of this size."""
+PARTS_PER_THREAD = 16
+"""Without --part-size, parts are made smaller (down to MIN_RANGE_BYTES) until each worker
+thread gets about this many: a warm worker reads another part for little more than its
+lines, and small last parts keep the workers busy until the end."""
+MIN_RANGE_BYTES = 4 * 1024 * 1024
 LOCAL = "local:"
 
 
@@ -56,7 +67,7 @@ class Part:
 
 @attrs.define
 class Partial:
-    """A part's (or several parts') mergeable result."""
+    """Several parts' mergeable result: what one worker thread gathered in a run."""
 
     state: AggregateState
     stats: ReadStats
@@ -113,22 +124,76 @@ def _range_lines(raw: Any, start: int, stop: int) -> list[bytes]:
     return lines_of(data)
 
 
+@attrs.frozen
+class Receipt:
+    """What a task hands back: the part it read and how much (for progress)."""
+
+    part: tuple[int, int]
+    size: int
+    lines: int
+    flows: int
+
+
+@attrs.define
+class _Gathering:
+    """One run's warm state in one worker thread."""
+
+    feeder: LineAggregator
+    partial: Partial
+    receipts: dict[tuple[int, int], Receipt] = attrs.Factory(dict)
+    touched: float = 0.0
+    lock: threading.Lock = attrs.Factory(threading.Lock)
+    """Held while a part is read into it, and while it is handed over."""
+
+
+_RUNS: dict[tuple[str, int], _Gathering] = {}
+"""(run id, thread) -> what that worker thread gathered for the run, until collected."""
+_RUNS_LOCK = threading.Lock()
+_FORGET_AFTER = 6 * 3600.0
+"""Seconds after which a run nobody collected (its client died) is dropped from a worker."""
+
 _warm = threading.local()
 
 
 def _readers() -> Readers:
     """This worker thread's readers: their caches (what depends only on an endpoint) are
-    pure, so the tasks a worker runs one after another share them."""
+    pure, so every run and task of a worker thread shares them."""
     readers: Readers | None = getattr(_warm, "readers", None)
     if readers is None:
         readers = _warm.readers = Readers()
     return readers
 
 
-def replay_part(part: Part, options: AggregateOptions) -> Partial:
-    """One task: read a part from storage and aggregate it (runs on a Dask worker)."""
-    feeder = LineAggregator(options, _readers())
-    aggregator = feeder.aggregator
+def _gathering(run: str, options: AggregateOptions) -> _Gathering:
+    key = (run, threading.get_ident())
+    now = time.monotonic()
+    with _RUNS_LOCK:
+        for stale in [k for k, g in _RUNS.items() if now - g.touched > _FORGET_AFTER]:
+            del _RUNS[stale]
+        found = _RUNS.get(key)
+        if found is None:
+            feeder = LineAggregator(options, _readers())
+            partial = Partial(state=feeder.aggregator.state(), stats=ReadStats(), parts={})
+            found = _RUNS[key] = _Gathering(feeder, partial)
+        found.touched = now
+        return found
+
+
+def replay_part(part: Part, options: AggregateOptions, run: str) -> Receipt:
+    """One task: read a part from storage into this worker thread's aggregator of ``run``
+    (runs on a Dask worker). A part this thread already read is not read again."""
+    gathering = _gathering(run, options)
+    with gathering.lock:
+        return _read_into(gathering, part)
+
+
+def _read_into(gathering: _Gathering, part: Part) -> Receipt:
+    key = (part.file, part.index)
+    done = gathering.receipts.get(key)
+    if done is not None:
+        return done
+    feeder = gathering.feeder
+    before = feeder.aggregator.total_flows
     stats = ReadStats()
     if part.stop is None:
         with open_flow_stream(part.url) as stream:
@@ -143,40 +208,38 @@ def replay_part(part: Part, options: AggregateOptions) -> Partial:
         size = part.stop - part.start
     examples, stats.malformed_examples = stats.malformed_examples, []
     truncated, stats.truncated = stats.truncated, ""
-    return Partial(
-        state=aggregator.state(),
-        stats=stats,
-        parts={(part.file, part.index): (stats.lines_read, examples, truncated)},
-        flows=aggregator.total_flows,
-        size=size,
-    )
+    partial = gathering.partial
+    merge_stats(partial.stats, stats)
+    partial.parts[key] = (stats.lines_read, examples, truncated)
+    flows = feeder.aggregator.total_flows - before
+    partial.flows += flows
+    partial.size += size
+    receipt = gathering.receipts[key] = Receipt(key, size, stats.lines_read, flows)
+    return receipt
 
 
-FAN_IN = 8
-"""Partials combined by one reduction task: fewer copies of the merged state than pairs."""
+def collect(run: str) -> list[Partial]:
+    """What this worker's threads gathered for ``run``, handed over once and forgotten (runs
+    on every worker through ``Client.run``)."""
+    with _RUNS_LOCK:
+        mine = [key for key in _RUNS if key[0] == run]
+        gatherings = [_RUNS.pop(key) for key in mine]
+    out = []
+    for gathering in gatherings:
+        with gathering.lock:  # a task still reading into it finishes first
+            partial = gathering.partial
+            partial.state = gathering.feeder.aggregator.state()
+        out.append(partial)
+    return out
 
 
-def combine(partials: Sequence[Partial], options: AggregateOptions) -> Partial:
-    """Several partials as one (runs on a Dask worker): the reduction's step."""
-    aggregator = Aggregator(options)
-    stats = ReadStats()
-    parts: dict[tuple[int, int], tuple[int, list[tuple[int, str]], str]] = {}
-    for partial in partials:
-        aggregator.absorb(partial.state)
-        merge_stats(stats, partial.stats)
-        parts.update(partial.parts)
-    return Partial(
-        state=aggregator.state(),
-        stats=stats,
-        parts=parts,
-        flows=sum(p.flows for p in partials),
-        size=sum(p.size for p in partials),
-    )
-
-
-def progress_of(partial: Partial) -> tuple[int, int, int]:
-    """(bytes, lines, flows) of a part: what the client needs to show progress."""
-    return partial.size, partial.stats.lines_read, partial.flows
+def forget(run: str) -> int:
+    """Drop what this worker gathered for ``run`` (a cancelled or failed run)."""
+    with _RUNS_LOCK:
+        mine = [key for key in _RUNS if key[0] == run]
+        for key in mine:
+            del _RUNS[key]
+    return len(mine)
 
 
 def plan_parts(files: Sequence[str], range_bytes: int) -> list[Part]:
@@ -215,14 +278,19 @@ def _connect(scheduler: str) -> tuple[Any, Any]:
                 f" {scheduler}: say how many worker processes, e.g. local:4",
                 field="scheduler",
             )
-        cluster = LocalCluster(
-            n_workers=int(count),
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address="127.0.0.1:0",  # never a fixed port another run may hold
-            silence_logs=logging.ERROR,
-        )
+        import dask.config
+
+        # The workers' own statistical profiler samples the task thread every 10 ms (and
+        # takes the interpreter to do it): nobody looks at it in a cluster started for one run.
+        with dask.config.set({"distributed.worker.profile.enabled": False}):
+            cluster = LocalCluster(
+                n_workers=int(count),
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address="127.0.0.1:0",  # never a fixed port another run may hold
+                silence_logs=logging.CRITICAL,  # a heartbeat that races the close is noise
+            )
         return Client(cluster), cluster
     try:
         return Client(scheduler, timeout="10s"), None
@@ -233,6 +301,15 @@ def _connect(scheduler: str) -> tuple[Any, Any]:
             " (e.g. tcp://dask-scheduler:8786) or use local:N",
             field="scheduler",
         ) from None
+
+
+def _part_bytes(client: Any, files: Sequence[str]) -> int:
+    """The range size when none was given: RANGE_BYTES, or less so that every worker thread
+    of the cluster gets about PARTS_PER_THREAD parts."""
+    threads = max(1, sum(int(n) for n in client.nthreads().values()))
+    total = sum(source_size(url) for url in files)
+    wanted = total // (threads * PARTS_PER_THREAD)
+    return int(max(MIN_RANGE_BYTES, min(RANGE_BYTES, wanted)))
 
 
 def _same_cpg(client: Any, scheduler: str) -> None:
@@ -261,46 +338,90 @@ def aggregate_on_dask(
     """Aggregate every flow of ``files`` on the cluster at ``scheduler`` (an address, or
     ``local:N`` for a LocalCluster of N worker processes)."""
     client, cluster = _connect(scheduler)
+    run = uuid.uuid4().hex
     try:
         _same_cpg(client, scheduler)
-        parts = plan_parts(files, range_bytes or RANGE_BYTES)
+        parts = plan_parts(files, range_bytes or _part_bytes(client, files))
         if watch is not None:
             watch.watcher.reading(sum(source_size(url) for url in files))
             watch.watcher.tasks(0, len(parts))
-        leaves = [client.submit(replay_part, part, options, pure=False) for part in parts]
-        counts = [client.submit(progress_of, leaf, pure=False) for leaf in leaves]
-        level = leaves
-        while len(level) > 1:  # a tree: each step combines up to FAN_IN partials on a worker
-            level = [
-                client.submit(combine, level[i : i + FAN_IN], options, pure=False)
-                if len(level[i : i + FAN_IN]) > 1
-                else level[i]
-                for i in range(0, len(level), FAN_IN)
-            ]
-        from distributed import as_completed
-
-        done = size = lines = 0
-        for future in as_completed(counts):
-            if cancel is not None and cancel.is_set():
-                client.cancel([*leaves, *level])
-                raise Cancelled("the run was cancelled")
-            part_size, part_lines, _flows = future.result()
-            done, size, lines = done + 1, size + part_size, lines + part_lines
-            if watch is not None:
-                watch.read(size, lines)
-                watch.watcher.tasks(done, len(parts))
-        final: Partial = level[0].result()
+        partials = _read_parts(client, parts, options, run, cancel, watch)
     except (OSError, TimeoutError) as exc:
         raise EngineError(f"the Dask cluster at {scheduler} failed: {exc}") from None
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        try:
+            client.run(forget, run, on_error="ignore")  # what a cancelled task left behind
+        except (OSError, TimeoutError):
+            pass  # the cluster is gone: so is what it held
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
     aggregator = Aggregator(options)
-    aggregator.absorb(final.state)
-    merge_stats(stats, final.stats)
-    _number_lines(files, final.parts, stats)
+    numbered: dict[tuple[int, int], tuple[int, list[tuple[int, str]], str]] = {}
+    for partial in partials:
+        aggregator.absorb(partial.state, own=True)  # unpickled here: nothing else holds it
+        merge_stats(stats, partial.stats)
+        numbered.update(partial.parts)
+    _number_lines(files, numbered, stats)
     return aggregator
+
+
+_ROUNDS = 3
+"""Times the parts lost with dead workers are read again before the run gives up."""
+
+
+def _read_parts(
+    client: Any,
+    parts: Sequence[Part],
+    options: AggregateOptions,
+    run: str,
+    cancel: threading.Event | None,
+    watch: Reported | None,
+) -> list[Partial]:
+    """Every part read exactly once, as the partials the workers gathered."""
+    from distributed import as_completed
+
+    wanted = {(part.file, part.index): part for part in parts}
+    partials: list[Partial] = []
+    held: set[tuple[int, int]] = set()
+    counted: set[tuple[int, int]] = set()
+    size = lines = 0
+    todo = list(parts)
+    for _round in range(_ROUNDS):
+        futures = [client.submit(replay_part, part, options, run, pure=False) for part in todo]
+        for future in as_completed(futures):
+            if cancel is not None and cancel.is_set():
+                client.cancel(futures)
+                raise Cancelled("the run was cancelled")
+            receipt: Receipt = future.result()
+            if receipt.part not in counted:
+                counted.add(receipt.part)
+                size, lines = size + receipt.size, lines + receipt.lines
+                if watch is not None:
+                    watch.read(size, lines)
+                    watch.watcher.tasks(len(counted), len(parts))
+        client.cancel(futures)  # released: a result lost from now on is not computed again
+        # A worker that dies now takes its parts with it: they are read again below.
+        for gathered in client.run(collect, run, on_error="ignore").values():
+            for partial in gathered:
+                twice = held & partial.parts.keys()
+                if twice:
+                    raise EngineError(
+                        f"{len(twice)} part(s) of the input were read by two Dask workers "
+                        "(a worker the scheduler took for dead came back); nothing was "
+                        "written: run again"
+                    )
+                held.update(partial.parts)
+                partials.append(partial)
+        todo = [part for key, part in wanted.items() if key not in held]
+        if not todo:
+            return partials
+        log.warning("%d part(s) were lost with a Dask worker: reading them again", len(todo))
+    raise EngineError(
+        f"{len(todo)} part(s) of the input were lost with Dask workers {_ROUNDS} times; "
+        "check the cluster's workers (memory limits, restarts) and run again"
+    )
 
 
 def _number_lines(
@@ -326,7 +447,8 @@ class DaskEngine:
     storage; only the combined partial comes back. ``jobs`` is for the write stage here."""
 
     scheduler: str
-    part_bytes: int = RANGE_BYTES
+    part_bytes: int | None = None
+    """Bytes per range task (None: see PARTS_PER_THREAD)."""
     jobs: int = 1
 
     def aggregate(
