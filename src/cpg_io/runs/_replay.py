@@ -8,6 +8,7 @@ the request (options already resolved), for tests and callers that hold their ow
 
 from __future__ import annotations
 
+import concurrent.futures
 import gc
 import logging
 import os
@@ -22,6 +23,7 @@ import attrs
 from cpg_core import (
     AggregateOptions,
     CpgError,
+    InputDigest,
     ReplayIdentity,
     RunRequest,
     SessionInfo,
@@ -147,11 +149,24 @@ def _session_file(path: str, redact: bool = False) -> str:
     return os.path.basename(path) if redact else os.path.normpath(path)
 
 
+def _identifying(
+    sizes: dict[str, int] | None, evidence: EvidenceSettings | None, output_dir: Path
+) -> Callable[[], tuple[tuple[InputDigest, ...], ReplayIdentity]]:
+    """Start identifying the inputs (their digests: one more read of each file) in a thread,
+    beside the aggregation, and return how to wait for the answer."""
+    if not sizes or evidence is None:
+        return lambda: ((), ReplayIdentity())
+    store = EvidenceStore(evidence.root, output_dir)
+    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="cpg-identify")
+    future = pool.submit(identify, sizes, store)
+    pool.shutdown(wait=False)  # the thread ends with its one task
+    return future.result
+
+
 def _stamp_session(
     result: RunResult,
     evidence: EvidenceSettings,
-    output_dir: Path,
-    sizes: dict[str, int] | None,
+    identified: tuple[tuple[InputDigest, ...], ReplayIdentity],
     session_id: str | None,
     started: datetime,
     clock: Callable[[], datetime],
@@ -159,8 +174,7 @@ def _stamp_session(
     """The run's evidence session (identified by its inputs when they are local files,
     §D24) on ``result``, and the evidence settings to write with: None when a recorded
     session already counted every input (nothing new to count)."""
-    store = EvidenceStore(evidence.root, output_dir)
-    inputs, result.identity = identify(sizes, store) if sizes else ((), ReplayIdentity())
+    inputs, result.identity = identified
     inputs = tuple(attrs.evolve(i, name=_session_file(i.name, evidence.redact)) for i in inputs)
     if inputs:
         session_id = session_id or ReplayIdentity.session_id(inputs)
@@ -217,6 +231,7 @@ def replay_capture(
         check_folder(evidence.root, "evidence", create=False)
     files = list(files)
     sizes = input_sizes(files) if evidence is not None and not dry_run else None
+    identified = _identifying(sizes, evidence, output_dir)
     aggregator, head = engine.aggregate(files, options, stats, Reported(watch), cancel)
     label = describe_source(files[0]) if len(files) == 1 else f"{len(files)} input files"
     check_readable(label, stats, head, max_malformed)
@@ -236,7 +251,7 @@ def replay_capture(
     # the files are rendered.
     gc.freeze()
     if evidence is not None and not dry_run:
-        evidence = _stamp_session(result, evidence, output_dir, sizes, session_id, started, clock)
+        evidence = _stamp_session(result, evidence, identified(), session_id, started, clock)
     result.health = run_health(aggregator, stats, started, clock())
     plans = aggregator.plans()
     if min_flows > 1:
