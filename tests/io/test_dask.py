@@ -463,36 +463,41 @@ def _slow_path_calls(run: Any) -> int:
     return calls
 
 
-def test_a_worker_killed_after_every_task_is_done_loses_nothing(
-    cluster: Any, tmp_path: Path
-) -> None:
-    """The parts a dead worker had gathered are read again before anything is written."""
+def test_a_worker_killed_after_every_task_is_done_loses_nothing(tmp_path: Path) -> None:
+    """The parts a dead worker had gathered are read again before anything is written. A
+    cluster of its own: the killed worker is not waited for."""
+    import logging
+
     files = [str(p) for p in _files(tmp_path / "capture")]
     local = _run(files, tmp_path / "local", None, jobs=1)
-    client = distributed.Client(cluster.scheduler_address)
-    pids = list(client.run(os.getpid).values())
+    own = distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+    )
     killed: list[int] = []
-
-    class KillAtTheEnd(type(SILENT)):  # type: ignore[misc]
-        def tasks(self, done: int, total: int) -> None:
-            if done == total and not killed:
-                os.kill(pids[0], signal.SIGKILL)
-                killed.append(total)
-
     try:
-        import logging
+        with distributed.Client(own.scheduler_address) as client:
+            pids = list(client.run(os.getpid).values())
+
+        class KillAtTheEnd(type(SILENT)):  # type: ignore[misc]
+            def tasks(self, done: int, total: int) -> None:
+                if done == total and not killed:
+                    os.kill(pids[0], signal.SIGKILL)
+                    killed.append(total)
 
         with _warnings(logging.getLogger("cpg")) as warned:
             on_dask = _run(
                 files,
                 tmp_path / "dask",
-                cluster.scheduler_address,
+                own.scheduler_address,
                 watch=KillAtTheEnd(),
                 part_bytes=4096,
             )
-        client.wait_for_workers(2)
     finally:
-        client.close()
+        own.close()
     assert killed and killed[0] > 10
     assert any("reading them again" in w for w in warned), warned
     assert _outcome(on_dask, tmp_path / "dask") == _outcome(local, tmp_path / "local")
