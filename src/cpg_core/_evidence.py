@@ -167,9 +167,27 @@ def merge_samples(
 ) -> tuple[SampleFlow, ...]:
     """The ``limit`` newest distinct samples of both lists, oldest first (equal times are
     ordered by content, so the result never depends on which list a sample came from)."""
-    unique = {_canonical(s): s for s in [*old, *new]}
-    ordered = sorted(unique.items(), key=lambda item: (item[1].time, item[0]))
-    return tuple(sample for _, sample in ordered[-limit:]) if limit else ()
+    if not limit:
+        return ()
+    # Equal samples are equal records (the record is made of the fields alone), so the
+    # samples themselves find the duplicates; the canonical text, which costs a conversion
+    # per sample, is made only to order samples of the same time.
+    unique = sorted(dict.fromkeys([*old, *new]), key=_time_of)
+    ordered: list[SampleFlow] = []
+    start, end = 0, len(unique)
+    while start < end:
+        stop = start + 1
+        while stop < end and unique[stop].time == unique[start].time:
+            stop += 1
+        ordered.extend(
+            sorted(unique[start:stop], key=_canonical) if stop - start > 1 else unique[start:stop]
+        )
+        start = stop
+    return tuple(ordered[-limit:])
+
+
+def _time_of(sample: SampleFlow) -> str:
+    return sample.time
 
 
 def merge_rule(old: RuleEvidence, new: RuleEvidence, max_samples: int) -> RuleEvidence:
