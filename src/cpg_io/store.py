@@ -184,7 +184,13 @@ def read_bounded(path: Path, limit: int = MAX_READ_BYTES, inside: Path | None = 
     if not stat.S_ISREG(mode):
         raise RefusedFile(f"{path}: not a regular file (a device, FIFO or socket); refused")
     with open(real, "rb") as handle:
-        data = handle.read(limit + 1)
+        # Asking for limit + 1 bytes at once makes a 64 MiB buffer for every small file;
+        # the size it has now is read instead, and more only if it grew (or says 0, as
+        # files under /proc do).
+        size = os.fstat(handle.fileno()).st_size
+        data = handle.read(min(size, limit) + 1)
+        if len(data) > size:
+            data += handle.read(limit + 1 - len(data))
     if len(data) > limit:
         raise RefusedFile(f"{path}: larger than {limit >> 20} MiB; refused")
     return data

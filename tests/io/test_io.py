@@ -264,3 +264,21 @@ def test_line_batches_of_a_truncated_gzip_keep_every_whole_line() -> None:
         lines = [line for _, batch in iter_line_batches(stream, stats, 4096) for line in batch]
     assert lines and whole.startswith(b"\n".join(lines) + b"\n")
     assert f"input ended early after line {len(lines)}" in stats.truncated
+
+
+def test_a_bounded_read_takes_the_whole_file_and_refuses_past_the_limit(tmp_path: Path) -> None:
+    from cpg_io.store import RefusedFile, read_bounded
+
+    exact = tmp_path / "exact"
+    exact.write_bytes(b"x" * 4096)
+    assert read_bounded(exact, limit=4096) == b"x" * 4096
+    over = tmp_path / "over"
+    with over.open("wb") as handle:  # sparse: larger than the limit without the disk space
+        handle.truncate(4097)
+    with pytest.raises(RefusedFile, match="larger than"):
+        read_bounded(over, limit=4096)
+    # a regular file that says it is empty, as those under /proc do, is read to its end
+    status = read_bounded(Path("/proc/self/status"))
+    assert os.stat("/proc/self/status").st_size == 0 and b"\nPid:" in status
+    with pytest.raises(RefusedFile, match="larger than"):
+        read_bounded(Path("/proc/self/status"), limit=16)
