@@ -72,17 +72,21 @@ def s3() -> Iterator[str]:
 @pytest.fixture(scope="module")
 def cluster(s3: str) -> Iterator[Any]:
     """Two worker processes (started after the S3 environment is set, so they inherit it)."""
-    made = distributed.LocalCluster(
+    made = _two_workers()
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+def _two_workers() -> Any:
+    return distributed.LocalCluster(
         n_workers=2,
         threads_per_worker=1,
         processes=True,
         host="127.0.0.1",
         dashboard_address="127.0.0.1:0",
     )
-    try:
-        yield made
-    finally:
-        made.close()
 
 
 def _capture(seed: int, count: int) -> bytes:
@@ -470,13 +474,7 @@ def test_a_worker_killed_after_every_task_is_done_loses_nothing(tmp_path: Path) 
 
     files = [str(p) for p in _files(tmp_path / "capture")]
     local = _run(files, tmp_path / "local", None, jobs=1)
-    own = distributed.LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address="127.0.0.1:0",
-    )
+    own = _two_workers()
     killed: list[int] = []
     try:
         with distributed.Client(own.scheduler_address) as client:
