@@ -34,7 +34,7 @@ from cpg_core.reports import WaitingPolicy
 from cpg_io.hubble import TLSSettings
 from cpg_io.kube import RelayConnection, prepare_relay
 from cpg_io.kustomize import update_kustomizations
-from cpg_io.runs._output import EvidenceSettings, FileResult, RunResult, write_outputs
+from cpg_io.runs._output import EvidenceSettings, FileResult, RunResult, Written, write_outputs
 from cpg_io.runs._relay import RelayReader, StreamSettings
 from cpg_io.runs._replay import evidence_settings
 from cpg_io.runs._session import new_session_id, rfc3339, run_health, utc_now
@@ -236,27 +236,7 @@ class LiveCapture(RelayReader):
     def _flush(self, on_start: Callable[[int], None] | None, *, final: bool) -> None:
         evidence = self.settings.evidence is not None and not self.settings.dry_run
         due = evidence and (final or time.monotonic() >= self._evidence_due)
-        totals = self.totals
-        # Only policies that gained an allow entry (and, at the evidence interval, those with
-        # flows since their evidence was written) are drained and planned: a flush with no
-        # new rule costs a constant, and receiving waits only while entries are moved out.
-        with self._lock:
-            wanted = totals.take_new_targets()
-            if due:
-                wanted.update(totals.busy_targets())
-        wanted |= self._retry
-        wanted.update(target for target, _atom in self._held)
-        self._retry = set()
-        drained = {}
-        targets = sorted(wanted, key=lambda t: (t.namespace, t.workload))
-        for start in range(0, len(targets), _DRAIN_BATCH):
-            with self._lock:  # a few milliseconds at a time: receiving never waits long
-                drained.update(totals.drain(targets[start : start + _DRAIN_BATCH]))
-            time.sleep(_HAND_OVER)  # the stream, waiting for the lock, takes it in between
-        # Naming a world peer reads what receiving adds to (pod IPs, DNS names) with single
-        # lookups only, and the drained entries are this flush's alone: no lock needed.
-        attribution = totals.resolved(drained) if drained else {}
-        plans = totals.plans(attribution) if attribution else []
+        plans = self._drained_plans(due)
         if self.settings.min_flows > 1:
             plans, self._held = hold_back(
                 plans,
@@ -273,7 +253,7 @@ class LiveCapture(RelayReader):
         if not plans and not quiet:
             return
         with self._lock:
-            flows, rule_flows = totals.total_flows, totals.rule_flows
+            flows, rule_flows = self.totals.total_flows, self.totals.rule_flows
         ended = self.clock()
         session = attrs.evolve(
             self.session,
@@ -312,6 +292,35 @@ class LiveCapture(RelayReader):
                 written.evidence_errors += evidence_only.evidence_errors
         finally:
             self.progress.flushing = 0
+        self._note_written(plans, written)
+
+    def _drained_plans(self, due: bool) -> list[PolicyPlan]:
+        """The plans of what this flush moves out of the aggregator."""
+        totals = self.totals
+        # Only policies that gained an allow entry (and, at the evidence interval, those with
+        # flows since their evidence was written) are drained and planned: a flush with no
+        # new rule costs a constant, and receiving waits only while entries are moved out.
+        with self._lock:
+            wanted = totals.take_new_targets()
+            if due:
+                wanted.update(totals.busy_targets())
+        wanted |= self._retry
+        wanted.update(target for target, _atom in self._held)
+        self._retry = set()
+        drained = {}
+        targets = sorted(wanted, key=lambda t: (t.namespace, t.workload))
+        for start in range(0, len(targets), _DRAIN_BATCH):
+            with self._lock:  # a few milliseconds at a time: receiving never waits long
+                drained.update(totals.drain(targets[start : start + _DRAIN_BATCH]))
+            time.sleep(_HAND_OVER)  # the stream, waiting for the lock, takes it in between
+        # Naming a world peer reads what receiving adds to (pod IPs, DNS names) with single
+        # lookups only, and the drained entries are this flush's alone: no lock needed.
+        attribution = totals.resolved(drained) if drained else {}
+        return totals.plans(attribution) if attribution else []
+
+    def _note_written(self, plans: list[PolicyPlan], written: Written) -> None:
+        """Remember what a flush wrote: the allow entries now in each file (a failed file is
+        tried again next flush), each file's strongest outcome, errors and kustomizations."""
         if not self.settings.dry_run:
             failed = {item.path for item in written.files if item.outcome == "failed"}
             store = PolicyStore(self.settings.output_dir)
