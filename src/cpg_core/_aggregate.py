@@ -657,21 +657,14 @@ class Aggregator:
 
     def _world_totals(self) -> Mapping[PolicyTarget, Mapping[AtomKey, RuleStats]]:
         """The entries to world peers with what :meth:`drain` moved out folded back in."""
-        drained = self._drained.world
-        if not drained:
+        if not self._drained.world:
             return self._atoms
-        cap = self._max_samples
-        merged = {t: {k: s.copy() for k, s in a.items()} for t, a in drained.items()}
+        merged = self._drained.copy()
         for target, atoms in self._atoms.items():
             for key, stats in atoms.items():
-                if stats.count and type(key[1]) is CidrPeer:
-                    into = merged.setdefault(target, {})
-                    held = into.get(key)
-                    if held is None:
-                        into[key] = stats.copy()
-                    else:
-                        held.absorb(stats, cap)
-        return merged
+                if stats.count:
+                    merged.add(target, key, stats, self._max_samples)  # keeps world peers
+        return merged.world
 
     def _pod_peer(self, peer: object) -> Peer | None:
         """The pod a world peer's IP belongs to, as a peer, when the capture shows its labels."""
