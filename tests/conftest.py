@@ -9,6 +9,7 @@ import functools
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -385,12 +386,13 @@ def relay_cert(tmp_path: Path) -> tuple[Path, Path]:
 
 def on_terminal(
     *args: str,
-    until: bytes | None = None,
+    until: bytes | re.Pattern[bytes] | None = None,
     then: Callable[[subprocess.Popen[bytes]], None] | None = None,
 ) -> tuple[int, str, str]:
     """Run the installed ``cpg ARGS`` with stderr on a pseudo-terminal, as a person at a
-    terminal would. When ``until`` shows up on the terminal, ``then(process)`` is called (to
-    send a signal). Returns the exit code, stdout and everything the terminal received."""
+    terminal would. When ``until`` (bytes, or a pattern) shows up on the terminal,
+    ``then(process)`` is called (to send a signal). Returns the exit code, stdout and
+    everything the terminal received."""
     import pty
 
     primary, secondary = pty.openpty()
@@ -410,7 +412,11 @@ def on_terminal(
         if not data:
             break
         received += data
-        if until is not None and then is not None and until in received:
+        if (
+            until is not None
+            and then is not None
+            and (until in received if isinstance(until, bytes) else until.search(received))
+        ):
             then(proc)
             then = None
     stdout = proc.stdout.read() if proc.stdout is not None else b""

@@ -219,3 +219,14 @@ def wait_ready(channel: grpc.Channel, server: str, timeout: float) -> None:
 def stream_flows(channel: grpc.Channel, request: Any) -> Any:
     """The GetFlows call: iterate it for responses, ``cancel()`` it to stop."""
     return observer_pb2_grpc.ObserverStub(channel).GetFlows(request)
+
+
+def stream_raw_flows(channel: grpc.Channel, request: Any) -> Any:
+    """The GetFlows call with its responses left encoded (bytes): for a reader that hands
+    them to another process to decode."""
+    call = channel.unary_stream(
+        "/observer.Observer/GetFlows",
+        request_serializer=observer_pb2.GetFlowsRequest.SerializeToString,
+        response_deserializer=None,
+    )
+    return call(request)

@@ -12,6 +12,7 @@ import pytest
 
 from conftest import EXAMPLE, cpg, policies
 from cpg_io.hubble import FLOW_FIELDS, TLSSettings, flows_request, open_channel, stream_flows
+from cpg_io.relay_receiver import resume_point
 from fake_relay import example_responses, fake_relay
 
 
@@ -218,18 +219,19 @@ def test_a_flow_past_year_9999_is_malformed_and_the_capture_goes_on(tmp_path: Pa
     capture = LiveCapture(
         LiveSettings(server="127.0.0.1:9", output_dir=tmp_path / "p", options=AggregateOptions())
     )
-    capture._take(responses[0])
-    since = capture._since
-    for response in [bad, *responses[1:]]:
+    for response in [responses[0], bad, *responses[1:]]:
         capture._take(response)
     assert capture.stats.malformed == 1
     assert "time" in capture.stats.malformed_examples[0][1]
     flows = sum(1 for r in responses if r.WhichOneof("response_types") == "flow")
     assert capture.progress.flows == flows  # every other flow was taken
-    assert capture._since is not None and capture._since.seconds < 253402300800
-    assert since is not None
     capture.flush()
     assert list((tmp_path / "p").rglob("*.yaml"))
+    # a lost stream resumes from the last flow whose time can be written, not from year 10000
+    encoded = [responses[0].SerializeToString(), bad.SerializeToString()]
+    resume = resume_point(encoded)
+    assert resume is not None and resume == responses[0].flow.time
+    assert resume_point([bad.SerializeToString(), b"\xff not protobuf"]) is None
 
 
 def _capture(tmp_path: Path, **settings: object) -> object:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import json
 import logging
 import threading
 import time
@@ -14,27 +15,29 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import attrs
-import grpc
+from google.protobuf.message import DecodeError
 
-from cpg_core import FlowParseError, LostEvents, RunRequest, Setting
+from cpg_core import FlowParseError, LostEvents, RunRequest
 from cpg_core.reading import MAX_REPORTED
+from cpg_io._proto.observer import observer_pb2
 from cpg_io.errors import RelayError
-from cpg_io.hubble import (
-    TLSSettings,
-    diagnose,
-    flow_filters,
-    flows_request,
-    open_channel,
-    stream_flows,
-    timestamp,
-    wait_ready,
-)
+from cpg_io.hubble import TLSSettings
 from cpg_io.hubble_convert import ProtoConverter
+from cpg_io.relay_receiver import (
+    CONNECTED,
+    DATA,
+    FAILED,
+    NOTICE,
+    RECONNECTING,
+    ReceiveSettings,
+    ReceivingProcess,
+    failure,
+    messages,
+)
 from cpg_io.sources import ReadStats
 
 log = logging.getLogger("cpg.live")
 
-MAX_BACKOFF = 30.0
 UUID_MEMORY = 200_000
 
 
@@ -97,13 +100,11 @@ class RelayReader:
         self._converter = ProtoConverter()
         self._uuids: collections.deque[str] = collections.deque()
         self._seen: set[str] = set()
-        self._since: Any = None
         self._lock = threading.Lock()
         """Held by the stream for each flow; taken to hand what was received on."""
         self._halt = threading.Event()
-        self._call: Any = None
-        self._retries = 0
-        self._field_mask = True
+        self._receiving: ReceivingProcess | None = None
+        self._decode = observer_pb2.GetFlowsResponse.FromString
 
     def _take_flow(self, f: Any, response: Any) -> None:
         raise NotImplementedError
@@ -115,11 +116,14 @@ class RelayReader:
             self._take_one(response)
         except (FlowParseError, ValueError, OverflowError) as exc:
             # One bad flow is malformed, as a bad line of a replay is: the capture goes on.
-            stats = self.stats
-            stats.malformed += 1
-            if len(stats.malformed_examples) < MAX_REPORTED:
-                stats.malformed_examples.append((stats.lines_read, str(exc)))
-                log.warning("skipped a malformed flow from the relay: %s", exc)
+            self._malformed(str(exc))
+
+    def _malformed(self, why: str) -> None:
+        stats = self.stats
+        stats.malformed += 1
+        if len(stats.malformed_examples) < MAX_REPORTED:
+            stats.malformed_examples.append((stats.lines_read, why))
+            log.warning("skipped a malformed flow from the relay: %s", why)
 
     def _take_one(self, response: Any) -> None:
         self.stats.lines_read += 1
@@ -134,8 +138,6 @@ class RelayReader:
                 if len(self._uuids) > UUID_MEMORY:
                     self._seen.discard(self._uuids.popleft())
             self._take_flow(f, response)
-            if f.HasField("time"):  # a flow that converted: a resume starts from its time
-                self._since = f.time
             self.progress.flows += 1
             return
         record = self._converter.record(response)
@@ -150,95 +152,66 @@ class RelayReader:
         else:
             self.stats.other_records += 1
 
-    # The stream is read by the blocking gRPC client in a thread: Python's asyncio gRPC costs
-    # about three times as much per message. A lock hands what was received to the flusher.
+    # The stream is received in a process of its own (cpg_io.relay_receiver) and decoded
+    # and taken here, in a thread; a lock hands what was taken to the flusher.
 
-    def _stream_once(self, first: bool) -> None:
-        stream = self.stream
-        if first:  # say at once why the relay cannot be reached, when the system knows
-            diagnose(stream.server, stream.tls, stream.timeout)
-        channel = open_channel(stream.server, stream.tls)
-        try:
-            wait_ready(channel, stream.server, stream.timeout)
-            self.connected = True
-            filters = flow_filters(
-                list(stream.namespaces), stream.include_audit, stream.every_verdict
-            )
-            since = self._since
-            if since is None and stream.since:
-                since = timestamp(stream.since)
-            call = stream_flows(channel, flows_request(filters, since, field_mask=self._field_mask))
-            self._call = call
-            if self._halt.is_set():
-                call.cancel()
-            if not first:
-                log.warning("reconnected to Hubble Relay at %s", stream.server)
-            lock = self._lock
-            for response in call:
-                with lock:
-                    self._take(response)
-                self._retries = 0
-        finally:
-            self._call = None
-            channel.close()
+    def _receive_settings(self) -> ReceiveSettings:
+        stream, tls = self.stream, self.stream.tls
+        return ReceiveSettings(
+            server=stream.server,
+            namespaces=stream.namespaces,
+            tls_enabled=tls.enabled,
+            ca_cert=str(tls.ca_cert) if tls.ca_cert else None,
+            client_cert=str(tls.client_cert) if tls.client_cert else None,
+            client_key=str(tls.client_key) if tls.client_key else None,
+            server_name=tls.server_name,
+            timeout=stream.timeout,
+            since=stream.since,
+            max_retries=stream.max_retries,
+            include_audit=stream.include_audit,
+            every_verdict=stream.every_verdict,
+        )
 
     def _stream(self) -> None:
-        first = True
-        self._retries = 0
-        server = self.stream.server
-        while not self._halt.is_set():
+        receiving = ReceivingProcess(self._receive_settings())
+        self._receiving = receiving
+        if self._halt.is_set():
+            receiving.halt()
+        try:
+            for kind, body in receiving.records():
+                if kind == DATA:
+                    self._take_batch(body)
+                elif kind == CONNECTED:
+                    self.connected = True
+                elif kind == RECONNECTING:
+                    self.progress.reconnects += 1
+                elif kind == NOTICE:
+                    notice = json.loads(body)
+                    log.log(notice["level"], "%s", notice["message"])
+                elif kind == FAILED:
+                    raise failure(body)
+        finally:
+            self._receiving = None
+            receiving.close()
+
+    def _take_batch(self, body: bytes) -> None:
+        decode, lock, take = self._decode, self._lock, self._take
+        for raw in messages(body):
             try:
-                self._stream_once(first)
-                reason = "the relay closed the stream"
-            except RelayError as exc:
-                if first:
-                    raise
-                reason = str(exc)
-            except grpc.RpcError as exc:
-                code = exc.code() if hasattr(exc, "code") else None
-                details = exc.details() if hasattr(exc, "details") else str(exc)
-                if self._halt.is_set():
-                    return
-                if (
-                    self._field_mask
-                    and code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.UNIMPLEMENTED)
-                    and "mask" in (details or "").lower()
-                ):  # a relay that refuses the field mask: ask again for whole flows
-                    log.info(
-                        "Hubble Relay refused the field mask (%s); asking for whole flows", details
-                    )
-                    self._field_mask = False
-                    continue
-                if code == grpc.StatusCode.UNIMPLEMENTED:  # permanent: retrying cannot help
-                    raise RelayError(
-                        f"{server} answers gRPC but is not Hubble Relay: it has "
-                        f"no observer.Observer/GetFlows ({details}); check ",
-                        Setting("server"),
-                        " (a port-forward to hubble-ui or hubble-peer instead of hubble-relay?)",
-                    ) from None
-                if first and self.progress.flows == 0 and code == grpc.StatusCode.UNAVAILABLE:
-                    raise RelayError(
-                        f"Hubble Relay at {server} is unavailable ({details})"
-                    ) from None
-                reason = f"{code.name if code else 'error'}: {details}"
-            first = False
-            if self._halt.is_set():
-                return
-            self._retries += 1
-            if self._retries > self.stream.max_retries:
-                raise RelayError(
-                    f"gave up after {self.stream.max_retries} reconnects to {server} ({reason})"
-                )
-            delay = min(MAX_BACKOFF, 0.5 * 2 ** (self._retries - 1))
-            self.progress.reconnects += 1
-            log.warning("Hubble stream lost (%s); reconnecting in %.1fs", reason, delay)
-            self._halt.wait(delay)
+                response = decode(raw)
+            except DecodeError as exc:
+                with lock:
+                    self.stats.lines_read += 1
+                    self._malformed(f"the relay sent a message that does not decode ({exc})")
+                continue
+            with lock:
+                take(response)
 
     def _halt_stream(self) -> None:
         self._halt.set()
-        call = self._call
-        if call is not None:
-            call.cancel()
+        receiving = self._receiving
+        if receiving is not None:
+            receiving.halt()
 
     # --- the session -------------------------------------------------------------------------
 

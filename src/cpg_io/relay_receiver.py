@@ -1,0 +1,424 @@
+"""Hubble Relay's flow stream received in a process of its own (ARCHITECTURE §D34).
+
+Receiving a gRPC message costs the interpreter about as much as cpg's own work on the flow,
+and one interpreter runs one thread at a time: in one process the two take turns. Here a
+child process does the receiving: it connects, follows, resumes a lost stream from the last
+flow's time, and hands the raw (undecoded) messages to the capture in batches over a pipe.
+The capture's process decodes and aggregates them, so the two share the machine's cores.
+
+The pipe carries records: a kind (one byte), a body length (four bytes, big-endian) and the
+body. The child stops when its standard input closes: the capture halted it, or died.
+"""
+
+from __future__ import annotations
+
+import array
+import collections
+import contextlib
+import json
+import logging
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import attrs
+import cattrs
+import grpc
+
+from cpg_core import Setting
+from cpg_io.errors import RelayError
+from cpg_io.hubble import (
+    TLSSettings,
+    diagnose,
+    flow_filters,
+    flows_request,
+    open_channel,
+    stream_raw_flows,
+    timestamp,
+    wait_ready,
+)
+
+log = logging.getLogger("cpg.live")
+
+MAX_BACKOFF = 30.0
+
+DATA = b"D"
+"""Messages: their count (4 bytes), their sizes (4 bytes each, native order), then them."""
+CONNECTED = b"C"
+RECONNECTING = b"R"
+NOTICE = b"N"
+"""A log line of the child's: JSON ``{"level": int, "message": str}``."""
+FAILED = b"E"
+"""The pickled error that ended the stream."""
+END = b"X"
+
+_BATCH = 256
+"""Messages that wake the child's writer before its next tick."""
+_TICK = 0.005
+"""Seconds a received message waits at most in the child before it is handed over."""
+_MAX_WAITING = 16384
+"""Messages (~12 MB) the child holds for a capture that falls behind before it stops
+reading."""
+_PIPE_BYTES = 1 << 20
+
+
+@attrs.frozen
+class ReceiveSettings:
+    """What the child needs: where the relay is and which flows to ask for."""
+
+    server: str
+    namespaces: tuple[str, ...] = ()
+    tls_enabled: bool = False
+    ca_cert: str | None = None
+    client_cert: str | None = None
+    client_key: str | None = None
+    server_name: str | None = None
+    timeout: float = 10.0
+    since: str = ""
+    max_retries: int = 10
+    include_audit: bool = False
+    every_verdict: bool = False
+
+
+# --- the capture's side ----------------------------------------------------------------------
+
+
+class ReceivingProcess:
+    """The child process of one capture: :meth:`records` until :data:`END`; :meth:`halt`
+    from any thread."""
+
+    def __init__(self, settings: ReceiveSettings) -> None:
+        package_root = str(Path(__file__).resolve().parent.parent)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            [package_root, *filter(None, [env.get("PYTHONPATH", "")])]
+        )
+        blob = json.dumps(cattrs.unstructure(settings))
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "cpg_io.relay_receiver", blob],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+        self._halted = threading.Event()
+
+    def records(self) -> Iterator[tuple[bytes, bytes]]:
+        out = self._process.stdout
+        assert out is not None
+        while True:
+            head = out.read(5)
+            if len(head) < 5:
+                break
+            body = out.read(int.from_bytes(head[1:], "big"))
+            yield head[:1], body
+            if head[:1] == END:
+                return
+        code = self._process.wait()
+        if not self._halted.is_set():
+            raise RelayError(
+                f"the process receiving the relay's stream ended unexpectedly (exit code {code})"
+            )
+
+    def halt(self) -> None:
+        """Ask the child to stop: it hands over what it holds, then ends."""
+        self._halted.set()
+        stdin = self._process.stdin
+        if stdin is not None and not stdin.closed:
+            with contextlib.suppress(OSError):
+                stdin.close()
+
+    def close(self) -> None:
+        self.halt()
+        try:
+            self._process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        if self._process.stdout is not None:
+            self._process.stdout.close()
+
+
+def messages(body: bytes) -> Iterator[memoryview]:
+    """The raw messages of a :data:`DATA` record."""
+    count = int.from_bytes(body[:4], "big")
+    sizes = array.array("I")
+    sizes.frombytes(body[4 : 4 + 4 * count])
+    view = memoryview(body)
+    at = 4 + 4 * count
+    for size in sizes:
+        yield view[at : at + size]
+        at += size
+
+
+def failure(body: bytes) -> BaseException:
+    """The error a :data:`FAILED` record carries."""
+    try:
+        error = pickle.loads(body)
+    except Exception as exc:  # an error that did not survive the trip
+        return RelayError(f"the stream failed ({exc})")
+    return error if isinstance(error, BaseException) else RelayError(str(error))
+
+
+def resume_point(recent: collections.abc.Iterable[bytes]) -> Any | None:
+    """The time of the last flow among ``recent`` raw messages (newest last) that has one
+    protojson can write: a lost stream resumes from there."""
+    from cpg_io._proto.observer import observer_pb2
+
+    for raw in reversed(list(recent)):
+        try:
+            response = observer_pb2.GetFlowsResponse.FromString(raw)
+        except Exception:  # a message that does not decode is skipped, as the capture does
+            continue
+        if response.WhichOneof("response_types") != "flow" or not response.flow.HasField("time"):
+            continue
+        if 0 <= response.flow.time.seconds < 253402300800:  # years 1970-9999
+            return response.flow.time
+    return None
+
+
+# --- the child -------------------------------------------------------------------------------
+
+
+class _Outbox:
+    """Hands received messages and events to the capture, in order: a writer thread wakes
+    every tick (or at a full batch) and writes what waits, a batch per record. When the
+    capture falls behind, receiving waits (the relay's flow control then holds the rest, as
+    it would for a capture in one process): what waits here stays small."""
+
+    def __init__(self, out: IO[bytes]) -> None:
+        self._out = out
+        self._waiting: collections.deque[bytes | tuple[bytes, bytes]] = collections.deque()
+        self._wake = threading.Event()
+        self._room = threading.Event()
+        self._closing = False
+        self._writer = threading.Thread(target=self._write_loop, name="cpg-relay-out", daemon=True)
+        self._writer.start()
+
+    def message(self, raw: bytes) -> None:
+        waiting = self._waiting
+        waiting.append(raw)
+        count = len(waiting)
+        if count == _BATCH:
+            self._wake.set()
+        elif count >= _MAX_WAITING:
+            self._room.clear()
+            self._wake.set()
+            while len(waiting) >= _MAX_WAITING and self._writer.is_alive():
+                self._room.wait(_TICK)
+
+    def event(self, kind: bytes, body: bytes = b"") -> None:
+        self._waiting.append((kind, body))
+        self._wake.set()
+
+    def close(self) -> None:
+        self._closing = True
+        self._wake.set()
+        self._writer.join()
+        self._write(END, b"")
+
+    def _write(self, kind: bytes, body: bytes) -> None:
+        self._out.write(kind + len(body).to_bytes(4, "big") + body)
+        self._out.flush()
+
+    def _write_loop(self) -> None:
+        waiting = self._waiting
+        while True:
+            closing = self._closing
+            self._wake.wait(_TICK)
+            self._wake.clear()
+            while waiting:
+                self._write_next(waiting)
+                self._room.set()
+            if closing:
+                return
+
+    def _write_next(self, waiting: collections.deque[bytes | tuple[bytes, bytes]]) -> None:
+        """One record: an event, or up to a batch of the messages before the next event."""
+        if not isinstance(waiting[0], bytes):
+            event = waiting.popleft()
+            assert not isinstance(event, bytes)
+            self._write(*event)
+            return
+        batch: list[bytes] = []
+        while waiting and len(batch) < _BATCH and isinstance(waiting[0], bytes):
+            item = waiting.popleft()
+            assert isinstance(item, bytes)
+            batch.append(item)
+        sizes = array.array("I", map(len, batch))
+        self._write(DATA, len(batch).to_bytes(4, "big") + sizes.tobytes() + b"".join(batch))
+
+
+class _NoticeHandler(logging.Handler):
+    def __init__(self, outbox: _Outbox) -> None:
+        super().__init__()
+        self._outbox = outbox
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = json.dumps({"level": record.levelno, "message": record.getMessage()})
+        self._outbox.event(NOTICE, text.encode())
+
+
+class _Receiver:
+    """The child's stream: connect, follow, resume after a lost stream, give up after too
+    many failed reconnects (the rules of ARCHITECTURE §D15)."""
+
+    def __init__(self, settings: ReceiveSettings, outbox: _Outbox) -> None:
+        self.settings = settings
+        self.tls = TLSSettings(
+            settings.tls_enabled,
+            Path(settings.ca_cert) if settings.ca_cert else None,
+            Path(settings.client_cert) if settings.client_cert else None,
+            Path(settings.client_key) if settings.client_key else None,
+            settings.server_name,
+        )
+        self.outbox = outbox
+        self.halt = threading.Event()
+        self.received = 0
+        self._recent: collections.deque[bytes] = collections.deque(maxlen=64)
+        self._since: Any = None
+        self._call: Any = None
+        self._field_mask = True
+        self._retries = 0
+
+    def stop(self) -> None:
+        self.halt.set()
+        call = self._call
+        if call is not None:
+            call.cancel()
+
+    def _stream_once(self, first: bool) -> None:
+        settings = self.settings
+        if first:  # say at once why the relay cannot be reached, when the system knows
+            diagnose(settings.server, self.tls, settings.timeout)
+        channel = open_channel(settings.server, self.tls)
+        try:
+            wait_ready(channel, settings.server, settings.timeout)
+            if first:
+                self.outbox.event(CONNECTED)
+            filters = flow_filters(
+                list(settings.namespaces), settings.include_audit, settings.every_verdict
+            )
+            since = resume_point(self._recent) or self._since
+            self._since = since
+            if since is None and settings.since:
+                since = timestamp(settings.since)
+            request = flows_request(filters, since, field_mask=self._field_mask)
+            call = stream_raw_flows(channel, request)
+            self._call = call
+            if self.halt.is_set():
+                call.cancel()
+            if not first:
+                log.warning("reconnected to Hubble Relay at %s", settings.server)
+            recent, hand_over = self._recent.append, self.outbox.message
+            for raw in call:
+                recent(raw)
+                hand_over(raw)
+                self.received += 1
+                self._retries = 0
+        finally:
+            self._call = None
+            channel.close()
+
+    def run(self) -> None:
+        first = True
+        self._retries = 0
+        server = self.settings.server
+        while not self.halt.is_set():
+            try:
+                self._stream_once(first)
+                reason = "the relay closed the stream"
+            except RelayError as exc:
+                if first:
+                    raise
+                reason = str(exc)
+            except grpc.RpcError as exc:
+                code = exc.code() if hasattr(exc, "code") else None
+                details = exc.details() if hasattr(exc, "details") else str(exc)
+                if self.halt.is_set():
+                    return
+                if (
+                    self._field_mask
+                    and code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.UNIMPLEMENTED)
+                    and "mask" in (details or "").lower()
+                ):  # a relay that refuses the field mask: ask again for whole flows
+                    log.info(
+                        "Hubble Relay refused the field mask (%s); asking for whole flows", details
+                    )
+                    self._field_mask = False
+                    continue
+                if code == grpc.StatusCode.UNIMPLEMENTED:  # permanent: retrying cannot help
+                    raise RelayError(
+                        f"{server} answers gRPC but is not Hubble Relay: it has "
+                        f"no observer.Observer/GetFlows ({details}); check ",
+                        Setting("server"),
+                        " (a port-forward to hubble-ui or hubble-peer instead of hubble-relay?)",
+                    ) from None
+                if first and self.received == 0 and code == grpc.StatusCode.UNAVAILABLE:
+                    raise RelayError(
+                        f"Hubble Relay at {server} is unavailable ({details})"
+                    ) from None
+                reason = f"{code.name if code else 'error'}: {details}"
+            first = False
+            if self.halt.is_set():
+                return
+            self._retries += 1
+            if self._retries > self.settings.max_retries:
+                raise RelayError(
+                    f"gave up after {self.settings.max_retries} reconnects to {server} ({reason})"
+                )
+            delay = min(MAX_BACKOFF, 0.5 * 2 ** (self._retries - 1))
+            self.outbox.event(RECONNECTING)
+            log.warning("Hubble stream lost (%s); reconnecting in %.1fs", reason, delay)
+            self.halt.wait(delay)
+
+
+def _watch_stdin(receiver: _Receiver) -> None:
+    """The capture closes our standard input to stop us (or its death closes it)."""
+    try:
+        while sys.stdin.buffer.read(1 << 12):
+            pass
+    except (OSError, ValueError):
+        pass
+    receiver.stop()
+
+
+def main(argv: list[str]) -> int:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the capture's to act on
+    settings = cattrs.structure(json.loads(argv[0]), ReceiveSettings)
+    out = sys.stdout.buffer
+    try:  # a larger pipe: fewer wake-ups on both sides (Linux only; harmless elsewhere)
+        import fcntl
+
+        fcntl.fcntl(out.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), _PIPE_BYTES)
+    except (ImportError, OSError):
+        pass
+    outbox = _Outbox(out)
+    handler = _NoticeHandler(outbox)
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    receiver = _Receiver(settings, outbox)
+    threading.Thread(target=_watch_stdin, args=(receiver,), daemon=True).start()
+    try:
+        receiver.run()
+    except BaseException as exc:  # the capture raises it in its own process
+        try:
+            body = pickle.dumps(exc)
+        except Exception:
+            body = pickle.dumps(RelayError(f"the stream failed: {exc}"))
+        outbox.event(FAILED, body)
+    try:
+        outbox.close()
+    except (BrokenPipeError, OSError):
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,131 @@
+"""The relay's stream received in a process of its own (issue 28, ARCHITECTURE §D34): what
+crosses the pipe arrives whole and in order, a capture that falls behind makes the receiver
+wait instead of hoarding, and a receiver that dies ends the capture with a clear error."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cpg_io import relay_receiver
+from cpg_io.relay_receiver import (
+    CONNECTED,
+    DATA,
+    END,
+    NOTICE,
+    _Outbox,
+    messages,
+)
+from fake_relay import example_responses, fake_relay
+
+
+def _records(data: bytes) -> list[tuple[bytes, bytes]]:
+    out, at = [], 0
+    while at < len(data):
+        kind, size = data[at : at + 1], int.from_bytes(data[at + 1 : at + 5], "big")
+        out.append((kind, data[at + 5 : at + 5 + size]))
+        at += 5 + size
+    return out
+
+
+def test_the_outbox_hands_over_every_message_in_order_in_bounded_batches() -> None:
+    out = io.BytesIO()
+    outbox = _Outbox(out)
+    sent = [f"message {n}".encode() * (n % 7 + 1) for n in range(1000)]
+    outbox.event(CONNECTED)
+    for raw in sent[:600]:
+        outbox.message(raw)
+    outbox.event(NOTICE, b'{"level": 30, "message": "between"}')
+    for raw in sent[600:]:
+        outbox.message(raw)
+    outbox.close()
+    records = _records(out.getvalue())
+    assert records[0] == (CONNECTED, b"") and records[-1] == (END, b"")
+    kinds = [kind for kind, _ in records]
+    notice = kinds.index(NOTICE)
+    received = [bytes(m) for kind, body in records[:notice] if kind == DATA for m in messages(body)]
+    assert received == sent[:600]  # everything before the event arrives before it
+    received += [
+        bytes(m) for kind, body in records[notice:] if kind == DATA for m in messages(body)
+    ]
+    assert received == sent
+    assert all(len(list(messages(body))) <= 256 for kind, body in records if kind == DATA)
+
+
+class _StuckPipe(io.RawIOBase):
+    """A pipe whose reader does not read until released."""
+
+    def __init__(self) -> None:
+        self.released = threading.Event()
+        self.data = bytearray()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b: Any) -> int:
+        assert self.released.wait(30)
+        self.data += bytes(b)
+        return len(b)
+
+
+def test_a_capture_that_falls_behind_makes_receiving_wait(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(relay_receiver, "_MAX_WAITING", 40)
+    monkeypatch.setattr(relay_receiver, "_BATCH", 8)
+    pipe = _StuckPipe()
+    outbox = _Outbox(pipe)  # type: ignore[arg-type]
+    taken = []
+
+    def receive() -> None:
+        for n in range(200):
+            outbox.message(b"%d" % n)
+            taken.append(n)
+
+    receiver = threading.Thread(target=receive)
+    receiver.start()
+    receiver.join(timeout=1)
+    # the writer is stuck on its first batch; receiving stopped once 40 messages waited
+    assert receiver.is_alive()
+    assert len(taken) <= 40 + 8
+    pipe.released.set()
+    receiver.join(timeout=30)
+    assert not receiver.is_alive() and len(taken) == 200
+    outbox.close()
+    records = _records(bytes(pipe.data))
+    got = [bytes(m) for kind, body in records if kind == DATA for m in messages(body)]
+    assert got == [b"%d" % n for n in range(200)]
+
+
+def test_a_receiver_that_dies_ends_the_capture_with_a_clear_error(tmp_path: Path) -> None:
+    from cpg_core import AggregateOptions
+    from cpg_io.runs import LiveCapture, LiveSettings
+
+    responses = example_responses()
+    with fake_relay(responses) as (relay, address):
+        relay.pause_after = 3  # the stream stays open with 3 flows sent
+        capture = LiveCapture(
+            LiveSettings(server=address, output_dir=tmp_path / "p", options=AggregateOptions())
+        )
+
+        def kill_the_receiver() -> None:
+            polling = threading.Event()
+            while capture.progress.flows < 3 or capture._receiving is None:
+                polling.wait(0.01)  # until the three flows are taken
+            capture._receiving._process.kill()
+
+        killer = threading.Thread(target=kill_the_receiver, daemon=True)
+        killer.start()
+        try:
+            result = asyncio.run(capture.run())
+        finally:
+            relay.resume.set()
+        killer.join(timeout=30)
+    assert "receiving the relay's stream ended unexpectedly" in capture.error
+    assert capture.progress.flows == 3
+    assert result.files  # what arrived before is written
