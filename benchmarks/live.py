@@ -10,7 +10,8 @@ options cpg uses) that only counts messages. Then cpg's live capture (the code o
 interpreter running this script) takes the same stream with the default 5 s flush. Prints the
 sustained flows/s (from 10 s after the first flow to the last flow received, so neither the
 start nor the final flush counts), each flush's time, the longest gap between two received
-messages, peak RSS, lost events and the ratio to the floor.
+messages, peak RSS (of cpg's process and, for builds that have one, of its receiving
+process), lost events and the ratio to the floor.
 
 Compare builds by running this same file with each build's interpreter.
 """
@@ -271,6 +272,8 @@ def main() -> None:
         )
         with tempfile.TemporaryDirectory(prefix="cpg-live-bench-") as tmp:
             result = asyncio.run(measure(address, count, Path(tmp), flush, evidence_interval))
+        # before the relay is reaped: the only child waited for is cpg's receiving process
+        receiver_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     finally:
         relay.terminate()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -284,6 +287,8 @@ def main() -> None:
     during = " (during a flush)" if result["gap_in_flush"] else ""
     print(f"longest receive gap           : {result['max_gap'] * 1000:>10,.0f} ms{during}")
     print(f"peak RSS (cpg process)        : {rss:>10,.1f} MB; lost events {result['lost']}")
+    if receiver_rss:  # builds since the receiving process (ARCHITECTURE §D34)
+        print(f"peak RSS (receiving process)  : {receiver_rss:>10,.1f} MB")
 
 
 if __name__ == "__main__":

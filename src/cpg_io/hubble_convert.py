@@ -19,9 +19,72 @@ from cpg_core.model import (
     quick_decision,
 )
 from cpg_io._proto.flow import flow_pb2
+from cpg_io._proto.observer import observer_pb2
+from cpg_io.hubble import FLOW_FIELDS
 
 _L7_TYPES = {v.number: v.name for v in flow_pb2.L7FlowType.DESCRIPTOR.values}
 _LOST_SOURCES = {v.number: v.name for v in flow_pb2.LostEventSource.DESCRIPTOR.values}
+
+
+def _partial_response_class(read: set[str]) -> Any:
+    """GetFlowsResponse as the live path decodes it: of a flow, only the fields in ``read``,
+    with the two endpoints left encoded (their bytes are the endpoint cache's key, so a
+    known endpoint costs no decoding at all); other responses decode as nothing (their kind
+    is then read from the whole message). Built from the real descriptors, so the field
+    numbers and types are Hubble's."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    field_type = descriptor_pb2.FieldDescriptorProto
+    flow_file = descriptor_pb2.FileDescriptorProto()
+    flow_pb2.DESCRIPTOR.CopyToProto(flow_file)
+    partial = descriptor_pb2.FileDescriptorProto(
+        name="cpg_io/_proto/partial_flow.proto",
+        package="cpg_partial",
+        syntax="proto3",
+        dependency=[*flow_file.dependency, flow_file.name],
+    )
+    flow = partial.message_type.add(name="Flow")
+    whole = next(m for m in flow_file.message_type if m.name == "Flow")
+    for field in whole.field:
+        if field.name not in read:
+            continue
+        copy = flow.field.add()
+        copy.CopyFrom(field)
+        copy.ClearField("oneof_index")
+        if field.name in ("source", "destination"):
+            copy.type = field_type.TYPE_BYTES
+            copy.ClearField("type_name")
+    response = partial.message_type.add(name="GetFlowsResponse")
+    response.oneof_decl.add(name="response_types")
+    response_file = descriptor_pb2.FileDescriptorProto()
+    observer_pb2.DESCRIPTOR.CopyToProto(response_file)
+    numbers = {
+        f.name: f
+        for f in next(m for m in response_file.message_type if m.name == "GetFlowsResponse").field
+    }
+    response.field.add(
+        name="flow",
+        number=numbers["flow"].number,
+        type=field_type.TYPE_MESSAGE,
+        type_name=".cpg_partial.Flow",
+        oneof_index=0,
+    )
+    for name in ("node_name", "time"):
+        copy = response.field.add()
+        copy.CopyFrom(numbers[name])
+    pool = descriptor_pool.DescriptorPool()  # its own: nothing is added to protobuf's default
+    for needed in (*flow_file.dependency, flow_file.name):
+        found = descriptor_pb2.FileDescriptorProto()
+        descriptor_pool.Default().FindFileByName(needed).CopyToProto(found)
+        pool.Add(found)
+    pool.Add(partial)
+    return message_factory.GetMessageClass(
+        pool.FindMessageTypeByName("cpg_partial.GetFlowsResponse")
+    )
+
+
+PartialResponse = _partial_response_class({path.split(".")[0] for path in FLOW_FIELDS})
+"""A received message as the live path decodes it first (see :func:`_partial_response_class`)."""
 
 
 def _refs(policies: Any) -> tuple[PolicyRef, ...]:
@@ -85,19 +148,33 @@ class ProtoConverter:
                 return made  # the aggregator makes the key of the text
         return f"{text}.{stamp.nanos:09d}Z"
 
-    def _endpoint(self, msg: Any, present: bool) -> Endpoint:
-        if not present:
-            return EMPTY_ENDPOINT
-        # Keyed by the endpoint's whole encoding: one C call instead of reading five fields
-        # (a quarter of the cost). The labels are part of it: Cilium frees unused identity
-        # numbers and gives them to other label sets later (CIDR identities especially), so
-        # a number alone could find another endpoint's labels in a long capture.
-        key = msg.SerializeToString()
-        found = self._endpoints.get(key)
+    def _endpoints_of(self, f: Any) -> tuple[Endpoint, Endpoint]:
+        """The source and destination of a flow message, whole or partial (endpoints left
+        encoded: an empty encoding is an endpoint the flow does not have)."""
+        source, destination = f.source, f.destination
+        if type(source) is bytes:
+            return self._endpoint(source), self._endpoint(destination)
+        return (
+            self._endpoint(source.SerializeToString()) if f.HasField("source") else EMPTY_ENDPOINT,
+            self._endpoint(destination.SerializeToString())
+            if f.HasField("destination")
+            else EMPTY_ENDPOINT,
+        )
+
+    def _endpoint(self, encoded: bytes) -> Endpoint:
+        # Keyed by the endpoint's whole encoding: as received (a partial message leaves it
+        # encoded) or one C call, instead of reading five fields. The labels are part of it:
+        # Cilium frees unused identity numbers and gives them to other label sets later (CIDR
+        # identities especially), so a number alone could find another endpoint's labels in
+        # a long capture.
+        found = self._endpoints.get(encoded)
         if found is None:
+            if not encoded:
+                return EMPTY_ENDPOINT
+            msg = flow_pb2.Endpoint.FromString(encoded)
             if len(self._endpoints) >= 65536:
                 self._endpoints.clear()
-            found = self._endpoints[key] = endpoint_of(
+            found = self._endpoints[encoded] = endpoint_of(
                 msg.namespace, tuple(msg.labels), msg.identity, msg.pod_name, msg.cluster_name
             )
         return found
@@ -134,13 +211,8 @@ class ProtoConverter:
             return None
         if not 0 < port <= 65535:
             return None
-        return (
-            direction,
-            self._endpoint(f.source, f.HasField("source")),
-            self._endpoint(f.destination, f.HasField("destination")),
-            protocol,
-            port,
-        ), self._time_key(stamp)
+        source, destination = self._endpoints_of(f)
+        return (direction, source, destination, protocol, port), self._time_key(stamp)
 
     def flow_of(self, response: Any) -> Flow:
         """The flow of a response :meth:`quick` read (for a sample kept unconverted)."""
@@ -177,14 +249,15 @@ class ProtoConverter:
                 dns = DNSInfo(query=d.query, ips=tuple(d.ips), rcode=d.rcode)
             l7 = L7Info(type=_L7_TYPES.get(f.l7.type, str(f.l7.type)), http=http, dns=dns)
         reason = f.drop_reason_desc or f.drop_reason
+        source, destination = self._endpoints_of(f)
         return Flow(
             time=self._time(time) if time is not None else "",
             uuid=f.uuid,
             verdict=f.verdict,
             drop_reason=reason,
             direction=f.traffic_direction,
-            source=self._endpoint(f.source, f.HasField("source")),
-            destination=self._endpoint(f.destination, f.HasField("destination")),
+            source=source,
+            destination=destination,
             source_ip=f.IP.source,
             destination_ip=f.IP.destination,
             protocol=protocol,

@@ -16,7 +16,7 @@ from cpg_core._parse import parse_record
 from cpg_io._proto.flow import flow_pb2
 from cpg_io._proto.observer import observer_pb2
 from cpg_io._proto.relay import relay_pb2
-from cpg_io.hubble_convert import ProtoConverter
+from cpg_io.hubble_convert import PartialResponse, ProtoConverter
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 PROTOS = [
@@ -209,7 +209,7 @@ def captures() -> list[Path]:
 @pytest.mark.parametrize("path", captures(), ids=lambda p: p.name)
 def test_protobuf_flows_convert_like_json_flows(path: Path) -> None:
     converter = ProtoConverter()
-    checked = 0
+    checked = partials = 0
     for line in path.read_text().splitlines():
         try:
             obj = json.loads(line)
@@ -219,8 +219,29 @@ def test_protobuf_flows_convert_like_json_flows(path: Path) -> None:
         except (ValueError, json_format.ParseError):
             continue  # the example's deliberately malformed lines
         assert converter.record(message) == parse_record(obj)
+        # the live path decodes a flow partially first (endpoints left encoded): same meaning
+        partial = PartialResponse.FromString(message.SerializeToString())
+        if partial.WhichOneof("response_types") == "flow":
+            assert converter.record(partial) == parse_record(obj)
+            assert converter.quick(partial.flow, partial) == converter.quick(message.flow, message)
+            partials += 1
         checked += 1
-    assert checked > 0
+    assert checked > 0 and partials > 0
+
+
+def test_an_endpoint_present_but_empty_means_the_same_either_way() -> None:
+    converter = ProtoConverter()
+    message = observer_pb2.GetFlowsResponse()
+    message.flow.time.seconds = 1_790_000_000
+    message.flow.verdict = 2  # DROPPED
+    message.flow.drop_reason_desc = 133  # POLICY_DENIED
+    message.flow.traffic_direction = 1
+    message.flow.l4.TCP.destination_port = 80
+    message.flow.source.SetInParent()  # there, with nothing in it
+    message.flow.destination.namespace = "shop"
+    partial = PartialResponse.FromString(message.SerializeToString())
+    assert converter.record(partial) == converter.record(message)
+    assert converter.quick(partial.flow, partial) == converter.quick(message.flow, message)
 
 
 def test_a_reused_identity_number_never_brings_back_old_labels() -> None:

@@ -22,7 +22,7 @@ from cpg_core.reading import MAX_REPORTED
 from cpg_io._proto.observer import observer_pb2
 from cpg_io.errors import RelayError
 from cpg_io.hubble import TLSSettings
-from cpg_io.hubble_convert import ProtoConverter
+from cpg_io.hubble_convert import PartialResponse, ProtoConverter
 from cpg_io.relay_receiver import (
     CONNECTED,
     DATA,
@@ -104,7 +104,6 @@ class RelayReader:
         """Held by the stream for each flow; taken to hand what was received on."""
         self._halt = threading.Event()
         self._receiving: ReceivingProcess | None = None
-        self._decode = observer_pb2.GetFlowsResponse.FromString
 
     def _take_flow(self, f: Any, response: Any) -> None:
         raise NotImplementedError
@@ -114,7 +113,7 @@ class RelayReader:
     def _take(self, response: Any) -> None:
         try:
             self._take_one(response)
-        except (FlowParseError, ValueError, OverflowError) as exc:
+        except (FlowParseError, ValueError, OverflowError, DecodeError) as exc:
             # One bad flow is malformed, as a bad line of a replay is: the capture goes on.
             self._malformed(str(exc))
 
@@ -195,10 +194,12 @@ class RelayReader:
             receiving.close()
 
     def _take_batch(self, body: bytes) -> None:
-        decode, lock, take = self._decode, self._lock, self._take
+        decode, lock, take = PartialResponse.FromString, self._lock, self._take
         for raw in messages(body):
             try:
                 response = decode(raw)
+                if response.WhichOneof("response_types") != "flow":
+                    response = observer_pb2.GetFlowsResponse.FromString(raw)
             except DecodeError as exc:
                 with lock:
                     self.stats.lines_read += 1
