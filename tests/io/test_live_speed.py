@@ -192,8 +192,8 @@ def test_sigterm_during_the_evidence_interval_writes_all_evidence(tmp_path: Path
                 if not data:
                     break
                 seen += data
-                if not relay.resume.is_set() and list(out.rglob("*.yaml")):
-                    relay.resume.set()  # the first flush is done: send the same rules again
+                if not relay.resume.is_set() and _evidence_flows(evidence) == once:
+                    relay.resume.set()  # the first pass is written: send the same rules again
                 if not stopped and f"cpg: {total:,} flows".encode() in seen:
                     before_stop = _evidence_flows(evidence)
                     proc.send_signal(signal.SIGTERM)  # every flow is in; the interval is 1h
