@@ -59,7 +59,7 @@ FAILED = b"E"
 END = b"X"
 
 _BATCH = 256
-"""Messages that wake the child's writer before its next tick."""
+"""Messages per record at most; a full batch is written before the tick ends."""
 _TICK = 0.005
 """Seconds a received message waits at most in the child before it is handed over."""
 _MAX_WAITING = 16384
@@ -186,15 +186,19 @@ def resume_point(recent: collections.abc.Iterable[bytes]) -> Any | None:
 
 
 class _Outbox:
-    """Hands received messages and events to the capture, in order: a writer thread wakes
-    every tick (or at a full batch) and writes what waits, a batch per record. When the
+    """Hands received messages and events to the capture, in order: a writer thread sleeps
+    until something arrives, gathers for a tick (less at a full batch) and writes what waits,
+    a batch per record. When the
     capture falls behind, receiving waits (the relay's flow control then holds the rest, as
     it would for a capture in one process): what waits here stays small."""
 
     def __init__(self, out: IO[bytes]) -> None:
         self._out = out
         self._waiting: collections.deque[bytes | tuple[bytes, bytes]] = collections.deque()
-        self._wake = threading.Event()
+        self._arrived = threading.Event()
+        """Something waits: the writer, asleep while there is nothing, starts its tick."""
+        self._full = threading.Event()
+        """A batch is full (or an event waits): the writer does not wait for the tick's end."""
         self._room = threading.Event()
         self._closing = False
         self._writer = threading.Thread(target=self._write_loop, name="cpg-relay-out", daemon=True)
@@ -204,21 +208,25 @@ class _Outbox:
         waiting = self._waiting
         waiting.append(raw)
         count = len(waiting)
-        if count == _BATCH:
-            self._wake.set()
+        if count == 1:
+            self._arrived.set()
+        elif count == _BATCH:
+            self._full.set()
         elif count >= _MAX_WAITING:
             self._room.clear()
-            self._wake.set()
+            self._full.set()
             while len(waiting) >= _MAX_WAITING and self._writer.is_alive():
                 self._room.wait(_TICK)
 
     def event(self, kind: bytes, body: bytes = b"") -> None:
         self._waiting.append((kind, body))
-        self._wake.set()
+        self._arrived.set()
+        self._full.set()
 
     def close(self) -> None:
         self._closing = True
-        self._wake.set()
+        self._arrived.set()
+        self._full.set()
         self._writer.join()
         self._write(END, b"")
 
@@ -229,13 +237,14 @@ class _Outbox:
     def _write_loop(self) -> None:
         waiting = self._waiting
         while True:
-            closing = self._closing
-            self._wake.wait(_TICK)
-            self._wake.clear()
+            self._arrived.wait()  # a quiet stream costs no wake-ups
+            self._arrived.clear()
+            self._full.wait(_TICK)
+            self._full.clear()
             while waiting:
                 self._write_next(waiting)
                 self._room.set()
-            if closing:
+            if self._closing and not waiting:
                 return
 
     def _write_next(self, waiting: collections.deque[bytes | tuple[bytes, bytes]]) -> None:
