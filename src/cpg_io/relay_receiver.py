@@ -134,14 +134,17 @@ class ReceivingProcess:
                 stdin.close()
 
     def close(self) -> None:
+        """Halt the child and wait for it. What it still writes is not read any more (a
+        capture that ends on an error): closing our end makes its writes fail at once
+        instead of waiting for room in the pipe."""
         self.halt()
+        if self._process.stdout is not None:
+            self._process.stdout.close()
         try:
             self._process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait()
-        if self._process.stdout is not None:
-            self._process.stdout.close()
 
 
 def messages(body: bytes) -> Iterator[memoryview]:
@@ -235,6 +238,12 @@ class _Outbox:
         self._out.flush()
 
     def _write_loop(self) -> None:
+        try:
+            self._write_all()
+        except OSError:  # the capture closed its end: nobody reads any more
+            self._room.set()
+
+    def _write_all(self) -> None:
         waiting = self._waiting
         while True:
             self._arrived.wait()  # a quiet stream costs no wake-ups

@@ -129,3 +129,25 @@ def test_a_receiver_that_dies_ends_the_capture_with_a_clear_error(tmp_path: Path
     assert "receiving the relay's stream ended unexpectedly" in capture.error
     assert capture.progress.flows == 3
     assert result.files  # what arrived before is written
+
+
+def test_a_capture_that_fails_stops_a_busy_receiver_quietly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The capture stops reading on an error while the relay still sends: the receiving
+    process, its pipe full, ends at once (its writes fail) and says nothing."""
+    from cpg_core import AggregateOptions
+    from cpg_io.runs import LiveCapture, LiveSettings
+
+    def broken(self: object, body: bytes) -> None:
+        raise RuntimeError("the capture broke")
+
+    monkeypatch.setattr(LiveCapture, "_take_batch", broken)
+    many = example_responses() * 60  # several MB: more than the pipe and a batch hold
+    with fake_relay(many) as (_, address):
+        capture = LiveCapture(
+            LiveSettings(server=address, output_dir=tmp_path / "p", options=AggregateOptions())
+        )
+        asyncio.run(capture.run())
+    assert capture.error == "the capture broke"
+    assert "Traceback" not in capfd.readouterr().err
