@@ -69,21 +69,25 @@ _PIPE_BYTES = 1 << 20
 
 
 @attrs.frozen
-class ReceiveSettings:
-    """What the child needs: where the relay is and which flows to ask for."""
+class StreamSettings:
+    """Where the flows come from and which ones are asked for."""
 
     server: str
     namespaces: tuple[str, ...] = ()
-    tls_enabled: bool = False
-    ca_cert: str | None = None
-    client_cert: str | None = None
-    client_key: str | None = None
-    server_name: str | None = None
+    tls: TLSSettings = attrs.Factory(TLSSettings)
     timeout: float = 10.0
     since: str = ""
+    """A time key: ask the relay for its buffered flows from then on (``--since``)."""
     max_retries: int = 10
+    """Consecutive failed reconnects before giving up."""
     include_audit: bool = False
     every_verdict: bool = False
+    """FORWARDED and REDIRECTED flows too (learning, shadow), not only the denied ones."""
+
+
+_SETTINGS = cattrs.Converter()
+_SETTINGS.register_unstructure_hook(Path, str)
+_SETTINGS.register_structure_hook(Path, lambda value, _: Path(value))
 
 
 # --- the capture's side ----------------------------------------------------------------------
@@ -93,13 +97,13 @@ class ReceivingProcess:
     """The child process of one capture: :meth:`records` until :data:`END`; :meth:`halt`
     from any thread."""
 
-    def __init__(self, settings: ReceiveSettings) -> None:
+    def __init__(self, settings: StreamSettings) -> None:
         package_root = str(Path(__file__).resolve().parent.parent)
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
             [package_root, *filter(None, [env.get("PYTHONPATH", "")])]
         )
-        blob = json.dumps(cattrs.unstructure(settings))
+        blob = json.dumps(_SETTINGS.unstructure(settings))
         self._process = subprocess.Popen(
             [sys.executable, "-m", "cpg_io.relay_receiver", blob],
             stdin=subprocess.PIPE,
@@ -286,15 +290,9 @@ class _Receiver:
     """The child's stream: connect, follow, resume after a lost stream, give up after too
     many failed reconnects (the rules of ARCHITECTURE §D15)."""
 
-    def __init__(self, settings: ReceiveSettings, outbox: _Outbox) -> None:
+    def __init__(self, settings: StreamSettings, outbox: _Outbox) -> None:
         self.settings = settings
-        self.tls = TLSSettings(
-            settings.tls_enabled,
-            Path(settings.ca_cert) if settings.ca_cert else None,
-            Path(settings.client_cert) if settings.client_cert else None,
-            Path(settings.client_key) if settings.client_key else None,
-            settings.server_name,
-        )
+        self.tls = settings.tls
         self.outbox = outbox
         self.halt = threading.Event()
         self.received = 0
@@ -408,7 +406,7 @@ def _watch_stdin(receiver: _Receiver) -> None:
 
 def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the capture's to act on
-    settings = cattrs.structure(json.loads(argv[0]), ReceiveSettings)
+    settings = _SETTINGS.structure(json.loads(argv[0]), StreamSettings)
     out = sys.stdout.buffer
     try:  # a larger pipe: fewer wake-ups on both sides (Linux only; harmless elsewhere)
         import fcntl

@@ -15,7 +15,8 @@ from cpg_io.evidence_store import EvidenceStore, default_evidence_root
 from cpg_io.hubble import TLSSettings
 from cpg_io.kube import RelayConnection
 from cpg_io.policy_files import load_policies
-from cpg_io.runs._relay import RelayReader, StreamSettings, every_verdict_stream
+from cpg_io.relay_receiver import StreamSettings
+from cpg_io.runs._relay import RelayReader, every_verdict_stream
 from cpg_io.sources import CaptureFlows
 
 

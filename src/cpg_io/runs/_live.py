@@ -34,8 +34,9 @@ from cpg_core.reports import WaitingPolicy
 from cpg_io.hubble import TLSSettings
 from cpg_io.kube import RelayConnection, prepare_relay
 from cpg_io.kustomize import update_kustomizations
+from cpg_io.relay_receiver import StreamSettings
 from cpg_io.runs._output import EvidenceSettings, FileResult, RunResult, Written, write_outputs
-from cpg_io.runs._relay import RelayReader, StreamSettings
+from cpg_io.runs._relay import RelayReader
 from cpg_io.runs._replay import evidence_settings
 from cpg_io.runs._session import new_session_id, rfc3339, run_health, utc_now
 from cpg_io.sources import ReadStats

@@ -29,8 +29,8 @@ from cpg_io.relay_receiver import (
     FAILED,
     NOTICE,
     RECONNECTING,
-    ReceiveSettings,
     ReceivingProcess,
+    StreamSettings,
     failure,
     messages,
 )
@@ -39,23 +39,6 @@ from cpg_io.sources import ReadStats
 log = logging.getLogger("cpg.live")
 
 UUID_MEMORY = 200_000
-
-
-@attrs.frozen
-class StreamSettings:
-    """Where the flows come from and which ones are asked for."""
-
-    server: str
-    namespaces: tuple[str, ...] = ()
-    tls: TLSSettings = attrs.Factory(TLSSettings)
-    timeout: float = 10.0
-    since: str = ""
-    """A time key: ask the relay for its buffered flows from then on (``--since``)."""
-    max_retries: int = 10
-    """Consecutive failed reconnects before giving up."""
-    include_audit: bool = False
-    every_verdict: bool = False
-    """FORWARDED and REDIRECTED flows too (learning, shadow), not only the denied ones."""
 
 
 def every_verdict_stream(
@@ -154,25 +137,8 @@ class RelayReader:
     # The stream is received in a process of its own (cpg_io.relay_receiver) and decoded
     # and taken here, in a thread; a lock hands what was taken to the flusher.
 
-    def _receive_settings(self) -> ReceiveSettings:
-        stream, tls = self.stream, self.stream.tls
-        return ReceiveSettings(
-            server=stream.server,
-            namespaces=stream.namespaces,
-            tls_enabled=tls.enabled,
-            ca_cert=str(tls.ca_cert) if tls.ca_cert else None,
-            client_cert=str(tls.client_cert) if tls.client_cert else None,
-            client_key=str(tls.client_key) if tls.client_key else None,
-            server_name=tls.server_name,
-            timeout=stream.timeout,
-            since=stream.since,
-            max_retries=stream.max_retries,
-            include_audit=stream.include_audit,
-            every_verdict=stream.every_verdict,
-        )
-
     def _stream(self) -> None:
-        receiving = ReceivingProcess(self._receive_settings())
+        receiving = ReceivingProcess(self.stream)
         self._receiving = receiving
         if self._halt.is_set():
             receiving.halt()

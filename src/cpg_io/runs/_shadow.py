@@ -21,8 +21,9 @@ from cpg_io.errors import IoError
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
 from cpg_io.hubble import TLSSettings
 from cpg_io.kube import RelayConnection
+from cpg_io.relay_receiver import StreamSettings
 from cpg_io.runs._plan import judged_policies
-from cpg_io.runs._relay import RelayReader, StreamSettings, every_verdict_stream
+from cpg_io.runs._relay import RelayReader, every_verdict_stream
 from cpg_io.store import atomic_write_text
 
 log = logging.getLogger("cpg.shadow")
