@@ -320,8 +320,10 @@ class _Receiver:
             filters = flow_filters(
                 list(settings.namespaces), settings.include_audit, settings.every_verdict
             )
-            since = resume_point(self._recent) or self._since
-            self._since = since
+            latest = resume_point(self._recent)
+            if latest is not None:
+                self._since = latest
+            since = self._since
             if since is None and settings.since:
                 since = timestamp(settings.since)
             request = flows_request(filters, since, field_mask=self._field_mask)
