@@ -14,8 +14,9 @@ import grpc.experimental  # type: ignore[import-untyped]
 
 from cpg_core import Setting
 from cpg_io._proto.flow import flow_pb2
-from cpg_io._proto.observer import observer_pb2, observer_pb2_grpc
+from cpg_io._proto.observer import observer_pb2
 from cpg_io.errors import RelayError
+from cpg_io.hubble_convert import FLOW_FIELDS
 
 
 @attrs.frozen
@@ -93,36 +94,6 @@ def timestamp(key: str) -> Any:
     stamp = timestamp_pb2.Timestamp()
     stamp.FromJsonString(key)
     return stamp
-
-
-FLOW_FIELDS = (
-    "time",
-    "uuid",
-    "verdict",
-    "drop_reason",
-    "drop_reason_desc",
-    "IP.source",
-    "IP.destination",
-    "l4",
-    *(
-        f"{side}.{field}"
-        for side in ("source", "destination")
-        for field in ("namespace", "labels", "identity", "pod_name", "cluster_name")
-    ),
-    "node_name",
-    "source_names",
-    "destination_names",
-    "l7",
-    "reply",
-    "is_reply",
-    "traffic_direction",
-    "ingress_denied_by",
-    "egress_denied_by",
-    "ingress_allowed_by",
-    "egress_allowed_by",
-)
-"""The flow fields cpg reads: with a field mask, a relay sends only these (about half the
-bytes of a full flow, and less for cpg to decode)."""
 
 
 def flows_request(filters: list[Any], since: Any | None, *, field_mask: bool = True) -> Any:
@@ -216,14 +187,9 @@ def wait_ready(channel: grpc.Channel, server: str, timeout: float) -> None:
         ) from None
 
 
-def stream_flows(channel: grpc.Channel, request: Any) -> Any:
-    """The GetFlows call: iterate it for responses, ``cancel()`` it to stop."""
-    return observer_pb2_grpc.ObserverStub(channel).GetFlows(request)
-
-
 def stream_raw_flows(channel: grpc.Channel, request: Any) -> Any:
-    """The GetFlows call with its responses left encoded (bytes): for a reader that hands
-    them to another process to decode."""
+    """The GetFlows call with its responses left encoded (bytes), for a reader that hands
+    them to another process to decode: iterate it, ``cancel()`` it to stop."""
     call = channel.unary_stream(
         "/observer.Observer/GetFlows",
         request_serializer=observer_pb2.GetFlowsRequest.SerializeToString,

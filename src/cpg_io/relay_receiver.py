@@ -292,7 +292,6 @@ class _Receiver:
 
     def __init__(self, settings: StreamSettings, outbox: _Outbox) -> None:
         self.settings = settings
-        self.tls = settings.tls
         self.outbox = outbox
         self.halt = threading.Event()
         self.received = 0
@@ -311,8 +310,8 @@ class _Receiver:
     def _stream_once(self, first: bool) -> None:
         settings = self.settings
         if first:  # say at once why the relay cannot be reached, when the system knows
-            diagnose(settings.server, self.tls, settings.timeout)
-        channel = open_channel(settings.server, self.tls)
+            diagnose(settings.server, settings.tls, settings.timeout)
+        channel = open_channel(settings.server, settings.tls)
         try:
             wait_ready(channel, settings.server, settings.timeout)
             if first:

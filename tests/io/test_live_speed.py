@@ -11,7 +11,8 @@ import grpc
 import pytest
 
 from conftest import EXAMPLE, cpg, policies
-from cpg_io.hubble import FLOW_FIELDS, TLSSettings, flows_request, open_channel, stream_flows
+from cpg_io.hubble import TLSSettings, flows_request, open_channel, stream_raw_flows
+from cpg_io.hubble_convert import FLOW_FIELDS
 from cpg_io.relay_receiver import resume_point
 from fake_relay import example_responses, fake_relay
 
@@ -45,7 +46,7 @@ def test_the_field_mask_asks_for_what_cpg_reads(tmp_path: Path, refuse: bool) ->
 def test_the_single_threaded_stream_is_cancelled_cleanly_from_another_thread() -> None:
     with fake_relay(example_responses()) as (relay, address):
         channel = open_channel(address, TLSSettings())
-        call = stream_flows(channel, flows_request([], None))
+        call = stream_raw_flows(channel, flows_request([], None))
         received: list[object] = []
         ended: list[BaseException] = []
         all_in = threading.Event()
