@@ -28,6 +28,8 @@ from cpg_core._flow import (
 from cpg_core._l7 import dns_name, http_method, path_regex
 from cpg_core._labels import format_labels
 from cpg_core._names import policy_name, short_hash
+from cpg_core._pending import PendingCount, fold_pending
+from cpg_core._quickline import QuickKey
 from cpg_core._rules import (
     DNS,
     DNS_PORT,
@@ -73,6 +75,7 @@ FindingKey = tuple[str, str, tuple[str, ...]]
 _TALLIED = frozenset({Decision.INFRA, Decision.TRANSIENT, Decision.NOISE})
 _FINDINGS = FINDING_DECISIONS
 _ENTRY_CACHE_LIMIT = 65536
+_CANDIDATE = Decision.CANDIDATE
 _AUDIT = int(Verdict.AUDIT)
 _DROPPED = int(Verdict.DROPPED)
 _INGRESS = int(Direction.INGRESS)
@@ -247,6 +250,10 @@ class Aggregator:
         # (direction, source, destination, protocol, port) -> stats of its allow entry, for
         # endpoint and entity peers (a world peer's entry also depends on the flow's IP).
         self._entries: dict[EntryKey, RuleStats] = {}
+        # Lines of known entries counted by quick key, folded into _atoms before any read.
+        self._pending: dict[QuickKey, PendingCount] = {}
+        self._entry_key: Callable[[QuickKey], EntryKey | None] | None = None
+        self._parse_line: Callable[[Any], Flow] | None = None
         self._new: set[PolicyTarget] = set()
         """Targets that gained an allow entry since :meth:`take_new_targets` last ran."""
         self._drained = DrainedTotals()
@@ -265,13 +272,16 @@ class Aggregator:
 
     @property
     def atoms(self) -> dict[PolicyTarget, set[Atom]]:
+        self._fold()
         return {t: set(atoms) for t, atoms in _as_atoms(self._atoms).items()}
 
     def attribution(self) -> dict[PolicyTarget, dict[Atom, RuleStats]]:
+        self._fold()
         return _as_atoms(self._atoms)
 
     def window(self) -> tuple[str, str]:
         """Time keys of the first and last flow seen ("" when no flow had a time)."""
+        self._fold()
         firsts = [t for t in (self._first, self._drained.first) if t]
         lasts = [t for t in (self._last, self._drained.last) if t]
         for atoms in self._atoms.values():
@@ -290,6 +300,7 @@ class Aggregator:
     @property
     def rule_flows(self) -> int:
         """Flows that became (part of) an allow entry."""
+        self._fold()
         counted = sum(st.count for atoms in self._atoms.values() for st in atoms.values())
         return counted + self._drained.flows
 
@@ -343,6 +354,63 @@ class Aggregator:
             return False
         self.decisions[Decision.CANDIDATE] += 1
         return True
+
+    def read_quick_keys(
+        self, entry_key: Callable[[QuickKey], EntryKey | None], parse: Callable[[Any], Flow]
+    ) -> None:
+        """Let :meth:`add_line` count lines by the keys of a :class:`QuickReader`:
+        ``entry_key`` is its :meth:`~QuickReader.entry_key`, ``parse`` turns a line into its
+        Flow (for the samples). Keys of another reader mean other entries: what the
+        previous reader's keys counted is folded in first."""
+        if entry_key != self._entry_key or parse != self._parse_line:
+            self._fold()
+            self._pending.clear()
+        self._entry_key = entry_key
+        self._parse_line = parse
+
+    def add_line(self, key: QuickKey, time: str, raw: Any) -> bool:
+        """:meth:`add_known` for a line a :class:`QuickReader` read (see
+        :meth:`read_quick_keys`), by its quick key: counted in a :class:`PendingCount`, which
+        costs less than adding it to the entry's stats. False, and nothing counted, when the
+        entry is new, outside the window, or the line's time ties with the newest of its pair
+        (then :meth:`add` the parsed flow)."""
+        pending = self._pending.get(key)
+        if pending is None:
+            pending = self._count_for(key)
+            if pending is None:
+                return False
+        if self._window and not self._inside(time):
+            return False
+        when = time if (len(time) == 30 and time[-1] == "Z") else time_key(time)
+        if not pending.count or when > pending.newest:
+            pending.newest = when
+            pending.raw = raw
+        elif when == pending.newest and self._max_samples:
+            return False  # which one is the sample depends on the rest of the flows
+        if when and (not pending.first or when < pending.first):
+            pending.first = when
+        pending.count += 1
+        self.decisions[_CANDIDATE] += 1
+        return True
+
+    def _count_for(self, key: QuickKey) -> PendingCount | None:
+        """A new count for the entry of ``key``, when the aggregator has that entry."""
+        if not self._fast or self._entry_key is None:
+            return None
+        entry = self._entry_key(key)
+        stats = None if entry is None else self._entries.get(entry)
+        if entry is None or stats is None:
+            return None
+        if len(self._pending) >= _ENTRY_CACHE_LIMIT:
+            self._fold()
+            self._pending.clear()
+        pending = self._pending[key] = PendingCount(stats, (entry[1], entry[2]))
+        return pending
+
+    def _fold(self) -> None:
+        if self._pending:
+            assert self._parse_line is not None
+            fold_pending(self._pending.values(), self._parse_line, self._max_samples)
 
     def add_context(self, decision: Decision, time: str) -> bool:
         """Count a flow that only adds context, by its time alone: REPLY (a DROPPED
@@ -544,6 +612,7 @@ class Aggregator:
     def state(self) -> AggregateState:
         """A snapshot of everything counted so far (what a worker hands back). It shares no
         mutable value with this aggregator: adding flows later never changes it."""
+        self._fold()
         return AggregateState(
             decisions=dict(self.decisions),
             unhandled=dict(self.unhandled),
@@ -572,6 +641,7 @@ class Aggregator:
         Nothing of ``state`` is adopted as it is: absorbing the same state twice, or into two
         aggregators, never links them. With ``own`` the state is this call's alone (just
         unpickled, say), and what this aggregator lacks is taken from it without a copy."""
+        self._fold()
         self.decisions.update(state.decisions)
         self.unhandled.update(state.unhandled)
         self.ignored_protocols.update(state.ignored_protocols)
@@ -621,6 +691,7 @@ class Aggregator:
 
     def health(self, *, started: str, ended: str, lost_events: int = 0) -> ClusterHealth:
         """The cluster-health document of what was added so far (times are passed in)."""
+        self._fold()
         first, last = self.window()
         return health_document(
             HealthSession(
@@ -707,6 +778,8 @@ class Aggregator:
         pod's IP is a finding, not a rule (see :meth:`health`). Given what :meth:`resolved`
         made of drained entries, the plans of those alone (reading nothing of this
         aggregator, so flows may keep arriving meanwhile)."""
+        if resolved is None:
+            self._fold()
         return plan_policies(self.resolved(self._atoms) if resolved is None else resolved)
 
     def resolved(
@@ -752,6 +825,7 @@ class Aggregator:
 
     def busy_targets(self) -> list[PolicyTarget]:
         """The targets with flows :meth:`drain` has not moved out yet."""
+        self._fold()
         return [t for t, atoms in self._atoms.items() if any(s.count for s in atoms.values())]
 
     def drain(
@@ -761,6 +835,7 @@ class Aggregator:
         out without copying (see :meth:`resolved`). The entries stay, empty, so flows keep
         taking the fast path; the totals (flow counts, time window, health) still count what
         was moved out."""
+        self._fold()
         out: dict[PolicyTarget, dict[AtomKey, RuleStats]] = {}
         drained = self._drained
         cap = self._max_samples

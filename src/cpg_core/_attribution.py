@@ -203,6 +203,50 @@ class RuleStats:
                 self._trim(max_samples)
         return True
 
+    def absorb_counted(
+        self,
+        count: int,
+        first: str,
+        last: str,
+        pair: tuple[Endpoint, Endpoint],
+        sample: PendingFlow | None,
+        max_samples: int,
+    ) -> None:
+        """What :meth:`add_pending` makes of ``count`` flows of one endpoint pair, oldest
+        and newest time keys ``first`` and ``last``, ``sample`` the newest (None when samples
+        are not kept), all at once."""
+        self.count += count
+        if first and (not self.first or first < self.first):
+            self.first = first
+        if last > self.last:
+            self.last = last
+        classes = self.classes
+        classes["policy"] = classes.get("policy", 0) + count
+        if not max_samples or sample is None:
+            return
+        samples = self.samples
+        current = samples.get(pair)
+        if current is None:
+            samples[pair] = sample
+        else:
+            if isinstance(current, tuple):
+                held = current[2]
+            else:
+                held = current.time
+                if len(held) != 30 or held[-1] != "Z":
+                    held = time_key(held)
+            key = sample[2]
+            if key > held:
+                samples[pair] = sample
+            elif key == held:  # the same time: the flows' other fields decide, as in add
+                flow = sample[0](sample[1])
+                if isinstance(current, tuple):
+                    current = samples[pair] = current[0](current[1])
+                if sample_of(flow) > sample_of(current):
+                    samples[pair] = flow
+        if len(samples) > 4 * max_samples:
+            self._trim(max_samples)
+
     def _settle(self) -> dict[tuple[Endpoint, Endpoint], Flow]:
         """Parse the pending samples; the samples, every one a Flow."""
         samples = self.samples

@@ -14,9 +14,9 @@ import orjson
 from cpg_core._aggregate import AggregateOptions, Aggregator
 from cpg_core._decide import Decision
 from cpg_core._errors import FlowParseError
-from cpg_core._flow import EntryKey, Flow, LostEvents, OtherRecord
+from cpg_core._flow import Flow, LostEvents, OtherRecord
 from cpg_core._parse import FlowParser
-from cpg_core._quickline import QuickReader
+from cpg_core._quickline import QuickKey, QuickReader
 from cpg_core._synthesis import Resolver
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -58,21 +58,21 @@ def feed_lines(
     stats: ReadStats,
     parser: FlowParser,
     sink: Callable[[Flow], object],
-    known: Callable[[EntryKey, str, Callable[[Any], Flow], Any], bool] | None = None,
+    known: Callable[[QuickKey, str, Any], bool] | None = None,
     context: Callable[[Decision, str], bool] | None = None,
     reader: QuickReader | None = None,
 ) -> None:
     """Parse JSON lines numbered from ``first_line`` and hand each flow to ``sink``.
 
-    With ``known`` (:meth:`Aggregator.add_known`), ``context`` (:meth:`Aggregator.add_context`)
-    and ``reader``, a line of the commonest shapes is offered to them first: by its allow-entry
-    key, with the line itself as the unparsed sample, or by its decision; only what they
+    With ``known`` (:meth:`Aggregator.add_line`), ``context`` (:meth:`Aggregator.add_context`)
+    and ``reader``, a line of the commonest shapes is offered to them first: by its quick key,
+    with the line itself as the unparsed sample, or by its decision; only what they
     decline is parsed into a Flow for ``sink``. When few of the first lines of a batch take
     that way (another kind of capture), the rest of the batch does not try it."""
     parse = parser.parse
     loads = orjson.loads
     entry_of = None
-    add_known: Callable[[EntryKey, str, Callable[[Any], Flow], Any], bool] = _declined
+    add_known: Callable[[QuickKey, str, Any], bool] = _declined
     add_context: Callable[[Decision, str], bool] = _declined
     if reader is not None and known is not None and context is not None:
         entry_of, add_known, add_context = reader.entry, known, context
@@ -92,7 +92,7 @@ def feed_lines(
                 if found is not None:
                     what, time = found
                     if (
-                        add_known(what, time, flow_of_line, line)
+                        add_known(what, time, line)
                         if isinstance(what, tuple)
                         else add_context(what, time)
                     ):
@@ -146,13 +146,15 @@ def aggregate_lines(
     """Add the flows of JSON lines to ``aggregator``. With a ``reader``, a line that only
     counts towards an allow entry seen before is counted from its key, and parsed into a Flow
     later only if it is still one of the entry's samples when they are read."""
+    if reader is not None:
+        aggregator.read_quick_keys(reader.entry_key, flow_of_line)
     feed_lines(
         lines,
         first_line,
         stats,
         parser,
         aggregator.add,
-        aggregator.add_known,
+        aggregator.add_line,
         aggregator.add_context,
         reader,
     )

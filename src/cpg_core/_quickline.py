@@ -17,6 +17,7 @@ another type, a camelCase key, an L7 record or a policy list all mean "not the c
 
 from __future__ import annotations
 
+import itertools
 from typing import Annotated
 
 import msgspec
@@ -220,8 +221,13 @@ class _Response(_Struct):
 
 
 QuickLine = tuple[EntryKey | Decision, str]
-"""What :meth:`QuickReader.entry` tells of a line: an allow-entry key or a decision, and the
-flow's time."""
+"""What a quick reader tells of a flow: an allow-entry key or a decision, and the flow's
+time."""
+
+QuickKey = tuple[int, int, int, str, int]
+"""An allow-entry key as :meth:`QuickReader.entry` gives it: (direction, source, destination,
+protocol, port) with the two endpoints as the reader's numbers for them, so that hashing the
+key never calls back into Python (:meth:`QuickReader.entry_key` gives the EntryKey)."""
 
 _DIRECTIONS = {"INGRESS": 1, "EGRESS": 2}
 _DROPPED = int(Verdict.DROPPED)
@@ -250,21 +256,25 @@ _ENDPOINT_CACHE_LIMIT = 65536
 class QuickReader:
     """Reads the allow-entry key of the commonest line (see the module docstring). Endpoints
     come from ``parser``, the same instances its flows hold, so that the aggregator's keys
-    compare by identity."""
+    compare by identity. Each endpoint also gets a number, never reused by this reader, for
+    :data:`QuickKey`."""
 
-    __slots__ = ("_decode", "_endpoints", "_parser")
+    __slots__ = ("_by_number", "_decode", "_endpoints", "_number_of", "_numbers", "_parser")
 
     def __init__(self, parser: FlowParser) -> None:
         self._decode = msgspec.json.Decoder(_Response).decode
         self._parser = parser
-        self._endpoints: dict[_Endpoint, Endpoint] = {}
+        self._endpoints: dict[_Endpoint, int] = {}
+        self._number_of: dict[Endpoint, int] = {}
+        self._by_number: dict[int, Endpoint] = {}
+        self._numbers = itertools.count(1)
 
-    def entry(self, line: bytes | str) -> QuickLine | None:
+    def entry(self, line: bytes | str) -> tuple[QuickKey | Decision, str] | None:
         """What the line is, when it is of a common shape: a wrapped, snake_case flow that is
         either a DROPPED POLICY_DENIED non-reply TCP or UDP flow with a port between two
-        endpoints — (its allow-entry key, its time) — or context only — (REPLY or NOT_A_DROP,
-        its time) for such a drop's reply or a flow that was not dropped. None for any other
-        line."""
+        endpoints — (its :data:`QuickKey`, its time) — or context only — (REPLY or
+        NOT_A_DROP, its time) for such a drop's reply or a flow that was not dropped. None for
+        any other line."""
         try:
             response = self._decode(line)
         except msgspec.DecodeError:  # also ValidationError: another shape, or not JSON
@@ -302,20 +312,37 @@ class QuickReader:
         port = body.destination_port
         if not port:
             return None
-        endpoints = self._endpoints
-        source = endpoints.get(f.source)
+        numbers = self._endpoints
+        source = numbers.get(f.source)
         if source is None:
-            source = self._endpoint(f.source)
-        destination = endpoints.get(f.destination)
+            source = self._number(f.source)
+        destination = numbers.get(f.destination)
         if destination is None:
-            destination = self._endpoint(f.destination)
+            destination = self._number(f.destination)
         return (direction, source, destination, protocol, port), time
 
-    def _endpoint(self, raw: _Endpoint) -> Endpoint:
+    def entry_key(self, key: QuickKey) -> EntryKey | None:
+        """The allow-entry key of a key :meth:`entry` gave lately (None once the reader
+        forgot one of its endpoints: it keeps at most a bounded number)."""
+        by_number = self._by_number
+        source = by_number.get(key[1])
+        destination = by_number.get(key[2])
+        if source is None or destination is None:
+            return None
+        return key[0], source, destination, key[3], key[4]
+
+    def _number(self, raw: _Endpoint) -> int:
         endpoint = self._parser.endpoint(
             raw.namespace, raw.labels, raw.identity, raw.pod_name, raw.cluster_name
         )
         if len(self._endpoints) >= _ENDPOINT_CACHE_LIMIT:
             self._endpoints.clear()
-        self._endpoints[raw] = endpoint
-        return endpoint
+            self._number_of.clear()
+            self._by_number.clear()
+        # Raw endpoints that differ only in what cpg does not read share one number.
+        number = self._number_of.get(endpoint)
+        if number is None:
+            number = self._number_of[endpoint] = next(self._numbers)
+            self._by_number[number] = endpoint
+        self._endpoints[raw] = number
+        return number
