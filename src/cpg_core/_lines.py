@@ -71,11 +71,12 @@ def feed_lines(
     that way (another kind of capture), the rest of the batch does not try it."""
     parse = parser.parse
     loads = orjson.loads
-    entry_of = None
+    read = None
+    flow_of: Callable[[bytes | str], Flow | None] = _no_flow
     add_known: Callable[[QuickKey, str, Any], bool] = _declined
     add_context: Callable[[Decision, str], bool] = _declined
     if reader is not None and known is not None and context is not None:
-        entry_of, add_known, add_context = reader.entry, known, context
+        read, flow_of, add_known, add_context = reader.read, reader.flow, known, context
     tried = taken = 0
     number = first_line - 1
     for line in lines:
@@ -83,20 +84,27 @@ def feed_lines(
         if len(line) > MAX_LINE_BYTES:  # the same limit whoever cut the lines
             _malformed(stats, number, f"line longer than {MAX_LINE_BYTES} bytes")
             continue
-        if entry_of is not None:
+        if read is not None:
             tried += 1
             if tried == QUICK_PROBE_LINES and taken < QUICK_PROBE_LINES // 4:
-                entry_of = None
+                read = None
             else:
-                found = entry_of(line)
+                found = read(line)
                 if found is not None:
-                    what, time = found
+                    taken += 1
+                    if type(found) is Flow:  # decoded, of another kind: its flow
+                        sink(found)
+                        continue
+                    what, time = found  # type: ignore[misc]
                     if (
                         add_known(what, time, line)
                         if isinstance(what, tuple)
                         else add_context(what, time)
                     ):
-                        taken += 1
+                        continue
+                    flow = flow_of(line)  # an entry's first flow, or a tie
+                    if flow is not None:
+                        sink(flow)
                         continue
         try:
             record = parse(loads(line))
@@ -129,6 +137,10 @@ def feed_lines(
 
 def _declined(*_: object) -> bool:
     return False
+
+
+def _no_flow(_: object) -> Flow | None:
+    return None
 
 
 QUICK_PROBE_LINES = 256
@@ -192,10 +204,14 @@ class LineAggregator:
 
 
 _SAMPLE_PARSER = FlowParser()
+_SAMPLE_READER = QuickReader(_SAMPLE_PARSER)
 
 
 def flow_of_line(line: str | bytes) -> Flow:
-    """The flow of a JSON line :meth:`QuickReader.entry` accepted."""
+    """The flow of a JSON line :meth:`QuickReader.read` gave a key for."""
+    flow = _SAMPLE_READER.flow(line)
+    if flow is not None:
+        return flow
     record = _SAMPLE_PARSER.parse(orjson.loads(line))
     if type(record) is not Flow:
         raise FlowParseError(f"expected a flow record, got a {type(record).__name__} record")

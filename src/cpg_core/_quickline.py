@@ -4,10 +4,13 @@ Most of a replay's lines are DROPPED POLICY_DENIED flows between two pods, each 
 for an allow entry already seen. For those, decoding every field into dicts and then into a
 19-field Flow is most of the cost. :class:`QuickReader` decodes a line into typed structs with
 msgspec (in C, validating as it goes) and returns the entry key and the time, or None for
-anything else, which then takes the full path (orjson and :class:`FlowParser`).
+anything else. A line of another meaning that decodes all the same (an infrastructure drop,
+an entry's first flow) is turned into its Flow straight from the structs; only what does not
+decode takes the full path (orjson and :class:`FlowParser`).
 
-The contract that keeps both paths equal: whenever :meth:`QuickReader.entry` returns a key,
-``FlowParser().parse(orjson.loads(line))`` succeeds and gives a flow with exactly these values.
+The contract that keeps both paths equal: whenever :meth:`QuickReader.read` returns a key or
+a Flow, ``FlowParser().parse(orjson.loads(line))`` succeeds and gives a flow with exactly these
+values (or that Flow).
 So the schema below covers every field of Hubble's ``Flow`` (A.5 in the API notes) with a
 precise type and rejects unknown fields: nothing is skipped unread (skipping would let through
 bytes that orjson refuses, such as invalid UTF-8), and every number is a bounded integer (a
@@ -23,8 +26,8 @@ from typing import Annotated
 import msgspec
 
 from cpg_core._decide import Decision
-from cpg_core._dropreasons import POLICY_DENIED
-from cpg_core._flow import Endpoint, EntryKey, Verdict
+from cpg_core._dropreasons import POLICY_DENIED, REASON_CODES
+from cpg_core._flow import EMPTY_ENDPOINT, Endpoint, EntryKey, Flow, Verdict
 from cpg_core._parse import FlowParser
 
 U8 = Annotated[int, msgspec.Meta(ge=0, le=255)]
@@ -58,7 +61,9 @@ class _IP(_Struct):
     encrypted: bool = False
 
 
-class _Flags(_Struct):
+class _Flags(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=False):
+    """Frozen: hashable, so a flag set is named once (:data:`_FLAG_NAMES`)."""
+
     FIN: bool = False
     SYN: bool = False
     RST: bool = False
@@ -225,11 +230,19 @@ QuickLine = tuple[EntryKey | Decision, str]
 time."""
 
 QuickKey = tuple[int, int, int, str, int]
-"""An allow-entry key as :meth:`QuickReader.entry` gives it: (direction, source, destination,
+"""An allow-entry key as :meth:`QuickReader.read` gives it: (direction, source, destination,
 protocol, port) with the two endpoints as the reader's numbers for them, so that hashing the
 key never calls back into Python (:meth:`QuickReader.entry_key` gives the EntryKey)."""
 
+QuickRead = tuple[QuickKey | Decision, str] | Flow | None
+"""What :meth:`QuickReader.read` makes of a line."""
+
 _DIRECTIONS = {"INGRESS": 1, "EGRESS": 2}
+_DIRECTION_NUMBERS = {"TRAFFIC_DIRECTION_UNKNOWN": 0, **_DIRECTIONS}
+_VERDICT_NUMBERS = {v.name: int(v) for v in Verdict}
+_MAX_PORT = 65535
+_FLAG_NAMES: dict[_Flags, tuple[str, ...]] = {}
+"""The few flag sets a capture has, named once each."""
 _DROPPED = int(Verdict.DROPPED)
 _AUDIT = int(Verdict.AUDIT)
 
@@ -253,6 +266,16 @@ def quick_decision(verdict: int, reason: int, reply: bool) -> Decision | None:
 _ENDPOINT_CACHE_LIMIT = 65536
 
 
+def _flag_names(flags: _Flags) -> tuple[str, ...]:
+    """The flags set, sorted, as FlowParser names them."""
+    names = _FLAG_NAMES.get(flags)
+    if names is None:
+        names = tuple(sorted(name for name in flags.__struct_fields__ if getattr(flags, name)))
+        if len(_FLAG_NAMES) < 256:
+            _FLAG_NAMES[flags] = names
+    return names
+
+
 class QuickReader:
     """Reads the allow-entry key of the commonest line (see the module docstring). Endpoints
     come from ``parser``, the same instances its flows hold, so that the aggregator's keys
@@ -269,12 +292,12 @@ class QuickReader:
         self._by_number: dict[int, Endpoint] = {}
         self._numbers = itertools.count(1)
 
-    def entry(self, line: bytes | str) -> tuple[QuickKey | Decision, str] | None:
-        """What the line is, when it is of a common shape: a wrapped, snake_case flow that is
-        either a DROPPED POLICY_DENIED non-reply TCP or UDP flow with a port between two
-        endpoints — (its :data:`QuickKey`, its time) — or context only — (REPLY or
-        NOT_A_DROP, its time) for such a drop's reply or a flow that was not dropped. None for
-        any other line."""
+    def read(self, line: bytes | str) -> QuickRead:
+        """What the line is, when it decodes: for a wrapped, snake_case flow that is either
+        a DROPPED POLICY_DENIED non-reply TCP or UDP flow with a port between two endpoints,
+        (its :data:`QuickKey`, its time); for such a drop's reply or a flow that was not
+        dropped, (REPLY or NOT_A_DROP, its time); for any other flow, its Flow when it is
+        plain enough to build here. None for any other line."""
         try:
             response = self._decode(line)
         except msgspec.DecodeError:  # also ValidationError: another shape, or not JSON
@@ -286,32 +309,32 @@ class QuickReader:
         if time is None:
             time = response.time
             if time is None:
-                return None
+                return self._flow(f, response)
         # quick_decision's rule, on the names as written (the hot path: no lookups, no call)
         verdict = f.verdict
         if verdict != "DROPPED":
             if f.drop_reason_desc == 0 and verdict in _CONTEXT_VERDICTS:
                 return Decision.NOT_A_DROP, time
-            return None
+            return self._flow(f, response)
         if f.drop_reason_desc != "POLICY_DENIED":
-            return None
+            return self._flow(f, response)
         if f.is_reply is True or (f.is_reply is None and f.reply is True):
             return Decision.REPLY, time
         way = f.traffic_direction
         direction = _DIRECTIONS.get(way) if type(way) is str else None
         l4 = f.l4
         if direction is None or l4 is None or f.source is None or f.destination is None:
-            return None
+            return self._flow(f, response)
         body: _TCP | _Ports | None = l4.TCP
         protocol = "TCP"
         if body is None:
             body = l4.UDP
             protocol = "UDP"
             if body is None:
-                return None
+                return self._flow(f, response)
         port = body.destination_port
         if not port:
-            return None
+            return self._flow(f, response)
         numbers = self._endpoints
         source = numbers.get(f.source)
         if source is None:
@@ -321,8 +344,93 @@ class QuickReader:
             destination = self._number(f.destination)
         return (direction, source, destination, protocol, port), time
 
+    def flow(self, line: bytes | str) -> Flow | None:
+        """The Flow of a line, built from the structs: None when the line does not decode
+        or is not plain enough (then FlowParser reads it)."""
+        try:
+            response = self._decode(line)
+        except msgspec.DecodeError:
+            return None
+        f = response.flow
+        return None if f is None else self._flow(f, response)
+
+    def _flow(self, f: _Flow, response: _Response) -> Flow | None:
+        """What FlowParser makes of the same line, for the plain cases (None for the others:
+        a drop reason name cpg does not know, an ambiguous reason, an L4 header other than
+        one TCP or UDP header)."""
+        time = f.time
+        if time is None:
+            time = response.time or ""
+        raw = f.verdict
+        verdict = _VERDICT_NUMBERS.get(raw, 0) if isinstance(raw, str) else raw
+        raw = f.traffic_direction
+        way = _DIRECTION_NUMBERS.get(raw, 0) if isinstance(raw, str) else raw
+        desc = f.drop_reason_desc
+        reason: int
+        if isinstance(desc, str):
+            code = REASON_CODES.get(desc)
+            if code is None:
+                return None  # FlowParser keeps the name and looks further
+            reason = code
+        elif desc:
+            reason = desc
+        elif f.drop_reason:
+            return None  # an absent name (use drop_reason) reads like an explicit 0 here
+        else:
+            reason = 0
+        protocol = ""
+        port = source_port = 0
+        flags: tuple[str, ...] = ()
+        l4 = f.l4
+        if l4 is not None:
+            tcp, udp = l4.TCP, l4.UDP
+            if (
+                l4.ICMPv4 is not None
+                or l4.ICMPv6 is not None
+                or l4.SCTP is not None
+                or l4.VRRP is not None
+                or l4.IGMP is not None
+            ):
+                return None
+            if tcp is not None:
+                protocol = "TCP"
+                port = tcp.destination_port or 0
+                source_port = tcp.source_port
+                if tcp.flags is not None:
+                    flags = _flag_names(tcp.flags)
+            elif udp is not None:
+                protocol = "UDP"
+                port = udp.destination_port or 0
+                source_port = udp.source_port
+            if source_port > _MAX_PORT:
+                source_port = 0  # a hint only: out of range reads as absent
+        is_reply = f.is_reply
+        if is_reply is None:
+            is_reply = True if f.reply is True else None
+        node = f.node_name
+        if node is None:
+            node = response.node_name or ""
+        ip = f.IP
+        return Flow(
+            time=time,
+            uuid=f.uuid,
+            verdict=verdict,
+            drop_reason=reason,
+            direction=way,
+            source=self._endpoint(f.source),
+            destination=self._endpoint(f.destination),
+            source_ip="" if ip is None else ip.source,
+            destination_ip="" if ip is None else ip.destination,
+            protocol=protocol,
+            port=port,
+            is_reply=is_reply,
+            source_port=source_port,
+            tcp_flags=flags,
+            node_name=node,
+        )
+
     def entry_key(self, key: QuickKey) -> EntryKey | None:
-        """The allow-entry key of a key :meth:`entry` gave lately (None once the reader
+        """The allow-entry key of a key :meth:`read` gave lately (None once the reader
         forgot one of its endpoints: it keeps at most a bounded number)."""
         by_number = self._by_number
         source = by_number.get(key[1])
@@ -330,6 +438,14 @@ class QuickReader:
         if source is None or destination is None:
             return None
         return key[0], source, destination, key[3], key[4]
+
+    def _endpoint(self, raw: _Endpoint | None) -> Endpoint:
+        if raw is None:
+            return EMPTY_ENDPOINT
+        number = self._endpoints.get(raw)
+        if number is None:
+            number = self._number(raw)
+        return self._by_number[number]
 
     def _number(self, raw: _Endpoint) -> int:
         endpoint = self._parser.endpoint(

@@ -19,6 +19,7 @@ from cpg_core import AggregateOptions, Aggregator, Decision, FlowParser
 from cpg_core._attribution import time_key
 from cpg_core._decide import DecideOptions, decide
 from cpg_core._errors import FlowParseError
+from cpg_core._flow import Flow
 from cpg_core._lines import ReadStats, aggregate_lines
 from cpg_core._quickline import QuickReader
 from cpg_io._proto.observer import observer_pb2
@@ -26,8 +27,13 @@ from cpg_io.hubble_convert import ProtoConverter
 
 
 def _agrees(line: bytes, found: Any, reader: QuickReader) -> None:
-    """A line the quick reader took parses, and means exactly what it said."""
+    """A line the quick reader took parses, and means exactly what it said: the same Flow,
+    or a key or decision that Flow has."""
     flow = FlowParser().parse(orjson.loads(line))
+    assert reader.flow(line) in (flow, None)
+    if isinstance(found, Flow):
+        assert found == flow
+        return
     what, time = found
     assert flow.time == time
     assert flow.l7 is None and not flow.destination_names
@@ -47,13 +53,15 @@ def _real_lines() -> list[bytes]:
 
 def test_every_real_line_the_quick_reader_takes_means_the_same() -> None:
     reader = QuickReader(FlowParser())
-    taken = {"entry": 0, "context": 0}
+    taken = {"entry": 0, "context": 0, "flow": 0}
     for line in _real_lines():
-        found = reader.entry(line)
+        found = reader.read(line)
         if found is not None:
             _agrees(line, found, reader)
-            taken["entry" if isinstance(found[0], tuple) else "context"] += 1
+            kind = "flow" if isinstance(found, Flow) else "entry"
+            taken[kind if kind == "flow" or isinstance(found[0], tuple) else "context"] += 1
     assert taken["entry"] >= 20  # the example capture's policy drops
+    assert taken["flow"] >= 1  # its other drops
     if CORPUS.is_dir():
         assert taken["context"] >= 1000  # the corpus is mostly forwarded flows
 
@@ -75,6 +83,25 @@ def _seeds() -> list[dict[str, Any]]:
         ),
         {**flow_dict(shop, cart), "node_name": "n2", "time": "2026-11-02T10:00:01Z"},
         {"flow": {**flow_dict(shop, cart, reply=None)["flow"], "reply": True}},  # older Hubble
+        # Flows of other kinds, which the reader turns into Flows itself.
+        flow_dict(shop, cart, reason="CT_MAP_INSERTION_FAILED", node_name="n3"),
+        flow_dict(shop, cart, reason=None, udp=53, drop_reason=133, uuid="u-2"),
+        flow_dict(shop, cart, reason=None, tcp=443, drop_reason_desc=181, reply=None),
+        flow_dict(shop, cart, icmp4=8, reason="POLICY_DENIED", time=None),
+        {  # the time of the response, not of the flow
+            "flow": {
+                k: v for k, v in flow_dict(reason="AUTH_REQUIRED")["flow"].items() if k != "time"
+            },
+            "time": "2026-11-02T10:00:02Z",
+        },
+        flow_dict(cart, None, verdict="AUDIT", tcp=None, IP={}, Summary="x"),
+        flow_dict(
+            shop,
+            cart,
+            direction="EGRESS",
+            reason="STALE_OR_UNROUTABLE_IP",
+            l4={"TCP": {"destination_port": 80, "flags": {"ACK": True, "PSH": True}}},
+        ),
     ]
 
 
@@ -154,19 +181,21 @@ def _mutate(record: dict[str, Any], rng: random.Random) -> bytes:
 def test_mutated_lines_never_split_the_two_paths() -> None:
     rng = random.Random(17)
     reader = QuickReader(FlowParser())
-    taken = refused = 0
+    taken = refused = flows = 0
     for _ in range(6000):
         line = _mutate(rng.choice(_seeds()), rng)
-        found = reader.entry(line)
+        found = reader.read(line)
         if found is None:
             refused += 1
             continue
         taken += 1
+        flows += isinstance(found, Flow)
         try:
             _agrees(line, found, reader)
         except (orjson.JSONDecodeError, FlowParseError) as exc:  # pragma: no cover - the bug
             pytest.fail(f"taken quickly but refused by the parser ({exc}): {line!r}")
     assert taken > 500 and refused > 500  # both ways were exercised
+    assert flows > 200  # and the Flows the reader builds itself
 
 
 def _capture(rng: random.Random, count: int) -> list[bytes]:
@@ -376,10 +405,10 @@ def test_the_reader_gives_up_on_a_capture_of_another_shape() -> None:
     class Counting(QuickReader):
         __slots__ = ()
 
-        def entry(self, line: bytes | str) -> Any:
+        def read(self, line: bytes | str) -> Any:
             nonlocal calls
             calls += 1
-            return super().entry(line)
+            return super().read(line)
 
     lines = [
         json.dumps(flow_dict(time=f"2026-11-02T10:00:{i % 60:02d}Z"))
