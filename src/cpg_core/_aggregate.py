@@ -610,9 +610,26 @@ class Aggregator:
         return stats
 
     def state(self) -> AggregateState:
-        """A snapshot of everything counted so far (what a worker hands back). It shares no
-        mutable value with this aggregator: adding flows later never changes it."""
+        """A snapshot of everything counted so far. It shares no mutable value with this
+        aggregator: adding flows later never changes it."""
+        return self._state(copy=True)
+
+    def hand_over(self) -> AggregateState:
+        """Everything counted, as :meth:`state` gives it but without copying (samples may
+        still be unparsed lines): what a worker that is done hands back. This aggregator
+        must not be used after."""
+        return self._state(copy=False)
+
+    def _state(self, *, copy: bool) -> AggregateState:
         self._fold()
+        atoms = {
+            target: {
+                atom: stats.copy() if copy else stats
+                for atom, stats in atoms.items()
+                if stats.count
+            }
+            for target, atoms in self._atoms.items()
+        }
         return AggregateState(
             decisions=dict(self.decisions),
             unhandled=dict(self.unhandled),
@@ -620,20 +637,19 @@ class Aggregator:
             ignored_reasons=dict(self.ignored_reasons),
             filtered_namespace=self.filtered_namespace,
             audit_flows=self.audit_flows,
-            findings={key: finding.copy() for key, finding in self.findings.items()},
-            atoms={
-                target: {atom: stats.copy() for atom, stats in atoms.items() if stats.count}
-                for target, atoms in self._atoms.items()
-            },
-            drops={code: tally.copy() for code, tally in self.drops.items()},
+            findings={k: f.copy() for k, f in self.findings.items()} if copy else self.findings,
+            atoms=atoms,
+            drops={code: t.copy() for code, t in self.drops.items()} if copy else self.drops,
             unrecognised_reasons=dict(self.unrecognised_reasons),
             first_seen=self._first,
             last_seen=self._last,
             l7_records=self.l7_records,
-            ip_names={ip: set(names) for ip, names in self.ip_names.items()},
-            pod_ips=set(self.pod_ips),
-            pod_endpoints=dict(self.pod_endpoints),
-            drained=self._drained.copy(),
+            ip_names={ip: set(names) for ip, names in self.ip_names.items()}
+            if copy
+            else self.ip_names,
+            pod_ips=set(self.pod_ips) if copy else self.pod_ips,
+            pod_endpoints=dict(self.pod_endpoints) if copy else self.pod_endpoints,
+            drained=self._drained.copy() if copy else self._drained,
         )
 
     def absorb(self, state: AggregateState, *, own: bool = False) -> None:

@@ -82,6 +82,14 @@ class SampleKey(NamedTuple):
     """The concrete L7 request (``GET /users/17``), or ""."""
 
 
+def _time_of(sample: Sample) -> str:
+    """A sample's time key, without parsing one kept as its line."""
+    if isinstance(sample, tuple):
+        return sample[2]
+    text = sample.time
+    return text if (len(text) == 30 and text[-1] == "Z") else time_key(text)
+
+
 def sample_of(flow: Flow) -> SampleKey:
     text = flow.time
     return SampleKey(
@@ -286,15 +294,27 @@ class RuleStats:
         self.last = max(self.last, other.last)
         for cls, n in other.classes.items():
             self.classes[cls] = self.classes.get(cls, 0) + n
-        mine = self._settle()
-        for pair, flow in other._settle().items():
+        mine = self.samples
+        for pair, sample in other.samples.items():
             current = mine.get(pair)
-            if current is None or sample_of(flow) > sample_of(current):
-                mine[pair] = flow
+            if current is None:
+                mine[pair] = sample
+                continue
+            theirs, ours = _time_of(sample), _time_of(current)
+            if theirs == ours:  # parsed only to break a tie (samples may still be lines)
+                flow = sample if not isinstance(sample, tuple) else sample[0](sample[1])
+                held = current if not isinstance(current, tuple) else current[0](current[1])
+                mine[pair] = flow if sample_of(flow) > sample_of(held) else held
+            elif theirs > ours:
+                mine[pair] = sample
         if max_samples and len(self.samples) > max_samples:
             self._trim(max_samples)
         elif not max_samples:
             self.samples = {}
+
+    def __reduce__(self) -> tuple[type[RuleStats], tuple[object, ...]]:
+        # Positional: a worker hands back one of these per allow entry.
+        return (RuleStats, (self.count, self.first, self.last, self.classes, self.samples))
 
     def newest(self, limit: int) -> list[SampleKey]:
         """The ``limit`` newest samples (one per endpoint pair), oldest first."""

@@ -228,7 +228,7 @@ def collect(run: str) -> list[Partial]:
     for gathering in gatherings:
         with gathering.lock:  # a task still reading into it finishes first
             partial = gathering.partial
-            partial.state = gathering.feeder.aggregator.state()
+            partial.state = gathering.feeder.aggregator.hand_over()
         out.append(partial)
     return out
 

@@ -103,16 +103,18 @@ def _read_many(
     else:
         aggregator, per_file = Aggregator(options), []
         base_position = base_lines = 0
-        for path in files:
+        for index, path in enumerate(files):
             part = ReadStats()
             offset = _Offset(reported, path, base_position, base_lines)
             with open_flow_stream(path) as stream:
                 _size, position = input_size(stream)
-                aggregator.absorb(
-                    aggregate_stream(
-                        stream, options, part, 1, cancel=cancel, watch=offset, position=position
-                    ).state()
+                read = aggregate_stream(
+                    stream, options, part, 1, cancel=cancel, watch=offset, position=position
                 )
+            if index == 0:
+                aggregator = read  # the first file's aggregator goes on with the rest
+            else:
+                aggregator.absorb(read.hand_over(), own=True)
             per_file.append(part)
             base_position += source_size(path)
             base_lines += part.lines_read

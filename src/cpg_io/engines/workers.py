@@ -183,7 +183,7 @@ def _worker(options: AggregateOptions, inbox: Any, outbox: Any, parent: int) -> 
             outbox.put(("malformed", line, why))
 
         _consume(_batches(iter(inbox.get, None)), feeder, stats, tell)
-        outbox.put(("ok", feeder.aggregator.state(), stats))
+        outbox.put(("ok", feeder.aggregator.hand_over(), stats))
     except BaseException:  # report, never hang the parent
         outbox.put(("error", traceback.format_exc(), None))
 
@@ -245,7 +245,7 @@ def aggregate_stream(
         if status != "ok":
             raise RuntimeError(f"a replay worker failed:\n{payload}")
         assert isinstance(payload, AggregateState) and isinstance(part, ReadStats)
-        aggregator.absorb(payload)
+        aggregator.absorb(payload, own=True)  # unpickled here: nothing else holds it
         merge_stats(stats, part)
         finished += 1
 
@@ -351,7 +351,7 @@ def _range_worker(
                 outbox.put(("chunk", (index, len(lines), chunk.malformed_examples), stop - start))
                 chunk.malformed_examples = []
                 merge_stats(total, chunk)
-        outbox.put(("ok", feeder.aggregator.state(), total))
+        outbox.put(("ok", feeder.aggregator.hand_over(), total))
     except BaseException:
         outbox.put(("error", traceback.format_exc(), None))
 
@@ -401,7 +401,7 @@ def aggregate_file(
                 continue
             if status != "ok":
                 raise RuntimeError(f"a replay worker failed:\n{payload}")
-            aggregator.absorb(payload)
+            aggregator.absorb(payload, own=True)  # unpickled here: nothing else holds it
             merge_stats(stats, extra)
             finished += 1
         failed = False
@@ -428,7 +428,7 @@ def _files_worker(
                 batches = iter_line_batches(stream, stats, CHUNK_BYTES)
                 _consume(_told(batches, outbox, position), feeder, stats)
             outbox.put(("file", index, stats))
-        outbox.put(("ok", feeder.aggregator.state(), None))
+        outbox.put(("ok", feeder.aggregator.hand_over(), None))
     except SourceError as exc:
         outbox.put(("source", str(exc), None))
     except BaseException:
@@ -496,7 +496,7 @@ def aggregate_files(
                     for line, why in extra.malformed_examples:
                         watch.malformed(line, why, paths[payload])
             elif status == "ok":
-                aggregator.absorb(payload)
+                aggregator.absorb(payload, own=True)  # unpickled here: nothing else holds it
                 finished += 1
             elif status == "source":
                 raise SourceError(payload)
