@@ -8,7 +8,7 @@ import logging
 import sys
 import time
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from rich.console import Console
 from rich.live import Live
@@ -23,7 +23,9 @@ from rich.progress import (
 from rich.text import Text
 
 from cpg_core.text import clean_text
-from cpg_io.runs import LiveCapture, ShadowCapture
+
+if TYPE_CHECKING:  # a replay's progress must not load the live client (grpc)
+    from cpg_io.runs import LiveCapture, ShadowCapture
 
 log = logging.getLogger("cpg")
 

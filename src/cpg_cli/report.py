@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -15,7 +15,10 @@ from cpg_cli.terminal import say
 from cpg_cli.words import flag
 from cpg_core import CpgError, RunRequest
 from cpg_core.reports import render
-from cpg_io.runs import LiveCapture, RunResult, run_report
+from cpg_io.runs import RunResult, run_report
+
+if TYPE_CHECKING:  # a replay's report must not load the live client (grpc)
+    from cpg_io.runs import LiveCapture
 
 
 def warn_about_run(agg: Any, source: str, *, l7: bool, include_audit: bool) -> None:

@@ -87,9 +87,12 @@ class StagedWrites:
     def __init__(self) -> None:
         self._staged: list[tuple[str, Path]] = []
         self._lock = threading.Lock()
+        self._folders: set[Path] = set()  # made (or found) already: one mkdir per folder
 
     def stage(self, path: Path, text: str, mode: int = 0o644) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.parent not in self._folders:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._folders.add(path.parent)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as handle:
@@ -175,6 +178,7 @@ def read_bounded(path: Path, limit: int = MAX_READ_BYTES, inside: Path | None = 
     """The bytes of a regular file of at most ``limit`` bytes. With ``inside``, a symlink
     that resolves outside that folder is refused. RefusedFile says which rule it broke;
     OSError (FileNotFoundError…) passes through."""
+    os.lstat(path)  # a file that is not there (a first run's) costs one call, not a resolve
     real = path.resolve()
     if inside is not None and not real.is_relative_to(inside.resolve()):
         raise RefusedFile(f"{path}: a symlink that leads out of {inside} (to {real}); refused")

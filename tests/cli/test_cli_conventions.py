@@ -244,6 +244,26 @@ def test_the_cli_loads_a_command_only_when_it_is_needed() -> None:
         assert f"\n  {name} " in helped.stdout, name
 
 
+def test_a_replay_loads_neither_the_live_client_nor_the_html_report(tmp_path: Path) -> None:
+    """A replay pays only for what it uses: not grpc and protobuf (a live capture's), not
+    jinja2 (an HTML report's), not kubernetes."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('LOADED', sorted({m.split('.')[0] for m in sys.modules}"
+        " & {'grpc', 'google', 'jinja2', 'kubernetes', 'asyncio'}), file=sys.stderr))\n"
+        "from cpg_cli.app import main\n"
+        f"sys.argv = ['cpg', 'replay', {str(EXAMPLE)!r}, '-d', {str(tmp_path / 'p')!r}]\n"
+        "main()\n"
+    )
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    assert (tmp_path / "p").is_dir()
+    assert "LOADED []" in ran.stderr, ran.stderr
+
+
 def test_each_lazy_summary_is_the_commands_own_first_line() -> None:
     from cpg_cli.app import LAZY, load_command
 

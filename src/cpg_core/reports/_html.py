@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import attrs
-import jinja2
 
 from cpg_core import to_data
 from cpg_core._plan import Plan
@@ -205,6 +204,8 @@ def html_report(*, title: str, inputs: ReviewInputs) -> str:
         {"reason": d.reason, "class": d.drop_class, "count": d.count, "fix": d.remediation}
         for d in sorted(health.drops if health else (), key=lambda d: (-d.count, d.reason))
     ]
+    import jinja2  # only an HTML report needs it: every other command starts without it
+
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     would_break = inputs.plan.would_break_flows if inputs.plan else 0
     return env.from_string(TEMPLATE).render(
