@@ -5,9 +5,10 @@ A replay's quick way (:class:`~cpg_core._quickline.QuickReader`) meets each allo
 flows again and again. Adding each one to the entry's :class:`RuleStats` touches several
 dicts and objects scattered in memory; a :class:`PendingCount` per (allow entry, endpoint
 pair) is one small object: how many flows, their time window and the newest line. The
-aggregator folds these into the RuleStats (:func:`fold_pending`) before anything reads them,
-which gives what adding every flow would have: counts add up, windows widen, and the newest
-flow of the pair is its sample, a tie of times broken on the parsed flows as everywhere else.
+aggregator folds these into the RuleStats (:func:`fold_pending`) before anything reads
+them, which gives what adding every flow would have (§D35): counts add up, windows widen,
+and the newest flow of the pair is its sample, a tie of times broken on the parsed flows as
+everywhere else.
 """
 
 from __future__ import annotations
