@@ -188,12 +188,7 @@ class RuleStats:
             if current is None:
                 replace = True
             else:
-                if isinstance(current, tuple):
-                    held = current[2]
-                else:
-                    held = current.time
-                    if len(held) != 30 or held[-1] != "Z":
-                        held = time_key(held)
+                held = _time_of(current)
                 if key == held:
                     return False
                 replace = key > held
@@ -237,12 +232,7 @@ class RuleStats:
         if current is None:
             samples[pair] = sample
         else:
-            if isinstance(current, tuple):
-                held = current[2]
-            else:
-                held = current.time
-                if len(held) != 30 or held[-1] != "Z":
-                    held = time_key(held)
+            held = _time_of(current)
             key = sample[2]
             if key > held:
                 samples[pair] = sample

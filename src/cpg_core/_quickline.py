@@ -443,11 +443,15 @@ class QuickReader:
         if raw is None:
             return EMPTY_ENDPOINT
         number = self._endpoints.get(raw)
-        if number is None:
-            number = self._number(raw)
-        return self._by_number[number]
+        found = None if number is None else self._by_number.get(number)
+        return found if found is not None else self._register(raw)[1]
 
     def _number(self, raw: _Endpoint) -> int:
+        return self._register(raw)[0]
+
+    def _register(self, raw: _Endpoint) -> tuple[int, Endpoint]:
+        """A raw endpoint seen for the first time (or since the bounded caches were
+        cleared): its number and its endpoint."""
         endpoint = self._parser.endpoint(
             raw.namespace, raw.labels, raw.identity, raw.pod_name, raw.cluster_name
         )
@@ -461,4 +465,4 @@ class QuickReader:
             number = self._number_of[endpoint] = next(self._numbers)
             self._by_number[number] = endpoint
         self._endpoints[raw] = number
-        return number
+        return number, endpoint

@@ -298,6 +298,21 @@ def test_the_quick_way_aggregates_exactly_as_the_full_path(options: AggregateOpt
             assert [p.attribution for p in quick[2]] == [p.attribution for p in full[2]], order
 
 
+def test_bounded_caches_that_clear_midway_change_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reader forgets endpoints and the aggregator folds its counts when their caches
+    fill up: numbers are never given twice, so a count never lands on another entry."""
+    import cpg_core._aggregate
+    import cpg_core._quickline
+
+    lines = _capture(random.Random(3), 3000)
+    full = _aggregate(lines, AggregateOptions(), quick=False)
+    monkeypatch.setattr(cpg_core._quickline, "_ENDPOINT_CACHE_LIMIT", 3)
+    monkeypatch.setattr(cpg_core._aggregate, "_ENTRY_CACHE_LIMIT", 5)
+    quick = _aggregate(lines, AggregateOptions(), quick=True)
+    assert quick[0] == full[0]
+    assert [p.attribution for p in quick[2]] == [p.attribution for p in full[2]]
+
+
 _READS: dict[str, Any] = {
     "window": lambda a: a.window(),
     "rule_flows": lambda a: a.rule_flows,
