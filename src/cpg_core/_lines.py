@@ -66,9 +66,10 @@ def feed_lines(
 
     With ``known`` (:meth:`Aggregator.add_line`), ``context`` (:meth:`Aggregator.add_context`)
     and ``reader``, a line of the commonest shapes is offered to them first: by its quick key,
-    with the line itself as the unparsed sample, or by its decision; only what they
-    decline is parsed into a Flow for ``sink``. When few of the first lines of a batch take
-    that way (another kind of capture), the rest of the batch does not try it."""
+    with the line itself as the unparsed sample, or by its decision. Any other line goes to
+    ``sink`` as its Flow: built by the reader from what it decoded when it can, else parsed
+    (orjson and ``parser``). When few of the first lines of a batch decode the reader's way
+    (another kind of capture), the rest of the batch does not try it."""
     parse = parser.parse
     loads = orjson.loads
     read = None

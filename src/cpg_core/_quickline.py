@@ -3,15 +3,14 @@
 Most of a replay's lines are DROPPED POLICY_DENIED flows between two pods, each one more flow
 for an allow entry already seen. For those, decoding every field into dicts and then into a
 19-field Flow is most of the cost. :class:`QuickReader` decodes a line into typed structs with
-msgspec (in C, validating as it goes) and returns the entry key and the time, or None for
-anything else. A line of another meaning that decodes all the same (an infrastructure drop,
-an entry's first flow) is turned into its Flow straight from the structs; only what does not
-decode takes the full path (orjson and :class:`FlowParser`).
+msgspec (in C, validating as it goes) and returns the entry key and the time. A line of
+another meaning that decodes all the same (an infrastructure drop, an entry's first flow) is
+turned into its Flow straight from the structs; only what does not decode, or is not plain
+enough to build here, takes the full path (orjson and :class:`FlowParser`).
 
 The contract that keeps both paths equal: whenever :meth:`QuickReader.read` returns a key or
 a Flow, ``FlowParser().parse(orjson.loads(line))`` succeeds and gives a flow with exactly these
-values (or that Flow).
-So the schema below covers every field of Hubble's ``Flow`` (A.5 in the API notes) with a
+values (or that Flow). So the schema below covers every field of Hubble's ``Flow`` (A.5 in the API notes) with a
 precise type and rejects unknown fields: nothing is skipped unread (skipping would let through
 bytes that orjson refuses, such as invalid UTF-8), and every number is a bounded integer (a
 300-digit number orjson refuses cannot be one). A field the schema does not know, a value of
@@ -277,10 +276,9 @@ def _flag_names(flags: _Flags) -> tuple[str, ...]:
 
 
 class QuickReader:
-    """Reads the allow-entry key of the commonest line (see the module docstring). Endpoints
-    come from ``parser``, the same instances its flows hold, so that the aggregator's keys
-    compare by identity. Each endpoint also gets a number, never reused by this reader, for
-    :data:`QuickKey`."""
+    """Reads the allow-entry key of the commonest line, and the Flow of other plain lines
+    (see the module docstring). Endpoints come from ``parser``, the same instances its flows
+    hold; each also gets a number, never reused by this reader, for :data:`QuickKey`."""
 
     __slots__ = ("_by_number", "_decode", "_endpoints", "_number_of", "_numbers", "_parser")
 
