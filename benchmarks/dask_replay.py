@@ -50,11 +50,17 @@ def model_inputs(capture: Path) -> None:
         receipt = dask_engine.replay_part(part, options, "bench")
         rates.append((receipt.flows, time.perf_counter() - start))
     (first,) = dask_engine.collect("bench")
-    size = len(pickle.dumps(first))
+    for part in parts[2:4]:  # another worker thread's two parts
+        dask_engine.replay_part(part, options, "bench-other")
+    (other,) = dask_engine.collect("bench-other")
+    pickled = pickle.dumps(first)
+    size = len(pickled)
+    # As the client does: each worker's partial arrives pickled and is absorbed as its own.
+    arrived = [pickle.loads(pickled).state, pickle.loads(pickle.dumps(other)).state]
     start = time.perf_counter()
     merged = Aggregator(options)
-    merged.absorb(first.state)
-    merged.absorb(first.state)
+    for state in arrived:
+        merged.absorb(state, own=True)
     merge_s = time.perf_counter() - start
     entries = sum(len(atoms) for atoms in first.state.atoms.values())
     for label, (flows, seconds) in zip(("first (cold)", "second (warm)"), rates, strict=False):

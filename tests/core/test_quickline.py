@@ -313,6 +313,41 @@ def test_bounded_caches_that_clear_midway_change_nothing(monkeypatch: pytest.Mon
     assert [p.attribution for p in quick[2]] == [p.attribution for p in full[2]]
 
 
+def test_a_hand_over_is_the_state_without_the_copies() -> None:
+    """What a done worker hands back counts what state() counts; its samples may stay lines
+    (a forked worker's pipe) or go parsed (over a network, a third of the bytes), and
+    absorbing either gives the same aggregate."""
+    lines = _capture(random.Random(11), 3000)
+
+    def fed() -> Aggregator:
+        parser = FlowParser()
+        aggregator, reader = Aggregator(), QuickReader(parser)
+        for at in range(0, len(lines), 500):
+            aggregate_lines(lines[at : at + 500], at + 1, ReadStats(), parser, aggregator, reader)
+        return aggregator
+
+    expected = fed().state()
+    kept = fed().hand_over()
+    parsed = fed().hand_over(parse_samples=True)
+    samples = [
+        sample
+        for atoms in parsed.atoms.values()
+        for stats in atoms.values()
+        for sample in stats.samples.values()
+    ]
+    assert samples and all(isinstance(sample, Flow) for sample in samples)
+    assert any(
+        isinstance(sample, tuple)
+        for atoms in kept.atoms.values()
+        for stats in atoms.values()
+        for sample in stats.samples.values()
+    )
+    for handed in (kept, parsed):
+        merged = Aggregator()
+        merged.absorb(handed, own=True)
+        assert merged.state() == expected
+
+
 _READS: dict[str, Any] = {
     "window": lambda a: a.window(),
     "rule_flows": lambda a: a.rule_flows,
