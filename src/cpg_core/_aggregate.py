@@ -623,7 +623,7 @@ class Aggregator:
         if parse_samples:
             for atoms in state.atoms.values():
                 for stats in atoms.values():
-                    stats.sample_flows()
+                    stats.sample_flows()  # parses the samples in place
         return state
 
     def _state(self, *, copy: bool) -> AggregateState:

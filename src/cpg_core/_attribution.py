@@ -90,6 +90,17 @@ def _time_of(sample: Sample) -> str:
     return text if (len(text) == 30 and text[-1] == "Z") else time_key(text)
 
 
+def _newer(current: Sample, other: Sample) -> Sample:
+    """Of two samples of one endpoint pair, the one to keep: the newer, and at the same time
+    the greater flow (both parsed only then; samples may still be lines)."""
+    theirs, ours = _time_of(other), _time_of(current)
+    if theirs != ours:
+        return other if theirs > ours else current
+    flow = other if not isinstance(other, tuple) else other[0](other[1])
+    held = current if not isinstance(current, tuple) else current[0](current[1])
+    return flow if sample_of(flow) > sample_of(held) else held
+
+
 def sample_of(flow: Flow) -> SampleKey:
     text = flow.time
     return SampleKey(
@@ -229,19 +240,7 @@ class RuleStats:
             return
         samples = self.samples
         current = samples.get(pair)
-        if current is None:
-            samples[pair] = sample
-        else:
-            held = _time_of(current)
-            key = sample[2]
-            if key > held:
-                samples[pair] = sample
-            elif key == held:  # the same time: the flows' other fields decide, as in add
-                flow = sample[0](sample[1])
-                if isinstance(current, tuple):
-                    current = samples[pair] = current[0](current[1])
-                if sample_of(flow) > sample_of(current):
-                    samples[pair] = flow
+        samples[pair] = sample if current is None else _newer(current, sample)
         if len(samples) > 4 * max_samples:
             self._trim(max_samples)
 
@@ -287,16 +286,7 @@ class RuleStats:
         mine = self.samples
         for pair, sample in other.samples.items():
             current = mine.get(pair)
-            if current is None:
-                mine[pair] = sample
-                continue
-            theirs, ours = _time_of(sample), _time_of(current)
-            if theirs == ours:  # parsed only to break a tie (samples may still be lines)
-                flow = sample if not isinstance(sample, tuple) else sample[0](sample[1])
-                held = current if not isinstance(current, tuple) else current[0](current[1])
-                mine[pair] = flow if sample_of(flow) > sample_of(held) else held
-            elif theirs > ours:
-                mine[pair] = sample
+            mine[pair] = sample if current is None else _newer(current, sample)
         if max_samples and len(self.samples) > max_samples:
             self._trim(max_samples)
         elif not max_samples:

@@ -9,9 +9,9 @@ turned into its Flow straight from the structs; only what does not decode, or is
 enough to build here, takes the full path (orjson and :class:`FlowParser`).
 
 The contract that keeps both paths equal: whenever :meth:`QuickReader.read` returns a key or
-a Flow, ``FlowParser().parse(orjson.loads(line))`` succeeds and gives a flow with exactly these
-values (or that Flow). So the schema below covers every field of Hubble's ``Flow`` (A.5 in the API notes) with a
-precise type and rejects unknown fields: nothing is skipped unread (skipping would let through
+a Flow, ``FlowParser().parse(orjson.loads(line))`` succeeds and gives a flow with exactly
+these values (or that Flow). So the schema below covers every field of Hubble's ``Flow`` (A.5
+in the API notes) with a precise type and rejects unknown fields: nothing is skipped unread (skipping would let through
 bytes that orjson refuses, such as invalid UTF-8), and every number is a bounded integer (a
 300-digit number orjson refuses cannot be one). A field the schema does not know, a value of
 another type, a camelCase key, an L7 record or a policy list all mean "not the common shape".
@@ -27,7 +27,9 @@ import msgspec
 from cpg_core._decide import Decision
 from cpg_core._dropreasons import POLICY_DENIED, REASON_CODES
 from cpg_core._flow import EMPTY_ENDPOINT, Endpoint, EntryKey, Flow, Verdict
-from cpg_core._parse import FlowParser
+from cpg_core._parse import _DIRECTIONS as _DIRECTION_NUMBERS  # one table for both readers
+from cpg_core._parse import _VERDICTS as _VERDICT_NUMBERS
+from cpg_core._parse import MAX_PORT, FlowParser
 
 U8 = Annotated[int, msgspec.Meta(ge=0, le=255)]
 U16 = Annotated[int, msgspec.Meta(ge=0, le=65535)]
@@ -237,9 +239,6 @@ QuickRead = tuple[QuickKey | Decision, str] | Flow | None
 """What :meth:`QuickReader.read` makes of a line."""
 
 _DIRECTIONS = {"INGRESS": 1, "EGRESS": 2}
-_DIRECTION_NUMBERS = {"TRAFFIC_DIRECTION_UNKNOWN": 0, **_DIRECTIONS}
-_VERDICT_NUMBERS = {v.name: int(v) for v in Verdict}
-_MAX_PORT = 65535
 _FLAG_NAMES: dict[_Flags, tuple[str, ...]] = {}
 """The few flag sets a capture has, named once each."""
 _DROPPED = int(Verdict.DROPPED)
@@ -400,7 +399,7 @@ class QuickReader:
                 protocol = "UDP"
                 port = udp.destination_port or 0
                 source_port = udp.source_port
-            if source_port > _MAX_PORT:
+            if source_port > MAX_PORT:
                 source_port = 0  # a hint only: out of range reads as absent
         is_reply = f.is_reply
         if is_reply is None:

@@ -14,13 +14,11 @@ absolute here, from each part's line count, exactly as a local run numbers them.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -28,7 +26,7 @@ import attrs
 from cpg_core import AggregateOptions, AggregateState, Aggregator, Setting
 from cpg_core.reading import MAX_LINE_BYTES, OVERSIZED, LineAggregator, Readers, merge_stats
 from cpg_io.engines.local import first_bytes
-from cpg_io.engines.workers import CHUNK_BYTES, lines_of
+from cpg_io.engines.workers import CHUNK_BYTES, collector_paused, lines_of
 from cpg_io.errors import Cancelled, EngineError, MissingDask
 from cpg_io.progress import Reported
 from cpg_io.remote import is_url, open_raw
@@ -189,20 +187,6 @@ def replay_part(part: Part, options: AggregateOptions, run: str) -> Receipt:
         return _read_into(gathering, part)
 
 
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cycle collector off while a part is read, as in a local worker: the aggregate
-    only grows and has no cycles, and each pass over it (the worker keeps it across parts)
-    would cost more the further the run is."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def _read_into(gathering: _Gathering, part: Part) -> Receipt:
     key = (part.file, part.index)
     done = gathering.receipts.get(key)
@@ -211,7 +195,7 @@ def _read_into(gathering: _Gathering, part: Part) -> Receipt:
     feeder = gathering.feeder
     before = feeder.aggregator.total_flows
     stats = ReadStats()
-    with _collector_paused():
+    with collector_paused():  # as in a local worker
         if part.stop is None:
             with open_flow_stream(part.url) as stream:
                 for first, lines in iter_line_batches(stream, stats, CHUNK_BYTES):
