@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from conftest import cpg, endpoint, flow_dict
+from conftest import cpg, cpg_process, endpoint, flow_dict
 from cpg_core import AggregateOptions
 from cpg_io.engines import InProcess
 from cpg_io.engines import dask as dask_engine
@@ -280,6 +280,34 @@ def test_the_cli_on_s3_and_dask_equals_the_local_cli(cluster: Any, tmp_path: Pat
     assert checked.returncode == 0, checked.stderr
     verdict = json.loads(checked.stdout)
     assert verdict["passed"] and verdict["candidates"]["total"] == mine["flows"]["candidate"]
+
+
+def test_a_cluster_cpg_starts_itself_equals_the_local_run(tmp_path: Path) -> None:
+    """``--scheduler local:2``: cpg starts its own LocalCluster (its workers forked from the
+    command, while the inputs are being identified in a thread beside it) and stops it; the
+    policies and the counts are those of the local engine."""
+    files = _files(tmp_path / "capture")
+    runs = {}
+    for name, extra in {
+        "local": ["-j", "1"],
+        "dask": ["--engine", "dask", "--scheduler", "local:2", "--part-size", "1MiB"],
+    }.items():
+        ran = cpg_process(
+            "replay",
+            *map(str, files),
+            "-d",
+            str(tmp_path / name),
+            "--evidence-dir",
+            str(tmp_path / f"{name}-evidence"),
+            "-o",
+            "json",
+            *extra,
+        )
+        assert ran.returncode == 0, ran.stderr
+        runs[name] = json.loads(ran.stdout)
+    assert _tree(tmp_path / "dask") == _tree(tmp_path / "local") != {}
+    assert runs["dask"]["flows"] == runs["local"]["flows"]
+    assert runs["dask"]["lines_read"] == runs["local"]["lines_read"] == 4300
 
 
 def test_missing_extras_name_the_install_command(tmp_path: Path) -> None:

@@ -284,7 +284,14 @@ def _connect(scheduler: str) -> tuple[Any, Any]:
 
         # The workers' own statistical profiler samples the task thread every 10 ms (and
         # takes the interpreter to do it): nobody looks at it in a cluster started for one run.
-        with dask.config.set({"distributed.worker.profile.enabled": False}):
+        # Its worker processes are forked from this one, which has dask and cpg imported
+        # already: a spawned worker imports them again (~0.5 s of the run) and its nanny takes
+        # longer to stop.
+        settings = {
+            "distributed.worker.profile.enabled": False,
+            "distributed.worker.multiprocessing-method": "fork",
+        }
+        with dask.config.set(settings):
             cluster = LocalCluster(
                 n_workers=int(count),
                 threads_per_worker=1,
