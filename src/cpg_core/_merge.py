@@ -356,9 +356,12 @@ def render_or_merge(
     rules: Sequence[Rule],
     path: str = "policy",
 ) -> str:
-    """The text to write: a fresh rendering, or the existing file with the rules merged in."""
-    if existing is None or not existing.strip():
-        return render_policy(name, namespace, selector, rules)
+    """The text to write: a fresh rendering, or the existing file with the rules merged in.
+    A file that is exactly the fresh rendering (a rerun that found the same rules) is kept
+    without being read as YAML: merging rules into their own rendering changes nothing."""
+    fresh = render_policy(name, namespace, selector, rules)
+    if existing is None or not existing.strip() or existing == fresh:
+        return fresh
     return merge_policy_text(
         existing, name=name, namespace=namespace, selector=selector, rules=rules, path=path
     )

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import random
+
 import pytest
 import yaml
 
@@ -7,7 +9,7 @@ from conftest import assert_crd_valid
 from cpg_core._errors import PolicyMergeError, SelectorMismatchError
 from cpg_core._merge import covered_by, merge_policy_text, render_or_merge
 from cpg_core._render import render_policy
-from cpg_core._rules import Atom, CidrPeer, EndpointPeer, EntityPeer, rules_from_atoms
+from cpg_core._rules import Atom, CidrPeer, EndpointPeer, EntityPeer, FqdnPeer, rules_from_atoms
 
 NS = "prod"
 SEL = (("app", "api"),)
@@ -281,3 +283,59 @@ def test_cpgs_comment_on_an_edited_rule_is_made_true_or_dropped() -> None:
     assert "  # ask Ann first\n" in merge(own, [*two_ports, Atom("ingress", CLIENT, "TCP", 22)])
     # a correct comment on an unchanged file: the file is left as it was
     assert merge(original, two_ports) is original
+
+
+def _random_atoms(rng: random.Random) -> list[Atom]:
+    """A policy's worth of allow entries of every kind cpg writes."""
+    peers = [
+        CLIENT,
+        EndpointPeer(NS, (("app", "web"), ("tier", "front"))),
+        EndpointPeer("shop", (("app", "cart"),), cluster="east"),
+        EntityPeer("host"),
+        EntityPeer("world"),
+        CidrPeer("10.0.0.7/32"),
+        CidrPeer("2001:db8::1/128"),
+    ]
+    atoms = []
+    for _ in range(rng.randint(1, 12)):
+        direction = rng.choice(("ingress", "egress"))
+        roll = rng.random()
+        if roll < 0.1:
+            atoms.append(Atom(direction, rng.choice(peers), "ICMPv4", rng.choice((0, 8))))
+        elif roll < 0.2:
+            path = rng.choice(("^/api$", "^/health$"))
+            atoms.append(Atom(direction, CLIENT, "TCP", 8080, ("http", "GET", path)))
+        elif roll < 0.3:
+            dns = EndpointPeer("kube-system", (("k8s-app", "kube-dns"),))
+            name = rng.choice(("example.com", "api.example.org"))
+            atoms.append(Atom("egress", dns, rng.choice(("UDP", "TCP")), 53, ("dns", name)))
+        elif roll < 0.4:
+            fqdn = FqdnPeer(rng.choice(("example.com", "api.example.org")))
+            atoms.append(Atom("egress", fqdn, "TCP", rng.choice((443, 8443))))
+        else:
+            port = rng.choice((53, 80, 443, 5432, 9090))
+            atoms.append(Atom(direction, rng.choice(peers), rng.choice(("TCP", "UDP")), port))
+    return atoms
+
+
+def test_a_file_that_is_its_own_rendering_merges_to_itself() -> None:
+    """What render_or_merge relies on to keep such a file without reading it as YAML: merging
+    rules into their own rendering changes nothing, for every kind of rule."""
+    rng = random.Random(11)
+    for _ in range(300):
+        rules = rules_from_atoms(_random_atoms(rng))
+        text = render_policy("cpg-api", NS, SEL, rules)
+        merged = merge_policy_text(text, name="cpg-api", namespace=NS, selector=SEL, rules=rules)
+        assert merged == text
+        kept = render_or_merge(text, name="cpg-api", namespace=NS, selector=SEL, rules=rules)
+        assert kept == text
+
+
+def test_render_or_merge_merges_a_file_that_differs_from_the_fresh_rendering() -> None:
+    rules = rules_from_atoms(B)
+    assert render_or_merge(render(A), name="cpg-api", namespace=NS, selector=SEL, rules=rules) == (
+        render(A + B)
+    )
+    edited = with_human_edits(render(A + B))
+    again = render_or_merge(edited, name="cpg-api", namespace=NS, selector=SEL, rules=rules)
+    assert again is edited  # nothing new: the person's file as it was
