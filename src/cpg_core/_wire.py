@@ -78,31 +78,25 @@ _RENAMED: dict[type, dict[str, str]] = {
 
 def _in_order(cls: type, omitted: tuple[str, ...], renamed: dict[str, str]) -> Callable[[Any], Any]:
     """An unstructure hook that keeps the fields in class order (cattrs' own generated hooks
-    move omittable fields to the end, and the Go schemas fix the order). Written out as code
-    for ``cls``, as cattrs writes its own: evidence files hold thousands of these records."""
+    move omittable fields to the end, and the Go schemas fix the order)."""
     attrs.resolve_types(cls)
-    namespace: dict[str, Any] = {}
-    body = ["def unstructure(value):", "    out = {}"]
-    for index, field in enumerate(attrs.fields(cls)):
+    steps = []
+    for field in attrs.fields(cls):
         hook = None if field.type in _PLAIN else converter.get_unstructure_hook(field.type)
-        written = "item"
-        if hook is not None:
-            namespace[f"hook_{index}"] = hook
-            written = f"hook_{index}(item)"
-        key = repr(renamed.get(field.name, field.name))
-        body.append(f"    item = value.{field.name}")
-        if field.name in omitted:  # left out while it holds its default
-            default = field.default
-            if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
-                default = default.factory()
-            namespace[f"default_{index}"] = default
-            body.append(f"    if not (item == default_{index}):")
-            body.append(f"        out[{key}] = {written}")
-        else:
-            body.append(f"    out[{key}] = {written}")
-    body.append("    return out")
-    exec(compile("\n".join(body), f"<cpg unstructure {cls.__name__}>", "exec"), namespace)
-    unstructure: Callable[[Any], dict[str, Any]] = namespace["unstructure"]
+        default = field.default if field.name in omitted else attrs.NOTHING
+        if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+            default = default.factory()  # type: ignore[union-attr]
+        steps.append((field.name, renamed.get(field.name, field.name), hook, default))
+
+    def unstructure(value: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, key, hook, default in steps:
+            item = getattr(value, name)
+            if default is not attrs.NOTHING and item == default:
+                continue
+            out[key] = item if hook is None else hook(item)
+        return out
+
     return unstructure
 
 
