@@ -336,25 +336,6 @@ class Aggregator:
         self._candidate(flow)
         return decision
 
-    def add_known(self, entry: EntryKey, time: str, parse: Callable[[Any], Flow], raw: Any) -> bool:
-        """Count a DROPPED, POLICY_DENIED, non-reply flow with no L7 record or names by its
-        allow-entry key alone (what :meth:`QuickReader.entry` reads), keeping ``raw`` unparsed
-        as its sample (``parse(raw)`` gives the Flow). Only when that entry was seen before;
-        False, and nothing counted, otherwise (or when the time ties with its pair's sample):
-        then :meth:`add` the parsed flow. Either way the result is the same."""
-        if not self._fast:
-            return False
-        stats = self._entries.get(entry)
-        if stats is None or (self._window and not self._inside(time)):
-            return False
-        key = time if (len(time) == 30 and time[-1] == "Z") else time_key(time)
-        if not stats.add_pending(
-            key, (entry[1], entry[2]), (parse, raw, key), "policy", self._max_samples
-        ):
-            return False
-        self.decisions[Decision.CANDIDATE] += 1
-        return True
-
     def read_quick_keys(
         self, entry_key: Callable[[QuickKey], EntryKey | None], parse: Callable[[Any], Flow]
     ) -> None:
@@ -369,11 +350,13 @@ class Aggregator:
         self._parse_line = parse
 
     def add_line(self, key: QuickKey, time: str, raw: Any) -> bool:
-        """:meth:`add_known` for a line a :class:`QuickReader` read (see
-        :meth:`read_quick_keys`), by its quick key: counted in a :class:`PendingCount`, which
-        costs less than adding it to the entry's stats. False, and nothing counted, when the
-        entry is new, outside the window, or the line's time ties with the newest of its pair
-        (then :meth:`add` the parsed flow)."""
+        """Count a DROPPED, POLICY_DENIED, non-reply flow with no L7 record or names by its
+        quick key alone (from a :class:`QuickReader`, or the live path's converter: see
+        :meth:`read_quick_keys`), keeping ``raw`` unparsed as its sample. It is counted in a
+        :class:`PendingCount`, which costs less than adding it to the entry's stats. False,
+        and nothing counted, when the entry is new, outside the window, or the flow's time
+        ties with the newest of its pair: then :meth:`add` the parsed flow. Either way the
+        result is the same."""
         pending = self._pending.get(key)
         if pending is None:
             pending = self._count_for(key)
@@ -412,11 +395,22 @@ class Aggregator:
             assert self._parse_line is not None
             fold_pending(self._pending.values(), self._parse_line, self._max_samples)
 
+    def fold_some(self, limit: int) -> bool:
+        """Fold at most ``limit`` of the counts :meth:`add_line` keeps (every read method
+        folds them all first): whether none is left. A live capture folds a flush's backlog
+        a slice at a time, so that the stream it shares the aggregator with waits only for
+        one slice."""
+        if not self._pending:
+            return True
+        assert self._parse_line is not None
+        return fold_pending(self._pending.values(), self._parse_line, self._max_samples, limit)
+
     def add_context(self, decision: Decision, time: str) -> bool:
         """Count a flow that only adds context, by its time alone: REPLY (a DROPPED
-        POLICY_DENIED reply) or NOT_A_DROP (a verdict other than DROPPED and AUDIT), from a line
-        :meth:`QuickReader.entry` read. False, and nothing counted, when the flow needs
-        :meth:`add` (a time window is set, or options change what such a flow means)."""
+        POLICY_DENIED reply) or NOT_A_DROP (a verdict other than DROPPED and AUDIT), as
+        :meth:`QuickReader.read` (or the live path's converter) read it. False, and nothing
+        counted, when the flow needs :meth:`add` (a time window is set, or options change what
+        such a flow means)."""
         if (
             self._window
             or self._filter is not None

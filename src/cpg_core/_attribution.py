@@ -180,43 +180,6 @@ class RuleStats:
             if len(samples) > 4 * max_samples:
                 self._trim(max_samples)
 
-    def add_pending(
-        self,
-        key: str,
-        pair: tuple[Endpoint, Endpoint],
-        sample: PendingFlow,
-        flow_cls: str,
-        max_samples: int,
-    ) -> bool:
-        """:meth:`add` for a flow known only by its time key, its endpoint pair and its
-        unparsed record. False, and nothing counted, when its place among the samples needs
-        the flow itself: a sample of the same pair has the same time (the tie is broken by the
-        flow's other fields)."""
-        replace = False
-        samples = self.samples
-        if max_samples:
-            current = samples.get(pair)
-            if current is None:
-                replace = True
-            else:
-                held = _time_of(current)
-                if key == held:
-                    return False
-                replace = key > held
-        self.count += 1
-        if key:
-            if not self.first or key < self.first:
-                self.first = key
-            if key > self.last:
-                self.last = key
-        classes = self.classes
-        classes[flow_cls] = classes.get(flow_cls, 0) + 1
-        if replace:
-            samples[pair] = sample
-            if len(samples) > 4 * max_samples:
-                self._trim(max_samples)
-        return True
-
     def absorb_counted(
         self,
         count: int,
@@ -226,9 +189,9 @@ class RuleStats:
         sample: PendingFlow | None,
         max_samples: int,
     ) -> None:
-        """What :meth:`add_pending` makes of ``count`` flows of one endpoint pair, oldest
-        and newest time keys ``first`` and ``last``, ``sample`` the newest (None when samples
-        are not kept), all at once."""
+        """What :meth:`add` makes of ``count`` policy-denied flows of one endpoint pair,
+        oldest and newest time keys ``first`` and ``last``, ``sample`` the newest (unparsed:
+        ``(parse, raw, key)``; None when samples are not kept), all at once."""
         self.count += count
         if first and (not self.first or first < self.first):
             self.first = first

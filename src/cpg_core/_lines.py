@@ -74,10 +74,10 @@ def feed_lines(
     loads = orjson.loads
     read = None
     flow_of: Callable[[bytes | str], Flow | None] = _no_flow
-    add_known: Callable[[QuickKey, str, Any], bool] = _declined
+    add_line: Callable[[QuickKey, str, Any], bool] = _declined
     add_context: Callable[[Decision, str], bool] = _declined
     if reader is not None and known is not None and context is not None:
-        read, flow_of, add_known, add_context = reader.read, reader.flow, known, context
+        read, flow_of, add_line, add_context = reader.read, reader.flow, known, context
     tried = taken = 0
     number = first_line - 1
     for line in lines:
@@ -98,7 +98,7 @@ def feed_lines(
                         continue
                     what, time = found  # type: ignore[misc]
                     if (
-                        add_known(what, time, line)
+                        add_line(what, time, line)
                         if isinstance(what, tuple)
                         else add_context(what, time)
                     ):

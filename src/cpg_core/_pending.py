@@ -38,12 +38,19 @@ class PendingCount:
 
 
 def fold_pending(
-    pending: Iterable[PendingCount], parse: Callable[[Any], Flow], max_samples: int
-) -> None:
-    """Move what the counts hold into their entries' stats; the counts are empty after."""
+    pending: Iterable[PendingCount],
+    parse: Callable[[Any], Flow],
+    max_samples: int,
+    limit: int | None = None,
+) -> bool:
+    """Move what the counts hold into their entries' stats; the counts are empty after. With
+    ``limit``, at most that many counts are folded: whether none is left."""
+    folded = 0
     for count in pending:
         if not count.count:
             continue
+        if limit is not None and folded == limit:
+            return False
         sample = (parse, count.raw, count.newest) if max_samples else None
         count.stats.absorb_counted(
             count.count, count.first, count.newest, count.pair, sample, max_samples
@@ -51,3 +58,5 @@ def fold_pending(
         count.count = 0
         count.first = count.newest = NO_TIME
         count.raw = None
+        folded += 1
+    return True

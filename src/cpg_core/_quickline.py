@@ -226,10 +226,6 @@ class _Response(_Struct):
     time: str | None = None
 
 
-QuickLine = tuple[EntryKey | Decision, str]
-"""What a quick reader tells of a flow: an allow-entry key or a decision, and the flow's
-time."""
-
 QuickKey = tuple[int, int, int, str, int]
 """An allow-entry key as :meth:`QuickReader.read` gives it: (direction, source, destination,
 protocol, port) with the two endpoints as the reader's numbers for them, so that hashing the

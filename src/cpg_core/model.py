@@ -6,6 +6,7 @@ from cpg_core._flow import (
     Direction,
     DNSInfo,
     Endpoint,
+    EntryKey,
     Flow,
     HTTPInfo,
     L7Info,
@@ -16,20 +17,21 @@ from cpg_core._flow import (
     Verdict,
     endpoint_of,
 )
-from cpg_core._quickline import QuickLine, quick_decision
+from cpg_core._quickline import QuickKey, quick_decision
 
 __all__ = [
     "EMPTY_ENDPOINT",
     "DNSInfo",
     "Direction",
     "Endpoint",
+    "EntryKey",
     "Flow",
     "HTTPInfo",
     "L7Info",
     "LostEvents",
     "OtherRecord",
     "PolicyRef",
-    "QuickLine",
+    "QuickKey",
     "Record",
     "Verdict",
     "endpoint_of",

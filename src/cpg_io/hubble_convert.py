@@ -3,6 +3,7 @@ the same flow (a test checks it on real captures)."""
 
 from __future__ import annotations
 
+import itertools
 import time as _clock
 from typing import Any
 
@@ -10,10 +11,11 @@ from cpg_core import Decision, Endpoint, Flow, FlowParseError, LostEvents, Other
 from cpg_core.model import (
     EMPTY_ENDPOINT,
     DNSInfo,
+    EntryKey,
     HTTPInfo,
     L7Info,
     PolicyRef,
-    QuickLine,
+    QuickKey,
     Record,
     endpoint_of,
     quick_decision,
@@ -121,14 +123,24 @@ def _refs(policies: Any) -> tuple[PolicyRef, ...]:
     return tuple(PolicyRef(p.name, p.namespace, p.kind) for p in policies)
 
 
+_ENDPOINT_CACHE_LIMIT = 65536
+
+
 class ProtoConverter:
     """Converts GetFlowsResponse messages; caches endpoints like the JSON parser does."""
 
-    __slots__ = ("_endpoints", "_second")
+    __slots__ = ("_by_number", "_endpoints", "_number_of", "_numbers", "_second", "_sequence")
 
     def __init__(self) -> None:
         self._endpoints: dict[bytes, Endpoint] = {}
         self._second: tuple[int | None, str] = (None, "")
+        # The numbers of :data:`QuickKey` (as QuickReader keeps them for JSON lines): an
+        # endpoint's encoding to its number, and back to the endpoint. Never reused; only the
+        # stream's thread uses them.
+        self._numbers: dict[bytes, int] = {}
+        self._number_of: dict[Endpoint, int] = {}
+        self._by_number: dict[int, Endpoint] = {}
+        self._sequence = itertools.count(1)
 
     def record(self, response: Any) -> Record:
         kind = response.WhichOneof("response_types")
@@ -200,20 +212,21 @@ class ProtoConverter:
             if not encoded:
                 return EMPTY_ENDPOINT
             msg = flow_pb2.Endpoint.FromString(encoded)
-            if len(self._endpoints) >= 65536:
+            if len(self._endpoints) >= _ENDPOINT_CACHE_LIMIT:
                 self._endpoints.clear()
             found = self._endpoints[encoded] = endpoint_of(
                 msg.namespace, tuple(msg.labels), msg.identity, msg.pod_name, msg.cluster_name
             )
         return found
 
-    def quick(self, f: Any, response: Any) -> QuickLine | None:
+    def quick(self, f: Any, response: Any) -> tuple[QuickKey | Decision, str] | None:
         """What a flow message is when it is of a common shape, read without building a Flow
-        (as :meth:`QuickReader.entry` does for JSON lines): a DROPPED POLICY_DENIED non-reply
-        TCP or UDP flow with a port, by its allow-entry key, or a flow that only adds context
-        (a reply to such a drop; a verdict other than DROPPED and AUDIT), by its decision.
-        None for anything else (L7 records and DNS names included), which :meth:`flow`
-        converts. The time comes as the aggregator's time key (nine fractional digits)."""
+        (as :meth:`QuickReader.read` does for JSON lines): a DROPPED POLICY_DENIED non-reply
+        TCP or UDP flow with a port, by its :data:`QuickKey` (:meth:`entry_key` gives the
+        allow-entry key), or a flow that only adds context (a reply to such a drop; a verdict
+        other than DROPPED and AUDIT), by its decision. None for anything else (L7 records
+        and DNS names included), which :meth:`flow` converts. The time comes as the
+        aggregator's time key (nine fractional digits)."""
         if f.HasField("l7") or f.destination_names:
             return None
         if f.HasField("time"):
@@ -239,8 +252,43 @@ class ProtoConverter:
             return None
         if not 0 < port <= 65535:
             return None
-        source, destination = self._endpoints_of(f)
-        return (direction, source, destination, protocol, port), self._time_key(stamp)
+        source, destination = f.source, f.destination
+        if type(source) is not bytes:  # a whole message: its endpoints encoded once more
+            source = source.SerializeToString() if f.HasField("source") else b""
+            destination = destination.SerializeToString() if f.HasField("destination") else b""
+        numbers = self._numbers
+        first = numbers.get(source)
+        if first is None:
+            first = self._number(source)
+        second = numbers.get(destination)
+        if second is None:
+            second = self._number(destination)
+        return (direction, first, second, protocol, port), self._time_key(stamp)
+
+    def _number(self, encoded: bytes) -> int:
+        """The number of an endpoint seen for the first time (or since the bounded caches
+        were cleared). Encodings that differ only in what cpg does not read share one."""
+        endpoint = self._endpoint(encoded)
+        if len(self._numbers) >= _ENDPOINT_CACHE_LIMIT:
+            self._numbers.clear()
+            self._number_of.clear()
+            self._by_number.clear()
+        number = self._number_of.get(endpoint)
+        if number is None:
+            number = self._number_of[endpoint] = next(self._sequence)
+            self._by_number[number] = endpoint
+        self._numbers[encoded] = number
+        return number
+
+    def entry_key(self, key: QuickKey) -> EntryKey | None:
+        """The allow-entry key of a key :meth:`quick` gave lately (None once the converter
+        forgot one of its endpoints: it keeps a bounded number)."""
+        by_number = self._by_number
+        source = by_number.get(key[1])
+        destination = by_number.get(key[2])
+        if source is None or destination is None:
+            return None
+        return key[0], source, destination, key[3], key[4]
 
     def flow_of(self, response: Any) -> Flow:
         """The flow of a response :meth:`quick` read (for a sample kept unconverted)."""

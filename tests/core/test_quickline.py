@@ -313,6 +313,25 @@ def test_bounded_caches_that_clear_midway_change_nothing(monkeypatch: pytest.Mon
     assert [p.attribution for p in quick[2]] == [p.attribution for p in full[2]]
 
 
+def test_folding_in_slices_gives_what_one_fold_gives() -> None:
+    """A live flush folds the counts a slice at a time (fold_some), the stream adding more in
+    between: the aggregate is the same as one fold at the end gives."""
+    lines = _capture(random.Random(4), 3000)
+    whole = _aggregate(lines, AggregateOptions(), quick=True)
+    parser = FlowParser()
+    aggregator = Aggregator(AggregateOptions())
+    stats = ReadStats()
+    reader = QuickReader(parser)
+    slices = 0
+    for at in range(0, len(lines), 500):
+        aggregate_lines(lines[at : at + 500], at + 1, stats, parser, aggregator, reader)
+        while not aggregator.fold_some(7):
+            slices += 1
+    assert slices > 10  # it did stop at the limit, and went on where it stopped
+    assert aggregator.state() == whole[0]
+    assert aggregator.plans() == whole[2]
+
+
 def test_a_hand_over_is_the_state_without_the_copies() -> None:
     """What a done worker hands back counts what state() counts; its samples may stay lines
     (a forked worker's pipe) or go parsed (over a network, a third of the bytes), and
@@ -438,12 +457,63 @@ def test_the_live_quick_way_means_what_the_conversion_says() -> None:
         what, time = found
         assert time == time_key(flow.time)  # the aggregator's key, made without the text
         if isinstance(what, tuple):
-            assert (flow.direction, flow.source, flow.destination, flow.protocol, flow.port) == what
+            entry = (flow.direction, flow.source, flow.destination, flow.protocol, flow.port)
+            assert converter.entry_key(what) == entry
             assert decide(flow) is Decision.CANDIDATE
         else:
             assert decide(flow) is what
         assert converter.flow_of(response) == flow
     assert taken > 1000
+
+
+def _take_live(lines: list[bytes], options: AggregateOptions, quick: bool) -> Any:
+    """The flows of ``lines`` as the live capture takes them (protobuf messages): by the
+    converter's quick keys and decisions where it has them, else converted and added."""
+    converter = ProtoConverter()
+    aggregator = Aggregator(options)
+    aggregator.read_quick_keys(converter.entry_key, converter.flow_of)
+    for line in lines:
+        try:
+            response = _response(line)
+        except (json_format.ParseError, ValueError):
+            continue
+        if response.WhichOneof("response_types") != "flow":
+            continue
+        found = converter.quick(response.flow, response) if quick else None
+        taken = False
+        if found is not None:
+            what, when = found
+            taken = (
+                aggregator.add_context(what, when)
+                if isinstance(what, Decision)
+                else aggregator.add_line(what, when, response)
+            )
+        if not taken:
+            aggregator.add(converter.flow(response.flow, response))
+    return aggregator.state(), aggregator.plans()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [AggregateOptions(), AggregateOptions(max_samples=2), AggregateOptions(l7=True)],
+    ids=["default", "two-samples", "l7"],
+)
+def test_the_live_quick_way_aggregates_exactly_as_converting_every_flow(
+    options: AggregateOptions, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counted by the converter's numbers, also when its bounded caches and the
+    aggregator's clear midway (numbers are never given twice)."""
+    import cpg_core._aggregate
+    import cpg_io.hubble_convert
+
+    lines = _capture(random.Random(8), 3000)
+    full = _take_live(lines, options, quick=False)
+    assert _take_live(lines, options, quick=True) == full
+    monkeypatch.setattr(cpg_io.hubble_convert, "_ENDPOINT_CACHE_LIMIT", 3)
+    monkeypatch.setattr(cpg_core._aggregate, "_ENTRY_CACHE_LIMIT", 5)
+    quick = _take_live(lines, options, quick=True)
+    assert quick == full
+    assert [p.attribution for p in quick[1]] == [p.attribution for p in full[1]]
 
 
 def test_the_reader_gives_up_on_a_capture_of_another_shape() -> None:

@@ -253,8 +253,8 @@ def _capture(tmp_path: Path, **settings: object) -> object:
 def test_a_flush_with_no_new_rule_copies_plans_and_writes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 28: a quiet flush costs a constant. No entry is copied, moved, parsed or
-    planned, whatever the number of policies, and the write stage is not entered."""
+    """Issue 28: a quiet flush costs a constant. No entry is copied, moved, parsed, folded
+    or planned, whatever the number of policies, and the write stage is not entered."""
     from cpg_core import Aggregator
     from cpg_core._attribution import RuleStats
     from cpg_io.runs import _live
@@ -275,9 +275,9 @@ def test_a_flush_with_no_new_rule_copies_plans_and_writes_nothing(
 
         monkeypatch.setattr(owner, name, counted)
 
-    for name in ("copy", "take", "absorb", "_settle"):
+    for name in ("copy", "take", "absorb", "absorb_counted", "_settle"):
         counting(RuleStats, name)
-    for name in ("plans", "resolved", "state", "drain", "busy_targets", "absorb"):
+    for name in ("plans", "resolved", "state", "drain", "busy_targets", "absorb", "fold_some"):
         counting(Aggregator, name)
     counting(_live, "write_outputs")  # type: ignore[arg-type]
     more = _again(responses, 0)

@@ -264,7 +264,9 @@ def test_a_reused_identity_number_never_brings_back_old_labels() -> None:
         response = json_format.Parse(json.dumps(record), observer_pb2.GetFlowsResponse())
         quick = converter.quick(response.flow, response)
         flow = converter.flow(response.flow, response)
-        assert quick is not None and quick[0][2] == flow.destination  # type: ignore[index]
+        assert quick is not None and isinstance(quick[0], tuple)
+        entry = converter.entry_key(quick[0])
+        assert entry is not None and entry[2] == flow.destination
         seen.append(flow.destination.labels)
     assert seen == [
         ("reserved:world", "cidr:10.1.0.0/16"),

@@ -50,6 +50,8 @@ _DRAIN_BATCH = 50
 _HAND_OVER = 0.001
 """Seconds the flush waits between two holds of the lock (a lock is not fair: without a
 pause the flush would take it again before the waiting stream wakes up)."""
+_FOLD_SLICE = 1000
+"""Counts folded into their allow entries per hold of the receive lock (~5 ms)."""
 
 _RANK = {
     "created": 3,
@@ -168,6 +170,7 @@ class LiveCapture(RelayReader):
         self.totals = Aggregator(settings.options)
         """Every flow of the session. A flush moves out (drains) what the policies it writes
         gathered; the entries stay known, so the fast path keeps finding them."""
+        self.totals.read_quick_keys(self._converter.entry_key, self._converter.flow_of)
         self._files: dict[Path, FileResult] = {}
         self._flushing = threading.Lock()
         self._held: HeldStats = {}
@@ -205,7 +208,7 @@ class LiveCapture(RelayReader):
             taken = (
                 interval.add_context(what, when)
                 if isinstance(what, Decision)
-                else interval.add_known(what, when, converter.flow_of, response)
+                else interval.add_line(what, when, response)
             )
         if not taken:
             interval.add(converter.flow(f, response))
@@ -303,10 +306,21 @@ class LiveCapture(RelayReader):
         # new rule costs a constant, and receiving waits only while entries are moved out.
         with self._lock:
             wanted = totals.take_new_targets()
-            if due:
-                wanted.update(totals.busy_targets())
         wanted |= self._retry
         wanted.update(target for target, _atom in self._held)
+        if not wanted and not due:
+            return []
+        # What is read next needs the flows counted by quick key since the last read in
+        # their entries: they are folded in first, a slice at a time (the reads fold what
+        # the stream adds meanwhile, which is little).
+        while True:
+            with self._lock:
+                if totals.fold_some(_FOLD_SLICE):
+                    break
+            time.sleep(_HAND_OVER)
+        if due:
+            with self._lock:
+                wanted.update(totals.busy_targets())
         self._retry = set()
         drained = {}
         targets = sorted(wanted, key=lambda t: (t.namespace, t.workload))
