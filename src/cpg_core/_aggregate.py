@@ -28,8 +28,8 @@ from cpg_core._flow import (
 from cpg_core._l7 import dns_name, http_method, path_regex
 from cpg_core._labels import format_labels
 from cpg_core._names import policy_name, short_hash
+from cpg_core._numbers import QuickKey
 from cpg_core._pending import PendingCount, fold_pending
-from cpg_core._quickline import QuickKey
 from cpg_core._rules import (
     DNS,
     DNS_PORT,

@@ -15,8 +15,9 @@ from cpg_core._aggregate import AggregateOptions, Aggregator
 from cpg_core._decide import Decision
 from cpg_core._errors import FlowParseError
 from cpg_core._flow import Flow, LostEvents, OtherRecord
+from cpg_core._numbers import QuickKey
 from cpg_core._parse import FlowParser
-from cpg_core._quickline import QuickKey, QuickReader
+from cpg_core._quickline import QuickReader
 from cpg_core._synthesis import Resolver
 
 MAX_LINE_BYTES = 16 * 1024 * 1024

@@ -19,7 +19,6 @@ another type, a camelCase key, an L7 record or a policy list all mean "not the c
 
 from __future__ import annotations
 
-import itertools
 from typing import Annotated
 
 import msgspec
@@ -27,6 +26,7 @@ import msgspec
 from cpg_core._decide import Decision
 from cpg_core._dropreasons import POLICY_DENIED, REASON_CODES
 from cpg_core._flow import EMPTY_ENDPOINT, Endpoint, EntryKey, Flow, Verdict
+from cpg_core._numbers import EndpointNumbers, QuickKey
 from cpg_core._parse import _DIRECTIONS as _DIRECTION_NUMBERS  # one table for both readers
 from cpg_core._parse import _VERDICTS as _VERDICT_NUMBERS
 from cpg_core._parse import MAX_PORT, FlowParser
@@ -226,11 +226,6 @@ class _Response(_Struct):
     time: str | None = None
 
 
-QuickKey = tuple[int, int, int, str, int]
-"""An allow-entry key as :meth:`QuickReader.read` gives it: (direction, source, destination,
-protocol, port) with the two endpoints as the reader's numbers for them, so that hashing the
-key never calls back into Python (:meth:`QuickReader.entry_key` gives the EntryKey)."""
-
 QuickRead = tuple[QuickKey | Decision, str] | Flow | None
 """What :meth:`QuickReader.read` makes of a line."""
 
@@ -257,9 +252,6 @@ def quick_decision(verdict: int, reason: int, reply: bool) -> Decision | None:
     return Decision.REPLY if reply else Decision.CANDIDATE
 
 
-_ENDPOINT_CACHE_LIMIT = 65536
-
-
 def _flag_names(flags: _Flags) -> tuple[str, ...]:
     """The flags set, sorted, as FlowParser names them."""
     names = _FLAG_NAMES.get(flags)
@@ -275,15 +267,13 @@ class QuickReader:
     (see the module docstring). Endpoints come from ``parser``, the same instances its flows
     hold; each also gets a number, never reused by this reader, for :data:`QuickKey`."""
 
-    __slots__ = ("_by_number", "_decode", "_endpoints", "_number_of", "_numbers", "_parser")
+    __slots__ = ("_decode", "_endpoints", "_numbers", "_parser")
 
     def __init__(self, parser: FlowParser) -> None:
         self._decode = msgspec.json.Decoder(_Response).decode
         self._parser = parser
-        self._endpoints: dict[_Endpoint, int] = {}
-        self._number_of: dict[Endpoint, int] = {}
-        self._by_number: dict[int, Endpoint] = {}
-        self._numbers = itertools.count(1)
+        self._numbers = EndpointNumbers()
+        self._endpoints = self._numbers.by_raw  # raw endpoint struct -> number
 
     def read(self, line: bytes | str) -> QuickRead:
         """What the line is, when it decodes: for a wrapped, snake_case flow that is either
@@ -425,18 +415,13 @@ class QuickReader:
     def entry_key(self, key: QuickKey) -> EntryKey | None:
         """The allow-entry key of a key :meth:`read` gave lately (None once the reader
         forgot one of its endpoints: it keeps at most a bounded number)."""
-        by_number = self._by_number
-        source = by_number.get(key[1])
-        destination = by_number.get(key[2])
-        if source is None or destination is None:
-            return None
-        return key[0], source, destination, key[3], key[4]
+        return self._numbers.entry_key(key)
 
     def _endpoint(self, raw: _Endpoint | None) -> Endpoint:
         if raw is None:
             return EMPTY_ENDPOINT
         number = self._endpoints.get(raw)
-        found = None if number is None else self._by_number.get(number)
+        found = None if number is None else self._numbers.endpoint(number)
         return found if found is not None else self._register(raw)[1]
 
     def _number(self, raw: _Endpoint) -> int:
@@ -448,14 +433,4 @@ class QuickReader:
         endpoint = self._parser.endpoint(
             raw.namespace, raw.labels, raw.identity, raw.pod_name, raw.cluster_name
         )
-        if len(self._endpoints) >= _ENDPOINT_CACHE_LIMIT:
-            self._endpoints.clear()
-            self._number_of.clear()
-            self._by_number.clear()
-        # Raw endpoints that differ only in what cpg does not read share one number.
-        number = self._number_of.get(endpoint)
-        if number is None:
-            number = self._number_of[endpoint] = next(self._numbers)
-            self._by_number[number] = endpoint
-        self._endpoints[raw] = number
-        return number, endpoint
+        return self._numbers.number(raw, endpoint), endpoint

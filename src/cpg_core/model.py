@@ -17,13 +17,15 @@ from cpg_core._flow import (
     Verdict,
     endpoint_of,
 )
-from cpg_core._quickline import QuickKey, quick_decision
+from cpg_core._numbers import EndpointNumbers, QuickKey
+from cpg_core._quickline import quick_decision
 
 __all__ = [
     "EMPTY_ENDPOINT",
     "DNSInfo",
     "Direction",
     "Endpoint",
+    "EndpointNumbers",
     "EntryKey",
     "Flow",
     "HTTPInfo",

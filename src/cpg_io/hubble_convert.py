@@ -3,7 +3,6 @@ the same flow (a test checks it on real captures)."""
 
 from __future__ import annotations
 
-import itertools
 import time as _clock
 from typing import Any
 
@@ -11,6 +10,7 @@ from cpg_core import Decision, Endpoint, Flow, FlowParseError, LostEvents, Other
 from cpg_core.model import (
     EMPTY_ENDPOINT,
     DNSInfo,
+    EndpointNumbers,
     EntryKey,
     HTTPInfo,
     L7Info,
@@ -129,18 +129,15 @@ _ENDPOINT_CACHE_LIMIT = 65536
 class ProtoConverter:
     """Converts GetFlowsResponse messages; caches endpoints like the JSON parser does."""
 
-    __slots__ = ("_by_number", "_endpoints", "_number_of", "_numbers", "_second", "_sequence")
+    __slots__ = ("_endpoints", "_numbered", "_numbers", "_second")
 
     def __init__(self) -> None:
         self._endpoints: dict[bytes, Endpoint] = {}
         self._second: tuple[int | None, str] = (None, "")
-        # The numbers of :data:`QuickKey` (as QuickReader keeps them for JSON lines): an
-        # endpoint's encoding to its number, and back to the endpoint. Never reused; only the
-        # stream's thread uses them.
-        self._numbers: dict[bytes, int] = {}
-        self._number_of: dict[Endpoint, int] = {}
-        self._by_number: dict[int, Endpoint] = {}
-        self._sequence = itertools.count(1)
+        # The numbers of QuickKey, by the endpoint's encoding (only the stream's thread
+        # uses them).
+        self._numbered = EndpointNumbers()
+        self._numbers = self._numbered.by_raw
 
     def record(self, response: Any) -> Record:
         kind = response.WhichOneof("response_types")
@@ -267,28 +264,13 @@ class ProtoConverter:
 
     def _number(self, encoded: bytes) -> int:
         """The number of an endpoint seen for the first time (or since the bounded caches
-        were cleared). Encodings that differ only in what cpg does not read share one."""
-        endpoint = self._endpoint(encoded)
-        if len(self._numbers) >= _ENDPOINT_CACHE_LIMIT:
-            self._numbers.clear()
-            self._number_of.clear()
-            self._by_number.clear()
-        number = self._number_of.get(endpoint)
-        if number is None:
-            number = self._number_of[endpoint] = next(self._sequence)
-            self._by_number[number] = endpoint
-        self._numbers[encoded] = number
-        return number
+        were cleared)."""
+        return self._numbered.number(encoded, self._endpoint(encoded))
 
     def entry_key(self, key: QuickKey) -> EntryKey | None:
         """The allow-entry key of a key :meth:`quick` gave lately (None once the converter
         forgot one of its endpoints: it keeps a bounded number)."""
-        by_number = self._by_number
-        source = by_number.get(key[1])
-        destination = by_number.get(key[2])
-        if source is None or destination is None:
-            return None
-        return key[0], source, destination, key[3], key[4]
+        return self._numbered.entry_key(key)
 
     def flow_of(self, response: Any) -> Flow:
         """The flow of a response :meth:`quick` read (for a sample kept unconverted)."""

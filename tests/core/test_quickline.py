@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -302,11 +303,11 @@ def test_bounded_caches_that_clear_midway_change_nothing(monkeypatch: pytest.Mon
     """The reader forgets endpoints and the aggregator folds its counts when their caches
     fill up: numbers are never given twice, so a count never lands on another entry."""
     import cpg_core._aggregate
-    import cpg_core._quickline
+    import cpg_core._numbers
 
     lines = _capture(random.Random(3), 3000)
     full = _aggregate(lines, AggregateOptions(), quick=False)
-    monkeypatch.setattr(cpg_core._quickline, "_ENDPOINT_CACHE_LIMIT", 3)
+    monkeypatch.setattr(cpg_core._numbers, "ENDPOINT_CACHE_LIMIT", 3)
     monkeypatch.setattr(cpg_core._aggregate, "_ENTRY_CACHE_LIMIT", 5)
     quick = _aggregate(lines, AggregateOptions(), quick=True)
     assert quick[0] == full[0]
@@ -437,18 +438,23 @@ def _response(line: bytes) -> Any:
     return json_format.Parse(line, observer_pb2.GetFlowsResponse(), ignore_unknown_fields=True)
 
 
-def test_the_live_quick_way_means_what_the_conversion_says() -> None:
-    converter = ProtoConverter()
-    rng = random.Random(3)
-    lines = _capture(rng, 1500) + [line for line in _real_lines() if line.startswith(b'{"flow"')]
-    taken = 0
+def _flow_responses(lines: list[bytes]) -> Iterator[Any]:
+    """The lines that are flows, as the protobuf messages a relay would send."""
     for line in lines:
         try:
             response = _response(line)
         except (json_format.ParseError, ValueError):
             continue
-        if response.WhichOneof("response_types") != "flow":
-            continue
+        if response.WhichOneof("response_types") == "flow":
+            yield response
+
+
+def test_the_live_quick_way_means_what_the_conversion_says() -> None:
+    converter = ProtoConverter()
+    rng = random.Random(3)
+    lines = _capture(rng, 1500) + [line for line in _real_lines() if line.startswith(b'{"flow"')]
+    taken = 0
+    for response in _flow_responses(lines):
         found = converter.quick(response.flow, response)
         flow = converter.flow(response.flow, response)
         if found is None:
@@ -466,30 +472,33 @@ def test_the_live_quick_way_means_what_the_conversion_says() -> None:
     assert taken > 1000
 
 
-def _take_live(lines: list[bytes], options: AggregateOptions, quick: bool) -> Any:
-    """The flows of ``lines`` as the live capture takes them (protobuf messages): by the
-    converter's quick keys and decisions where it has them, else converted and added."""
+def _taken_live(lines: list[bytes], options: AggregateOptions, out: Path) -> Any:
+    """The flows of ``lines`` as a live capture takes them (its own ``_take_flow``), and
+    the share of them it converted to a Flow."""
+    from cpg_io.runs import LiveCapture, LiveSettings
+
+    capture = LiveCapture(LiveSettings(server="127.0.0.1:9", output_dir=out, options=options))
+    flows = converted = 0
+    real = capture.totals.add
+
+    def add(flow: Flow) -> Decision:
+        nonlocal converted
+        converted += 1
+        return real(flow)
+
+    capture.totals.add = add  # type: ignore[method-assign]
+    for response in _flow_responses(lines):
+        flows += 1
+        capture._take_flow(response.flow, response)
+    return capture.totals.state(), capture.totals.plans(), converted / flows
+
+
+def _converted(lines: list[bytes], options: AggregateOptions) -> Any:
+    """The same flows, each converted to a Flow and added."""
     converter = ProtoConverter()
     aggregator = Aggregator(options)
-    aggregator.read_quick_keys(converter.entry_key, converter.flow_of)
-    for line in lines:
-        try:
-            response = _response(line)
-        except (json_format.ParseError, ValueError):
-            continue
-        if response.WhichOneof("response_types") != "flow":
-            continue
-        found = converter.quick(response.flow, response) if quick else None
-        taken = False
-        if found is not None:
-            what, when = found
-            taken = (
-                aggregator.add_context(what, when)
-                if isinstance(what, Decision)
-                else aggregator.add_line(what, when, response)
-            )
-        if not taken:
-            aggregator.add(converter.flow(response.flow, response))
+    for response in _flow_responses(lines):
+        aggregator.add(converter.flow(response.flow, response))
     return aggregator.state(), aggregator.plans()
 
 
@@ -499,21 +508,25 @@ def _take_live(lines: list[bytes], options: AggregateOptions, quick: bool) -> An
     ids=["default", "two-samples", "l7"],
 )
 def test_the_live_quick_way_aggregates_exactly_as_converting_every_flow(
-    options: AggregateOptions, monkeypatch: pytest.MonkeyPatch
+    options: AggregateOptions, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Counted by the converter's numbers, also when its bounded caches and the
     aggregator's clear midway (numbers are never given twice)."""
     import cpg_core._aggregate
+    import cpg_core._numbers
     import cpg_io.hubble_convert
 
     lines = _capture(random.Random(8), 3000)
-    full = _take_live(lines, options, quick=False)
-    assert _take_live(lines, options, quick=True) == full
+    full = _converted(lines, options)
+    *taken, converted = _taken_live(lines, options, tmp_path / "a")
+    assert tuple(taken) == full
+    assert converted < 0.25  # most flows were counted by their key, not converted
+    monkeypatch.setattr(cpg_core._numbers, "ENDPOINT_CACHE_LIMIT", 3)
     monkeypatch.setattr(cpg_io.hubble_convert, "_ENDPOINT_CACHE_LIMIT", 3)
     monkeypatch.setattr(cpg_core._aggregate, "_ENTRY_CACHE_LIMIT", 5)
-    quick = _take_live(lines, options, quick=True)
-    assert quick == full
-    assert [p.attribution for p in quick[1]] == [p.attribution for p in full[1]]
+    *taken, _converted_share = _taken_live(lines, options, tmp_path / "b")
+    assert tuple(taken) == full
+    assert [p.attribution for p in taken[1]] == [p.attribution for p in full[1]]
 
 
 def test_the_reader_gives_up_on_a_capture_of_another_shape() -> None:
