@@ -391,15 +391,13 @@ class Aggregator:
         return pending
 
     def _fold(self) -> None:
-        if self._pending:
-            assert self._parse_line is not None
-            fold_pending(self._pending.values(), self._parse_line, self._max_samples)
+        self.fold_some(None)
 
-    def fold_some(self, limit: int) -> bool:
-        """Fold at most ``limit`` of the counts :meth:`add_line` keeps (every read method
-        folds them all first): whether none is left. A live capture folds a flush's backlog
-        a slice at a time, so that the stream it shares the aggregator with waits only for
-        one slice."""
+    def fold_some(self, limit: int | None) -> bool:
+        """Fold at most ``limit`` (None: all) of the counts :meth:`add_line` keeps (every
+        read method folds them all first): whether none is left. A live capture folds a
+        flush's backlog a slice at a time, so that the stream it shares the aggregator with
+        waits only for one slice."""
         if not self._pending:
             return True
         assert self._parse_line is not None
