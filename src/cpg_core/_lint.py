@@ -379,7 +379,7 @@ def _spec_findings(
 ) -> list[Found]:
     found: list[Found] = []
     selector = spec.get("endpointSelector")
-    if isinstance(selector, Mapping) and _empty_selector(selector):
+    if isinstance(selector, Mapping) and _empty_selector(selector) and not _default_deny(spec):
         found.append(("CPG004", "endpointSelector: {} selects every pod", ("endpointSelector",)))
     fqdn_rules: list[tuple[str | int, ...]] = []
     dns_visible = False
@@ -410,6 +410,15 @@ def _spec_findings(
                 ("CPG010", "toFQDNs, but no egress rule of this policy has rules.dns", where)
             )
     return found
+
+
+def _default_deny(spec: Mapping[str, Any]) -> bool:
+    """Whether every rule of the spec is empty: Cilium's default-deny idiom, which is meant
+    to select every pod of the namespace."""
+    rules = [r for d in ("ingress", "egress") for r in spec.get(d) or []]
+    return bool(rules) and all(r == {} for r in rules) and not any(
+        spec.get(d) for d in ("ingressDeny", "egressDeny")
+    )
 
 
 def _empty_selector(selector: Mapping[str, Any]) -> bool:

@@ -1,18 +1,29 @@
-"""Would these CiliumNetworkPolicies allow this flow? A policy matcher for what cpg generates
-and what people commonly write, so generated policies can be checked before they are applied.
+"""Would these CiliumNetworkPolicies allow this flow? The one matcher every verdict of cpg
+rests on (verify, plan, why, trace, shadow, drift, and merge's "is this entry covered?"), with
+Cilium's own semantics (ARCHITECTURE §D38):
 
-The endpoint that dropped a flow is taken to enforce policy in that direction (it did). A flow
-is allowed when some policy that selects the endpoint in that direction has a rule whose peer
-and ports match, and no deny rule matches. The answer names the rule, or says why none did.
+- a peer selector is read as the agent reads it: ``k8s:``, ``any:`` (or no source) and
+  ``reserved:`` keys; a namespaced policy adds its namespace unless the selector names a
+  namespace, a namespace label (``io.cilium.k8s.namespace.labels.…``) or a reserved label;
+  a clusterwide policy adds "has a namespace" (so ``{}`` selects pods only, never the host);
+  with policy-default-local-cluster a selector that names no cluster selects the local one;
+- an empty rule (``ingress: [{}]``) selects no peer: Cilium's default-deny idiom; a rule with
+  ports or ICMP types but no peer selects every peer;
+- entities: ``cluster`` is the local cluster's pods and Cilium's own identities,
+  ``cluster-mesh`` the pods of the other clusters, ``world`` what is outside;
+- a CIDR selects only peers outside the cluster, ``0.0.0.0/0`` and ``::/0`` also a world
+  peer whose address is unknown; ``except`` removes what it covers;
+- a port range whose ``endPort`` is below ``port`` is the single port; ``ANY`` is TCP, UDP
+  and SCTP; ICMP types by number or by their name in the family;
+- deny rules win; ``enableDefaultDeny: false`` keeps an endpoint out of default-deny.
 
-The same rule semantics answer merge's question, "does a rule a human wrote already allow this
-allow entry?" (:func:`covered_by`): an entry's peer is known only by the labels cpg selected, so
-a selector that needs more than those, or excludes a label cpg did not select, does not cover it.
+:func:`judge_flow` gives the verdict under Cilium's default enforcement mode (an endpoint no
+policy puts into default-deny allows). :func:`match_flow` answers the narrower question verify
+and plan ask of a flow whose endpoint enforces policy: does a rule admit it?
 """
 
 from __future__ import annotations
 
-import fnmatch
 import ipaddress
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -30,9 +41,62 @@ from cpg_core._synthesis import endpoint_kind
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 _WORLD_ENTITIES = frozenset({"world", "world-ipv4", "world-ipv6"})
-
-_SOURCES = ("k8s:", "any:", "reserved:", "cidr:", "unspec:", "container:")
 _POLICY_KINDS = frozenset({"CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy"})
+NAMESPACE_LABELS_PREFIX = "io.cilium.k8s.namespace.labels."
+"""Keys of the namespace's own labels on a pod (a selector on them spans namespaces)."""
+_EVERYWHERE = frozenset({"0.0.0.0/0", "::/0"})
+LOCAL_CLUSTER = "LocalCluster"
+"""The operator of the requirement policy-default-local-cluster adds: the peer's cluster is
+the local one (a peer whose cluster is unknown counts as local)."""
+
+ICMP_TYPE_NAMES: dict[str, dict[str, int]] = {
+    "IPv4": {
+        "EchoReply": 0,
+        "DestinationUnreachable": 3,
+        "Redirect": 5,
+        "Echo": 8,
+        "EchoRequest": 8,
+        "RouterAdvertisement": 9,
+        "RouterSelection": 10,
+        "TimeExceeded": 11,
+        "ParameterProblem": 12,
+        "Timestamp": 13,
+        "TimestampReply": 14,
+        "Photuris": 40,
+        "ExtendedEchoRequest": 42,
+        "ExtendedEchoReply": 43,
+    },
+    "IPv6": {
+        "DestinationUnreachable": 1,
+        "PacketTooBig": 2,
+        "TimeExceeded": 3,
+        "ParameterProblem": 4,
+        "EchoRequest": 128,
+        "EchoReply": 129,
+        "MulticastListenerQuery": 130,
+        "MulticastListenerReport": 131,
+        "MulticastListenerDone": 132,
+        "RouterSolicitation": 133,
+        "RouterAdvertisement": 134,
+        "NeighborSolicitation": 135,
+        "NeighborAdvertisement": 136,
+        "RedirectMessage": 137,
+        "RouterRenumbering": 138,
+        "ICMPNodeInformationQuery": 139,
+        "ICMPNodeInformationResponse": 140,
+        "InverseNeighborDiscoverySolicitation": 141,
+        "InverseNeighborDiscoveryAdvertisement": 142,
+        "HomeAgentAddressDiscoveryRequest": 144,
+        "HomeAgentAddressDiscoveryReply": 145,
+        "MobilePrefixSolicitation": 146,
+        "MobilePrefixAdvertisement": 147,
+        "DuplicateAddressRequestCodeSuffix": 157,
+        "DuplicateAddressConfirmationCodeSuffix": 158,
+        "ExtendedEchoRequest": 160,
+        "ExtendedEchoReply": 161,
+    },
+}
+"""The ICMP type names Cilium accepts, per family, and their numbers."""
 
 
 @attrs.frozen(slots=True)
@@ -42,17 +106,79 @@ class MatchResult:
     """Which rule allowed it (``ns/policy ingress[2]``), or why nothing did."""
     policy: str = ""
     rule: int = -1
+    denied: bool = False
+    """A deny rule matched (``policy`` and ``rule`` name it)."""
+
+
+Requirement = tuple[str, str, str, tuple[str, ...]]
+"""One term of a selector as Cilium reads it: (source, key, operator, values). The source is
+``k8s``, ``reserved``, ``any`` (a key written without one) or another label source."""
+
+
+def label_key(key: str) -> tuple[str, str]:
+    """A selector key's source and key: ``k8s:app`` -> (k8s, app), ``app`` -> (any, app)."""
+    source, colon, rest = key.partition(":")
+    return (source, rest) if colon else ("any", key)
 
 
 def strip_source(key: str) -> str:
-    for prefix in _SOURCES:
-        if key.startswith(prefix):
-            return key[len(prefix) :]
-    return key
+    return label_key(key)[1]
+
+
+def requirements(selector: object) -> list[Requirement] | None:
+    """A LabelSelector's terms, or None when it is not one the API server accepts (a term
+    that can select nothing: an unknown operator, In/NotIn without values)."""
+    if not isinstance(selector, Mapping):
+        return None
+    raw_labels = selector.get("matchLabels") or {}
+    expressions = selector.get("matchExpressions") or []
+    if not isinstance(raw_labels, Mapping) or not isinstance(expressions, list):
+        return None
+    out: list[Requirement] = []
+    for key, value in raw_labels.items():
+        source, name = label_key(str(key))
+        out.append((source, name, "In", ("" if value is None else str(value),)))
+    for expression in expressions:
+        if not isinstance(expression, Mapping):
+            return None
+        source, name = label_key(str(expression.get("key", "")))
+        op = expression.get("operator")
+        values = expression.get("values") or []
+        if not isinstance(values, list) or op not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            return None
+        if op in ("In", "NotIn") and not values:
+            return None
+        out.append((source, name, str(op), tuple(str(v) for v in values)))
+    return out
+
+
+def _names(reqs: Iterable[Requirement], key: str) -> bool:
+    return any(k == key and source in ("k8s", "any") for source, k, _, _ in reqs)
+
+
+def peer_requirements(
+    reqs: list[Requirement], policy_ns: str | None, local_cluster: str | None
+) -> list[Requirement]:
+    """What a peer selector of a policy in ``policy_ns`` (None: clusterwide) selects, with the
+    terms Cilium adds: the namespace (or "has a namespace"), and the local cluster."""
+    if any(source == "reserved" for source, _, _, _ in reqs):
+        return reqs  # Cilium's own identities: no namespace, no cluster
+    out = list(reqs)
+    if not _names(reqs, NAMESPACE_LABEL):
+        if policy_ns is None:
+            out.append(("k8s", NAMESPACE_LABEL, "Exists", ()))
+        elif not any(
+            k.startswith(NAMESPACE_LABELS_PREFIX) and source in ("k8s", "any")
+            for source, k, _, _ in reqs
+        ):
+            out.append(("k8s", NAMESPACE_LABEL, "In", (policy_ns,)))
+    if local_cluster is not None and not _names(reqs, CLUSTER_LABEL):
+        out.append(("k8s", CLUSTER_LABEL, LOCAL_CLUSTER, (local_cluster,)))
+    return out
 
 
 def endpoint_labels(endpoint: Endpoint) -> dict[str, str]:
-    """The labels a selector sees: k8s labels (namespace label included) with plain keys."""
+    """The k8s labels a selector sees, with plain keys (namespace and cluster included)."""
     out: dict[str, str] = {}
     for text in endpoint.labels:
         source, _, rest = text.partition(":")
@@ -67,6 +193,38 @@ def endpoint_labels(endpoint: Endpoint) -> dict[str, str]:
     return out
 
 
+def _found(source: str, key: str, labels: Mapping[str, str], reserved: Iterable[str]) -> list[str]:
+    values = []
+    if source in ("k8s", "any") and key in labels:
+        values.append(labels[key])
+    if source in ("reserved", "any") and key in reserved:
+        values.append("")
+    return values
+
+
+def requirement_holds(
+    req: Requirement,
+    labels: Mapping[str, str],
+    reserved: Iterable[str] = (),
+    *,
+    complete: bool = True,
+) -> bool:
+    """One term against an endpoint's labels. With ``complete`` False the endpoint may carry
+    labels beyond ``labels`` (an allow entry knows only the selected ones): a term that
+    needs a label to be absent does not hold."""
+    source, key, op, values = req
+    found = _found(source, key, labels, reserved)
+    if op == LOCAL_CLUSTER:
+        return not found or found[0] == values[0]
+    if op == "In":
+        return any(v in values for v in found)
+    if op == "NotIn":
+        return all(v not in values for v in found) and (complete or bool(found))
+    if op == "Exists":
+        return bool(found)
+    return not found and complete  # DoesNotExist
+
+
 def selector_matches(
     selector: object,
     labels: Mapping[str, str],
@@ -74,80 +232,41 @@ def selector_matches(
     *,
     complete: bool = True,
     local_cluster: str | None = None,
+    reserved: Iterable[str] = (),
+    clusterwide: bool = False,
 ) -> bool:
-    """A LabelSelector against endpoint labels. ``default_namespace`` is the implicit namespace
-    of a namespaced policy's peer selector (None: no implicit namespace). With ``complete``
-    False the endpoint may carry labels beyond ``labels``: a selector that excludes a label
-    cpg does not know (NotIn, DoesNotExist) does not match. With ``local_cluster`` (Cilium's
-    policy-default-local-cluster), a selector that names no cluster selects only endpoints of
-    that cluster (an endpoint whose cluster is unknown counts as local)."""
-    if not isinstance(selector, Mapping):
+    """A peer selector against endpoint labels: of a policy in ``default_namespace``, or of
+    a clusterwide policy (``clusterwide``); with neither, the selector as written (an
+    endpointSelector)."""
+    reqs = requirements(selector)
+    if reqs is None:
         return False
-    raw_labels = selector.get("matchLabels") or {}
-    expressions = selector.get("matchExpressions") or []
-    if not isinstance(raw_labels, Mapping) or not isinstance(expressions, list):
-        return False  # not a LabelSelector the API server would accept
-    match_labels = {strip_source(k): str(v) for k, v in raw_labels.items()}
-    if (
-        default_namespace is not None
-        and NAMESPACE_LABEL not in match_labels
-        and not any(
-            strip_source(str(e.get("key", ""))) == NAMESPACE_LABEL
-            for e in expressions
-            if isinstance(e, Mapping)
-        )
-    ):
-        match_labels[NAMESPACE_LABEL] = default_namespace
-    if (
-        local_cluster is not None
-        and CLUSTER_LABEL not in match_labels
-        and labels.get(CLUSTER_LABEL, local_cluster) != local_cluster
-        and not any(
-            strip_source(str(e.get("key", ""))) == CLUSTER_LABEL
-            for e in expressions
-            if isinstance(e, Mapping)
-        )
-    ):
-        return False
-    for key, value in match_labels.items():
-        if labels.get(key) != value:
-            return False
-    for expr in expressions:
-        if not isinstance(expr, Mapping):
-            return False
-        key = strip_source(str(expr.get("key", "")))
-        op = expr.get("operator")
-        raw_values = expr.get("values") or []
-        if not isinstance(raw_values, list):
-            return False  # not a LabelSelector the API server would accept
-        values = [str(v) for v in raw_values]
-        present = key in labels
-        if not complete and not present and op in ("NotIn", "DoesNotExist"):
-            return False
-        if op == "In" and not (present and labels[key] in values):
-            return False
-        if op == "NotIn" and present and labels[key] in values:
-            return False
-        if op == "Exists" and not present:
-            return False
-        if op == "DoesNotExist" and present:
-            return False
-        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
-            return False
-    return True
+    if default_namespace is not None or clusterwide:
+        reqs = peer_requirements(reqs, default_namespace, local_cluster)
+    names = frozenset(reserved)
+    return all(requirement_holds(r, labels, names, complete=complete) for r in reqs)
 
 
-def _entities(endpoint: Endpoint) -> set[str]:
+def _same_cluster(peer: Endpoint, cluster: str | None) -> bool:
+    mine = peer.cluster_name or endpoint_labels(peer).get(CLUSTER_LABEL, "")
+    return not mine or not cluster or mine == cluster
+
+
+def _entities(endpoint: Endpoint, reserved: frozenset[str], cluster: str | None) -> set[str]:
+    """The entities that select ``endpoint``, seen from an endpoint of ``cluster``."""
     kind = endpoint_kind(endpoint)
     names = {"all"}
     if kind.world:
-        names.update({"world"})
-        reserved = reserved_names(endpoint.labels)
+        names.add("world")
         names.update(n for n in reserved if n in ("world-ipv4", "world-ipv6"))
-    else:
-        names.add("cluster")
+        return names
+    if kind.entity or reserved - _WORLD_ENTITIES:
+        names.add("cluster")  # Cilium's own identities belong to the local cluster
+        names.update(reserved - _WORLD_ENTITIES)
         if kind.entity:
             names.add(kind.entity)
+        return names
+    names.add("cluster" if _same_cluster(endpoint, cluster) else "cluster-mesh")
     return names
 
 
@@ -160,7 +279,11 @@ LOCALHOST_ADMITS = (
 def from_own_node(flow: Flow) -> bool:
     """Ingress from ``reserved:host``: the node the pod runs on (a kubelet probe), which
     Cilium admits whatever the policy under its default ``allow-localhost: always``."""
-    return flow.direction == Direction.INGRESS and endpoint_kind(flow.source).entity == "host"
+    if flow.direction != Direction.INGRESS:
+        return False
+    return endpoint_kind(flow.source).entity == "host" or "host" in reserved_names(
+        flow.source.labels
+    )
 
 
 def _network(text: str) -> Network | None:
@@ -170,30 +293,43 @@ def _network(text: str) -> Network | None:
         return None
 
 
-def _in_cidrs(network: Network | None, cidrs: Iterable[object]) -> bool:
-    """Whether every address of ``network`` is inside one of ``cidrs``."""
-    if network is None:
+def _cidr_selects(peer: PeerView, cidr: object, excepts: Iterable[object] = ()) -> bool:
+    """Whether a CIDR (minus ``excepts``) selects a world peer: every address of the peer's
+    inside it, or, with its address unknown, the CIDR is the whole address space."""
+    outer = _network(str(cidr))
+    if outer is None or not peer.world:
         return False
-    for cidr in cidrs:
-        outer = _network(str(cidr))
-        if (
-            outer is not None and outer.version == network.version and network.subnet_of(outer)  # type: ignore[arg-type]
-        ):
-            return True
-    return False
-
-
-def _overlaps(network: Network | None, cidrs: Iterable[object]) -> bool:
+    network = peer.network
     if network is None:
+        return str(outer) in _EVERYWHERE and not any(
+            str(_network(str(e))) in _EVERYWHERE for e in excepts
+        )
+    if outer.version != network.version or not network.subnet_of(outer):  # type: ignore[arg-type]
         return False
-    for cidr in cidrs:
-        outer = _network(str(cidr))
-        if outer is not None and outer.version == network.version and network.overlaps(outer):
-            return True
-    return False
+    for text in excepts:
+        inner = _network(str(text))
+        if inner is not None and inner.version == network.version and network.overlaps(inner):
+            return False
+    return True
 
 
-def _fqdn_matches(names: Iterable[str], fqdns: Iterable[object]) -> bool:
+_DNS_CHARS = "[-a-zA-Z0-9_]"
+
+
+def fqdn_regex(pattern: str) -> re.Pattern[str]:
+    """A matchPattern as Cilium compiles it: ``*`` is any run of DNS characters within one
+    label (``*`` alone: every name), a leading ``**.`` one or more labels (Cilium 1.19+)."""
+    text = pattern.strip().lower().rstrip(".")
+    if text == "*":
+        return re.compile(r"(?:[-a-z0-9_]+\.?)+")
+    prefix = ""
+    if text.startswith("**."):
+        prefix, text = f"(?:{_DNS_CHARS}+\\.)+", text[3:]
+    body = re.escape(text).replace(r"\*", f"{_DNS_CHARS}*")
+    return re.compile(prefix + body, re.IGNORECASE)
+
+
+def fqdn_matches(names: Iterable[str], fqdns: Iterable[object]) -> bool:
     wanted = [n.lower().rstrip(".") for n in names]
     for entry in fqdns:
         if not isinstance(entry, Mapping):
@@ -203,8 +339,8 @@ def _fqdn_matches(names: Iterable[str], fqdns: Iterable[object]) -> bool:
         if name and str(name).lower().rstrip(".") in wanted:
             return True
         if pattern:
-            regex = fnmatch.translate(str(pattern).lower().rstrip("."))
-            if any(re.match(regex, n) for n in wanted):
+            regex = fqdn_regex(str(pattern))
+            if any(regex.fullmatch(n) for n in wanted):
                 return True
     return False
 
@@ -223,6 +359,8 @@ class PeerView:
     local_cluster: str | None = None
     """The cluster selectors default to (policy-default-local-cluster), or None for every
     cluster (the default before Cilium 1.19)."""
+    reserved: frozenset[str] = frozenset()
+    """Names of the peer's ``reserved:`` labels (host, remote-node, world, …)."""
 
 
 @attrs.frozen(slots=True)
@@ -242,37 +380,58 @@ class Request:
     hands to the proxy)."""
 
 
+_L3 = {
+    "from": ("fromEndpoints", "fromEntities", "fromCIDR", "fromCIDRSet", "fromNodes", "fromGroups"),
+    "to": (
+        "toEndpoints",
+        "toEntities",
+        "toCIDR",
+        "toCIDRSet",
+        "toNodes",
+        "toGroups",
+        "toFQDNs",
+        "toServices",
+    ),
+}
+
+
+def has_l4(rule: Mapping[str, Any]) -> bool:
+    return bool(rule.get("toPorts")) or bool(rule.get("icmps"))
+
+
+def has_l3(rule: Mapping[str, Any], prefix: str) -> bool:
+    return any(key in rule for key in _L3.get(prefix, ()))
+
+
 def peer_matches(
     rule: Mapping[str, Any], prefix: str, peer: PeerView, policy_ns: str | None
 ) -> bool:
-    """Whether a rule's L3 part selects the peer. A rule with no L3 part selects every peer."""
-    keys = [prefix + "Endpoints", prefix + "Entities", prefix + "CIDR", prefix + "CIDRSet"]
-    if prefix == "to":
-        keys += ["toFQDNs", "toServices"]
-    present = [k for k in keys if k in rule]
-    if not present:
-        return True
+    """Whether a rule's L3 part selects the peer (``policy_ns`` None: a clusterwide policy).
+    A rule with no L3 part selects every peer when it names ports or ICMP types, and no
+    peer at all when it is empty (``{}``: Cilium's default-deny idiom)."""
+    if not has_l3(rule, prefix):
+        return has_l4(rule)
     for selector in rule.get(prefix + "Endpoints") or []:
-        if not peer.world and selector_matches(
+        if selector_matches(
             selector,
             peer.labels,
             policy_ns,
             complete=peer.complete,
             local_cluster=peer.local_cluster,
+            reserved=peer.reserved,
+            clusterwide=policy_ns is None,
         ):
             return True
     if peer.entities & {str(e) for e in rule.get(prefix + "Entities") or []}:
         return True
-    if peer.world and _in_cidrs(peer.network, rule.get(prefix + "CIDR") or []):
+    if any(_cidr_selects(peer, cidr) for cidr in rule.get(prefix + "CIDR") or []):
         return True
     for entry in rule.get(prefix + "CIDRSet") or []:
-        if not isinstance(entry, Mapping) or not peer.world:
-            continue
-        if _in_cidrs(peer.network, [entry.get("cidr")]) and not _overlaps(
-            peer.network, entry.get("except") or []
+        if isinstance(entry, Mapping) and _cidr_selects(
+            peer, entry.get("cidr"), entry.get("except") or []
         ):
             return True
-    return prefix == "to" and peer.world and _fqdn_matches(peer.names, rule.get("toFQDNs") or [])
+    return prefix == "to" and peer.world and fqdn_matches(peer.names, rule.get("toFQDNs") or [])
 
 
 def l7_matches(port_rule: Mapping[str, Any], request: Request) -> bool:
@@ -287,7 +446,7 @@ def l7_matches(port_rule: Mapping[str, Any], request: Request) -> bool:
         return False
     dns_rules = rules.get("dns")
     if dns_rules and request.dns_name is not None:
-        return _fqdn_matches([request.dns_name], dns_rules)
+        return fqdn_matches([request.dns_name], dns_rules)
     return not request.every_request
 
 
@@ -295,12 +454,48 @@ def _http_matches(rule: Mapping[str, Any], request: Request) -> bool:
     want_method, want_path = rule.get("method"), rule.get("path")
     method, path = request.http_method or "", request.http_path or "/"
     if request.regex:  # an allow entry: only the same pattern (or none) covers it
-        return (not want_method or re.fullmatch(str(want_method), method) is not None) and (
+        return (not want_method or _fullmatch(str(want_method), method)) and (
             not want_path or str(want_path) == path
         )
-    if want_method and not re.fullmatch(str(want_method), method):
+    if want_method and not _fullmatch(str(want_method), method):
         return False
-    return not want_path or re.fullmatch(str(want_path), path) is not None
+    return not want_path or _fullmatch(str(want_path), path)
+
+
+def _fullmatch(pattern: str, text: str) -> bool:
+    try:
+        return re.fullmatch(pattern, text) is not None
+    except re.error:
+        return False  # a pattern Cilium refuses (lint names it) admits nothing
+
+
+def icmp_type(field: Mapping[str, Any]) -> tuple[str, int] | None:
+    """An ICMP field's family and type number (a name read in its family), or None when
+    Cilium would refuse it."""
+    family = str(field.get("family") or "IPv4")
+    raw = field.get("type")
+    if family not in ICMP_TYPE_NAMES or raw is None or isinstance(raw, bool):
+        return None
+    text = str(raw)
+    if text.isdigit():
+        number = int(text)
+        return (family, number) if number <= 255 else None
+    number_of = ICMP_TYPE_NAMES[family].get(text)
+    return None if number_of is None else (family, number_of)
+
+
+def port_range(port: Mapping[str, Any]) -> tuple[int, int] | None:
+    """A port entry's range as Cilium normalises it: ``port: 0`` (or none) every port, an
+    ``endPort`` below ``port`` the single port; None for a named port cpg cannot resolve."""
+    try:
+        low = int(str(port.get("port") or 0))
+        end = port.get("endPort")
+        high = int(end) if end not in (None, "") else low
+    except (TypeError, ValueError):
+        return None
+    if low == 0:
+        return (0, 65535)
+    return (low, high if high > low else low)
 
 
 def ports_match(rule: Mapping[str, Any], request: Request) -> bool:
@@ -312,9 +507,7 @@ def ports_match(rule: Mapping[str, Any], request: Request) -> bool:
         family = "IPv4" if request.protocol == ICMPV4 else "IPv6"
         for icmp in icmps or []:
             for field in (icmp or {}).get("fields") or []:
-                if field.get("family", "IPv4") == family and str(field.get("type")) == str(
-                    request.port
-                ):
+                if isinstance(field, Mapping) and icmp_type(field) == (family, request.port):
                     return True
         return False
     for port_rule in to_ports or []:
@@ -325,12 +518,10 @@ def ports_match(rule: Mapping[str, Any], request: Request) -> bool:
             proto = str(port.get("protocol") or "ANY")
             if proto not in (request.protocol, "ANY"):
                 continue
-            try:
-                low = int(port.get("port") or 0)
-                high = int(port.get("endPort") or low)
-            except (TypeError, ValueError):
+            span = port_range(port)
+            if span is None:
                 continue  # a named port: cpg cannot resolve it from a flow
-            if (low == 0 or low <= request.port <= high) and l7_matches(port_rule, request):
+            if span[0] <= request.port <= span[1] and l7_matches(port_rule, request):
                 return True
     return False
 
@@ -357,16 +548,24 @@ def flow_request(flow: Flow) -> Request:
 
 
 def peer_side(
-    endpoint: Endpoint, ip: str, names: Sequence[str], local_cluster: str | None
+    endpoint: Endpoint,
+    ip: str,
+    names: Sequence[str],
+    local_cluster: str | None,
+    cluster: str | None = None,
 ) -> PeerView:
+    """The peer of a flow, seen by an endpoint of ``cluster`` (the agent's own cluster, for
+    the ``cluster`` entity; ``local_cluster`` when not given)."""
     address = _network(ip) if ip else None
+    reserved = frozenset(reserved_names(endpoint.labels))
     return PeerView(
         labels=endpoint_labels(endpoint),
-        entities=frozenset(_entities(endpoint)),
+        entities=frozenset(_entities(endpoint, reserved, cluster or local_cluster)),
         world=endpoint_kind(endpoint).world,
         network=address if address is not None and address.num_addresses == 1 else None,
         names=tuple(names),
         local_cluster=local_cluster,
+        reserved=reserved,
     )
 
 
@@ -375,15 +574,18 @@ def atom_peer(atom: Atom) -> PeerView:
     peer = atom.peer
     if isinstance(peer, EndpointPeer):
         labels = {**dict(peer.labels), NAMESPACE_LABEL: peer.namespace}
+        here = "cluster"
         if peer.cluster:  # another cluster's peer: a rule naming no cluster does not cover it
             labels[CLUSTER_LABEL] = peer.cluster
+            here = "cluster-mesh"
         return PeerView(
-            labels, frozenset({"all", "cluster"}), False, None, (), complete=False, local_cluster=""
+            labels, frozenset({"all", here}), False, None, (), complete=False, local_cluster=""
         )
     if isinstance(peer, EntityPeer):
-        if peer.entity in _WORLD_ENTITIES:
-            return PeerView({}, frozenset({"all", "world", peer.entity}), True, None, ())
-        return PeerView({}, frozenset({"all", "cluster", peer.entity}), False, None, ())
+        world = peer.entity in _WORLD_ENTITIES
+        entities = {"all", "world" if world else "cluster", peer.entity}
+        reserved = frozenset({peer.entity})
+        return PeerView({}, frozenset(entities), world, None, (), reserved=reserved)
     if isinstance(peer, CidrPeer):
         return PeerView({}, frozenset({"all", "world"}), True, _network(peer.cidr), ())
     return PeerView({}, frozenset({"all", "world"}), True, None, (peer.name,))
@@ -420,32 +622,47 @@ Selected = tuple[PolicyDocument, Mapping[str, Any], str | None]
 """A policy, one of its specs that selects an endpoint, and its namespace (None: clusterwide)."""
 
 
+def policy_namespace(policy: Mapping[str, Any]) -> str | None:
+    """A namespaced policy's namespace (``default`` when its file names none, as kubectl
+    applies it), or None for a clusterwide policy."""
+    if policy.get("kind") != "CiliumNetworkPolicy":
+        return None
+    meta = policy.get("metadata")
+    namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+    return str(namespace) if namespace else "default"
+
+
 def selecting_specs(policies: Iterable[PolicyDocument], endpoint: Endpoint) -> list[Selected]:
     """Every spec of ``policies`` whose endpointSelector selects ``endpoint``."""
     labels = endpoint_labels(endpoint)
+    reserved = frozenset(reserved_names(endpoint.labels))
     selecting = []
     for policy in policies:
         if not isinstance(policy, Mapping) or policy.get("kind") not in _POLICY_KINDS:
             continue
-        meta = policy.get("metadata") or {}
-        namespace = meta.get("namespace") if policy.get("kind") == "CiliumNetworkPolicy" else None
-        if namespace and namespace != endpoint.namespace:
+        namespace = policy_namespace(policy)
+        if namespace is not None and namespace != endpoint.namespace:
             continue
         specs = [policy.get("spec")] if policy.get("spec") else []
         specs += list(policy.get("specs") or [])
         for spec in specs:
             if isinstance(spec, Mapping) and selector_matches(
-                spec.get("endpointSelector"), labels, None
+                spec.get("endpointSelector"), labels, None, reserved=reserved
             ):
                 selecting.append((policy, spec, namespace))
     return selecting
 
 
+def polices(spec: Mapping[str, Any], direction: str) -> bool:
+    """Whether a spec has rules for ``direction`` (``ingress`` or ``egress``), allow or deny:
+    an endpoint it selects is policed in that direction."""
+    return bool(spec.get(direction)) or bool(spec.get(direction + "Deny"))
+
+
 def enforces(spec: Mapping[str, Any], direction: str) -> bool:
-    """Whether a spec that selects an endpoint puts it into default-deny for ``direction``
-    (``ingress`` or ``egress``): it has rules for that direction (allow or deny) and does not
-    turn default-deny off with ``enableDefaultDeny``."""
-    if not (spec.get(direction) or spec.get(direction + "Deny")):
+    """Whether a spec that selects an endpoint puts it into default-deny for ``direction``:
+    it polices that direction and does not turn default-deny off with ``enableDefaultDeny``."""
+    if not polices(spec, direction):
         return False
     default_deny = spec.get("enableDefaultDeny")
     return not (isinstance(default_deny, Mapping) and default_deny.get(direction) is False)
@@ -456,6 +673,56 @@ def policy_name(policy: PolicyDocument) -> str:
     return _policy_name(policy).lstrip("/")
 
 
+@attrs.frozen(slots=True)
+class Judgement:
+    """Cilium's verdict on one flow in its traffic direction."""
+
+    result: MatchResult
+    """What the rules say: a deny rule, an allow rule (or allow-localhost), or neither."""
+    policed_by: tuple[str, ...]
+    """The policies that select the subject with rules for this direction."""
+    default_deny: bool
+    """Whether one of them puts the subject into default-deny (``enableDefaultDeny``)."""
+
+    @property
+    def allowed(self) -> bool:
+        """The verdict under Cilium's default enforcement mode."""
+        if self.result.denied:
+            return False
+        return self.result.allowed or not self.default_deny
+
+    @property
+    def allowed_enforced(self) -> bool:
+        """The verdict under ``policy-enforcement-mode: always`` (every endpoint default-deny)."""
+        return self.result.allowed
+
+
+def judge_flow(
+    policies: Sequence[PolicyDocument],
+    flow: Flow,
+    ip_names: Mapping[str, Sequence[str]] | None = None,
+    *,
+    default_local_cluster: bool = True,
+    allow_localhost: bool = True,
+) -> Judgement:
+    """Whether Cilium would allow ``flow`` under ``policies`` (see :func:`match_flow`)."""
+    result = match_flow(
+        policies,
+        flow,
+        ip_names,
+        default_local_cluster=default_local_cluster,
+        allow_localhost=allow_localhost,
+    )
+    if flow.direction not in (Direction.INGRESS, Direction.EGRESS):
+        return Judgement(result, (), False)
+    direction = "ingress" if flow.direction == Direction.INGRESS else "egress"
+    target = flow.destination if direction == "ingress" else flow.source
+    selected = selecting_specs(policies, target)
+    policed = sorted({policy_name(p) for p, spec, _ in selected if polices(spec, direction)})
+    default_deny = any(enforces(spec, direction) for _, spec, _ in selected)
+    return Judgement(result, tuple(policed), default_deny)
+
+
 def match_flow(
     policies: Sequence[PolicyDocument],
     flow: Flow,
@@ -464,8 +731,9 @@ def match_flow(
     default_local_cluster: bool = True,
     allow_localhost: bool = True,
 ) -> MatchResult:
-    """Whether ``policies`` allow ``flow`` in its traffic direction, and by which rule. A
-    policy with a field of the wrong shape raises PolicyShapeError naming it.
+    """Whether a rule of ``policies`` admits ``flow`` in its traffic direction, the endpoint
+    being taken to enforce policy there (it dropped the flow, or will once policed), and by
+    which rule. A policy with a field of the wrong shape raises PolicyShapeError naming it.
     ``default_local_cluster`` is Cilium's policy-default-local-cluster (on since 1.19): a
     peer selector that names no cluster selects the enforcing endpoint's cluster only.
     ``allow_localhost`` is its ``allow-localhost: always`` (the default): the node reaches
@@ -486,6 +754,24 @@ def match_flow(
         raise
 
 
+def flow_peer(
+    flow: Flow,
+    ip_names: Mapping[str, Sequence[str]] | None,
+    default_local_cluster: bool,
+) -> PeerView:
+    """The peer a flow's subject sees (the source at ingress, the destination at egress)."""
+    ingress = flow.direction == Direction.INGRESS
+    target = flow.destination if ingress else flow.source
+    peer_ep, peer_ip = (
+        (flow.source, flow.source_ip) if ingress else (flow.destination, flow.destination_ip)
+    )
+    names = list(flow.source_names if ingress else flow.destination_names)
+    names += list((ip_names or {}).get(peer_ip, ()))
+    cluster = target.cluster_name or endpoint_labels(target).get(CLUSTER_LABEL) or None
+    local = cluster if default_local_cluster else None
+    return peer_side(peer_ep, peer_ip, names, local, cluster)
+
+
 def _match_flow(
     policies: Sequence[PolicyDocument],
     flow: Flow,
@@ -494,29 +780,17 @@ def _match_flow(
     allow_localhost: bool = True,
 ) -> MatchResult:
     if flow.direction == Direction.INGRESS:
-        direction, target, target_ip, peer_ep, peer_ip, prefix = (
+        direction, target, target_ip, prefix = (
             "ingress",
             flow.destination,
             flow.destination_ip,
-            flow.source,
-            flow.source_ip,
             "from",
         )
     elif flow.direction == Direction.EGRESS:
-        direction, target, target_ip, peer_ep, peer_ip, prefix = (
-            "egress",
-            flow.source,
-            flow.source_ip,
-            flow.destination,
-            flow.destination_ip,
-            "to",
-        )
+        direction, target, target_ip, prefix = ("egress", flow.source, flow.source_ip, "to")
     else:
         return MatchResult(False, "the flow has no traffic direction")
-    names = list(flow.destination_names if direction == "egress" else flow.source_names)
-    names += list((ip_names or {}).get(peer_ip, ()))
-    local = (target.cluster_name or None) if default_local_cluster else None
-    peer = peer_side(peer_ep, peer_ip, names, local)
+    peer = flow_peer(flow, ip_names, default_local_cluster)
     selecting = selecting_specs(policies, target)
     request = flow_request(flow)
     for policy, spec, namespace in selecting:  # deny rules win over any allow
@@ -527,6 +801,7 @@ def _match_flow(
                     f"denied by {_policy_name(policy)} {direction}Deny[{index}]",
                     _policy_name(policy),
                     index,
+                    denied=True,
                 )
     if allow_localhost and from_own_node(flow):
         return MatchResult(True, LOCALHOST_ADMITS)

@@ -25,6 +25,8 @@ from cpg_core._labels import stable_labels
 from cpg_core._matcher import (
     enforces,
     from_own_node,
+    has_l3,
+    has_l4,
     match_flow,
     note_dns_names,
     policy_name,
@@ -304,6 +306,8 @@ class PlanJudge:
         self.allow_localhost = allow_localhost
         self.flows = 0
         self._groups: dict[tuple[Any, ...], _Group] = {}
+        self._mirrored: dict[tuple[Any, ...], _Group] = {}
+        """Traffic judged at its other end too (see :func:`_other_end`)."""
         self._world = _Worlds()
         self._policed: set[tuple[Endpoint, str]] = set()
         self._pods: dict[str, Endpoint] = {}
@@ -339,6 +343,13 @@ class PlanJudge:
             if group is None:
                 group = self._groups[key] = _Group(flow)
             group.flows += 1
+            mirror = _other_end(flow, way, works, self._world) if works else None
+            if mirror is not None:
+                key = (False, *_group_key(mirror, self._world))
+                group = self._mirrored.get(key)
+                if group is None:
+                    group = self._mirrored[key] = _Group(mirror)
+                group.flows += 1
 
     def plan(self) -> Plan:
         """The plan of every flow added so far."""
@@ -368,6 +379,22 @@ class PlanJudge:
             )
             return result.allowed, result.policy
 
+        def policed_today(target: Endpoint, way: str) -> bool:
+            if current is not None:
+                return bool(today.enforcing(target, way))
+            return (target, way) in policed_in_flows
+
+        def blocked_at_other_end(flow: Flow, way: str) -> bool:
+            """A drop the proposal admits, whose source the proposal newly puts into egress
+            default-deny without a rule for it: the fix does not take."""
+            mirror = _other_end(flow, way, False, self._world)
+            if mirror is None:
+                return False
+            other = mirror.source
+            if policed_today(other, "egress") or not proposed.enforcing(other, "egress"):
+                return False
+            return not admitted(after, mirror, other)[0]
+
         candidates = fixed = forwarded = node_flows = 0
         not_fixed: list[Traffic] = []
         fixes_by_policy: Counter[str] = Counter()
@@ -375,30 +402,31 @@ class PlanJudge:
         break_flows: list[tuple[Flow, int]] = []
         newly: dict[tuple[str, tuple[tuple[str, str], ...], str], list[Any]] = {}
         intended: dict[str, list[Endpoint]] = {}  # proposed policy -> the pods its fixes are for
-        for (is_candidate, *_), group in groups.items():
+        observed = {key[1:] for key in groups}
+        judged = list(groups.items())
+        judged += [(k, g) for k, g in self._mirrored.items() if k[1:] not in observed]
+        for (is_candidate, *_), group in judged:
             flow = with_known_pod(group.first, pods)  # a pod Hubble called world: judged as the pod
+            mirrored = group.first.verdict == _MIRRORED
             way = _WAYS[flow.direction]
             target = flow.destination if way == "ingress" else flow.source
             if is_candidate:
                 candidates += group.flows
                 ok, by = admitted(after, flow, target)
                 by = by.lstrip("/")
-                if ok:
+                if ok and not blocked_at_other_end(flow, way):
                     fixed += group.flows
                     fixes_by_policy[by] += group.flows
                     intended.setdefault(by, []).append(target)
                 else:
                     not_fixed.append(_traffic(flow, group.flows))
                 continue
-            forwarded += group.flows
+            if not mirrored:
+                forwarded += group.flows
             if allow_localhost and from_own_node(flow):
                 node_flows += group.flows
                 continue
-            policed_now = (
-                bool(today.enforcing(target, way))
-                if current is not None
-                else (target, way) in policed_in_flows
-            )
+            policed_now = policed_today(target, way)
             newly_by = proposed.enforcing(target, way)
             if not policed_now and newly_by:
                 labels = tuple(sorted(stable_labels(target.labels).items()))
@@ -491,6 +519,35 @@ class PlanJudge:
             node_flows=node_flows,
             notes=tuple(notes) + _semantics(node_flows, default_local_cluster),
         )
+
+
+_MIRRORED = int(Verdict.VERDICT_UNKNOWN)
+"""The verdict of a flow as its other end saw it: not recorded by Hubble, inferred."""
+
+
+def _other_end(flow: Flow, way: str, works: bool, world: _Worlds) -> Flow | None:
+    """The same traffic where its other end polices it, when that end is a pod: a packet
+    Hubble saw arrive (ingress) left its source's egress, and one that left a pod (egress,
+    forwarded) reaches the destination's ingress. A capture often shows only one end (one
+    node's Hubble, a filtered observe); a proposal that puts the other end into default-deny
+    breaks the traffic there too. Judged only where the capture has no flow of that
+    direction itself."""
+    if flow.is_reply is not None and flow.is_reply:
+        return None
+    if way == "egress" and not works:
+        return None  # dropped on its way out: the destination never saw it
+    other = flow.source if way == "ingress" else flow.destination
+    if not other.namespace or world[other] or endpoint_kind(other).entity:
+        return None
+    direction = Direction.EGRESS if way == "ingress" else Direction.INGRESS
+    return attrs.evolve(
+        flow,
+        direction=int(direction),
+        verdict=_MIRRORED,
+        drop_reason=0,
+        ingress_allowed_by=(),
+        egress_allowed_by=(),
+    )
 
 
 def _semantics(node_flows: int, default_local_cluster: bool) -> tuple[str, ...]:
@@ -625,6 +682,9 @@ def policy_entries(policy: PolicyDocument) -> set[str]:
             prefix = "from" if section.startswith("ingress") else "to"
             for rule in spec.get(section) or []:
                 if not isinstance(rule, Mapping):
+                    continue
+                if not has_l3(rule, prefix) and not has_l4(rule):
+                    entries.add(f"{section} nothing (an empty rule selects no peer: default-deny)")
                     continue
                 for peer in _peers(rule, prefix):
                     for port in _ports(rule):

@@ -20,20 +20,26 @@ from cpg_core._fixes import rule_yaml
 from cpg_core._flow import Direction, DNSInfo, Endpoint, Flow, HTTPInfo, L7Info, Verdict
 from cpg_core._labels import CLUSTER_LABEL, NAMESPACE_LABEL
 from cpg_core._matcher import (
+    LOCAL_CLUSTER,
     PeerView,
     Request,
+    Requirement,
     dns_names,
-    enforces,
+    flow_peer,
     flow_request,
     from_own_node,
+    has_l3,
+    has_l4,
+    judge_flow,
     match_flow,
     peer_matches,
-    peer_side,
+    peer_requirements,
     policy_name,
     ports_match,
+    requirement_holds,
+    requirements,
     rule_admits,
     selecting_specs,
-    strip_source,
 )
 from cpg_core._request_error import RequestError
 from cpg_core._synthesis import endpoint_name
@@ -97,55 +103,53 @@ class Why:
 
 
 def _labels_diff(selector: Any, peer: PeerView, namespace: str | None) -> tuple[list[str], int]:
-    """What a peer selector wants that the peer lacks, as ``key=want (peer: have)``."""
-    if not isinstance(selector, Mapping):
-        return ["a selector cpg cannot read"], 9
-    wanted = {strip_source(str(k)): str(v) for k, v in (selector.get("matchLabels") or {}).items()}
-    if namespace is not None and NAMESPACE_LABEL not in wanted:
-        wanted[NAMESPACE_LABEL] = namespace
-    misses = []
-    for key, value in sorted(wanted.items(), key=lambda kv: (kv[0] == NAMESPACE_LABEL, kv[0])):
-        have = peer.labels.get(key)
-        if have == value:
-            continue
-        if key == NAMESPACE_LABEL:
-            misses.append(f"namespace {value} (the peer is in {have or 'no namespace'})")
-        elif key == CLUSTER_LABEL:
-            misses.append(f"cluster {value} (the peer is in {have or 'an unknown cluster'})")
-        else:
-            misses.append(
-                f"{key}={value} (the peer has {f'{key}={have}' if have else 'no ' + key})"
-            )
-    if (
-        peer.local_cluster is not None
-        and CLUSTER_LABEL not in wanted
-        and peer.labels.get(CLUSTER_LABEL, peer.local_cluster) != peer.local_cluster
-    ):
-        misses.append(
-            f"the local cluster {peer.local_cluster} (the peer is in "
-            f"{peer.labels.get(CLUSTER_LABEL)}; a selector without a cluster label selects the "
-            "local one)"
-        )
-    for expression in selector.get("matchExpressions") or []:
-        single = {"matchExpressions": [expression]}
-        if not _selects(single, peer, None):
-            misses.append(f"the expression {expression}")
+    """What a peer selector wants that the peer lacks, term by term as Cilium reads the
+    selector (with the namespace and cluster it adds): ``key=want (peer: have)``."""
+    reqs = requirements(selector)
+    if reqs is None:
+        return ["a selector Cilium would refuse (an unknown operator, In without values)"], 9
+    reqs = peer_requirements(reqs, namespace, peer.local_cluster)
+    misses = [
+        _term_miss(req, peer)
+        for req in sorted(reqs, key=lambda r: (r[1] in (NAMESPACE_LABEL, CLUSTER_LABEL), r[1]))
+        if not requirement_holds(req, peer.labels, peer.reserved, complete=peer.complete)
+    ]
     return misses, len(misses)
 
 
-def _selects(selector: Any, peer: PeerView, namespace: str | None) -> bool:
-    from cpg_core._matcher import selector_matches
-
-    return selector_matches(
-        selector, peer.labels, namespace, complete=peer.complete, local_cluster=peer.local_cluster
-    )
+def _term_miss(req: Requirement, peer: PeerView) -> str:
+    source, key, op, values = req
+    have = peer.labels.get(key)
+    has = f"{key}={have}" if have is not None else f"no {key}"
+    if op == LOCAL_CLUSTER:
+        return (
+            f"the local cluster {values[0]} (the peer is in {have}; a selector without a "
+            "cluster label selects the local one)"
+        )
+    if key == NAMESPACE_LABEL and op == "Exists":
+        what = ", ".join(sorted(peer.reserved)) or "not a pod"
+        return f"a pod (a clusterwide policy's peer selector selects pods only; the peer: {what})"
+    single = op == "In" and len(values) == 1
+    if key == NAMESPACE_LABEL and single:
+        return f"namespace {values[0]} (the peer is in {have or 'no namespace'})"
+    if key == CLUSTER_LABEL and single:
+        return f"cluster {values[0]} (the peer is in {have or 'an unknown cluster'})"
+    if source == "reserved":
+        return f"reserved:{key} (the peer: {', '.join(sorted(peer.reserved)) or 'a pod'})"
+    if single:
+        return f"{key}={values[0]} (the peer has {has})"
+    listed = f" {list(values)}" if values else ""
+    return f"{key} {op}{listed} (the peer has {has})"
 
 
 def _peer_miss(rule: Mapping[str, Any], prefix: str, peer: PeerView, ns: str | None) -> list[str]:
     """Why the rule's L3 part does not select the peer (the nearest selector's differences)."""
+    if not has_l3(rule, prefix) and not has_l4(rule):
+        return ["nothing: an empty rule selects no peer (Cilium's default-deny idiom)"]
     best: tuple[int, list[str]] | None = None
     for selector in rule.get(prefix + "Endpoints") or []:
-        if peer.world:
+        reqs = requirements(selector) or []
+        if peer.world and not any(source == "reserved" for source, *_ in reqs):
             candidate = (5, ["endpoint selectors, but the peer is outside the cluster (world)"])
         else:
             misses, distance = _labels_diff(selector, peer, ns)
@@ -276,18 +280,10 @@ def explain_denial(
         drop_class = "traced"
     if flow.direction == Direction.INGRESS:
         direction, subject_ep, prefix = "ingress", flow.destination, "from"
-        peer_ep, peer_ip = flow.source, flow.source_ip
     elif flow.direction == Direction.EGRESS:
         direction, subject_ep, prefix = "egress", flow.source, "to"
-        peer_ep, peer_ip = flow.destination, flow.destination_ip
     else:
-        direction, subject_ep, prefix, peer_ep, peer_ip = (
-            "unknown",
-            flow.destination,
-            "",
-            flow.source,
-            "",
-        )
+        direction, subject_ep, prefix = "unknown", flow.destination, ""
     subject = endpoint_name(subject_ep)
     traffic = traffic_line(flow)
 
@@ -318,20 +314,17 @@ def explain_denial(
             f"{traffic}: Hubble did not record the traffic direction, so no policy can be named.",
             "capture with a Cilium that sets traffic_direction",
         )
-    names = list(flow.destination_names if direction == "egress" else flow.source_names)
-    names += list((ip_names or {}).get(peer_ip, ()))
-    local = (subject_ep.cluster_name or None) if default_local_cluster else None
-    peer = peer_side(peer_ep, peer_ip, names, local)
+    peer = flow_peer(flow, ip_names, default_local_cluster)
     request = flow_request(flow)
     selected = selecting_specs(policies, subject_ep)
-    policed = sorted({policy_name(p) for p, spec, _ in selected if enforces(spec, direction)})
-    result = match_flow(
+    judged = judge_flow(
         policies,
         flow,
         ip_names,
         default_local_cluster=default_local_cluster,
         allow_localhost=allow_localhost,
     )
+    result, policed = judged.result, list(judged.policed_by)
     deny: list[RuleMiss] = []
     misses: list[RuleMiss] = []
     for policy, spec, namespace in selected:
@@ -344,9 +337,9 @@ def explain_denial(
             if miss is not None:
                 misses.append(miss)
     misses.sort(key=lambda m: (m.distance, m.policy, m.index))
-    # No policy with rules for this direction selects the subject: Cilium allows (default
-    # allow); a deny rule still wins.
-    allowed = (result.allowed or not policed) and not deny
+    # No policy puts the subject into default-deny for this direction: Cilium allows; a deny
+    # rule still wins.
+    allowed = judged.allowed
     if allowed:
         misses = []  # what admits it is said; the rules that do not are noise
     recorded_deny = decision is Decision.EXPLICIT_DENY
@@ -368,6 +361,7 @@ def explain_denial(
         deny,
         misses,
         from_own_node(flow) and allow_localhost,
+        judged.default_deny,
     )
     if not fix:
         if deny:
@@ -429,6 +423,7 @@ def _answer(
     deny: Sequence[RuleMiss],
     misses: Sequence[RuleMiss],
     localhost: bool,
+    default_deny: bool = True,
 ) -> str:
     seen = f"{traffic} ({verdict.lower() if verdict == 'TRACED' else verdict}{' ' + reason if reason else ''})"
     if deny:
@@ -447,6 +442,11 @@ def _answer(
         return f"{seen}: admitted by Cilium's allow-localhost: the node reaches its own pods."
     if allowed and policed:
         return f"{seen}: the policies judged admit it ({allowed_by})."
+    if policed and not default_deny:
+        return (
+            f"{seen}: {subject} is policed for {direction} by {', '.join(policed)} with "
+            "enableDefaultDeny off, so what no rule denies is allowed."
+        )
     if not policed:
         text = (
             f"{seen}: no policy selects {subject} for {direction} in the policies judged, so "

@@ -359,3 +359,66 @@ def test_write_fixes_adds_the_would_break_rules_and_marks_their_evidence(tmp_pat
         "plan", str(capture), "-d", str(out), "--evidence-dir", str(evidence), "--write-fixes"
     )
     assert again.returncode == 0 and "--write-fixes" not in again.stderr  # nothing left to add
+
+
+def test_a_namespace_default_deny_breaks_the_traffic_that_works_there(tmp_path: Path) -> None:
+    """cpg bootstrap's default-deny (``ingress: [{}]``, ``egress: [{}]``) selects no peer, so
+    the plan lists the namespace's forwarded traffic as would-break: the example's
+    frontend → cart flows, seen at cart's ingress, are judged at frontend's egress too (a
+    packet that arrived left its source), which the default-deny newly polices."""
+    from conftest import EXAMPLE
+
+    folder = tmp_path / "dd"
+    folder.mkdir()
+    boot = cpg("bootstrap", "-n", "shop")
+    assert boot.returncode == 0, boot.stderr
+    (folder / "default-deny.yaml").write_text(boot.stdout)
+    code, plan, text = run_plan(str(EXAMPLE), "-d", str(folder))
+    assert code == 3 and plan["verdict"] == "breaks"
+    (broken,) = plan["would_break"]
+    assert broken["traffic"]["direction"] == "egress"
+    assert (broken["traffic"]["source"], broken["traffic"]["destination"]) == (
+        "shop/frontend",
+        "shop/cart",
+    )
+    assert broken["traffic"]["flows"] == 6 and broken["policy"] == "shop/default-deny-shop"
+    assert plan["forwarded_flows"] == 7  # what the capture shows, each flow once
+    assert "egress nothing (an empty rule selects no peer: default-deny)" in text
+    assert "any peer any port" not in text
+
+
+def test_a_fix_whose_source_the_proposal_locks_down_does_not_take(tmp_path: Path) -> None:
+    """A drop at cart's ingress that the proposal admits there, while the same proposal puts
+    frontend's egress into default-deny with no rule for cart: not fixed."""
+    capture = tmp_path / "drops.jsonl"
+    capture.write_text(jsonl([flow_dict(), flow_dict(verdict="FORWARDED", reason=None, tcp=9000)]))
+    folder = tmp_path / "p"
+    folder.mkdir()
+    cart_in = {
+        "apiVersion": "cilium.io/v2",
+        "kind": "CiliumNetworkPolicy",
+        "metadata": {"name": "cart", "namespace": "shop"},
+        "spec": {
+            "endpointSelector": {"matchLabels": {"app": "cart"}},
+            "ingress": [{"fromEndpoints": [{"matchLabels": {"app": "frontend"}}]}],
+        },
+    }
+    front_out = {
+        "apiVersion": "cilium.io/v2",
+        "kind": "CiliumNetworkPolicy",
+        "metadata": {"name": "frontend", "namespace": "shop"},
+        "spec": {
+            "endpointSelector": {"matchLabels": {"app": "frontend"}},
+            "egress": [{"toEntities": ["world"]}],
+        },
+    }
+    (folder / "cart.yaml").write_text(yaml.safe_dump(cart_in))
+    (folder / "frontend.yaml").write_text(yaml.safe_dump(front_out))
+    code, plan, _ = run_plan(str(capture), "-d", str(folder))
+    assert plan["candidates"] == 1 and plan["fixed"] == 0
+    (broken,) = plan["would_break"]  # the forwarded flow, at frontend's egress
+    assert broken["traffic"]["port"] == 9000 and broken["policy"] == "shop/frontend"
+    front_out["spec"]["egress"].append({"toEndpoints": [{"matchLabels": {"app": "cart"}}]})
+    (folder / "frontend.yaml").write_text(yaml.safe_dump(front_out))
+    code, plan, _ = run_plan(str(capture), "-d", str(folder))
+    assert code == 0 and plan["fixed"] == 1 and plan["would_break"] == []

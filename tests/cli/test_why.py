@@ -301,3 +301,22 @@ def test_explain_takes_the_flow_filters_on_its_samples(tmp_path: Path) -> None:
     assert keys("--from-namespace", "nowhere") == []
     two = cpg("explain", "shop/cart", "-d", str(out), "--port", "1", "--port", "2")
     assert two.returncode == 2 and "one --port" in two.stderr
+
+
+def test_trace_is_denied_through_an_empty_rule(tmp_path: Path) -> None:
+    """``ingress: [{}]`` is Cilium's default-deny: trace says denied (exit 3), names the empty
+    rule, and offers the rule that would admit the flow."""
+    folder = tmp_path / "dd"
+    folder.mkdir()
+    (folder / "dd.yaml").write_text(cpg("bootstrap", "-n", "shop").stdout)
+    args = ("--from", "shop/frontend", "--to", "shop/cart", "--port", "8080/TCP", "-d", str(folder))
+    ran = cpg("trace", *args, "-o", "json")
+    assert ran.returncode == 3, ran.stderr
+    answers = json.loads(ran.stdout)["answers"]
+    assert {a["direction"]: a["allowed"] for a in answers} == {"egress": False, "ingress": False}
+    ingress = next(a for a in answers if a["direction"] == "ingress")
+    assert ingress["policed_by"] == ["shop/default-deny-shop"]
+    assert "an empty rule selects no peer" in ingress["near_misses"][0]["misses"][0]
+    assert "app: frontend" in ingress["admit_yaml"]
+    text = cpg("trace", *args)
+    assert text.returncode == 3 and "DENIED" in text.stdout

@@ -35,6 +35,7 @@ def why_text(view: WhyView) -> str:
         out.append("")
         count = f" ({why.flows} flow{'s' if why.flows != 1 else ''})" if why.flows else ""
         out.append(f"{why.traffic}{count}")
+        out.append(f"  verdict: {'ADMITTED' if why.allowed else 'DENIED'}")
         out.append(f"  answer:  {why.answer}")
         if why.policed_by:
             out.append(f"  policed: {why.subject} {why.direction} by {', '.join(why.policed_by)}")

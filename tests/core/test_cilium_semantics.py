@@ -1,0 +1,330 @@
+"""The one matcher against Cilium's own verdicts.
+
+The vectors under ``../shared/semantics`` are the answers of Cilium's policy code (its CRD
+validator, ``Parse``, the policy repository and the endpoint lookup) to flows on folders of
+policies: every one must hold here, for both ``allow-localhost`` settings and both
+enforcement modes. cpg's own cases below cover each construct the matcher reads, with the
+expected answer taken from Cilium's documented behaviour and code (said in each docstring).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import pytest
+import yaml
+
+from conftest import SHARED
+from cpg_core._flow import Direction, Flow
+from cpg_core._matcher import judge_flow
+from cpg_core._why import explain_denial, traced_endpoint
+from cpg_core.cilium import load_all, policies_in
+
+SEMANTICS = SHARED / "semantics"
+REQUIRED = os.environ.get("CPG_REQUIRE_SHARED") == "1"  # set by .ci/run: never skip there
+
+
+def _vectors(name: str) -> list[dict[str, Any]]:
+    path = SEMANTICS / name
+    if not path.exists():
+        if REQUIRED:
+            raise AssertionError(f"{path} is missing, and CPG_REQUIRE_SHARED=1")
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _folder(name: str) -> list[dict[str, Any]]:
+    docs: list[dict[str, Any]] = []
+    for path in sorted((SEMANTICS / "policies" / name).glob("*.yaml")):
+        for document in load_all(path.read_text(), str(path)):
+            docs += policies_in(document)
+    return docs
+
+
+def traced(source: str, destination: str, direction: str, port: int, protocol: str) -> Flow:
+    src, src_ip = traced_endpoint(source, "from")
+    dst, dst_ip = traced_endpoint(destination, "to")
+    return Flow(
+        direction=int(Direction.INGRESS if direction == "ingress" else Direction.EGRESS),
+        source=src,
+        destination=dst,
+        source_ip=src_ip,
+        destination_ip=dst_ip,
+        protocol=protocol,
+        port=port,
+    )
+
+
+def answers(policies: list[dict[str, Any]], flow: Flow, localhost: bool) -> dict[str, Any]:
+    """cpg's answers, spelled as Cilium's vectors spell them: what ``cpg trace`` says (the
+    default mode), whether a policy polices the subject, and the verdict with every endpoint
+    in default-deny."""
+    why = explain_denial(flow, policies, allow_localhost=localhost)
+    judged = judge_flow(policies, flow, allow_localhost=localhost)
+    assert why.allowed == judged.allowed  # trace and the matcher are one answer
+    return {
+        "decision_default_mode": "allowed" if why.allowed else "denied",
+        "policed_default_mode": bool(why.policed_by),
+        "decision_enforced": "allowed" if judged.allowed_enforced else "denied",
+    }
+
+
+CASES = _vectors("cases.jsonl")
+
+
+@pytest.mark.skipif(not CASES, reason="../shared/semantics is absent")
+@pytest.mark.parametrize(
+    "case", CASES, ids=[f"{c['case']}-{c['direction']}" for c in CASES] or None
+)
+@pytest.mark.parametrize("setting", ["always", "policy"])
+def test_cpg_answers_as_cilium_does(case: dict[str, Any], setting: str) -> None:
+    flow = traced(case["from"], case["to"], case["direction"], case["port"], case["protocol"])
+    got = answers(_folder(case["policies"]), flow, localhost=setting == "always")
+    assert got == case["cilium"][setting], case["note"] or case["construct"]
+
+
+def test_the_vectors_cover_every_folder() -> None:
+    """Every policy folder of the vectors is asked about (so a folder nobody reads is a
+    mistake in the vectors, not a silent pass)."""
+    if not CASES:
+        pytest.skip("../shared/semantics is absent")
+    folders = {p.name for p in (SEMANTICS / "policies").iterdir() if p.is_dir()}
+    assert folders == {c["policies"] for c in CASES}
+    assert len(CASES) >= 147
+
+
+# cpg's own cases: (policy YAML, from, to, direction, port/protocol, expected) where expected
+# is (decision in the default mode, policed, decision with every endpoint in default-deny).
+
+
+def _policy(spec: dict[str, Any], *, kind: str = "CiliumNetworkPolicy", ns: str = "shop") -> Any:
+    meta: dict[str, Any] = {"name": "p"}
+    if kind == "CiliumNetworkPolicy" and ns:
+        meta["namespace"] = ns
+    return {"apiVersion": "cilium.io/v2", "kind": kind, "metadata": meta, "spec": spec}
+
+
+API = {"matchLabels": {"app": "api"}}
+
+
+def _own(
+    spec: dict[str, Any],
+    source: str,
+    destination: str,
+    direction: str,
+    port: str,
+    *,
+    kind: str = "CiliumNetworkPolicy",
+    localhost: bool = True,
+    ns: str = "shop",
+) -> tuple[str, bool, str]:
+    number, _, protocol = port.partition("/")
+    flow = traced(source, destination, direction, int(number), protocol or "TCP")
+    got = answers([_policy(spec, kind=kind, ns=ns)], flow, localhost)
+    return got["decision_default_mode"], got["policed_default_mode"], got["decision_enforced"]
+
+
+def test_an_empty_rule_selects_no_peer() -> None:
+    """``egress: [{}]`` is Cilium's documented default-deny: the rule puts the endpoint into
+    default-deny and selects nothing (Kubernetes NetworkPolicy reads ``[{}]`` as allow-all;
+    Cilium's rule resolution skips a rule with neither L3 nor L4)."""
+    spec = {"endpointSelector": API, "egress": [{}]}
+    for peer in ("shop:app=db@default", "world", "8.8.8.8", "kube-apiserver"):
+        assert _own(spec, "shop:app=api@default", peer, "egress", "443/TCP") == (
+            "denied",
+            True,
+            "denied",
+        )
+
+
+def test_ports_without_a_peer_select_every_peer() -> None:
+    """An L4-only rule allows the ports to any layer-3 peer (Cilium's "Layer 4 examples"):
+    the world, pods of any namespace, the host."""
+    spec = {"endpointSelector": API, "egress": [{"toPorts": [{"ports": [{"port": "443"}]}]}]}
+    for peer in ("world", "8.8.8.8", "other:app=x@default", "host"):
+        assert _own(spec, "shop:app=api@default", peer, "egress", "443/TCP")[0] == "allowed"
+    assert _own(spec, "shop:app=api@default", "world", "egress", "80/TCP")[0] == "denied"
+    icmp = {"endpointSelector": API, "egress": [{"icmps": [{"fields": [{"type": 8}]}]}]}
+    assert _own(icmp, "shop:app=api@default", "8.8.8.8", "egress", "8/ICMPv4")[0] == "allowed"
+
+
+def test_the_cluster_entities_split_the_mesh() -> None:
+    """``cluster`` is the local cluster (Cilium's InitEntities: the reserved identities and
+    the pods labelled with the local cluster's name); ``cluster-mesh`` is the pods of the
+    other clusters (the identities Cilium aggregates apart from the local ones); ``all``
+    is both and the world."""
+    cluster = {"endpointSelector": API, "ingress": [{"fromEntities": ["cluster"]}]}
+    mesh = {"endpointSelector": API, "ingress": [{"fromEntities": ["cluster-mesh"]}]}
+    every = {"endpointSelector": API, "ingress": [{"fromEntities": ["all"]}]}
+    api = "shop:app=api@default"
+    assert _own(cluster, "shop:app=web@west", api, "ingress", "80")[0] == "denied"
+    assert _own(cluster, "shop:app=web@default", api, "ingress", "80")[0] == "allowed"
+    assert _own(cluster, "remote-node", api, "ingress", "80")[0] == "allowed"
+    assert _own(cluster, "8.8.8.8", api, "ingress", "80")[0] == "denied"
+    assert _own(mesh, "shop:app=web@west", api, "ingress", "80")[0] == "allowed"
+    assert _own(mesh, "shop:app=web@default", api, "ingress", "80")[0] == "denied"
+    assert _own(mesh, "remote-node", api, "ingress", "80")[0] == "denied"
+    for peer in ("shop:app=web@west", "8.8.8.8", "remote-node"):
+        assert _own(every, peer, api, "ingress", "80")[0] == "allowed"
+
+
+def test_a_clusterwide_selector_selects_pods_only() -> None:
+    """A clusterwide policy's peer selector gets "has a namespace" added (Cilium's
+    getEndpointSelector), so ``{}`` and ``app: web`` never select the host or a node."""
+    spec = {
+        "endpointSelector": API,
+        "ingress": [{"fromEndpoints": [{}]}, {"fromEndpoints": [{"matchLabels": {"app": "web"}}]}],
+    }
+    ccnp = "CiliumClusterwideNetworkPolicy"
+    api = "shop:app=api@default"
+    assert _own(spec, "other:app=x@default", api, "ingress", "80", kind=ccnp)[0] == "allowed"
+    for node in ("host", "remote-node", "kube-apiserver", "8.8.8.8"):
+        got = _own(spec, node, api, "ingress", "80", kind=ccnp, localhost=False)
+        assert got[0] == "denied", node
+
+
+def test_reserved_keys_select_cilium_identities_in_any_policy() -> None:
+    """A selector on a ``reserved:`` key is left as written: no namespace is added."""
+    spec = {
+        "endpointSelector": API,
+        "ingress": [{"fromEndpoints": [{"matchLabels": {"reserved:remote-node": ""}}]}],
+    }
+    api = "shop:app=api@default"
+    assert _own(spec, "remote-node", api, "ingress", "80")[0] == "allowed"
+    assert _own(spec, "host", api, "ingress", "80", localhost=False)[0] == "denied"
+
+
+def test_namespace_label_keys_span_namespaces() -> None:
+    """A selector keyed on the namespace's labels (``k8s:`` or ``any:``) gets no policy
+    namespace added; an ``any:`` key on a pod label still does."""
+    spec = {
+        "endpointSelector": API,
+        "ingress": [
+            {
+                "fromEndpoints": [
+                    {"matchLabels": {"any:io.cilium.k8s.namespace.labels.env": "prod"}}
+                ]
+            },
+            {
+                "fromEndpoints": [{"matchLabels": {"any:app": "web"}}],
+                "toPorts": [{"ports": [{"port": "81"}]}],
+            },
+        ],
+    }
+    api = "shop:app=api@default"
+    prod = "payments:app=q,io.cilium.k8s.namespace.labels.env=prod@default"
+    assert _own(spec, prod, api, "ingress", "80")[0] == "allowed"
+    assert _own(spec, "payments:app=q@default", api, "ingress", "80")[0] == "denied"
+    assert _own(spec, "shop:app=web@default", api, "ingress", "81")[0] == "allowed"
+    assert _own(spec, "other:app=web@default", api, "ingress", "81")[0] == "denied"
+
+
+def test_icmp_types_by_name_in_their_family() -> None:
+    """Cilium reads an ICMP type name in its family: EchoRequest is 8 in IPv4 (the default
+    family) and 128 in IPv6."""
+    spec = {
+        "endpointSelector": API,
+        "ingress": [
+            {
+                "fromEntities": ["world"],
+                "icmps": [
+                    {"fields": [{"type": "EchoRequest"}, {"type": "EchoRequest", "family": "IPv6"}]}
+                ],
+            }
+        ],
+    }
+    api = "shop:app=api@default"
+    assert _own(spec, "8.8.8.8", api, "ingress", "8/ICMPv4")[0] == "allowed"
+    assert _own(spec, "8.8.8.8", api, "ingress", "128/ICMPv6")[0] == "allowed"
+    assert _own(spec, "8.8.8.8", api, "ingress", "128/ICMPv4")[0] == "denied"
+    assert _own(spec, "8.8.8.8", api, "ingress", "8/ICMPv6")[0] == "denied"
+
+
+def test_the_whole_address_space_selects_a_world_peer_without_an_address() -> None:
+    """``0.0.0.0/0`` and ``::/0`` select Cilium's world identity itself, so a world peer whose
+    address is unknown matches them, and no narrower CIDR."""
+    whole = {"endpointSelector": API, "egress": [{"toCIDR": ["0.0.0.0/0"]}]}
+    narrow = {"endpointSelector": API, "egress": [{"toCIDR": ["10.0.0.0/8"]}]}
+    api = "shop:app=api@default"
+    assert _own(whole, api, "world", "egress", "443")[0] == "allowed"
+    assert _own(narrow, api, "world", "egress", "443")[0] == "denied"
+    assert _own(whole, api, "shop:app=db@default", "egress", "443")[0] == "denied"
+
+
+def test_an_end_port_below_the_port_is_the_single_port() -> None:
+    """Cilium accepts ``endPort`` below ``port`` and reads the single port."""
+    spec = {
+        "endpointSelector": API,
+        "ingress": [{"toPorts": [{"ports": [{"port": "8080", "endPort": 8000}]}]}],
+    }
+    api = "shop:app=api@default"
+    assert _own(spec, "shop:app=web@default", api, "ingress", "8080")[0] == "allowed"
+    assert _own(spec, "shop:app=web@default", api, "ingress", "8050")[0] == "denied"
+
+
+def test_any_is_tcp_udp_and_sctp_never_icmp() -> None:
+    spec = {
+        "endpointSelector": API,
+        "ingress": [{"toPorts": [{"ports": [{"port": "0", "protocol": "ANY"}]}]}],
+    }
+    api = "shop:app=api@default"
+    for port in ("5/TCP", "5/UDP", "5/SCTP"):
+        assert _own(spec, "shop:app=web@default", api, "ingress", port)[0] == "allowed"
+    assert _own(spec, "shop:app=web@default", api, "ingress", "8/ICMPv4")[0] == "denied"
+
+
+def test_deny_wins_across_policies_and_over_default_allow() -> None:
+    """A deny rule wins over any allow rule, also with default-deny turned off."""
+    spec = {
+        "endpointSelector": API,
+        "enableDefaultDeny": {"ingress": False},
+        "ingressDeny": [{"fromEntities": ["world"]}],
+    }
+    api = "shop:app=api@default"
+    assert _own(spec, "8.8.8.8", api, "ingress", "80") == ("denied", True, "denied")
+    assert _own(spec, "shop:app=web@default", api, "ingress", "80") == ("allowed", True, "denied")
+
+
+def test_fqdn_wildcards_span_one_label_or_many() -> None:
+    """``*`` matches DNS characters within one label; a leading ``**.`` (Cilium 1.19+) one
+    or more labels; ``*`` alone every name."""
+    from cpg_core._matcher import fqdn_matches
+
+    one = [{"matchPattern": "*.example.com"}]
+    many = [{"matchPattern": "**.example.com"}]
+    assert fqdn_matches(["api.example.com"], one)
+    assert not fqdn_matches(["a.b.example.com"], one)
+    assert not fqdn_matches(["example.com"], one)
+    assert fqdn_matches(["a.b.example.com."], many) and fqdn_matches(["api.example.com"], many)
+    assert not fqdn_matches(["example.com"], many)
+    assert fqdn_matches(["s3.eu-west-1.amazonaws.com"], [{"matchPattern": "*"}])
+    assert not fqdn_matches(["notexample.com"], [{"matchPattern": "*.example.com"}])
+
+
+def test_a_policy_file_without_a_namespace_is_read_in_default() -> None:
+    """``kubectl apply`` puts a CiliumNetworkPolicy without a namespace into ``default``: it
+    selects pods there only, and its peer selectors are scoped to it."""
+    spec = {"endpointSelector": API, "ingress": [{"fromEndpoints": [{}]}]}
+    got_default = _own(
+        spec, "default:app=web@default", "default:app=api@default", "ingress", "80", ns=""
+    )
+    assert got_default == ("allowed", True, "allowed")
+    assert (
+        _own(spec, "shop:app=web@default", "shop:app=api@default", "ingress", "80", ns="")[1]
+        is False
+    )
+
+
+def test_yaml_of_the_own_cases_is_what_cilium_accepts() -> None:
+    """The policies of the cases above are documents Cilium accepts (so the answers are
+    about policies that can exist)."""
+    from cpg_core.lint import lint_text
+    from cpg_io.crd_schema import crd_schema_errors
+
+    spec = {"endpointSelector": API, "egress": [{}]}
+    text = yaml.safe_dump(_policy(spec))
+    assert [
+        f for f in lint_text(text, "x.yaml", schema=crd_schema_errors) if f.level == "error"
+    ] == []
