@@ -12,8 +12,14 @@ from conftest import CRD_PATH, SCHEMA_PATH, crd_errors
 
 
 def _without_descriptions(node: Any) -> Any:
+    """The schema without its prose: a ``description`` that is a text is dropped, a field
+    named ``description`` (the rule's own, under ``properties``) is kept."""
     if isinstance(node, dict):
-        return {k: _without_descriptions(v) for k, v in node.items() if k != "description"}
+        return {
+            k: _without_descriptions(v)
+            for k, v in node.items()
+            if not (k == "description" and isinstance(v, str))
+        }
     if isinstance(node, list):
         return [_without_descriptions(item) for item in node]
     return node

@@ -36,8 +36,20 @@ _Cluster = Annotated[
     bool,
     typer.Option(
         "--cluster",
-        help="Also flag policies whose endpointSelector selects no pod in their namespace today "
-        "(read-only: 'list' on pods in those namespaces).",
+        help="Also flag policies whose endpointSelector selects no pod in their namespace today, "
+        "and every policy in the cluster that Cilium's operator marked Valid=False (read-only: "
+        "'list' on pods in those namespaces and on Cilium's policies).",
+    ),
+]
+
+_CiliumVersion = Annotated[
+    str,
+    typer.Option(
+        "--cilium-version",
+        metavar="X.Y",
+        help="The Cilium release the policies are for (1.16 to 1.20, default the newest): its "
+        "deprecations, the features it lacks (cluster-mesh entity, ** wildcards) and the "
+        "local-cluster default of ClusterMesh selectors.",
     ),
 ]
 
@@ -67,6 +79,7 @@ def lint(
     paths: _Paths,
     pod_cidr: _PodCidr = [],  # noqa: B006 - Typer reads the default, never mutates it
     cluster: _Cluster = False,
+    cilium_version: _CiliumVersion = "1.20",
     kubeconfig: opt.Kubeconfig = None,
     context: opt.Context = None,
     output: Annotated[
@@ -79,15 +92,28 @@ def lint(
 ) -> None:
     """Check CiliumNetworkPolicy and CiliumClusterwideNetworkPolicy YAML, cpg's or anyone's.
 
-    The CRD schema cpg ships, Kubernetes label syntax, and cpg's rules: an empty selector,
-    the world opened, a CIDR inside the pod CIDR, an L4 rule beside an L7 rule on the same
-    peer and port, ports out of range, toFQDNs without a DNS rule, duplicated rules, and
-    with --cluster a selector that selects nothing. Each finding has a code and a fix
-    (--list-rules prints them all).
+    Errors are what Cilium would refuse: the CRD schema cpg ships (with its cidr format and
+    the fields it does not know), Kubernetes label syntax, and the checks of Cilium's own
+    policy parser (peer kinds that cannot share a rule, ICMP beside ports, CIDR exceptions
+    outside their CIDR, L7 rules where Cilium takes none, regular expressions Go refuses,
+    a top-level description, reserved:init in a namespaced policy, …). Warnings are what
+    Cilium accepts but rarely means: an empty selector, the world opened, a CIDR inside the
+    pod CIDR, an L4 rule beside an L7 rule on the same peer and port, toFQDNs without a DNS
+    rule, duplicated rules, deprecated fields, the no-op audit-mode annotation. With
+    --cluster: a selector that selects nothing, and the cluster's policies marked
+    Valid=False. Each finding has a code and a fix (--list-rules prints them all).
 
     Exit codes: 0 no findings, 3 findings, 1 unreadable input, 2 bad flags.
     """
+    from cpg_core.lint import parse_version, supported_text
     from cpg_core.reports import render
+
+    version = parse_version(cilium_version)
+    if version is None:
+        raise typer.BadParameter(
+            f"{cilium_version!r} is not a Cilium release cpg lint knows ({supported_text()})",
+            param_hint="--cilium-version",
+        )
 
     for cidr in pod_cidr:
         try:
@@ -98,7 +124,12 @@ def lint(
             ) from None
     try:
         ran = runs.lint_run(
-            paths, pod_cidrs=pod_cidr, cluster=cluster, kubeconfig=kubeconfig, context=context
+            paths,
+            pod_cidrs=pod_cidr,
+            cluster=cluster,
+            kubeconfig=kubeconfig,
+            context=context,
+            cilium_version=version,
         )
     except CpgError as exc:
         fail(exc)

@@ -12,11 +12,30 @@ from typing import Any, Literal
 import attrs
 import yaml
 
+from cpg_core._acceptance import port_number, refusals
+from cpg_core._cilium_version import Version
 from cpg_core._labels import label_problem
+from cpg_core._lint_versions import KAFKA_GONE_SINCE, NEWEST, version_findings
 
 Level = Literal["error", "warning"]
-SchemaCheck = Callable[[Mapping[str, Any]], list[tuple[tuple[str | int, ...], str]]]
-"""The CRD schema violations of one policy: (path in the document, message) each."""
+
+
+@attrs.frozen(slots=True)
+class SchemaProblem:
+    """One thing the CRD schema refuses in a policy."""
+
+    path: tuple[str | int, ...]
+    message: str
+    unknown_field: bool = False
+    """A field the schema does not declare (the API server would prune it)."""
+    validator: str = ""
+    """The schema keyword that failed (``enum``, ``format``, ``oneOf``, …)."""
+    value: object = None
+    """The value an ``enum`` refused."""
+
+
+SchemaCheck = Callable[[Mapping[str, Any]], list[SchemaProblem]]
+"""The CRD schema violations and unknown fields of one policy."""
 
 POLICY_KINDS = ("CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy")
 _SOURCES = ("k8s:", "any:", "reserved:", "cilium:", "unspec:", "container:")
@@ -97,7 +116,7 @@ RULES: dict[str, LintRule] = {
         LintRule(
             "CPG008",
             "l4-voids-l7",
-            "error",
+            "warning",
             "A plain L4 rule and an L7 rule for the same peer and port: Cilium merges them and "
             "the L7 rule then admits every request.",
             "Keep only the L7 rule (add the requests the L4 rule was meant for), or only the L4 "
@@ -107,13 +126,14 @@ RULES: dict[str, LintRule] = {
             "CPG009",
             "port-range",
             "error",
-            "A port or endPort outside 0-65535, or an endPort below its port.",
-            "Use ports from 1 to 65535 and an endPort at or above the port.",
+            "A port or endPort outside 0-65535, or a port that is neither a number nor a "
+            "name: Cilium refuses the whole document.",
+            "Use ports from 1 to 65535 (or a named port of the pod).",
         ),
         LintRule(
             "CPG010",
             "fqdn-without-dns",
-            "error",
+            "warning",
             "toFQDNs without an egress DNS rule (rules.dns) that lets the DNS proxy see the "
             "lookups: the names never resolve to IPs, so nothing is admitted.",
             "Add an egress rule to the DNS server (e.g. kube-dns, UDP/53 and TCP/53) with "
@@ -132,6 +152,162 @@ RULES: dict[str, LintRule] = {
             "warning",
             "The endpointSelector selects no pod in the policy's namespace today (--cluster).",
             "Check the labels and the namespace: a typo here leaves the intended pods open.",
+        ),
+        LintRule(
+            "CPG013",
+            "unknown-field",
+            "error",
+            "A field the CRD does not know: Cilium refuses the document (the API server would "
+            "prune the field, leaving a rule other than the one written: a misspelt "
+            "fromEndpoint leaves a rule that selects nothing, or everything).",
+            "Spell the field as the CRD does (fromEndpoints, toPorts, …), or remove it.",
+        ),
+        LintRule(
+            "CPG014",
+            "top-level-description",
+            "error",
+            "A description beside spec, at the top of the document: Cilium refuses it.",
+            "Move it to spec.description (or specs[].description).",
+        ),
+        LintRule(
+            "CPG015",
+            "empty-policy",
+            "error",
+            "A policy with no spec, or a spec with no ingress, ingressDeny, egress or egressDeny "
+            "rule: Cilium refuses it.",
+            "Give the spec its rules; for a default-deny, ingress: [{}] and egress: [{}].",
+        ),
+        LintRule(
+            "CPG016",
+            "selector-expression",
+            "error",
+            "A matchExpressions term Kubernetes refuses: In or NotIn without values, Exists or "
+            "DoesNotExist with values.",
+            "Give In/NotIn at least one value; leave values out for Exists/DoesNotExist.",
+        ),
+        LintRule(
+            "CPG017",
+            "peer-combination",
+            "error",
+            "Two kinds of peer in one rule (toEndpoints with toCIDR, toFQDNs with toEndpoints, "
+            "…): Cilium refuses the combination.",
+            "Split it into one rule per kind of peer, each with its own toPorts.",
+        ),
+        LintRule(
+            "CPG018",
+            "icmp-with-ports",
+            "error",
+            "toPorts and icmps in one rule: Cilium refuses it.",
+            "Put the ICMP types in a rule of their own with the same peers.",
+        ),
+        LintRule(
+            "CPG019",
+            "cidr-except",
+            "error",
+            "An except CIDR outside its cidr (or of the other address family): Cilium refuses "
+            "the document.",
+            "List only exceptions inside the cidr they narrow.",
+        ),
+        LintRule(
+            "CPG020",
+            "port-entry",
+            "error",
+            "A port entry Cilium refuses: no port at all, or a port on a protocol without ports "
+            "(VRRP, IGMP).",
+            'Give the port (port: "0" for every port), and 0 for VRRP and IGMP.',
+        ),
+        LintRule(
+            "CPG021",
+            "l7-rule",
+            "error",
+            "L7 rules where Cilium refuses them: HTTP on a protocol other than TCP, L7 on port "
+            "0, DNS on ingress, on a port range or without a port, L7 in a host policy, "
+            "serverNames with L7 rules but no terminatingTLS, a listener on ingress or with L7 "
+            "rules.",
+            "HTTP rules go on TCP ports, DNS rules on egress port 53 (UDP and TCP), each with "
+            "its port given.",
+        ),
+        LintRule(
+            "CPG022",
+            "l7-regex",
+            "error",
+            "An HTTP path or method that is not a Go (RE2) regular expression: Cilium refuses "
+            "the document.",
+            "Write an RE2 expression: no lookarounds or backreferences, balanced parentheses.",
+        ),
+        LintRule(
+            "CPG023",
+            "end-port-below",
+            "warning",
+            "An endPort below its port: Cilium reads the single port, not a range.",
+            "Give the range as port (low) and endPort (high), or drop endPort.",
+        ),
+        LintRule(
+            "CPG024",
+            "init-in-namespaced",
+            "error",
+            "A CiliumNetworkPolicy whose endpointSelector names reserved:init: Cilium refuses it.",
+            "Police initializing endpoints with a CiliumClusterwideNetworkPolicy.",
+        ),
+        LintRule(
+            "CPG025",
+            "icmp-type",
+            "error",
+            "An ICMP type name that is not a type of its family (PacketTooBig in IPv4, "
+            "Timestamp in IPv6): Cilium refuses the document.",
+            "Use the family the type belongs to (family: IPv6), or its number.",
+        ),
+        LintRule(
+            "CPG026",
+            "node-selector-peers",
+            "error",
+            "fromNodes/toNodes: Cilium refuses them unless its agents run with "
+            "enable-node-selector-labels.",
+            "Use the host or remote-node entity, or turn enable-node-selector-labels on.",
+        ),
+        LintRule(
+            "CPG030",
+            "deprecated",
+            "warning",
+            "A field the Cilium release (--cilium-version) deprecates: fromRequires/toRequires, "
+            "Kafka rules.",
+            "Select peers with fromEndpoints/toEndpoints; Kafka rules have no replacement "
+            "in Cilium's policy.",
+        ),
+        LintRule(
+            "CPG031",
+            "not-in-version",
+            "error",
+            "A feature the Cilium release (--cilium-version) does not have: the cluster-mesh "
+            "entity before 1.20 (refused), ** in matchPattern before 1.19 (read as *).",
+            "Upgrade Cilium first, or write what that release reads (cluster entities, one "
+            "pattern per DNS depth).",
+        ),
+        LintRule(
+            "CPG032",
+            "audit-mode-annotation",
+            "warning",
+            "The annotation policy.cilium.io/audit-mode, widely copied, does nothing: the "
+            "policy is enforced.",
+            "Put the endpoints in audit mode with the agent's policy-audit-mode (or cilium "
+            "endpoint config), or test the policy with cpg plan and cpg shadow first.",
+        ),
+        LintRule(
+            "CPG033",
+            "cluster-scope",
+            "warning",
+            "In a file that selects ClusterMesh peers by cluster, a selector naming no cluster "
+            "selects that peer in every cluster before Cilium 1.19 (policy-default-local-cluster "
+            "off).",
+            "Name the cluster (io.cilium.k8s.policy.cluster) where it matters.",
+        ),
+        LintRule(
+            "CPG034",
+            "invalid-in-cluster",
+            "error",
+            "A policy in the cluster that Cilium's operator marked Valid=False (--cluster): it "
+            "is applied but enforces nothing of what it says.",
+            "Fix what the condition's message names and apply it again.",
         ),
     )
 }
@@ -201,9 +377,11 @@ def lint_text(
     schema: SchemaCheck | None = None,
     pod_cidrs: Iterable[str] = (),
     pods: Mapping[str, Sequence[Mapping[str, str]]] | None = None,
+    cilium_version: Version = NEWEST,
 ) -> list[LintFinding]:
     """Every finding of one YAML file (several documents and ``kind: List`` included);
-    documents that are not Cilium policies are left alone."""
+    documents that are not Cilium policies are left alone. ``cilium_version`` is the
+    release the documents are meant for (its deprecations and missing features)."""
     try:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
@@ -223,7 +401,7 @@ def lint_text(
         document = yaml.SafeLoader("").construct_document(node)
         lines = _Lines(node)
         for path, policy in _policies(document):
-            found += _lint_policy(policy, path, lines, file, schema, networks)
+            found += _lint_policy(policy, path, lines, file, schema, networks, cilium_version)
             if pods is not None:
                 found += _selects_nothing(policy, path, lines, file, pods)
     return found
@@ -258,6 +436,7 @@ def _lint_policy(
     file: str,
     schema: SchemaCheck | None,
     networks: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network],
+    version: Version = NEWEST,
 ) -> list[LintFinding]:
     name = policy_label(policy)
     found: list[LintFinding] = []
@@ -266,13 +445,19 @@ def _lint_policy(
         where = (*base, *path)
         found.append(finding(code, message, file, lines.of(where), _field(where), name))
 
-    if schema is not None:
-        for path, message in schema(policy):
-            add("CPG002", message, path)
+    for problem in schema(policy) if schema is not None else []:
+        if _known_to(problem, version):
+            continue
+        if problem.unknown_field:
+            add("CPG013", _unknown_text(problem.path), problem.path)
+        else:
+            add("CPG002", problem.message, problem.path)
+    for code, message, path in refusals(policy) + version_findings(policy, version):
+        add(code, message, path)
     for path, key, value in _labels(policy, ()):
-        problem = label_problem(_unsourced(key), value)
-        if problem:
-            add("CPG003", problem, path)
+        label = label_problem(_unsourced(key), value)
+        if label:
+            add("CPG003", label, path)
     specs: list[tuple[tuple[str | int, ...], Any]] = []
     if isinstance(policy.get("spec"), Mapping):
         specs.append((("spec",), policy["spec"]))
@@ -284,6 +469,31 @@ def _lint_policy(
         for code, message, where in _spec_findings(spec, networks):
             add(code, message, (*path, *where))
     return found
+
+
+def _known_to(problem: SchemaProblem, version: Version) -> bool:
+    """A schema problem that is no problem for ``version``, or that another rule names: the
+    top-level description (CPG014), the cluster-mesh entity of Cilium 1.20 (the shipped CRD
+    was cut before it; CPG031 names it for older releases), Kafka rules before 1.20 (CPG030)."""
+    path = problem.path
+    if problem.unknown_field and path == ("description",):
+        return True
+    if problem.validator == "enum" and problem.value == "cluster-mesh":
+        return len(path) >= 2 and str(path[-2]).endswith("Entities")
+    if version < KAFKA_GONE_SINCE and "rules" in path:
+        tail = path[path.index("rules") + 1 :]
+        if problem.unknown_field and tail[:1] in (("kafka",), ("l7proto",), ("l7",)):
+            return True
+        return problem.validator == "oneOf" and not tail
+    return False
+
+
+def _unknown_text(path: tuple[str | int, ...]) -> str:
+    where = _field(path)
+    last = str(path[-1])
+    if last == "rules" and any(str(p).endswith("Deny") for p in path):
+        return f"unknown field {where}: deny rules take no L7 rules (Cilium refuses it)"
+    return f"unknown field {where}: Cilium refuses the document (the API server would prune it)"
 
 
 def _selects_nothing(
@@ -416,8 +626,10 @@ def _default_deny(spec: Mapping[str, Any]) -> bool:
     """Whether every rule of the spec is empty: Cilium's default-deny idiom, which is meant
     to select every pod of the namespace."""
     rules = [r for d in ("ingress", "egress") for r in spec.get(d) or []]
-    return bool(rules) and all(r == {} for r in rules) and not any(
-        spec.get(d) for d in ("ingressDeny", "egressDeny")
+    return (
+        bool(rules)
+        and all(r == {} for r in rules)
+        and not any(spec.get(d) for d in ("ingressDeny", "egressDeny"))
     )
 
 
@@ -480,9 +692,9 @@ def _rule_findings(
                 continue
             for m, port in enumerate(ports):
                 if isinstance(port, Mapping):
-                    problem = _port_problem(port)
-                    if problem:
-                        found.append(("CPG009", problem, ("toPorts", n, "ports", m)))
+                    code, problem = _port_problem(port)
+                    if code:
+                        found.append((code, problem, ("toPorts", n, "ports", m)))
     return found
 
 
@@ -493,16 +705,17 @@ def _number(value: Any) -> int | None:
         return None
 
 
-def _port_problem(port: Mapping[str, Any]) -> str:
-    number = _number(port.get("port", 0))
+def _port_problem(port: Mapping[str, Any]) -> tuple[str, str]:
+    text = str(port.get("port", "") or "")
+    number = _number(text) if text.isdigit() else None
     end = _number(port.get("endPort")) if port.get("endPort") is not None else None
-    if number is not None and not 0 <= number <= 65535:
-        return f"port {number} is outside 0-65535"
+    if text.isdigit() and port_number(text) is None:
+        return "CPG009", f"port {text} is not a port Cilium parses (0-65535)"
     if end is not None and not 0 <= end <= 65535:
-        return f"endPort {end} is outside 0-65535"
-    if end is not None and number is not None and end < number:
-        return f"endPort {end} is below port {number}"
-    return ""
+        return "CPG009", f"endPort {end} is outside 0-65535"
+    if end is not None and number is not None and 0 < end < number:
+        return "CPG023", f"endPort {end} is below port {number}: Cilium reads port {number} alone"
+    return "", ""
 
 
 def _has_dns_rule(rule: Mapping[str, Any]) -> bool:
@@ -573,4 +786,29 @@ def policy_namespaces(text: str) -> set[str]:
             namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
             if policy.get("kind") == "CiliumNetworkPolicy" and namespace:
                 found.add(str(namespace))
+    return found
+
+
+def invalid_in_cluster(policies: Iterable[Mapping[str, Any]]) -> list[LintFinding]:
+    """CPG034 for each policy read from a cluster that Cilium's operator marked
+    ``Valid=False`` in its status conditions, with the operator's message."""
+    found = []
+    for policy in policies:
+        status = policy.get("status")
+        conditions = status.get("conditions") if isinstance(status, Mapping) else None
+        for condition in conditions or []:
+            if not isinstance(condition, Mapping) or condition.get("type") != "Valid":
+                continue
+            if str(condition.get("status")) != "False":
+                continue
+            name = policy_label(policy)
+            kind = str(policy.get("kind") or "CiliumNetworkPolicy")
+            message = str(condition.get("message") or "no message").strip()
+            since = condition.get("lastTransitionTime")
+            text = f"{kind} {name} is Valid=False: {message}" + (
+                f" (since {since})" if since else ""
+            )
+            found.append(
+                finding("CPG034", text, f"cluster:{kind}/{name}", 0, "status.conditions", name)
+            )
     return found

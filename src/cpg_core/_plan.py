@@ -448,7 +448,8 @@ class PlanJudge:
                             policy=newly_by[0],
                             selector=_selector(proposal, newly_by[0], target),
                             why=f"{_who(target)} was not policed for {way}; "
-                            f"{', '.join(newly_by)} would put it in default-deny",
+                            f"{', '.join(newly_by)} would put it in default-deny"
+                            + (_OTHER_END[way] if mirrored else ""),
                             fix="",
                         )
                     )
@@ -521,6 +522,10 @@ class PlanJudge:
         )
 
 
+_OTHER_END = {
+    "egress": " (the capture shows this traffic arriving at its destination only)",
+    "ingress": " (the capture shows this traffic leaving its source only)",
+}
 _MIRRORED = int(Verdict.VERDICT_UNKNOWN)
 """The verdict of a flow as its other end saw it: not recorded by Hubble, inferred."""
 

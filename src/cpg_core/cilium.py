@@ -3,6 +3,7 @@ cpg marks its policies with, and the agent versions a cluster runs."""
 
 from cpg_core._cilium_version import (
     LOCAL_CLUSTER_DEFAULT_SINCE,
+    Version,
     below_floor,
     format_version,
     local_cluster_default,
@@ -20,6 +21,7 @@ __all__ = [
     "MANAGED_BY_VALUE",
     "POLICY_NAME_PREFIX",
     "PolicyShapeProblem",
+    "Version",
     "YamlInputError",
     "below_floor",
     "format_version",

@@ -6,17 +6,26 @@ from cpg_core._lint import (
     LintFinding,
     LintRule,
     SchemaCheck,
+    SchemaProblem,
+    invalid_in_cluster,
     lint_text,
     policy_namespaces,
     selects,
 )
+from cpg_core._lint_versions import NEWEST, SUPPORTED, parse_version, supported_text
 
 __all__ = [
+    "NEWEST",
     "RULES",
+    "SUPPORTED",
     "LintFinding",
     "LintRule",
     "SchemaCheck",
+    "SchemaProblem",
+    "invalid_in_cluster",
     "lint_text",
+    "parse_version",
     "policy_namespaces",
     "selects",
+    "supported_text",
 ]

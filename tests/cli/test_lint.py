@@ -102,8 +102,8 @@ CASES: dict[str, tuple[Any, Any]] = {
         ),
     ),
     "CPG009": (
-        policy({"ingress": [{"fromEndpoints": [WEB], "toPorts": tcp("9000", endPort=8000)}]}),
-        policy({"ingress": [{"fromEndpoints": [WEB], "toPorts": tcp("8000", endPort=9000)}]}),
+        policy({"ingress": [{"fromEndpoints": [WEB], "toPorts": tcp("70000")}]}),
+        policy({"ingress": [{"fromEndpoints": [WEB], "toPorts": tcp("7000")}]}),
     ),
     "CPG010": (
         policy(
@@ -122,6 +122,280 @@ CASES: dict[str, tuple[Any, Any]] = {
         policy({"ingress": [{"fromEndpoints": [WEB], "toPorts": tcp("8080")}] * 2}),
         GOOD,
     ),
+    "CPG013": (
+        policy({"ingress": [{"fromEndpoint": [WEB], "toPorts": tcp("8080")}]}),
+        GOOD,
+    ),
+    "CPG014": (
+        {**GOOD, "description": "the api"},
+        {**GOOD, "spec": {**GOOD["spec"], "description": "the api"}},
+    ),
+    "CPG015": (
+        {k: v for k, v in GOOD.items() if k != "spec"},
+        GOOD,
+    ),
+    "CPG016": (
+        policy(
+            {
+                "ingress": [
+                    {
+                        "fromEndpoints": [
+                            {"matchExpressions": [{"key": "tier", "operator": "In", "values": []}]}
+                        ]
+                    }
+                ]
+            }
+        ),
+        policy(
+            {
+                "ingress": [
+                    {
+                        "fromEndpoints": [
+                            {
+                                "matchExpressions": [
+                                    {"key": "tier", "operator": "In", "values": ["web"]}
+                                ]
+                            }
+                        ]
+                    }
+                ]
+            }
+        ),
+    ),
+    "CPG017": (
+        policy(
+            {"egress": [{"toEndpoints": [WEB], "toCIDR": ["10.0.0.0/8"], "toPorts": tcp("80")}]}
+        ),
+        policy(
+            {
+                "egress": [
+                    {"toEndpoints": [WEB], "toPorts": tcp("80")},
+                    {"toCIDR": ["10.0.0.0/8"], "toPorts": tcp("80")},
+                ]
+            }
+        ),
+    ),
+    "CPG018": (
+        policy(
+            {
+                "ingress": [
+                    {
+                        "fromEndpoints": [WEB],
+                        "toPorts": tcp("80"),
+                        "icmps": [{"fields": [{"type": 8}]}],
+                    }
+                ]
+            }
+        ),
+        policy(
+            {
+                "ingress": [
+                    {"fromEndpoints": [WEB], "toPorts": tcp("80")},
+                    {"fromEndpoints": [WEB], "icmps": [{"fields": [{"type": 8}]}]},
+                ]
+            }
+        ),
+    ),
+    "CPG019": (
+        policy(
+            {
+                "egress": [
+                    {
+                        "toCIDRSet": [{"cidr": "10.0.0.0/8", "except": ["192.168.0.0/16"]}],
+                        "toPorts": tcp("80"),
+                    }
+                ]
+            }
+        ),
+        policy(
+            {
+                "egress": [
+                    {
+                        "toCIDRSet": [{"cidr": "10.0.0.0/8", "except": ["10.1.0.0/16"]}],
+                        "toPorts": tcp("80"),
+                    }
+                ]
+            }
+        ),
+    ),
+    "CPG020": (
+        policy(
+            {"ingress": [{"fromEndpoints": [WEB], "toPorts": [{"ports": [{"protocol": "TCP"}]}]}]}
+        ),
+        policy(
+            {
+                "ingress": [
+                    {
+                        "fromEndpoints": [WEB],
+                        "toPorts": [{"ports": [{"port": "0", "protocol": "TCP"}]}],
+                    }
+                ]
+            }
+        ),
+    ),
+    "CPG021": (
+        policy(
+            {
+                "ingress": [
+                    {
+                        "fromEndpoints": [WEB],
+                        "toPorts": [
+                            {
+                                "ports": [{"port": "80", "protocol": "UDP"}],
+                                "rules": {"http": [{"method": "GET"}]},
+                            }
+                        ],
+                    }
+                ]
+            }
+        ),
+        policy(
+            {
+                "ingress": [
+                    {
+                        "fromEndpoints": [WEB],
+                        "toPorts": [
+                            {
+                                "ports": [{"port": "80", "protocol": "TCP"}],
+                                "rules": {"http": [{"method": "GET"}]},
+                            }
+                        ],
+                    }
+                ]
+            }
+        ),
+    ),
+    "CPG022": (
+        policy(
+            {
+                "ingress": [
+                    {
+                        "fromEndpoints": [WEB],
+                        "toPorts": [
+                            {
+                                "ports": [{"port": "80", "protocol": "TCP"}],
+                                "rules": {"http": [{"path": "^/v1/(?=x)"}]},
+                            }
+                        ],
+                    }
+                ]
+            }
+        ),
+        policy(
+            {
+                "ingress": [
+                    {
+                        "fromEndpoints": [WEB],
+                        "toPorts": [
+                            {
+                                "ports": [{"port": "80", "protocol": "TCP"}],
+                                "rules": {"http": [{"path": "^/v1/(x|y)$"}]},
+                            }
+                        ],
+                    }
+                ]
+            }
+        ),
+    ),
+    "CPG023": (
+        policy({"ingress": [{"fromEndpoints": [WEB], "toPorts": tcp("9000", endPort=8000)}]}),
+        policy({"ingress": [{"fromEndpoints": [WEB], "toPorts": tcp("8000", endPort=9000)}]}),
+    ),
+    "CPG024": (
+        {
+            **GOOD,
+            "spec": {**GOOD["spec"], "endpointSelector": {"matchLabels": {"reserved:init": ""}}},
+        },
+        {
+            **GOOD,
+            "kind": "CiliumClusterwideNetworkPolicy",
+            "metadata": {"name": "init"},
+            "spec": {**GOOD["spec"], "endpointSelector": {"matchLabels": {"reserved:init": ""}}},
+        },
+    ),
+    "CPG025": (
+        policy(
+            {
+                "ingress": [
+                    {"fromEndpoints": [WEB], "icmps": [{"fields": [{"type": "PacketTooBig"}]}]}
+                ]
+            }
+        ),
+        policy(
+            {
+                "ingress": [
+                    {
+                        "fromEndpoints": [WEB],
+                        "icmps": [{"fields": [{"type": "PacketTooBig", "family": "IPv6"}]}],
+                    }
+                ]
+            }
+        ),
+    ),
+    "CPG026": (
+        policy(
+            {"egress": [{"toNodes": [{"matchLabels": {"role": "db"}}], "toPorts": tcp("5432")}]}
+        ),
+        policy({"egress": [{"toEntities": ["remote-node"], "toPorts": tcp("5432")}]}),
+    ),
+    "CPG030": (
+        policy(
+            {
+                "ingress": [
+                    {
+                        "fromRequires": [{"matchLabels": {"env": "prod"}}],
+                        "fromEndpoints": [WEB],
+                        "toPorts": tcp("8080"),
+                    }
+                ]
+            }
+        ),
+        GOOD,
+    ),
+    "CPG031": (
+        policy({"ingress": [{"fromEntities": ["cluster-mesh"], "toPorts": tcp("8080")}]}),
+        policy({"ingress": [{"fromEntities": ["cluster"], "toPorts": tcp("8080")}]}),
+        {"cilium_version": (1, 19, 0)},
+    ),
+    "CPG032": (
+        {
+            **GOOD,
+            "metadata": {
+                **GOOD["metadata"],
+                "annotations": {"policy.cilium.io/audit-mode": "true"},
+            },
+        },
+        GOOD,
+    ),
+    "CPG033": (
+        policy(
+            {
+                "ingress": [
+                    {
+                        "fromEndpoints": [
+                            {"matchLabels": {"app": "web", "io.cilium.k8s.policy.cluster": "east"}},
+                            WEB,
+                        ],
+                        "toPorts": tcp("8080"),
+                    }
+                ]
+            }
+        ),
+        policy(
+            {
+                "ingress": [
+                    {
+                        "fromEndpoints": [
+                            {"matchLabels": {"app": "web", "io.cilium.k8s.policy.cluster": "east"}},
+                            {"matchLabels": {"app": "web", "io.cilium.k8s.policy.cluster": "west"}},
+                        ],
+                        "toPorts": tcp("8080"),
+                    }
+                ]
+            }
+        ),
+        {"cilium_version": (1, 18, 0)},
+    ),
 }
 
 
@@ -137,14 +411,15 @@ def findings_of(document: Any, **options: Any) -> list[str]:
 
 @pytest.mark.parametrize("code", sorted(CASES))
 def test_each_rule_fires_on_its_bad_case_and_stays_quiet_on_the_good_one(code: str) -> None:
-    bad, good = CASES[code]
+    bad, good, *more = CASES[code]
     options = {"pod_cidrs": ["10.244.0.0/16"]} if code == "CPG007" else {}
+    options.update(*more)
     assert code in findings_of(bad, **options), code
     assert findings_of(good, **options) == [], code
 
 
 def test_every_rule_has_a_case_and_a_fix() -> None:
-    assert set(CASES) | {"CPG001", "CPG012"} == set(RULES)
+    assert set(CASES) | {"CPG001", "CPG012", "CPG034"} == set(RULES)
     for rule in RULES.values():
         assert rule.fix and rule.summary and rule.level in ("error", "warning")
 
@@ -210,7 +485,8 @@ def test_sarif_validates_against_the_sarif_2_1_0_schema(tmp_path: Path) -> None:
     sarif = json.loads(ran.stdout)
     jsonschema.Draft7Validator(_sarif_schema()).validate(sarif)
     (run,) = sarif["runs"]
-    assert {r["ruleId"] for r in run["results"]} == set(CASES) | {"CPG001"}
+    for_newest = {code for code, case in CASES.items() if len(case) == 2}
+    assert {r["ruleId"] for r in run["results"]} == for_newest | {"CPG001"}
     rules = run["tool"]["driver"]["rules"]
     for result in run["results"]:
         assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
@@ -246,3 +522,107 @@ def test_a_selector_that_selects_no_pod_with_cluster(tmp_path: Path) -> None:
         (m, p.split("?")[0]) for m, p in kube.requests
     }
     assert refused.returncode == 1 and "'list' on pods" in refused.stderr
+
+
+def test_the_cilium_version_turns_the_version_rules_on(tmp_path: Path) -> None:
+    """A ``**.`` wildcard is Cilium 1.19's (read as ``*`` before), the cluster-mesh entity
+    1.20's (refused before), fromRequires deprecated from 1.19, Kafka rules deprecated before
+    1.20 and gone in it (an unknown field), and selectors without a cluster select every
+    cluster before 1.19."""
+    wildcard = policy(
+        {
+            "egress": [
+                {"toFQDNs": [{"matchPattern": "**.example.com"}], "toPorts": tcp("443")},
+                DNS,
+            ]
+        }
+    )
+    assert "CPG031" in findings_of(wildcard, cilium_version=(1, 18, 0))
+    assert findings_of(wildcard, cilium_version=(1, 19, 0)) == []
+    mesh = policy({"ingress": [{"fromEntities": ["cluster-mesh"], "toPorts": tcp("80")}]})
+    assert findings_of(mesh) == []  # Cilium 1.20: accepted
+    older = [
+        f
+        for f in lint_text(
+            as_yaml(mesh), "p.yaml", schema=crd_schema_errors, cilium_version=(1, 19, 0)
+        )
+    ]
+    assert [(f.code, f.level) for f in older] == [("CPG031", "error")]
+    requires = CASES["CPG030"][0]
+    assert "CPG030" not in findings_of(requires, cilium_version=(1, 18, 0))
+    kafka = policy(
+        {
+            "ingress": [
+                {
+                    "fromEndpoints": [WEB],
+                    "toPorts": [
+                        {
+                            "ports": [{"port": "9092", "protocol": "TCP"}],
+                            "rules": {"kafka": [{"topic": "orders"}]},
+                        }
+                    ],
+                }
+            ]
+        }
+    )
+    assert findings_of(kafka, cilium_version=(1, 19, 0)) == ["CPG030"]
+    assert "CPG013" in findings_of(kafka)  # 1.20 has no Kafka rules
+    bad, good, _ = CASES["CPG033"]
+    assert findings_of(bad, cilium_version=(1, 19, 0)) == []
+
+
+def test_cilium_version_on_the_command_line(tmp_path: Path) -> None:
+    path = tmp_path / "not-a-policy-mesh.yaml"
+    path.write_text(as_yaml(policy({"ingress": [{"fromEntities": ["cluster-mesh"]}]})))
+    assert cpg("lint", str(path)).returncode == 0
+    older = cpg("lint", str(path), "--cilium-version", "1.19", "-o", "json")
+    assert older.returncode == 3
+    assert [f["code"] for f in json.loads(older.stdout)["findings"]] == ["CPG031"]
+    bad = cpg("lint", str(path), "--cilium-version", "2.0")
+    assert bad.returncode == 2 and "1.16, 1.17, 1.18, 1.19, 1.20" in bad.stderr
+
+
+def test_the_cluster_policies_the_operator_marked_invalid(tmp_path: Path) -> None:
+    """``--cluster`` reads the policies applied and reports each that Cilium's operator
+    marked ``Valid=False``, with its message: such a policy is applied and inert."""
+    from fake_kube import fake_kube
+
+    path = tmp_path / "good.yaml"
+    path.write_text(yaml.safe_dump(GOOD))
+    broken = copy.deepcopy(GOOD)
+    broken["metadata"]["name"] = "broken"
+    broken["status"] = {
+        "conditions": [
+            {
+                "type": "Valid",
+                "status": "False",
+                "message": "Invalid CiliumNetworkPolicy spec: combining ToEndpoints and ToCIDR",
+                "lastTransitionTime": "2026-08-01T10:00:00Z",
+            }
+        ]
+    }
+    fine = copy.deepcopy(GOOD)
+    fine["metadata"]["name"] = "fine"
+    fine["status"] = {"conditions": [{"type": "Valid", "status": "True"}]}
+    clusterwide = {
+        "apiVersion": "cilium.io/v2",
+        "kind": "CiliumClusterwideNetworkPolicy",
+        "metadata": {"name": "cw"},
+        "spec": GOOD["spec"],
+        "status": {"conditions": [{"type": "Valid", "status": "False", "message": "bad"}]},
+    }
+    with fake_kube(tmp_path) as (kube, kubeconfig):
+        kube.pods = {"shop": [{"app": "api"}]}
+        kube.policies = [broken, fine, clusterwide]
+        ran = cpg("lint", str(path), "--cluster", "--kubeconfig", str(kubeconfig), "-o", "json")
+        text = cpg("lint", str(path), "--cluster", "--kubeconfig", str(kubeconfig))
+    assert ran.returncode == 3, ran.stderr
+    found = json.loads(ran.stdout)["findings"]
+    assert [(f["code"], f["policy"]) for f in found] == [
+        ("CPG034", "shop/broken"),
+        ("CPG034", "cw"),
+    ]
+    assert "combining ToEndpoints and ToCIDR" in found[0]["message"]
+    assert "since 2026-08-01T10:00:00Z" in found[0]["message"]
+    assert found[0]["file"] == "cluster:CiliumNetworkPolicy/shop/broken"
+    assert "CPG034 invalid-in-cluster (error)" in text.stdout

@@ -95,6 +95,27 @@ def test_the_vectors_cover_every_folder() -> None:
     assert len(CASES) >= 147
 
 
+LINT = _vectors("lint.jsonl")
+
+
+@pytest.mark.skipif(not LINT, reason="../shared/semantics is absent")
+@pytest.mark.parametrize("vector", LINT, ids=[v["file"] for v in LINT] or None)
+def test_lint_errs_exactly_when_cilium_refuses(vector: dict[str, Any]) -> None:
+    """``cpg lint`` has an error for a document Cilium refuses and none for one it
+    accepts (a warning is allowed: a ``bad-`` file Cilium accepts is a mutation it
+    tolerates)."""
+    from cpg_core.lint import lint_text
+    from cpg_io.crd_schema import crd_schema_errors
+
+    path = SEMANTICS / "lint" / vector["file"]
+    findings = lint_text(path.read_text(), str(path), schema=crd_schema_errors)
+    errors = [f"{f.code} {f.message}" for f in findings if f.level == "error"]
+    if vector["cilium"] == "rejected":
+        assert errors, f"Cilium refuses it: {vector['why']}"
+    else:
+        assert errors == []
+
+
 # cpg's own cases: (policy YAML, from, to, direction, port/protocol, expected) where expected
 # is (decision in the default mode, policed, decision with every endpoint in default-deny).
 

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import attrs
 
-from cpg_core.lint import lint_text, policy_namespaces
+from cpg_core.cilium import Version
+from cpg_core.lint import NEWEST, invalid_in_cluster, lint_text, policy_namespaces
 from cpg_core.reports import LintView
 from cpg_io.crd_schema import crd_schema_errors
 from cpg_io.errors import IoError
-from cpg_io.kube import namespace_pod_labels
+from cpg_io.kube import cluster_policies, namespace_pod_labels
 from cpg_io.policy_files import MAX_FILE_BYTES
 from cpg_io.store import RefusedFile, read_bounded
 from cpg_io.version import cpg_version
@@ -48,8 +49,11 @@ def lint_run(
     cluster: bool = False,
     kubeconfig: Path | None = None,
     context: str | None = None,
+    cilium_version: Version = NEWEST,
 ) -> LintRun:
-    """Every finding of every file; with ``cluster``, selectors that select no pod today."""
+    """Every finding of every file, for Cilium ``cilium_version``; with ``cluster``,
+    selectors that select no pod today and the cluster's policies its operator marked
+    invalid."""
     texts: list[tuple[Path, str]] = []
     for path in lint_files(paths):
         try:
@@ -63,6 +67,13 @@ def lint_run(
     findings = []
     for path, text in texts:
         findings += lint_text(
-            text, str(path), schema=crd_schema_errors, pod_cidrs=pod_cidrs, pods=pods
+            text,
+            str(path),
+            schema=crd_schema_errors,
+            pod_cidrs=pod_cidrs,
+            pods=pods,
+            cilium_version=cilium_version,
         )
+    if cluster:
+        findings += invalid_in_cluster(cluster_policies(kubeconfig, context))
     return LintRun(view=LintView(findings=tuple(findings), files=len(texts), version=cpg_version()))
