@@ -555,14 +555,29 @@ def peer_side(
     cluster: str | None = None,
 ) -> PeerView:
     """The peer of a flow, seen by an endpoint of ``cluster`` (the agent's own cluster, for
-    the ``cluster`` entity; ``local_cluster`` when not given)."""
+    the ``cluster`` entity; ``local_cluster`` when not given). A peer Hubble gave the world
+    identity while naming its pod (an L7 record, a stale ipcache) is a pod whose labels are
+    unknown: no CIDR, world or FQDN rule selects it (Cilium's CIDR rules never select a pod it
+    manages), and a label selector only if it asks for nothing cpg cannot see."""
     address = _network(ip) if ip else None
+    network = address if address is not None and address.num_addresses == 1 else None
     reserved = frozenset(reserved_names(endpoint.labels))
+    if endpoint.pod_name and endpoint_kind(endpoint).world:
+        labels = {NAMESPACE_LABEL: endpoint.namespace} if endpoint.namespace else {}
+        return PeerView(
+            labels,
+            frozenset({"all", "cluster"}),
+            False,
+            network,
+            (),
+            complete=False,
+            local_cluster=local_cluster,
+        )
     return PeerView(
         labels=endpoint_labels(endpoint),
         entities=frozenset(_entities(endpoint, reserved, cluster or local_cluster)),
         world=endpoint_kind(endpoint).world,
-        network=address if address is not None and address.num_addresses == 1 else None,
+        network=network,
         names=tuple(names),
         local_cluster=local_cluster,
         reserved=reserved,

@@ -349,3 +349,42 @@ def test_yaml_of_the_own_cases_is_what_cilium_accepts() -> None:
     assert [
         f for f in lint_text(text, "x.yaml", schema=crd_schema_errors) if f.level == "error"
     ] == []
+
+
+def test_a_pod_hubble_called_world_is_not_selected_by_its_address() -> None:
+    """Hubble sometimes gives a pod the world identity while naming it (an L7 record, a
+    stale ipcache). Cilium enforces on the pod's real identity, and its CIDR rules never
+    select a pod it manages: a ``toCIDR`` of the pod's address does not admit it, nor does
+    the world entity; ``all`` does."""
+    from cpg_core._flow import Endpoint
+
+    api = traced_endpoint("shop:app=api@default", "from")[0]
+    pod_as_world = Endpoint(labels=("reserved:world",), identity=2, namespace="db", pod_name="pg-0")
+    flow = Flow(
+        direction=int(Direction.EGRESS),
+        source=api,
+        destination=pod_as_world,
+        source_ip="10.0.0.1",
+        destination_ip="10.1.2.3",
+        protocol="TCP",
+        port=5432,
+    )
+
+    def allowed(rule: dict[str, Any]) -> bool:
+        spec = {"endpointSelector": API, "egress": [rule]}
+        return judge_flow([_policy(spec)], flow).allowed
+
+    assert not allowed({"toCIDR": ["10.1.2.3/32"]})
+    assert not allowed({"toEntities": ["world"]})
+    assert allowed({"toEntities": ["all"]})
+    plain_world = Flow(
+        direction=int(Direction.EGRESS),
+        source=api,
+        destination=Endpoint(labels=("reserved:world",), identity=2),
+        source_ip="10.0.0.1",
+        destination_ip="10.1.2.3",
+        protocol="TCP",
+        port=5432,
+    )
+    spec = {"endpointSelector": API, "egress": [{"toCIDR": ["10.1.2.3/32"]}]}
+    assert judge_flow([_policy(spec)], plain_world).allowed
