@@ -567,7 +567,7 @@ def test_the_cilium_version_turns_the_version_rules_on(tmp_path: Path) -> None:
     )
     assert findings_of(kafka, cilium_version=(1, 19, 0)) == ["CPG030"]
     assert "CPG013" in findings_of(kafka)  # 1.20 has no Kafka rules
-    bad, good, _ = CASES["CPG033"]
+    bad, _, _ = CASES["CPG033"]
     assert findings_of(bad, cilium_version=(1, 19, 0)) == []
 
 
