@@ -247,8 +247,21 @@ def selector_matches(
     return all(requirement_holds(r, labels, names, complete=complete) for r in reqs)
 
 
+_CLUSTER_PREFIX = f"k8s:{CLUSTER_LABEL}="
+
+
+def cluster_of(endpoint: Endpoint) -> str:
+    """The endpoint's ClusterMesh cluster ("" when Hubble did not say)."""
+    if endpoint.cluster_name:
+        return endpoint.cluster_name
+    for text in endpoint.labels:
+        if text.startswith(_CLUSTER_PREFIX):
+            return text[len(_CLUSTER_PREFIX) :]
+    return ""
+
+
 def _same_cluster(peer: Endpoint, cluster: str | None) -> bool:
-    mine = peer.cluster_name or endpoint_labels(peer).get(CLUSTER_LABEL, "")
+    mine = cluster_of(peer)
     return not mine or not cluster or mine == cluster
 
 
@@ -782,7 +795,7 @@ def flow_peer(
     )
     names = list(flow.source_names if ingress else flow.destination_names)
     names += list((ip_names or {}).get(peer_ip, ()))
-    cluster = target.cluster_name or endpoint_labels(target).get(CLUSTER_LABEL) or None
+    cluster = cluster_of(target) or None
     local = cluster if default_local_cluster else None
     return peer_side(peer_ep, peer_ip, names, local, cluster)
 

@@ -542,8 +542,8 @@ def _other_end(flow: Flow, way: str, works: bool, world: _Worlds) -> Flow | None
     if way == "egress" and not works:
         return None  # dropped on its way out: the destination never saw it
     other = flow.source if way == "ingress" else flow.destination
-    if not other.namespace or world[other] or endpoint_kind(other).entity:
-        return None
+    if not other.namespace or world[other]:
+        return None  # the world, or one of Cilium's own identities (no namespace)
     direction = Direction.EGRESS if way == "ingress" else Direction.INGRESS
     return attrs.evolve(
         flow,
