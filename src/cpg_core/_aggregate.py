@@ -763,7 +763,8 @@ class Aggregator:
     def _pod_findings(self) -> list[FindingTally]:
         out = []
         for target, atoms in self._pods_as_world(self._world_totals()).items():
-            for (way, peer, protocol, port), stats in atoms.items():
+            for key, stats in atoms.items():
+                way, peer, protocol, port = key[:4]  # an L7 entry has its request as a fifth
                 assert isinstance(peer, CidrPeer)
                 if self._pod_peer(peer) is not None:
                     continue  # named by its labels: a rule, not a finding
@@ -808,13 +809,13 @@ class Aggregator:
             kept = {
                 atom: stats
                 for atom, stats in attribution[target].items()
-                if (atom.direction, atom.peer, atom.protocol, atom.port) not in atoms
+                if _key_of(atom) not in atoms
             }
-            for (way, peer, protocol, port), stats in sorted(atoms.items(), key=_atom_order):
-                named = self._pod_peer(peer)
+            for key, stats in sorted(atoms.items(), key=_atom_order):
+                named = self._pod_peer(key[1])
                 if named is None:
                     continue
-                atom = Atom(way, named, protocol, port)
+                atom = Atom(key[0], named, *key[2:])  # the pod, with the entry's L7 request
                 same = kept.get(atom)
                 if same is None:
                     kept[atom] = stats.copy()
@@ -879,9 +880,15 @@ def _as_atoms(
     return out
 
 
+def _key_of(atom: Atom) -> AtomKey:
+    """The entry key of an Atom (its L7 request as a fifth field when it has one)."""
+    key: AtomKey = (atom.direction, atom.peer, atom.protocol, atom.port)
+    return (*key, atom.l7) if atom.l7 else key
+
+
 def _atom_order(item: tuple[AtomKey, RuleStats]) -> tuple[Any, ...]:
     way, peer, protocol, port = item[0][:4]
-    return (way, peer_sort_key(peer), protocol, port)
+    return (way, peer_sort_key(peer), protocol, port, item[0][4:])
 
 
 @attrs.frozen(slots=True)

@@ -132,3 +132,43 @@ def test_drain_moves_entries_out_and_the_totals_still_count_them() -> None:
         whole.window(),
         _health(whole),
     )
+
+
+def test_l7_entries_to_a_pod_hubble_called_world_are_named_or_findings_not_a_crash() -> None:
+    """``--l7`` on a capture where an HTTP request went to a pod Hubble gave the world
+    identity (an L7 proxy record) crashed the replay (an L7 entry key has five fields). Now:
+    with the pod's labels elsewhere in the capture, the HTTP rule names the pod; without
+    them, the entry is a world_is_pod finding and no toCIDR rule carries the request."""
+    from conftest import WORLD, endpoint
+    from cpg_core._aggregate import AggregateOptions
+
+    http = {"l7": {"type": "REQUEST", "http": {"method": "GET", "url": "http://db/items"}}}
+    to_world = flow_dict(
+        src=endpoint("shop", "api"),
+        dst={**WORLD, "pod_name": "db-0", "namespace": "shop"},
+        dst_ip="10.0.0.9",
+        direction="EGRESS",
+        tcp=80,
+        **http,
+    )
+    labelled = flow_dict(
+        src=endpoint("shop", "web"),
+        dst=endpoint("shop", "db", pod_name="db-0"),
+        dst_ip="10.0.0.9",
+        verdict="FORWARDED",
+        reason=None,
+        tcp=80,
+    )
+    for flows, named in (([to_world, labelled], True), ([to_world], False)):
+        agg = Aggregator(AggregateOptions(l7=True))
+        for record in flows:
+            agg.add(parse_flow(record))
+        rules = [(plan.target.workload, rule) for plan in agg.plans() for rule in plan.rules]
+        api_rules = [str(rule) for workload, rule in rules if workload == "api"]
+        assert not any("10.0.0.9" in rule for rule in api_rules)
+        findings = {f.kind for f in agg.health(started="", ended="").findings}
+        if named:
+            assert any("db" in rule and "GET" in rule for rule in api_rules), api_rules
+            assert "world_is_pod" not in findings
+        else:
+            assert api_rules == [] and "world_is_pod" in findings
