@@ -18,7 +18,7 @@ from cpg_core._documents import PolicyDocument
 from cpg_core._dropreasons import classify_reason, reason_name, remediation
 from cpg_core._fixes import rule_yaml
 from cpg_core._flow import Direction, DNSInfo, Endpoint, Flow, HTTPInfo, L7Info, Verdict
-from cpg_core._labels import CLUSTER_LABEL, NAMESPACE_LABEL
+from cpg_core._labels import CLUSTER_LABEL, NAMESPACE_LABEL, stable_labels
 from cpg_core._matcher import (
     LOCAL_CLUSTER,
     PeerView,
@@ -467,6 +467,52 @@ def _answer(
     )
 
 
+def merged_answers(answered: Sequence[tuple[Flow, Why]]) -> tuple[Why, ...]:
+    """One answer per kind of flow as people read it: answers that say the same thing (flows
+    of different pods of one workload, say) are one, their flows added up; answers that
+    differ under the same traffic line name what differs (the labels, else the pods)."""
+    merged: dict[Why, list[Any]] = {}
+    for flow, why in answered:
+        key = attrs.evolve(why, flows=0)
+        entry = merged.get(key)
+        if entry is None:
+            merged[key] = [why, flow]
+        else:
+            entry[0] = attrs.evolve(entry[0], flows=entry[0].flows + why.flows)
+    by_line: dict[str, list[list[Any]]] = {}
+    for entry in merged.values():
+        by_line.setdefault(entry[0].traffic, []).append(entry)
+    out = []
+    for entry in merged.values():
+        why, flow = entry
+        same = by_line[why.traffic]
+        if len(same) > 1:
+            note = _what_differs(flow, [other[1] for other in same])
+            why = attrs.evolve(why, traffic=f"{why.traffic} [{note}]")
+        out.append(why)
+    return tuple(out)
+
+
+def _what_differs(flow: Flow, flows: Sequence[Flow]) -> str:
+    """What sets ``flow`` apart from the other ``flows`` of its traffic line."""
+    parts = []
+    for side in ("source", "destination"):
+        mine = stable_labels(getattr(flow, side).labels)
+        theirs = [stable_labels(getattr(other, side).labels) for other in flows]
+        keys = sorted({k for labels in theirs for k in labels if labels.get(k) != mine.get(k)})
+        shown = [f"{k}={mine[k]}" if k in mine else f"no {k}" for k in keys]
+        if shown:
+            parts.append(f"{side} {', '.join(shown)}")
+    if not parts:
+        for side in ("source", "destination"):
+            pod = getattr(flow, side).pod_name
+            if pod and any(getattr(other, side).pod_name != pod for other in flows):
+                parts.append(f"{side} pod {pod}")
+    if not parts and flow.verdict != flows[0].verdict:
+        parts.append(f"verdict {_verdict_name(flow.verdict)}")
+    return "; ".join(parts) or "another recording of the same traffic"
+
+
 def why_names(flows: Iterable[Flow]) -> dict[str, list[str]]:
     """IP -> DNS names from a capture's DNS records, for toFQDNs rules."""
     return dns_names(flows)
@@ -574,4 +620,12 @@ def traced_flows(
     return flows
 
 
-__all__ = ["RuleMiss", "Why", "explain_denial", "traced_endpoint", "traced_flows", "why_names"]
+__all__ = [
+    "RuleMiss",
+    "Why",
+    "explain_denial",
+    "merged_answers",
+    "traced_endpoint",
+    "traced_flows",
+    "why_names",
+]

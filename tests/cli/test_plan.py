@@ -422,3 +422,20 @@ def test_a_fix_whose_source_the_proposal_locks_down_does_not_take(tmp_path: Path
     (folder / "frontend.yaml").write_text(yaml.safe_dump(front_out))
     code, plan, _ = run_plan(str(capture), "-d", str(folder))
     assert code == 0 and plan["fixed"] == 1 and plan["would_break"] == []
+
+
+def test_a_report_of_a_plan_that_cannot_judge_says_so(tmp_path: Path) -> None:
+    """``cpg report --plan`` of a cannot_judge plan said "0 flows would break", as if the
+    plan had checked everything; both reports now say it could not judge, and why."""
+    capture = tmp_path / "drops-only.jsonl"
+    capture.write_text(jsonl([flow_dict(), flow_dict(tcp=9090)]))
+    out = tmp_path / "policies"
+    assert cpg("replay", str(capture), "-d", str(out), "--no-evidence").returncode == 0
+    planned = cpg("plan", str(capture), "-d", str(out), "-o", "json")
+    assert planned.returncode == 4
+    (tmp_path / "plan.json").write_text(planned.stdout)
+    markdown = cpg("report", "-d", str(out), "--plan", str(tmp_path / "plan.json")).stdout
+    assert "cannot judge what would break" in markdown
+    assert "flows would break" not in markdown and "every verdict" in markdown
+    html = cpg("report", "-d", str(out), "--plan", str(tmp_path / "plan.json"), "-o", "html")
+    assert 'id="cannot-judge"' in html.stdout and "0 flows would break" not in html.stdout

@@ -320,3 +320,30 @@ def test_trace_is_denied_through_an_empty_rule(tmp_path: Path) -> None:
     assert "app: frontend" in ingress["admit_yaml"]
     text = cpg("trace", *args)
     assert text.returncode == 3 and "DENIED" in text.stdout
+
+
+def test_one_header_is_one_kind_of_flow(tmp_path: Path) -> None:
+    """Flows of several pods of one workload that get the same answer are one kind (they
+    were six blocks under one header); answers that differ under one header say what
+    differs."""
+    folder = policies(tmp_path)
+    web = [
+        endpoint("shop", "web", "k8s:version=v1", pod_name="web-a"),
+        endpoint("shop", "web", "k8s:version=v1", pod_name="web-b"),
+        endpoint("shop", "web", "k8s:version=v2", pod_name="web-c"),
+    ]
+    capture = tmp_path / "drops.jsonl"
+    capture.write_text(jsonl([flow_dict(w, API, tcp=8080) for w in web]))
+    code, data = why(capture, folder)
+    (answer,) = data["answers"]
+    assert answer["flows"] == 3 and answer["allowed"] is True
+    narrow = yaml.safe_load(yaml.safe_dump(POLICY))
+    narrow["spec"]["ingress"][0]["fromEndpoints"] = [
+        {"matchLabels": {"app": "web", "version": "v1"}}
+    ]
+    (folder / "api.yaml").write_text(yaml.safe_dump(narrow))
+    code, data = why(capture, folder)
+    lines = sorted(a["traffic"] for a in data["answers"])
+    assert len(lines) == 2 and len(set(lines)) == 2
+    assert any("source version=v2" in line for line in lines)
+    assert {a["flows"] for a in data["answers"]} == {1, 2}

@@ -179,3 +179,17 @@ def verify_text(view: VerifyView) -> str:
         out.append(f"  {label:<13} {traffic} {flows}: {why}")
     out.append(report.summary())
     return one_line_each(out)
+
+
+def plan_verdict(plan: Plan, *, bold: str = "") -> str:
+    """A plan's verdict in a few words, for a report's summary line: how much would break,
+    or that it could not judge (a drops-only capture checked nothing that works)."""
+    if plan.verdict == "cannot_judge":
+        return f"{bold}cannot judge what would break{bold} (no forwarded traffic to check)"
+    return f"{bold}{plan.would_break_flows:,} flows would break{bold}"
+
+
+def plan_cannot_judge() -> str:
+    """Why a plan cannot judge, and what to capture instead."""
+    reason = CANNOT_JUDGE.split(": ", 1)[1]
+    return reason[0].upper() + reason[1:] + "."

@@ -15,6 +15,7 @@ import attrs
 
 from cpg_core import to_data
 from cpg_core._plan import Plan
+from cpg_core.reports._checks import plan_cannot_judge
 from cpg_core.reports._graph import (
     OUTSIDE,
     Link,
@@ -208,6 +209,9 @@ def html_report(*, title: str, inputs: ReviewInputs) -> str:
 
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     would_break = inputs.plan.would_break_flows if inputs.plan else 0
+    cannot_judge = (
+        plan_cannot_judge() if inputs.plan and inputs.plan.verdict == "cannot_judge" else ""
+    )
     return env.from_string(TEMPLATE).render(
         title=clean_text(title),
         node_w=NODE_W,
@@ -219,6 +223,7 @@ def html_report(*, title: str, inputs: ReviewInputs) -> str:
         findings=findings,
         drops=drops,
         would_break=would_break,
+        cannot_judge=cannot_judge,
         data={"details": details, "findings": findings},
         policies=len(inputs.policies),
     )
@@ -282,13 +287,14 @@ h2 { font-size: 16px; margin: 12px 0 4px; }
 <body>
 <header>
   <strong>cpg report: {{ title }}</strong>
-  <span>{{ policies }} policies · {{ node_count }} nodes · {{ edge_count }} connections{% if would_break %} · <span class="breaks">{{ would_break }} flows would break</span>{% endif %}</span>
+  <span>{{ policies }} policies · {{ node_count }} nodes · {{ edge_count }} connections{% if would_break %} · <span class="breaks">{{ would_break }} flows would break</span>{% endif %}{% if cannot_judge %} · <span class="breaks" title="{{ cannot_judge }}">the plan cannot judge what would break</span>{% endif %}</span>
   <label>namespace <select id="ns"><option value="">all</option>{% for ns in namespaces %}<option>{{ ns }}</option>{% endfor %}</select></label>
   <label>finding <select id="finding"><option value="">none</option>{% for f in findings %}<option value="{{ loop.index0 }}">{{ f.label }}: {{ f.subject[:50] }}</option>{% endfor %}</select></label>
   <button id="back" type="button" hidden>&larr; all namespaces</button>
   <span class="legend">&rarr; allowed{% if would_break %} · <span class="breaks">&#8674; would break</span>{% endif %}</span>
 </header>
-<main>
+{% if cannot_judge %}<p class="finding" id="cannot-judge"><strong>The plan cannot judge what would break.</strong> {{ cannot_judge }}</p>
+{% endif %}<main>
 <div id="canvas">
 <div id="where"></div>
 <svg id="graph" xmlns="http://www.w3.org/2000/svg" preserveAspectRatio="xMidYMid meet">

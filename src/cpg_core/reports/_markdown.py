@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 
 from cpg_core._documents import ClusterHealth, PolicyDocument, PolicyEvidence, RuleEvidence
 from cpg_core._plan import Plan
+from cpg_core.reports._checks import plan_cannot_judge, plan_verdict
 from cpg_core.reports._graph import traffic_graph
 from cpg_core.reports._mermaid import mermaid_graphs
 from cpg_core.text import clean_text
@@ -85,8 +86,10 @@ def markdown_report(
     summary.append(f"{len(findings)} findings")
     summary.append(f"{sum(d.count for d in drops):,} infrastructure/transient drops")
     if plan is not None:
-        summary.append(f"**{plan.would_break_flows:,} flows would break**")
+        summary.append(plan_verdict(plan, bold="**"))
     out += ["; ".join(summary) + ".", ""]
+    if plan is not None and plan.verdict == "cannot_judge":
+        out += [f"> **The plan cannot judge what would break.** {plan_cannot_judge()}", ""]
     graph = traffic_graph(policies)
     graphs, left_out = mermaid_graphs(graph, plan) if graph.nodes else ([], [])
     out += ["## Allowed traffic", ""]

@@ -35,7 +35,7 @@ def why_text(view: WhyView) -> str:
         out.append("")
         count = f" ({why.flows} flow{'s' if why.flows != 1 else ''})" if why.flows else ""
         out.append(f"{why.traffic}{count}")
-        out.append(f"  verdict: {'ADMITTED' if why.allowed else 'DENIED'}")
+        out.append(f"  verdict: {_verdict(why)}")
         out.append(f"  answer:  {why.answer}")
         if why.policed_by:
             out.append(f"  policed: {why.subject} {why.direction} by {', '.join(why.policed_by)}")
@@ -53,3 +53,9 @@ def why_text(view: WhyView) -> str:
     if len(view.answers) > MAX_SHOWN:
         out.append(f"… and {len(view.answers) - MAX_SHOWN} more (-o json lists all)")
     return one_line_each(out)
+
+
+def _verdict(why: Why) -> str:
+    if why.direction == "unknown":
+        return "CANNOT JUDGE (no traffic direction)"
+    return "ADMITTED" if why.allowed else "DENIED"

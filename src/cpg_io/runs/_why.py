@@ -18,6 +18,7 @@ from cpg_core.why import (
     Why,
     check_key,
     explain_denial,
+    merged_answers,
     note_pod,
     why_names,
     with_known_pod,
@@ -125,11 +126,12 @@ def why_run(
     if cancel is not None and cancel.is_set():
         raise Cancelled("the question was cancelled")
     names = why_names(kept)
-    ordered = sorted(groups.values(), key=lambda g: -g[1])[:limit]
-    answers = tuple(
-        _answer(with_known_pod(flow, pods), count, judged, request, names)
+    ordered = sorted(groups.values(), key=lambda g: -g[1])
+    answered = [
+        (flow, _answer(with_known_pod(flow, pods), count, judged, request, names))
         for flow, count in ordered
-    )
+    ]
+    answers = merged_answers(answered)[:limit]
     view = WhyView(
         answers=answers, origin=judged.origin, policies=len(judged.policies), selected=selected
     )
