@@ -181,3 +181,21 @@ def test_learning_on_the_real_captures_breaks_nothing_it_could_name(
         cpg("verify", str(path), "-d", str(out), "--learn", "forwarded", "-o", "json").stdout
     )
     assert checked["passed"] is True, checked["candidates"]
+
+
+def test_next_steps_check_with_the_flags_that_made_the_rules(tmp_path: Path) -> None:
+    """After ``--learn forwarded``, Next steps said ``cpg verify CAPTURE -d DIR``, which
+    checks no learned flow (0/0): it repeats the flags now, and that command admits all."""
+    capture = learn_capture(tmp_path / "works.jsonl")
+    out = tmp_path / "p"
+    ran = cpg("replay", str(capture), "-d", str(out), "--learn", "forwarded", "--no-evidence")
+    assert ran.returncode == 0, ran.stderr
+    (line,) = [
+        line for line in ran.stderr.splitlines() + ran.stdout.splitlines() if "check:" in line
+    ]
+    command = line.split("check:", 1)[1].split()
+    assert command[:2] == ["cpg", "verify"] and command[-2:] == ["--learn", "forwarded"]
+    checked = cpg(*command[1:], "-o", "json")
+    assert checked.returncode == 0, checked.stdout
+    report = json.loads(checked.stdout)
+    assert report["passed"] is True and report["candidates"]["total"] > 0

@@ -335,6 +335,7 @@ def test_one_header_is_one_kind_of_flow(tmp_path: Path) -> None:
     capture = tmp_path / "drops.jsonl"
     capture.write_text(jsonl([flow_dict(w, API, tcp=8080) for w in web]))
     code, data = why(capture, folder)
+    assert code == 0
     (answer,) = data["answers"]
     assert answer["flows"] == 3 and answer["allowed"] is True
     narrow = yaml.safe_load(yaml.safe_dump(POLICY))
@@ -343,6 +344,7 @@ def test_one_header_is_one_kind_of_flow(tmp_path: Path) -> None:
     ]
     (folder / "api.yaml").write_text(yaml.safe_dump(narrow))
     code, data = why(capture, folder)
+    assert code == 3  # one kind is denied now
     lines = sorted(a["traffic"] for a in data["answers"])
     assert len(lines) == 2 and len(set(lines)) == 2
     assert any("source version=v2" in line for line in lines)

@@ -93,6 +93,9 @@ class RunReport:
     """The --evidence-dir the run was given ("" for the default), repeated in "Next steps"."""
     stable_for: float = 0.0
     """``--stable-for`` in seconds (0: policies are written at every flush)."""
+    flow_path: tuple[str, ...] = ()
+    """The settings that made more flows candidates (``learn``, ``learn_allowed``,
+    ``include_audit``): a check of the output needs them too."""
 
     def count(self, outcome: str) -> int:
         return sum(1 for f in self.files if f.outcome == outcome)
@@ -309,6 +312,13 @@ def _session_lines(report: RunReport) -> list[str]:
     ]
 
 
+_FLOW_PATH_FLAGS = {
+    "learn": "--learn forwarded",
+    "learn_allowed": "--learn-allowed",
+    "include_audit": "--include-audit",
+}
+
+
 def _next_steps(report: RunReport, first: FileOutcome) -> list[str]:
     output_dir = report.output_dir
     capture = report.source if report.source != "standard input" else "CAPTURE"
@@ -317,11 +327,12 @@ def _next_steps(report: RunReport, first: FileOutcome) -> list[str]:
     evidence = (
         f" --evidence-dir {shlex.quote(report.evidence_flag)}" if report.evidence_flag else ""
     )
+    same = "".join(f" {_FLOW_PATH_FLAGS[s]}" for s in report.flow_path if s in _FLOW_PATH_FLAGS)
     lines = [
         "",
         "Next steps:",
         f"  review:  kubectl diff {apply} {output_dir}   (reads the cluster, changes nothing)",
-        f"  check:   cpg verify {capture} -d {output_dir}",
+        f"  check:   cpg verify {capture} -d {output_dir}{same}",
         f"  plan:    cpg plan CAPTURE-WITH-EVERY-VERDICT -d {output_dir}{evidence}",
     ]
     if report.evidence_dir is not None:

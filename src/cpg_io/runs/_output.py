@@ -361,4 +361,18 @@ def run_report(
         session=result.session.id if result.session is not None else "",
         replaced=tuple(sorted(result.identity.replaces)),
         recorded_by=result.identity.recorded_by,
+        flow_path=_flow_path(request),
+    )
+
+
+def _flow_path(request: RunRequest) -> tuple[str, ...]:
+    options = request.capture.decide_options()
+    return tuple(
+        name
+        for name, on in (
+            ("learn", options.learn),
+            ("learn_allowed", options.learn_allowed),
+            ("include_audit", options.include_audit),
+        )
+        if on
     )
