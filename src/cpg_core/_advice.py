@@ -51,10 +51,13 @@ ADVICE: dict[str, Advice] = {
         "write a CiliumClusterwideNetworkPolicy for it by hand",
     ),
     "reserved_target": Advice(
-        "node-level target",
-        "{subject} is a node-level identity (host, remote-node…), which namespaced policies "
-        "do not select",
-        "allow it in a CiliumClusterwideNetworkPolicy with a nodeSelector, by hand",
+        "Cilium identity as target",
+        "{subject} is one of Cilium's own identities (host, remote-node, ingress…), which "
+        "namespaced policies do not select",
+        "for a node, a CiliumClusterwideNetworkPolicy with a nodeSelector; for the Ingress or "
+        "Gateway proxy's own traffic, a CiliumClusterwideNetworkPolicy whose endpointSelector "
+        "is reserved:ingress (what the proxy sends to a backend needs fromEntities: [ingress] "
+        "on the backend, which cpg writes); by hand",
     ),
     "no_l4": Advice(
         "no L4 header",

@@ -8,12 +8,12 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
-from cpg_core._flow import Endpoint, Flow
+from cpg_core._flow import Direction, Endpoint, Flow
 from cpg_core._l7 import dns_name, http_method, path_regex
 from cpg_core._labels import is_stable_key, stable_labels
 from cpg_core._render import emit
 from cpg_core._rules import DNS, HTTP, rule_to_dict, rules_from_atoms
-from cpg_core._synthesis import Resolved, Resolver
+from cpg_core._synthesis import Resolved, Resolver, endpoint_kind
 
 DISCRIMINATORS = (
     "version",
@@ -83,9 +83,19 @@ def narrowed_yaml(selector: Mapping[str, str], key: str, value: str) -> str:
     return "\n".join(emit({"spec": {"endpointSelector": {"matchLabels": labels}}})) + "\n"
 
 
+def unknown_pod_peer(flow: Flow) -> bool:
+    """Whether the flow's peer is a pod Hubble gave the world identity (it names the pod but
+    not its labels): no rule can name it, and a CIDR rule never selects a pod (§D22)."""
+    peer = flow.source if flow.direction == Direction.INGRESS else flow.destination
+    return bool(peer.pod_name) and endpoint_kind(peer).world
+
+
 def rule_yaml(flow: Flow) -> str:
     """The allow rule cpg would write for ``flow``, under its direction's key; "" when no
-    rule can express it (no port, a world peer without an IP…)."""
+    rule can express it (no port, a world peer without an IP, a pod whose labels Hubble
+    left out…)."""
+    if unknown_pod_peer(flow):
+        return ""
     resolved = Resolver().resolve(flow)
     if not isinstance(resolved, Resolved):
         return ""

@@ -19,7 +19,7 @@ import attrs
 
 from cpg_core._decide import DecideOptions, Decision, decide, looks_like_reply
 from cpg_core._documents import PolicyDocument, PolicyEvidence
-from cpg_core._fixes import discriminator, narrowed_yaml, rule_yaml
+from cpg_core._fixes import discriminator, narrowed_yaml, rule_yaml, unknown_pod_peer
 from cpg_core._flow import Direction, Endpoint, Flow, Verdict
 from cpg_core._labels import stable_labels
 from cpg_core._matcher import (
@@ -603,6 +603,13 @@ def _with_fix(item: WouldBreak, flow: Flow, intended: list[Endpoint]) -> WouldBr
     """The narrower selector that leaves the endpoint out (the label that tells the pods the
     policy was made for from this one), or else the rule to add; with the YAML of both."""
     traffic = item.traffic
+    if unknown_pod_peer(flow):
+        fix = (
+            "cannot judge: identity unknown (Hubble reported this pod as the world, without "
+            "its labels); no rule can name it and a toCIDR rule never selects a pod; capture "
+            "again once Cilium knows its identity"
+        )
+        return attrs.evolve(item, fix=fix)
     rule_text = rule_yaml(flow)
     target = item.policy or "the policy"
     rule = (

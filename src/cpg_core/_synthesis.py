@@ -251,6 +251,19 @@ class Resolver:
             peer = self._cidrs[ip] = CidrPeer(cidr) if cidr else None
         return peer  # type: ignore[return-value]
 
+    def _from_ingress_proxy(
+        self, way: str, target_ep: Endpoint, peer_ep: Endpoint, protocol: str, port: int
+    ) -> Resolved | None:
+        """Traffic Cilium's Ingress or Gateway proxy (``reserved:ingress``) sends to a
+        backend pod, seen at the proxy's egress: what the backend needs is an ingress rule
+        from the ``ingress`` entity (a namespaced policy cannot police the proxy itself)."""
+        if way != EGRESS or not _ingress_proxy(target_ep):
+            return None
+        backend = self.roles(peer_ep).target
+        if type(backend) is not PolicyTarget:
+            return None
+        return Resolved(backend, Atom(INGRESS, EntityPeer("ingress"), protocol, port))
+
     def resolve(self, flow: Flow, explicit_cluster: bool = False) -> Resolved | Unresolved:
         """The policy target and atom of one candidate flow, or why there is none
         (``explicit_cluster``: see :func:`mesh_peer`)."""
@@ -282,7 +295,8 @@ class Resolver:
             return Unresolved(Unhandled.UNSUPPORTED_PROTOCOL, traffic_subject(flow))
         target = self.roles(target_ep).target
         if type(target) is Unresolved:
-            return target
+            backend = self._from_ingress_proxy(way, target_ep, peer_ep, protocol, port)
+            return target if backend is None else backend
         peer = self.roles(peer_ep).peer
         if peer is None:
             peer = self.cidr_peer(peer_ip)
@@ -295,6 +309,10 @@ class Resolver:
         assert isinstance(target, PolicyTarget)
         assert not isinstance(peer, Unresolved)
         return Resolved(target, Atom(way, peer, protocol, port))
+
+
+def _ingress_proxy(endpoint: Endpoint) -> bool:
+    return endpoint_kind(endpoint).entity == "ingress"
 
 
 def _roles(endpoint: Endpoint) -> Roles:

@@ -439,3 +439,39 @@ def test_a_report_of_a_plan_that_cannot_judge_says_so(tmp_path: Path) -> None:
     assert "flows would break" not in markdown and "every verdict" in markdown
     html = cpg("report", "-d", str(out), "--plan", str(tmp_path / "plan.json"), "-o", "html")
     assert 'id="cannot-judge"' in html.stdout and "0 flows would break" not in html.stdout
+
+
+def test_a_pod_hubble_called_world_gets_no_cidr_fix(tmp_path: Path) -> None:
+    """replay rightly writes no toCIDR for a pod Hubble reported as world (a CIDR rule never
+    selects a pod Cilium manages), but plan's fix for the same flow was a toCIDR /32: the fix
+    says the identity is unknown instead, with no rule to paste."""
+    from conftest import WORLD
+
+    pod_as_world = {**WORLD, "pod_name": "db-0", "namespace": "shop"}
+    capture = tmp_path / "all.jsonl"
+    capture.write_text(
+        jsonl(
+            [
+                # frontend → cart works today: learning writes frontend's egress rule
+                flow_dict(direction="EGRESS", verdict="FORWARDED", reason=None, tcp=443),
+                flow_dict(
+                    dst=pod_as_world,
+                    dst_ip="10.0.0.9",
+                    direction="EGRESS",
+                    verdict="FORWARDED",
+                    reason=None,
+                    tcp=5432,
+                ),
+            ]
+        )
+    )
+    out = tmp_path / "policies"
+    learned = cpg("replay", str(capture), "-d", str(out), "--no-evidence", "--learn", "forwarded")
+    assert learned.returncode == 0, learned.stderr
+    assert "10.0.0.9" not in (out / "shop" / "frontend.yaml").read_text()
+    code, plan, text = run_plan(str(capture), "-d", str(out))
+    assert code == 3
+    (broken,) = plan["would_break"]
+    assert broken["traffic"]["port"] == 5432
+    assert broken["fix"].startswith("cannot judge: identity unknown")
+    assert broken["rule_yaml"] == "" and "toCIDR:" not in text and "10.0.0.9/32" not in text

@@ -246,3 +246,18 @@ def test_a_label_kubernetes_would_refuse_is_a_finding_not_a_rule() -> None:
     assert not any("injected" in text for text in result.policies.values())
     kinds = {finding.kind for finding in result.health.findings}
     assert "invalid_label" in kinds
+
+
+def test_what_the_ingress_proxy_sends_a_backend_is_the_backends_ingress_rule() -> None:
+    """Cilium's Ingress/Gateway proxy (``reserved:ingress``) sending to a backend was called
+    a node-level target with a nodeSelector fix; the backend needs ``fromEntities:
+    [ingress]``, whichever end Hubble saw the drop at."""
+    proxy = {"identity": 8, "labels": ["reserved:ingress"]}
+    backend = endpoint("shop", "api")
+    for direction, src, dst in (("EGRESS", proxy, backend), ("INGRESS", proxy, backend)):
+        result = resolve(src=src, dst=dst, direction=direction)
+        assert isinstance(result, Resolved), result
+        assert result.target == PolicyTarget("shop", (("app", "api"),))
+        assert result.atom.direction == "ingress" and result.atom.peer == EntityPeer("ingress")
+    to_world = resolve(src=proxy, dst=WORLD, dst_ip="8.8.8.8", direction="EGRESS")
+    assert isinstance(to_world, Unresolved) and to_world.reason == Unhandled.RESERVED_TARGET
