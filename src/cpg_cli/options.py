@@ -158,10 +158,10 @@ Learn = Annotated[
     typer.Option(
         "--learn",
         metavar="forwarded",
-        help="Learn from the traffic that works today: FORWARDED and REDIRECTED flows become "
-        "rules too (replies, the node's probes and health checks never do; flows a policy "
-        "already allowed are counted and skipped). For a cluster without policies: no audit "
-        "mode needed.",
+        help="Learn from the traffic that works today: FORWARDED, REDIRECTED and AUDIT flows "
+        "become rules too (replies, the node's probes and health checks never do; flows a "
+        "policy already allowed are counted and skipped). For a cluster without policies, or "
+        "one in audit mode.",
         show_default=False,
     ),
 ]

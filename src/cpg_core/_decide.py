@@ -59,7 +59,8 @@ class DecideOptions:
     ignore_reasons: frozenset[int] = frozenset()
     """DropReason numbers whose drops are skipped (counted, never classified)."""
     learn: bool = False
-    """FORWARDED and REDIRECTED flows are candidates too (learning from today's traffic)."""
+    """FORWARDED, REDIRECTED and AUDIT flows are candidates too (learning from today's
+    traffic: an audit-mode policy lets AUDIT flows through)."""
     learn_allowed: bool = False
     """With ``learn``: flows a policy already allowed are candidates too (rewriting a folder)."""
     allow_localhost: bool = True
@@ -110,10 +111,11 @@ def decide(flow: Flow, options: DecideOptions = _DEFAULT) -> Decision:
     verdict = flow.verdict
     if verdict == _DROPPED:
         audit = False
+    elif options.learn and (verdict in _LEARNED or verdict == _AUDIT):
+        # AUDIT is traffic that works today too: an audit-mode policy let it through
+        return _learned(flow, options)
     elif verdict == _AUDIT and options.include_audit:
         audit = True
-    elif options.learn and verdict in _LEARNED:
-        return _learned(flow, options)
     else:
         return Decision.NOT_A_DROP
     if not audit and options.ignore_reasons and flow.drop_reason in options.ignore_reasons:

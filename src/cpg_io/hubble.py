@@ -73,9 +73,9 @@ def open_channel(server: str, tls: TLSSettings) -> grpc.Channel:
 
 
 def flow_filters(namespaces: list[str], include_audit: bool, learn: bool = False) -> list[Any]:
-    """DROPPED (and AUDIT) flows, and with ``learn`` FORWARDED and REDIRECTED ones, from or to
-    pods of the namespaces when some are given."""
-    verdicts = [flow_pb2.DROPPED] + ([flow_pb2.AUDIT] if include_audit else [])
+    """DROPPED (and AUDIT) flows, and with ``learn`` FORWARDED, REDIRECTED and AUDIT ones
+    (all traffic that works today), from or to pods of the namespaces when some are given."""
+    verdicts = [flow_pb2.DROPPED] + ([flow_pb2.AUDIT] if include_audit or learn else [])
     if learn:
         verdicts += [flow_pb2.FORWARDED, flow_pb2.REDIRECTED]
     if not namespaces:

@@ -82,7 +82,8 @@ class StreamSettings:
     """Consecutive failed reconnects before giving up."""
     include_audit: bool = False
     every_verdict: bool = False
-    """FORWARDED and REDIRECTED flows too (learning, shadow), not only the denied ones."""
+    """FORWARDED and REDIRECTED (and AUDIT) flows too (learning, shadow), not only the denied
+    ones."""
 
 
 _SETTINGS = cattrs.Converter()

@@ -354,8 +354,9 @@ _LocalClusterPeers = Annotated[
 _Learn = Annotated[
     Literal["forwarded"] | None,
     Field(
-        description="forwarded: learn from the traffic that works today (FORWARDED and "
-        "REDIRECTED flows become rules; replies, node probes and health checks never do)"
+        description="forwarded: learn from the traffic that works today (FORWARDED, "
+        "REDIRECTED and AUDIT flows become rules; replies, node probes and health checks never "
+        "do)"
     ),
 ]
 _LearnAllowed = Annotated[

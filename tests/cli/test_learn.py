@@ -199,3 +199,28 @@ def test_next_steps_check_with_the_flags_that_made_the_rules(tmp_path: Path) -> 
     assert checked.returncode == 0, checked.stdout
     report = json.loads(checked.stdout)
     assert report["passed"] is True and report["candidates"]["total"] > 0
+
+
+def test_learning_reads_audit_flows(tmp_path: Path) -> None:
+    """On a capture taken in audit mode the traffic that would break is AUDIT: learning
+    skipped it unless --include-audit was given, and said nothing. It is traffic that works
+    today, so learning writes its rules (class audit in the evidence)."""
+    from conftest import flow_dict, jsonl
+
+    capture = tmp_path / "audit.jsonl"
+    capture.write_text(
+        jsonl(
+            [
+                flow_dict(verdict="AUDIT", reason="POLICY_DENIED", tcp=8080),
+                flow_dict(verdict="AUDIT", reason="POLICY_DENIED", tcp=8080, reply=True),
+            ]
+        )
+    )
+    out = tmp_path / "p"
+    report = replay(capture, out, "--learn", "forwarded", "--evidence-dir", str(tmp_path / "e"))
+    policy = yaml.safe_load((out / "shop" / "cart.yaml").read_text())
+    (rule,) = policy["spec"]["ingress"]
+    assert rule["toPorts"][0]["ports"][0]["port"] == "8080"
+    assert report["flows"]["candidate"] == 1 and report["flows"]["reply"] == 1
+    explained = cpg("explain", "shop/cart", "-d", str(out), "--evidence-dir", str(tmp_path / "e"))
+    assert "audit" in explained.stdout

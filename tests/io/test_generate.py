@@ -405,4 +405,5 @@ def test_generate_learns_what_replay_learns(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert policies(tmp_path / "live") == policies(tmp_path / "replayed")
     assert sorted(policies(tmp_path / "live")) == ["shop/cart.yaml", "shop/frontend.yaml"]
-    assert [sorted(f.verdict) for f in relay.requests[0].whitelist] == [[1, 2, 5]]
+    # FORWARDED, DROPPED, AUDIT (traffic an audit-mode policy let through), REDIRECTED
+    assert [sorted(f.verdict) for f in relay.requests[0].whitelist] == [[1, 2, 4, 5]]
