@@ -29,6 +29,7 @@ from cpg_core.reading import (
     time_key,
 )
 from cpg_io.errors import Cancelled, SourceError, UnreadableInput
+from cpg_io.json_documents import as_json_lines
 from cpg_io.remote import expand_url, is_url, open_raw, shown, size_of
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -210,7 +211,7 @@ def open_flow_stream(path: str) -> Iterator[BinaryIO]:
         buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[type-var]
         head = buffered.peek(2)[:2]
         stream: BinaryIO = gzip.GzipFile(fileobj=buffered) if head == GZIP_MAGIC else buffered  # type: ignore[assignment]
-        yield stream
+        yield as_json_lines(stream, peek(stream, SNIFF_BYTES)) or stream
     finally:
         if owned:
             raw.close()

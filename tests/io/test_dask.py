@@ -553,3 +553,18 @@ def _warnings(logger: Any) -> Any:
             logger.removeHandler(handler)
 
     return catching()
+
+
+def test_a_json_array_is_one_part(tmp_path: Path) -> None:
+    """A JSON array (or pretty-printed records) cannot be cut into byte ranges: a Dask run
+    reads it as one part, as a gzip stream is read."""
+    from conftest import flow_dict
+
+    records = [flow_dict(tcp=8000 + n, extra="x" * 1000) for n in range(400)]
+    array = tmp_path / "array.json"
+    array.write_text(json.dumps(records, indent=2))
+    lines = tmp_path / "lines.jsonl"
+    lines.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert len(dask_engine.plan_parts([str(lines)], 100_000)) > 1
+    (whole,) = dask_engine.plan_parts([str(array)], 100_000)
+    assert whole.start == 0

@@ -35,8 +35,8 @@ NOT_CAPTURES = {
         "Hubble dict text (hubble observe -o dict)",
     ),
     "other.json": (b'{"items": [], "kind": "List"}\n', "JSON that is not a Hubble flow record"),
-    "pretty.json": (
-        json.dumps(flow_dict(), indent=2).encode() + b"\n",
+    "cut-off.json": (
+        json.dumps(flow_dict()).encode()[:40] + b"\n",
         "JSON that does not parse (a pretty-printed or cut-off document?)",
     ),
     "binary.bin": (bytes(range(256)) * 8, "binary data"),
@@ -274,3 +274,44 @@ def test_a_file_url_reads_with_worker_processes(tmp_path: Path) -> None:
     assert by_path.returncode == 0, by_path.stderr
     assert policies(tmp_path / "url") == policies(tmp_path / "path")
     assert len(policies(tmp_path / "url")) == 6
+
+
+def test_a_json_array_and_pretty_printed_records_read_as_their_lines(tmp_path: Path) -> None:
+    """A capture as a JSON array, or as records pretty-printed one after the other (``hubble
+    observe -o json | jq .``), was refused; both read as the JSON lines they hold, with
+    worker processes too, and a cut-off end is one malformed record, not a failed run."""
+    import gzip
+
+    records = [
+        flow_dict(tcp=8080),
+        flow_dict(tcp=8443),
+        flow_dict(tcp=9000, extra_field="x" * 200_000),  # longer than one read
+    ]
+    lines = tmp_path / "lines.jsonl"
+    lines.write_text(jsonl(records))
+    expected = cpg("replay", str(lines), "-d", str(tmp_path / "expected"), "--no-evidence")
+    assert expected.returncode == 0, expected.stderr
+    shapes = {
+        "array.json": json.dumps(records, indent=2).encode(),
+        "compact-array.json": json.dumps(records).encode(),
+        "pretty.json": b"".join(json.dumps(r, indent=2).encode() + b"\n" for r in records),
+        "bom-array.json": b"\xef\xbb\xbf" + json.dumps(records).encode(),
+    }
+    shapes["pretty.json.gz"] = gzip.compress(shapes["pretty.json"])
+    for name, data in shapes.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        for jobs in ("1", "2"):
+            out = tmp_path / f"out-{name}-{jobs}"
+            ran = cpg(
+                "replay", str(path), "-d", str(out), "--no-evidence", "-j", jobs, "-o", "json"
+            )
+            assert ran.returncode == 0, (name, ran.stderr)
+            assert json.loads(ran.stdout)["malformed"]["count"] == 0, name
+            assert policies(out) == policies(tmp_path / "expected"), name
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(shapes["array.json"][:-30])
+    ran = cpg("replay", str(cut), "-d", str(tmp_path / "cut-out"), "--no-evidence", "-o", "json")
+    assert ran.returncode == 0, ran.stderr
+    report = json.loads(ran.stdout)
+    assert report["malformed"]["count"] == 1 and report["flows"]["candidate"] == 2

@@ -28,6 +28,7 @@ from cpg_core.reading import MAX_LINE_BYTES, OVERSIZED, LineAggregator, Readers,
 from cpg_io.engines.local import first_bytes
 from cpg_io.engines.workers import CHUNK_BYTES, collector_paused, lines_of
 from cpg_io.errors import Cancelled, EngineError, MissingDask
+from cpg_io.json_documents import document_kind
 from cpg_io.progress import Reported
 from cpg_io.remote import is_url, open_raw
 from cpg_io.sources import (
@@ -256,8 +257,10 @@ def plan_parts(files: Sequence[str], range_bytes: int) -> list[Part]:
             parts.append(Part(url, number, 0))
             continue
         with _open(url) as raw:
-            gzipped = raw.read(2) == GZIP_MAGIC
-        if gzipped:  # a gzip stream cannot be cut into ranges
+            head = raw.read(4096)
+        if head[:2] == GZIP_MAGIC or document_kind(head):
+            # a gzip stream, or a JSON array or pretty-printed records, cannot be cut into
+            # ranges: one task reads it whole, in order
             parts.append(Part(url, number, 0))
             continue
         for index, start in enumerate(range(0, size, range_bytes)):
