@@ -87,6 +87,13 @@ ADVICE: dict[str, Advice] = {
         "find the pod by that IP and capture again once Cilium knows its identity (often an "
         "L7 proxy record or a pod that just started); the rule then names its labels",
     ),
+    "cidr_for_dns_name": Advice(
+        "toCIDR for a DNS name",
+        "{subject}: the rule is a toCIDR of the address the name resolved to, which can "
+        "change (a CDN, a cloud endpoint)",
+        "replay with --l7: cpg then writes toFQDNs for the name, and the DNS rule that lets "
+        "Cilium see the lookups",
+    ),
     "world_no_ip": Advice(
         "world peer without IP",
         "{subject} talks to the world but the flow has no IP address, so no CIDR rule can be "

@@ -73,6 +73,8 @@ AtomKey = tuple[Any, ...]
 FindingKey = tuple[str, str, tuple[str, ...]]
 """(kind, subject, denying policies)."""
 _TALLIED = frozenset({Decision.INFRA, Decision.TRANSIENT, Decision.NOISE})
+NAMED_CIDR = "cidr_for_dns_name"
+"""A toCIDR rule written for an address Hubble knew a DNS name of (without ``--l7``)."""
 _FINDINGS = FINDING_DECISIONS
 _ENTRY_CACHE_LIMIT = 65536
 _CANDIDATE = Decision.CANDIDATE
@@ -320,6 +322,7 @@ class Aggregator:
             and flow.verdict == _DROPPED
             and flow.drop_reason == POLICY_DENIED
             and flow.is_reply is not True
+            and not flow.destination_names
         ):
             decision = Decision.CANDIDATE
             # The same pods on the same port again: straight to the allow entry's stats.
@@ -575,12 +578,24 @@ class Aggregator:
         result = resolver.resolve(flow, self._explicit)
         if type(result) is Resolved:
             atom = result.atom
-            self._keep(
+            kept = self._keep(
                 result.target,
                 (atom.direction, atom.peer, atom.protocol, atom.port),
                 flow,
                 given or flow_class(flow),
             )
+            if (
+                kept is not None
+                and not self._l7
+                and flow.destination_names
+                and isinstance(atom.peer, CidrPeer)
+            ):
+                names = ", ".join(sorted({dns_name(n) for n in flow.destination_names}))
+                subject = (
+                    f"{result.target.namespace}/{result.target.workload} → "
+                    f"{atom.peer.cidr.split('/', 1)[0]} ({names}) {atom.protocol}/{atom.port}"
+                )
+                self._find((NAMED_CIDR, subject, ()), flow)
             return
         assert isinstance(result, Unresolved)
         self.unhandled[result.reason] += 1

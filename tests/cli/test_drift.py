@@ -122,7 +122,7 @@ def test_drift_of_live_traffic_and_bad_flags(tmp_path: Path) -> None:
     drift = json.loads(ran.stdout)
     assert drift["flows"] == 1 and drift["needs_rule"][0]["traffic"]["port"] == 9090
     assert drift["source"] == f"Hubble Relay {address}"
-    assert [sorted(f.verdict) for f in relay.requests[0].whitelist] == [[1, 2, 5]]
+    assert [sorted(f.verdict) for f in relay.requests[0].whitelist] == [[1, 2, 4, 5]]
     neither = cpg("drift", "-d", str(out))
     assert neither.returncode == 2 and "not both and not neither" in neither.stderr
     bad = cpg("drift", "x.jsonl", "-d", str(out), "--stale-after", "soon")

@@ -305,3 +305,37 @@ def test_an_l4_rule_never_sits_beside_an_l7_rule_on_one_peer_and_port(tmp_path: 
     assert _l4_beside_l7(yaml.safe_load(merged["shop/api.yaml"])) == []
     checked = cpg("verify", str(capture), "-d", str(tmp_path / "two"))
     assert checked.returncode == 0 and "5/5 candidate flows admitted" in checked.stdout
+
+
+def test_a_dns_named_world_peer_says_l7_would_write_to_fqdns(tmp_path: Path) -> None:
+    """A flow whose destination Hubble names (``destination_names``: example.com at a CDN
+    address) became a toCIDR /32 of an address that changes, with no word of --l7: the
+    summary now says --l7 would write toFQDNs, and with --l7 it does."""
+    from conftest import WORLD, endpoint, flow_dict, jsonl
+
+    capture = tmp_path / "named.jsonl"
+    named = flow_dict(
+        src=endpoint("shop", "api"),
+        dst=WORLD,
+        dst_ip="93.184.216.34",
+        direction="EGRESS",
+        tcp=443,
+        destination_names=["example.com"],
+    )
+    capture.write_text(jsonl([named, named]))
+    plain = cpg(
+        "replay", str(capture), "-d", str(tmp_path / "plain"), "--no-evidence", "-o", "json"
+    )
+    assert plain.returncode == 0, plain.stderr
+    (finding,) = [
+        f for f in json.loads(plain.stdout)["findings"] if f["kind"] == "cidr_for_dns_name"
+    ]
+    assert finding["count"] == 2 and "(example.com)" in finding["subject"]
+    assert "--l7" in finding["fix"] and "toFQDNs" in finding["fix"]
+    text = cpg("replay", str(capture), "-d", str(tmp_path / "plain2"), "--no-evidence")
+    assert "toCIDR for a DNS name" in text.stdout + text.stderr
+    l7 = cpg(
+        "replay", str(capture), "-d", str(tmp_path / "l7"), "--no-evidence", "--l7", "-o", "json"
+    )
+    assert not [f for f in json.loads(l7.stdout)["findings"] if f["kind"] == "cidr_for_dns_name"]
+    assert "matchName: example.com" in (tmp_path / "l7" / "shop" / "api.yaml").read_text()
