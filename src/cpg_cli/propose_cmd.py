@@ -15,10 +15,17 @@ from cpg_core import CpgError
 from cpg_io import runs
 
 _Source = Annotated[
-    Path,
+    Path | None,
     typer.Argument(
-        metavar="DIR",
-        help="The run's output folder (the -d of replay or generate; its evidence is found as "
+        metavar="[DIR]",
+        help="The run's output folder, as -d gives it (kept for scripts that pass it here).",
+        show_default=False,
+    ),
+]
+_OutputDir = Annotated[
+    Path | None,
+    opt.policy_folder(
+        "The run's output folder (the -d of replay or generate; its evidence is found as "
         "replay finds it, or give --evidence-dir).",
         show_default=False,
     ),
@@ -107,7 +114,8 @@ _NoPush = Annotated[
 
 
 def propose(
-    source: _Source,
+    source: _Source = None,
+    output_dir: _OutputDir = None,
     worktree: _Worktree = None,
     repo: _Repo = None,
     path: _Path = "policies",
@@ -135,8 +143,16 @@ def propose(
     """
     if (worktree is None) == (repo is None):
         raise typer.BadParameter("give --worktree DIR or --repo URL (one)", param_hint="--worktree")
+    if source is not None and output_dir is not None and source != output_dir:
+        raise typer.BadParameter(
+            f"two folders: {source} and -d {output_dir}; give the run's folder once",
+            param_hint="-d",
+        )
+    folder = output_dir or source
+    if folder is None:
+        raise typer.BadParameter("give the run's output folder: -d DIR", param_hint="-d")
     request = runs.ProposeRequest(
-        source=source,
+        source=folder,
         evidence_dir=evidence_dir,
         worktree=worktree,
         repo=repo,

@@ -239,3 +239,40 @@ def test_the_pull_request_is_opened_then_updated_and_the_token_never_shows(
         assert TOKEN not in ran.stdout + ran.stderr
     assert missing.returncode == 1 and "GITHUB_TOKEN or GH_TOKEN" in missing.stderr
     assert refs(remote) == before, "a missing token fails before anything is pushed"
+
+
+def test_propose_takes_d_and_a_base_when_the_remotes_head_names_no_branch(
+    tmp_path: Path,
+) -> None:
+    """``cpg propose`` took its folder only as an argument (every other command takes -d);
+    and with a bare repository created with another default branch (its HEAD names a
+    branch that does not exist) ``--base main`` still ended in "cannot tell the default
+    branch": the base given stands for it, and a remote with one branch needs no --base."""
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "--quiet", "--bare", "-b", "trunk", str(bare)], check=True)
+    seed = tmp_path / "seed"
+    subprocess.run(
+        ["git", "clone", "--quiet", str(bare), str(seed)], check=True, capture_output=True
+    )
+    git(seed, "checkout", "--quiet", "-b", "main")
+    (seed / "README.md").write_text("policies\n")
+    git(seed, "add", "-A")
+    git(seed, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "--quiet", "-m", "start")
+    git(seed, "push", "--quiet", "origin", "main")
+    git(seed, "push", "--quiet", "origin", "main:other")
+    source = run_of(tmp_path)
+    common = ("--repo", str(bare), "--no-push", "-o", "json")
+    unknown = cpg("propose", "-d", str(source), *common)
+    assert unknown.returncode == 1 and "give --base" in unknown.stderr
+    assert "it has main, other" in unknown.stderr
+    ran = cpg("propose", "-d", str(source), "--base", "main", *common)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout)["base"] == "main"
+    wrong = cpg("propose", "-d", str(source), "--base", "mian", *common)
+    assert wrong.returncode == 1 and "has no such branch" in wrong.stderr
+    both = cpg("propose", str(source), "-d", str(tmp_path), *common)
+    assert both.returncode == 2 and "give the run's folder once" in both.stderr
+    git(bare, "branch", "-D", "other")  # one branch left: it is the default
+    alone = cpg("propose", str(source), *common)
+    assert alone.returncode == 0, alone.stderr
+    assert json.loads(alone.stdout)["base"] == "main"

@@ -263,15 +263,34 @@ def _prepare(request: ProposeRequest, work: Path) -> tuple[Path, Path]:
     return repository, work / "checkout"
 
 
-def _default_branch(repository: Path, remote: str) -> str:
+def _default_branch(repository: Path, remote: str, base: str | None = None) -> str:
+    """The remote's default branch: its HEAD, else (a HEAD that names no branch there, as in
+    a bare repository made with another default branch) the base given, else its only
+    branch."""
     head = _git(repository, "symbolic-ref", "--short", f"refs/remotes/{remote}/HEAD", check=False)
-    if head.startswith(f"{remote}/"):
+    branches: set[str] = set(
+        re.findall(
+            r"refs/heads/(\S+)", _git(repository, "ls-remote", "--heads", remote, check=False)
+        )
+    )
+    if head.startswith(f"{remote}/") and head.removeprefix(f"{remote}/") in branches:
         return head.removeprefix(f"{remote}/")
     remote_head = _git(repository, "ls-remote", "--symref", remote, "HEAD", check=False)
     match = re.search(r"ref: refs/heads/(\S+)\s+HEAD", remote_head)
-    if match:
+    if match and match.group(1) in branches:
         return match.group(1)
-    raise ProposeError(f"cannot tell the default branch of {remote}; give --base")
+    if base:
+        if base not in branches:
+            raise ProposeError(
+                f"--base {base}: {remote} has no such branch"
+                + (f" (it has {', '.join(sorted(branches))})" if branches else "")
+            )
+        return base
+    if len(branches) == 1:
+        (only,) = branches
+        return str(only)
+    shown = f" (it has {', '.join(sorted(branches))})" if branches else ""
+    raise ProposeError(f"cannot tell the default branch of {remote}{shown}; give --base")
 
 
 def propose(request: ProposeRequest) -> ProposeResult:
@@ -287,7 +306,7 @@ def propose(request: ProposeRequest) -> ProposeResult:
     checkout: Path | None = None
     try:
         repository, checkout = _prepare(request, work)
-        default = _default_branch(repository, request.remote)
+        default = _default_branch(repository, request.remote, request.base)
         base = request.base or default
         run = _run_name(request.source, store)
         branch = request.branch or f"cpg/{run}"
