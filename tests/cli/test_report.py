@@ -467,3 +467,37 @@ def test_a_folder_without_policies_draws_no_empty_graph(tmp_path: Path) -> None:
     assert "None: no policy in the folder allows any traffic." in text
     html = cpg("report", "-d", str(tmp_path / "policies"), "-o", "html")
     assert html.returncode == 0 and "0 policies · 0 nodes · 0 connections" in html.stdout
+
+
+def test_a_mermaid_directive_in_a_name_never_reaches_the_graph(tmp_path: Path) -> None:
+    """Mermaid reads a ``%%{init: …}%%`` directive anywhere in the text (and ``%%`` starts a
+    comment): one in a label of a policy in the folder passed into the graph. It is written
+    as entity codes now; the only directive is cpg's own, first in each block."""
+    import yaml
+
+    hostile = 'web %%{init: {"theme": "dark"}}%% #x'
+    policy = {
+        "apiVersion": "cilium.io/v2",
+        "kind": "CiliumNetworkPolicy",
+        "metadata": {"name": "api", "namespace": "shop"},
+        "spec": {
+            "endpointSelector": {"matchLabels": {"app": "api"}},
+            "ingress": [
+                {
+                    "fromEndpoints": [{"matchLabels": {"app": hostile}}],
+                    "toPorts": [{"ports": [{"port": "80", "protocol": "TCP"}]}],
+                }
+            ],
+        },
+    }
+    folder = tmp_path / "not-a-policy-folder"
+    (folder / "shop").mkdir(parents=True)
+    (folder / "shop" / "not-a-policy-api.yaml").write_text(yaml.safe_dump(policy))
+    ran = cpg("report", "-d", str(folder))
+    assert ran.returncode == 0, ran.stderr
+    blocks = _mermaid_blocks(ran.stdout)
+    assert blocks
+    for block in blocks:
+        first, *rest = block.splitlines()
+        assert first.startswith("%%{init:") and "%%" not in "\n".join(rest)
+    assert "web #37;#37;{init" in ran.stdout

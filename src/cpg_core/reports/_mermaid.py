@@ -36,8 +36,18 @@ _BREAKS = "stroke:#dc2626,stroke-width:2px,stroke-dasharray:5 4,color:#b91c1c"
 
 
 def _text(text: str) -> str:
+    """A label as Mermaid shows it and never reads as syntax: quotes, angle brackets and
+    backticks as entity codes, and ``%`` too, so a name holding ``%%{init: …}%%`` is no
+    directive (Mermaid finds directives anywhere in the text) and ``%%`` no comment."""
     value = clean_text(text).replace("\n", " ")
-    for char, code in (('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("`", "#96;")):
+    for char, code in (
+        ("#", "#35;"),
+        ('"', "#quot;"),
+        ("<", "#lt;"),
+        (">", "#gt;"),
+        ("`", "#96;"),
+        ("%", "#37;"),
+    ):
         value = value.replace(char, code)
     return value
 
