@@ -73,6 +73,16 @@ AtomKey = tuple[Any, ...]
 FindingKey = tuple[str, str, tuple[str, ...]]
 """(kind, subject, denying policies)."""
 _TALLIED = frozenset({Decision.INFRA, Decision.TRANSIENT, Decision.NOISE})
+OTHER_END = ("other-end",)
+"""The fifth field of an allow entry kept for the other end of learned traffic (see
+:meth:`Aggregator._other_end`): a rule only where that end has rules of its own."""
+
+
+def _is_other_end(key: AtomKey) -> bool:
+    return len(key) > 4 and key[4] == OTHER_END
+
+
+_LEARNED_VERDICTS = frozenset({int(Verdict.FORWARDED), int(Verdict.REDIRECTED), int(Verdict.AUDIT)})
 NAMED_CIDR = "cidr_for_dns_name"
 """A toCIDR rule written for an address Hubble knew a DNS name of (without ``--l7``)."""
 _FINDINGS = FINDING_DECISIONS
@@ -275,11 +285,22 @@ class Aggregator:
     @property
     def atoms(self) -> dict[PolicyTarget, set[Atom]]:
         self._fold()
-        return {t: set(atoms) for t, atoms in _as_atoms(self._atoms).items()}
+        return {t: set(atoms) for t, atoms in _as_atoms(self._atoms, self._other_end_ok).items()}
 
     def attribution(self) -> dict[PolicyTarget, dict[Atom, RuleStats]]:
         self._fold()
-        return _as_atoms(self._atoms)
+        return _as_atoms(self._atoms, self._other_end_ok)
+
+    def _other_end_ok(self, target: PolicyTarget, key: AtomKey) -> bool:
+        """Whether an other-end entry is a rule: its target has allow entries of its own in
+        that direction (learning never puts a direction into default-deny from the other
+        end's view alone), and none for the same peer and port."""
+        atoms = self._atoms.get(target) or {}
+        plain = key[:4]
+        if plain in atoms:
+            return False
+        way = key[0]
+        return any(k[0] == way and not _is_other_end(k) for k in atoms)
 
     def window(self) -> tuple[str, str]:
         """Time keys of the first and last flow seen ("" when no flow had a time)."""
@@ -303,7 +324,12 @@ class Aggregator:
     def rule_flows(self) -> int:
         """Flows that became (part of) an allow entry."""
         self._fold()
-        counted = sum(st.count for atoms in self._atoms.values() for st in atoms.values())
+        counted = sum(
+            st.count
+            for atoms in self._atoms.values()
+            for key, st in atoms.items()
+            if not _is_other_end(key)
+        )
         return counted + self._drained.flows
 
     def add(self, flow: Flow) -> Decision:
@@ -525,6 +551,7 @@ class Aggregator:
                 flow,
                 cls,
             )
+            self._other_end_of(flow, atom, cls)
             return True
         if l7.dns is not None and atom.direction == EGRESS and dns_name(l7.dns.query):
             detail = (DNS, dns_name(l7.dns.query))
@@ -534,8 +561,49 @@ class Aggregator:
                 flow,
                 cls,
             )
+            self._other_end_of(flow, atom, cls)
             return True
         return False
+
+    def _other_end_of(self, flow: Flow, atom: Atom, cls: str) -> None:
+        ingress = atom.direction == INGRESS
+        target_ep, peer_ep = (
+            (flow.destination, flow.source) if ingress else (flow.source, flow.destination)
+        )
+        self._other_end(flow, atom.direction, target_ep, peer_ep, atom.protocol, atom.port, cls)
+
+    def _other_end(
+        self,
+        flow: Flow,
+        way: str,
+        target_ep: Endpoint,
+        peer_ep: Endpoint,
+        protocol: str,
+        port: int,
+        cls: str,
+    ) -> None:
+        """Learned traffic between two pods, kept for the end that did not record it too: a
+        packet seen arriving left its source's egress, one seen leaving reaches the
+        destination's ingress. A capture often shows one end only (one node's Hubble, a
+        sample); a policy learned for the other end must not break it (ARCHITECTURE §D27).
+        Kept as an other-end entry, a rule only where that end has rules of its own in
+        that direction."""
+        if not self.options.decide.learn or flow.verdict not in _LEARNED_VERDICTS:
+            return
+        if peer_ep.cluster_name != target_ep.cluster_name:
+            return  # the other end is in another cluster: its policies are not cpg's here
+        resolver = self._resolver
+        other = resolver.roles(peer_ep).target
+        subject = resolver.roles(target_ep).peer
+        if type(other) is not PolicyTarget or type(subject) is not EndpointPeer:
+            return
+        back = EGRESS if way == INGRESS else INGRESS
+        key = (back, subject, protocol, port, OTHER_END)
+        atoms = self._atoms.get(other)
+        known = atoms is not None and key in atoms
+        stats = self._keep(other, key, flow, cls, new=False)
+        if stats is not None and not known and self._other_end_ok(other, key):
+            self._new.add(other)
 
     def admit(self, flow: Flow, cls: str) -> None:
         """Make an allow entry for ``flow`` whatever its verdict, its flows counted under
@@ -574,6 +642,8 @@ class Aggregator:
                     if len(entries) >= _ENTRY_CACHE_LIMIT:
                         entries.clear()
                     entries[(direction, flow.source, flow.destination, protocol, port)] = stats
+                if given is None:
+                    self._other_end(flow, way, target_ep, peer_ep, protocol, port, cls)
                 return
         result = resolver.resolve(flow, self._explicit)
         if type(result) is Resolved:
@@ -601,18 +671,24 @@ class Aggregator:
         self.unhandled[result.reason] += 1
         self._find((result.reason.value, result.subject, ()), flow)
 
-    def _keep(self, target: PolicyTarget, atom: AtomKey, flow: Flow, cls: str) -> RuleStats | None:
+    def _keep(
+        self, target: PolicyTarget, atom: AtomKey, flow: Flow, cls: str, *, new: bool = True
+    ) -> RuleStats | None:
+        """Count ``flow`` in the allow entry; ``new``: a new entry makes its target one to
+        write again (an other-end entry only when it is a rule, see :meth:`_other_end`)."""
         atoms = self._atoms.get(target)
         if atoms is None:
             namespaces = self.options.namespaces
             if namespaces and target.namespace not in namespaces:
-                self.filtered_namespace += 1
+                if new:
+                    self.filtered_namespace += 1
                 return None
             atoms = self._atoms[target] = {}
         stats = atoms.get(atom)
         if stats is None:
             stats = atoms[atom] = RuleStats()
-            self._new.add(target)
+            if new:
+                self._new.add(target)  # its other-end entries in that direction join it
         stats.add(flow, cls, self._max_samples)
         return stats
 
@@ -818,7 +894,7 @@ class Aggregator:
         """The allow entries of ``raw`` (this aggregator's, or what :meth:`drain` moved out)
         as policies hold them: a world peer that is a pod's IP named as that pod (or left
         out: it is a finding), and with L7 a world peer's IP named by the DNS names seen."""
-        attribution = _as_atoms(raw)
+        attribution = _as_atoms(raw, self._other_end_ok)
         cap = self._max_samples
         for target, atoms in self._pods_as_world(raw).items():
             kept = {
@@ -875,9 +951,10 @@ class Aggregator:
                 continue
             moved = {}
             for key, stats in atoms.items():
-                if stats.count:
+                if stats.count and (not _is_other_end(key) or self._other_end_ok(target, key)):
                     taken = moved[key] = stats.take()
-                    drained.add(target, key, taken, cap)
+                    if not _is_other_end(key):  # the totals count each flow once
+                        drained.add(target, key, taken, cap)
             if moved:
                 out[target] = moved
         return out
@@ -885,11 +962,21 @@ class Aggregator:
 
 def _as_atoms(
     raw: Mapping[PolicyTarget, Mapping[AtomKey, RuleStats]],
+    other_end_ok: Callable[[PolicyTarget, AtomKey], bool],
 ) -> dict[PolicyTarget, dict[Atom, RuleStats]]:
-    """Entries keyed by Atom; entries :meth:`Aggregator.drain` emptied are left out."""
+    """Entries keyed by Atom; entries :meth:`Aggregator.drain` emptied are left out, and an
+    other-end entry is its plain rule where ``other_end_ok`` says it is one."""
     out = {}
     for target, atoms in raw.items():
-        kept = {Atom(*key): stats for key, stats in atoms.items() if stats.count}
+        kept = {}
+        for key, stats in atoms.items():
+            if not stats.count:
+                continue
+            if _is_other_end(key):
+                if other_end_ok(target, key):
+                    kept[Atom(*key[:4])] = stats
+                continue
+            kept[Atom(*key)] = stats
         if kept:
             out[target] = kept
     return out

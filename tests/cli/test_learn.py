@@ -224,3 +224,36 @@ def test_learning_reads_audit_flows(tmp_path: Path) -> None:
     assert report["flows"]["candidate"] == 1 and report["flows"]["reply"] == 1
     explained = cpg("explain", "shop/cart", "-d", str(out), "--evidence-dir", str(tmp_path / "e"))
     assert "audit" in explained.stdout
+
+
+def test_learning_covers_traffic_seen_at_its_other_end_only(tmp_path: Path) -> None:
+    """A capture often shows one end of a connection only (one node's Hubble, a sample).
+    frontend → cart is seen arriving at cart; frontend's egress to the API is seen leaving
+    it: the egress policy learned for frontend must carry cart too, or applying it breaks
+    frontend → cart (cpg plan said so on a real capture). A pod seen only at the other end
+    (batch → cart) gets no egress policy of its own from that view."""
+    from conftest import endpoint, flow_dict, jsonl
+
+    frontend, cart = endpoint("shop", "frontend"), endpoint("shop", "cart")
+    api, batch = endpoint("shop", "api"), endpoint("shop", "batch")
+    works = {"verdict": "FORWARDED", "reason": None}
+    capture = tmp_path / "works.jsonl"
+    capture.write_text(
+        jsonl(
+            [
+                flow_dict(frontend, cart, direction="INGRESS", tcp=8080, **works),
+                flow_dict(frontend, api, direction="EGRESS", tcp=9000, **works),
+                flow_dict(batch, cart, direction="INGRESS", tcp=8080, **works),
+            ]
+        )
+    )
+    out = tmp_path / "p"
+    replay(capture, out, "--learn", "forwarded", "--no-evidence")
+    egress = yaml.safe_load((out / "shop" / "frontend.yaml").read_text())["spec"]["egress"]
+    peers = {rule["toEndpoints"][0]["matchLabels"]["app"] for rule in egress}
+    assert peers == {"api", "cart"}
+    assert not (out / "shop" / "batch.yaml").exists()
+    cart_in = yaml.safe_load((out / "shop" / "cart.yaml").read_text())["spec"]
+    assert "egress" not in cart_in
+    planned = json.loads(cpg("plan", str(capture), "-d", str(out), "-o", "json").stdout)
+    assert planned["would_break"] == []
