@@ -25,7 +25,7 @@ from cpg_core._flow import (
     Flow,
     Verdict,
 )
-from cpg_core._l7 import dns_name, http_method, path_regex
+from cpg_core._l7 import dns_name, http_method, path_regex, valid_dns_name
 from cpg_core._labels import format_labels
 from cpg_core._names import policy_name, short_hash
 from cpg_core._numbers import QuickKey
@@ -522,11 +522,13 @@ class Aggregator:
                 self.l7_records += 1
             if l7.dns is not None and l7.dns.query:
                 name = dns_name(l7.dns.query)
-                for ip in l7.dns.ips:
-                    self.ip_names.setdefault(ip, set()).add(name)
+                if valid_dns_name(name):
+                    for ip in l7.dns.ips:
+                        self.ip_names.setdefault(ip, set()).add(name)
         if flow.destination_names and flow.destination_ip:
-            names = self.ip_names.setdefault(flow.destination_ip, set())
-            names.update(dns_name(n) for n in flow.destination_names)
+            valid = {n for n in map(dns_name, flow.destination_names) if valid_dns_name(n)}
+            if valid:
+                self.ip_names.setdefault(flow.destination_ip, set()).update(valid)
 
     def _candidate_l7(self, flow: Flow) -> bool:
         """An L7 candidate: HTTP requests become per-port HTTP rules, DNS queries become names
@@ -553,7 +555,11 @@ class Aggregator:
             )
             self._other_end_of(flow, atom, cls)
             return True
-        if l7.dns is not None and atom.direction == EGRESS and dns_name(l7.dns.query):
+        if (
+            l7.dns is not None
+            and atom.direction == EGRESS
+            and valid_dns_name(dns_name(l7.dns.query))
+        ):
             detail = (DNS, dns_name(l7.dns.query))
             self._keep(
                 result.target,

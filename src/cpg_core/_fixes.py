@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 import attrs
 
 from cpg_core._flow import Direction, Endpoint, Flow
-from cpg_core._l7 import dns_name, http_method, path_regex
+from cpg_core._l7 import dns_name, http_method, path_regex, valid_dns_name
 from cpg_core._labels import is_stable_key, stable_labels
 from cpg_core._render import emit
 from cpg_core._rules import DNS, HTTP, rule_to_dict, rules_from_atoms
@@ -105,7 +105,7 @@ def rule_yaml(flow: Flow) -> str:
         # an HTTP request: its own rule, so no L4 rule ever lands beside an L7 one (§D21)
         detail = (HTTP, http_method(l7.http.method), path_regex(l7.http.url))
         atom = attrs.evolve(atom, l7=detail)
-    elif l7 is not None and l7.dns is not None and l7.dns.query:
+    elif l7 is not None and l7.dns is not None and valid_dns_name(dns_name(l7.dns.query)):
         atom = attrs.evolve(atom, l7=(DNS, dns_name(l7.dns.query)))
     (rule,) = rules_from_atoms([atom])
     section = {atom.direction: [rule_to_dict(rule, resolved.target.namespace)]}

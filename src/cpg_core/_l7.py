@@ -48,6 +48,15 @@ def http_method(method: str) -> str:
     return method.strip().upper()
 
 
+_FQDN = re.compile(r"^([-a-zA-Z0-9_]+\.?)+$")
+
+
+def valid_dns_name(name: str) -> bool:
+    """Whether ``name`` (as :func:`dns_name` gives it) can be a ``matchName``: the CRD's
+    characters and length."""
+    return 0 < len(name) <= 253 and _FQDN.fullmatch(name) is not None
+
+
 def dns_name(query: str) -> str:
     """A DNS query as a ``matchName``: trimmed, lower case, without the trailing dot."""
     name = query.strip()

@@ -97,6 +97,23 @@ def label_problem(key: str, value: str) -> str | None:
     return None
 
 
+_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def namespace_problem(namespace: str) -> str | None:
+    """Why ``namespace`` is no Kubernetes namespace name (a DNS-1123 label), or None."""
+    if len(namespace) > 63 or not _NAMESPACE.fullmatch(namespace):
+        return f"the namespace {namespace[:80]!r} is not a Kubernetes namespace name"
+    return None
+
+
+def cluster_problem(cluster: str) -> str | None:
+    """Why a ClusterMesh cluster name cannot be a selector's cluster label value, or None."""
+    if len(cluster) > 63 or not _LABEL_VALUE.fullmatch(cluster):
+        return f"the cluster name {cluster[:80]!r} is not a label value"
+    return None
+
+
 def selector_problem(selected: LabelItems) -> str | None:
     """The first label of a selector Kubernetes would refuse, or None."""
     for key, value in selected:

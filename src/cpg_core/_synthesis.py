@@ -14,6 +14,8 @@ import attrs
 from cpg_core._flow import ICMP_PROTOCOLS, PORT_PROTOCOLS, Direction, Endpoint, Flow
 from cpg_core._labels import (
     LabelItems,
+    cluster_problem,
+    namespace_problem,
     reserved_names,
     select_labels,
     selector_problem,
@@ -318,6 +320,16 @@ def _ingress_proxy(endpoint: Endpoint) -> bool:
 def _roles(endpoint: Endpoint) -> Roles:
     kind = endpoint_kind(endpoint)
     target: PolicyTarget | Unresolved
+    named = (
+        None
+        if kind.entity or kind.world or not endpoint.namespace
+        else namespace_problem(endpoint.namespace)
+        or (cluster_problem(endpoint.cluster_name) if endpoint.cluster_name else None)
+    )
+    if named is not None:  # a name Kubernetes would refuse: no selector, no file path
+        unnamed = Unresolved(Unhandled.INVALID_LABEL, f"{_who(endpoint, 'target')}: {named}")
+        as_peer = Unresolved(Unhandled.INVALID_LABEL, f"{_who(endpoint, 'peer')}: {named}")
+        return Roles(unnamed, as_peer)
     if kind.entity or kind.world:
         target = Unresolved(Unhandled.RESERVED_TARGET, _who(endpoint, "target"))
     elif not endpoint.namespace:

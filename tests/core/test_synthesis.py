@@ -261,3 +261,33 @@ def test_what_the_ingress_proxy_sends_a_backend_is_the_backends_ingress_rule() -
         assert result.atom.direction == "ingress" and result.atom.peer == EntityPeer("ingress")
     to_world = resolve(src=proxy, dst=WORLD, dst_ip="8.8.8.8", direction="EGRESS")
     assert isinstance(to_world, Unresolved) and to_world.reason == Unhandled.RESERVED_TARGET
+
+
+def test_names_kubernetes_would_refuse_are_findings_not_selectors() -> None:
+    """Found by mutating real records: a peer whose namespace was 70,000 characters (or a
+    control character) was written into a selector's namespace label, and a DNS query of
+    70,000 characters into a DNS rule; Cilium would refuse both documents whole."""
+    bad_ns = endpoint("sh\u202eop", "frontend")
+    result = resolve(src=bad_ns, dst=endpoint("shop", "cart"))
+    assert isinstance(result, Unresolved) and result.reason == Unhandled.INVALID_LABEL
+    assert "not a Kubernetes namespace name" in result.subject
+    target = resolve(src=endpoint("shop", "frontend"), dst=endpoint("x" * 70, "cart"))
+    assert isinstance(target, Unresolved) and target.reason == Unhandled.INVALID_LABEL
+    mesh = {**endpoint("shop", "frontend"), "cluster_name": "we st"}
+    peer = resolve(src=mesh, dst={**endpoint("shop", "cart"), "cluster_name": "east"})
+    assert isinstance(peer, Unresolved) and "cluster name" in peer.subject
+    agg = Aggregator(AggregateOptions(l7=True))
+    for query in ("x" * 300 + ".example.com.", "api!.example.com."):
+        agg.add(
+            parse_flow(
+                flow_dict(
+                    src=endpoint("shop", "api"),
+                    dst=endpoint("kube-system", None, "k8s:k8s-app=kube-dns"),
+                    direction="EGRESS",
+                    udp=53,
+                    l7={"type": "REQUEST", "dns": {"query": query, "ips": ["1.2.3.4"]}},
+                )
+            )
+        )
+    rules = [str(rule) for plan in agg.plans() for rule in plan.rules]
+    assert rules and not any("example.com" in rule for rule in rules)
