@@ -106,6 +106,7 @@ PUBLIC_CORE = frozenset(
         "cpg_core.lazy",
         "cpg_core.lint",
         "cpg_core.model",
+        "cpg_core.options",
         "cpg_core.reading",
         "cpg_core.reports",
         "cpg_core.shadow",

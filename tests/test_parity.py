@@ -1,6 +1,7 @@
-"""The two roots take the same run options: every field of RunRequest is a flag of cpg replay
-or cpg generate and an argument of cpg-mcp's start_session, or is listed here with the reason
-it is not; and every start_session argument is something the CLI can set too."""
+"""The two roots take the same options because both read them from one table
+(``cpg_core.options.OPTIONS``): every keyword of the request builders is an entry, every entry
+is a flag of each command it names and an argument of cpg-mcp's start_session (or says why a
+server for agents does not take it), and nothing else is either."""
 
 from __future__ import annotations
 
@@ -13,103 +14,125 @@ from mcp import Client
 
 from cpg_cli.app import load_command
 from cpg_cli.words import flag
-from cpg_core import RunRequest
+from cpg_core import CheckRequest, RunRequest
+from cpg_core.options import OPTIONS, options_of
 from cpg_mcp.server import build_server
-from cpg_mcp.words import argument
 
-NOT_A_TOOL_ARGUMENT = {
-    "evidence": "a session always records evidence: its query tools serve it",
-    "evidence_sessions": "a session's folder only ever holds that one session",
-    "dry_run": "a session writes only into its own private folder; there is nothing to protect",
-    "diff": "a diff belongs to a dry run",
-    "exit_code": "no process exits; stop_session returns the counts",
-    "kustomize": "no one applies a session's temp folder with kubectl -k",
-    "fail_on_infra_drops": "an exit code; stop_session returns infra_drop_total instead",
-    "verify": "an exit-code check of written files; get_plan answers for a session",
-    "engine": "a session replays inside the server's process; it starts no cluster for an agent",
-    "jobs": "as engine: the server forks no workers for an agent",
-    "scheduler": "as engine",
-    "part_size": "as engine",
-    "stable_for": "a session's policies are read through its tools, never applied from its "
-    "folder: rewriting its files as rules arrive churns nothing anyone reviews",
-    "flow_filter": "a session replays its capture whole, so every query sees all of it; "
-    "explain_flow takes the same filters per question",
+pytestmark = pytest.mark.integration
+
+NOT_AN_OPTION = {
+    RunRequest: {
+        "flow_filter": "the filter flags (hubble observe's) are declared apart, as FLOW_FILTERS"
+    },
+    CheckRequest: {
+        "inputs": "each command takes its capture as arguments",
+        "policies": "each command says in its own words which folder -d is",
+    },
 }
-"""RunRequest fields cpg-mcp's start_session does not take, each with its reason."""
+"""Request builder keywords that are not table entries, each with its reason."""
 
-TOOL_ONLY = {
-    "replay_file": "replay",  # cpg replay takes its capture files as arguments
-    "shadow_policies": "shadow",
-    "tls": "generate",
-    "tls_ca_cert": "generate",
-    "tls_client_cert": "generate",
-    "tls_client_key": "generate",
-    "tls_server_name": "generate",
-}
-"""start_session arguments that are not RunRequest fields: the CLI command that covers each."""
+TOOL_ONLY = {"replay_file": "replay", "shadow_policies": "shadow"}
+"""start_session arguments that are not table entries: the CLI command that covers each."""
+
+COMMANDS = sorted({command for entry in OPTIONS for command in entry.commands})
 
 
-def _request_fields() -> list[str]:
-    return list(inspect.signature(RunRequest.build).parameters)
+def _keywords(builder: type) -> set[str]:
+    return set(inspect.signature(builder.build).parameters)  # type: ignore[attr-defined]
 
 
-def _flags(name: str) -> set[str]:
-    sub = load_command(name)
-    return {opt for param in sub.params for opt in (*param.opts, *param.secondary_opts)}
+def _params(command: str) -> dict[str, Any]:
+    return {param.name: param for param in load_command(command).params}
 
 
-def _tool_arguments() -> set[str]:
+def _tools() -> dict[str, dict[str, Any]]:
     async def listed() -> Any:
         async with Client(build_server(None), mode="legacy") as client:
             return (await client.list_tools()).tools
 
-    tools = anyio.run(listed)
-    start = next(tool for tool in tools if tool.name == "start_session")
-    return set(start.input_schema["properties"])
+    return {tool.name: tool.input_schema["properties"] for tool in anyio.run(listed)}
 
 
 @pytest.fixture(scope="module")
-def tool_arguments() -> set[str]:
-    return _tool_arguments()
+def tools() -> dict[str, dict[str, Any]]:
+    return _tools()
 
 
-def test_every_run_option_is_a_flag_of_replay_or_generate() -> None:
-    flags = _flags("replay") | _flags("generate")
-    missing = [
-        field
-        for field in _request_fields()
-        if not any(part in flags for part in flag(field).split("/"))
-    ]
-    assert not missing, f"RunRequest fields no CLI flag sets: {missing}"
+@pytest.mark.parametrize(
+    ("builder", "request_name"), [(RunRequest, "run"), (CheckRequest, "check")]
+)
+def test_every_request_keyword_is_one_table_entry(builder: type, request_name: str) -> None:
+    entries = {o.name for o in OPTIONS if o.request == request_name}
+    assert entries == _keywords(builder) - set(NOT_AN_OPTION[builder])
+    names = [o.name for o in OPTIONS if o.request == request_name]
+    assert len(names) == len(set(names)), "an option is declared twice"
 
 
-def test_every_run_option_is_a_start_session_argument_or_listed(
-    tool_arguments: set[str],
-) -> None:
-    for field in _request_fields():
-        if field in NOT_A_TOOL_ARGUMENT:
-            assert argument(field) not in tool_arguments, f"{field} is listed but offered"
-        else:
-            assert argument(field) in tool_arguments, f"start_session lacks {field}"
+@pytest.mark.parametrize("command", COMMANDS)
+def test_each_command_takes_exactly_its_table_entries(command: str) -> None:
+    params = _params(command)
+    for entry in options_of(command):
+        param = params.get(entry.parameter)
+        assert param is not None, f"cpg {command} lacks {entry.flags[-1]}"
+        assert set(entry.flags) <= {*param.opts, *param.secondary_opts}
+        assert param.help == entry.help_for(command)
+        assert (param.envvar or "") == entry.envvar_for(command)
+    taken = {entry.parameter for entry in options_of(command)}
+    for name, param in params.items():
+        spelled = {*param.opts, *param.secondary_opts}
+        for entry in OPTIONS:
+            if name not in taken and entry.parameter == name and set(entry.flags) & spelled:
+                pytest.fail(f"cpg {command} declares {entry.flags[-1]} itself, not from the table")
 
 
-def test_start_session_takes_the_time_window_and_min_flows(tool_arguments: set[str]) -> None:
-    assert {"since", "until", "min_flows"} <= tool_arguments
+def test_every_run_entry_is_a_flag_of_replay_or_generate() -> None:
+    flags = {
+        spelled
+        for command in ("replay", "generate")
+        for param in load_command(command).params
+        for spelled in (*param.opts, *param.secondary_opts)
+    }
+    for entry in OPTIONS:
+        if entry.request == "run":
+            assert set(entry.flags) & flags, f"no capture command takes {entry.name}"
 
 
-def test_every_start_session_argument_is_something_the_cli_sets(
-    tool_arguments: set[str],
-) -> None:
-    fields = {argument(field): field for field in _request_fields()}
-    for name in sorted(tool_arguments):
-        if name in fields:
+def test_start_session_offers_the_table_and_says_why_not(tools: dict[str, Any]) -> None:
+    arguments = tools["start_session"]
+    for entry in OPTIONS:
+        if entry.request not in ("run", "relay"):
             continue
-        assert name in TOOL_ONLY, f"start_session's {name} is neither a run option nor listed"
-        command = TOOL_ONLY[name]
-        if name != "replay_file":
-            spelled = flag(name).split()[0]  # "--tls flags" in a message is the flag --tls
-            assert spelled in _flags(command), f"cpg {command} has no {spelled}"
+        if entry.tool:
+            assert not entry.not_tool
+            assert arguments[entry.tool]["description"] == entry.tool_help
+        else:
+            assert entry.not_tool, f"{entry.name}: neither a tool argument nor a reason"
+            assert entry.name not in arguments
+    offered = {o.tool for o in OPTIONS if o.tool and o.request in ("run", "relay")}
+    assert set(arguments) - offered == set(TOOL_ONLY)
 
 
-def test_the_lists_name_only_real_fields() -> None:
-    assert set(NOT_A_TOOL_ARGUMENT) <= set(_request_fields())
+def test_every_tool_only_argument_has_a_cli_command(tools: dict[str, Any]) -> None:
+    for name, command in TOOL_ONLY.items():
+        assert name in tools["start_session"]
+        assert command in load_command(command).name
+
+
+def test_every_check_argument_a_tool_offers_is_the_table_entry(tools: dict[str, Any]) -> None:
+    for entry in OPTIONS:
+        if entry.request == "check" and entry.tool:
+            offering = [name for name, arguments in tools.items() if entry.tool in arguments]
+            assert offering, f"no tool offers {entry.tool}"
+            for name in offering:
+                assert tools[name][entry.tool]["description"] == entry.tool_help, name
+
+
+def test_a_flag_named_in_an_error_is_a_flag_a_command_takes() -> None:
+    spelled = {
+        s
+        for command in COMMANDS
+        for param in load_command(command).params
+        for s in (*param.opts, *param.secondary_opts)
+    }
+    for entry in OPTIONS:
+        assert flag(entry.name).split()[0].split("/")[0] in spelled | {"-n"}, entry.name

@@ -137,7 +137,7 @@ def output_format(*allowed: str) -> Callable[[str], str]:
     return parse
 
 
-def output_option(*formats: str, help: str) -> Any:
+def output_option(*formats: str, help: str, rich_help_panel: str | None = None) -> Any:
     """The ``-o/--output FORMAT`` option of a command that prints ``formats``."""
 
     def complete(incomplete: str) -> list[str]:
@@ -150,4 +150,5 @@ def output_option(*formats: str, help: str) -> Any:
         callback=output_format(*formats),
         autocompletion=complete,
         help=help,
+        rich_help_panel=rich_help_panel,
     )

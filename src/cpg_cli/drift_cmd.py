@@ -45,39 +45,14 @@ _StaleAfter = Annotated[
     ),
 ]
 
-_LiveServer = Annotated[
-    str | None,
-    typer.Option(
-        "-s",
-        "--server",
-        metavar="ADDR",
-        help="Watch live traffic from Hubble Relay at host:port instead of reading a capture "
-        "(with --duration or --until; Ctrl+C stops and reports).",
-        show_default=False,
-    ),
-]
 
-
+@opt.with_options("drift")
 def drift(
+    options: opt.Values,
     inputs: _Inputs = None,
     policies: _Applied = Path("policies"),
-    server: _LiveServer = None,
     stale_after: _StaleAfter = "30d",
     evidence_dir: opt.EvidenceDir = None,
-    namespace: opt.Namespaces = [],  # noqa: B006 - Typer reads the default, never mutates it
-    tls: opt.TLS = False,
-    tls_ca_cert: opt.TLSCACert = None,
-    tls_client_cert: opt.TLSClientCert = None,
-    tls_client_key: opt.TLSClientKey = None,
-    tls_server_name: opt.TLSServerName = None,
-    timeout: opt.Timeout = "10s",
-    duration: opt.Duration = None,
-    since: opt.LiveSince = None,
-    until: opt.LiveUntil = None,
-    include_audit: Annotated[
-        bool, typer.Option("--include-audit", help="AUDIT flows are drops too.")
-    ] = False,
-    allow_localhost: opt.AllowLocalhost = "always",
     output: Annotated[str, opt.output_option("text", "json", help="text or json.")] = "text",
     log_level: opt.LogLevel = "warning",
 ) -> None:
@@ -93,17 +68,23 @@ def drift(
     """
     from cpg_core.reports import render
     from cpg_core.shadow import DriftRequest
-    from cpg_io.hubble import TLSSettings
     from cpg_io.runs import rfc3339, utc_now
 
     opt.setup_logging(log_level)
+    server = options.run["server"]
     if bool(inputs) == bool(server):
         raise typer.BadParameter(
             "give a capture or --server RELAY (live), not both and not neither",
             param_hint="CAPTURE",
         )
-    check = opt.check_request(locals(), inputs or [str(server)])
-    live = opt.run_request(locals()) if server else None
+    check = opt.check_request(options, inputs or [str(server)], policies=policies)
+    live = None
+    if server:  # a live capture takes the check's audit and localhost choices too
+        live = opt.run_request(
+            options,
+            include_audit=check.include_audit,
+            allow_localhost=options.check["allow_localhost"],
+        )
     request = opt.validated(
         lambda: DriftRequest.build(check=check, stale_after=stale_after, live=live)
     )
@@ -113,10 +94,7 @@ def drift(
             result = runs.drift_run(request, now=now, evidence_dir=evidence_dir)
         else:
             opt.validated(lambda: live.live_window(now))
-            tls_settings = TLSSettings.from_flags(
-                tls, tls_ca_cert, tls_client_cert, tls_client_key, tls_server_name
-            )
-            result = _watch(request, now, tls_settings, evidence_dir)
+            result = _watch(request, now, options.tls(), evidence_dir)
     except CpgError as exc:
         fail(exc)
     for problem in result.problems:

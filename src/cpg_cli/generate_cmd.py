@@ -27,47 +27,11 @@ if TYPE_CHECKING:  # what runs imports when the command runs, not when its flags
 log = logging.getLogger("cpg")
 
 
+@opt.with_options("generate")
 def generate(
-    server: opt.Server = None,
-    namespace: opt.Namespaces = [],  # noqa: B006 - Typer reads the default, never mutates it
-    all_namespaces: opt.AllNamespaces = False,
+    options: opt.Values,
     output_dir: opt.OutputDir = Path("policies"),
-    tls: opt.TLS = False,
-    tls_ca_cert: opt.TLSCACert = None,
-    tls_client_cert: opt.TLSClientCert = None,
-    tls_client_key: opt.TLSClientKey = None,
-    tls_server_name: opt.TLSServerName = None,
-    timeout: opt.Timeout = "10s",
-    flush_interval: opt.FlushInterval = "5s",
-    duration: opt.Duration = None,
-    kubeconfig: opt.Kubeconfig = None,
-    context: opt.Context = None,
-    cluster_dedup: opt.ClusterDedup = False,
-    relay_namespace: opt.RelayNamespace = "kube-system",
-    include_audit: opt.IncludeAudit = False,
-    ignore_protocol: opt.IgnoreProtocols = [],  # noqa: B006
-    ignore_drop_reason: opt.IgnoreDropReasons = [],  # noqa: B006
-    l7: opt.L7 = False,
-    l7_collapse_paths: opt.L7CollapsePaths = False,
-    policy_default_local_cluster: opt.LocalClusterPeers = "true",
-    learn: opt.Learn = None,
-    learn_allowed: opt.LearnAllowed = False,
-    allow_localhost: opt.AllowLocalhost = "always",
-    dry_run: opt.DryRun = False,
-    no_diff: opt.NoDiff = False,
-    exit_code: opt.ExitCode = False,
     evidence_dir: opt.EvidenceDir = None,
-    no_evidence: opt.NoEvidence = False,
-    evidence_samples: opt.EvidenceSamples = 10,
-    evidence_sessions: opt.EvidenceSessions = 10,
-    evidence_redact: opt.EvidenceRedact = False,
-    fail_on_infra_drops: opt.FailOnInfraDrops = False,
-    since: opt.LiveSince = None,
-    until: opt.LiveUntil = None,
-    evidence_interval: opt.EvidenceInterval = "1m",
-    stable_for: opt.StableFor = None,
-    min_flows: opt.MinFlows = 1,
-    kustomize: opt.Kustomize = False,
     output: opt.Output = "text",
     quiet: opt.Quiet = False,
     log_level: opt.LogLevel = "warning",
@@ -82,17 +46,14 @@ def generate(
     """
     from cpg_cli.progress import GenerateProgress, on_terminal
     from cpg_cli.report import print_run, warn_about_run
-    from cpg_io.hubble import TLSSettings
 
     opt.setup_logging(log_level)
-    request = opt.run_request(locals())
+    request = opt.run_request(options)
     now = runs.rfc3339(runs.utc_now())
     opt.validated(lambda: request.live_window(now))  # an until in the past: exit 2 now
-    tls_settings = TLSSettings.from_flags(
-        tls, tls_ca_cert, tls_client_cert, tls_client_key, tls_server_name
-    )
+    kubeconfig, context = options.kube_access()
     relay, settings = _connect(
-        request, output_dir, evidence_dir, tls_settings, now, kubeconfig, context
+        request, output_dir, evidence_dir, options.tls(), now, kubeconfig, context
     )
     capture = runs.LiveCapture(settings)
     try:
@@ -103,7 +64,7 @@ def generate(
     finally:
         relay.close()
     source = f"Hubble Relay {relay.server}"
-    warn_about_run(result.aggregator, source, l7=l7, include_audit=include_audit)
+    warn_about_run(result.aggregator, source, request)
     code = runs.exit_code(result, request, stream_error=bool(capture.error))
     extra = {"reconnects": capture.progress.reconnects}
     print_run(

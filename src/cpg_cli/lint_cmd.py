@@ -32,15 +32,6 @@ _PodCidr = Annotated[
     ),
 ]
 
-_Cluster = Annotated[
-    bool,
-    typer.Option(
-        "--cluster",
-        help="Also flag policies whose endpointSelector selects no pod in their namespace today, "
-        "and every policy in the cluster that Cilium's operator marked Valid=False (read-only: "
-        "'list' on pods in those namespaces and on Cilium's policies).",
-    ),
-]
 
 _CiliumVersion = Annotated[
     str,
@@ -75,13 +66,12 @@ _ListRules = Annotated[
 ]
 
 
+@opt.with_options("lint")
 def lint(
     paths: _Paths,
+    options: opt.Values,
     pod_cidr: _PodCidr = [],  # noqa: B006 - Typer reads the default, never mutates it
-    cluster: _Cluster = False,
     cilium_version: _CiliumVersion = "1.20",
-    kubeconfig: opt.Kubeconfig = None,
-    context: opt.Context = None,
     output: Annotated[
         str,
         opt.output_option(
@@ -122,11 +112,12 @@ def lint(
             raise typer.BadParameter(
                 f"{cidr!r} is not a CIDR (e.g. 10.244.0.0/16)", param_hint="--pod-cidr"
             ) from None
+    kubeconfig, context = options.kube_access()
     try:
         ran = runs.lint_run(
             paths,
             pod_cidrs=pod_cidr,
-            cluster=cluster,
+            cluster=options.check["cluster"],
             kubeconfig=kubeconfig,
             context=context,
             cilium_version=version,

@@ -46,24 +46,13 @@ _WriteFixes = Annotated[
 ]
 
 
-_IncludeAudit = Annotated[
-    bool,
-    typer.Option("--include-audit", help="AUDIT flows are candidates, as in replay."),
-]
-
-
 @opt.with_flow_filters
+@opt.with_options("plan")
 def plan(
     inputs: _Inputs,
+    options: opt.Values,
     policies: _Policies = Path("policies"),
-    current: opt.CurrentPolicies = None,
-    cluster: opt.ClusterPolicies = False,
-    kubeconfig: opt.Kubeconfig = None,
-    context: opt.Context = None,
     evidence_dir: opt.EvidenceDir = None,
-    include_audit: _IncludeAudit = False,
-    default_local_cluster: opt.DefaultLocalCluster = "auto",
-    allow_localhost: opt.AllowLocalhost = "always",
     write_fixes: _WriteFixes = False,
     flow_filter: FlowFilter = opt.NO_FILTER,
     output: opt.Output = "text",
@@ -83,7 +72,8 @@ def plan(
     from cpg_core import CANNOT_JUDGE
     from cpg_core.reports import render
 
-    request = opt.check_request(locals(), inputs)
+    request = opt.check_request(options, inputs, policies=policies)
+    kubeconfig, context = options.kube_access()
 
     def judged() -> runs.PlanRun:
         try:

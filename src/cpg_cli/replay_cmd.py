@@ -35,43 +35,16 @@ _Inputs = Annotated[
 
 
 @opt.with_flow_filters
+@opt.with_options("replay")
 def replay(
     inputs: _Inputs,
-    namespace: opt.Namespaces = [],  # noqa: B006 - Typer reads the default, never mutates it
-    all_namespaces: opt.AllNamespaces = False,
+    options: opt.Values,
     output_dir: opt.OutputDir = Path("policies"),
-    include_audit: opt.IncludeAudit = False,
-    ignore_protocol: opt.IgnoreProtocols = [],  # noqa: B006
-    dry_run: opt.DryRun = False,
-    no_diff: opt.NoDiff = False,
-    exit_code: opt.ExitCode = False,
     log_level: opt.LogLevel = "warning",
     evidence_dir: opt.EvidenceDir = None,
-    no_evidence: opt.NoEvidence = False,
-    evidence_samples: opt.EvidenceSamples = 10,
-    evidence_sessions: opt.EvidenceSessions = 10,
-    evidence_redact: opt.EvidenceRedact = False,
-    ignore_drop_reason: opt.IgnoreDropReasons = [],  # noqa: B006
-    fail_on_infra_drops: opt.FailOnInfraDrops = False,
-    min_flows: opt.MinFlows = 1,
-    kustomize: opt.Kustomize = False,
-    since: opt.Since = None,
-    until: opt.Until = None,
     flow_filter: FlowFilter = opt.NO_FILTER,
     output: opt.Output = "text",
     quiet: opt.Quiet = False,
-    l7: opt.L7 = False,
-    l7_collapse_paths: opt.L7CollapsePaths = False,
-    policy_default_local_cluster: opt.LocalClusterPeers = "true",
-    learn: opt.Learn = None,
-    learn_allowed: opt.LearnAllowed = False,
-    allow_localhost: opt.AllowLocalhost = "always",
-    verify: opt.Verify = False,
-    max_malformed: opt.MaxMalformed = 50.0,
-    jobs: opt.Jobs = None,
-    engine: opt.Engine = "local",
-    scheduler: opt.Scheduler = None,
-    part_size: opt.PartSize = None,
 ) -> None:
     """Generate policies from a captured Hubble flow file.
 
@@ -91,7 +64,7 @@ def replay(
     from cpg_io.sources import describe_source
 
     opt.setup_logging(log_level)
-    request = opt.run_request(locals())
+    request = opt.run_request(options, flow_filter)
     label = describe_source(inputs[0]) if len(inputs) == 1 else f"{len(inputs)} inputs"
     try:
         with ReplayProgress(label, show=on_terminal(quiet)) as progress:
@@ -110,7 +83,7 @@ def replay(
         sys.stderr.flush()
         os._exit(130)
     source = result.describe_inputs()
-    warn_about_run(result.aggregator, source, l7=l7, include_audit=include_audit)
+    warn_about_run(result.aggregator, source, request)
     code = runs.exit_code(result, request)
     print_run(
         result,

@@ -21,10 +21,11 @@ if TYPE_CHECKING:  # a replay's report must not load the live client (grpc)
     from cpg_io.runs import LiveCapture
 
 
-def warn_about_run(agg: Any, source: str, *, l7: bool, include_audit: bool) -> None:
+def warn_about_run(agg: Any, source: str, request: RunRequest) -> None:
     """The one-line warnings every capture command gives after its run."""
     log = logging.getLogger("cpg")
-    if l7 and agg.total_flows and not agg.l7_records:
+    include_audit = request.capture.include_audit
+    if request.capture.l7 and agg.total_flows and not agg.l7_records:
         log.warning(
             "--l7 is set but no flow in %s carried an HTTP or DNS record, so the policies are "
             "L4 only; L7 records need Cilium's L7 proxy on that traffic (see the README section "

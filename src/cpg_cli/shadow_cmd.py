@@ -42,37 +42,13 @@ _Report = Annotated[
     ),
 ]
 
-_IncludeAudit = Annotated[
-    bool,
-    typer.Option("--include-audit", help="AUDIT flows are denied flows to fix, as in replay."),
-]
 
-
+@opt.with_options("shadow")
 def shadow(
-    server: opt.Server = None,
+    options: opt.Values,
     policies: _Proposed = Path("policies"),
-    current: opt.CurrentPolicies = None,
-    cluster: opt.ClusterPolicies = False,
-    namespace: opt.Namespaces = [],  # noqa: B006 - Typer reads the default, never mutates it
-    all_namespaces: opt.AllNamespaces = False,
     report: _Report = None,
-    tls: opt.TLS = False,
-    tls_ca_cert: opt.TLSCACert = None,
-    tls_client_cert: opt.TLSClientCert = None,
-    tls_client_key: opt.TLSClientKey = None,
-    tls_server_name: opt.TLSServerName = None,
-    timeout: opt.Timeout = "10s",
-    flush_interval: opt.FlushInterval = "5s",
-    duration: opt.Duration = None,
-    since: opt.LiveSince = None,
-    until: opt.LiveUntil = None,
-    kubeconfig: opt.Kubeconfig = None,
-    context: opt.Context = None,
-    relay_namespace: opt.RelayNamespace = "kube-system",
     evidence_dir: opt.EvidenceDir = None,
-    include_audit: _IncludeAudit = False,
-    default_local_cluster: opt.DefaultLocalCluster = "auto",
-    allow_localhost: opt.AllowLocalhost = "always",
     output: Annotated[
         str, opt.output_option("text", "json", help="The final plan: text or json.")
     ] = "text",
@@ -92,20 +68,24 @@ def shadow(
     """
     from cpg_core.reports import render
     from cpg_core.shadow import ShadowRequest
-    from cpg_io.hubble import TLSSettings
     from cpg_io.runs import rfc3339, utc_now
 
     opt.setup_logging(log_level)
-    check = opt.check_request(locals(), [server or "hubble-relay"])
+    server = options.run["server"]
+    check = opt.check_request(options, [server or "hubble-relay"], policies=policies)
     report_path = str(report) if report is not None else None
-    request = ShadowRequest(check=check, live=opt.run_request(locals()), report=report_path)
+    # The live capture takes the check's audit and localhost choices too.
+    live = opt.run_request(
+        options,
+        include_audit=check.include_audit,
+        allow_localhost=options.check["allow_localhost"],
+    )
+    request = ShadowRequest(check=check, live=live, report=report_path)
     now = rfc3339(utc_now())
     opt.validated(lambda: request.live.live_window(now))  # an until in the past: exit 2 now
-    tls_settings = TLSSettings.from_flags(
-        tls, tls_ca_cert, tls_client_cert, tls_client_key, tls_server_name
-    )
+    kubeconfig, context = options.kube_access()
     view, capture, server_name = _watch(
-        request, now, tls_settings, evidence_dir, kubeconfig, context, output, quiet
+        request, now, options.tls(), evidence_dir, kubeconfig, context, output, quiet
     )
     if capture.error:
         say(f"cpg: warning: the stream ended early: {capture.error}", err=True)

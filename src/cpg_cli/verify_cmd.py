@@ -39,33 +39,12 @@ _Policies = Annotated[
 ]
 
 
-_Cluster = Annotated[
-    bool,
-    typer.Option(
-        "--cluster",
-        help="Also read the Cilium policies already in the cluster (read-only: needs 'list' "
-        "on ciliumnetworkpolicies and ciliumclusterwidenetworkpolicies).",
-    ),
-]
-
-
-_IncludeAudit = Annotated[
-    bool,
-    typer.Option("--include-audit", help="Also check AUDIT-verdict flows, as replay does."),
-]
-
-
 @opt.with_flow_filters
+@opt.with_options("verify")
 def verify(
     flows: _Flows,
+    options: opt.Values,
     policies: _Policies = None,
-    cluster: _Cluster = False,
-    kubeconfig: opt.Kubeconfig = None,
-    context: opt.Context = None,
-    include_audit: _IncludeAudit = False,
-    default_local_cluster: opt.DefaultLocalCluster = "auto",
-    allow_localhost: opt.AllowLocalhost = "always",
-    learn: opt.Learn = None,
     flow_filter: FlowFilter = opt.NO_FILTER,
     output: opt.Output = "text",
 ) -> None:
@@ -77,21 +56,12 @@ def verify(
     in that direction. Exit codes: 0 all admitted and no deny admitted, 3 otherwise, 1 unreadable
     input, 2 bad flags.
     """
-    from cpg_core import CheckRequest
     from cpg_core.reports import render
     from cpg_io.sources import describe_source
 
-    request = opt.validated(
-        lambda: CheckRequest.build(
-            inputs=flows,
-            policies=str(policies) if policies else (None if cluster else "policies"),
-            cluster=cluster,
-            include_audit=include_audit,
-            default_local_cluster=default_local_cluster,
-            allow_localhost=allow_localhost,
-            learn=learn,
-        )
-    )
+    default = None if options.check["cluster"] else "policies"
+    request = opt.check_request(options, flows, policies=str(policies) if policies else default)
+    kubeconfig, context = options.kube_access()
     selection = flow_filter
     try:
         verified = runs.verify_run(

@@ -52,15 +52,11 @@ def _show(answered: WhyRun, output: str) -> None:
 
 
 @opt.with_flow_filters
+@opt.with_options("why")
 def why(
     capture: _Capture,
+    options: opt.Values,
     policies: _Policies = Path("policies"),
-    current: opt.CurrentPolicies = None,
-    cluster: opt.ClusterPolicies = False,
-    kubeconfig: opt.Kubeconfig = None,
-    context: opt.Context = None,
-    default_local_cluster: opt.DefaultLocalCluster = "auto",
-    allow_localhost: opt.AllowLocalhost = "always",
     flow_filter: FlowFilter = opt.NO_FILTER,
     output: _Output = "text",
 ) -> None:
@@ -77,7 +73,8 @@ def why(
     Exit codes: 0 every flow is admitted by the policies judged, 3 some is not, 1 unreadable
     input, 2 bad flags.
     """
-    request = opt.check_request(locals(), capture)
+    request = opt.check_request(options, capture, policies=policies)
+    kubeconfig, context = options.kube_access()
     selection = flow_filter
     try:
         answered = runs.why_run(request, selection, kubeconfig=kubeconfig, context=context)
@@ -116,22 +113,18 @@ _Port = Annotated[
 ]
 
 
+@opt.with_options("trace")
 def trace(
     source: _From,
     destination: _To,
     port: _Port,
+    options: opt.Values,
     method: Annotated[str, typer.Option("--method", help="An HTTP method (L7 rules).")] = "",
     path: Annotated[str, typer.Option("--path", help="An HTTP path (L7 rules).")] = "",
     dns: Annotated[
         str, typer.Option("--dns", metavar="NAME", help="A DNS query (DNS rules).")
     ] = "",
     policies: _Policies = Path("policies"),
-    current: opt.CurrentPolicies = None,
-    cluster: opt.ClusterPolicies = False,
-    kubeconfig: opt.Kubeconfig = None,
-    context: opt.Context = None,
-    default_local_cluster: opt.DefaultLocalCluster = "auto",
-    allow_localhost: opt.AllowLocalhost = "always",
     output: _Output = "text",
 ) -> None:
     """Say whether the policies would admit a flow nobody captured, and why not.
@@ -145,7 +138,8 @@ def trace(
     """
     from cpg_core.why import traced_flows
 
-    request = opt.check_request(locals(), ["-"])
+    request = opt.check_request(options, ["-"], policies=policies)
+    kubeconfig, context = options.kube_access()
     flows = opt.validated(
         lambda: traced_flows(source, destination, port, method=method, path=path, dns=dns)
     )

@@ -18,6 +18,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from cpg_core.options import OPTIONS, Option, Request, option
 from cpg_io.version import cpg_version
 from cpg_mcp import models, tools
 from cpg_mcp.audit import AuditLog
@@ -92,6 +93,76 @@ def _arguments(values: dict[str, Any], tool: Callable[..., Any]) -> dict[str, An
     return {name: value for name, value in values.items() if name in names}
 
 
+_TOOL_KINDS: dict[str, Any] = {
+    "flag": bool,
+    "int": int,
+    "int?": int | None,
+    "float": float,
+    "text": str,
+    "text?": str | None,
+    "texts": list[str] | None,
+    "path?": str | None,
+}
+"""The argument type of each kind of option value (a file is a path on the server's host)."""
+
+
+def _table_field(request: Request, name: str) -> Any:
+    """The words and bounds of one option of the table (cpg_core's OPTIONS), for a tool
+    argument (the tool spells its type)."""
+    return _field(option(request, name))
+
+
+def _field(entry: Option) -> Any:
+    bounds: dict[str, Any] = {}
+    if entry.minimum is not None:
+        bounds["ge"] = entry.minimum
+    if entry.maximum is not None:
+        bounds["le"] = entry.maximum
+    return Field(description=entry.tool_help, **bounds)
+
+
+def _argument_type(entry: Option) -> Any:
+    kind = entry.tool_value if entry.tool_value is not None else _TOOL_KINDS[entry.value]
+    return Annotated[kind, _field(entry)]
+
+
+def _tool_argument(entry: Option) -> inspect.Parameter:
+    """The tool argument of one option of the table (cpg_core's OPTIONS)."""
+    default = entry.tool_default if entry.tool_default is not None else entry.default
+    if entry.value == "texts":
+        default = None
+    return inspect.Parameter(
+        entry.tool,
+        inspect.Parameter.KEYWORD_ONLY,
+        default=default,
+        annotation=_argument_type(entry),
+    )
+
+
+def _with_run_arguments(tool: Callable[..., Any]) -> Callable[..., Any]:
+    """Give a tool the run and relay options cpg-mcp offers, from the one table. The tool
+    declares ``arguments: dict[str, Any]`` instead and gets them by the request builders'
+    names, to be checked exactly as the CLI's flags are."""
+    entries = [o for o in OPTIONS if o.tool and o.request in ("run", "relay")]
+    signature = inspect.signature(tool, eval_str=True)
+    own = [
+        p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+        for p in signature.parameters.values()
+        if p.name != "arguments"
+    ]
+    params = [*(_tool_argument(entry) for entry in entries), *own]
+
+    @functools.wraps(tool)
+    async def run(**given: Any) -> Any:
+        arguments = {entry.name: given.pop(entry.tool) for entry in entries}
+        return await tool(**given, arguments=arguments)
+
+    run.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: p.annotation for p in params}
+    run.__annotations__["return"] = signature.return_annotation
+    return run
+
+
 async def _agent_images(kube_dir: Path, timeout: float) -> list[str]:
     """Cilium agent images from the environment's kubeconfig; [] when that fails in any way
     (no kubeconfig, no access, slower than ``timeout`` seconds): the version is then
@@ -108,167 +179,6 @@ async def _agent_images(kube_dir: Path, timeout: float) -> list[str]:
     except Exception as exc:
         log.info("Cilium version undetermined: %s", exc)
         return []
-
-
-_Namespace = Annotated[
-    list[str] | None, Field(description="only flows from or to pods in these namespaces")
-]
-
-
-_AllNamespaces = Annotated[
-    bool,
-    Field(
-        description="observe every namespace (what happens anyway when no namespace "
-        "is given); cannot be combined with namespace"
-    ),
-]
-
-
-_L7 = Annotated[bool, Field(description="HTTP and DNS rules from L7 records")]
-
-
-_L7CollapsePaths = Annotated[
-    bool,
-    Field(
-        description="with l7: collapse HTTP paths that differ only in an ID segment "
-        "(/users/123, /users/456) into one regex rule"
-    ),
-]
-
-
-_IncludeAudit = Annotated[bool, Field(description="also turn AUDIT-verdict flows into rules")]
-
-
-_IgnoreDropReasons = Annotated[
-    list[str] | None, Field(description="skip drops with these DropReason names")
-]
-
-
-_IgnoreProtocols = Annotated[
-    list[str] | None,
-    Field(description="skip flows of these protocols: tcp, udp, sctp, icmpv4, icmpv6"),
-]
-
-
-_Since = Annotated[
-    str | None,
-    Field(
-        description="only flows from this RFC 3339 time, or the last DURATION (30m, "
-        "2h): counted back from the newest flow of a replay, from now when live (the "
-        "relay's buffer)"
-    ),
-]
-
-
-_Until = Annotated[
-    str | None,
-    Field(
-        description="only flows up to this RFC 3339 time (a replay), or stop then (live: "
-        "a time in the future)"
-    ),
-]
-
-
-_MinFlows = Annotated[
-    int,
-    Field(
-        ge=1,
-        description="hold back allow rules seen fewer times than this (reported by "
-        "stop_session, not written)",
-    ),
-]
-
-
-_EvidenceSamples = Annotated[
-    int, Field(ge=0, le=1000, description="sample flows kept per rule as evidence")
-]
-
-
-_EvidenceRedact = Annotated[
-    bool, Field(description="record no IP address of a sample flow in the evidence")
-]
-
-
-_MaxMalformed = Annotated[
-    float,
-    Field(
-        ge=0,
-        le=100,
-        description="replay_file: fail when more than this percent of its lines are not "
-        "Hubble records",
-    ),
-]
-
-
-_Server = Annotated[
-    str | None,
-    Field(
-        description="explicit Hubble Relay host:port; without it cpg port-forwards to "
-        "the hubble-relay pod in kube-system through the kubeconfig of its environment"
-    ),
-]
-
-
-_Tls = Annotated[bool, Field(description="connect with TLS")]
-
-
-_TlsCaCert = Annotated[
-    str | None,
-    Field(description="path of the CA bundle (PEM) that signed the relay's certificate"),
-]
-
-
-_TlsClientCert = Annotated[
-    str | None, Field(description="path of a client certificate (PEM) for mutual TLS")
-]
-
-
-_TlsClientKey = Annotated[
-    str | None, Field(description="path of the client certificate's key (PEM)")
-]
-
-
-_TlsServerName = Annotated[
-    str | None, Field(description="the name to expect in the relay's certificate")
-]
-
-
-_Timeout = Annotated[str | None, Field(description="connect timeout, e.g. 10s")]
-
-
-_FlushInterval = Annotated[str | None, Field(description="how often files are written, e.g. 5s")]
-
-
-_Duration = Annotated[
-    str | None, Field(description="stop the live capture by itself after this long")
-]
-
-
-_EvidenceInterval = Annotated[
-    str | None,
-    Field(
-        description="how often the evidence of policies whose rules did not change is "
-        "written (default 1m)"
-    ),
-]
-
-
-_RelayNamespace = Annotated[
-    str | None,
-    Field(
-        description="without server: the namespace of the hubble-relay pod to "
-        "port-forward to (default kube-system)"
-    ),
-]
-
-
-_ClusterDedup = Annotated[
-    bool,
-    Field(
-        description="skip policies already applied in the cluster (lists "
-        "CiliumNetworkPolicies with the environment's kubeconfig)"
-    ),
-]
 
 
 _ReplayFile = Annotated[
@@ -324,12 +234,9 @@ _Limit = Annotated[
 _ListPoliciesLimit = Annotated[int, Field(ge=1, le=200, description="max policies per page")]
 
 
-_FromCluster = Annotated[
-    bool,
-    Field(
-        description="read the policies applied today from the cluster of cpg-mcp's "
-        "kubeconfig (read-only); default false: infer what is policed from the flows"
-    ),
+_FromCluster = Annotated[bool, _table_field("check", "cluster")]
+_PlanAllowLocalhost = Annotated[
+    Literal["always", "policy"], _table_field("check", "allow_localhost")
 ]
 
 
@@ -338,37 +245,6 @@ _PlanCapture = Annotated[
     Field(
         description="judge on this capture file (inside the folder the operator allowed with "
         "--allow-replay-dir; every verdict, not only drops) instead of the session's own"
-    ),
-]
-
-
-_LocalClusterPeers = Annotated[
-    bool,
-    Field(
-        description="Cilium's policy-default-local-cluster (true since 1.19); false for "
-        "ClusterMesh before 1.19: peers then carry their cluster label, local ones too"
-    ),
-]
-
-
-_Learn = Annotated[
-    Literal["forwarded"] | None,
-    Field(
-        description="forwarded: learn from the traffic that works today (FORWARDED, "
-        "REDIRECTED and AUDIT flows become rules; replies, node probes and health checks never "
-        "do)"
-    ),
-]
-_LearnAllowed = Annotated[
-    bool, Field(description="with learn: also flows a policy already allowed")
-]
-
-
-_AllowLocalhost = Annotated[
-    Literal["always", "policy"],
-    Field(
-        description="Cilium's allow-localhost: always (its default) admits a pod's own node "
-        "(kubelet probes) whatever the policy; policy polices it"
     ),
 ]
 
@@ -497,44 +373,18 @@ def _session_tools(mcp: GuardedServer, manager: SessionManager) -> None:
             open_world_hint=True,
         ),
     )
+    @_with_run_arguments
     async def start_session(
-        namespace: _Namespace = None,
-        all_namespaces: _AllNamespaces = False,
-        l7: _L7 = False,
-        l7_collapse_paths: _L7CollapsePaths = False,
-        policy_default_local_cluster: _LocalClusterPeers = True,
-        learn: _Learn = None,
-        learn_allowed: _LearnAllowed = False,
-        allow_localhost: _AllowLocalhost = "always",
-        include_audit: _IncludeAudit = False,
-        ignore_drop_reasons: _IgnoreDropReasons = None,
-        ignore_protocols: _IgnoreProtocols = None,
-        since: _Since = None,
-        until: _Until = None,
-        min_flows: _MinFlows = 1,
-        evidence_samples: _EvidenceSamples = 10,
-        evidence_redact: _EvidenceRedact = False,
-        max_malformed: _MaxMalformed = 50.0,
-        server: _Server = None,
-        tls: _Tls = False,
-        tls_ca_cert: _TlsCaCert = None,
-        tls_client_cert: _TlsClientCert = None,
-        tls_client_key: _TlsClientKey = None,
-        tls_server_name: _TlsServerName = None,
-        timeout: _Timeout = None,
-        flush_interval: _FlushInterval = None,
-        duration: _Duration = None,
-        evidence_interval: _EvidenceInterval = None,
-        relay_namespace: _RelayNamespace = None,
-        cluster_dedup: _ClusterDedup = False,
+        arguments: dict[str, Any],
         replay_file: _ReplayFile = None,
         shadow_policies: _ShadowPolicies = None,
     ) -> models.StartResult:
         """Start a capture session and return at once with its opaque session_id; the capture runs
         in the background. One session at a time: stop_session before starting another (a stopped
         session is discarded). Poll get_status."""
-        arguments = _arguments(locals(), start_session)
-        return await tools.start_session(manager, **arguments)
+        return await tools.start_session(
+            manager, **arguments, replay_file=replay_file, shadow_policies=shadow_policies
+        )
 
     @mcp.tool(
         title="Session status",
@@ -610,7 +460,7 @@ def _query_tools(mcp: GuardedServer, manager: SessionManager) -> None:
         session_id: SESSION_ID,
         capture: _PlanCapture = None,
         from_cluster: _FromCluster = False,
-        allow_localhost: _AllowLocalhost = "always",
+        allow_localhost: _PlanAllowLocalhost = "always",
         limit: _GetPlanLimit = 50,
         cursor: CURSOR = None,
     ) -> models.PlanResult:
