@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
-import signal
-import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from cpg_cli import options as opt
+from cpg_cli.live import follow
 from cpg_cli.terminal import fail, say
 from cpg_core import CpgError
 from cpg_io import runs
-
-if TYPE_CHECKING:  # loaded when the command runs, not when its flags are listed
-    from cpg_core.shadow import DriftRequest
-    from cpg_io.hubble import TLSSettings
 
 _Inputs = Annotated[
     list[str] | None,
@@ -68,7 +62,6 @@ def drift(
     """
     from cpg_core.reports import render
     from cpg_core.shadow import DriftRequest
-    from cpg_io.runs import rfc3339, utc_now
 
     opt.setup_logging(log_level)
     server = options.run["server"]
@@ -88,13 +81,12 @@ def drift(
     request = opt.validated(
         lambda: DriftRequest.build(check=check, stale_after=stale_after, live=live)
     )
-    now = rfc3339(utc_now())
+    access = runs.RelayAccess(tls=options.tls())
     try:
-        if live is None:
-            result = runs.drift_run(request, now=now, evidence_dir=evidence_dir)
-        else:
-            opt.validated(lambda: live.live_window(now))
-            result = _watch(request, now, options.tls(), evidence_dir)
+        session = opt.validated(  # an until in the past: exit 2
+            lambda: runs.drift(request, access, evidence_dir=evidence_dir)
+        )
+        result = follow(session, session.run)
     except CpgError as exc:
         fail(exc)
     for problem in result.problems:
@@ -108,31 +100,3 @@ def drift(
         say(text)
     if result.view.drift.drifted:
         raise typer.Exit(3)
-
-
-def _watch(
-    request: DriftRequest, now: str, tls: TLSSettings, evidence_dir: Path | None
-) -> runs.DriftRun:
-    from cpg_io.errors import RelaySetupError
-    from cpg_io.runs import rfc3339, utc_now
-
-    assert request.live is not None
-    try:
-        relay = runs.connect_relay(
-            request.live, temp_dir=Path(tempfile.mkdtemp(prefix="cpg-kube-"))
-        )
-    except RelaySetupError as exc:
-        fail(exc, "--server: ")
-    try:
-        session = runs.drift_capture(request, relay, now=now, tls=tls, evidence_dir=evidence_dir)
-
-        async def watched() -> None:
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, session.stop.set)
-            await session.run()
-
-        asyncio.run(watched())
-        return session.result(rfc3339(utc_now()))
-    finally:
-        relay.close()

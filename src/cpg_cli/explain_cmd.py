@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import attrs
 import typer
@@ -19,7 +19,7 @@ from cpg_core.text import clean_text
 from cpg_core.why import FlowFilter
 
 if TYPE_CHECKING:  # loaded when the command runs, not when its flags are listed
-    from cpg_core import ExplainFilter
+    from cpg_core import ExplainRequest
 
 _STYLES = {"title": "bold", "rule": "bold green", "dim": "dim", "warn": "yellow", "": ""}
 
@@ -66,41 +66,21 @@ def _target(arg: str, output_dir: Path | None) -> tuple[str, str, Path]:
     return namespace, workload, output_dir or Path("policies")
 
 
-def _filter(
-    ingress: bool,
-    egress: bool,
-    port: str | None,
-    peer: str | None,
-    peer_cidr: str | None,
-    http_method: str | None,
-    http_path: str | None,
-    dns_pattern: str | None,
-    since: str | None,
-    until: str | None,
-    reference: str | None,
-    samples_limit: int,
-) -> ExplainFilter:
-    from cpg_core import explain_filter
+def _request(target: str, output_dir: Path | None, **filters: Any) -> tuple[ExplainRequest, Path]:
+    """The request of TARGET and the filter flags, and the policy folder; a bad flag is a
+    usage error before any evidence is read."""
+    from cpg_core import ExplainRequest
 
+    ingress, egress = filters.pop("ingress"), filters.pop("egress")
     if ingress and egress:
         raise typer.BadParameter(
             "use --ingress or --egress, not both", param_hint="--ingress/--egress"
         )
+    filters["direction"] = "ingress" if ingress else "egress" if egress else None
+    namespace, workload, out_dir = _target(target, output_dir)
     return validated(
-        lambda: explain_filter(
-            direction="ingress" if ingress else "egress" if egress else None,
-            port=port,
-            peer=peer,
-            peer_cidr=peer_cidr,
-            http_method=http_method,
-            http_path=http_path,
-            dns_pattern=dns_pattern,
-            since=since,
-            until=until,
-            reference=reference,
-            samples_limit=samples_limit,
-        )
-    )
+        lambda: ExplainRequest.build(namespace=namespace, workload=workload, **filters)
+    ), out_dir
 
 
 def complete_workloads(ctx: typer.Context, incomplete: str) -> list[str]:
@@ -294,50 +274,43 @@ def explain(
 
     from cpg_core import explain_lines
     from cpg_core.reports import ExplainView, render
+    from cpg_io import runs
     from cpg_io.evidence_store import EvidenceStore, default_evidence_root
 
     if len(flow_filter.port) > 1:
         raise typer.BadParameter("give one --port for explain", param_hint="--port")
-    port = str(flow_filter.port[0]) if flow_filter.port else None
-    samples = attrs.evolve(flow_filter, port=())
-
-    def build(reference: str | None) -> ExplainFilter:
-        built = _filter(
-            ingress,
-            egress,
-            port,
-            peer,
-            peer_cidr,
-            http_method,
-            http_path,
-            dns_pattern,
-            since,
-            until,
-            reference,
-            samples_limit,
-        )
-        return attrs.evolve(built, flows=None if samples.empty else samples)
-
-    build(None)  # bad flags are told before any evidence is read
-    namespace, workload, out_dir = _target(target, output_dir)
+    request, out_dir = _request(
+        target,
+        output_dir,
+        ingress=ingress,
+        egress=egress,
+        port=str(flow_filter.port[0]) if flow_filter.port else None,
+        peer=peer,
+        peer_cidr=peer_cidr,
+        http_method=http_method,
+        http_path=http_path,
+        dns_pattern=dns_pattern,
+        since=since,
+        until=until,
+        samples_limit=samples_limit,
+        flows=attrs.evolve(flow_filter, port=()),
+    )
     try:
         store = EvidenceStore(evidence_dir or default_evidence_root(out_dir), out_dir)
-        path = store.path_for(namespace, workload)
-        doc = store.read(namespace, workload)
+        explained = validated(lambda: runs.explain(request, store))
     except CpgError as exc:
         raise _fail(exc.render(flag)) from None
+    doc, flt = explained.evidence, explained.filter
     if doc is None:
         raise _fail(
-            f"no evidence for {namespace}/{workload} at {path} (evidence is keyed by the output "
-            f"dir {os.path.abspath(out_dir)}); run 'cpg replay CAPTURE -d {out_dir}' first, or pass "
-            "the -d and --evidence-dir that run used"
+            f"no evidence for {request.namespace}/{request.workload} at {explained.path} "
+            f"(evidence is keyed by the output dir {os.path.abspath(out_dir)}); run 'cpg replay "
+            f"CAPTURE -d {out_dir}' first, or pass the -d and --evidence-dir that run used"
         )
-    newest = max((rule.last_seen for rule in doc.rules if rule.last_seen), default=None)
-    flt = build(newest)
     fmt = "json" if as_json else output_format
     if fmt != "text":  # json and yaml as the reports render them; text is drawn in colour
         typer.echo(render(ExplainView(evidence=doc, filter=flt), fmt), nl=False)
     else:
         console = Console(highlight=False, soft_wrap=True)
-        for style, text in explain_lines(doc, flt, where=str(path)):
+        for style, text in explain_lines(doc, flt, where=str(explained.path)):
             console.print(clean_text(text), style=_STYLES.get(style) or None, markup=False)

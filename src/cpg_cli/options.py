@@ -25,6 +25,7 @@ from cpg_core.why import FlowFilter
 if TYPE_CHECKING:  # loaded when a command runs, not when its flags are listed (completion)
     from cpg_core import CheckRequest, RunRequest
     from cpg_io.hubble import TLSSettings
+    from cpg_io.runs import RelayAccess
 
 T = TypeVar("T")
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -363,6 +364,14 @@ class Values:
 
     def kube_access(self) -> tuple[Path | None, str | None]:
         return self.kube.get("kubeconfig"), self.kube.get("context")
+
+    def access(self) -> RelayAccess:
+        """How a live run reaches the relay and the cluster: ``--tls*``, ``--kubeconfig``,
+        ``--context``."""
+        from cpg_io.runs import RelayAccess
+
+        kubeconfig, context = self.kube_access()
+        return RelayAccess(tls=self.tls(), kubeconfig=kubeconfig, context=context)
 
     def tls(self) -> TLSSettings:
         """The relay's TLS of the ``--tls*`` flags."""

@@ -163,7 +163,7 @@ def propose(
         capture=capture,
         body_file=body_file,
         github=github,
-        github_api=github_api or runs.GITHUB_API,
+        **({"github_api": github_api} if github_api else {}),
         push=not no_push,
     )
     try:

@@ -2,27 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
-import signal
-import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from cpg_cli import options as opt
+from cpg_cli.live import follow, leaving
 from cpg_cli.terminal import fail, say
 from cpg_core import CpgError
 from cpg_io import runs
 
 if TYPE_CHECKING:  # loaded when the command runs, not when its flags are listed
-    from cpg_cli.progress import ShadowProgress
-    from cpg_core.reports import PlanView
-    from cpg_core.shadow import ShadowRequest, WouldBreak
-    from cpg_io.hubble import TLSSettings
+    from cpg_core.shadow import WouldBreak
 
 _Proposed = Annotated[
     Path,
@@ -66,9 +59,9 @@ def shadow(
     Exit codes: 0 nothing would break, 3 something would, 4 no forwarded traffic was seen
     to judge, 1 relay or policy errors, 2 bad flags.
     """
+    from cpg_cli.progress import ShadowProgress, on_terminal
     from cpg_core.reports import render
     from cpg_core.shadow import ShadowRequest
-    from cpg_io.runs import rfc3339, utc_now
 
     opt.setup_logging(log_level)
     server = options.run["server"]
@@ -81,12 +74,28 @@ def shadow(
         allow_localhost=options.check["allow_localhost"],
     )
     request = ShadowRequest(check=check, live=live, report=report_path)
-    now = rfc3339(utc_now())
-    opt.validated(lambda: request.live.live_window(now))  # an until in the past: exit 2 now
-    kubeconfig, context = options.kube_access()
-    view, capture, server_name = _watch(
-        request, now, options.tls(), evidence_dir, kubeconfig, context, output, quiet
-    )
+    access = options.access()
+    try:
+        # With -o json, stdout holds the final plan alone; what breaks as it happens goes
+        # to stderr.
+        capture = opt.validated(  # an until in the past: exit 2
+            lambda: runs.shadow(
+                request,
+                access,
+                evidence_dir=evidence_dir,
+                on_break=lambda items: _announce(items, output == "json"),
+            )
+        )
+    except CpgError as exc:
+        fail(exc)
+    server_name = capture.relay.server if capture.relay is not None else str(server)
+    for problem in capture.problems:
+        say(f"cpg: warning: {problem}", err=True)
+    try:
+        with ShadowProgress(capture, show=on_terminal(quiet)) as progress:
+            view = follow(capture, capture.run, on_leave=leaving(progress))
+    except CpgError as exc:
+        fail(exc)
     if capture.error:
         say(f"cpg: warning: the stream ended early: {capture.error}", err=True)
     say(f"cpg: shadow of {server_name}: {capture.progress.flows:,} flows judged", err=True)
@@ -102,78 +111,9 @@ def shadow(
         raise typer.Exit(code)
 
 
-def _watch(
-    request: ShadowRequest,
-    now: str,
-    tls_settings: TLSSettings,
-    evidence_dir: Path | None,
-    kubeconfig: Path | None,
-    context: str | None,
-    output: str,
-    quiet: bool,
-) -> tuple[PlanView, runs.ShadowCapture, str]:
-    """Connect, judge the stream until it stops, and hand back the final plan."""
-    from cpg_cli.progress import ShadowProgress, on_terminal
-    from cpg_io.errors import RelaySetupError
-
-    kube_dir = Path(tempfile.mkdtemp(prefix="cpg-kube-"))
-    try:
-        relay = runs.connect_relay(
-            request.live, kubeconfig=kubeconfig, context=context, temp_dir=kube_dir
-        )
-    except RelaySetupError as exc:
-        fail(exc, "--server not given and no port-forward to hubble-relay: ")
-    except CpgError as exc:
-        fail(exc)
-    try:
-        setup = runs.shadow_setup(
-            request,
-            relay,
-            now=now,
-            tls=tls_settings,
-            evidence_dir=evidence_dir,
-            kubeconfig=kubeconfig,
-            context=context,
-            kube_dir=kube_dir,
-        )
-        for problem in setup.problems:
-            say(f"cpg: warning: {problem}", err=True)
-        # With -o json, stdout holds the final plan alone; what breaks as it happens goes to
-        # stderr.
-        capture = runs.ShadowCapture(
-            setup.settings, setup.judge, on_break=lambda items: _announce(items, output == "json")
-        )
-        with ShadowProgress(capture, show=on_terminal(quiet)) as progress:
-            view = asyncio.run(_run(capture, relay.close, progress))
-    except CpgError as exc:
-        fail(exc)
-    finally:
-        relay.close()
-    return view, capture, relay.server
-
-
 def _announce(items: list[WouldBreak], to_stderr: bool) -> None:
     from cpg_core.reports import would_break_text
 
     stamp = time.strftime("%H:%M:%S")
     kinds = f"{len(items)} new kind{'s' if len(items) != 1 else ''} of traffic"
     say(f"{stamp} WOULD BREAK: {kinds} that works today:\n{would_break_text(items)}", err=to_stderr)
-
-
-async def _run(
-    capture: runs.ShadowCapture, release: Callable[[], None], progress: ShadowProgress
-) -> PlanView:
-    loop = asyncio.get_running_loop()
-    signals = {"count": 0}
-
-    def on_signal() -> None:
-        signals["count"] += 1
-        if signals["count"] > 1:
-            progress.__exit__(None, None, None)  # the terminal gets its cursor back
-            release()
-            os._exit(130)  # a second Ctrl+C: leave now
-        capture.stop.set()
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, on_signal)
-    return await capture.run()

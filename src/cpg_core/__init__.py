@@ -75,11 +75,11 @@ if TYPE_CHECKING:
     from cpg_core._request_error import RequestError
     from cpg_core._requests import (
         CaptureRequest,
+        ExplainRequest,
         LiveRequest,
         TimeWindow,
         check_target,
         duration_seconds,
-        explain_filter,
     )
     from cpg_core._rules import Atom
     from cpg_core._run_request import CheckRequest, EngineChoice, EvidencePolicy, RunRequest
@@ -139,13 +139,13 @@ _WHERE = {
     "SessionSource": "cpg_core._documents",
     "Setting": "cpg_core._errors",
     "TimeWindow": "cpg_core._requests",
+    "ExplainRequest": "cpg_core._requests",
     "Verdict": "cpg_core._flow",
     "VerifyCheck": "cpg_core._documents",
     "VerifyReport": "cpg_core._documents",
     "check_target": "cpg_core._requests",
     "document_schema": "cpg_core._wire",
     "duration_seconds": "cpg_core._requests",
-    "explain_filter": "cpg_core._requests",
     "explain_lines": "cpg_core._explain",
     "explain_record": "cpg_core._explain",
     "feed_lines": "cpg_core._lines",
@@ -194,6 +194,7 @@ __all__ = [
     "EvidenceError",
     "EvidencePolicy",
     "ExplainFilter",
+    "ExplainRequest",
     "ExplainResult",
     "Finding",
     "Flow",
@@ -228,7 +229,6 @@ __all__ = [
     "check_target",
     "document_schema",
     "duration_seconds",
-    "explain_filter",
     "explain_lines",
     "explain_record",
     "feed_lines",

@@ -9,6 +9,7 @@ import ipaddress
 import math
 import re
 from collections.abc import Iterable
+from typing import Any
 
 import attrs
 
@@ -17,6 +18,7 @@ from cpg_core._attribution import NO_TIME, time_key
 from cpg_core._decide import DecideOptions
 from cpg_core._dropreasons import DropClass, classify_reason, parse_reason_name, reason_name
 from cpg_core._explain import ExplainFilter
+from cpg_core._filters import FlowFilter
 from cpg_core._flow import PROTOCOLS
 from cpg_core._names import is_dns1123_label, path_component_problem
 from cpg_core._request_error import RequestError, split_values
@@ -375,6 +377,48 @@ class TimeWindow:
         if since and until and since > until:
             raise RequestError("since", "the window ends before it starts (since > until)")
         return since, until
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class ExplainRequest:
+    """What ``cpg explain`` and cpg-mcp's get_evidence ask of one policy's evidence: the
+    workload, the rule filters, and a time window whose durations count back from the
+    newest evidence (known only once it is read)."""
+
+    namespace: str
+    workload: str
+    filter: ExplainFilter
+    """The filters, the window not applied yet."""
+    window: TimeWindow = attrs.Factory(TimeWindow)
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        namespace: str,
+        workload: str,
+        since: str | None = None,
+        until: str | None = None,
+        flows: FlowFilter | None = None,
+        **filters: Any,
+    ) -> ExplainRequest:
+        """Validate the user's values (``filters`` as :func:`explain_filter` takes them);
+        RequestError names the first bad one."""
+        check_target(namespace, "namespace")
+        check_target(workload, "workload")
+        window = TimeWindow.build(since, until)
+        checked = explain_filter(**filters)
+        return cls(
+            namespace=namespace,
+            workload=workload,
+            filter=attrs.evolve(checked, flows=None if flows is None or flows.empty else flows),
+            window=window,
+        )
+
+    def filter_for(self, newest: str | None) -> ExplainFilter:
+        """The filters with the window counted back from ``newest`` (the newest evidence)."""
+        since, until = self.window.resolve(newest)
+        return attrs.evolve(self.filter, since=since or None, until=until or None)
 
 
 def _time_bound(text: str | None, field: str) -> str | float | None:

@@ -16,6 +16,7 @@ from cpg_core._aggregate import AggregateOptions
 from cpg_core._attribution import time_key
 from cpg_core._decide import DecideOptions
 from cpg_core._filters import FlowFilter
+from cpg_core._options import defaults
 from cpg_core._request_error import RequestError
 from cpg_core._requests import (
     MAX_INTERVAL,
@@ -26,6 +27,10 @@ from cpg_core._requests import (
     duration_seconds,
 )
 from cpg_core.text import shown
+
+_RUN = defaults("run")
+"""The builders' defaults are the option table's (one declaration, read by both roots)."""
+_CHECK = defaults("check")
 
 EngineKind = Literal["local", "dask"]
 ENGINES: tuple[EngineKind, ...] = ("local", "dask")
@@ -112,44 +117,44 @@ class RunRequest:
     def build(
         cls,
         *,
-        namespace: Iterable[str] | None = None,
-        all_namespaces: bool = False,
-        include_audit: bool = False,
-        ignore_protocols: Iterable[str] | None = None,
-        ignore_drop_reasons: Iterable[str] | None = None,
-        l7: bool = False,
-        l7_collapse_paths: bool = False,
-        policy_default_local_cluster: bool | str = True,
-        learn: str | None = None,
-        learn_allowed: bool = False,
-        allow_localhost: bool | str = True,
+        namespace: Iterable[str] | None = _RUN["namespace"],
+        all_namespaces: bool = _RUN["all_namespaces"],
+        include_audit: bool = _RUN["include_audit"],
+        ignore_protocols: Iterable[str] | None = _RUN["ignore_protocols"],
+        ignore_drop_reasons: Iterable[str] | None = _RUN["ignore_drop_reasons"],
+        l7: bool = _RUN["l7"],
+        l7_collapse_paths: bool = _RUN["l7_collapse_paths"],
+        policy_default_local_cluster: bool | str = _RUN["policy_default_local_cluster"],
+        learn: str | None = _RUN["learn"],
+        learn_allowed: bool = _RUN["learn_allowed"],
+        allow_localhost: bool | str = _RUN["allow_localhost"],
         flow_filter: FlowFilter | None = None,
-        since: str | None = None,
-        until: str | None = None,
-        min_flows: int = 1,
-        evidence: bool = True,
-        evidence_samples: int = 10,
-        evidence_sessions: int = 10,
-        evidence_redact: bool = False,
-        dry_run: bool = False,
-        diff: bool = True,
-        exit_code: bool = False,
-        kustomize: bool = False,
-        max_malformed: float = 50.0,
-        fail_on_infra_drops: bool = False,
-        verify: bool = False,
-        engine: str = "local",
-        jobs: int | None = None,
-        scheduler: str | None = None,
-        part_size: str | None = None,
-        server: str | None = None,
-        timeout: str | None = None,
-        flush_interval: str | None = None,
-        duration: str | None = None,
-        evidence_interval: str | None = None,
-        stable_for: str | None = None,
-        cluster_dedup: bool = False,
-        relay_namespace: str | None = None,
+        since: str | None = _RUN["since"],
+        until: str | None = _RUN["until"],
+        min_flows: int = _RUN["min_flows"],
+        evidence: bool = _RUN["evidence"],
+        evidence_samples: int = _RUN["evidence_samples"],
+        evidence_sessions: int = _RUN["evidence_sessions"],
+        evidence_redact: bool = _RUN["evidence_redact"],
+        dry_run: bool = _RUN["dry_run"],
+        diff: bool = _RUN["diff"],
+        exit_code: bool = _RUN["exit_code"],
+        kustomize: bool = _RUN["kustomize"],
+        max_malformed: float = _RUN["max_malformed"],
+        fail_on_infra_drops: bool = _RUN["fail_on_infra_drops"],
+        verify: bool = _RUN["verify"],
+        engine: str = _RUN["engine"],
+        jobs: int | None = _RUN["jobs"],
+        scheduler: str | None = _RUN["scheduler"],
+        part_size: str | None = _RUN["part_size"],
+        server: str | None = _RUN["server"],
+        timeout: str | None = _RUN["timeout"],
+        flush_interval: str | None = _RUN["flush_interval"],
+        duration: str | None = _RUN["duration"],
+        evidence_interval: str | None = _RUN["evidence_interval"],
+        stable_for: str | None = _RUN["stable_for"],
+        cluster_dedup: bool = _RUN["cluster_dedup"],
+        relay_namespace: str | None = _RUN["relay_namespace"],
     ) -> RunRequest:
         """Validate the user's values; RequestError names the first bad one."""
         if exit_code and not dry_run:
@@ -309,12 +314,12 @@ class CheckRequest:
         *,
         inputs: Iterable[str],
         policies: str | None = "policies",
-        current: str | None = None,
-        cluster: bool = False,
-        include_audit: bool = False,
-        default_local_cluster: bool | str | None = True,
-        allow_localhost: bool | str = True,
-        learn: str | None = None,
+        current: str | None = _CHECK["current"],
+        cluster: bool = _CHECK["cluster"],
+        include_audit: bool = _CHECK["include_audit"],
+        default_local_cluster: bool | str | None = _CHECK["default_local_cluster"],
+        allow_localhost: bool | str = _CHECK["allow_localhost"],
+        learn: str | None = _CHECK["learn"],
     ) -> CheckRequest:
         chosen = tuple(inputs)
         if not chosen:

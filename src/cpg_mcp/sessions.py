@@ -22,17 +22,19 @@ from cpg_core.reports import PlanView
 from cpg_core.shadow import ShadowRequest
 from cpg_core.text import shown
 from cpg_io import runs
+from cpg_io.clock import now_rfc3339
 from cpg_io.engines import InProcess
-from cpg_io.errors import Cancelled, RelaySetupError
+from cpg_io.errors import Cancelled
 from cpg_io.evidence_store import EvidenceStore
 from cpg_io.hubble import TLSSettings
-from cpg_io.kube import RelayConnection, forget_temp_dir
-from cpg_io.runs import rfc3339, utc_now
+from cpg_io.kube import forget_temp_dir
+from cpg_io.runs import RelayAccess
 from cpg_io.store import PolicyStore
 from cpg_mcp.words import in_tool_words
 
 log = logging.getLogger("cpg.mcp")
 T = TypeVar("T")
+S = TypeVar("S", runs.LiveCapture, runs.ShadowCapture)
 
 
 class SessionError(CpgError):
@@ -53,8 +55,9 @@ class Session:
     task: asyncio.Task[Any] | None = None
     cancel: threading.Event = attrs.Factory(threading.Event)
     """Set to end a replay early: it stops at its next block, before writing anything."""
-    relay: RelayConnection | None = None
-    """The port-forward to hubble-relay when no server was given; closed when the capture ends."""
+    stream: Any = None
+    """The live run (a capture or a shadow): its port-forward and credential files are
+    closed when it ends."""
     shadow: runs.ShadowCapture | None = None
     """A shadow session's stream: proposed policies judged on live traffic."""
     shadow_plan: PlanView | None = None
@@ -95,9 +98,9 @@ class Session:
                 stream.stop.set()
 
     def release(self) -> None:
-        relay, self.relay = self.relay, None
-        if relay is not None:
-            relay.close()
+        stream = self.stream
+        if stream is not None:
+            stream.close()
 
     @property
     def policy_store(self) -> PolicyStore:
@@ -246,7 +249,7 @@ class SessionManager:
             if shadow_policies is not None
             else None
         )
-        now = rfc3339(utc_now())
+        now = now_rfc3339()
         if source_path is None:
             request.live_window(now)  # an until in the past is refused before anything starts
         discarded = None
@@ -264,66 +267,12 @@ class SessionManager:
         if source_path is not None:
             session.task = asyncio.create_task(self._replay(session, source_path, request))
             return session, discarded
+        access = RelayAccess(tls=tls or TLSSettings(), temp_dir=session.tmp / "kube")
         if proposed is not None:
-            await self._start_shadow(session, request, proposed, now, tls)
-            return session, discarded
-        try:
-            relay = await self._connect(session, request)
-            settings = runs.live_settings(
-                request,
-                session.policies,
-                relay,
-                now=now,
-                tls=tls,
-                evidence_dir=session.evidence_root,
-            )
-        except BaseException:
-            self.discard()
-            raise
-        session.capture = runs.LiveCapture(settings)
-        session.task = asyncio.create_task(self._live(session))
-        return session, discarded
-
-    async def _connect(self, session: Session, request: RunRequest) -> RelayConnection:
-        """Cluster set-up before a live capture (the same as ``cpg generate``'s), with the
-        kubeconfig from the environment only (KUBECONFIG, then ~/.kube/config)."""
-
-        def setup() -> RelayConnection:
-            # credentials go with the session's folder
-            relay = runs.connect_relay(request, temp_dir=session.tmp / "kube")
-            session.relay = relay
-            session.source = relay.description
-            return relay
-
-        pending = asyncio.get_running_loop().run_in_executor(None, setup)
-        try:
-            return await asyncio.shield(pending)
-        except asyncio.CancelledError:
-            # The call's deadline gave up on a set-up that still runs: whatever port-forward it
-            # opens is closed when it ends.
-            pending.add_done_callback(lambda _: session.release())
-            raise
-        except RelaySetupError as exc:
-            if exc.field == "cluster_dedup":
-                raise SessionError("cluster_dedup: ", *exc.parts) from None
-            raise SessionError(
-                "port-forward: ", *exc.parts, "; or give server (Hubble Relay host:port)"
-            ) from None
-
-    async def _start_shadow(
-        self,
-        session: Session,
-        request: RunRequest,
-        proposed: Path,
-        now: str,
-        tls: TLSSettings | None,
-    ) -> None:
-        try:
-            relay = await self._connect(session, request)
             capture = request.capture
             shadow = ShadowRequest(
                 check=CheckRequest(
-                    inputs=(relay.server,),
+                    inputs=(request.live.server or "hubble-relay",),
                     policies=str(proposed),
                     include_audit=capture.include_audit,
                     default_local_cluster=capture.default_local_cluster,
@@ -331,22 +280,48 @@ class SessionManager:
                 ),
                 live=request,
             )
-            setup = await asyncio.to_thread(
-                runs.shadow_setup,
-                shadow,
-                relay,
-                now=now,
-                tls=tls,
-                evidence_dir=session.evidence_root,
-                kube_dir=session.tmp / "kube",
+            session.shadow = await self._open(
+                session,
+                lambda: runs.shadow(shadow, access, evidence_dir=session.evidence_root, now=now),
             )
+            for problem in session.shadow.problems:
+                log.warning("shadow session %s: %s", session.id, problem)
+            session.task = asyncio.create_task(self._shadow(session))
+            return session, discarded
+        session.capture = await self._open(
+            session,
+            lambda: runs.live(
+                request, access, session.policies, evidence_dir=session.evidence_root, now=now
+            ),
+        )
+        session.task = asyncio.create_task(self._live(session))
+        return session, discarded
+
+    async def _open(self, session: Session, open_run: Callable[[], S]) -> S:
+        """A live run, connected as ``cpg generate`` and ``cpg shadow`` connect (through the
+        run layer), with the kubeconfig from the environment only (KUBECONFIG, then
+        ~/.kube/config); credentials go with the session's folder. The session is discarded
+        when it fails."""
+
+        def opened() -> S:
+            run = open_run()
+            session.stream = run
+            if run.relay is not None:
+                session.source = run.relay.description
+            return run
+
+        pending = asyncio.get_running_loop().run_in_executor(None, opened)
+        try:
+            return await asyncio.shield(pending)
+        except asyncio.CancelledError:
+            # The call's deadline gave up on a set-up that still runs: whatever port-forward it
+            # opens is closed when it ends.
+            pending.add_done_callback(lambda _: session.release())
+            self.discard()
+            raise
         except BaseException:
             self.discard()
             raise
-        for problem in setup.problems:
-            log.warning("shadow session %s: %s", session.id, problem)
-        session.shadow = runs.ShadowCapture(setup.settings, setup.judge)
-        session.task = asyncio.create_task(self._shadow(session))
 
     async def _shadow(self, session: Session) -> None:
         assert session.shadow is not None

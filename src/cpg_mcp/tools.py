@@ -22,12 +22,12 @@ from cpg_core import (
     DroppedFlowCount,
     DroppedFlowSample,
     EvidenceError,
+    ExplainRequest,
     Plan,
     PolicyEvidence,
     RequestError,
     RunRequest,
     check_target,
-    explain_filter,
     explain_record,
     render_bootstrap,
     to_data,
@@ -41,9 +41,9 @@ from cpg_core.reports import (
     flow_samples,
 )
 from cpg_core.text import clean, shown
+from cpg_io.clock import now_rfc3339
 from cpg_io.errors import IoError, StoreError
 from cpg_io.hubble import TLSSettings
-from cpg_io.runs import rfc3339, utc_now
 from cpg_mcp import paging
 from cpg_mcp.models import (
     BootstrapResult,
@@ -159,7 +159,7 @@ async def start_session(
             "(for a capture file, start a replay session and call get_plan with capture)"
         )
     if replay_file is None:
-        validated(lambda: request.live_window(rfc3339(utc_now())))
+        validated(lambda: request.live_window(now_rfc3339()))
     if (tls_client_cert is None) != (tls_client_key is None):
         raise ToolError("tls_client_cert and tls_client_key go together")
     for name, path in files.items():
@@ -403,19 +403,21 @@ def get_evidence(
     **filters: Any,
 ) -> EvidenceResult:
     """``filters`` are explain filters as the tool received them (direction, port, peer…)."""
-    validated(lambda: check_target(namespace, "namespace"))
-    validated(lambda: check_target(workload, "workload"))
-    flt = validated(lambda: explain_filter(**filters))
+    from cpg_io.runs import explain
+
+    request = validated(
+        lambda: ExplainRequest.build(namespace=namespace, workload=workload, **filters)
+    )
     paging.decode(cursor)
     try:
-        doc = session.evidence_store.read(namespace, workload)
+        explained = validated(lambda: explain(request, session.evidence_store))
     except (EvidenceError, StoreError) as exc:
         raise ToolError(str(exc)) from None
-    if doc is None:
+    if explained.evidence is None:
         raise ToolError(
             f"no evidence for {namespace}/{workload}; call list_policies to see available targets"
         )
-    record = to_data(explain_record(doc, flt))
+    record = to_data(explain_record(explained.evidence, explained.filter))
     rules, meta = paging.page(record["matched_rules"], cursor, limit)
     return EvidenceResult.model_validate(clean({**record, "matched_rules": rules, **meta}))
 

@@ -475,7 +475,7 @@ def test_the_live_quick_way_means_what_the_conversion_says() -> None:
 def _taken_live(lines: list[bytes], options: AggregateOptions, out: Path) -> Any:
     """The flows of ``lines`` as a live capture takes them (its own ``_take_flow``), and
     the share of them it converted to a Flow."""
-    from cpg_io.runs import LiveCapture, LiveSettings
+    from cpg_io.runs._live import LiveCapture, LiveSettings
 
     capture = LiveCapture(LiveSettings(server="127.0.0.1:9", output_dir=out, options=options))
     flows = converted = 0

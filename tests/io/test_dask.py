@@ -25,7 +25,8 @@ from cpg_core import AggregateOptions
 from cpg_io.engines import InProcess
 from cpg_io.engines import dask as dask_engine
 from cpg_io.progress import SILENT
-from cpg_io.runs import EvidenceSettings, replay_capture
+from cpg_io.runs._output import EvidenceSettings
+from cpg_io.runs._replay import replay_capture
 from cpg_io.sources import expand_inputs
 
 distributed = pytest.importorskip("distributed")

@@ -16,7 +16,7 @@ from cpg_core._decide import DecideOptions
 from cpg_core._parse import parse_flow
 from cpg_core._verify import verify_flows
 from cpg_io.policy_files import load_policies
-from cpg_io.runs import write_plan
+from cpg_io.runs._output import write_plan
 from cpg_io.store import PolicyStore
 
 ENDPOINTS = [

@@ -23,7 +23,8 @@ from cpg_core._parse import parse_flow
 from cpg_core._rules import Atom, CidrPeer, EndpointPeer, EntityPeer
 from cpg_core._wire import from_data, to_data
 from cpg_io.engines import in_memory
-from cpg_io.runs import EvidenceSettings, replay_capture
+from cpg_io.runs._output import EvidenceSettings
+from cpg_io.runs._replay import replay_capture
 
 
 def session(sid: str, started: str = "2026-11-29T10:00:00.000000Z", **kw: Any) -> SessionInfo:

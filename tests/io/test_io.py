@@ -151,7 +151,7 @@ def test_a_file_selecting_other_endpoints_is_never_merged_into(tmp_path: Path) -
     from conftest import endpoint
     from cpg_core._aggregate import Aggregator
     from cpg_core._parse import parse_flow
-    from cpg_io.runs import write_plan
+    from cpg_io.runs._output import write_plan
 
     def plan_for(labels: str) -> object:
         agg = Aggregator()
@@ -178,7 +178,8 @@ def test_forked_output_stage_writes_what_the_inline_one_does(
     from cpg_core._aggregate import AggregateOptions
     from cpg_io.engines import Forked, InProcess
     from cpg_io.engines import workers as parallel
-    from cpg_io.runs import EvidenceSettings, replay_capture
+    from cpg_io.runs._output import EvidenceSettings
+    from cpg_io.runs._replay import replay_capture
 
     def run(name: str, jobs: int) -> dict[str, bytes]:
         out = tmp_path / name

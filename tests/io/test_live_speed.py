@@ -102,7 +102,8 @@ def test_a_flush_with_no_new_rule_touches_no_policy_file(
 ) -> None:
     from cpg_core import AggregateOptions
     from cpg_io import store
-    from cpg_io.runs import EvidenceSettings, LiveCapture, LiveSettings
+    from cpg_io.runs._live import LiveCapture, LiveSettings
+    from cpg_io.runs._output import EvidenceSettings
 
     responses = example_responses()
     capture = LiveCapture(
@@ -210,7 +211,7 @@ def test_sigterm_during_the_evidence_interval_writes_all_evidence(tmp_path: Path
 
 def test_a_flow_past_year_9999_is_malformed_and_the_capture_goes_on(tmp_path: Path) -> None:
     from cpg_core import AggregateOptions
-    from cpg_io.runs import LiveCapture, LiveSettings
+    from cpg_io.runs._live import LiveCapture, LiveSettings
 
     responses = example_responses()
     bad = type(responses[0])()
@@ -237,7 +238,8 @@ def test_a_flow_past_year_9999_is_malformed_and_the_capture_goes_on(tmp_path: Pa
 
 def _capture(tmp_path: Path, **settings: object) -> object:
     from cpg_core import AggregateOptions
-    from cpg_io.runs import EvidenceSettings, LiveCapture, LiveSettings
+    from cpg_io.runs._live import LiveCapture, LiveSettings
+    from cpg_io.runs._output import EvidenceSettings
 
     return LiveCapture(
         LiveSettings(

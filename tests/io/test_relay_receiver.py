@@ -104,7 +104,7 @@ def test_a_capture_that_falls_behind_makes_receiving_wait(
 
 def test_a_receiver_that_dies_ends_the_capture_with_a_clear_error(tmp_path: Path) -> None:
     from cpg_core import AggregateOptions
-    from cpg_io.runs import LiveCapture, LiveSettings
+    from cpg_io.runs._live import LiveCapture, LiveSettings
 
     responses = example_responses()
     with fake_relay(responses) as (relay, address):
@@ -137,7 +137,7 @@ def test_a_capture_that_fails_stops_a_busy_receiver_quietly(
     """The capture stops reading on an error while the relay still sends: the receiving
     process, its pipe full, ends at once (its writes fail) and says nothing."""
     from cpg_core import AggregateOptions
-    from cpg_io.runs import LiveCapture, LiveSettings
+    from cpg_io.runs._live import LiveCapture, LiveSettings
 
     def broken(self: object, body: bytes) -> None:
         raise RuntimeError("the capture broke")

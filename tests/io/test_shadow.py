@@ -16,7 +16,6 @@ from cpg_core import CheckRequest, RunRequest, plan
 from cpg_core.reports import render
 from cpg_core.shadow import PlanJudge, ShadowRequest, WouldBreak
 from cpg_io import runs
-from cpg_io.kube import RelayConnection
 from cpg_io.policy_files import load_policies
 from cpg_io.sources import CaptureFlows
 from fake_relay import fake_relay, responses_from_lines
@@ -69,10 +68,7 @@ def test_shadow_reports_what_would_break_at_the_first_flush_after_it_arrives(
             live=RunRequest.build(server=address, flush_interval="1h"),
             report=str(tmp_path / "so-far.json"),
         )
-        setup = runs.shadow_setup(
-            request, RelayConnection(address, address), now=runs.rfc3339(runs.utc_now())
-        )
-        capture_run = runs.ShadowCapture(setup.settings, setup.judge, on_break=announced.append)
+        capture_run = runs.shadow(request, runs.RelayAccess(), on_break=announced.append)
 
         async def session() -> Any:
             task = asyncio.create_task(capture_run.run())
@@ -182,7 +178,9 @@ def test_stable_for_writes_a_policy_only_after_a_quiet_window(tmp_path: Path) ->
     start = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)
     now = [start]
     out = tmp_path / "policies"
-    settings = runs.LiveSettings(
+    from cpg_io.runs._live import LiveSettings
+
+    settings = LiveSettings(
         server="127.0.0.1:1", output_dir=out, options=AggregateOptions(), stable_for=600.0
     )
     capture = runs.LiveCapture(settings, clock=lambda: now[0])

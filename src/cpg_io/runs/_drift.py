@@ -3,6 +3,7 @@ live stream. Read-only: it reads the folder, its evidence and the flows, and wri
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from pathlib import Path
 
@@ -12,11 +13,11 @@ from cpg_core import PolicyEvidence
 from cpg_core.reports import DriftView
 from cpg_core.shadow import DriftJudge, DriftRequest
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
-from cpg_io.hubble import TLSSettings
-from cpg_io.kube import RelayConnection
 from cpg_io.policy_files import load_policies
 from cpg_io.relay_receiver import StreamSettings
+from cpg_io.runs._access import RelayAccess, open_relay
 from cpg_io.runs._relay import RelayReader, every_verdict_stream
+from cpg_io.runs._session import rfc3339, utc_now
 from cpg_io.sources import CaptureFlows
 
 
@@ -51,76 +52,114 @@ def drift_judge(
     return judge, problems
 
 
-def drift_run(
-    request: DriftRequest,
-    *,
-    now: str,
-    evidence_dir: Path | None = None,
-    cancel: threading.Event | None = None,
-) -> DriftRun:
-    """The drift of the applied policies over the capture files of ``request.check.inputs``;
-    stale rules are judged against ``now``."""
-    judge, problems = drift_judge(request, evidence_dir)
-    capture = CaptureFlows(request.check.inputs, cancel)
-    for flow in capture:
-        judge.add(flow)
-    capture.check_readable()
-    drift = judge.drift(now, request.stale_after_days)
-    source = ", ".join(request.check.inputs)
-    view = DriftView(drift=drift, policies=str(request.check.policies), source=source)
-    return DriftRun(view=view, problems=problems)
+class _DriftStream(RelayReader):
+    """Every verdict of a live stream, each judged as it arrives."""
 
-
-class DriftCapture(RelayReader):
-    """The drift over a live stream: every verdict, judged when the session stops (``stop``,
-    ``--duration``, ``--until``)."""
-
-    def __init__(
-        self,
-        request: DriftRequest,
-        stream: StreamSettings,
-        judge: DriftJudge,
-        *,
-        duration: float | None,
-        problems: list[str],
-    ) -> None:
+    def __init__(self, stream: StreamSettings, judge: DriftJudge) -> None:
         super().__init__(stream)
-        self.request = request
         self.judge = judge
-        self.duration = duration
-        self.problems = problems
 
     def _take_flow(self, f: object, response: object) -> None:
         self.judge.add(self._converter.flow(f, response))
 
-    async def run(self) -> None:
-        await self._follow(lambda: None, 3600.0, self.duration, lambda: False)
 
-    def result(self, now: str) -> DriftRun:
-        with self._lock:
+class DriftSession:
+    """The drift of the applied policies over a capture or a live stream (``request.live``):
+    :meth:`run` judges until the capture is read, or the stream stops (:attr:`stop`,
+    ``--duration``, ``--until``), and gives the drift."""
+
+    def __init__(
+        self,
+        request: DriftRequest,
+        judge: DriftJudge,
+        problems: list[str],
+        *,
+        stream: _DriftStream | None = None,
+        duration: float | None = None,
+        now: str | None = None,
+        cancel: threading.Event | None = None,
+    ) -> None:
+        self.request = request
+        self.judge = judge
+        self.problems = problems
+        self._stream = stream
+        self._duration = duration
+        self._now = now
+        self._cancel = cancel or threading.Event()
+        self.stop = stream.stop if stream is not None else asyncio.Event()
+
+    @property
+    def source(self) -> str:
+        if self._stream is not None:
+            return f"Hubble Relay {self._stream.stream.server}"
+        return ", ".join(self.request.check.inputs)
+
+    def read_capture(self) -> DriftRun:
+        """Judge the capture files (no stream): in the calling thread, stopped by ``cancel``."""
+        capture = CaptureFlows(self.request.check.inputs, self._cancel)
+        for flow in capture:
+            self.judge.add(flow)
+        capture.check_readable()
+        return self.result()
+
+    async def run(self) -> DriftRun:
+        stream = self._stream
+        if stream is not None:
+            await stream._follow(lambda: None, 3600.0, self._duration, lambda: False)
+            return self.result()
+        reading = asyncio.ensure_future(asyncio.to_thread(self.read_capture))
+        stopped = asyncio.ensure_future(self.stop.wait())
+        try:
+            await asyncio.wait({reading, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            if not reading.done():
+                self._cancel.set()  # the read stops at its next block (Cancelled)
+            return await reading
+        finally:
+            stopped.cancel()
+
+    def result(self) -> DriftRun:
+        now = self._now or rfc3339(utc_now())
+        stream = self._stream
+        if stream is not None:
+            with stream._lock:
+                drift = self.judge.drift(now, self.request.stale_after_days)
+        else:
             drift = self.judge.drift(now, self.request.stale_after_days)
-        view = DriftView(
-            drift=drift,
-            policies=str(self.request.check.policies),
-            source=f"Hubble Relay {self.stream.server}",
-        )
-        return DriftRun(view=view, problems=self.problems, stream_error=self.error)
+        view = DriftView(drift=drift, policies=str(self.request.check.policies), source=self.source)
+        error = stream.error if stream is not None else ""
+        return DriftRun(view=view, problems=self.problems, stream_error=error)
+
+    def close(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
 
 
-def drift_capture(
+def drift(
     request: DriftRequest,
-    relay: RelayConnection,
+    access: RelayAccess | None = None,
     *,
-    now: str,
-    tls: TLSSettings | None = None,
     evidence_dir: Path | None = None,
-) -> DriftCapture:
-    """A live drift session (``request.live`` says where and how long)."""
-    assert request.live is not None
-    live = request.live
-    since, _until, stop_after = live.live_window(now)
+    now: str | None = None,
+    cancel: threading.Event | None = None,
+) -> DriftSession:
+    """A drift session (``cpg drift``): the applied policies (``-d``) and their evidence read
+    once; with ``request.live``, the way to the relay set up (``access``). ``now`` (RFC 3339)
+    is when rules are judged stale (default: when the drift is judged). RequestError for a
+    window that is over, RelaySetupError for a failed set-up. The caller runs it and closes
+    it."""
     judge, problems = drift_judge(request, evidence_dir)
+    live = request.live
+    if live is None:
+        return DriftSession(request, judge, problems, now=now, cancel=cancel)
+    since, _until, stop_after = live.live_window(now or rfc3339(utc_now()))
+    relay = open_relay(live, access or RelayAccess())
     stream = every_verdict_stream(
-        live, relay.server, since=since, tls=tls, include_audit=request.check.include_audit
+        live,
+        relay.server,
+        since=since,
+        tls=(access or RelayAccess()).tls,
+        include_audit=request.check.include_audit,
     )
-    return DriftCapture(request, stream, judge, duration=stop_after, problems=problems)
+    reader = _DriftStream(stream, judge)
+    reader.relay = relay
+    return DriftSession(request, judge, problems, stream=reader, duration=stop_after, now=now)

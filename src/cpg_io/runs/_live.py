@@ -32,9 +32,10 @@ from cpg_core import (
 )
 from cpg_core.reports import WaitingPolicy
 from cpg_io.hubble import TLSSettings
-from cpg_io.kube import RelayConnection, prepare_relay
+from cpg_io.kube import RelayConnection
 from cpg_io.kustomize import update_kustomizations
 from cpg_io.relay_receiver import StreamSettings
+from cpg_io.runs._access import RelayAccess, open_relay
 from cpg_io.runs._output import EvidenceSettings, FileResult, RunResult, Written, write_outputs
 from cpg_io.runs._relay import RelayReader
 from cpg_io.runs._replay import evidence_settings
@@ -93,26 +94,38 @@ class LiveSettings:
     """Seconds a policy must go without a new rule before it is written (``--stable-for``)."""
 
 
-def connect_relay(
+def live(
     request: RunRequest,
+    access: RelayAccess,
+    output_dir: Path,
     *,
-    temp_dir: Path,
-    kubeconfig: Path | None = None,
-    context: str | None = None,
-) -> RelayConnection:
-    """The cluster set-up before a live capture: a port-forward to hubble-relay when no
-    server was given, and the cluster's cpg-managed policies with cluster_dedup. Credential
-    files of an inline kubeconfig land in ``temp_dir`` (the caller removes it)."""
-    return prepare_relay(
-        request.live.server,
-        timeout=request.live.timeout,
-        namespaces=list(request.capture.namespaces),
-        cluster_dedup=request.live.cluster_dedup,
-        relay_namespace=request.live.relay_namespace,
-        kubeconfig=kubeconfig,
-        context=context,
-        temp_dir=temp_dir,
-    )
+    evidence_dir: Path | None = None,
+    now: str | None = None,
+) -> LiveCapture:
+    """A live capture, connected and ready to run (``cpg generate`` and a cpg-mcp session
+    alike): the way to the relay set up, the settings built. RequestError for a window that
+    is over (an until in the past), RelaySetupError for a failed set-up. The caller runs it
+    and closes it (:meth:`LiveCapture.close`), whatever happens."""
+    now = now or rfc3339(utc_now())
+    request.live_window(now)  # an until in the past: refused before anything is opened
+    relay = open_relay(request, access)
+    try:
+        settings = live_settings(
+            request, output_dir, relay, now=now, tls=access.tls, evidence_dir=evidence_dir
+        )
+    except BaseException:
+        relay.close()
+        raise
+    if relay.in_cluster is not None:
+        log.info("loaded %d cpg-managed policies from the cluster", len(relay.in_cluster))
+    if relay.forwarder is not None:
+        log.info(
+            "port-forward to %s/%s established on %s",
+            request.live.relay_namespace,
+            relay.forwarder.pod,
+            relay.server,
+        )
+    return LiveCapture(settings, relay=relay)
 
 
 def live_settings(
@@ -151,7 +164,13 @@ def live_settings(
 class LiveCapture(RelayReader):
     """One capture session. ``stop`` ends it (signals, ``--duration``, an MCP call)."""
 
-    def __init__(self, settings: LiveSettings, clock: Callable[[], datetime] = utc_now) -> None:
+    def __init__(
+        self,
+        settings: LiveSettings,
+        clock: Callable[[], datetime] = utc_now,
+        *,
+        relay: RelayConnection | None = None,
+    ) -> None:
         decide = settings.options.decide
         super().__init__(
             StreamSettings(
@@ -166,6 +185,8 @@ class LiveCapture(RelayReader):
             )
         )
         self.settings = settings
+        self.relay = relay
+        """The way to the relay :func:`live` set up (closed by :meth:`close`)."""
         self.clock = clock
         self.totals = Aggregator(settings.options)
         """Every flow of the session. A flush moves out (drains) what the policies it writes

@@ -23,6 +23,7 @@ from cpg_io._proto.observer import observer_pb2
 from cpg_io.errors import RelayError
 from cpg_io.hubble import TLSSettings
 from cpg_io.hubble_convert import PartialResponse, ProtoConverter
+from cpg_io.kube import RelayConnection
 from cpg_io.relay_receiver import (
     CONNECTED,
     DATA,
@@ -87,6 +88,14 @@ class RelayReader:
         """Held by the stream for each flow; taken to hand what was received on."""
         self._halt = threading.Event()
         self._receiving: ReceivingProcess | None = None
+        self.relay: RelayConnection | None = None
+        """The way to the relay the run set up (a port-forward, credential files)."""
+
+    def close(self) -> None:
+        """Release what the run set up to reach the relay: the port-forward, credential
+        files (idempotent; call it whatever happened)."""
+        if self.relay is not None:
+            self.relay.close()
 
     def _take_flow(self, f: Any, response: Any) -> None:
         raise NotImplementedError

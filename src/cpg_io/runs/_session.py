@@ -7,14 +7,8 @@ from datetime import UTC, datetime
 
 from cpg_core import Aggregator, ClusterHealth
 from cpg_core.reading import ReadStats
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-def rfc3339(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+from cpg_io.clock import rfc3339 as rfc3339
+from cpg_io.clock import utc_now as utc_now
 
 
 def new_session_id(started: datetime) -> str:

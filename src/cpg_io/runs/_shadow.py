@@ -19,11 +19,12 @@ from cpg_core.reports import PlanView, render
 from cpg_core.shadow import PlanJudge, ShadowRequest, WouldBreak
 from cpg_io.errors import IoError
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
-from cpg_io.hubble import TLSSettings
 from cpg_io.kube import RelayConnection
 from cpg_io.relay_receiver import StreamSettings
+from cpg_io.runs._access import RelayAccess, open_relay
 from cpg_io.runs._plan import judged_policies
 from cpg_io.runs._relay import RelayReader, every_verdict_stream
+from cpg_io.runs._session import rfc3339, utc_now
 from cpg_io.store import atomic_write_text
 
 log = logging.getLogger("cpg.shadow")
@@ -43,34 +44,38 @@ class ShadowSettings:
     """The plan so far, rewritten at every flush (``cpg plan -o json``'s shape)."""
 
 
-@attrs.frozen
-class ShadowSetup:
-    settings: ShadowSettings
-    judge: PlanJudge
-    problems: list[str]
-
-
-def shadow_setup(
+def shadow(
     request: ShadowRequest,
-    relay: RelayConnection,
+    access: RelayAccess,
     *,
-    now: str,
-    tls: TLSSettings | None = None,
     evidence_dir: Path | None = None,
-    kubeconfig: Path | None = None,
-    context: str | None = None,
-    kube_dir: Path | None = None,
-) -> ShadowSetup:
-    """The one place a shadow session is built from a request (``cpg shadow`` and a cpg-mcp
-    session alike): the proposed and current policies read once, the stream's settings."""
+    now: str | None = None,
+    on_break: Callable[[list[WouldBreak]], None] | None = None,
+) -> ShadowCapture:
+    """A shadow session, connected and ready to run (``cpg shadow`` and a cpg-mcp session
+    alike): the way to the relay set up, the proposed and current policies read once.
+    RequestError for a window that is over, RelaySetupError for a failed set-up; what could
+    not be read but does not stop the session is in ``problems``. The caller runs it and
+    closes it, whatever happens."""
+    now = now or rfc3339(utc_now())
     check, live = request.check, request.live
     since, _until, stop_after = live.live_window(now)
-    judged = judged_policies(check, kubeconfig=kubeconfig, context=context, kube_dir=kube_dir)
-    problems = list(judged.problems)
-    store = EvidenceStore(evidence_dir or default_evidence_root(judged.folder), judged.folder)
-    evidence: dict[str, PolicyEvidence] = {}
-    for namespace, _workload, doc in store.read_all(problems.append, None):
-        evidence[f"{namespace}/{doc.policy.name}"] = doc
+    relay = open_relay(live, access)
+    try:
+        judged = judged_policies(
+            check,
+            kubeconfig=access.kubeconfig,
+            context=access.context,
+            kube_dir=relay.temp_dir,
+        )
+        problems = list(judged.problems)
+        store = EvidenceStore(evidence_dir or default_evidence_root(judged.folder), judged.folder)
+        evidence: dict[str, PolicyEvidence] = {}
+        for namespace, _workload, doc in store.read_all(problems.append, None):
+            evidence[f"{namespace}/{doc.policy.name}"] = doc
+    except BaseException:
+        relay.close()
+        raise
     judge = PlanJudge(
         judged.proposal,
         judged.current,
@@ -81,7 +86,7 @@ def shadow_setup(
         allow_localhost=check.allow_localhost,
     )
     stream = every_verdict_stream(
-        live, relay.server, since=since, tls=tls, include_audit=check.include_audit
+        live, relay.server, since=since, tls=access.tls, include_audit=check.include_audit
     )
     settings = ShadowSettings(
         stream=stream,
@@ -92,7 +97,7 @@ def shadow_setup(
         duration=stop_after,
         report=Path(request.report) if request.report else None,
     )
-    return ShadowSetup(settings=settings, judge=judge, problems=problems)
+    return ShadowCapture(settings, judge, on_break=on_break, relay=relay, problems=problems)
 
 
 def _break_key(item: WouldBreak) -> tuple[str, ...]:
@@ -109,8 +114,14 @@ class ShadowCapture(RelayReader):
         settings: ShadowSettings,
         judge: PlanJudge,
         on_break: Callable[[list[WouldBreak]], None] | None = None,
+        *,
+        relay: RelayConnection | None = None,
+        problems: list[str] | None = None,
     ) -> None:
         super().__init__(settings.stream)
+        self.relay = relay
+        self.problems = problems or []
+        """What could not be read at set-up (evidence, the cluster's version), as warnings."""
         self.settings = settings
         self.judge = judge
         self.on_break = on_break
