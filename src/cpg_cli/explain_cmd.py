@@ -13,7 +13,7 @@ from cpg_cli import options as opt
 from cpg_cli.options import validated
 from cpg_cli.terminal import say
 from cpg_cli.words import flag
-from cpg_core import CpgError
+from cpg_core import CpgError, RequestError
 from cpg_core.reports import formats
 from cpg_core.text import clean_text
 from cpg_core.why import FlowFilter
@@ -78,9 +78,13 @@ def _request(target: str, output_dir: Path | None, **filters: Any) -> tuple[Expl
         )
     filters["direction"] = "ingress" if ingress else "egress" if egress else None
     namespace, workload, out_dir = _target(target, output_dir)
-    return validated(
-        lambda: ExplainRequest.build(namespace=namespace, workload=workload, **filters)
-    ), out_dir
+    try:
+        request = ExplainRequest.build(namespace=namespace, workload=workload, **filters)
+    except RequestError as exc:
+        if exc.field not in ("namespace", "workload"):  # a flag's value
+            raise typer.BadParameter(exc.render(flag), param_hint=flag(exc.field)) from None
+        raise typer.BadParameter(exc.render(flag), param_hint="TARGET") from None
+    return request, out_dir
 
 
 def complete_workloads(ctx: typer.Context, incomplete: str) -> list[str]:

@@ -198,6 +198,8 @@ def test_errors_that_teach(tmp_path: Path) -> None:
         ),
         (["explain", "shop/cart", "--port", "http"], "not a port"),
         (["explain", "shop/cart", "--format", "xml"], "--format"),
+        (["explain", "../cart"], "Invalid value for TARGET: namespace '..' is not valid"),
+        (["explain", "Shop/cart"], "Invalid value for TARGET: namespace 'Shop'"),
     ):
         result = cpg(*args)
         assert result.returncode == 2, args
