@@ -256,3 +256,15 @@ def test_no_code_points_outside_the_repository_for_its_design() -> None:
             text = path.read_text(encoding="utf-8")
             outside = ("DESIGN" + " §", "shared/" + "DESIGN")  # spelled apart: not a match here
             assert not any(mark in text for mark in outside), path
+
+
+JUDGMENT = ("decide", "matcher", "plan", "why", "verify", "drift", "lint", "merge", "synthesis")
+"""The core modules whose verdicts users act on: each has its unit tests in tests/core."""
+
+
+def test_the_judgment_code_has_unit_tests_beside_it() -> None:
+    core = Path(__file__).resolve().parent / "core"
+    src = Path(__file__).resolve().parents[1] / "src" / "cpg_core"
+    for name in JUDGMENT:
+        assert (src / f"_{name}.py").is_file(), name
+        assert (core / f"test_{name}.py").is_file(), f"_{name}.py has no tests/core/test_{name}.py"

@@ -18,8 +18,6 @@ from cpg_core import CheckRequest, RunRequest
 from cpg_core.options import OPTIONS, options_of
 from cpg_mcp.server import build_server
 
-pytestmark = pytest.mark.integration
-
 NOT_AN_OPTION = {
     RunRequest: {
         "flow_filter": "the filter flags (hubble observe's) are declared apart, as FLOW_FILTERS"
