@@ -268,3 +268,64 @@ def test_the_judgment_code_has_unit_tests_beside_it() -> None:
     for name in JUDGMENT:
         assert (src / f"_{name}.py").is_file(), name
         assert (core / f"test_{name}.py").is_file(), f"_{name}.py has no tests/core/test_{name}.py"
+
+
+_FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]+)")
+CLI_RENDERINGS = {
+    "cpg_core/_options.py": "the option table declares the flags",
+    "cpg_core/reports/_run.py": "the terminal report of a cpg run: the next cpg commands to type",
+}
+"""Core and io modules whose texts are the command line's own, with the reason."""
+
+
+def _cli_flags() -> set[str]:
+    from cpg_cli.app import LAZY, load_command
+
+    return {
+        spelled
+        for name in LAZY
+        for param in load_command(name).params
+        for spelled in (*param.opts, *param.secondary_opts)
+        if spelled.startswith("--")
+    }
+
+
+def _texts(tree: ast.AST) -> list[ast.Constant]:
+    """The string constants of a module that reach a user: not docstrings (of modules,
+    classes, functions or attributes)."""
+    documentation = {
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+    }
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in documentation
+    ]
+
+
+def test_no_core_or_io_text_names_a_cli_flag() -> None:
+    """What core and io say reaches cpg-mcp's agents too: a setting is a Setting part each
+    root spells, or plain words, never a flag (another tool's flags, hubble's or kubectl's,
+    and arguments passed to git are theirs)."""
+    flags = _cli_flags()
+    src = Path(__file__).resolve().parents[1] / "src"
+    found = []
+    for package in ("cpg_core", "cpg_io"):
+        for path in sorted((src / package).rglob("*.py")):
+            where = path.relative_to(src).as_posix()
+            if where in CLI_RENDERINGS:
+                continue
+            for node in _texts(ast.parse(path.read_text(encoding="utf-8"))):
+                text = str(node.value)
+                for match in _FLAG.finditer(text):
+                    before = text[: match.start()]
+                    if match.group(1) not in flags or text.strip() == match.group(1):
+                        continue
+                    if "hubble " in before or "kubectl " in before:
+                        continue
+                    found.append(f"{where}:{node.lineno}: {match.group(1)} in {text!r}")
+    assert not found, "\n".join(found)

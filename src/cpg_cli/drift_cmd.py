@@ -9,7 +9,7 @@ import typer
 
 from cpg_cli import options as opt
 from cpg_cli.live import follow
-from cpg_cli.terminal import fail, say
+from cpg_cli.terminal import fail, say, warn
 from cpg_core import CpgError
 from cpg_io import runs
 
@@ -90,7 +90,7 @@ def drift(
     except CpgError as exc:
         fail(exc)
     for problem in result.problems:
-        say(f"cpg: warning: {problem}", err=True)
+        warn(problem)
     if result.stream_error:
         say(f"cpg: warning: the stream ended early: {result.stream_error}", err=True)
     text = render(result.view, output)

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from cpg_cli import options as opt
-from cpg_cli.terminal import fail, say
+from cpg_cli.terminal import fail, say, warn
 from cpg_core import CpgError
 from cpg_core.why import FlowFilter
 from cpg_io import runs
@@ -101,7 +101,7 @@ def plan(
         )
         planned = judged()
     for problem in planned.problems:
-        say(f"cpg: warning: {problem}", err=True)
+        warn(problem)
     text = render(planned.view, output)
     if output == "json":
         typer.echo(text)
@@ -109,6 +109,8 @@ def plan(
         say(text)
     plan = planned.view.plan
     if plan.breaks:
+        if not write_fixes and any(item.rule_yaml for item in plan.would_break):
+            say("cpg: --write-fixes adds each rule_yaml to the proposed policies", err=True)
         raise typer.Exit(3)
     if not plan.can_judge:
         say(f"cpg: {CANNOT_JUDGE}", err=True)

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from cpg_cli import options as opt
-from cpg_cli.terminal import fail, say
+from cpg_cli.terminal import fail, warn
 from cpg_core import CpgError
 from cpg_core.reports import formats
 
@@ -60,5 +60,5 @@ def report(
     except CpgError as exc:
         fail(exc)
     for problem in inputs.problems:
-        say(f"cpg: warning: {problem}", err=True)
+        warn(problem)
     typer.echo(render(Review(title=str(output_dir), inputs=inputs), output), nl=False)

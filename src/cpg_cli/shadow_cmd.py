@@ -10,7 +10,7 @@ import typer
 
 from cpg_cli import options as opt
 from cpg_cli.live import follow, leaving
-from cpg_cli.terminal import fail, say
+from cpg_cli.terminal import fail, say, warn
 from cpg_core import CpgError
 from cpg_io import runs
 
@@ -90,7 +90,7 @@ def shadow(
         fail(exc)
     server_name = capture.relay.server if capture.relay is not None else str(server)
     for problem in capture.problems:
-        say(f"cpg: warning: {problem}", err=True)
+        warn(problem)
     try:
         with ShadowProgress(capture, show=on_terminal(quiet)) as progress:
             view = follow(capture, capture.run, on_leave=leaving(progress))

@@ -17,6 +17,14 @@ def say(text: str, *, err: bool = False, nl: bool = True) -> None:
     typer.echo(clean_text(text, keep_newlines=True), err=err, nl=nl)
 
 
+def warn(problem: str) -> None:
+    """A warning on stderr, a setting it names (a :class:`~cpg_core.Message`) as its flag."""
+    from cpg_core import Message
+
+    text = problem.render(flag) if isinstance(problem, Message) else problem
+    say(f"cpg: warning: {text}", err=True)
+
+
 def fail(error: CpgError, context: str = "") -> NoReturn:
     """Print an error of the cpg family in the CLI's words and exit: 2 when the fix is on the
     command line (a missing extra), else 1."""

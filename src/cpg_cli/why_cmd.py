@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from cpg_cli import options as opt
-from cpg_cli.terminal import fail, say
+from cpg_cli.terminal import fail, say, warn
 from cpg_core import CpgError
 from cpg_core.reports import formats
 from cpg_core.why import FlowFilter
@@ -41,7 +41,7 @@ def _show(answered: WhyRun, output: str) -> None:
     from cpg_core.reports import render
 
     for problem in answered.problems:
-        say(f"cpg: warning: {problem}", err=True)
+        warn(problem)
     text = render(answered.view, output)
     if output == "json":
         typer.echo(text)

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from cpg_core._errors import (
         CpgError,
         FlowParseError,
+        Message,
         PolicyMergeError,
         SelectorMismatchError,
         Setting,
@@ -79,7 +80,6 @@ if TYPE_CHECKING:
         LiveRequest,
         TimeWindow,
         check_target,
-        duration_seconds,
     )
     from cpg_core._rules import Atom
     from cpg_core._run_request import CheckRequest, EngineChoice, EvidencePolicy, RunRequest
@@ -138,6 +138,7 @@ _WHERE = {
     "SessionInfo": "cpg_core._documents",
     "SessionSource": "cpg_core._documents",
     "Setting": "cpg_core._errors",
+    "Message": "cpg_core._errors",
     "TimeWindow": "cpg_core._requests",
     "ExplainRequest": "cpg_core._requests",
     "Verdict": "cpg_core._flow",
@@ -145,7 +146,6 @@ _WHERE = {
     "VerifyReport": "cpg_core._documents",
     "check_target": "cpg_core._requests",
     "document_schema": "cpg_core._wire",
-    "duration_seconds": "cpg_core._requests",
     "explain_lines": "cpg_core._explain",
     "explain_record": "cpg_core._explain",
     "feed_lines": "cpg_core._lines",
@@ -206,6 +206,7 @@ __all__ = [
     "InputDigest",
     "LiveRequest",
     "LostEvents",
+    "Message",
     "OtherRecord",
     "Plan",
     "PolicyEvidence",
@@ -228,7 +229,6 @@ __all__ = [
     "VerifyReport",
     "check_target",
     "document_schema",
-    "duration_seconds",
     "explain_lines",
     "explain_record",
     "feed_lines",

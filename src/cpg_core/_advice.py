@@ -91,7 +91,7 @@ ADVICE: dict[str, Advice] = {
         "toCIDR for a DNS name",
         "{subject}: the rule is a toCIDR of the address the name resolved to, which can "
         "change (a CDN, a cloud endpoint)",
-        "replay with --l7: cpg then writes toFQDNs for the name, and the DNS rule that lets "
+        "replay with L7 rules (l7): cpg then writes toFQDNs for the name, and the DNS rule that lets "
         "Cilium see the lookups",
     ),
     "world_no_ip": Advice(

@@ -68,6 +68,6 @@ def local_cluster_default(images: Iterable[str]) -> tuple[bool, str]:
     if version is None:
         return True, (
             "no Cilium agent version could be read from the cluster: judged as Cilium 1.19+ "
-            "(--policy-default-local-cluster false for an older ClusterMesh)"
+            "(policy-default-local-cluster false for an older ClusterMesh)"
         )
     return version >= LOCAL_CLUSTER_DEFAULT_SINCE, ""

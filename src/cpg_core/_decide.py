@@ -93,7 +93,7 @@ DECISION_LABELS = (
     (Decision.LB_SOURCE_RANGE, "LB source range denied"),
     (Decision.IGNORED_PROTOCOL, "ignored protocol"),
     (Decision.IGNORED_REASON, "ignored drop reason"),
-    (Decision.OUTSIDE_WINDOW, "outside --since/--until"),
+    (Decision.OUTSIDE_WINDOW, "outside the time window"),
     (Decision.JUDGED_REPLY, "replies (judged by flags/ports)"),
     (Decision.ALREADY_ALLOWED, "already allowed by a policy"),
     (Decision.NODE_LOCAL, "node to own pods (allow-localhost)"),

@@ -32,6 +32,31 @@ def _spell(words: Words | None, name: str) -> str:
     return words.get(name, name)
 
 
+class Message(str):
+    """A warning for a person that names a setting, as an error's message does: it is the
+    text with the neutral names (so it goes wherever a string goes), and each root renders
+    its :attr:`parts` in its own words."""
+
+    parts: tuple[str | Setting, ...]
+
+    def __new__(cls, *parts: str | Setting) -> Message:
+        text = super().__new__(
+            cls, "".join(_spell(None, p.name) if isinstance(p, Setting) else p for p in parts)
+        )
+        text.parts = parts
+        return text
+
+    def render(self, words: Words | None = None) -> str:
+        return "".join(
+            part if isinstance(part, str) else _spell(words, part.name) for part in self.parts
+        )
+
+
+def rendered(text: str, words: Words | None) -> str:
+    """``text`` in a root's words when it is a :class:`Message`, else as it is."""
+    return text.render(words) if isinstance(text, Message) else text
+
+
 class CpgError(Exception):
     """Base of every error cpg raises on purpose. ``field`` names the setting that is wrong,
     neutrally, when one is (``RequestError`` always has one)."""

@@ -150,7 +150,7 @@ RULES: dict[str, LintRule] = {
             "CPG012",
             "selects-nothing",
             "warning",
-            "The endpointSelector selects no pod in the policy's namespace today (--cluster).",
+            "The endpointSelector selects no pod in the policy's namespace today (the cluster read).",
             "Check the labels and the namespace: a typo here leaves the intended pods open.",
         ),
         LintRule(
@@ -269,7 +269,7 @@ RULES: dict[str, LintRule] = {
             "CPG030",
             "deprecated",
             "warning",
-            "A field the Cilium release (--cilium-version) deprecates: fromRequires/toRequires, "
+            "A field the Cilium release the documents are for deprecates: fromRequires/toRequires, "
             "Kafka rules.",
             "Select peers with fromEndpoints/toEndpoints; Kafka rules have no replacement "
             "in Cilium's policy.",
@@ -278,7 +278,7 @@ RULES: dict[str, LintRule] = {
             "CPG031",
             "not-in-version",
             "error",
-            "A feature the Cilium release (--cilium-version) does not have: the cluster-mesh "
+            "A feature the Cilium release the documents are for does not have: the cluster-mesh "
             "entity before 1.20 (refused), ** in matchPattern before 1.19 (read as *).",
             "Upgrade Cilium first, or write what that release reads (cluster entities, one "
             "pattern per DNS depth).",
@@ -305,7 +305,7 @@ RULES: dict[str, LintRule] = {
             "CPG034",
             "invalid-in-cluster",
             "error",
-            "A policy in the cluster that Cilium's operator marked Valid=False (--cluster): it "
+            "A policy in the cluster that Cilium's operator marked Valid=False (the cluster read): it "
             "is applied but enforces nothing of what it says.",
             "Fix what the condition's message names and apply it again.",
         ),

@@ -561,7 +561,7 @@ def _semantics(node_flows: int, default_local_cluster: bool) -> tuple[str, ...]:
         notes.append(
             f"{node_flows} forwarded flow{'s' if node_flows != 1 else ''} from pods' own nodes "
             "(kubelet probes) are admitted by Cilium's allow-localhost: always whatever the "
-            "policy, so none can break (--allow-localhost policy if your agents set it)"
+            "policy, so none can break (judge with allow-localhost: policy if your agents set it)"
         )
     if not default_local_cluster:
         notes.append(
@@ -614,8 +614,7 @@ def _with_fix(item: WouldBreak, flow: Flow, intended: list[Endpoint]) -> WouldBr
     target = item.policy or "the policy"
     rule = (
         f"add a rule to {target} allowing {traffic.source} → {traffic.destination} "
-        f"{traffic.protocol}/{traffic.port}"
-        + (" (rule_yaml; cpg plan --write-fixes adds it)" if rule_text else "")
+        f"{traffic.protocol}/{traffic.port}" + (" (rule_yaml)" if rule_text else "")
     )
     label = discriminator(intended, item.labels, item.selector) if item.selector else None
     if label is None:

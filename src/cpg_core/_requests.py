@@ -45,9 +45,7 @@ def parse_duration(text: str) -> float:
 def parse_peer(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
-        raise ValueError(
-            f"{shown(text)} is not KEY=VALUE; e.g. --peer app=frontend or --peer namespace=shop"
-        )
+        raise ValueError(f"{shown(text)} is not KEY=VALUE; e.g. app=frontend or namespace=shop")
     return key.strip(), value.strip()
 
 
@@ -55,9 +53,7 @@ def parse_cidr(text: str) -> str:
     try:
         return str(ipaddress.ip_network(text.strip(), strict=False))
     except ValueError:
-        raise ValueError(
-            f"{shown(text)} is not a CIDR; e.g. --peer-cidr 10.0.0.0/8 or 2001:db8::/32"
-        ) from None
+        raise ValueError(f"{shown(text)} is not a CIDR; e.g. 10.0.0.0/8 or 2001:db8::/32") from None
 
 
 def duration_seconds(text: str, field: str, *, maximum: float = MAX_SECONDS) -> float:

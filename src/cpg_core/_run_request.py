@@ -15,6 +15,7 @@ import attrs
 from cpg_core._aggregate import AggregateOptions
 from cpg_core._attribution import time_key
 from cpg_core._decide import DecideOptions
+from cpg_core._errors import Setting
 from cpg_core._filters import FlowFilter
 from cpg_core._options import defaults
 from cpg_core._request_error import RequestError
@@ -333,7 +334,9 @@ class CheckRequest:
                 raise RequestError(
                     "policy_default_local_cluster",
                     f"{shown(local)} is not true, false or auto (auto: as the cluster's "
-                    "Cilium version does with --cluster, else true)",
+                    "Cilium version does with ",
+                    Setting("cluster"),
+                    ", else true)",
                 )
             local = None if word == "auto" else word == "true"
         localhost = allow_localhost

@@ -435,8 +435,9 @@ def _answer(
     if recorded_deny:
         return (
             f"{seen}: Hubble recorded a deny rule dropping it, and no deny rule of the "
-            f"policies judged matches; the deny lives elsewhere (--current or --cluster reads "
-            "the policies applied). cpg never writes an allow rule for it: it would not win."
+            f"policies judged matches; the deny lives elsewhere (judge the policies applied, from "
+            "files or the cluster, to find it). cpg never writes an allow rule for it: it would "
+            "not win."
         )
     if localhost and allowed:
         return f"{seen}: admitted by Cilium's allow-localhost: the node reaches its own pods."
@@ -453,7 +454,9 @@ def _answer(
             "they allow it"
         )
         if verdict in ("DROPPED", "AUDIT"):
-            text += "; the drop came from policies not given here (--cluster reads them)"
+            text += (
+                "; the drop came from policies not given here (judge the ones applied to see them)"
+            )
         return text + "."
     nearest = (
         f" The nearest: {misses[0].policy} {misses[0].section}[{misses[0].index}] "

@@ -463,8 +463,9 @@ def namespace_pod_labels(
                 pods = _bounded(call, timeout, "the Kubernetes API").items or []
             except ApiException as exc:
                 raise KubeError(
-                    f"listing the pods of {namespace} failed ({exc.status} {exc.reason}); "
-                    "cpg lint --cluster needs 'list' on pods there"
+                    f"listing the pods of {namespace} failed ({exc.status} {exc.reason}); ",
+                    Setting("cluster"),
+                    " needs 'list' on pods there",
                 ) from None
             found[namespace] = [
                 {str(k): str(v) for k, v in (pod.metadata.labels or {}).items()}

@@ -259,8 +259,12 @@ def newest_time(files: Sequence[str]) -> str | None:
     for path in files:
         if path == "-":
             raise SourceError(
-                "a --since/--until duration counts back from the newest flow, which standard "
-                "input cannot be read twice to find; give a file, or an RFC 3339 time"
+                "a ",
+                Setting("since"),
+                "/",
+                Setting("until"),
+                " duration counts back from the newest flow, which standard input cannot be "
+                "read twice to find; give a file, or an RFC 3339 time",
             )
         with open_flow_stream(path) as stream:
             for _first, block in iter_chunks(stream, ReadStats(), 4 * 1024 * 1024):

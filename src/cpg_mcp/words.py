@@ -16,6 +16,7 @@ ARGUMENTS = {
     "output_dir": "the session's policy folder",
     "evidence_dir": "the session's evidence folder",
     "no_evidence": "a session without evidence (not offered)",
+    "cluster": "from_cluster",
     "from": "source",
     "to": "destination",
 }

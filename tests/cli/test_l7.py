@@ -331,7 +331,7 @@ def test_a_dns_named_world_peer_says_l7_would_write_to_fqdns(tmp_path: Path) -> 
         f for f in json.loads(plain.stdout)["findings"] if f["kind"] == "cidr_for_dns_name"
     ]
     assert finding["count"] == 2 and "(example.com)" in finding["subject"]
-    assert "--l7" in finding["fix"] and "toFQDNs" in finding["fix"]
+    assert "replay with L7 rules (l7)" in finding["fix"] and "toFQDNs" in finding["fix"]
     text = cpg("replay", str(capture), "-d", str(tmp_path / "plain2"), "--no-evidence")
     assert "toCIDR for a DNS name" in text.stdout + text.stderr
     l7 = cpg(

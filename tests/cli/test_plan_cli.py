@@ -342,6 +342,9 @@ def test_write_fixes_adds_the_would_break_rules_and_marks_their_evidence(tmp_pat
     assert (
         cpg("replay", str(capture), "-d", str(out), "--evidence-dir", str(evidence)).returncode == 0
     )
+    breaking = cpg("plan", str(capture), "-d", str(out), "--evidence-dir", str(evidence))
+    assert breaking.returncode == 3 and "(rule_yaml)" in breaking.stdout
+    assert "cpg: --write-fixes adds each rule_yaml to the proposed policies" in breaking.stderr
     fixed = cpg(
         "plan", str(capture), "-d", str(out), "--evidence-dir", str(evidence), "--write-fixes"
     )

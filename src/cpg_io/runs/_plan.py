@@ -123,7 +123,7 @@ def judged_policies(
     problems: list[str] = []
     if request.current is not None:
         current = load_policies(Path(request.current), setting="current")
-        origin = f"--current {request.current} ({len(current)})"
+        origin = f"the current policies {request.current} ({len(current)})"
         source = "current"
         if not current:
             problems.append(
@@ -138,7 +138,7 @@ def judged_policies(
             local, unknown = local_cluster_default(images)
             problems += [unknown] if unknown else []
     elif request.current is None:
-        origin = "inferred from the flows (no --current or --cluster)"
+        origin = "inferred from the flows (no current policies given, from files or the cluster)"
     return JudgedPolicies(folder, proposal, current, source, origin, local, problems)
 
 

@@ -24,7 +24,7 @@ from typing import Any
 import attrs
 import yaml
 
-from cpg_core import CheckRequest
+from cpg_core import CheckRequest, Setting
 from cpg_core.reports import Review, render
 from cpg_io.errors import IoError
 from cpg_io.evidence_store import REPO_EVIDENCE, EvidenceStore, default_evidence_root
@@ -98,13 +98,14 @@ def _token(request: ProposeRequest) -> str:
     if request.github is None:
         return ""
     if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", request.github):
-        raise ProposeError(f"--github {request.github!r} is not OWNER/REPO")
+        raise ProposeError(Setting("github"), f" {request.github!r} is not OWNER/REPO")
     for name in TOKEN_VARIABLES:
         if os.environ.get(name):
             return os.environ[name]
     raise ProposeError(
-        "--github needs a token in GITHUB_TOKEN or GH_TOKEN (contents: write and "
-        "pull-requests: write on the repository)"
+        Setting("github"),
+        " needs a token in GITHUB_TOKEN or GH_TOKEN (contents: write and "
+        "pull-requests: write on the repository)",
     )
 
 
@@ -237,7 +238,7 @@ def _github(
             raise ProposeError(f"cannot reach GitHub's API at {api}: {reason}") from None
 
     if not api.startswith(("https://", "http://")):
-        raise ProposeError(f"--github-api {api!r} is not an http(s) URL")
+        raise ProposeError(Setting("github_api"), f" {api!r} is not an http(s) URL")
     query = urllib.parse.urlencode({"head": f"{owner}:{branch}", "state": "open"})
     pulls = f"{api}/repos/{request.github}/pulls"
     found = call("GET", f"{pulls}?{query}") or []
@@ -256,10 +257,16 @@ def _prepare(request: ProposeRequest, work: Path) -> tuple[Path, Path]:
     elif request.worktree is not None:
         repository = request.worktree.resolve()
         if not (repository / ".git").exists():
-            raise ProposeError(f"--worktree {request.worktree}: not a Git work tree")
+            raise ProposeError(Setting("worktree"), f" {request.worktree}: not a Git work tree")
         _git(repository, "fetch", "--quiet", request.remote)
     else:
-        raise ProposeError("give --worktree DIR or --repo URL: where to propose the change")
+        raise ProposeError(
+            "give ",
+            Setting("worktree"),
+            " DIR or ",
+            Setting("repo"),
+            " URL: where to propose the change",
+        )
     return repository, work / "checkout"
 
 
@@ -282,15 +289,16 @@ def _default_branch(repository: Path, remote: str, base: str | None = None) -> s
     if base:
         if base not in branches:
             raise ProposeError(
-                f"--base {base}: {remote} has no such branch"
-                + (f" (it has {', '.join(sorted(branches))})" if branches else "")
+                Setting("base"),
+                f" {base}: {remote} has no such branch"
+                + (f" (it has {', '.join(sorted(branches))})" if branches else ""),
             )
         return base
     if len(branches) == 1:
         (only,) = branches
         return str(only)
     shown = f" (it has {', '.join(sorted(branches))})" if branches else ""
-    raise ProposeError(f"cannot tell the default branch of {remote}{shown}; give --base")
+    raise ProposeError(f"cannot tell the default branch of {remote}{shown}; give ", Setting("base"))
 
 
 def propose(request: ProposeRequest) -> ProposeResult:

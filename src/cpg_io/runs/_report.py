@@ -7,7 +7,7 @@ import json
 import threading
 from pathlib import Path
 
-from cpg_core import DocumentError, EvidenceError, Plan, from_data
+from cpg_core import DocumentError, EvidenceError, Message, Plan, Setting, from_data
 from cpg_core.reports import ReviewInputs
 from cpg_io.errors import PolicyLoadError, ReviewInputError, StoreError
 from cpg_io.evidence_store import EvidenceStore
@@ -71,7 +71,9 @@ def read_review(
 def no_evidence(policies: int, store: EvidenceStore, what: str = "policies") -> str:
     """The warning for a folder of policies none of which has evidence where cpg looked: a
     wrong or forgotten --evidence-dir, never a silent "0 flows"."""
-    return (
+    return Message(
         f"no evidence for any of the {policies} {what}: looked in {store.base} (the evidence "
-        f"of {store.output_dir}); give the --evidence-dir the run that wrote them used"
+        f"of {store.output_dir}); give the ",
+        Setting("evidence_dir"),
+        " the run that wrote them used",
     )

@@ -61,7 +61,7 @@ def _judged(
     problems: list[str] = []
     if request.current is not None:
         current = load_policies(Path(request.current), setting="current")
-        judged, origin = current, f"--current {request.current} ({len(current)})"
+        judged, origin = current, f"the current policies {request.current} ({len(current)})"
     elif request.cluster:
         judged, images = cluster_state(kubeconfig, context, kube_dir)
         origin = f"the cluster ({len(judged)})"
