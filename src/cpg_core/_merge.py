@@ -358,7 +358,9 @@ def render_or_merge(
 ) -> str:
     """The text to write: a fresh rendering, or the existing file with the rules merged in.
     A file that is exactly the fresh rendering (a rerun that found the same rules) is kept
-    without being read as YAML: merging rules into their own rendering changes nothing."""
+    without being read as YAML (ARCHITECTURE §D37): merging parses the file twice over, which
+    was most of a rerun's write stage, and merging rules into their own rendering changes
+    nothing (a property test holds merge to it for every kind of rule cpg writes)."""
     fresh = render_policy(name, namespace, selector, rules)
     if existing is None or not existing.strip() or existing == fresh:
         return fresh

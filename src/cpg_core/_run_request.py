@@ -275,6 +275,14 @@ class RunRequest:
             stop_after = min(stop_after, left) if stop_after else left
         return first, last, stop_after
 
+    def live_stop(self, now: str) -> tuple[float | None, float | None]:
+        """When a live capture started at ``now`` stops by itself: (``duration``, counted
+        from the connection to the relay, so a slow port-forward does not eat into it;
+        seconds from ``now`` to ``until``, a time on the wall clock). None where not set."""
+        _first, last, _stop_after = self.live_window(now)
+        left = _seconds_between(now, last) if self.window.until is not None else None
+        return self.live.duration, left
+
 
 def _seconds_between(start: str, end: str) -> float:
     from datetime import datetime

@@ -7,7 +7,17 @@ flow's time, and hands the raw (undecoded) messages to the capture in batches ov
 The capture's process decodes and aggregates them, so the two share the machine's cores.
 
 The pipe carries records: a kind (one byte), a body length (four bytes, big-endian) and the
-body. The child stops when its standard input closes: the capture halted it, or died.
+body; up to 256 messages travel in one record. The child holds at most 16,384 messages for a
+capture that falls behind, then stops reading (the relay's flow control takes over). It
+resumes from the time of the last flow it received that protojson can write; the capture
+counts each uuid once. The capture decodes a message partially first
+(``hubble_convert.PartialResponse``): of a flow only the fields the field mask asks for,
+with the two endpoints left as bytes, the endpoint cache's key, so a known endpoint costs no
+decoding, and a fault in a field cpg does not read does not make the flow malformed. The
+child stops when its standard input closes (the capture halted it, or died), ignores a
+terminal's Ctrl-C (the capture acts on it), forwards its log lines and sends the error that
+ended the stream pickled; a child that dies is an error of the capture, which keeps what it
+took.
 """
 
 from __future__ import annotations

@@ -10,6 +10,15 @@ thread that runs a part again (Dask computes lost results again) does not add it
 worker that dies takes its parts with it, and those parts run again; a part two workers
 both hold stops the run rather than count twice. Line numbers of malformed lines are made
 absolute here, from each part's line count, exactly as a local run numbers them.
+
+With warm workers small parts cost little, so the default part size gives each worker
+thread about 16 parts; the cycle collector is off while a part is read, as in a local
+worker (the aggregate only grows and has no cycles). ``local:N`` starts a cluster of cpg's
+own for one run and forks its workers from this process (ARCHITECTURE §D36): a spawned
+worker imports dask and cpg again and its nanny takes longer to stop, which was most of
+the second a local cluster added. Forking is safe here because the cluster is short-lived
+and cpg's alone: the command's other threads at that moment (the input digests, Dask's own
+loop) hold no lock a worker takes. A cluster at an address is never touched.
 """
 
 from __future__ import annotations

@@ -76,6 +76,7 @@ class DriftSession:
         *,
         stream: _DriftStream | None = None,
         duration: float | None = None,
+        deadline: float | None = None,
         now: str | None = None,
         cancel: threading.Event | None = None,
     ) -> None:
@@ -84,6 +85,7 @@ class DriftSession:
         self.problems = problems
         self._stream = stream
         self._duration = duration
+        self._deadline = deadline
         self._now = now
         self._cancel = cancel or threading.Event()
         self.stop = stream.stop if stream is not None else asyncio.Event()
@@ -105,7 +107,9 @@ class DriftSession:
     async def run(self) -> DriftRun:
         stream = self._stream
         if stream is not None:
-            await stream._follow(lambda: None, 3600.0, self._duration, lambda: False)
+            await stream._follow(
+                lambda: None, 3600.0, self._duration, lambda: False, self._deadline
+            )
             return self.result()
         reading = asyncio.ensure_future(asyncio.to_thread(self.read_capture))
         stopped = asyncio.ensure_future(self.stop.wait())
@@ -151,7 +155,9 @@ def drift(
     live = request.live
     if live is None:
         return DriftSession(request, judge, problems, now=now, cancel=cancel)
-    since, _until, stop_after = live.live_window(now or rfc3339(utc_now()))
+    started = now or rfc3339(utc_now())
+    since, _until, _stop_after = live.live_window(started)
+    duration, deadline = live.live_stop(started)
     relay = open_relay(live, access or RelayAccess())
     stream = every_verdict_stream(
         live,
@@ -162,4 +168,6 @@ def drift(
     )
     reader = _DriftStream(stream, judge)
     reader.relay = relay
-    return DriftSession(request, judge, problems, stream=reader, duration=stop_after, now=now)
+    return DriftSession(
+        request, judge, problems, stream=reader, duration=duration, deadline=deadline, now=now
+    )

@@ -74,6 +74,9 @@ class LiveSettings:
     timeout: float = 10.0
     flush_interval: float = 5.0
     duration: float | None = None
+    """Seconds to run once the relay answered (``--duration``)."""
+    deadline: float | None = None
+    """Seconds from the start to ``--until`` (a time on the wall clock)."""
     evidence: EvidenceSettings | None = None
     dry_run: bool = False
     diff: bool = True
@@ -139,7 +142,8 @@ def live_settings(
 ) -> LiveSettings:
     """The one place a live capture's settings are built from a request (cpg generate and a
     cpg-mcp session alike); ``now`` (RFC 3339) anchors a relative since and bounds until."""
-    since, until, stop_after = request.live_window(now)
+    since, until, _stop_after = request.live_window(now)
+    duration, deadline = request.live_stop(now)
     return LiveSettings(
         server=relay.server,
         output_dir=output_dir,
@@ -148,7 +152,8 @@ def live_settings(
         tls=tls or TLSSettings(),
         timeout=request.live.timeout,
         flush_interval=request.live.flush_interval,
-        duration=stop_after,
+        duration=duration,
+        deadline=deadline,
         evidence=None if request.dry_run else evidence_settings(request, output_dir, evidence_dir),
         dry_run=request.dry_run,
         diff=request.diff,
@@ -468,6 +473,7 @@ class LiveCapture(RelayReader):
             self.settings.flush_interval,
             self.settings.duration,
             lambda: bool(self._files),
+            self.settings.deadline,
         )
         await asyncio.to_thread(self.flush, on_final_flush, final=True)
         self.result.files = sorted(self._files.values(), key=lambda f: str(f.path))

@@ -81,6 +81,7 @@ class RelayReader:
         self.failure: BaseException | None = None
         """What ended the stream, when an error did (each root words it its own way)."""
         self.connected = False
+        self._on_connected: Callable[[], None] = lambda: None
         self._converter = ProtoConverter()
         self._uuids: collections.deque[str] = collections.deque()
         self._seen: set[str] = set()
@@ -157,6 +158,7 @@ class RelayReader:
                     self._take_batch(body)
                 elif kind == CONNECTED:
                     self.connected = True
+                    self._on_connected()
                 elif kind == RECONNECTING:
                     self.progress.reconnects += 1
                 elif kind == NOTICE:
@@ -197,14 +199,25 @@ class RelayReader:
         interval: float,
         duration: float | None,
         has_output: Callable[[], bool],
+        deadline: float | None = None,
     ) -> None:
-        """Stream until stopped, a ``duration`` or an error, calling ``flush`` in a thread
+        """Stream until stopped, ``duration`` seconds after the relay answered, ``deadline``
+        seconds from now, or an error, calling ``flush`` in a thread
         every ``interval`` seconds. A relay error before anything was received (and nothing
         was written: ``has_output``) is raised; a later one is kept in ``error``."""
-        stream = asyncio.create_task(asyncio.to_thread(self._stream))
         helpers = [asyncio.create_task(self._flusher(flush, interval))]
-        if duration is not None:
-            helpers.append(asyncio.create_task(self._timer(duration)))
+        if duration is not None or deadline is not None:
+            loop = asyncio.get_running_loop()
+            connected = asyncio.Event()
+
+            def on_connected() -> None:  # called in the stream's thread
+                loop.call_soon_threadsafe(connected.set)
+
+            self._on_connected = on_connected
+            if self.connected:
+                connected.set()
+            helpers.append(asyncio.create_task(self._timer(connected, duration, deadline)))
+        stream = asyncio.create_task(asyncio.to_thread(self._stream))
         stopper = asyncio.create_task(self.stop.wait())
         try:
             done, _ = await asyncio.wait({stream, stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -233,6 +246,22 @@ class RelayReader:
 
         return every_interval()
 
-    async def _timer(self, seconds: float) -> None:
-        await asyncio.sleep(seconds)
-        self.stop.set()
+    async def _timer(
+        self, connected: asyncio.Event, duration: float | None, deadline: float | None
+    ) -> None:
+        """Stop ``duration`` seconds after the relay answered, or ``deadline`` seconds from
+        now (``--until``), whichever comes first."""
+        loop = asyncio.get_running_loop()
+        end = None if deadline is None else loop.time() + deadline
+        if duration is not None:
+            try:
+                wait = None if end is None else max(0.0, end - loop.time())
+                await asyncio.wait_for(connected.wait(), wait)
+                end = (
+                    min(end, loop.time() + duration) if end is not None else loop.time() + duration
+                )
+            except TimeoutError:
+                pass  # the deadline came first
+        if end is not None:
+            await asyncio.sleep(max(0.0, end - loop.time()))
+            self.stop.set()

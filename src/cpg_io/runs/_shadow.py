@@ -40,6 +40,9 @@ class ShadowSettings:
     policies: int
     flush_interval: float = 5.0
     duration: float | None = None
+    """Seconds to run once the relay answered (``--duration``)."""
+    deadline: float | None = None
+    """Seconds from the start to ``--until``."""
     report: Path | None = None
     """The plan so far, rewritten at every flush (``cpg plan -o json``'s shape)."""
 
@@ -59,7 +62,8 @@ def shadow(
     closes it, whatever happens."""
     now = now or rfc3339(utc_now())
     check, live = request.check, request.live
-    since, _until, stop_after = live.live_window(now)
+    since, _until, _stop_after = live.live_window(now)
+    duration, deadline = live.live_stop(now)
     relay = open_relay(live, access)
     try:
         judged = judged_policies(
@@ -94,7 +98,8 @@ def shadow(
         origin=judged.origin,
         policies=len(judged.proposal),
         flush_interval=live.live.flush_interval,
-        duration=stop_after,
+        duration=duration,
+        deadline=deadline,
         report=Path(request.report) if request.report else None,
     )
     return ShadowCapture(settings, judge, on_break=on_break, relay=relay, problems=problems)
@@ -179,7 +184,9 @@ class ShadowCapture(RelayReader):
         def flushed() -> None:
             self.flush()
 
-        await self._follow(flushed, settings.flush_interval, settings.duration, lambda: False)
+        await self._follow(
+            flushed, settings.flush_interval, settings.duration, lambda: False, settings.deadline
+        )
         return await asyncio.to_thread(self.flush)
 
 
