@@ -81,7 +81,7 @@ def drift(
     request = opt.validated(
         lambda: DriftRequest.build(check=check, stale_after=stale_after, live=live)
     )
-    access = runs.RelayAccess(tls=options.tls())
+    access = options.access()
     try:
         session = opt.validated(  # an until in the past: exit 2
             lambda: runs.drift(request, access, evidence_dir=evidence_dir)

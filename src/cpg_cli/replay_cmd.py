@@ -65,11 +65,18 @@ def replay(
 
     opt.setup_logging(log_level)
     request = opt.run_request(options, flow_filter)
+    kubeconfig, context = options.kube_access()  # identities read from the cluster
     label = describe_source(inputs[0]) if len(inputs) == 1 else f"{len(inputs)} inputs"
     try:
         with ReplayProgress(label, show=on_terminal(quiet)) as progress:
             result = runs.replay(
-                request, inputs, output_dir, evidence_dir=evidence_dir, watch=progress
+                request,
+                inputs,
+                output_dir,
+                evidence_dir=evidence_dir,
+                watch=progress,
+                kubeconfig=kubeconfig,
+                context=context,
             )
     except CpgError as exc:  # a missing extra is an install away: exit 2, like a bad flag
         fail(exc)

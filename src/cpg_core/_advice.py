@@ -84,8 +84,10 @@ ADVICE: dict[str, Advice] = {
         "pod reported as world",
         "{subject}: Hubble reported this peer as world, but the capture shows its IP is a "
         "pod's; a toCIDR rule never selects a pod Cilium manages, so cpg writes none",
-        "find the pod by that IP and capture again once Cilium knows its identity (often an "
-        "L7 proxy record or a pod that just started); the rule then names its labels",
+        "give cpg what Cilium knows of that IP as identities (kubectl get ciliumendpoints,"
+        "ciliumidentities,pods -A -o json > identities.json; or the cluster) and replay: the "
+        "rule then names the pod's labels (Hubble leaves them out of L7 proxy records and "
+        "for pods that just started)",
     ),
     "cidr_for_dns_name": Advice(
         "toCIDR for a DNS name",

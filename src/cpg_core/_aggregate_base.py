@@ -41,6 +41,7 @@ from cpg_core._triage import (
 
 if TYPE_CHECKING:  # _filters reads requests, which read this module
     from cpg_core._filters import FlowFilter
+    from cpg_core._identities import IdentityBook
 
 
 AtomKey = tuple[Any, ...]
@@ -89,6 +90,9 @@ class AggregateOptions:
     explicit_cluster: bool = False
     """Endpoint peers carry their ClusterMesh cluster label even when it is the target's
     (Cilium before 1.19, where a selector without one selects every cluster)."""
+    identities: IdentityBook | None = None
+    """What CiliumEndpoints, CiliumIdentities and pods say of the endpoints Hubble left
+    without identity (ARCHITECTURE §D40)."""
 
 
 @attrs.frozen(slots=True)
@@ -193,6 +197,7 @@ class AggregateState:
     pod_ips: set[str] = attrs.Factory(set)
     pod_endpoints: dict[str, Endpoint] = attrs.Factory(dict)
     drained: DrainedTotals = attrs.Factory(DrainedTotals)
+    identities: dict[str, int] = attrs.Factory(dict)
 
 
 class _AggregatorBase:
@@ -243,6 +248,10 @@ class _AggregatorBase:
         self._drained = DrainedTotals()
         self._resolver = resolver or Resolver()
         self._explicit = self.options.explicit_cluster
+        book = self.options.identities
+        self._book = book if book is not None and not book.empty else None
+        self.identities: Counter[str] = Counter()
+        """Sides of flows the identities given filled in (or found untrusted), by kind."""
         self._since = self.options.since
         self._until = self.options.until
         self._window = bool(self._since or self._until)

@@ -64,6 +64,10 @@ class _Counting(_Folds):
     """Flows in: each one decided, resolved and counted; the totals read back."""
 
     def add(self, flow: Flow) -> Decision:
+        if self._book is not None:
+            flow, kinds = self._book.resolve(flow)
+            if kinds:
+                self.identities.update(kinds)
         if self._filter is not None and not self._filter.matches(flow):
             self.decisions[Decision.FILTERED] += 1
             return Decision.FILTERED

@@ -71,6 +71,7 @@ class _HandOver(_Counting):
             pod_ips=set(self.pod_ips) if copy else self.pod_ips,
             pod_endpoints=dict(self.pod_endpoints) if copy else self.pod_endpoints,
             drained=self._drained.copy() if copy else self._drained,
+            identities=dict(self.identities),
         )
 
     def absorb(self, state: AggregateState, *, own: bool = False) -> None:
@@ -102,6 +103,7 @@ class _HandOver(_Counting):
             self._first = state.first_seen
         self._last = max(self._last, state.last_seen)
         self.l7_records += state.l7_records
+        self.identities.update(state.identities)
         for ip, names in state.ip_names.items():
             self.ip_names.setdefault(ip, set()).update(names)
         self.pod_ips |= state.pod_ips

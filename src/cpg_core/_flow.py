@@ -49,6 +49,9 @@ class Endpoint:
     identity: int = 0
     pod_name: str = ""
     cluster_name: str = ""
+    workload: str = ""
+    """``Kind/name`` of the pod's workload from its owner references, for a pod no stable
+    label names (identities given to cpg; Hubble never says)."""
 
     def __reduce__(self) -> tuple[type[Endpoint], tuple[object, ...]]:
         # Positional and compact: worker processes hand many of these back.

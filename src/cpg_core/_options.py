@@ -26,6 +26,9 @@ _CAPTURES = frozenset({"replay", "generate"})
 _LIVE = frozenset({"generate", "shadow"})
 _RELAYS = frozenset({"generate", "shadow", "drift"})
 _CHECKS = frozenset({"plan", "verify", "why", "trace", "shadow"})
+_KUBE = frozenset(
+    {"replay", "generate", "plan", "verify", "why", "trace", "shadow", "drift", "lint"}
+)
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -253,6 +256,27 @@ OPTIONS: tuple[Option, ...] = (
         tool="until",
         tool_help="only flows up to this RFC 3339 time (a replay), or stop then (live: a time "
         "in the future)",
+    ),
+    _o(
+        "identities",
+        "run",
+        "texts",
+        (),
+        "Identity where Hubble leaves it out: a JSON or YAML file of CiliumEndpoints, "
+        "CiliumIdentities and pods ('kubectl get ciliumendpoints,ciliumidentities,pods -A "
+        "-o json'), or cluster to read them (read-only); repeatable. A peer reported as the "
+        "world at a pod's IP, an identity number without labels and a pod without a stable "
+        "label are filled in (an IP only when the pod name agrees or the pod is older than "
+        "the flow).",
+        "--identities",
+        metavar="FILE|cluster",
+        panel="Input",
+        commands=_CAPTURES,
+        tool="identities",
+        tool_help="identity sources for peers Hubble left without identity: files of "
+        "CiliumEndpoints, CiliumIdentities and pods (kubectl get … -o json) inside the folder "
+        "the operator allowed with --allow-replay-dir, or cluster (the environment's "
+        "kubeconfig, read-only)",
     ),
     # --- L7 and Cilium's semantics ------------------------------------------------------------
     _o(
@@ -813,6 +837,20 @@ OPTIONS: tuple[Option, ...] = (
         commands=frozenset({"verify"}),
         not_tool="a session's own learn decides what its checks take",
     ),
+    _o(
+        "identities",
+        "check",
+        "texts",
+        (),
+        "Identity where Hubble leaves it out, as replay --identities: files of "
+        "CiliumEndpoints, CiliumIdentities and pods, or cluster (with --cluster, the "
+        "cluster's are read too); repeatable.",
+        "--identities",
+        metavar="FILE|cluster",
+        panel="Input",
+        commands=frozenset({*_CHECKS, "drift"}),
+        not_tool="a session's own identities decide what its checks take",
+    ),
     # --- Kubernetes access --------------------------------------------------------------------
     _o(
         "kubeconfig",
@@ -824,7 +862,7 @@ OPTIONS: tuple[Option, ...] = (
         "--kube-config",
         metavar="FILE",
         panel="Cluster",
-        commands=frozenset({"generate", "plan", "verify", "why", "trace", "shadow", "lint"}),
+        commands=_KUBE,
         not_tool="cpg-mcp reads the cluster with KUBECONFIG in its environment",
     ),
     _o(
@@ -837,7 +875,7 @@ OPTIONS: tuple[Option, ...] = (
         "--kube-context",
         metavar="NAME",
         panel="Cluster",
-        commands=frozenset({"generate", "plan", "verify", "why", "trace", "shadow", "lint"}),
+        commands=_KUBE,
         not_tool="as kubeconfig: the environment's current context",
     ),
 )

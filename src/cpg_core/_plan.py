@@ -606,8 +606,9 @@ def _with_fix(item: WouldBreak, flow: Flow, intended: list[Endpoint]) -> WouldBr
     if unknown_pod_peer(flow):
         fix = (
             "cannot judge: identity unknown (Hubble reported this pod as the world, without "
-            "its labels); no rule can name it and a toCIDR rule never selects a pod; capture "
-            "again once Cilium knows its identity"
+            "its labels); no rule can name it and a toCIDR rule never selects a pod; give the "
+            "pod's CiliumEndpoint (or the cluster) as identities, or capture again once Cilium "
+            "knows its identity"
         )
         return attrs.evolve(item, fix=fix)
     rule_text = rule_yaml(flow)

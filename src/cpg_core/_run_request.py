@@ -106,6 +106,8 @@ class RunRequest:
     """A dry run that would change files exits 3."""
     kustomize: bool = False
     max_malformed: float = 50.0
+    identities: tuple[str, ...] = ()
+    """Identity sources: files of CiliumEndpoints, CiliumIdentities and pods, or ``cluster``."""
     """Percent of lines that may be malformed before the run fails and writes nothing."""
     fail_on_infra_drops: bool = False
     verify: bool = False
@@ -156,6 +158,7 @@ class RunRequest:
         stable_for: str | None = _RUN["stable_for"],
         cluster_dedup: bool = _RUN["cluster_dedup"],
         relay_namespace: str | None = _RUN["relay_namespace"],
+        identities: Iterable[str] | None = _RUN["identities"],
     ) -> RunRequest:
         """Validate the user's values; RequestError names the first bad one."""
         if exit_code and not dry_run:
@@ -237,6 +240,7 @@ class RunRequest:
             exit_code=exit_code,
             kustomize=kustomize,
             max_malformed=max_malformed,
+            identities=identity_sources(identities),
             fail_on_infra_drops=fail_on_infra_drops,
             verify=verify,
             engine=EngineChoice(
@@ -284,6 +288,18 @@ class RunRequest:
         return self.live.duration, left
 
 
+def identity_sources(given: Iterable[str] | None) -> tuple[str, ...]:
+    """The identity sources as given (each once, in order); RequestError for a blank one."""
+    chosen: list[str] = []
+    for source in given or ():
+        text = source.strip()
+        if not text or "\x00" in text:
+            raise RequestError("identities", f"{shown(source)} is not a file or cluster")
+        if text not in chosen:
+            chosen.append(text)
+    return tuple(chosen)
+
+
 def _seconds_between(start: str, end: str) -> float:
     from datetime import datetime
 
@@ -315,6 +331,8 @@ class CheckRequest:
     """Cilium's allow-localhost: ``always`` (True, the default) admits the node's traffic to
     its own pods whatever the policy; ``policy`` (False) polices it."""
     learn: str = ""
+    identities: tuple[str, ...] = ()
+    """Identity sources (files, or ``cluster``); with ``cluster`` set, the cluster is one."""
     """``forwarded``: check the flows that work today too, as replay --learn made rules."""
 
     @classmethod
@@ -329,6 +347,7 @@ class CheckRequest:
         default_local_cluster: bool | str | None = _CHECK["default_local_cluster"],
         allow_localhost: bool | str = _CHECK["allow_localhost"],
         learn: str | None = _CHECK["learn"],
+        identities: Iterable[str] | None = _CHECK["identities"],
     ) -> CheckRequest:
         chosen = tuple(inputs)
         if not chosen:
@@ -366,7 +385,16 @@ class CheckRequest:
             default_local_cluster=local,
             allow_localhost=localhost,
             learn=CaptureRequest.build(learn=learn).learn,
+            identities=identity_sources(identities),
         )
+
+    @property
+    def identity_sources(self) -> tuple[str, ...]:
+        """Where the identities come from: those given, and the cluster when its policies
+        are read too."""
+        if self.cluster and "cluster" not in self.identities:
+            return (*self.identities, "cluster")
+        return self.identities
 
     def decide_options(self) -> DecideOptions:
         return CaptureRequest.build(

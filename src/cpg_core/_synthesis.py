@@ -146,7 +146,8 @@ class Roles:
 
 def endpoint_name(endpoint: Endpoint) -> str:
     """``ns/workload`` for people: the pod when nothing selects it, or the reserved name."""
-    workload = workload_name(select_labels(endpoint.labels)) or endpoint.pod_name
+    owner = endpoint.workload.partition("/")[2]  # Deployment/web: web
+    workload = workload_name(select_labels(endpoint.labels)) or owner or endpoint.pod_name
     if endpoint.namespace:
         return f"{endpoint.namespace}/{workload or '_unknown'}"
     reserved = [label[9:] for label in endpoint.labels if label.startswith("reserved:")]
@@ -207,7 +208,11 @@ def traffic_subject(flow: Flow) -> str:
 
 
 def _who(endpoint: Endpoint, role: str) -> str:
-    name = endpoint.pod_name or ",".join(endpoint.labels) or "no labels"
+    if endpoint.workload:  # named by its owner: shop/web (Deployment, target)
+        kind, _, name = endpoint.workload.partition("/")
+        role = f"{kind}, {role}"
+    else:
+        name = endpoint.pod_name or ",".join(endpoint.labels) or "no labels"
     where = f"{endpoint.namespace}/{name}" if endpoint.namespace else name
     return f"{where} ({role})"
 

@@ -127,14 +127,54 @@ def _list(
             Setting("context"),
         ) from None
     items = result.get("items") or []
-    kind = (
-        "CiliumNetworkPolicy"
-        if plural == "ciliumnetworkpolicies"
-        else "CiliumClusterwideNetworkPolicy"
-    )
+    kind = _KINDS[plural]
     for item in items:
         item.setdefault("kind", kind)
     return [item for item in items if isinstance(item, dict)]
+
+
+_KINDS = {
+    "ciliumnetworkpolicies": "CiliumNetworkPolicy",
+    "ciliumclusterwidenetworkpolicies": "CiliumClusterwideNetworkPolicy",
+    "ciliumendpoints": "CiliumEndpoint",
+    "ciliumidentities": "CiliumIdentity",
+}
+"""The kind of each item of a list (the API leaves it out of list items)."""
+
+
+def cluster_identities(
+    kubeconfig: Path | None, context: str | None, temp_dir: Path | None = None
+) -> list[dict[str, Any]]:
+    """Every CiliumEndpoint, CiliumIdentity and pod in the cluster (read-only: 'list' on
+    each), as ``kubectl get ciliumendpoints,ciliumidentities,pods -A -o json`` gives them."""
+    import json
+    import tempfile
+
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
+
+    own = temp_dir is None
+    folder = Path(tempfile.mkdtemp(prefix="cpg-kube-")) if temp_dir is None else temp_dir
+    try:
+        api = api_client(kubeconfig, context, temp_dir=folder)
+        found = _list(api, "ciliumendpoints", None, None)
+        found += _list(api, "ciliumidentities", None, None)
+        try:
+            core: Any = client.CoreV1Api(api)  # raw JSON: the objects as kubectl prints them
+            raw = core.list_pod_for_all_namespaces(_preload_content=False)
+            pods = json.loads(raw.data).get("items") or []
+        except ApiException as exc:
+            if exc.status == 403:
+                raise KubeError("RBAC denied listing pods; cpg needs 'list' on pods") from None
+            raise KubeError(f"listing pods failed: HTTP {exc.status} {exc.reason}") from None
+        except (HTTPError, OSError, ValueError) as exc:
+            raise KubeError(f"listing pods failed ({exc})") from None
+        found += [{**pod, "kind": "Pod"} for pod in pods if isinstance(pod, dict)]
+        return found
+    finally:
+        if own:
+            forget_temp_dir(folder)
 
 
 def list_cilium_policies(

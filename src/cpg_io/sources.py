@@ -15,8 +15,9 @@ import re
 import stat
 import sys
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from cpg_core import Flow, FlowParser, ReadStats, Setting, feed_lines
 from cpg_core.reading import (
@@ -31,6 +32,9 @@ from cpg_core.reading import (
 from cpg_io.errors import Cancelled, SourceError, UnreadableInput
 from cpg_io.json_documents import as_json_lines
 from cpg_io.remote import expand_url, is_url, open_raw, shown, size_of
+
+if TYPE_CHECKING:
+    from cpg_core.identities import IdentityBook
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -72,9 +76,14 @@ class CaptureFlows:
         inputs: Sequence[str],
         cancel: threading.Event | None = None,
         keep: Callable[[Flow], bool] | None = None,
+        identities: IdentityBook | None = None,
     ) -> None:
         self.files = expand_inputs(list(inputs))
         self.keep = keep
+        self.identities = identities if identities is not None and not identities.empty else None
+        """When given, each flow's sides Hubble left without identity are filled in first."""
+        self.resolved: Counter[str] = Counter()
+        """What the identities filled in, by kind."""
         """When given, only the flows it keeps are yielded (the Hubble-style filters)."""
         self.stats = ReadStats()
         self._heads: list[bytes] = []
@@ -87,7 +96,16 @@ class CaptureFlows:
             with open_flow_stream(path) as stream:
                 self._heads.append(peek(stream, SNIFF_BYTES))
                 flows = read_records(stream, self.stats, parser, self.cancel)
+                if self.identities is not None:
+                    flows = self._resolving(flows, self.identities)
                 yield from flows if self.keep is None else filter(self.keep, flows)
+
+    def _resolving(self, flows: Iterator[Flow], book: IdentityBook) -> Iterator[Flow]:
+        for flow in flows:
+            resolved, kinds = book.resolve(flow)
+            if kinds:
+                self.resolved.update(kinds)
+            yield resolved
 
     def check_readable(self) -> None:
         """UnreadableInput when, read to the end, the inputs held no Hubble record."""

@@ -49,6 +49,8 @@ class Session:
     started: float = attrs.Factory(time.monotonic)
     stopped: float | None = None
     error: str = ""
+    identities: tuple[str, ...] = ()
+    """The identity sources the session was started with: its checks take them too."""
     stop_calls: int = 0
     result: runs.RunResult | None = None
     capture: runs.LiveCapture | None = None
@@ -262,6 +264,7 @@ class SessionManager:
             id=f"sess_{secrets.token_hex(16)}",
             tmp=tmp,
             source=str(source_path or request.live.server),
+            identities=request.identities,
         )
         self.current = session
         if source_path is not None:
@@ -277,6 +280,7 @@ class SessionManager:
                     include_audit=capture.include_audit,
                     default_local_cluster=capture.default_local_cluster,
                     allow_localhost=capture.allow_localhost,
+                    identities=request.identities,
                 ),
                 live=request,
             )

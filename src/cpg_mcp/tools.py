@@ -33,6 +33,7 @@ from cpg_core import (
     to_data,
 )
 from cpg_core.cilium import below_floor, format_version, minimum_version, versions_seen
+from cpg_core.identities import CLUSTER
 from cpg_core.reports import (
     DroppedFlowFilter,
     aggregate_rows,
@@ -143,6 +144,14 @@ async def start_session(
 ) -> StartResult:
     """``arguments`` are the tool's run arguments, named as :meth:`RunRequest.build` names
     them and checked by it exactly as the CLI's flags are."""
+    sources = arguments.get("identities") or []
+    try:  # files only from the folder the operator allowed, as replay_file
+        arguments["identities"] = [
+            s if s.strip() == CLUSTER else str(manager.replay_path(s, "identities"))
+            for s in sources
+        ]
+    except CpgError as exc:
+        raise ToolError(in_tool_words(exc)) from None
     request = validated(lambda: RunRequest.build(**arguments))
     files = {"tls_ca_cert": tls_ca_cert, "tls_client_cert": tls_client_cert}
     files["tls_client_key"] = tls_client_key
@@ -545,6 +554,7 @@ def get_plan(
             cluster=from_cluster,
             default_local_cluster=None,
             allow_localhost=allow_localhost,
+            identities=session.identities,
         )
         try:
             planned = plan_run(
@@ -618,6 +628,7 @@ def _why_request(session: Session, inputs: list[str], from_cluster: bool) -> Any
         policies=str(session.policies) if session.policies.is_dir() else None,
         cluster=from_cluster,
         default_local_cluster=None,
+        identities=session.identities,
     )
 
 

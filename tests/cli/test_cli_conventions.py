@@ -306,6 +306,7 @@ def test_help_groups_the_options_and_o_completes_its_formats(tmp_path: Path) -> 
         "Evidence",
         "L7",
         "Time window",
+        "Cluster",
         "Cilium semantics",
         "Engine",
         "Flow filters (as hubble observe)",

@@ -93,6 +93,8 @@ class RunReport:
     """The --evidence-dir the run was given ("" for the default), repeated in "Next steps"."""
     stable_for: float = 0.0
     """``--stable-for`` in seconds (0: policies are written at every flush)."""
+    identities: Mapping[str, int] = attrs.Factory(dict)
+    """Sides of flows the identities given filled in (or found untrusted), by kind."""
     flow_path: tuple[str, ...] = ()
     """The settings that made more flows candidates (``learn``, ``learn_allowed``,
     ``include_audit``): a check of the output needs them too."""
@@ -204,7 +206,24 @@ def _decision_lines(report: RunReport) -> list[str]:
         lines.append(f"    by reason: {ignored}")
     if report.filtered_namespace:
         lines.append(f"  candidates outside --namespace: {report.filtered_namespace}")
+    if report.identities:
+        lines.append(f"Identities filled in: {identity_summary(report.identities)}")
     return lines
+
+
+_IDENTITY_WORDS = {
+    "world_pod": "peers reported as the world named as their pod",
+    "identity": "identity numbers given their labels",
+    "owner": "pods named by their workload",
+    "untrusted": "left as the world (the pod at that IP is not provably the one seen)",
+}
+
+
+def identity_summary(counts: Mapping[str, int]) -> str:
+    """What the identities filled in, in words, most telling first."""
+    return "; ".join(
+        f"{counts[kind]} {words}" for kind, words in _IDENTITY_WORDS.items() if counts.get(kind)
+    )
 
 
 def _drop_lines(drops: list[DropRecord]) -> list[str]:
@@ -425,6 +444,8 @@ def run_data(report: RunReport) -> dict[str, Any]:
         "errors": [f.error for f in report.failed] + list(report.evidence_errors),
         "exit_code": report.exit_code,
     }
+    if report.identities:
+        data["identities"] = dict(sorted(report.identities.items()))
     data.update(report.extra)
     if report.verify is not None:
         data["verify"] = to_data(report.verify)

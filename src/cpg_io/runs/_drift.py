@@ -10,9 +10,11 @@ from pathlib import Path
 import attrs
 
 from cpg_core import PolicyEvidence
+from cpg_core.identities import IdentityBook
 from cpg_core.reports import DriftView
 from cpg_core.shadow import DriftJudge, DriftRequest
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
+from cpg_io.identities import check_identities
 from cpg_io.policy_files import load_policies
 from cpg_io.relay_receiver import StreamSettings
 from cpg_io.runs._access import RelayAccess, open_relay
@@ -55,12 +57,18 @@ def drift_judge(
 class _DriftStream(RelayReader):
     """Every verdict of a live stream, each judged as it arrives."""
 
-    def __init__(self, stream: StreamSettings, judge: DriftJudge) -> None:
+    def __init__(
+        self, stream: StreamSettings, judge: DriftJudge, identities: IdentityBook | None
+    ) -> None:
         super().__init__(stream)
         self.judge = judge
+        self.identities = identities
 
     def _take_flow(self, f: object, response: object) -> None:
-        self.judge.add(self._converter.flow(f, response))
+        flow = self._converter.flow(f, response)
+        if self.identities is not None:
+            flow = self.identities.resolve(flow)[0]
+        self.judge.add(flow)
 
 
 class DriftSession:
@@ -79,8 +87,10 @@ class DriftSession:
         deadline: float | None = None,
         now: str | None = None,
         cancel: threading.Event | None = None,
+        identities: IdentityBook | None = None,
     ) -> None:
         self.request = request
+        self.identities = identities
         self.judge = judge
         self.problems = problems
         self._stream = stream
@@ -98,7 +108,7 @@ class DriftSession:
 
     def read_capture(self) -> DriftRun:
         """Judge the capture files (no stream): in the calling thread, stopped by ``cancel``."""
-        capture = CaptureFlows(self.request.check.inputs, self._cancel)
+        capture = CaptureFlows(self.request.check.inputs, self._cancel, identities=self.identities)
         for flow in capture:
             self.judge.add(flow)
         capture.check_readable()
@@ -152,9 +162,14 @@ def drift(
     window that is over, RelaySetupError for a failed set-up. The caller runs it and closes
     it."""
     judge, problems = drift_judge(request, evidence_dir)
+    reach = access or RelayAccess()
+    book, problem = check_identities(
+        request.check, kubeconfig=reach.kubeconfig, context=reach.context
+    )
+    problems += [problem] if problem else []
     live = request.live
     if live is None:
-        return DriftSession(request, judge, problems, now=now, cancel=cancel)
+        return DriftSession(request, judge, problems, now=now, cancel=cancel, identities=book)
     started = now or rfc3339(utc_now())
     since, _until, _stop_after = live.live_window(started)
     duration, deadline = live.live_stop(started)
@@ -166,7 +181,7 @@ def drift(
         tls=(access or RelayAccess()).tls,
         include_audit=request.check.include_audit,
     )
-    reader = _DriftStream(stream, judge)
+    reader = _DriftStream(stream, judge, book)
     reader.relay = relay
     return DriftSession(
         request, judge, problems, stream=reader, duration=duration, deadline=deadline, now=now

@@ -30,8 +30,10 @@ from cpg_core import (
     held_back,
     hold_back,
 )
+from cpg_core.identities import IdentityBook
 from cpg_core.reports import WaitingPolicy
 from cpg_io.hubble import TLSSettings
+from cpg_io.identities import read_identities
 from cpg_io.kube import RelayConnection
 from cpg_io.kustomize import update_kustomizations
 from cpg_io.relay_receiver import StreamSettings
@@ -113,8 +115,20 @@ def live(
     request.live_window(now)  # an until in the past: refused before anything is opened
     relay = open_relay(request, access)
     try:
+        book = read_identities(
+            request.identities,
+            kubeconfig=access.kubeconfig,
+            context=access.context,
+            temp_dir=relay.temp_dir,
+        )
         settings = live_settings(
-            request, output_dir, relay, now=now, tls=access.tls, evidence_dir=evidence_dir
+            request,
+            output_dir,
+            relay,
+            now=now,
+            tls=access.tls,
+            evidence_dir=evidence_dir,
+            identities=book,
         )
     except BaseException:
         relay.close()
@@ -139,6 +153,7 @@ def live_settings(
     now: str,
     tls: TLSSettings | None = None,
     evidence_dir: Path | None = None,
+    identities: IdentityBook | None = None,
 ) -> LiveSettings:
     """The one place a live capture's settings are built from a request (cpg generate and a
     cpg-mcp session alike); ``now`` (RFC 3339) anchors a relative since and bounds until."""
@@ -147,7 +162,7 @@ def live_settings(
     return LiveSettings(
         server=relay.server,
         output_dir=output_dir,
-        options=request.aggregate_options(since, until),
+        options=attrs.evolve(request.aggregate_options(since, until), identities=identities),
         namespaces=request.capture.namespaces,
         tls=tls or TLSSettings(),
         timeout=request.live.timeout,

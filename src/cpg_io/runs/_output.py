@@ -351,6 +351,7 @@ def run_report(
         waiting=tuple(result.waiting),
         evidence_flag=evidence_flag if request.evidence.record and not request.dry_run else "",
         stable_for=result.stable_for,
+        identities=dict(result.aggregator.identities),
         kustomized=result.kustomized,
         evidence_errors=tuple(result.evidence_errors),
         exit_code=exit_code,

@@ -24,9 +24,11 @@ from cpg_core import (
     plan,
 )
 from cpg_core.cilium import local_cluster_default
+from cpg_core.identities import IdentityBook
 from cpg_core.reports import PlanView
 from cpg_core.why import FlowFilter
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
+from cpg_io.identities import check_identities
 from cpg_io.kube import cluster_state
 from cpg_io.policy_files import load_policies
 from cpg_io.runs._output import EvidenceSettings, write_outputs
@@ -56,11 +58,12 @@ def plan_capture(
     allow_localhost: bool = True,
     cancel: threading.Event | None = None,
     flow_filter: FlowFilter | None = None,
+    identities: IdentityBook | None = None,
 ) -> PlannedCapture:
     """The plan of ``proposal`` over a capture; UnreadableInput when it holds no record;
     Cancelled soon after ``cancel`` is set."""
     keep = flow_filter.matches if flow_filter is not None and not flow_filter.empty else None
-    capture = CaptureFlows(inputs, cancel, keep)
+    capture = CaptureFlows(inputs, cancel, keep, identities)
     problems: list[str] = []
     found: dict[str, PolicyEvidence] = {}
     if evidence is not None:
@@ -105,6 +108,7 @@ class JudgedPolicies:
     origin: str
     local: bool | None
     problems: list[str]
+    identities: IdentityBook | None = None
 
 
 def judged_policies(
@@ -121,6 +125,10 @@ def judged_policies(
     current: list[dict[str, Any]] | None = None
     source: CurrentSource = "flows"
     problems: list[str] = []
+    book, problem = check_identities(
+        request, kubeconfig=kubeconfig, context=context, temp_dir=kube_dir
+    )
+    problems += [problem] if problem else []
     if request.current is not None:
         current = load_policies(Path(request.current), setting="current")
         origin = f"the current policies {request.current} ({len(current)})"
@@ -139,7 +147,7 @@ def judged_policies(
             problems += [unknown] if unknown else []
     elif request.current is None:
         origin = "inferred from the flows (no current policies given, from files or the cluster)"
-    return JudgedPolicies(folder, proposal, current, source, origin, local, problems)
+    return JudgedPolicies(folder, proposal, current, source, origin, local, problems, book)
 
 
 def plan_run(
@@ -173,6 +181,7 @@ def plan_run(
         allow_localhost=request.allow_localhost,
         cancel=cancel,
         flow_filter=flow_filter,
+        identities=judged.identities,
     )
     view = PlanView(plan=planned.plan, proposal=str(folder), origin=origin, policies=len(proposal))
     return PlanRun(view=view, stats=planned.stats, problems=problems + planned.problems)

@@ -34,6 +34,7 @@ from cpg_core import (
 from cpg_core.reading import ReadStats
 from cpg_io.engines import Engine, InProcess, choose_engine
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
+from cpg_io.identities import read_identities
 from cpg_io.kustomize import KUSTOMIZATION, update_kustomizations
 from cpg_io.policy_files import load_policies
 from cpg_io.progress import SILENT, ReplayWatcher, Reported
@@ -78,6 +79,8 @@ def replay(
     cancel: threading.Event | None = None,
     clock: Callable[[], datetime] = utc_now,
     session_id: str | None = None,
+    kubeconfig: Path | None = None,
+    context: str | None = None,
 ) -> RunResult:
     """Replay ``inputs`` (files, folders, globs, URLs, ``-``) into ``output_dir`` as
     ``request`` says. ``engine`` overrides the request's choice (cpg-mcp replays in process;
@@ -87,10 +90,11 @@ def replay(
     if request.window.bounded:
         reference = newest_time(files) if request.window.relative else None
         since, until = request.window.resolve(reference)
+    book = read_identities(request.identities, kubeconfig=kubeconfig, context=context)
     result = replay_capture(
         files,
         output_dir,
-        request.aggregate_options(since, until),
+        attrs.evolve(request.aggregate_options(since, until), identities=book),
         engine=engine or choose_engine(request.engine),
         evidence=None if request.dry_run else evidence_settings(request, output_dir, evidence_dir),
         dry_run=request.dry_run,
@@ -110,6 +114,7 @@ def replay(
                 load_policies(output_dir),
                 request.capture.decide_options(),
                 window=(since, until),
+                identities=book,
             ).report
         except CpgError as exc:
             result.verify_error = str(exc)

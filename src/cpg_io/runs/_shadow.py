@@ -15,6 +15,7 @@ from pathlib import Path
 import attrs
 
 from cpg_core import CANNOT_JUDGE, PolicyEvidence
+from cpg_core.identities import IdentityBook
 from cpg_core.reports import PlanView, render
 from cpg_core.shadow import PlanJudge, ShadowRequest, WouldBreak
 from cpg_io.errors import IoError
@@ -102,7 +103,9 @@ def shadow(
         deadline=deadline,
         report=Path(request.report) if request.report else None,
     )
-    return ShadowCapture(settings, judge, on_break=on_break, relay=relay, problems=problems)
+    capture = ShadowCapture(settings, judge, on_break=on_break, relay=relay, problems=problems)
+    capture.identities = judged.identities
+    return capture
 
 
 def _break_key(item: WouldBreak) -> tuple[str, ...]:
@@ -132,13 +135,18 @@ class ShadowCapture(RelayReader):
         self.on_break = on_break
         self.flushes = 0
         self.report_error = ""
+        self.identities: IdentityBook | None = None
+        """Fills in the sides of each flow Hubble left without identity, before judging."""
         self.last: PlanView | None = None
         """The plan as of the last flush (a status line reads it)."""
         self._announced: set[tuple[str, ...]] = set()
         self._flushing = threading.Lock()
 
     def _take_flow(self, f: object, response: object) -> None:
-        self.judge.add(self._converter.flow(f, response))
+        flow = self._converter.flow(f, response)
+        if self.identities is not None:
+            flow = self.identities.resolve(flow)[0]
+        self.judge.add(flow)
 
     def so_far(self) -> PlanView:
         """The plan of every flow received so far (the session is not disturbed)."""

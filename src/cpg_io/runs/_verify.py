@@ -3,6 +3,7 @@ deny dropped? Reading is here; the checking is cpg_core's."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -11,12 +12,16 @@ import attrs
 
 from cpg_core import CheckRequest, DecideOptions, Flow, VerifyReport, verify_flows
 from cpg_core.cilium import local_cluster_default
+from cpg_core.identities import IdentityBook
 from cpg_core.reading import time_key
 from cpg_core.reports import VerifyView
 from cpg_core.why import FlowFilter
+from cpg_io.identities import check_identities
 from cpg_io.kube import cluster_state
 from cpg_io.policy_files import load_policies
 from cpg_io.sources import CaptureFlows, ReadStats
+
+log = logging.getLogger("cpg")
 
 
 @attrs.frozen
@@ -38,12 +43,15 @@ def verify_capture(
     allow_localhost: bool = True,
     window: tuple[str, str] = ("", ""),
     flow_filter: FlowFilter | None = None,
+    identities: IdentityBook | None = None,
 ) -> VerifiedCapture:
     """Check ``policies`` against a capture (files, folders, globs: as cpg replay reads
     them); UnreadableInput when it holds no Hubble record. Only flows inside ``window``
     (since, until time keys; "" is open) are checked."""
     keep = flow_filter.matches if flow_filter is not None and not flow_filter.empty else None
-    capture = CaptureFlows([source] if isinstance(source, str) else source, keep=keep)
+    capture = CaptureFlows(
+        [source] if isinstance(source, str) else source, keep=keep, identities=identities
+    )
     since, until = window
     flows: Iterable[Flow] = capture
     if since or until:
@@ -80,6 +88,9 @@ def verify_run(
     sources = [str(folder)] if folder is not None else []
     documents = load_policies(folder) if folder is not None else []
     local = request.default_local_cluster
+    book, problem = check_identities(request, kubeconfig=kubeconfig, context=context)
+    if problem:
+        log.warning("%s", problem)
     if request.cluster:
         live, images = cluster_state(kubeconfig, context)
         documents += live
@@ -93,6 +104,7 @@ def verify_run(
         default_local_cluster=local is not False,
         allow_localhost=request.allow_localhost,
         flow_filter=flow_filter,
+        identities=book,
     )
     view = VerifyView(report=verified.report, policies=len(documents), origin=" and ".join(sources))
     return VerifyRun(view=view, stats=verified.stats)

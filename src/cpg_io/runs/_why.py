@@ -12,6 +12,7 @@ import attrs
 
 from cpg_core import CheckRequest, Flow, Verdict
 from cpg_core.cilium import local_cluster_default
+from cpg_core.identities import IdentityBook
 from cpg_core.reports import WhyView
 from cpg_core.why import (
     FlowFilter,
@@ -24,6 +25,7 @@ from cpg_core.why import (
     with_known_pod,
 )
 from cpg_io.errors import Cancelled
+from cpg_io.identities import check_identities
 from cpg_io.kube import cluster_state
 from cpg_io.policy_files import load_policies
 from cpg_io.sources import CaptureFlows, ReadStats
@@ -47,6 +49,7 @@ class _Judged:
     folder_name: str
     local_cluster: bool
     problems: list[str]
+    identities: IdentityBook | None = None
 
 
 def _judged(
@@ -59,6 +62,10 @@ def _judged(
     folder = load_policies(folder_path) if folder_path is not None and folder_path.exists() else []
     local = request.default_local_cluster
     problems: list[str] = []
+    book, problem = check_identities(
+        request, kubeconfig=kubeconfig, context=context, temp_dir=kube_dir
+    )
+    problems += [problem] if problem else []
     if request.current is not None:
         current = load_policies(Path(request.current), setting="current")
         judged, origin = current, f"the current policies {request.current} ({len(current)})"
@@ -71,8 +78,11 @@ def _judged(
     else:
         if folder_path is not None and not folder_path.exists():
             load_policies(folder_path)  # the error that names the folder and the fix
-        return _Judged(folder, f"{folder_path} ({len(folder)})", [], "", local is not False, [])
-    return _Judged(judged, origin, folder, str(folder_path or ""), local is not False, problems)
+        origin = f"{folder_path} ({len(folder)})"
+        return _Judged(folder, origin, [], "", local is not False, problems, book)
+    return _Judged(
+        judged, origin, folder, str(folder_path or ""), local is not False, problems, book
+    )
 
 
 def _answer(flow: Flow, count: int, judged: _Judged, request: CheckRequest, names: Any) -> Why:
@@ -102,7 +112,7 @@ def why_run(
     """Every distinct flow of the capture the filters select (denied flows when no verdict is
     given), each answered against the policies judged, most flows first."""
     judged = _judged(request, kubeconfig, context, kube_dir)
-    capture = CaptureFlows(request.inputs, cancel)
+    capture = CaptureFlows(request.inputs, cancel, identities=judged.identities)
     groups: dict[tuple[Any, ...], list[Any]] = {}
     kept: list[Flow] = []
     pods: dict[str, Any] = {}
@@ -148,6 +158,9 @@ def trace_run(
 ) -> WhyRun:
     """The answer for flows described by hand (``cpg_core.why.traced_flows``)."""
     judged = _judged(request, kubeconfig, context, kube_dir)
+    book = judged.identities
+    if book is not None:
+        flows = [book.resolve(flow)[0] for flow in flows]
     answers = tuple(_answer(flow, 0, judged, request, {}) for flow in flows)
     view = WhyView(answers=answers, origin=judged.origin, policies=len(judged.policies))
     return WhyRun(view=view, stats=None, problems=judged.problems)

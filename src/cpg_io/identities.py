@@ -1,0 +1,81 @@
+"""Reading identity sources: files of CiliumEndpoints, CiliumIdentities and pods (JSON or
+YAML, as ``kubectl get … -o json|yaml`` prints them), or the same objects read from the
+cluster (``cluster``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from cpg_core import CheckRequest, CpgError, Setting
+from cpg_core.cilium import load_all
+from cpg_core.identities import CLUSTER, IdentityBook, identity_book, joined_books
+from cpg_io.errors import SourceError
+
+
+def read_identities(
+    sources: Sequence[str],
+    *,
+    kubeconfig: Path | None = None,
+    context: str | None = None,
+    temp_dir: Path | None = None,
+) -> IdentityBook | None:
+    """One book of every source (None when none is given). SourceError names a file that
+    cannot be read, IdentityInputError an object in it, KubeError a cluster that cannot."""
+    if not sources:
+        return None
+    books = []
+    for source in sources:
+        if source == CLUSTER:
+            from cpg_io.kube import cluster_identities
+
+            documents = cluster_identities(kubeconfig, context, temp_dir)
+            books.append(identity_book(documents, "the cluster's identities"))
+        else:
+            books.append(identity_book(_documents(Path(source)), source))
+    return joined_books(books)
+
+
+def _documents(path: Path) -> list[Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SourceError(
+            Setting("identities"),
+            f" {path}: no such file (make it with: kubectl get ciliumendpoints,"
+            "ciliumidentities,pods -A -o json)",
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SourceError(Setting("identities"), f" {path}: cannot read it ({exc})") from None
+    if text.lstrip()[:1] in ("{", "["):
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise SourceError(Setting("identities"), f" {path}: not valid JSON ({exc})") from None
+        return data if isinstance(data, list) else [data]
+    return load_all(text, str(path))
+
+
+def check_identities(
+    request: CheckRequest,
+    *,
+    kubeconfig: Path | None = None,
+    context: str | None = None,
+    temp_dir: Path | None = None,
+) -> tuple[IdentityBook | None, str]:
+    """The identities a check judges with: those given, and the cluster's when its policies
+    are read too. The cluster's are a help there, not what was asked for: when they cannot
+    be listed (no right to list pods, say) the check goes on without them, and the second
+    value says why (else "")."""
+    given = read_identities(
+        request.identities, kubeconfig=kubeconfig, context=context, temp_dir=temp_dir
+    )
+    if not request.cluster or CLUSTER in request.identities:
+        return given, ""
+    try:
+        live = read_identities([CLUSTER], kubeconfig=kubeconfig, context=context, temp_dir=temp_dir)
+    except CpgError as exc:
+        return given, f"identities not read from the cluster ({exc}); judged without them"
+    return joined_books([b for b in (given, live) if b is not None]), ""
