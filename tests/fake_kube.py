@@ -17,6 +17,13 @@ _PODS = re.compile(r"^/api/v1/namespaces/([^/]+)/pods$")
 _NAMESPACED = re.compile(r"^/apis/cilium\.io/v2/namespaces/([^/]+)/ciliumnetworkpolicies$")
 
 
+_IDENTITY_PATHS = {
+    "/apis/cilium.io/v2/ciliumendpoints": "CiliumEndpoint",
+    "/apis/cilium.io/v2/ciliumidentities": "CiliumIdentity",
+    "/api/v1/pods": "Pod",
+}
+
+
 class FakeKube:
     def __init__(self) -> None:
         self.policies: list[dict[str, Any]] = []
@@ -26,8 +33,15 @@ class FakeKube:
         """The labels of the pods of each namespace (outside kube-system's agents)."""
         self.status = 200
         self.requests: list[tuple[str, str]] = []
+        self.identity_objects: list[dict[str, Any]] | None = None
+        """CiliumEndpoints, CiliumIdentities and pods of every namespace (None: not served)."""
+        self.authorization: list[str] = []
+        """The Authorization header of each request."""
 
     def items(self, path: str) -> list[dict[str, Any]] | None:
+        served = _IDENTITY_PATHS.get(path)
+        if served is not None and self.identity_objects is not None:
+            return [o for o in self.identity_objects if o.get("kind") == served]
         if path == "/apis/cilium.io/v2/ciliumnetworkpolicies":
             return [p for p in self.policies if p.get("kind") == "CiliumNetworkPolicy"]
         if path == "/apis/cilium.io/v2/ciliumclusterwidenetworkpolicies":
@@ -59,14 +73,18 @@ class FakeKube:
 
 
 @contextmanager
-def fake_kube(tmp_path: Path) -> Iterator[tuple[FakeKube, Path]]:
-    """Start the server; yield it and a kubeconfig file that points at it."""
+def fake_kube(
+    tmp_path: Path, tls: tuple[Path, Path] | None = None
+) -> Iterator[tuple[FakeKube, Path]]:
+    """Start the server (over TLS with ``tls``: key and certificate); yield it and a
+    kubeconfig file that points at it."""
     state = FakeKube()
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             state.requests.append((self.command, self.path))
+            state.authorization.append(self.headers.get("Authorization", ""))
             items = state.items(path)
             if state.status != 200:
                 self._send(
@@ -89,6 +107,12 @@ def fake_kube(tmp_path: Path) -> Iterator[tuple[FakeKube, Path]]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if tls is not None:
+        import ssl
+
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(certfile=str(tls[1]), keyfile=str(tls[0]))
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     kubeconfig = tmp_path / "kubeconfig"

@@ -40,7 +40,7 @@ from cpg_core._triage import (
 )
 
 if TYPE_CHECKING:  # _filters reads requests, which read this module
-    pass
+    from cpg_core._identities import IdentityBook
 from cpg_core._aggregate_base import (
     _AUDIT,
     _CANDIDATE,
@@ -62,6 +62,11 @@ from cpg_core._aggregate_folds import _Folds
 
 class _Counting(_Folds):
     """Flows in: each one decided, resolved and counted; the totals read back."""
+
+    def use_identities(self, book: IdentityBook | None) -> None:
+        """Fill in the flows added from now on with ``book`` (a live session reads the
+        cluster's identities again as pods come and go); what was added stays as it was."""
+        self._book = book if book is not None and not book.empty else None
 
     def add(self, flow: Flow) -> Decision:
         if self._book is not None:

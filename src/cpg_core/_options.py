@@ -857,7 +857,8 @@ OPTIONS: tuple[Option, ...] = (
         "kube",
         "path?",
         None,
-        "Kubeconfig (default $KUBECONFIG, else ~/.kube/config).",
+        "Kubeconfig (default $KUBECONFIG, else ~/.kube/config; in a pod without either, its "
+        "service account).",
         "--kubeconfig",
         "--kube-config",
         metavar="FILE",

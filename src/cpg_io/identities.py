@@ -5,9 +5,11 @@ cluster (``cluster``)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+import attrs
 
 from cpg_core import CheckRequest, CpgError, Setting
 from cpg_core.cilium import load_all
@@ -79,3 +81,41 @@ def check_identities(
     except CpgError as exc:
         return given, f"identities not read from the cluster ({exc}); judged without them"
     return joined_books([b for b in (given, live) if b is not None]), ""
+
+
+IDENTITY_REFRESH = 300.0
+"""Seconds between two readings of the cluster's identities in a live session: pods start,
+stop and take each other's IPs while it runs for weeks."""
+
+
+@attrs.define
+class IdentityRefresh:
+    """How a live session reads the cluster's identities again: ``read`` gives the new book
+    and, when the cluster could not be read, why (the session keeps the book it has)."""
+
+    read: Callable[[], tuple[IdentityBook | None, str]]
+    interval: float = IDENTITY_REFRESH
+
+
+def identity_refresh(
+    sources: Sequence[str],
+    *,
+    kubeconfig: Path | None = None,
+    context: str | None = None,
+    temp_dir: Path | None = None,
+) -> IdentityRefresh | None:
+    """The refresh of a live session that reads identities from the cluster (None when its
+    sources are files only: they do not change)."""
+    if CLUSTER not in sources:
+        return None
+
+    def read() -> tuple[IdentityBook | None, str]:
+        try:
+            book = read_identities(
+                sources, kubeconfig=kubeconfig, context=context, temp_dir=temp_dir
+            )
+        except CpgError as exc:
+            return None, str(exc)
+        return book, ""
+
+    return IdentityRefresh(read)

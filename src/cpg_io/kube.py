@@ -27,7 +27,8 @@ def api_client(
     temp_dir: Path | None = None,
 ) -> Any:
     """An API client from a kubeconfig (``--kubeconfig``, else ``$KUBECONFIG``, else
-    ``~/.kube/config``) and context (``--context``, else the current one). With ``timeout``,
+    ``~/.kube/config``) and context (``--context``, else the current one); in a pod without
+    any, from its service account (:func:`in_a_pod`). With ``timeout``,
     an auth plugin that does not answer in time is an error, not a hang. Certificates and keys
     given inline (``client-key-data``…) are written by the client to files: into ``temp_dir``
     when given (a private folder the caller removes with :func:`forget_temp_dir`), never
@@ -46,6 +47,8 @@ def api_client(
     # The client reads $KUBECONFIG once, at import; read it at each call instead.
     default = os.path.expanduser(os.environ.get("KUBECONFIG") or "~/.kube/config")
     configuration = client.Configuration()
+    if kubeconfig is None and in_a_pod(default):
+        return client.ApiClient(_service_account(configuration))
     try:
         config.load_kube_config(  # type: ignore[no-untyped-call]
             config_file=str(kubeconfig) if kubeconfig else default,
@@ -69,6 +72,42 @@ def api_client(
     except Exception as exc:  # auth plugins fail in many ways
         raise KubeError(f"cannot use the kubeconfig's credentials ({exc})") from None
     return client.ApiClient(configuration)
+
+
+SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+"""Where Kubernetes mounts a pod's service-account token and the cluster's CA."""
+
+
+def in_a_pod(default_kubeconfig: str) -> bool:
+    """Whether cpg runs in a pod with nothing else to go by: the API server's address in the
+    environment, a service-account token mounted, and no kubeconfig ($KUBECONFIG or
+    ~/.kube/config) to take instead."""
+    return (
+        bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+        and not os.path.exists(default_kubeconfig)
+        and (SERVICE_ACCOUNT / "token").is_file()
+    )
+
+
+def _service_account(configuration: Any) -> Any:
+    """The configuration of the pod's own service account (its token, re-read as it
+    rotates, and the cluster's CA)."""
+    from kubernetes.config.config_exception import ConfigException
+    from kubernetes.config.incluster_config import InClusterConfigLoader
+
+    loader = InClusterConfigLoader(  # type: ignore[no-untyped-call]
+        token_filename=str(SERVICE_ACCOUNT / "token"),
+        cert_filename=str(SERVICE_ACCOUNT / "ca.crt"),
+        environ=os.environ,
+    )
+    try:
+        loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
+    except ConfigException as exc:
+        raise KubeError(
+            f"cannot use the pod's service account in {SERVICE_ACCOUNT} ({exc}); give ",
+            Setting("kubeconfig"),
+        ) from None
+    return configuration
 
 
 def forget_temp_dir(temp_dir: Path) -> None:

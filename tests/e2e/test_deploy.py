@@ -138,6 +138,12 @@ def test_each_overlay_runs_what_it_says() -> None:
     dedup = built("cluster-dedup")
     (role,) = [o for o in dedup if o["kind"] == "ClusterRole"]
     assert {verb for rule in role["rules"] for verb in rule["verbs"]} == {"get", "list"}
+    readable = {r for rule in role["rules"] for r in rule["resources"]}
+    assert {"ciliumendpoints", "ciliumidentities", "pods"} <= readable  # --identities=cluster
+    (deployment,) = [o for o in dedup if o["kind"] == "Deployment"]
+    pod = deployment["spec"]["template"]["spec"]
+    assert {"--cluster-dedup", "--identities=cluster"} <= set(pod["containers"][0]["args"])
+    assert pod["automountServiceAccountToken"] is True  # the API through its service account
     archive = {o["kind"] for o in built("archive")}
     assert "CronJob" in archive and "Deployment" not in archive
     propose = [o for o in built("propose") if o["kind"] == "CronJob"]

@@ -14,7 +14,7 @@ from cpg_core.identities import IdentityBook
 from cpg_core.reports import DriftView
 from cpg_core.shadow import DriftJudge, DriftRequest
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
-from cpg_io.identities import check_identities
+from cpg_io.identities import check_identities, identity_refresh
 from cpg_io.policy_files import load_policies
 from cpg_io.relay_receiver import StreamSettings
 from cpg_io.runs._access import RelayAccess, open_relay
@@ -69,6 +69,9 @@ class _DriftStream(RelayReader):
         if self.identities is not None:
             flow = self.identities.resolve(flow)[0]
         self.judge.add(flow)
+
+    def _use_identities(self, book: IdentityBook | None) -> None:
+        self.identities = book
 
 
 class DriftSession:
@@ -183,6 +186,12 @@ def drift(
     )
     reader = _DriftStream(stream, judge, book)
     reader.relay = relay
+    reader.identity_refresh = identity_refresh(
+        request.check.identity_sources,
+        kubeconfig=reach.kubeconfig,
+        context=reach.context,
+        temp_dir=relay.temp_dir,
+    )
     return DriftSession(
         request, judge, problems, stream=reader, duration=duration, deadline=deadline, now=now
     )

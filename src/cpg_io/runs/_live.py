@@ -33,7 +33,7 @@ from cpg_core import (
 from cpg_core.identities import IdentityBook
 from cpg_core.reports import WaitingPolicy
 from cpg_io.hubble import TLSSettings
-from cpg_io.identities import read_identities
+from cpg_io.identities import identity_refresh, read_identities
 from cpg_io.kube import RelayConnection
 from cpg_io.kustomize import update_kustomizations
 from cpg_io.relay_receiver import StreamSettings
@@ -142,7 +142,14 @@ def live(
             relay.forwarder.pod,
             relay.server,
         )
-    return LiveCapture(settings, relay=relay)
+    capture = LiveCapture(settings, relay=relay)
+    capture.identity_refresh = identity_refresh(
+        request.identities,
+        kubeconfig=access.kubeconfig,
+        context=access.context,
+        temp_dir=relay.temp_dir,
+    )
+    return capture
 
 
 def live_settings(
@@ -236,6 +243,9 @@ class LiveCapture(RelayReader):
             source=SessionSource(type="live", server=settings.server),
         )
         self.result = RunResult(stats=self.stats, aggregator=self.totals)
+
+    def _use_identities(self, book: IdentityBook | None) -> None:
+        self.totals.use_identities(book)
 
     def _take_flow(self, f: Any, response: Any) -> None:
         converter = self._converter

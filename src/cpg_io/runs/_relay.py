@@ -18,11 +18,13 @@ import attrs
 from google.protobuf.message import DecodeError
 
 from cpg_core import FlowParseError, LostEvents, RunRequest
+from cpg_core.identities import IdentityBook
 from cpg_core.reading import MAX_REPORTED
 from cpg_io._proto.observer import observer_pb2
 from cpg_io.errors import RelayError
 from cpg_io.hubble import TLSSettings
 from cpg_io.hubble_convert import PartialResponse, ProtoConverter
+from cpg_io.identities import IdentityRefresh
 from cpg_io.kube import RelayConnection
 from cpg_io.relay_receiver import (
     CONNECTED,
@@ -91,6 +93,11 @@ class RelayReader:
         self._receiving: ReceivingProcess | None = None
         self.relay: RelayConnection | None = None
         """The way to the relay the run set up (a port-forward, credential files)."""
+        self.identity_refresh: IdentityRefresh | None = None
+        """How the cluster's identities are read again while the session runs (None: they
+        come from files, or not at all)."""
+        self.identity_readings = 0
+        """How often the identities were read again (the first reading not counted)."""
 
     def close(self) -> None:
         """Release what the run set up to reach the relay: the port-forward, credential
@@ -99,6 +106,10 @@ class RelayReader:
             self.relay.close()
 
     def _take_flow(self, f: Any, response: Any) -> None:
+        raise NotImplementedError
+
+    def _use_identities(self, book: IdentityBook | None) -> None:
+        """Judge the flows from now on with ``book`` (called with ``_lock`` held)."""
         raise NotImplementedError
 
     # --- stream ------------------------------------------------------------------------------
@@ -206,6 +217,8 @@ class RelayReader:
         every ``interval`` seconds. A relay error before anything was received (and nothing
         was written: ``has_output``) is raised; a later one is kept in ``error``."""
         helpers = [asyncio.create_task(self._flusher(flush, interval))]
+        if self.identity_refresh is not None:
+            helpers.append(asyncio.create_task(self._refresher(self.identity_refresh)))
         if duration is not None or deadline is not None:
             loop = asyncio.get_running_loop()
             connected = asyncio.Event()
@@ -245,6 +258,23 @@ class RelayReader:
                 await asyncio.to_thread(flush)
 
         return every_interval()
+
+    async def _refresher(self, refresh: IdentityRefresh) -> None:
+        """Read the cluster's identities again every ``refresh.interval`` seconds; a reading
+        that fails keeps the book the session has (said once per distinct failure)."""
+        said = ""
+        while True:
+            await asyncio.sleep(refresh.interval)
+            book, problem = await asyncio.to_thread(refresh.read)
+            if problem:
+                if problem != said:
+                    log.warning("identities not read again (%s); kept those read before", problem)
+                said = problem
+                continue
+            said = ""
+            with self._lock:
+                self._use_identities(book)
+                self.identity_readings += 1
 
     async def _timer(
         self, connected: asyncio.Event, duration: float | None, deadline: float | None

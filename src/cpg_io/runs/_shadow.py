@@ -20,6 +20,7 @@ from cpg_core.reports import PlanView, render
 from cpg_core.shadow import PlanJudge, ShadowRequest, WouldBreak
 from cpg_io.errors import IoError
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
+from cpg_io.identities import identity_refresh
 from cpg_io.kube import RelayConnection
 from cpg_io.relay_receiver import StreamSettings
 from cpg_io.runs._access import RelayAccess, open_relay
@@ -105,6 +106,12 @@ def shadow(
     )
     capture = ShadowCapture(settings, judge, on_break=on_break, relay=relay, problems=problems)
     capture.identities = judged.identities
+    capture.identity_refresh = identity_refresh(
+        check.identity_sources,
+        kubeconfig=access.kubeconfig,
+        context=access.context,
+        temp_dir=relay.temp_dir,
+    )
     return capture
 
 
@@ -147,6 +154,9 @@ class ShadowCapture(RelayReader):
         if self.identities is not None:
             flow = self.identities.resolve(flow)[0]
         self.judge.add(flow)
+
+    def _use_identities(self, book: IdentityBook | None) -> None:
+        self.identities = book
 
     def so_far(self) -> PlanView:
         """The plan of every flow received so far (the session is not disturbed)."""
