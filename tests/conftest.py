@@ -20,6 +20,7 @@ import attrs
 import pytest
 import yaml
 
+from browsing import CHROMEDRIVER, CHROMIUM, NO_BROWSER, missing
 from cpg_core.lint import lint_text
 from cpg_io.crd_schema import crd_schema_errors
 
@@ -439,3 +440,39 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # The image tests wait on mmdebstrap and podman (minutes, little CPU): first, so that one
     # worker does them while the other gets through the rest, instead of ending the run alone.
     items.sort(key=lambda item: item.get_closest_marker("image") is None)
+
+
+# --- a real browser for the report tests ----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
+        missing(NO_BROWSER)
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--host-resolver-rules=MAP * ~NOTFOUND",  # no name resolves: nothing leaves
+        "--window-size=1400,900",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.execute_cdp_cmd("Network.enable", {})
+    driver.execute_cdp_cmd(
+        "Network.setBlockedURLs", {"urls": ["http://*", "https://*", "ws://*", "wss://*"]}
+    )
+    try:
+        yield driver
+    finally:
+        driver.quit()

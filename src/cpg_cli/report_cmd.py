@@ -1,5 +1,5 @@
-"""``cpg report``: the output folder as a review document (Markdown for a pull request, or one
-self-contained HTML file with the traffic graph)."""
+"""``cpg report``: the output folder as a review document (Markdown for a pull request, one
+self-contained HTML file with the namespace matrix and the traffic graph, or JSON)."""
 
 from __future__ import annotations
 
@@ -23,8 +23,9 @@ _Output = Annotated[
         "--output",
         metavar="FORMAT",
         callback=opt.output_format(*FORMATS),
-        help="markdown (a pull-request body; GitHub draws its Mermaid graph) or html (one "
-        "self-contained file that works offline).",
+        help="markdown (a pull-request body; GitHub draws its Mermaid graph), html (one "
+        "self-contained file that works offline: a namespace matrix and the traffic graph) or "
+        "json (the coverage and the namespace matrix, as data).",
     ),
 ]
 
@@ -49,6 +50,9 @@ def report(
     """Write a review report of the policies, their evidence and the cluster health to stdout.
 
     cpg report -d policies > report.md;  cpg report -d policies -o html > report.html
+
+    Each says how much of the cluster the policies cover: of the workloads the policies,
+    their evidence and the plan show, those some policy selects for ingress and for egress.
     """
     from cpg_core.reports import Review, render
     from cpg_io.evidence_store import EvidenceStore, default_evidence_root

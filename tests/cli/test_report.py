@@ -5,41 +5,16 @@ blocked."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from browsing import MERMAID, missing
 from conftest import EXAMPLE, ROOT, cpg
-
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-MERMAID = Path(
-    os.environ.get(
-        "CPG_TEST_MERMAID",
-        Path.home()
-        / ".cache"
-        / "cpg-test"
-        / "node_modules"
-        / "mermaid"
-        / "dist"
-        / "mermaid.min.js",
-    )
-)
-NO_BROWSER = (
-    "headless Chromium is not installed (apt-get install chromium chromium-driver; .ci/run does)"
-)
-REQUIRED = os.environ.get("CPG_REQUIRE_BROWSER") == "1"  # set by .ci/run: never skip there
-
-
-def _missing(reason: str) -> None:
-    if REQUIRED:
-        pytest.fail(reason)
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="module")
@@ -77,42 +52,9 @@ def test_the_markdown_report_with_a_plan(replayed: Path) -> None:
     assert folder.returncode == 2 and "-o is the output format" in folder.stderr
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
-        _missing(NO_BROWSER)
-    webdriver = pytest.importorskip("selenium.webdriver")
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--host-resolver-rules=MAP * ~NOTFOUND",  # no name resolves: nothing leaves
-        "--window-size=1400,900",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.execute_cdp_cmd("Network.enable", {})
-    driver.execute_cdp_cmd(
-        "Network.setBlockedURLs", {"urls": ["http://*", "https://*", "ws://*", "wss://*"]}
-    )
-    try:
-        yield driver
-    finally:
-        driver.quit()
-
-
 def test_the_mermaid_block_renders_in_mermaid(replayed: Path, browser: Any, tmp_path: Path) -> None:
     if not MERMAID.exists():
-        _missing(f"the mermaid npm package is not at {MERMAID} (.ci/run installs it)")
+        missing(f"the mermaid npm package is not at {MERMAID} (.ci/run installs it)")
     text = cpg("report", "-d", "policies", cwd=replayed).stdout
     block = text.split("```mermaid\n", 1)[1].split("\n```", 1)[0]
     page = tmp_path / "mermaid.html"
@@ -176,10 +118,12 @@ def test_the_html_report_in_a_real_browser(replayed: Path, browser: Any, tmp_pat
     nodes = {n.get_attribute("data-id") for n in _visible(browser, "g.node")}
     for workload in ("shop/cart", "shop/frontend", "payments/ledger", "monitoring/prometheus"):
         assert f"wl:{workload}" in nodes
-    # every drawn edge has its port label (or a collapsed "TCP/9080 +3")
+    # every drawn edge has its port label (or a collapsed "TCP/9080 +3"); one with no free
+    # place is drawn only while its edge is highlighted
     edges = _visible(browser, "path.edge")
     labels = {
-        label.get_attribute("data-edge"): label.text for label in _visible(browser, "text.port")
+        label.get_attribute("data-edge"): label.get_attribute("textContent")
+        for label in _visible(browser, "text.port")
     }
     assert edges and all(
         re.fullmatch(r"(\S+/\S+|ICMP type \d+|any)( \+\d+)?", labels[e.get_attribute("data-edge")])
@@ -268,6 +212,10 @@ def test_a_45_policy_report_opens_on_readable_namespaces(browser: Any, tmp_path:
     assert sum(1 for _ in out.rglob("*.yaml")) == 45
     ran = cpg("report", "-d", str(out), "-o", "html")
     _open(browser, tmp_path / "report.html", ran.stdout)
+    # 13 namespaces: the report opens on their matrix; the graph is a click away
+    assert browser.find_element(By.ID, "matrix").is_displayed()
+    browser.find_element(By.ID, "mode").click()
+    assert not browser.find_element(By.ID, "matrix").is_displayed()
     assert _visible(browser, "g.view")[0].get_attribute("data-view") == "overview"
     shown = {n.get_attribute("data-id"): n for n in _visible(browser, "g.node")}
     namespaces = {f"ns:bookinfo-{i}" for i in range(1, 11)} | {"ns:monitoring", "ns:kube-system"}
@@ -315,7 +263,7 @@ def test_the_45_policy_markdown_graphs_render_narrow_and_never_hide_workloads(
     browser: Any, tmp_path: Path
 ) -> None:
     if not MERMAID.exists():
-        _missing(f"the mermaid npm package is not at {MERMAID} (.ci/run installs it)")
+        missing(f"the mermaid npm package is not at {MERMAID} (.ci/run installs it)")
     import yaml
 
     from captures import mesh_capture
@@ -407,12 +355,15 @@ def test_a_report_of_1000_policies_renders_within_5_s(browser: Any, tmp_path: Pa
     began = time.monotonic()
     browser.get(page.as_uri())
     # Chrome may hand a 10 MB page back before its script has drawn: wait for the drawing
-    # (within the budget) rather than count too early. It opens on the 40 namespaces; a click
-    # draws one namespace's workloads and their peers.
-    count = WebDriverWait(browser, 5, poll_frequency=0.05).until(
-        lambda driver: driver.execute_script(
-            "return document.querySelectorAll('g.view:not([display=none]) g.node').length"
-        )
+    # (within the budget) rather than count too early. It opens on the matrix of the 40
+    # namespaces; the graph shows them as nodes, and a click draws one namespace's workloads
+    # and their peers.
+    cells = WebDriverWait(browser, 5, poll_frequency=0.05).until(
+        lambda driver: driver.execute_script("return document.querySelectorAll('td.cell').length")
+    )
+    browser.find_element(By.ID, "mode").click()
+    count = browser.execute_script(
+        "return document.querySelectorAll('g.view:not([display=none]) g.node').length"
     )
     browser.find_element(By.CSS_SELECTOR, "g.node").click()
     shown = browser.execute_script(
@@ -421,7 +372,7 @@ def test_a_report_of_1000_policies_renders_within_5_s(browser: Any, tmp_path: Pa
     elapsed = time.monotonic() - began
     json.loads(browser.find_element(By.ID, "data").get_attribute("textContent"))
     shutil.rmtree(out)  # first: the after-test check would lint 1,000 files
-    assert count >= 40 and shown >= 25, (count, shown)
+    assert cells >= 40 and count >= 40 and shown >= 25, (cells, count, shown)
     assert elapsed < 5, f"{elapsed:.1f} s"
 
 

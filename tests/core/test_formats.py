@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -47,7 +48,7 @@ def _report(**changes: object) -> RunReport:
 
 def test_every_kind_lists_its_formats_and_renders_each() -> None:
     assert formats("run") == ("text", "json")
-    assert formats("review") == ("markdown", "html")
+    assert formats("review") == ("markdown", "html", "json")
     assert set(FORMATS) == {"run", "review", "plan", "verify", "explain", "why", "drift", "lint"}
     assert formats("drift") == ("text", "json")
     assert formats("why") == ("text", "json")
@@ -88,3 +89,44 @@ def test_the_run_text_says_what_was_written_and_what_verify_found() -> None:
     assert "  verify: ingress shop/web → shop/cart TCP/8080: no rule admits it" in text
     assert "Evidence redacted" in text
     assert "verify" in json.loads(render(report, "json"))
+
+
+def test_the_review_json_holds_the_coverage_and_the_namespace_matrix() -> None:
+    from cpg_core.reports import Review, ReviewInputs
+
+    def policy(name: str, **spec: Any) -> dict[str, Any]:
+        return {
+            "apiVersion": "cilium.io/v2",
+            "kind": "CiliumNetworkPolicy",
+            "metadata": {"name": f"cpg-{name}", "namespace": "shop"},
+            "spec": {"endpointSelector": {"matchLabels": {"app": name}}, **spec},
+        }
+
+    from_web = [{"fromEndpoints": [{"matchLabels": {"app": "web"}}]}]
+    inputs = ReviewInputs(
+        policies=[
+            policy("api", ingress=from_web),
+            policy("web", egress=[{"toEntities": ["world"]}]),
+        ],
+        evidence={},
+        health=None,
+        plan=None,
+        problems=[],
+    )
+    data = json.loads(render(Review(title="policies", inputs=inputs), "json"))
+    assert data["policies"] == 2 and data["would_break_flows"] is None
+    assert data["coverage"]["workloads"] == 2
+    assert (data["coverage"]["ingress"], data["coverage"]["egress"]) == (1, 1)
+    assert data["namespaces"] == ["shop", "outside the cluster"]
+    assert [(c["source"], c["target"], c["connections"]) for c in data["matrix"]] == [
+        ("shop", "shop", 1),
+        ("shop", "outside the cluster", 1),
+    ]
+    assert data["matrix"][0]["links"] == [
+        {
+            "source": "wl:shop/web",
+            "target": "wl:shop/api",
+            "ports": ["any port"],
+            "status": "allowed",
+        }
+    ]

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 FORMAT_NAMES: Mapping[str, tuple[str, ...]] = {
     "run": ("text", "json"),
-    "review": ("markdown", "html"),
+    "review": ("markdown", "html", "json"),
     "plan": ("text", "json"),
     "verify": ("text", "json"),
     "explain": ("text", "json", "yaml"),

@@ -27,6 +27,7 @@ from cpg_core.reports._inputs import ReviewInputs
 from cpg_core.reports._lint import LintView, lint_json, lint_sarif, lint_text
 from cpg_core.reports._markdown import markdown_report
 from cpg_core.reports._run import RunReport, run_json, run_text
+from cpg_core.reports._summary import review_summary
 from cpg_core.reports._why import WhyView, why_text
 
 
@@ -75,6 +76,11 @@ def _review_html(review: Review) -> str:
     return html_report(title=review.title, inputs=review.inputs)
 
 
+def _review_json(review: Review) -> str:
+    summary = review_summary(review.title, review.inputs)
+    return json.dumps(to_data(summary), indent=2, ensure_ascii=False)
+
+
 def _plan_json(view: PlanView) -> str:
     return json.dumps(to_data(view.plan), indent=2, ensure_ascii=False)
 
@@ -95,7 +101,7 @@ def _why_json(view: WhyView) -> str:
 
 FORMATS: Mapping[str, Mapping[str, Callable[[Any], str]]] = {
     "run": {"text": run_text, "json": run_json},
-    "review": {"markdown": _review_markdown, "html": _review_html},
+    "review": {"markdown": _review_markdown, "html": _review_html, "json": _review_json},
     "plan": {"text": plan_text, "json": _plan_json},
     "verify": {"text": verify_text, "json": _verify_json},
     "explain": {"text": _explain_text, "json": _explain_json, "yaml": _explain_yaml},

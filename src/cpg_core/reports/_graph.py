@@ -25,6 +25,9 @@ class Node:
     """``workload``, ``entity``, ``cidr``, ``fqdn`` or ``selector`` (an endpoint selector that
     names no workload)."""
     namespace: str = ""
+    workload: str = ""
+    """The workload's name as evidence and plans give it (a ``workload`` node only; its
+    label may spell its selector instead)."""
 
 
 @attrs.frozen(slots=True)
@@ -67,10 +70,10 @@ def _endpoint_node(selector: Mapping[str, Any], namespace: str) -> Node:
         return Node(f"sel:{ns}/{shown}{extra}", f"{shown}{extra}", "selector", ns)
     name = workload_name(items) if any(k in PRIORITY_KEYS for k, _ in items) else ""
     name = name or ",".join(f"{k}={v}" for k, v in items)
-    return Node(f"wl:{ns}/{name}", name, "workload", ns)
+    return Node(f"wl:{ns}/{name}", name, "workload", ns, workload_name(items))
 
 
-def _target_node(policy: PolicyDocument, spec: Mapping[str, Any]) -> Node:
+def target_node(policy: PolicyDocument, spec: Mapping[str, Any]) -> Node:
     meta = policy.get("metadata") or {}
     namespace = str(meta.get("namespace") or "")
     return _endpoint_node(spec.get("endpointSelector") or {}, namespace)
@@ -122,7 +125,7 @@ def traffic_graph(policies: Iterable[PolicyDocument]) -> TrafficGraph:
         for spec in specs:
             if not isinstance(spec, Mapping):
                 continue
-            target = _target_node(policy, spec)
+            target = target_node(policy, spec)
             nodes.setdefault(target.id, target)
             selected_by.setdefault(target.id, set()).add(name)
             for section, prefix in (("ingress", "from"), ("egress", "to")):
@@ -177,7 +180,7 @@ def links_with_plan(graph: TrafficGraph, plan: Plan | None) -> tuple[list[Node],
     def node(name: str) -> str:
         if "/" in name:
             ns, workload = name.split("/", 1)
-            found = Node(f"wl:{ns}/{workload}", workload, "workload", ns)
+            found = Node(f"wl:{ns}/{workload}", workload, "workload", ns, workload)
         else:
             found = Node(f"entity:{name}", name, "entity")
         if found.id not in known:

@@ -14,13 +14,12 @@ from typing import Any
 import attrs
 
 from cpg_core import to_data
-from cpg_core._plan import Plan
 from cpg_core.reports._checks import plan_cannot_judge
+from cpg_core.reports._coverage import Coverage, coverage
 from cpg_core.reports._graph import (
     OUTSIDE,
     Link,
     Node,
-    TrafficGraph,
     group_of,
     links_with_plan,
     plural,
@@ -28,13 +27,30 @@ from cpg_core.reports._graph import (
     traffic_graph,
 )
 from cpg_core.reports._inputs import ReviewInputs
-from cpg_core.reports._layout import curve, layout, natural_key, place_labels
+from cpg_core.reports._layout import (
+    BOX_HEAD,
+    Rect,
+    bezier,
+    layout,
+    natural_key,
+    place_labels,
+    point_on,
+    svg_path,
+)
 from cpg_core.reports._markdown import confidence, learned
+from cpg_core.reports._matrix import Matrix, namespace_matrix, newly_enforced
 from cpg_core.text import clean_text
 
 NODE_W, NODE_H = 160, 30
+NAME_CHAR_W, SUB_CHAR_W = 9.0, 7.5
+"""Generous widths of a character of a node's name (14 px bold) and its second line (12 px):
+what a node's text may cover beyond its box, which edge labels keep clear of."""
 OVERVIEW_ABOVE = 60
 """Above this many nodes the report opens on namespaces (click one to see its workloads)."""
+MATRIX_ABOVE = 10
+"""Above this many namespaces (the peers outside the cluster counted as one) the report opens
+on the namespace matrix: measured on synthetic clusters, the namespace graph of 11 or more
+leaves port counts it has no free place for, and its curves cross into an unreadable bundle."""
 
 
 def _short(text: str, limit: int = 24) -> str:
@@ -58,9 +74,11 @@ def _view(
         column_gap=180 if overview else 100,
     )
     drawn_nodes = []
+    taken: list[Rect] = []
     for n in nodes:
         cx, cy = drawing.centres[n.id]
         label, _, sub = clean_text(n.label).partition(" · ")
+        x, y = cx - NODE_W / 2, cy - drawing.node_h / 2
         drawn_nodes.append(
             {
                 "id": n.id,
@@ -69,23 +87,36 @@ def _view(
                 "full": clean_text(n.label),
                 "kind": n.kind,
                 "namespace": n.namespace,
-                "x": cx - NODE_W / 2,
-                "y": cy - drawing.node_h / 2,
+                "x": x,
+                "y": y,
                 "h": drawing.node_h,
             }
         )
+        text_w = 10 + max(len(_short(label)) * NAME_CHAR_W, len(sub) * SUB_CHAR_W)
+        taken.append((x - 2, y - 2, x + max(NODE_W, text_w) + 2, y + drawing.node_h + 2))
+    for b in [] if overview else drawing.boxes:
+        title_w = 12 + len(b.name) * NAME_CHAR_W
+        taken.append((b.x, b.y, b.x + max(b.w, title_w), b.y + BOX_HEAD))
+    curves = [bezier(drawing, link.source, link.target) for link in links]
+    texts = [port_label(link.ports) for link in links]
+    # The labels that matter most are placed first: traffic that would break, then the rest
+    # in the drawing's order. A label with no free place left is drawn only on highlight.
+    order = sorted(range(len(links)), key=lambda i: (not links[i].breaks, i))
+    places = place_labels([curves[i] for i in order], [texts[i] for i in order], taken)
+    spots = dict(zip(order, places, strict=True))
     drawn_links = []
-    curves = [curve(drawing, link.source, link.target) for link in links]
-    labels = place_labels([mid for _, mid in curves], [port_label(lk.ports) for lk in links])
-    for link, (path, _), (mx, my) in zip(links, curves, labels, strict=True):
+    for i, link in enumerate(links):
+        spot = spots[i]
+        mx, my = spot if spot is not None else point_on(curves[i], 0.5)
         drawn_links.append(
             {
                 "source": link.source,
                 "target": link.target,
-                "d": path,
-                "label": port_label(link.ports),
+                "d": svg_path(curves[i]),
+                "label": texts[i],
                 "title": clean_text(link.title),
                 "breaks": link.breaks,
+                "spare": spot is None,
                 "lx": mx,
                 "ly": my,
             }
@@ -102,8 +133,7 @@ def _view(
     }
 
 
-def _views(graph: TrafficGraph, plan: Plan | None) -> list[dict[str, Any]]:
-    nodes, links = links_with_plan(graph, plan)
+def _views(nodes: Sequence[Node], links: Sequence[Link]) -> list[dict[str, Any]]:
     by_id = {n.id: n for n in nodes}
     if len(nodes) <= OVERVIEW_ABOVE:
         return [_view("all", "", nodes, links, overview=False)]
@@ -147,9 +177,84 @@ def _views(graph: TrafficGraph, plan: Plan | None) -> list[dict[str, Any]]:
     return views
 
 
+def _matrix_page(matrix: Matrix, nodes: Sequence[Node]) -> tuple[list[dict[str, Any]], Any]:
+    """The namespace matrix's rows for the template, and each cell's pair for the script."""
+    by_id = {n.id: n for n in nodes}
+    index = {(c.source, c.target): i for i, c in enumerate(matrix.cells)}
+    rows = []
+    for group in matrix.groups:
+        cells: list[dict[str, Any] | None] = []
+        for column in matrix.groups:
+            i = index.get((group, column))
+            if i is None:
+                cells.append(None)
+                continue
+            cell = matrix.cells[i]
+            breaking = sum(1 for link in cell.links if link.status == "breaks")
+            title = (
+                f"{group} → {column}: {plural(cell.connections, 'connection')}"
+                + (f", {breaking} would break" if breaking else "")
+                + f"; {', '.join(cell.ports)}"
+            )
+            cells.append(
+                {"index": i, "count": cell.connections, "status": cell.status, "title": title}
+            )
+        rows.append({"group": group, "cells": cells})
+    pairs = []
+    for cell in matrix.cells:
+        pairs.append(
+            {
+                "source": cell.source,
+                "target": cell.target,
+                "links": [
+                    [
+                        link.source,
+                        link.target,
+                        port_label(link.ports),
+                        ", ".join(link.ports),
+                        link.status,
+                    ]
+                    for link in cell.links
+                ],
+            }
+        )
+    names = {
+        node_id: clean_text(by_id[node_id].label)
+        for cell in matrix.cells
+        for link in cell.links
+        for node_id in (link.source, link.target)
+    }
+    return rows, {"pairs": pairs, "names": names}
+
+
+def _coverage_rows(found: Coverage) -> list[dict[str, Any]]:
+    return [
+        {
+            "namespace": row.namespace,
+            "workloads": row.workloads,
+            "ingress": row.ingress,
+            "egress": row.egress,
+            "open": ", ".join(
+                [f"{w} (ingress)" for w in row.ingress_open]
+                + [f"{w} (egress)" for w in row.egress_open]
+            ),
+        }
+        for row in found.namespaces
+    ]
+
+
 def html_report(*, title: str, inputs: ReviewInputs) -> str:
     graph = traffic_graph(inputs.policies)
-    views = _views(graph, inputs.plan)
+    nodes, links = links_with_plan(graph, inputs.plan)
+    views = _views(nodes, links)
+    matrix = namespace_matrix(nodes, links, newly_enforced(inputs.plan))
+    matrix_rows, matrix_data = _matrix_page(matrix, nodes)
+    covered = coverage(
+        inputs.policies,
+        inputs.evidence,
+        inputs.plan,
+        [(n.namespace, n.workload) for n in nodes if n.kind == "workload"],
+    )
     details: dict[str, Any] = {}
     for node in graph.nodes:
         entries = []
@@ -224,8 +329,13 @@ def html_report(*, title: str, inputs: ReviewInputs) -> str:
         drops=drops,
         would_break=would_break,
         cannot_judge=cannot_judge,
-        data={"details": details, "findings": findings},
+        data={"details": details, "findings": findings, **matrix_data},
         policies=len(inputs.policies),
+        matrix_rows=matrix_rows,
+        groups=matrix.groups,
+        matrix_first=len(matrix.groups) > MATRIX_ABOVE,
+        coverage=covered,
+        coverage_rows=_coverage_rows(covered),
     )
 
 
@@ -234,7 +344,7 @@ TEMPLATE = """{% macro draw(v) %}<g class="view" data-view="{{ v.name }}" data-t
 {% endfor %}
 {% for e in v.links %}<path class="edge{% if e.breaks %} breaks{% endif %}" d="{{ e.d }}" data-source="{{ e.source }}" data-target="{{ e.target }}" data-edge="{{ loop.index0 }}"><title>{{ e.title }}</title></path>
 {% endfor %}
-{% for e in v.links %}<text class="port{% if e.breaks %} breaks{% endif %}" x="{{ e.lx|round(1) }}" y="{{ e.ly|round(1) }}" text-anchor="middle" dy="-3" data-edge="{{ loop.index0 }}" data-source="{{ e.source }}" data-target="{{ e.target }}">{{ e.label }}</text>
+{% for e in v.links %}<text class="port{% if e.breaks %} breaks{% endif %}{% if e.spare %} spare{% endif %}" x="{{ e.lx|round(1) }}" y="{{ e.ly|round(1) }}" text-anchor="middle" dy="-3" data-edge="{{ loop.index0 }}" data-source="{{ e.source }}" data-target="{{ e.target }}">{{ e.label }}</text>
 {% endfor %}
 {% for n in v.nodes %}<g class="node {{ n.kind }}" data-id="{{ n.id }}" data-ns="{{ n.namespace }}"><rect x="{{ n.x }}" y="{{ n.y }}" width="{{ node_w }}" height="{{ n.h }}"/>{% if n.sub %}<text x="{{ n.x + 8 }}" y="{{ n.y + 18 }}" class="name">{{ n.label }}</text><text x="{{ n.x + 8 }}" y="{{ n.y + 36 }}" class="sub">{{ n.sub }}</text>{% else %}<text x="{{ n.x + 8 }}" y="{{ n.y + n.h / 2 + 5 }}">{{ n.label }}</text>{% endif %}<title>{{ n.full }}</title></g>
 {% endfor %}
@@ -276,12 +386,30 @@ aside { overflow: auto; border-left: 1px solid #cbd5e1; padding: 8px 12px; }
 .port { font-size: 11px; fill: #334155; paint-order: stroke; stroke: #f8fafc; stroke-width: 3px; pointer-events: none; }
 .port.breaks { fill: #b91c1c; }
 .port.hot { fill: #1d4ed8; font-weight: 600; }
+.port.spare { display: none; }
+.port.spare.hot { display: inline; }
 .dim, .faded { opacity: 0.12; }
 pre { background: #0f172a; color: #e2e8f0; padding: 8px; overflow: auto; font-size: 12px; }
 table { border-collapse: collapse; font-size: 12px; }
 td, th { border: 1px solid #cbd5e1; padding: 2px 4px; text-align: left; }
 h2 { font-size: 16px; margin: 12px 0 4px; }
 .finding { background: #fef3c7; padding: 6px 8px; border: 1px solid #d97706; }
+#grid { position: absolute; inset: 0; overflow: auto; background: #f8fafc; padding: 8px 12px; z-index: 1; cursor: default; }
+#grid[hidden] { display: none; }
+#grid-title { margin: 0 0 8px; color: #334155; font-size: 13px; }
+#matrix, #pair { border-collapse: collapse; font-size: 12px; }
+#matrix th, #pair th { background: #f1f5f9; font-weight: 600; white-space: nowrap; padding: 2px 6px; cursor: pointer; }
+#matrix th.col span, #pair th.col span { writing-mode: vertical-rl; transform: rotate(180deg); display: inline-block; max-height: 140px; overflow: hidden; text-overflow: ellipsis; }
+#matrix th.corner, #pair th.corner { cursor: default; font-weight: 400; color: #475569; }
+#matrix td, #pair td { min-width: 26px; height: 22px; text-align: center; padding: 0 4px; white-space: nowrap; }
+#matrix td.none, #pair td.none { background: #fff; }
+td.cell { cursor: pointer; }
+td.cell.allowed, .swatch.allowed { background: #dbeafe; }
+td.cell.newly, .swatch.newly { background: #fde68a; }
+td.cell.breaks, .swatch.breaks { background: #fecaca; color: #991b1b; font-weight: 600; }
+td.cell:hover { outline: 2px solid #1d4ed8; }
+.key { font-size: 12px; color: #334155; }
+.swatch { display: inline-block; width: 12px; height: 12px; border: 1px solid #94a3b8; vertical-align: middle; margin-left: 8px; }
 </style>
 </head>
 <body>
@@ -290,12 +418,21 @@ h2 { font-size: 16px; margin: 12px 0 4px; }
   <span>{{ policies }} policies · {{ node_count }} nodes · {{ edge_count }} connections{% if would_break %} · <span class="breaks">{{ would_break }} flows would break</span>{% endif %}{% if cannot_judge %} · <span class="breaks" title="{{ cannot_judge }}">the plan cannot judge what would break</span>{% endif %}</span>
   <label>namespace <select id="ns"><option value="">all</option>{% for ns in namespaces %}<option>{{ ns }}</option>{% endfor %}</select></label>
   <label>finding <select id="finding"><option value="">none</option>{% for f in findings %}<option value="{{ loop.index0 }}">{{ f.label }}: {{ f.subject[:50] }}</option>{% endfor %}</select></label>
+  <button id="mode" type="button">{% if matrix_first %}graph view{% else %}matrix view{% endif %}</button>
   <button id="back" type="button" hidden>&larr; all namespaces</button>
   <span class="legend">&rarr; allowed{% if would_break %} · <span class="breaks">&#8674; would break</span>{% endif %}</span>
 </header>
 {% if cannot_judge %}<p class="finding" id="cannot-judge"><strong>The plan cannot judge what would break.</strong> {{ cannot_judge }}</p>
 {% endif %}<main>
 <div id="canvas">
+<div id="grid"{% if not matrix_first %} hidden{% endif %}>
+<div id="grid-title"><span id="pair-title">Namespaces: a row per source, a column per destination; a cell counts the connections between them. Click a cell to open that pair.</span> <button id="pair-back" type="button" hidden>&larr; all namespaces</button></div>
+<table id="matrix"><thead><tr><th class="corner">from &darr; to &rarr;</th>{% for g in groups %}<th class="col" data-group="{{ g }}"><span>{{ g }}</span></th>{% endfor %}</tr></thead>
+<tbody>{% for row in matrix_rows %}<tr><th class="row" data-group="{{ row.group }}">{{ row.group }}</th>{% for c in row.cells %}{% if c %}<td class="cell {{ c.status }}" data-cell="{{ c.index }}" title="{{ c.title }}">{{ c.count }}</td>{% else %}<td class="none"></td>{% endif %}{% endfor %}</tr>
+{% endfor %}</tbody></table>
+<table id="pair" hidden></table>
+<p class="key"><span class="swatch breaks"></span> would break <span class="swatch newly"></span> newly enforced <span class="swatch allowed"></span> allowed</p>
+</div>
 <div id="where"></div>
 <svg id="graph" xmlns="http://www.w3.org/2000/svg" preserveAspectRatio="xMidYMid meet">
 <defs>
@@ -308,6 +445,9 @@ h2 { font-size: 16px; margin: 12px 0 4px; }
 {% for v in views[1:] %}<template class="later" data-view="{{ v.name }}"><svg xmlns="http://www.w3.org/2000/svg">{{ draw(v) }}</svg></template>
 {% endfor %}<aside>
   <div id="panel"><p>{% if overview %}Click a namespace to see its workloads and their peers; {% endif %}Click a workload to see its policy and the evidence behind each rule.</p></div>
+  <h2>Coverage</h2>
+  <p id="coverage">Of {{ coverage.workloads }} workloads, policies select {{ coverage.ingress }} for ingress ({{ coverage.share("ingress") }}) and {{ coverage.egress }} for egress ({{ coverage.share("egress") }}).</p>
+  {% if coverage_rows %}<details id="coverage-namespaces"><summary>per namespace</summary><table><tr><th>namespace</th><th>workloads</th><th>ingress</th><th>egress</th><th>open</th></tr>{% for r in coverage_rows %}<tr><td>{{ r.namespace }}</td><td>{{ r.workloads }}</td><td>{{ r.ingress }}</td><td>{{ r.egress }}</td><td>{{ r.open }}</td></tr>{% endfor %}</table></details>{% endif %}
   <h2>Findings</h2>
   {% if findings %}<table><tr><th>finding</th><th>flows</th><th>fix</th></tr>{% for f in findings %}<tr><td>{{ f.what }}</td><td>{{ f.count }}</td><td>{{ f.fix }}</td></tr>{% endfor %}</table>{% else %}<p>None.</p>{% endif %}
   <h2>Infrastructure and transient drops</h2>
@@ -485,13 +625,84 @@ h2 { font-size: 16px; margin: 12px 0 4px; }
   }
   document.getElementById("ns").addEventListener("change", function () {
     var ns = document.getElementById("ns").value;
+    if (!grid.hidden) matrixMode(false);
     if (first.getAttribute("data-view") === "overview") {
       show(ns ? (viewNamed("ns:" + ns) || first) : first);
     } else { filter(); }
   });
   document.getElementById("finding").addEventListener("change", filter);
+  var grid = document.getElementById("grid"), matrix = document.getElementById("matrix"), pair = document.getElementById("pair");
+  var modeButton = document.getElementById("mode"), pairBack = document.getElementById("pair-back");
+  var pairTitle = document.getElementById("pair-title"), matrixTitle = pairTitle.textContent;
+  function matrixMode(on) {
+    grid.hidden = !on;
+    svg.style.display = on ? "none" : "";
+    document.getElementById("where").hidden = on;
+    modeButton.textContent = on ? "graph view" : "matrix view";
+    if (!on) fit();
+  }
+  function closePair() {
+    pair.hidden = true; matrix.hidden = false; pairBack.hidden = true;
+    pair.removeAttribute("data-cell"); pairTitle.textContent = matrixTitle;
+  }
+  function heading(id, cls) {
+    var th = el("th"); th.className = cls; th.setAttribute("data-id", id);
+    var name = data.names[id] || id;
+    if (cls === "col") { var span = el("span", name); th.appendChild(span); } else th.textContent = name;
+    th.title = id.replace(/^[a-z]+:/, "");
+    th.addEventListener("click", function () { details(id); });
+    return th;
+  }
+  function openPair(index) {
+    var found = data.pairs[index];
+    var rows = [], cols = [], at = {};
+    found.links.forEach(function (l) {
+      if (rows.indexOf(l[0]) < 0) rows.push(l[0]);
+      if (cols.indexOf(l[1]) < 0) cols.push(l[1]);
+      at[l[0] + "\u0000" + l[1]] = l;
+    });
+    var byName = function (a, b) { return (data.names[a] || a).localeCompare(data.names[b] || b, undefined, { numeric: true }); };
+    rows.sort(byName); cols.sort(byName);
+    pair.replaceChildren();
+    var head = el("tr"), corner = el("th", "from \u2193 to \u2192"); corner.className = "corner"; head.appendChild(corner);
+    cols.forEach(function (c) { head.appendChild(heading(c, "col")); });
+    pair.appendChild(head);
+    rows.forEach(function (r) {
+      var tr = el("tr"); tr.appendChild(heading(r, "row"));
+      cols.forEach(function (c) {
+        var l = at[r + "\u0000" + c], td = el("td");
+        if (!l) { td.className = "none"; tr.appendChild(td); return; }
+        td.className = "cell " + l[4]; td.textContent = l[2];
+        td.title = (data.names[r] || r) + " \u2192 " + (data.names[c] || c) + ": " + l[3] + (l[4] === "breaks" ? " (would break)" : l[4] === "newly" ? " (newly enforced)" : "");
+        td.addEventListener("click", function () { details(data.details[c] ? c : r); });
+        tr.appendChild(td);
+      });
+      pair.appendChild(tr);
+    });
+    pair.setAttribute("data-cell", String(index));
+    pair.setAttribute("data-source", found.source); pair.setAttribute("data-target", found.target);
+    matrix.hidden = true; pair.hidden = false; pairBack.hidden = false;
+    pairTitle.textContent = found.source + " \u2192 " + found.target + ": " + found.links.length + " connection" + (found.links.length === 1 ? "" : "s") + ". Click a workload to see its policy and evidence.";
+  }
+  matrix.querySelectorAll("td.cell").forEach(function (td) {
+    td.addEventListener("click", function () { openPair(Number(td.getAttribute("data-cell"))); });
+  });
+  matrix.querySelectorAll("th.row, th.col").forEach(function (th) {
+    th.addEventListener("click", function () {
+      // A namespace's header opens it in the graph (its own view, or the one view filtered).
+      var group = th.getAttribute("data-group"), select = document.getElementById("ns");
+      if (!Array.prototype.some.call(select.options, function (o) { return o.value === group; })) return;
+      select.value = group;
+      matrixMode(false);
+      var view = first.getAttribute("data-view") === "overview" ? viewNamed("ns:" + group) : null;
+      if (view) show(view); else filter();
+    });
+  });
+  pairBack.addEventListener("click", closePair);
+  modeButton.addEventListener("click", function () { closePair(); matrixMode(grid.hidden); });
   document.getElementById("back").addEventListener("click", function () { document.getElementById("ns").value = ""; show(first); });
   show(current);
+  matrixMode(!grid.hidden);
 })();
 </script>
 </body>

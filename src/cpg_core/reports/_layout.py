@@ -166,9 +166,13 @@ def _mean(
     return sum(ys) / len(ys) if ys else centres.get(node, (0.0, 0.0))[1]
 
 
-def curve(drawing: Drawing, source: str, target: str) -> tuple[str, tuple[float, float]]:
-    """An SVG path from ``source`` to ``target`` leaving and entering box sides, and the point
-    half-way along it (for the label)."""
+Point = tuple[float, float]
+Bezier = tuple[Point, Point, Point, Point]
+
+
+def bezier(drawing: Drawing, source: str, target: str) -> Bezier:
+    """The cubic curve from ``source`` to ``target``, leaving and entering box sides: its end
+    points and control points."""
     (x1, y1), (x2, y2) = drawing.centres[source], drawing.centres[target]
     half = drawing.node_w / 2
     if abs(x1 - x2) < 1:  # same column: an arc out to the right and back
@@ -183,32 +187,98 @@ def curve(drawing: Drawing, source: str, target: str) -> tuple[str, tuple[float,
         a, b = (x1 - half, y1), (x2 + half, y2)
         pull = max(60.0, (a[0] - b[0]) / 2)
         c1, c2 = (a[0] - pull, a[1]), (b[0] + pull, b[1])
-    mid = (
-        (a[0] + 3 * c1[0] + 3 * c2[0] + b[0]) / 8,
-        (a[1] + 3 * c1[1] + 3 * c2[1] + b[1]) / 8,
+    return a, c1, c2, b
+
+
+def point_on(curve: Bezier, t: float) -> Point:
+    a, c1, c2, b = curve
+    u = 1 - t
+    return (
+        u**3 * a[0] + 3 * u * u * t * c1[0] + 3 * u * t * t * c2[0] + t**3 * b[0],
+        u**3 * a[1] + 3 * u * u * t * c1[1] + 3 * u * t * t * c2[1] + t**3 * b[1],
     )
-    path = (
+
+
+def svg_path(curve: Bezier) -> str:
+    a, c1, c2, b = curve
+    return (
         f"M{a[0]:.0f},{a[1]:.0f} C{c1[0]:.0f},{c1[1]:.0f} {c2[0]:.0f},{c2[1]:.0f} "
         f"{b[0]:.0f},{b[1]:.0f}"
     )
-    return path, mid
+
+
+Rect = tuple[float, float, float, float]
+"""left, top, right, bottom."""
+
+LABEL_CHAR_W = 7.0
+"""A generous width of one character of an 11 px edge label (measured: 5.5–6.8 px in
+Chromium's sans-serif), so that a label judged clear is clear on screen."""
+LABEL_HEIGHT = 15.0
+_ALONG = (0.5, 0.42, 0.58, 0.34, 0.66, 0.26, 0.74, 0.18, 0.82)
+"""Where along its edge a label may sit, the middle first."""
+_NUDGE = (0.0, -8.0, 8.0)
+
+
+def label_box(x: float, y: float, text: str) -> Rect:
+    """The box an edge label centred at ``x`` with its baseline 3 px above ``y`` covers."""
+    half = len(text) * LABEL_CHAR_W / 2 + 2
+    return (x - half, y - 3 - 12, x + half, y - 3 + 4)
+
+
+def _overlaps(a: Rect, b: Rect) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+class _Taken:
+    """The rectangles already on the drawing, in a grid of 64-unit cells, so that a label
+    is checked against its neighbours only (a namespace view has hundreds of edges)."""
+
+    CELL = 64.0
+
+    def __init__(self, rects: Sequence[Rect]) -> None:
+        self._cells: dict[tuple[int, int], list[Rect]] = {}
+        for rect in rects:
+            self.add(rect)
+
+    def _keys(self, rect: Rect) -> list[tuple[int, int]]:
+        c = self.CELL
+        return [
+            (i, j)
+            for i in range(int(rect[0] // c), int(rect[2] // c) + 1)
+            for j in range(int(rect[1] // c), int(rect[3] // c) + 1)
+        ]
+
+    def add(self, rect: Rect) -> None:
+        for key in self._keys(rect):
+            self._cells.setdefault(key, []).append(rect)
+
+    def clear(self, rect: Rect) -> bool:
+        cells = self._cells
+        return not any(
+            _overlaps(rect, other) for key in self._keys(rect) for other in cells.get(key, ())
+        )
 
 
 def place_labels(
-    points: Sequence[tuple[float, float]], texts: Sequence[str], char_w: float = 6.3
-) -> list[tuple[float, float]]:
-    """Label positions near ``points`` that do not overlap one another: each label, in turn,
-    moves down (then up) a line at a time until it is clear of those already placed."""
-    placed: list[tuple[float, float, float]] = []  # centre x, baseline y, half width
-    out = []
-    for (x, y), text in zip(points, texts, strict=True):
-        half = len(text) * char_w / 2 + 2
-        for shift in (0, 13, -13, 26, -26, 39, -39, 52, -52):
-            cy = y + shift
-            if all(abs(cy - py) >= 13 or abs(x - px) >= half + ph for px, py, ph in placed):
+    curves: Sequence[Bezier], texts: Sequence[str], obstacles: Sequence[Rect] = ()
+) -> list[Point | None]:
+    """A place for each edge's label on its edge, clear of ``obstacles`` (the nodes and the
+    boxes' titles) and of the labels placed before it; None where the edge has no free
+    place left (its ports stay in its tooltip, and show when the edge is highlighted). The
+    labels are placed in the order given: put the ones that matter most first."""
+    taken = _Taken(obstacles)
+    out: list[Point | None] = []
+    for curve, text in zip(curves, texts, strict=True):
+        spot: Point | None = None
+        for t in _ALONG:
+            x, y = point_on(curve, t)
+            for nudge in _NUDGE:
+                box = label_box(x, y + nudge, text)
+                if taken.clear(box):
+                    spot = (x, y + nudge)
+                    taken.add(box)
+                    break
+            if spot is not None:
                 break
-        else:
-            cy = y
-        placed.append((x, cy, half))
-        out.append((x, cy))
+        out.append(spot)
     return out

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from cpg_core._documents import ClusterHealth, PolicyDocument, PolicyEvidence, RuleEvidence
 from cpg_core._plan import Plan
 from cpg_core.reports._checks import plan_cannot_judge, plan_verdict
+from cpg_core.reports._coverage import Coverage, coverage
 from cpg_core.reports._graph import traffic_graph
 from cpg_core.reports._mermaid import mermaid_graphs
 from cpg_core.text import clean_text
@@ -55,6 +56,34 @@ def _code(text: object) -> str:
     return clean_text(str(text)).replace("`", "'").replace("|", "\\|")
 
 
+def coverage_lines(covered: Coverage) -> list[str]:
+    """The coverage section: the totals in a sentence, a row per namespace."""
+    out = ["## Coverage", ""]
+    if not covered.workloads:
+        return [*out, "No workload in the policies, their evidence or the plan.", ""]
+    out += [
+        f"Of {covered.workloads} workloads, policies select {covered.ingress} for ingress "
+        f"({covered.share('ingress')}) and {covered.egress} for egress "
+        f"({covered.share('egress')}).",
+        "",
+        "| namespace | workloads | ingress | egress | no policy for |",
+        "|---|---|---|---|---|",
+    ]
+    for row in covered.namespaces[:MAX_ROWS]:
+        open_for = [f"{w} (ingress)" for w in row.ingress_open]
+        open_for += [f"{w} (egress)" for w in row.egress_open]
+        shown = ", ".join(open_for[:10]) + (
+            f", … {len(open_for) - 10} more" if len(open_for) > 10 else ""
+        )
+        out.append(
+            f"| {_cell(row.namespace)} | {row.workloads} | {row.ingress} | {row.egress} | "
+            f"{_cell(shown) or '—'} |"
+        )
+    if len(covered.namespaces) > MAX_ROWS:
+        out.append(f"| … and {len(covered.namespaces) - MAX_ROWS} more namespaces | | | | |")
+    return [*out, ""]
+
+
 def markdown_report(
     *,
     title: str,
@@ -91,6 +120,13 @@ def markdown_report(
     if plan is not None and plan.verdict == "cannot_judge":
         out += [f"> **The plan cannot judge what would break.** {plan_cannot_judge()}", ""]
     graph = traffic_graph(policies)
+    covered = coverage(
+        policies,
+        evidence,
+        plan,
+        [(n.namespace, n.workload) for n in graph.nodes if n.kind == "workload"],
+    )
+    out += coverage_lines(covered)
     graphs, left_out = mermaid_graphs(graph, plan) if graph.nodes else ([], [])
     out += ["## Allowed traffic", ""]
     if not graph.nodes:
