@@ -108,9 +108,15 @@ def plan(
     else:
         say(text)
     plan = planned.view.plan
-    if plan.breaks:
+    if plan.breaks or plan.overflows:
         if not write_fixes and any(item.rule_yaml for item in plan.would_break):
             say("cpg: --write-fixes adds each rule_yaml to the proposed policies", err=True)
+        if plan.overflows:
+            say(
+                "cpg: a pod's policy map would overflow: its agent could not apply the "
+                "policies (see POLICY MAP)",
+                err=True,
+            )
         raise typer.Exit(3)
     if not plan.can_judge:
         say(f"cpg: {CANNOT_JUDGE}", err=True)

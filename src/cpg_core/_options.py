@@ -826,6 +826,23 @@ OPTIONS: tuple[Option, ...] = (
         "(kubelet probes) whatever the policy; policy polices it",
     ),
     _o(
+        "policy_map_max",
+        "check",
+        "int",
+        16_384,
+        "The agents' bpf-policy-map-max (Cilium's default 16384): plan estimates each selected "
+        "pod's policy map entries under the proposal and names the pods at 80 % of it or over "
+        "(over: the agent cannot apply the policy; exit 3).",
+        "--policy-map-max",
+        metavar="N",
+        minimum=1,
+        panel="Cilium semantics",
+        commands=frozenset({"plan", "shadow"}),
+        tool="policy_map_max",
+        tool_help="the agents' bpf-policy-map-max (16384 by default): the plan names the pods "
+        "whose estimated policy map entries reach 80 % of it",
+    ),
+    _o(
         "learn",
         "check",
         "text?",

@@ -32,7 +32,15 @@ from cpg_core._matcher import (
     policy_name,
     selecting_specs,
 )
-from cpg_core._synthesis import endpoint_kind, endpoint_name, note_pod, with_known_pod
+from cpg_core._pressure import POLICY_MAP_MAX, EndpointPressure, policy_map_pressure
+from cpg_core._synthesis import (
+    endpoint_kind,
+    endpoint_name,
+    endpoint_order,
+    is_pod_endpoint,
+    note_pod,
+    with_known_pod,
+)
 from cpg_core._verify import traffic_line
 
 CurrentSource = Literal["current", "cluster", "flows"]
@@ -143,6 +151,15 @@ class Plan:
     (allow-localhost: always): counted, never would-break."""
     notes: tuple[str, ...] = ()
     """The Cilium semantics the plan was judged under, when they matter to its answer."""
+    policy_map: tuple[EndpointPressure, ...] = ()
+    """The endpoints whose policy map the proposal would fill to 80 % of ``policy_map_max``
+    or more, the fullest first (ARCHITECTURE §D41)."""
+    policy_map_max: int = POLICY_MAP_MAX
+
+    @property
+    def overflows(self) -> bool:
+        """Whether an endpoint's policy map would overflow: the agent fails to apply it."""
+        return any(p.over for p in self.policy_map)
 
     @property
     def breaks(self) -> bool:
@@ -260,6 +277,7 @@ def plan(
     evidence: Mapping[str, PolicyEvidence] | None = None,
     default_local_cluster: bool = True,
     allow_localhost: bool = True,
+    policy_map_max: int = POLICY_MAP_MAX,
 ) -> Plan:
     """The plan of applying ``proposal`` on top of ``current`` (None: infer what is policed
     from the flows), judged on ``flows`` (a capture with every verdict). ``evidence`` maps
@@ -275,6 +293,7 @@ def plan(
         evidence=evidence,
         default_local_cluster=default_local_cluster,
         allow_localhost=allow_localhost,
+        policy_map_max=policy_map_max,
     )
     for flow in flows:
         judge.add(flow)
@@ -296,7 +315,9 @@ class PlanJudge:
         evidence: Mapping[str, PolicyEvidence] | None = None,
         default_local_cluster: bool = True,
         allow_localhost: bool = True,
+        policy_map_max: int = POLICY_MAP_MAX,
     ) -> None:
+        self.policy_map_max = policy_map_max
         self.proposal = list(proposal)
         self.current = None if current is None else list(current)
         self.current_source: CurrentSource = current_source
@@ -519,7 +540,43 @@ class PlanJudge:
             fixes=tuple(break_flows),
             node_flows=node_flows,
             notes=tuple(notes) + _semantics(node_flows, default_local_cluster),
+            policy_map=self._pressure(),
+            policy_map_max=self.policy_map_max,
         )
+
+    def _pressure(self) -> tuple[EndpointPressure, ...]:
+        """The policy map pressure of every pod the capture shows that the proposal selects,
+        under the policies after the proposal is applied, over the identities it shows."""
+        seen: set[Endpoint] = set(self._pods.values())
+        for group in self._groups.values():
+            seen.update((group.first.source, group.first.destination))
+        pods = [e for e in seen if is_pod_endpoint(e)]
+        selected = [
+            (endpoint_name(e), e)
+            for e in sorted(pods, key=endpoint_order)
+            if self._proposed.selecting(e)
+        ]
+        addresses = sorted(
+            {
+                g.first.destination_ip
+                for g in self._groups.values()
+                if self._world[g.first.destination]
+            }
+            - {""}
+        )
+        found = policy_map_pressure(
+            selected,
+            self._after.selecting,
+            seen,
+            addresses=addresses,
+            names=self._names,
+            limit=self.policy_map_max,
+        )
+        worst: dict[str, EndpointPressure] = {}
+        for item in found:  # one line per workload: its fullest identity
+            if item.endpoint not in worst or item.entries > worst[item.endpoint].entries:
+                worst[item.endpoint] = item
+        return tuple(sorted(worst.values(), key=lambda p: (-p.entries, p.endpoint)))
 
 
 _OTHER_END = {

@@ -331,9 +331,11 @@ class CheckRequest:
     """Cilium's allow-localhost: ``always`` (True, the default) admits the node's traffic to
     its own pods whatever the policy; ``policy`` (False) polices it."""
     learn: str = ""
+    """``forwarded``: check the flows that work today too, as replay --learn made rules."""
     identities: tuple[str, ...] = ()
     """Identity sources (files, or ``cluster``); with ``cluster`` set, the cluster is one."""
-    """``forwarded``: check the flows that work today too, as replay --learn made rules."""
+    policy_map_max: int = 16_384
+    """The agents' bpf-policy-map-max: the plan's policy map pressure is judged against it."""
 
     @classmethod
     def build(
@@ -348,8 +350,11 @@ class CheckRequest:
         allow_localhost: bool | str = _CHECK["allow_localhost"],
         learn: str | None = _CHECK["learn"],
         identities: Iterable[str] | None = _CHECK["identities"],
+        policy_map_max: int = _CHECK["policy_map_max"],
     ) -> CheckRequest:
         chosen = tuple(inputs)
+        if policy_map_max < 1:
+            raise RequestError("policy_map_max", f"{policy_map_max}: must be 1 or more")
         if not chosen:
             raise RequestError("inputs", "give the capture to check (files, folders or -)")
         if current is not None and cluster:
@@ -386,6 +391,7 @@ class CheckRequest:
             allow_localhost=localhost,
             learn=CaptureRequest.build(learn=learn).learn,
             identities=identity_sources(identities),
+            policy_map_max=policy_map_max,
         )
 
     @property

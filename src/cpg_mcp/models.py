@@ -222,6 +222,13 @@ class PlanResult(BaseModel):
         description="per proposed policy, entries added/removed"
     )
     policies: _field_of(Plan, "policies")  # type: ignore[valid-type]
+    policy_map: _field_of(Plan, "policy_map") = Field(  # type: ignore[valid-type]
+        default_factory=list,
+        description="pods whose estimated policy map entries reach 80 % of policy_map_max "
+        "(over it: the agent cannot apply the policies), fullest first, with the rules that "
+        "add the most entries and what would cut them",
+    )
+    policy_map_max: int = Field(default=16_384, description="the bpf-policy-map-max judged against")
     so_far: bool | None = Field(
         default=None,
         description="true while a shadow session runs: the plan of the flows received so far; "

@@ -238,6 +238,7 @@ _FromCluster = Annotated[bool, _table_field("check", "cluster")]
 _PlanAllowLocalhost = Annotated[
     Literal["always", "policy"], _table_field("check", "allow_localhost")
 ]
+_PlanPolicyMapMax = Annotated[int, _table_field("check", "policy_map_max")]
 
 
 _PlanCapture = Annotated[
@@ -461,6 +462,7 @@ def _query_tools(mcp: GuardedServer, manager: SessionManager) -> None:
         capture: _PlanCapture = None,
         from_cluster: _FromCluster = False,
         allow_localhost: _PlanAllowLocalhost = "always",
+        policy_map_max: _PlanPolicyMapMax = 16_384,
         limit: _GetPlanLimit = 50,
         cursor: CURSOR = None,
     ) -> models.PlanResult:
@@ -468,15 +470,17 @@ def _query_tools(mcp: GuardedServer, manager: SessionManager) -> None:
         proposed policies on its live stream so far (so_far): denied flows they fix,
         forwarded flows that work today and would break (a selector that newly puts pods in
         default-deny), with a fix each, endpoints policed for the first time, and each
-        policy's changes in Cilium terms. Judged on capture, else on the session's own
-        replay; verdict cannot_judge when that capture has no forwarded traffic. Paginated
-        over would_break."""
+        policy's changes in Cilium terms, and the pods whose estimated policy map entries
+        reach 80 % of policy_map_max (policy_map). Judged on capture, else on the session's
+        own replay; verdict cannot_judge when that capture has no forwarded traffic.
+        Paginated over would_break."""
         return await offload(
             tools.get_plan,
             session_of(session_id),
             capture=tools.allowed_capture(manager, capture),
             from_cluster=from_cluster,
             allow_localhost=allow_localhost,
+            policy_map_max=policy_map_max,
             kube_dir=manager.kube_dir(),
             limit=limit,
             cursor=cursor,

@@ -64,9 +64,9 @@ class Session:
     """A shadow session's stream: proposed policies judged on live traffic."""
     shadow_plan: PlanView | None = None
     """A stopped shadow session's final plan."""
-    plans: dict[tuple[bool, str, tuple[str, ...]], Any] = attrs.Factory(dict)
-    """Plans already made, by (from_cluster, allow_localhost, the capture judged on)."""
-    """get_plan's answers (by from_cluster): the capture is read once."""
+    plans: dict[tuple[bool, str, int, tuple[str, ...]], Any] = attrs.Factory(dict)
+    """get_plan's answers, by (from_cluster, allow_localhost, policy_map_max, the capture
+    judged on): the capture is read once."""
     memos: dict[str, tuple[object, Any]] = attrs.Factory(dict)
     """What the read tools derive from the session's files (policy rows, evidence samples,
     health rows, filtered lists): built once for each state of the files — at the stop, and

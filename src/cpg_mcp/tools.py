@@ -511,6 +511,7 @@ def get_plan(
     capture: Path | None = None,
     from_cluster: bool = False,
     allow_localhost: str = "always",
+    policy_map_max: int = 16_384,
     kube_dir: Path | None = None,
     limit: int = 50,
     cursor: str | None = None,
@@ -542,7 +543,7 @@ def get_plan(
             "give capture (a file inside the folder the operator allowed with "
             "--allow-replay-dir, taken with hubble observe without --verdict)"
         )
-    cache_key = (from_cluster, allow_localhost, tuple(inputs))
+    cache_key = (from_cluster, allow_localhost, policy_map_max, tuple(inputs))
     planned = session.plans.get(cache_key)
     if planned is None:
         from cpg_core import CheckRequest
@@ -555,6 +556,7 @@ def get_plan(
             default_local_cluster=None,
             allow_localhost=allow_localhost,
             identities=session.identities,
+            policy_map_max=policy_map_max,
         )
         try:
             planned = plan_run(
@@ -595,6 +597,8 @@ def _plan_result(
                 "newly_enforced": data["newly_enforced"][:100],
                 "diffs": data["diffs"][:100],
                 "policies": data["policies"][:200],
+                "policy_map": data["policy_map"][:100],
+                "policy_map_max": data["policy_map_max"],
                 "so_far": True if so_far else None,
                 **meta,
             }

@@ -478,3 +478,53 @@ def test_a_pod_hubble_called_world_gets_no_cidr_fix(tmp_path: Path) -> None:
     assert broken["traffic"]["port"] == 5432
     assert broken["fix"].startswith("cannot judge: identity unknown")
     assert broken["rule_yaml"] == "" and "toCIDR:" not in text and "10.0.0.9/32" not in text
+
+
+def test_a_policy_map_that_would_overflow_is_named_and_fails_the_plan(tmp_path: Path) -> None:
+    web, api_pod = endpoint("shop", "web"), endpoint("shop", "api")
+    records = [flow_dict(web, api_pod, tcp=8080)]
+    records += [
+        flow_dict(endpoint("shop", f"client-{i}"), api_pod, verdict="FORWARDED", reason=None)
+        for i in range(10)
+    ]
+    capture = tmp_path / "all.jsonl"
+    capture.write_text(jsonl(records))
+    out = tmp_path / "policies"
+    assert cpg("replay", str(capture), "-d", str(out), "--no-evidence").returncode == 0
+    policy = yaml.safe_load((out / "shop" / "api.yaml").read_text())
+    policy["spec"]["ingress"].append(
+        {
+            "fromEntities": ["cluster"],
+            "toPorts": [
+                {"ports": [{"port": str(p), "protocol": "TCP"} for p in range(9000, 9010)]}
+            ],
+        }
+    )
+    (out / "shop" / "api.yaml").write_text(yaml.safe_dump(policy))
+    plain = cpg("plan", str(capture), "-d", str(out))
+    assert plain.returncode == 0 and "POLICY MAP" not in plain.stdout, plain.stdout
+    tight = cpg("plan", str(capture), "-d", str(out), "--policy-map-max", "100")
+    assert tight.returncode == 3, tight.stdout + tight.stderr
+    assert "POLICY MAP: 1 pods over the 100-entry policy map" in tight.stdout
+    # 12 identities (web, api, 10 clients) × 10 ports, plus web's own rule
+    assert "shop/api: ~121 entries (121 %, OVER)" in tight.stdout
+    assert "through an entity" in tight.stdout or "cluster" in tight.stdout
+    assert "policy map would overflow" in tight.stderr
+    data = json.loads(
+        cpg("plan", str(capture), "-d", str(out), "--policy-map-max", "100", "-o", "json").stdout
+    )
+    (found,) = data["policy_map"]
+    assert found["endpoint"] == "shop/api" and found["entries"] == 121
+    assert data["policy_map_max"] == 100
+    # the review report says it too
+    (tmp_path / "plan.json").write_text(json.dumps(data))
+    review = ["report", "-d", str(out)]
+    markdown = cpg(*review, "--plan", str(tmp_path / "plan.json")).stdout
+    assert "## Policy map pressure (cpg plan)" in markdown
+    assert "| shop/api | 121 | 121 % (over) |" in markdown
+    html = cpg(*review, "--plan", str(tmp_path / "plan.json"), "-o", "html").stdout
+    assert 'id="policy-map"' in html and "shop/api" in html
+    summary = json.loads(cpg(*review, "--plan", str(tmp_path / "plan.json"), "-o", "json").stdout)
+    assert summary["policy_map"][0]["entries"] == 121
+    bad = cpg("plan", str(capture), "-d", str(out), "--policy-map-max", "0")
+    assert bad.returncode == 2 and "--policy-map-max" in bad.stderr

@@ -67,6 +67,33 @@ def would_break_text(items: Iterable[WouldBreak]) -> str:
     return one_line_each([line for item in items for line in _would_break_lines(item)])
 
 
+def policy_map_lines(plan: Plan) -> list[str]:
+    """The pods whose policy map the proposal would fill (none: no lines)."""
+    if not plan.policy_map:
+        return []
+    over = sum(1 for p in plan.policy_map if p.over)
+    limit = f"{plan.policy_map_max:,}"
+    out = [
+        "",
+        f"POLICY MAP: {over} pods over the {limit}-entry policy map (bpf-policy-map-max), "
+        f"{len(plan.policy_map) - over} near it (estimated from the identities the capture "
+        "shows; each rule counted on its own, so the estimate errs high):",
+    ]
+    for item in plan.policy_map[:MAX_SHOWN]:
+        state = "OVER" if item.over else "near"
+        out.append(f"  {item.endpoint}: ~{item.entries:,} entries ({item.share}, {state})")
+        for rule in item.largest[:3]:
+            out.append(
+                f"    {rule.policy} {rule.rule} ({rule.peer}): {rule.identities} identities "
+                f"x {rule.ports} ports = {rule.entries:,}"
+            )
+        for advice in item.advice:
+            out.append(f"    cut: {advice}")
+    if len(plan.policy_map) > MAX_SHOWN:
+        out.append(f"  … and {len(plan.policy_map) - MAX_SHOWN} more (-o json lists all)")
+    return out
+
+
 def plan_text(view: PlanView) -> str:
     """The plan as people read it."""
     plan, proposal, origin, policies = view.plan, view.proposal, view.origin, view.policies
@@ -105,6 +132,7 @@ def plan_text(view: PlanView) -> str:
                 f"  {n.namespace}/{n.workload} {n.direction} ({labels}{pods}): "
                 f"{n.forwarded_flows} forwarded flows, by {', '.join(n.policies)}"
             )
+    out.extend(policy_map_lines(plan))
     out.append("")
     out.append(f"Fixes: {plan.fixed}/{plan.candidates} denied flows admitted")
     for t in plan.not_fixed[:MAX_SHOWN]:

@@ -336,6 +336,8 @@ def html_report(*, title: str, inputs: ReviewInputs) -> str:
         matrix_first=len(matrix.groups) > MATRIX_ABOVE,
         coverage=covered,
         coverage_rows=_coverage_rows(covered),
+        policy_map=inputs.plan.policy_map if inputs.plan else (),
+        policy_map_max=f"{inputs.plan.policy_map_max:,}" if inputs.plan else "",
     )
 
 
@@ -448,6 +450,8 @@ td.cell:hover { outline: 2px solid #1d4ed8; }
   <h2>Coverage</h2>
   <p id="coverage">Of {{ coverage.workloads }} workloads, policies select {{ coverage.ingress }} for ingress ({{ coverage.share("ingress") }}) and {{ coverage.egress }} for egress ({{ coverage.share("egress") }}).</p>
   {% if coverage_rows %}<details id="coverage-namespaces"><summary>per namespace</summary><table><tr><th>namespace</th><th>workloads</th><th>ingress</th><th>egress</th><th>open</th></tr>{% for r in coverage_rows %}<tr><td>{{ r.namespace }}</td><td>{{ r.workloads }}</td><td>{{ r.ingress }}</td><td>{{ r.egress }}</td><td>{{ r.open }}</td></tr>{% endfor %}</table></details>{% endif %}
+  {% if policy_map %}<h2>Policy map pressure</h2>
+  <table id="policy-map"><tr><th>pod</th><th>entries</th><th>of {{ policy_map_max }}</th><th>cut</th></tr>{% for p in policy_map %}<tr><td>{{ p.endpoint }}</td><td>{{ p.entries }}</td><td>{{ p.share }}{% if p.over %} (over){% endif %}</td><td>{{ p.advice|join("; ") }}</td></tr>{% endfor %}</table>{% endif %}
   <h2>Findings</h2>
   {% if findings %}<table><tr><th>finding</th><th>flows</th><th>fix</th></tr>{% for f in findings %}<tr><td>{{ f.what }}</td><td>{{ f.count }}</td><td>{{ f.fix }}</td></tr>{% endfor %}</table>{% else %}<p>None.</p>{% endif %}
   <h2>Infrastructure and transient drops</h2>

@@ -154,6 +154,26 @@ def markdown_report(
             traffic = f"{t.direction} {t.source} → {t.destination} {t.protocol}/{t.port}"
             out.append(f"| {_cell(traffic)} | {t.flows} | {_cell(item.why)} | {_cell(item.fix)} |")
         out.append("")
+    if plan is not None and plan.policy_map:
+        out += [
+            "## Policy map pressure (cpg plan)",
+            "",
+            f"Estimated entries of each pod's policy map against bpf-policy-map-max "
+            f"({plan.policy_map_max:,}); over it, the agent cannot apply the policies.",
+            "",
+            "| pod | entries | share | largest rules | cut |",
+            "|---|---|---|---|---|",
+        ]
+        for pod in plan.policy_map[:MAX_ROWS]:
+            largest = "; ".join(
+                f"{r.policy} {r.rule}: {r.identities} × {r.ports}" for r in pod.largest[:3]
+            )
+            out.append(
+                f"| {_cell(pod.endpoint)} | {pod.entries:,} | {pod.share}"
+                f"{' (over)' if pod.over else ''} | {_cell(largest)} | "
+                f"{_cell('; '.join(pod.advice)) or '—'} |"
+            )
+        out.append("")
     out += ["## Policies", ""]
     for name in names:
         out += [f"### {_cell(name)}", ""]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import attrs
 
 from cpg_core._matcher import policy_name
+from cpg_core._pressure import EndpointPressure
 from cpg_core.reports._coverage import Coverage, coverage
 from cpg_core.reports._graph import links_with_plan, traffic_graph
 from cpg_core.reports._inputs import ReviewInputs
@@ -28,6 +29,8 @@ class ReviewSummary:
     matrix: tuple[MatrixCell, ...]
     would_break_flows: int | None
     """None without a plan."""
+    policy_map: tuple[EndpointPressure, ...] = ()
+    """The plan's pods near or over their policy map's limit."""
 
 
 def review_summary(title: str, inputs: ReviewInputs) -> ReviewSummary:
@@ -51,4 +54,5 @@ def review_summary(title: str, inputs: ReviewInputs) -> ReviewSummary:
         namespaces=matrix.groups,
         matrix=matrix.cells,
         would_break_flows=inputs.plan.would_break_flows if inputs.plan else None,
+        policy_map=inputs.plan.policy_map if inputs.plan else (),
     )

@@ -59,6 +59,7 @@ def plan_capture(
     cancel: threading.Event | None = None,
     flow_filter: FlowFilter | None = None,
     identities: IdentityBook | None = None,
+    policy_map_max: int = 16_384,
 ) -> PlannedCapture:
     """The plan of ``proposal`` over a capture; UnreadableInput when it holds no record;
     Cancelled soon after ``cancel`` is set."""
@@ -78,6 +79,7 @@ def plan_capture(
         evidence=found,
         default_local_cluster=default_local_cluster,
         allow_localhost=allow_localhost,
+        policy_map_max=policy_map_max,
     )
     capture.check_readable()
     if evidence is not None and proposal and not found and not problems:
@@ -182,6 +184,7 @@ def plan_run(
         cancel=cancel,
         flow_filter=flow_filter,
         identities=judged.identities,
+        policy_map_max=request.policy_map_max,
     )
     view = PlanView(plan=planned.plan, proposal=str(folder), origin=origin, policies=len(proposal))
     return PlanRun(view=view, stats=planned.stats, problems=problems + planned.problems)

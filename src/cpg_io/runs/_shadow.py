@@ -90,6 +90,7 @@ def shadow(
         evidence=evidence,
         default_local_cluster=True if judged.local is None else judged.local,
         allow_localhost=check.allow_localhost,
+        policy_map_max=check.policy_map_max,
     )
     stream = every_verdict_stream(
         live, relay.server, since=since, tls=access.tls, include_audit=check.include_audit
@@ -209,11 +210,13 @@ class ShadowCapture(RelayReader):
 
 
 def shadow_verdict(view: PlanView) -> tuple[int, str]:
-    """The exit code of a finished shadow session (0 nothing breaks, 3 something would, 4
-    nothing forwarded was seen to judge) and what to say about it."""
+    """The exit code of a finished shadow session (0 nothing breaks, 3 something would or a
+    policy map would overflow, 4 nothing forwarded was seen to judge) and what to say."""
     plan = view.plan
     if plan.breaks:
         return 3, ""
+    if plan.overflows:
+        return 3, "a pod's policy map would overflow: its agent could not apply the policies"
     if not plan.can_judge:
         return 4, CANNOT_JUDGE.replace("this capture", "the stream")
     return 0, ""
