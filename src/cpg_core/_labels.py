@@ -14,6 +14,8 @@ import attrs
 NAMESPACE_LABEL = "io.kubernetes.pod.namespace"
 CLUSTER_LABEL = "io.cilium.k8s.policy.cluster"
 """The ClusterMesh cluster of an endpoint, as policy selectors name it."""
+NAMESPACE_LABELS_PREFIX = "io.cilium.k8s.namespace.labels."
+"""Keys of the namespace's own labels on a pod (a selector on them spans namespaces)."""
 PRIORITY_KEYS = ("app.kubernetes.io/name", "app.kubernetes.io/component", "app")
 UNSTABLE_KEYS = frozenset(
     {

@@ -35,15 +35,14 @@ from cpg_core._documents import PolicyDocument
 from cpg_core._errors import CpgError
 from cpg_core._flow import ICMP_PROTOCOLS, ICMPV4, Direction, Endpoint, Flow
 from cpg_core._l7 import url_path
-from cpg_core._labels import CLUSTER_LABEL, NAMESPACE_LABEL, reserved_names
+from cpg_core._labels import CLUSTER_LABEL, NAMESPACE_LABEL, NAMESPACE_LABELS_PREFIX, reserved_names
 from cpg_core._rules import DNS, EGRESS, HTTP, INGRESS, Atom, CidrPeer, EndpointPeer, EntityPeer
 from cpg_core._synthesis import endpoint_kind
+from cpg_core._tiers import ACCEPT, ADMIN, BASELINE, PASS, TierVerdict, tier_verdict
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 _WORLD_ENTITIES = frozenset({"world", "world-ipv4", "world-ipv6"})
 _POLICY_KINDS = frozenset({"CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy"})
-NAMESPACE_LABELS_PREFIX = "io.cilium.k8s.namespace.labels."
-"""Keys of the namespace's own labels on a pod (a selector on them spans namespaces)."""
 _EVERYWHERE = frozenset({"0.0.0.0/0", "::/0"})
 LOCAL_CLUSTER = "LocalCluster"
 """The operator of the requirement policy-default-local-cluster adds: the peer's cluster is
@@ -108,6 +107,8 @@ class MatchResult:
     rule: int = -1
     denied: bool = False
     """A deny rule matched (``policy`` and ``rule`` name it)."""
+    tier: str = ""
+    """``Admin`` or ``Baseline`` when a ClusterNetworkPolicy of that tier decided."""
 
 
 Requirement = tuple[str, str, str, tuple[str, ...]]
@@ -819,6 +820,9 @@ def _match_flow(
     else:
         return MatchResult(False, "the flow has no traffic direction")
     peer = flow_peer(flow, ip_names, default_local_cluster)
+    admin = tier_verdict(policies, ADMIN, flow, peer.names)
+    if admin is not None and admin.action != PASS:  # the Admin tier decides first (§D42)
+        return _tier_result(admin)
     selecting = selecting_specs(policies, target)
     request = flow_request(flow)
     for policy, spec, namespace in selecting:  # deny rules win over any allow
@@ -847,12 +851,30 @@ def _match_flow(
                 )
             peer_hit = peer_hit or f"{_policy_name(policy)} {direction}[{index}]"
     who = f"{target.namespace}/{target.pod_name or ','.join(target.labels) or target_ip}"
+    if not any(polices(spec, direction) for _, spec, _ in selecting):
+        # Only a pod no namespaced policy selects for this direction reaches the Baseline
+        # tier; without a rule there, Kubernetes' default (allow) is left to the caller.
+        baseline = tier_verdict(policies, BASELINE, flow, peer.names)
+        if baseline is not None and baseline.action != PASS:
+            return _tier_result(baseline)
     if not selecting:
         return MatchResult(False, f"no policy selects {who} for {direction}")
     traffic = f"{flow.protocol}/{flow.port}" if flow.protocol else "this traffic"
     if peer_hit:
         return MatchResult(False, f"{peer_hit} selects the peer but not {traffic}")
     return MatchResult(False, f"no {direction} rule selects the peer ({direction} {traffic})")
+
+
+def _tier_result(verdict: TierVerdict) -> MatchResult:
+    accepted = verdict.action == ACCEPT
+    return MatchResult(
+        accepted,
+        verdict.reason,
+        verdict.policy,
+        verdict.rule,
+        denied=not accepted,
+        tier=verdict.tier,
+    )
 
 
 def dns_names(flows: Iterable[Flow]) -> dict[str, list[str]]:

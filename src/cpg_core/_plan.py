@@ -27,6 +27,7 @@ from cpg_core._matcher import (
     from_own_node,
     has_l3,
     has_l4,
+    judge_flow,
     match_flow,
     note_dns_names,
     policy_name,
@@ -41,6 +42,7 @@ from cpg_core._synthesis import (
     note_pod,
     with_known_pod,
 )
+from cpg_core._tiers import is_cluster_network_policy
 from cpg_core._verify import traffic_line
 
 CurrentSource = Literal["current", "cluster", "flows"]
@@ -244,6 +246,8 @@ class _PolicyIndex:
                 self._by_namespace.setdefault(str(namespace or ""), []).append(policy)
             else:
                 self._clusterwide.append(policy)
+        self.tiered = [p for p in self.all if is_cluster_network_policy(p)]
+        """The ClusterNetworkPolicies: they judge every flow, around the others (§D42)."""
         self._selecting: dict[Endpoint, list[Any]] = {}
 
     def near(self, endpoint: Endpoint) -> list[PolicyDocument]:
@@ -389,8 +393,10 @@ class PlanJudge:
             )
 
         def admitted(index: _PolicyIndex, flow: Flow, target: Endpoint) -> tuple[bool, str]:
-            # Only the policies that select the target can admit or deny its traffic.
+            # Only the policies that select the target can admit or deny its traffic (and
+            # the tiers of ClusterNetworkPolicies, whose subjects the matcher checks).
             selecting = list({id(p): p for p, _, _ in index.selecting(target)}.values())
+            selecting += index.tiered
             result = match_flow(
                 selecting,
                 flow,
@@ -404,6 +410,34 @@ class PlanJudge:
             if current is not None:
                 return bool(today.enforcing(target, way))
             return (target, way) in policed_in_flows
+
+        def tier_denial(flow: Flow, target: Endpoint) -> WouldBreak | None:
+            """Traffic that works today and a ClusterNetworkPolicy of the proposal would deny
+            (an Admin Deny, or a Baseline Deny for a pod no other policy selects)."""
+            if not proposed.tiered:
+                return None
+            near = [*after.near(target), *after.tiered]
+            judged = judge_flow(
+                near,
+                flow,
+                names,
+                default_local_cluster=default_local_cluster,
+                allow_localhost=allow_localhost,
+            )
+            proposed_names = {policy_name(p) for p in proposed.tiered}
+            if judged.allowed or judged.result.policy not in proposed_names:
+                return None
+            return WouldBreak(
+                traffic=_traffic(flow, 1),
+                endpoint=endpoint_name(target),
+                labels=stable_labels(target.labels),
+                policy=judged.result.policy,
+                selector={},
+                why=judged.result.reason,
+                fix=f"the proposal's ClusterNetworkPolicy {judged.result.policy} decides this "
+                "traffic: accept it in a rule before that one (or in a policy of a lower "
+                "priority number), or narrow that rule",
+            )
 
         def blocked_at_other_end(flow: Flow, way: str) -> bool:
             """A drop the proposal admits, whose source the proposal newly puts into egress
@@ -446,6 +480,11 @@ class PlanJudge:
                 forwarded += group.flows
             if allow_localhost and from_own_node(flow):
                 node_flows += group.flows
+                continue
+            tiered = tier_denial(flow, target)
+            if tiered is not None:
+                break_flows.append((flow, group.flows))
+                breaks.append(attrs.evolve(tiered, traffic=_traffic(flow, group.flows)))
                 continue
             policed_now = policed_today(target, way)
             newly_by = proposed.enforcing(target, way)
@@ -491,8 +530,11 @@ class PlanJudge:
                             fix="",
                         )
                     )
+        tier_names = {policy_name(p) for p in proposed.tiered}
         breaks = [
-            _with_fix(item, flow, intended.get(item.policy, []))
+            item
+            if item.policy in tier_names
+            else _with_fix(item, flow, intended.get(item.policy, []))
             for item, (flow, _) in zip(breaks, break_flows, strict=True)
         ]
         diffs = _diffs(proposal, current or [])
@@ -740,8 +782,21 @@ def _ports(rule: Mapping[str, Any]) -> list[str]:
 
 
 def policy_entries(policy: PolicyDocument) -> set[str]:
-    """Every (direction, peer, port/L7) a policy allows or denies, in Cilium terms."""
+    """Every (direction, peer, port/L7) a policy allows or denies, in Cilium terms (a
+    ClusterNetworkPolicy: each rule with its tier, priority and action)."""
     entries: set[str] = set()
+    if is_cluster_network_policy(policy):
+        spec = policy.get("spec") or {}
+        where = f"{spec.get('tier')} tier, priority {spec.get('priority')}"
+        for section, side in (("ingress", "from"), ("egress", "to")):
+            for index, rule in enumerate(spec.get(section) or []):
+                if isinstance(rule, Mapping):
+                    entries.add(
+                        f"{section}[{index}] {rule.get('action')} {side} "
+                        f"{_compact(rule.get(side))} {_compact(rule.get('protocols') or 'any port')}"
+                        f" ({where})"
+                    )
+        return entries
     specs = [policy.get("spec")] if policy.get("spec") else []
     specs += list(policy.get("specs") or [])
     for spec in specs:
@@ -759,6 +814,13 @@ def policy_entries(policy: PolicyDocument) -> set[str]:
                     for port in _ports(rule):
                         entries.add(f"{section} {prefix} {peer} {port}")
     return entries
+
+
+def _compact(value: object) -> str:
+    """A rule's part on one line, keys sorted (the same rule, the same words)."""
+    import json
+
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def _diffs(

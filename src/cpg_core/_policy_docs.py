@@ -1,5 +1,6 @@
-"""What a YAML document holds in Cilium's terms: its CiliumNetworkPolicy and
-CiliumClusterwideNetworkPolicy documents (a ``kind: List`` included), each checked to have the
+"""What a YAML document holds in Cilium's terms: its CiliumNetworkPolicy,
+CiliumClusterwideNetworkPolicy and Kubernetes ClusterNetworkPolicy documents (which Cilium
+reads from 1.20; a ``kind: List`` included), each checked to have the
 types Cilium's CRD gives the parts cpg reads, so that a policy folder from an untrusted pull
 request is named field by field instead of crashing a matcher."""
 
@@ -29,6 +30,11 @@ def policies_in(doc: object, where: str = "") -> list[dict[str, Any]]:
         raise PolicyShapeProblem(f"{where}kind: expected a string, got {type(kind).__name__}")
     if kind in _KINDS:
         _check_policy(doc, where)
+        return [doc]
+    if kind == "ClusterNetworkPolicy" and str(doc.get("apiVersion") or "").startswith(
+        "policy.networking.k8s.io/"
+    ):
+        _check_cluster_network_policy(doc, where)
         return [doc]
     if kind.endswith("List"):
         items = doc.get("items")
@@ -64,6 +70,20 @@ def _check_policy(doc: dict[str, Any], where: str) -> None:
     if specs is not None:
         for index, item in enumerate(_list_of(specs, f"{where}specs")):
             _check_spec(item, f"{where}specs[{index}]")
+
+
+def _check_cluster_network_policy(doc: dict[str, Any], where: str) -> None:
+    """A Kubernetes ClusterNetworkPolicy: the parts the matcher reads, typed."""
+    metadata = _mapping(doc.get("metadata"), f"{where}metadata")
+    if not isinstance(metadata.get("name"), str):
+        raise PolicyShapeProblem(f"{where}metadata.name: missing")
+    spec = _mapping(doc.get("spec"), f"{where}spec")
+    _mapping(spec.get("subject"), f"{where}spec.subject")
+    for section, side in (("ingress", "from"), ("egress", "to")):
+        for index, rule in enumerate(_list_of(spec.get(section) or [], f"{where}spec.{section}")):
+            rule = _mapping(rule, f"{where}spec.{section}[{index}]")
+            _list_of(rule.get(side) or [], f"{where}spec.{section}[{index}].{side}")
+            _list_of(rule.get("protocols") or [], f"{where}spec.{section}[{index}].protocols")
 
 
 _RULE_LISTS = ("ingress", "egress", "ingressDeny", "egressDeny")

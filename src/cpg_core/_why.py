@@ -325,6 +325,14 @@ def explain_denial(
         allow_localhost=allow_localhost,
     )
     result, policed = judged.result, list(judged.policed_by)
+    if result.tier and result.denied:  # a ClusterNetworkPolicy decided: no Cilium rule can
+        return plain(
+            f"{traffic}: {result.reason}; the {result.tier} tier decides "
+            + ("before" if result.tier == "Admin" else "after")
+            + " the namespaced policies.",
+            f"change that rule of ClusterNetworkPolicy {result.policy} (or Pass this traffic "
+            "to the namespaced policies) if it should pass",
+        )
     deny: list[RuleMiss] = []
     misses: list[RuleMiss] = []
     for policy, spec, namespace in selected:

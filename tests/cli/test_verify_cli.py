@@ -7,7 +7,16 @@ from pathlib import Path
 
 import yaml
 
-from conftest import CORPUS, EXAMPLE, cpg, explain_capture, flow_dict, jsonl, triage_records
+from conftest import (
+    CORPUS,
+    EXAMPLE,
+    cpg,
+    endpoint,
+    explain_capture,
+    flow_dict,
+    jsonl,
+    triage_records,
+)
 
 
 def replay_then_verify(capture: Path, out: Path, *extra: str) -> dict[str, object]:
@@ -162,3 +171,39 @@ def test_identical_lines_are_printed_once_with_their_flows_added(tmp_path: Path)
     assert len(lines) == 1 and "(4 flows)" in lines[0], text
     checks = json.loads(cpg("verify", str(capture), "-d", str(out), "-o", "json").stdout)["checks"]
     assert len(checks) == 4 and sum(c["flows"] for c in checks) == 4  # -o json unchanged
+
+
+def test_a_cluster_network_policy_in_the_folder_is_judged_in_its_tier(tmp_path: Path) -> None:
+    """An Admin-tier Deny beside the policies replay wrote: verify, why and plan read it."""
+    import yaml
+
+    capture = tmp_path / "drops.jsonl"
+    capture.write_text(jsonl([flow_dict(endpoint("shop", "web"), endpoint("shop", "api"))]))
+    out = tmp_path / "policies"
+    assert cpg("replay", str(capture), "-d", str(out), "--no-evidence").returncode == 0
+    assert cpg("verify", str(capture), "-d", str(out)).returncode == 0
+    lockdown = {
+        "apiVersion": "policy.networking.k8s.io/v1alpha2",
+        "kind": "ClusterNetworkPolicy",
+        "metadata": {"name": "lockdown"},
+        "spec": {
+            "tier": "Admin",
+            "priority": 10,
+            "subject": {"namespaces": {"matchLabels": {"kubernetes.io/metadata.name": "shop"}}},
+            "ingress": [
+                {
+                    "name": "no-web",
+                    "action": "Deny",
+                    "from": [{"pods": {"podSelector": {"matchLabels": {"app": "web"}}}}],
+                }
+            ],
+        },
+    }
+    (out / "cluster").mkdir()
+    (out / "cluster" / "lockdown.yaml").write_text(yaml.safe_dump(lockdown))
+    verified = cpg("verify", str(capture), "-d", str(out))
+    assert verified.returncode == 3, verified.stdout + verified.stderr
+    why = cpg("why", str(capture), "-d", str(out))
+    assert (
+        "denied by ClusterNetworkPolicy lockdown ingress[0] (no-web) (Admin tier)" in why.stdout
+    ), why.stdout

@@ -83,7 +83,7 @@ def coverage(
     """Namespaces a policy covers whole (an empty endpointSelector); ``*`` every one."""
     targets: set[tuple[str, str]] = set()
     for policy in policies:
-        if not isinstance(policy, Mapping):
+        if not isinstance(policy, Mapping) or not str(policy.get("kind", "")).startswith("Cilium"):
             continue
         clusterwide = "Clusterwide" in str(policy.get("kind") or "")
         specs = [policy.get("spec")] if policy.get("spec") else []

@@ -116,8 +116,8 @@ def traffic_graph(policies: Iterable[PolicyDocument]) -> TrafficGraph:
     edges: dict[tuple[str, str], tuple[set[str], set[str]]] = {}
     selected_by: dict[str, set[str]] = {}
     for policy in policies:
-        if not isinstance(policy, Mapping):
-            continue
+        if not isinstance(policy, Mapping) or not str(policy.get("kind", "")).startswith("Cilium"):
+            continue  # a ClusterNetworkPolicy selects by namespace and tier: not drawn here
         meta = policy.get("metadata") or {}
         name = f"{meta.get('namespace', '')}/{meta.get('name', '')}".lstrip("/")
         specs = [policy.get("spec")] if policy.get("spec") else []
