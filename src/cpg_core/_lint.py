@@ -13,9 +13,15 @@ import attrs
 import yaml
 
 from cpg_core._acceptance import port_number, refusals
-from cpg_core._cilium_version import Version
+from cpg_core._cilium_version import Version, format_version
 from cpg_core._labels import label_problem
-from cpg_core._lint_versions import KAFKA_GONE_SINCE, NEWEST, version_findings
+from cpg_core._lint_versions import (
+    CLUSTER_NETWORK_POLICY_SINCE,
+    KAFKA_GONE_SINCE,
+    NEWEST,
+    version_findings,
+)
+from cpg_core._tiers import is_cluster_network_policy
 
 Level = Literal["error", "warning"]
 
@@ -302,6 +308,14 @@ RULES: dict[str, LintRule] = {
             "Name the cluster (io.cilium.k8s.policy.cluster) where it matters.",
         ),
         LintRule(
+            "CPG035",
+            "cluster-network-policy-release",
+            "error",
+            "A Kubernetes ClusterNetworkPolicy for a Cilium release that does not read it (before "
+            "1.20): the API server may take it, but nothing enforces it.",
+            "Upgrade to Cilium 1.20 or write the rules as a CiliumClusterwideNetworkPolicy.",
+        ),
+        LintRule(
             "CPG034",
             "invalid-in-cluster",
             "error",
@@ -411,14 +425,15 @@ def _policies(document: Any) -> list[tuple[tuple[str | int, ...], Mapping[str, A
     if not isinstance(document, Mapping):
         return []
     kind = document.get("kind")
-    if kind in POLICY_KINDS:
+    if kind in POLICY_KINDS or is_cluster_network_policy(document):
         return [((), document)]
     items = document.get("items")
     if isinstance(kind, str) and kind.endswith("List") and isinstance(items, list):
         return [
             (("items", n), item)
             for n, item in enumerate(items)
-            if isinstance(item, Mapping) and item.get("kind") in POLICY_KINDS
+            if isinstance(item, Mapping)
+            and (item.get("kind") in POLICY_KINDS or is_cluster_network_policy(item))
         ]
     return []
 
@@ -452,6 +467,19 @@ def _lint_policy(
             add("CPG013", _unknown_text(problem.path), problem.path)
         else:
             add("CPG002", problem.message, problem.path)
+    if is_cluster_network_policy(policy):  # Kubernetes' API: its schema, labels, release
+        if version < CLUSTER_NETWORK_POLICY_SINCE:
+            add(
+                "CPG035",
+                f"Cilium {format_version(version)[:-2]} does not read ClusterNetworkPolicy "
+                "(from 1.20)",
+                ("kind",),
+            )
+        for path, key, value in _labels(policy, ()):
+            label = label_problem(key, value)
+            if label:
+                add("CPG003", label, path)
+        return found
     for code, message, path in refusals(policy) + version_findings(policy, version):
         add(code, message, path)
     for path, key, value in _labels(policy, ()):

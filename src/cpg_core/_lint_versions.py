@@ -21,6 +21,8 @@ MULTI_LABEL_WILDCARD_SINCE: Version = (1, 19, 0)
 DEPRECATED_REQUIRES_SINCE: Version = (1, 19, 0)
 KAFKA_GONE_SINCE: Version = (1, 20, 0)
 """The first release whose CRD has no Kafka rules (an unknown field: refused)."""
+CLUSTER_NETWORK_POLICY_SINCE: Version = (1, 20, 0)
+"""The first release that reads Kubernetes ClusterNetworkPolicy."""
 AUDIT_MODE_ANNOTATION = "policy.cilium.io/audit-mode"
 
 

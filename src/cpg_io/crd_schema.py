@@ -18,9 +18,15 @@ _UNCHECKED = frozenset({"metadata", "status"})
 """Top-level fields whose content the policy schema leaves to Kubernetes."""
 
 
+_SCHEMAS = {
+    "ClusterNetworkPolicy": "schemas/clusternetworkpolicy-v1alpha2.json",
+}
+_CILIUM = "schemas/ciliumnetworkpolicy-v2.json"
+
+
 @functools.cache
-def _schema() -> dict[str, Any]:
-    text = resources.files("cpg_io").joinpath("schemas/ciliumnetworkpolicy-v2.json").read_text()
+def _schema(path: str = _CILIUM) -> dict[str, Any]:
+    text = resources.files("cpg_io").joinpath(path).read_text()
     loaded: dict[str, Any] = json.loads(text)
     return loaded
 
@@ -41,16 +47,18 @@ def _is_cidr(value: object) -> bool:
 
 
 @functools.cache
-def _validator() -> Any:
+def _validator(path: str = _CILIUM) -> Any:
     import jsonschema  # type: ignore[import-untyped]
 
     formats = jsonschema.FormatChecker(formats=())
     formats.checks("cidr")(_is_cidr)
-    return jsonschema.Draft7Validator(_schema(), format_checker=formats)
+    return jsonschema.Draft7Validator(_schema(path), format_checker=formats)
 
 
 def crd_schema_errors(policy: Mapping[str, Any]) -> list[SchemaProblem]:
-    """Each schema violation and unknown field of ``policy``, in document order."""
+    """Each schema violation and unknown field of ``policy``, in document order: a Cilium
+    policy against Cilium's CRD, a ClusterNetworkPolicy against its own."""
+    path = _SCHEMAS.get(str(policy.get("kind")), _CILIUM)
     found = [
         SchemaProblem(
             path=tuple(error.absolute_path),
@@ -58,13 +66,50 @@ def crd_schema_errors(policy: Mapping[str, Any]) -> list[SchemaProblem]:
             validator=str(error.validator),
             value=error.instance if error.validator == "enum" else None,
         )
-        for error in _validator().iter_errors(dict(policy))
+        for error in _validator(path).iter_errors(dict(policy))
     ]
     found += [
-        SchemaProblem(path=path, message=f"unknown field {_dotted(path)}", unknown_field=True)
-        for path in _unknown(policy, _schema(), ())
+        SchemaProblem(path=where, message=f"unknown field {_dotted(where)}", unknown_field=True)
+        for where in _unknown(policy, _schema(path), ())
     ]
+    if path != _CILIUM:
+        found += _port_ranges(policy)
     return sorted(found, key=lambda p: [str(part) for part in p.path])
+
+
+def _port_ranges(policy: Mapping[str, Any]) -> list[SchemaProblem]:
+    """The CRD's rule its schema cannot state: a port range starts below its end."""
+    found = []
+    spec = policy.get("spec")
+    for section in ("ingress", "egress"):
+        rules = spec.get(section) if isinstance(spec, Mapping) else None
+        for n, rule in enumerate(rules if isinstance(rules, list) else []):
+            protocols = rule.get("protocols") if isinstance(rule, Mapping) else None
+            for m, entry in enumerate(protocols if isinstance(protocols, list) else []):
+                for name, match in entry.items() if isinstance(entry, Mapping) else ():
+                    port = match.get("destinationPort") if isinstance(match, Mapping) else None
+                    span = port.get("range") if isinstance(port, Mapping) else None
+                    if not isinstance(span, Mapping):
+                        continue
+                    start, end = span.get("start"), span.get("end")
+                    if isinstance(start, int) and isinstance(end, int) and start >= end:
+                        found.append(
+                            SchemaProblem(
+                                path=(
+                                    "spec",
+                                    section,
+                                    n,
+                                    "protocols",
+                                    m,
+                                    name,
+                                    "destinationPort",
+                                    "range",
+                                ),
+                                message=f"the range starts at {start}, not below its end {end}",
+                                validator="x-kubernetes-validations",
+                            )
+                        )
+    return found
 
 
 def _unknown(node: Any, schema: Mapping[str, Any], path: tuple[str | int, ...]) -> Iterator[Any]:

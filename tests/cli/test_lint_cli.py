@@ -399,6 +399,44 @@ CASES: dict[str, tuple[Any, Any]] = {
 }
 
 
+def cluster_network_policy(**spec: Any) -> dict[str, Any]:
+    """A Kubernetes ClusterNetworkPolicy (Baseline: shop's pods may resolve names)."""
+    body: dict[str, Any] = {
+        "tier": "Baseline",
+        "priority": 100,
+        "subject": {"namespaces": {"matchLabels": {"kubernetes.io/metadata.name": "shop"}}},
+        "egress": [
+            {
+                "name": "dns",
+                "action": "Accept",
+                "to": [
+                    {
+                        "pods": {
+                            "namespaceSelector": {},
+                            "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+                        }
+                    }
+                ],
+                "protocols": [{"udp": {"destinationPort": {"number": 53}}}],
+            }
+        ],
+    }
+    body.update(spec)
+    return {
+        "apiVersion": "policy.networking.k8s.io/v1alpha2",
+        "kind": "ClusterNetworkPolicy",
+        "metadata": {"name": "baseline-dns"},
+        "spec": body,
+    }
+
+
+CASES["CPG035"] = (
+    cluster_network_policy(),
+    policy({"ingress": [{"fromEndpoints": [WEB], "toPorts": tcp("8080")}]}),
+    {"cilium_version": (1, 19, 0)},
+)
+
+
 def as_yaml(document: Any) -> str:
     """The YAML of a document, every repeated part written out (no anchors)."""
     return yaml.safe_dump(json.loads(json.dumps(document)), sort_keys=False)
@@ -626,3 +664,33 @@ def test_the_cluster_policies_the_operator_marked_invalid(tmp_path: Path) -> Non
     assert "since 2026-08-01T10:00:00Z" in found[0]["message"]
     assert found[0]["file"] == "cluster:CiliumNetworkPolicy/shop/broken"
     assert "CPG034 invalid-in-cluster (error)" in text.stdout
+
+
+def test_a_cluster_network_policy_is_checked_against_its_own_schema() -> None:
+    """Kubernetes' ClusterNetworkPolicy: clean when it is one the API server takes; its
+    schema's refusals (an unknown tier, a peer with two kinds, a port range backwards), an
+    unknown field and a bad label value are errors with the field named."""
+    assert findings_of(cluster_network_policy()) == []
+    assert findings_of(cluster_network_policy(tier="Middle")) == ["CPG002"]
+    two_kinds = cluster_network_policy(
+        ingress=[{"action": "Deny", "from": [{"namespaces": {}, "pods": {"podSelector": {}}}]}]
+    )
+    assert findings_of(two_kinds) == ["CPG002"]
+    backwards = cluster_network_policy(
+        ingress=[
+            {
+                "action": "Deny",
+                "from": [{"namespaces": {}}],
+                "protocols": [
+                    {"tcp": {"destinationPort": {"range": {"start": 9000, "end": 8000}}}}
+                ],
+            }
+        ]
+    )
+    (found,) = lint_text(as_yaml(backwards), "p.yaml", schema=crd_schema_errors)
+    assert found.code == "CPG002" and "range starts at 9000" in found.message
+    assert found.field == "spec.ingress[0].protocols[0].tcp.destinationPort.range"
+    assert findings_of(cluster_network_policy(appliesTo={})) == ["CPG013"]
+    bad_label = cluster_network_policy(subject={"namespaces": {"matchLabels": {"team": "a b"}}})
+    assert findings_of(bad_label) == ["CPG003"]
+    assert findings_of(cluster_network_policy(priority=1001)) == ["CPG002"]
