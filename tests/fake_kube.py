@@ -46,6 +46,9 @@ class FakeKube:
             return [p for p in self.policies if p.get("kind") == "CiliumNetworkPolicy"]
         if path == "/apis/cilium.io/v2/ciliumclusterwidenetworkpolicies":
             return [p for p in self.policies if p.get("kind") == "CiliumClusterwideNetworkPolicy"]
+        if path == "/apis/policy.networking.k8s.io/v1alpha2/clusternetworkpolicies":
+            found = [p for p in self.policies if p.get("kind") == "ClusterNetworkPolicy"]
+            return found or None  # no such CRD installed: 404, as a cluster without it
         if path == "/api/v1/namespaces/kube-system/pods" and self.agents is not None:
             return [
                 {

@@ -18,6 +18,8 @@ from cpg_io.errors import KubeError, RelaySetupError
 
 CILIUM_GROUP = "cilium.io"
 CILIUM_VERSION = "v2"
+NETWORK_POLICY_API = ("policy.networking.k8s.io", "v1alpha2")
+"""Where Kubernetes' ClusterNetworkPolicy lives (its group and version)."""
 
 
 def api_client(
@@ -128,7 +130,12 @@ def forget_temp_dir(temp_dir: Path) -> None:
 
 
 def _list(
-    api: Any, plural: str, namespace: str | None, label_selector: str | None
+    api: Any,
+    plural: str,
+    namespace: str | None,
+    label_selector: str | None,
+    group: str = CILIUM_GROUP,
+    version: str = CILIUM_VERSION,
 ) -> list[dict[str, Any]]:
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
@@ -139,23 +146,21 @@ def _list(
     result: Any
     try:
         if namespace is None:
-            result = custom.list_cluster_custom_object(
-                CILIUM_GROUP, CILIUM_VERSION, plural, **kwargs
-            )
+            result = custom.list_cluster_custom_object(group, version, plural, **kwargs)
         else:
             result = custom.list_namespaced_custom_object(
-                CILIUM_GROUP, CILIUM_VERSION, namespace, plural, **kwargs
+                group, version, namespace, plural, **kwargs
             )
     except ApiException as exc:
         if exc.status == 403:
             raise KubeError(
-                f"RBAC denied listing {plural}.{CILIUM_GROUP}; cpg needs 'list' on it "
+                f"RBAC denied listing {plural}.{group}; cpg needs 'list' on it "
                 f"({'all namespaces' if namespace is None else namespace})"
             ) from None
         if exc.status == 404:
             return []  # the CRD is not installed: no such policies
         raise KubeError(
-            f"listing {plural}.{CILIUM_GROUP} failed: HTTP {exc.status} {exc.reason}"
+            f"listing {plural}.{group} failed: HTTP {exc.status} {exc.reason}"
         ) from None
     except (HTTPError, OSError) as exc:
         host = getattr(api.configuration, "host", "the API server")
@@ -177,6 +182,7 @@ _KINDS = {
     "ciliumclusterwidenetworkpolicies": "CiliumClusterwideNetworkPolicy",
     "ciliumendpoints": "CiliumEndpoint",
     "ciliumidentities": "CiliumIdentity",
+    "clusternetworkpolicies": "ClusterNetworkPolicy",
 }
 """The kind of each item of a list (the API leaves it out of list items)."""
 
@@ -242,7 +248,8 @@ def cluster_policies(kubeconfig: Path | None, context: str | None) -> list[dict[
 def cluster_state(
     kubeconfig: Path | None, context: str | None, temp_dir: Path | None = None
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """Every Cilium policy in the cluster and its agents' images (both read-only), with inline
+    """Every Cilium policy and Kubernetes ClusterNetworkPolicy in the cluster and its agents'
+    images (all read-only), with inline
     kubeconfig credentials in ``temp_dir`` when given, else a private folder removed here."""
     import tempfile
 
@@ -251,6 +258,11 @@ def cluster_state(
     try:
         api = api_client(kubeconfig, context, temp_dir=folder)
         policies = list_cilium_policies(api)
+        # Kubernetes' ClusterNetworkPolicies judge traffic around Cilium's (none when their
+        # CRD is not installed).
+        for item in _list(api, "clusternetworkpolicies", None, None, *NETWORK_POLICY_API):
+            item.setdefault("apiVersion", "/".join(NETWORK_POLICY_API))
+            policies.append(item)
         try:
             images = cilium_agent_images(api, AGENT_TIMEOUT)
         except (KubeError, OSError, _api_error()):  # e.g. no right to list kube-system pods

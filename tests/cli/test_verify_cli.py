@@ -199,6 +199,15 @@ def test_a_cluster_network_policy_in_the_folder_is_judged_in_its_tier(tmp_path: 
             ],
         },
     }
+    from fake_kube import fake_kube
+
+    with fake_kube(tmp_path) as (kube, kubeconfig):  # applied in the cluster: read from there
+        kube.policies = [lockdown]
+        cluster = ["--cluster", "--kubeconfig", str(kubeconfig)]
+        from_cluster = cpg("verify", str(capture), "-d", str(out), *cluster)
+        listed = {path.split("?")[0] for _, path in kube.requests}
+    assert from_cluster.returncode == 3, from_cluster.stdout + from_cluster.stderr
+    assert "/apis/policy.networking.k8s.io/v1alpha2/clusternetworkpolicies" in listed
     (out / "cluster").mkdir()
     (out / "cluster" / "lockdown.yaml").write_text(yaml.safe_dump(lockdown))
     verified = cpg("verify", str(capture), "-d", str(out))
