@@ -11,18 +11,12 @@ def _interrupt_again(unraisable: "sys.UnraisableHookArgs") -> None:
     """A Ctrl+C that lands in a callback Python cannot raise from (an import lock released
     while a module loads) is not lost, nor printed as a traceback: it is raised again in the
     main thread, where ``main`` turns it into exit 130."""
-    try:
-        if isinstance(unraisable.exc_value, KeyboardInterrupt):
-            import _thread
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        import _thread
 
-            _thread.interrupt_main()
-            return
-        sys.__unraisablehook__(unraisable)
-    except BaseException:
-        # A hook that raises is itself printed as a traceback ("Exception ignored in
-        # sys.unraisablehook"); the interpreter is shutting down (modules torn down), so
-        # there is nothing to interrupt any more.
+        _thread.interrupt_main()
         return
+    sys.__unraisablehook__(unraisable)
 
 
 def main() -> None:
