@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -351,15 +352,14 @@ def triage_records() -> list[dict[str, Any]]:
     return records
 
 
-@pytest.fixture
-def relay_cert(tmp_path: Path) -> tuple[Path, Path]:
-    """A throwaway key and self-signed certificate for hubble-relay.test (skips without
-    openssl)."""
+def self_signed(tmp_path: Path, name: str, subject_alt_name: str) -> tuple[Path, Path]:
+    """A throwaway key and self-signed certificate (CN ``name``), for a test server and its
+    CA alike (skips without openssl)."""
     import shutil
 
     if shutil.which("openssl") is None:
         pytest.skip("openssl is not installed")
-    key, cert = tmp_path / "relay.key", tmp_path / "relay.pem"
+    key, cert = tmp_path / f"{name}.key", tmp_path / f"{name}.pem"
     subprocess.run(
         [
             "openssl",
@@ -371,9 +371,9 @@ def relay_cert(tmp_path: Path) -> tuple[Path, Path]:
             "-days",
             "1",
             "-subj",
-            "/CN=hubble-relay.test",
+            f"/CN={name}",
             "-addext",
-            "subjectAltName=DNS:hubble-relay.test",
+            f"subjectAltName={subject_alt_name}",
             "-keyout",
             str(key),
             "-out",
@@ -383,6 +383,25 @@ def relay_cert(tmp_path: Path) -> tuple[Path, Path]:
         capture_output=True,
     )
     return key, cert
+
+
+@pytest.fixture
+def relay_cert(tmp_path: Path) -> tuple[Path, Path]:
+    """A key and self-signed certificate for hubble-relay.test."""
+    return self_signed(tmp_path, "hubble-relay.test", "DNS:hubble-relay.test")
+
+
+def wait_for(predicate: Callable[[], object], seconds: float = 20) -> bool:
+    """Whether ``predicate`` holds within ``seconds`` (checked every 20 ms on an event)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    tick = threading.Event()
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        tick.wait(0.02)
+    return False
 
 
 def on_terminal(

@@ -7,9 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-import subprocess
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +15,7 @@ import pytest
 import yaml
 from mcp import Client
 
-from conftest import cpg, endpoint, flow_dict, jsonl
+from conftest import cpg, endpoint, flow_dict, jsonl, self_signed, wait_for
 from fake_kube import fake_kube
 
 POD_IP = "10.9.9.9"
@@ -103,32 +100,7 @@ def test_a_check_against_the_cluster_reads_its_identities_too(tmp_path: Path) ->
 @pytest.fixture
 def api_cert(tmp_path: Path) -> tuple[Path, Path]:
     """A key and a self-signed certificate for 127.0.0.1: the API server's and its CA."""
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed")
-    key, cert = tmp_path / "api.key", tmp_path / "api.crt"
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "1",
-            "-subj",
-            "/CN=kubernetes",
-            "-addext",
-            "subjectAltName=IP:127.0.0.1",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    return key, cert
+    return self_signed(tmp_path, "kubernetes", "IP:127.0.0.1")
 
 
 def test_in_a_pod_the_service_account_is_used(
@@ -216,16 +188,6 @@ def test_a_live_capture_fills_in_identities_as_flows_arrive(tmp_path: Path) -> N
     assert policy["spec"]["ingress"][0]["fromEndpoints"] == [{"matchLabels": {"app": "frontend"}}]
 
 
-def _wait_for(predicate: Any, seconds: float = 20) -> bool:
-    deadline = time.monotonic() + seconds
-    tick = threading.Event()
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        tick.wait(0.02)
-    return False
-
-
 def test_a_live_session_reads_the_clusters_identities_again_as_pods_come(
     tmp_path: Path,
 ) -> None:
@@ -263,14 +225,14 @@ def test_a_live_session_reads_the_clusters_identities_again_as_pods_come(
 
         async def session() -> Any:
             task = asyncio.create_task(capture.run())
-            assert await asyncio.to_thread(_wait_for, lambda: capture.progress.flows == 2)
+            assert await asyncio.to_thread(wait_for, lambda: capture.progress.flows == 2)
             kube.identity_objects = [FRONTEND, checkout]  # checkout-1 started
             readings = capture.identity_readings
             assert await asyncio.to_thread(
-                _wait_for, lambda: capture.identity_readings >= readings + 2
+                wait_for, lambda: capture.identity_readings >= readings + 2
             )
             relay.resume.set()
-            assert await asyncio.to_thread(_wait_for, lambda: capture.progress.flows == 3)
+            assert await asyncio.to_thread(wait_for, lambda: capture.progress.flows == 3)
             capture.stop.set()
             return await task
 

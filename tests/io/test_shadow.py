@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
 from captures import ingress_capture
-from conftest import cpg, flow_dict, jsonl
+from conftest import cpg, flow_dict, jsonl, wait_for
 from cpg_core import CheckRequest, RunRequest, plan
 from cpg_core.reports import render
 from cpg_core.shadow import PlanJudge, ShadowRequest, WouldBreak
@@ -19,16 +17,6 @@ from cpg_io import runs
 from cpg_io.policy_files import load_policies
 from cpg_io.sources import CaptureFlows
 from fake_relay import fake_relay, responses_from_lines
-
-
-def _wait_for(predicate: Any, seconds: float = 20) -> bool:
-    deadline = time.monotonic() + seconds
-    tick = threading.Event()
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        tick.wait(0.02)
-    return False
 
 
 def _proposal(tmp_path: Path) -> tuple[Path, Path]:
@@ -72,7 +60,7 @@ def test_shadow_reports_what_would_break_at_the_first_flush_after_it_arrives(
 
         async def session() -> Any:
             task = asyncio.create_task(capture_run.run())
-            assert await asyncio.to_thread(_wait_for, lambda: capture_run.progress.flows == 3)
+            assert await asyncio.to_thread(wait_for, lambda: capture_run.progress.flows == 3)
             first = await asyncio.to_thread(capture_run.flush)  # the one flush after arrival
             assert [len(items) for items in announced] == [1]
             (item,) = announced[0]
@@ -83,7 +71,7 @@ def test_shadow_reports_what_would_break_at_the_first_flush_after_it_arrives(
             assert so_far["would_break"][0]["traffic"]["flows"] == 1  # readable while it runs
             relay.resume.set()
             assert await asyncio.to_thread(
-                _wait_for, lambda: capture_run.progress.flows == len(responses)
+                wait_for, lambda: capture_run.progress.flows == len(responses)
             )
             capture_run.stop.set()
             return await task
