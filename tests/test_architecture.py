@@ -111,6 +111,7 @@ PUBLIC_CORE = frozenset(
         "cpg_core.reading",
         "cpg_core.reports",
         "cpg_core.shadow",
+        "cpg_core.sharing",
         "cpg_core.text",
         "cpg_core.why",
     }

@@ -12,6 +12,9 @@ _DNS1123_SUBDOMAIN = re.compile(
 _INVALID_RUN = re.compile(r"[^a-z0-9.-]+")
 POLICY_NAME_PREFIX = "cpg-"
 MAX_NAME = 63
+SHARED_FOLDER = "_shared"
+"""The folder of shared policies (§D43), beside the namespace folders: no namespace can be
+called that (a DNS-1123 label starts with a letter or digit)."""
 
 
 def is_dns1123_label(value: str) -> bool:

@@ -392,6 +392,25 @@ OPTIONS: tuple[Option, ...] = (
         not_tool="no one applies a session's temp folder with kubectl -k",
     ),
     _o(
+        "shared",
+        "run",
+        "int",
+        10,
+        "Write a rule at least N workloads need (same peer and ports: DNS, scraping, the "
+        "ingress controller) once, in a policy of its own under _shared/ that selects exactly "
+        "their pods, instead of in each workload's policy; 0 writes every rule in its "
+        "workload's policy. Evidence stays per workload.",
+        "--shared",
+        metavar="N",
+        minimum=0,
+        panel="Output",
+        commands=_CAPTURES,
+        tool="shared",
+        tool_help="rules at least this many workloads need are written once, in a shared "
+        "policy under _shared/ selecting exactly their pods (0: every rule in its workload's "
+        "policy)",
+    ),
+    _o(
         "min_flows",
         "run",
         "int",

@@ -34,6 +34,7 @@ from cpg_core._matcher import (
     selecting_specs,
 )
 from cpg_core._pressure import POLICY_MAP_MAX, EndpointPressure, policy_map_pressure
+from cpg_core._render import is_shared
 from cpg_core._synthesis import (
     endpoint_kind,
     endpoint_name,
@@ -505,8 +506,8 @@ class PlanJudge:
                             traffic=_traffic(flow, group.flows),
                             endpoint=endpoint_name(target),
                             labels=stable_labels(target.labels),
-                            policy=newly_by[0],
-                            selector=_selector(proposal, newly_by[0], target),
+                            policy=_own_policy(proposal, newly_by),
+                            selector=_selector(proposal, _own_policy(proposal, newly_by), target),
                             why=f"{_who(target)} was not policed for {way}; "
                             f"{', '.join(newly_by)} would put it in default-deny"
                             + (_OTHER_END[way] if mirrored else ""),
@@ -688,6 +689,13 @@ def _traffic(flow: Flow, count: int) -> Traffic:
     )
 
 
+def _own_policy(proposal: Sequence[PolicyDocument], names: Sequence[str]) -> str:
+    """The first of ``names`` that is a workload's own policy ("" when they are all shared:
+    a fix in one of those would allow the traffic for every workload it selects)."""
+    shared = {policy_name(p) for p in proposal if is_shared(p)}
+    return next((name for name in names if name not in shared), "")
+
+
 def _selector(proposal: Sequence[PolicyDocument], name: str, target: Endpoint) -> dict[str, str]:
     for policy in proposal:
         if policy_name(policy) != name:
@@ -711,7 +719,7 @@ def _with_fix(item: WouldBreak, flow: Flow, intended: list[Endpoint]) -> WouldBr
         )
         return attrs.evolve(item, fix=fix)
     rule_text = rule_yaml(flow)
-    target = item.policy or "the policy"
+    target = item.policy or f"a policy of {item.endpoint}'s own (not a shared one)"
     rule = (
         f"add a rule to {target} allowing {traffic.source} → {traffic.destination} "
         f"{traffic.protocol}/{traffic.port}" + (" (rule_yaml)" if rule_text else "")

@@ -29,6 +29,17 @@ API_VERSION = "cilium.io/v2"
 KIND = "CiliumNetworkPolicy"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "cpg"
+SHARED_LABEL = "app.kubernetes.io/component"
+SHARED_VALUE = "shared-rules"
+"""The label that tells a shared policy from a workload's (plan suggests no fix into one)."""
+
+
+def is_shared(policy: Mapping[str, Any]) -> bool:
+    """A shared policy cpg wrote (§D43)."""
+    metadata = policy.get("metadata")
+    labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
+    return isinstance(labels, Mapping) and labels.get(SHARED_LABEL) == SHARED_VALUE
+
 
 _PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]*")
 # Plain scalars some YAML reader takes for something else: YAML 1.2 numbers (0o17, 1_000,

@@ -20,7 +20,7 @@ from cpg_core._dropreasons import DropClass, classify_reason, parse_reason_name,
 from cpg_core._explain import ExplainFilter
 from cpg_core._filters import FlowFilter
 from cpg_core._flow import PROTOCOLS
-from cpg_core._names import is_dns1123_label, path_component_problem
+from cpg_core._names import SHARED_FOLDER, is_dns1123_label, path_component_problem
 from cpg_core._request_error import RequestError, split_values
 from cpg_core.text import shown
 
@@ -88,9 +88,14 @@ def check_namespace(name: str, field: str = "namespace") -> str:
 
 def check_target(value: str, what: str) -> str:
     """A namespace or workload that names a policy: safe as a path component, and a namespace
-    is a DNS-1123 label."""
+    is a DNS-1123 label (or the folder of shared policies, which no namespace can be called)."""
     problem = path_component_problem(value)
-    if problem is None and what == "namespace" and not is_dns1123_label(value):
+    if (
+        problem is None
+        and what == "namespace"
+        and value != SHARED_FOLDER
+        and not is_dns1123_label(value)
+    ):
         problem = "not a DNS-1123 label"
     if problem is not None:
         raise RequestError(what, f"{what} {shown(value)} is not valid: {problem}")

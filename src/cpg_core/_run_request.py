@@ -96,6 +96,9 @@ class RunRequest:
     window: TimeWindow = attrs.Factory(TimeWindow)
     min_flows: int = 1
     """Allow entries seen fewer times are held back (reported, not written)."""
+    shared: int = 0
+    """Rules at least this many workloads need are written once, in a shared policy (0:
+    never; §D43)."""
     flow_filter: FlowFilter | None = None
     """Hubble-style filters: only the flows they select are used (the others are counted)."""
     evidence: EvidencePolicy = attrs.Factory(EvidencePolicy)
@@ -135,6 +138,7 @@ class RunRequest:
         since: str | None = _RUN["since"],
         until: str | None = _RUN["until"],
         min_flows: int = _RUN["min_flows"],
+        shared: int = _RUN["shared"],
         evidence: bool = _RUN["evidence"],
         evidence_samples: int = _RUN["evidence_samples"],
         evidence_sessions: int = _RUN["evidence_sessions"],
@@ -167,6 +171,11 @@ class RunRequest:
             raise RequestError("verify", "verify checks written files; leave out dry_run")
         if min_flows < 1:
             raise RequestError("min_flows", f"{min_flows}: must be 1 or more")
+        if shared < 0 or shared == 1:
+            raise RequestError(
+                "shared",
+                f"{shared}: a rule is shared by 2 or more workloads (0 turns sharing off)",
+            )
         if not 0 <= max_malformed <= 100:
             raise RequestError("max_malformed", f"{max_malformed:g}: a percentage, 0 to 100")
         if evidence_samples < 0:
@@ -228,6 +237,7 @@ class RunRequest:
             capture=capture,
             window=window,
             min_flows=min_flows,
+            shared=shared,
             flow_filter=flow_filter if flow_filter is not None and not flow_filter.empty else None,
             evidence=EvidencePolicy(
                 record=record,

@@ -208,7 +208,8 @@ def test_a_45_policy_report_opens_on_readable_namespaces(browser: Any, tmp_path:
 
     capture = mesh_capture(tmp_path / "mesh.jsonl")
     out = tmp_path / "policies"
-    assert cpg("replay", str(capture), "-d", str(out), "--no-evidence").returncode == 0
+    ran = cpg("replay", str(capture), "-d", str(out), "--no-evidence", "--shared", "0")
+    assert ran.returncode == 0
     assert sum(1 for _ in out.rglob("*.yaml")) == 45
     ran = cpg("report", "-d", str(out), "-o", "html")
     _open(browser, tmp_path / "report.html", ran.stdout)

@@ -638,7 +638,10 @@ def _evidence_rules(evidence: Path) -> dict[str, Any]:
     return out
 
 
-def test_two_concurrent_runs_lose_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("shared", "rounds"), [("0", 10), ("10", 5)])
+def test_two_concurrent_runs_lose_nothing(tmp_path: Path, shared: str, rounds: int) -> None:
+    """With sharing off, 150 policy files; with it on, each capture's rule is one shared
+    policy both runs read, merge and write (under the folder lock)."""
     import subprocess
 
     from conftest import CPG, policies
@@ -660,8 +663,9 @@ def test_two_concurrent_runs_lose_nothing(tmp_path: Path) -> None:
         captures.append(path)
 
     def run(out: Path, evidence: Path, capture: Path) -> subprocess.Popen[bytes]:
+        command = [CPG, "replay", str(capture), "-d", str(out), "--shared", shared]
         return subprocess.Popen(
-            [CPG, "replay", str(capture), "-d", str(out), "--evidence-dir", str(evidence)],
+            [*command, "--evidence-dir", str(evidence)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
@@ -670,9 +674,9 @@ def test_two_concurrent_runs_lose_nothing(tmp_path: Path) -> None:
     for capture in captures:
         assert run(seq_out, seq_ev, capture).wait(60) == 0
     expected_policies = policies(seq_out)
-    assert len(expected_policies) == workloads
+    assert len(expected_policies) == (workloads if shared == "0" else 2)
     expected_evidence = _evidence_rules(seq_ev)
-    for round_ in range(10):
+    for round_ in range(rounds):
         # The same output path each round: evidence is keyed by it.
         out, evidence = tmp_path / "seq" / "p", tmp_path / f"ev-{round_}"
         shutil_rmtree(out)
@@ -842,6 +846,8 @@ def test_crash_kill_9_at_random_points_leaves_only_whole_files(tmp_path: Path) -
             str(evidence),
             "-j",
             "2",
+            "--shared",
+            "0",  # one file per workload (the concurrent-runs test covers shared files)
         ]
 
     reference = tmp_path / "reference"

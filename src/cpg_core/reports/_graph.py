@@ -12,6 +12,7 @@ import attrs
 from cpg_core._documents import PolicyDocument
 from cpg_core._labels import NAMESPACE_LABEL, PRIORITY_KEYS, workload_name
 from cpg_core._plan import Plan
+from cpg_core._sharing import member_view
 
 OUTSIDE = "outside the cluster"
 """The group of peers that are not workloads (entities, CIDRs, FQDNs)."""
@@ -118,6 +119,7 @@ def traffic_graph(policies: Iterable[PolicyDocument]) -> TrafficGraph:
     for policy in policies:
         if not isinstance(policy, Mapping) or not str(policy.get("kind", "")).startswith("Cilium"):
             continue  # a ClusterNetworkPolicy selects by namespace and tier: not drawn here
+        policy = member_view(policy)  # a shared policy: drawn at each workload it serves
         meta = policy.get("metadata") or {}
         name = f"{meta.get('namespace', '')}/{meta.get('name', '')}".lstrip("/")
         specs = [policy.get("spec")] if policy.get("spec") else []

@@ -32,7 +32,8 @@ class FileOutcome:
 
     path: str
     outcome: str
-    """created, updated, unchanged, in-cluster, would-create, would-update or failed."""
+    """created, updated, unchanged, in-cluster, would-create, would-update, failed, or
+    shared (every rule the workload needs is in shared policies: no file of its own)."""
     namespace: str | None = None
     workload: str | None = None
     name: str | None = None
@@ -275,6 +276,12 @@ def _policy_lines(report: RunReport, changed: list[FileOutcome]) -> list[str]:
             f"{report.count('updated')} updated, {unchanged} unchanged"
         )
     lines = ["", head + tail]
+    shared = report.count("shared")
+    if shared:
+        lines.append(
+            f"  {_plural(shared, 'workload')} need only shared rules (in _shared/): no file "
+            "of their own"
+        )
     for item in changed[:MAX_FILES_SHOWN]:
         lines.append(f"  {item.outcome:<12} {_relative(item.path, output_dir)}")
     if len(changed) > MAX_FILES_SHOWN:

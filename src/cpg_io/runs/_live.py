@@ -90,6 +90,8 @@ class LiveSettings:
     """A time key: ask the relay for its buffered flows from then on (``--since``)."""
     min_flows: int = 1
     """Allow entries seen fewer times are held back (written once they reach it)."""
+    share: int = 0
+    """Rules at least this many workloads need go into shared policies (§D43)."""
     kustomize: bool = False
     """Keep kustomization files listing cpg's policies (``--kustomize``)."""
     evidence_interval: float = 60.0
@@ -182,6 +184,7 @@ def live_settings(
         in_cluster=relay.in_cluster,
         since=since,
         min_flows=request.min_flows,
+        share=request.shared,
         kustomize=request.kustomize,
         evidence_interval=request.live.evidence_interval,
         stable_for=request.live.stable_for,
@@ -331,6 +334,7 @@ class LiveCapture(RelayReader):
                 diff=self.settings.diff,
                 jobs=1,
                 in_cluster=self.settings.in_cluster,
+                share=self.settings.share,
             )
             if quiet:
                 evidence_only = write_outputs(

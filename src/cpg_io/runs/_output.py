@@ -15,6 +15,7 @@ import attrs
 from cpg_core import (
     Aggregator,
     ClusterHealth,
+    CpgError,
     EvidenceError,
     HeldBack,
     PolicyMergeError,
@@ -32,6 +33,16 @@ from cpg_core import (
 from cpg_core.cilium import load_one
 from cpg_core.reading import ReadStats
 from cpg_core.reports import FileOutcome, RunReport, WaitingPolicy
+from cpg_core.sharing import (
+    SHARED_FOLDER,
+    Rule,
+    SharedPolicy,
+    Sharing,
+    read_shared,
+    render_shared,
+    share_rules,
+    shared_evidence_plan,
+)
 from cpg_io.engines.workers import map_forked
 from cpg_io.errors import Cancelled, StoreError
 from cpg_io.evidence_store import EvidenceStore
@@ -116,6 +127,8 @@ class Written:
     evidence_errors: list[str] = attrs.Factory(list)
     evidence_dir: Path | None = None
     health_path: Path | None = None
+    shared: list[FileResult] = attrs.Factory(list)
+    """The shared policies' files (also in ``files``)."""
 
 
 def write_outputs(
@@ -131,10 +144,12 @@ def write_outputs(
     in_cluster: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
     cancel: threading.Event | None = None,
     evidence_only: bool = False,
+    share: int = 0,
 ) -> Written:
     """Write (or diff) the policies, their evidence and cluster-health.json as one batch
     (none of it when ``cancel`` is set before the batch commits). With ``evidence_only`` the
-    policy files are neither read nor written: their rules did not change."""
+    policy files are neither read nor written: their rules did not change. The rules at least
+    ``share`` workloads need go into shared policies (§D43; 0: none); evidence stays whole."""
     result = Written()
     batch = StagedWrites()
     evidence_store: EvidenceStore | None = None
@@ -142,14 +157,21 @@ def write_outputs(
         evidence_store = EvidenceStore(evidence.root, output_dir, batch)
         result.evidence_dir = evidence_store.base
     store = PolicyStore(output_dir, batch)
+    shared = Sharing(plans=tuple(plans), shared=())
 
-    def one(plan: PolicyPlan) -> _Outcome:
+    def one(pair: tuple[PolicyPlan, PolicyPlan]) -> _Outcome:
+        plan, reduced = pair
         try:
+            path = store.path_for(plan.namespace, plan.workload)
             if evidence_only:
-                path = store.path_for(plan.namespace, plan.workload)
                 written = FileResult(path=path, outcome="unchanged", plan=plan)
+            elif not reduced.rules and plan.rules and not path.exists():
+                # every rule it needs is in shared policies: no file of its own
+                written = FileResult(path=path, outcome="shared", plan=plan)
             else:
-                written = write_plan(store, plan, dry_run=dry_run, diff=diff, in_cluster=in_cluster)
+                written = write_plan(
+                    store, reduced, dry_run=dry_run, diff=diff, in_cluster=in_cluster
+                )
             error = None
             if (
                 evidence_store is not None
@@ -157,7 +179,8 @@ def write_outputs(
                 and written.outcome != "failed"
             ):
                 assert evidence is not None and session is not None
-                error = write_evidence(evidence_store, written.plan, session, evidence)
+                whole = attrs.evolve(plan, workload=written.plan.workload, name=written.plan.name)
+                error = write_evidence(evidence_store, whole, session, evidence)
         except BaseException:
             StagedWrites.discard(batch.take())  # nothing this plan staged outlives it
             raise
@@ -178,12 +201,23 @@ def write_outputs(
             if evidence_store is not None:
                 held.enter_context(folder_lock(evidence_store.base, "evidence"))
                 remove_stale_temp_files(evidence_store.base)
+        if share and not evidence_only:  # read under the lock: another run may be writing them
+            shared = plan_sharing(plans, store, share)
         # Policies and their evidence are rendered and staged in parallel, then made durable
         # and renamed into place as one batch (see StagedWrites).
         try:
-            outcomes = map_forked(one, plans, jobs)
+            outcomes = map_forked(one, list(zip(plans, shared.plans, strict=True)), jobs)
             for outcome in outcomes:
                 batch.adopt(outcome.staged)
+            for policy in shared.shared:
+                written = write_shared(store, policy, dry_run, diff)
+                result.shared.append(written)
+                if evidence_store is not None and written.outcome != "failed":
+                    assert evidence is not None and session is not None
+                    proof = shared_evidence_plan(policy, plans, evidence.max_samples)
+                    error = write_evidence(evidence_store, proof, session, evidence)
+                    if error is not None:
+                        result.evidence_errors.append(error)
             if evidence_store is not None and health is not None and health.has_anything_to_report:
                 try:
                     report: ClusterHealth = health
@@ -205,7 +239,36 @@ def write_outputs(
         result.files.append(outcome.file)
         if outcome.evidence_error is not None:
             result.evidence_errors.append(outcome.evidence_error)
+    result.files += result.shared
     return result
+
+
+def plan_sharing(plans: list[PolicyPlan], store: PolicyStore, min_workloads: int) -> Sharing:
+    """Which rules go into shared policies: those ``min_workloads`` plans need, and those a
+    shared file cpg wrote already holds (any plan that needs one joins it). A shared file a
+    human changed is left alone, and its rule stays in the workloads' own policies."""
+    folder = store.root / SHARED_FOLDER
+    known: dict[Rule, SharedPolicy] = {}
+    keep: set[Rule] = set()
+    taken: set[Path] = set()
+    for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else ():
+        text = store.read(path) or ""
+        try:
+            doc = load_one(text, str(path))
+        except CpgError:
+            doc = None
+        policy = read_shared(doc) if isinstance(doc, Mapping) else None
+        if policy is None or path.stem != policy.name or render_shared(policy) != text:
+            taken.add(path)
+            if policy is not None:
+                keep.add(policy.rule)
+            continue
+        known[policy.rule] = policy
+    sharing = share_rules(plans, min_workloads, known, keep)
+    clashing = {p.rule for p in sharing.shared if folder / f"{p.name}.yaml" in taken}
+    if clashing:  # never write over a file a human changed
+        sharing = share_rules(plans, min_workloads, known, keep | clashing)
+    return sharing
 
 
 @attrs.define
@@ -278,33 +341,52 @@ def write_plan(
             plan=plan,
             error=str(exc),
         )
-    if existing == text:
-        return FileResult(path=path, outcome="unchanged", plan=plan)
     live = (in_cluster or {}).get((plan.namespace, plan.name))
-    if live is not None and policies_equivalent(load_one(text, str(path)), live):
+    if (
+        existing != text
+        and live is not None
+        and policies_equivalent(load_one(text, str(path)), live)
+    ):
         return FileResult(path=path, outcome="in-cluster", plan=plan)
+    return attrs.evolve(write_text(store, path, existing, text, dry_run, diff), plan=plan)
+
+
+def write_shared(store: PolicyStore, policy: SharedPolicy, dry_run: bool, diff: bool) -> FileResult:
+    path = store.root / SHARED_FOLDER / f"{policy.name}.yaml"
+    try:
+        existing = store.read(path)
+    except StoreError as exc:
+        return FileResult(path=path, outcome="failed", error=str(exc))
+    return write_text(store, path, existing, render_shared(policy), dry_run, diff)
+
+
+def write_text(
+    store: PolicyStore, path: Path, current: str | None, text: str, dry_run: bool, diff: bool
+) -> FileResult:
+    """Write one policy file's new text over ``current`` (or, in a dry run, diff it)."""
+    if current == text:
+        return FileResult(path=path, outcome="unchanged")
     if dry_run:
         shown = ""
         if diff:
             shown = "".join(
                 difflib.unified_diff(
-                    (existing or "").splitlines(keepends=True),
+                    (current or "").splitlines(keepends=True),
                     text.splitlines(keepends=True),
-                    fromfile=str(path) if existing is not None else "/dev/null",
+                    fromfile=str(path) if current is not None else "/dev/null",
                     tofile=str(path),
                 )
             )
         return FileResult(
             path=path,
-            outcome="would-create" if existing is None else "would-update",
-            plan=plan,
+            outcome="would-create" if current is None else "would-update",
             diff=shown,
         )
     try:
-        outcome = store.write(path, text, existing)
+        outcome = store.write(path, text, current)
     except StoreError as exc:
-        return FileResult(path=path, outcome="failed", plan=plan, error=str(exc))
-    return FileResult(path=path, outcome=outcome.value, plan=plan)
+        return FileResult(path=path, outcome="failed", error=str(exc))
+    return FileResult(path=path, outcome=outcome.value)
 
 
 def run_report(

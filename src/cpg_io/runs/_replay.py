@@ -100,6 +100,7 @@ def replay(
         dry_run=request.dry_run,
         diff=request.diff,
         min_flows=request.min_flows,
+        share=request.shared,
         kustomize=request.kustomize,
         max_malformed=request.max_malformed,
         watch=watch,
@@ -213,6 +214,7 @@ def replay_capture(
     dry_run: bool = False,
     diff: bool = True,
     min_flows: int = 1,
+    share: int = 0,
     kustomize: bool = False,
     max_malformed: float = 100.0,
     watch: ReplayWatcher = SILENT,
@@ -274,6 +276,7 @@ def replay_capture(
         diff=diff,
         jobs=engine.jobs,
         cancel=cancel,
+        share=share,
     )
     result.files = written.files
     result.evidence_errors = written.evidence_errors

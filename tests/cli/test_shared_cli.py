@@ -1,0 +1,181 @@
+"""``--shared``: rules many workloads need written once under ``_shared/``, and every command
+that reads the folder (verify, plan, lint, explain, report) treating those files like any
+other; later runs merge into them, and a shared file a human changed is left alone."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from conftest import ROOT, cpg, flow_dict, jsonl
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from synthetic import synthetic_capture
+
+WORKLOADS = 45
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The synthetic cluster replayed with sharing (the default) and without."""
+    root = tmp_path_factory.mktemp("shared")
+    capture = synthetic_capture(root / "capture.jsonl", WORKLOADS)
+    evidence = root / "evidence"
+    for name, extra in (
+        ("shared", ("--evidence-dir", str(evidence))),
+        ("each", ("--shared", "0", "--no-evidence")),
+    ):
+        ran = cpg("replay", str(capture), "-d", str(root / name), *extra)
+        assert ran.returncode == 0, ran.stderr
+    return {"capture": capture, "shared": root / "shared", "each": root / "each", "ev": evidence}
+
+
+def _yaml_files(folder: Path) -> list[Path]:
+    return sorted(folder.rglob("*.yaml"))
+
+
+def _would_break(capture: Path, folder: Path) -> list[str]:
+    ran = cpg("plan", str(capture), "-d", str(folder), "-o", "json")
+    assert ran.returncode == 3, ran.stderr  # the synthetic canaries break
+    doc: dict[str, Any] = json.loads(ran.stdout)
+    return sorted(json.dumps(item["traffic"], sort_keys=True) for item in doc["would_break"])
+
+
+def test_shared_rules_are_written_once_and_judged_as_before(cluster: dict[str, Path]) -> None:
+    shared, each = cluster["shared"], cluster["each"]
+    infra = sorted(p.name for p in (shared / "_shared").glob("*.yaml"))
+    assert any("kube-dns" in name for name in infra)
+    assert any("prometheus" in name for name in infra)
+    assert not (each / "_shared").exists()
+    lines = {
+        k: sum(len(p.read_text().splitlines()) for p in _yaml_files(v))
+        for k, v in cluster.items()
+        if k in ("shared", "each")
+    }
+    assert lines["shared"] < lines["each"]
+    # no workload's own policy still names kube-dns
+    for path in _yaml_files(shared):
+        if path.parent.name != "_shared":
+            assert "to kube-system/app=kube-dns" not in path.read_text(), path
+    # verify admits every flow; plan finds the same traffic broken
+    ran = cpg("verify", str(cluster["capture"]), "-d", str(shared))
+    assert ran.returncode == 0, ran.stdout[-2000:]
+    assert _would_break(cluster["capture"], shared) == _would_break(cluster["capture"], each)
+    # plan never proposes a fix inside a shared policy
+    doc = json.loads(cpg("plan", str(cluster["capture"]), "-d", str(shared), "-o", "json").stdout)
+    assert all("cpg-shared-" not in item["fix"] for item in doc["would_break"])
+    # lint: clean
+    linted = cpg("lint", str(shared))
+    assert linted.returncode == 0, linted.stdout
+
+
+def test_explain_and_report_read_the_shared_policies(cluster: dict[str, Path]) -> None:
+    shared = cluster["shared"]
+    (dns,) = [p for p in (shared / "_shared").glob("*.yaml") if "kube-dns" in p.name]
+    ran = cpg(
+        "explain",
+        f"_shared/{dns.stem}",
+        "-d",
+        str(shared),
+        "--evidence-dir",
+        str(cluster["ev"]),
+        "-o",
+        "json",
+    )
+    assert ran.returncode == 0, ran.stderr
+    (rule,) = json.loads(ran.stdout)["matched_rules"]
+    assert rule["flow_count"] == WORKLOADS  # one DNS flow per workload
+    # the report draws and counts a shared policy at each workload it serves
+    views = {}
+    for name in ("shared", "each"):
+        report = cpg("report", "-d", str(cluster[name]), "-o", "json")
+        assert report.returncode == 0, report.stderr
+        doc = json.loads(report.stdout)
+        views[name] = (doc["coverage"], doc["matrix"], doc["namespaces"])
+    assert views["shared"] == views["each"]
+
+
+def test_a_rerun_changes_nothing_and_a_newcomer_joins_the_shared_policy(
+    cluster: dict[str, Path], tmp_path: Path
+) -> None:
+    import shutil
+
+    out = tmp_path / "out"
+    shutil.copytree(cluster["shared"], out)
+    before = {p: p.read_text() for p in _yaml_files(out)}
+    ran = cpg("replay", str(cluster["capture"]), "-d", str(out), "--no-evidence", "-o", "json")
+    assert ran.returncode == 0
+    assert {p: p.read_text() for p in _yaml_files(out)} == before
+    # one new workload resolving names: fewer than 10 need it in this capture, yet it joins
+    dns = {
+        "namespace": "kube-system",
+        "labels": ["k8s:app=kube-dns", "k8s:io.kubernetes.pod.namespace=kube-system"],
+        "identity": 53,
+    }
+    late = {
+        "namespace": "late",
+        "labels": ["k8s:app=late", "k8s:io.kubernetes.pod.namespace=late"],
+        "identity": 7001,
+    }
+    extra = tmp_path / "late.jsonl"
+    extra.write_text(jsonl([flow_dict(late, dns, direction="EGRESS", tcp=None, udp=53)]))
+    assert cpg("replay", str(extra), "-d", str(out), "--no-evidence").returncode == 0
+    (dns_file,) = [p for p in (out / "_shared").glob("*.yaml") if "kube-dns" in p.name]
+    doc = yaml.safe_load(dns_file.read_text())
+    assert "late" in json.dumps(doc["specs"] if "specs" in doc else doc["spec"])
+    assert not (out / "late").exists()  # its only rule is shared: no file of its own
+    assert cpg("verify", str(extra), "-d", str(out)).returncode == 0
+
+
+def test_a_shared_policy_a_human_changed_is_left_alone(
+    cluster: dict[str, Path], tmp_path: Path
+) -> None:
+    import shutil
+
+    out = tmp_path / "out"
+    shutil.copytree(cluster["shared"], out)
+    (dns_file,) = [p for p in (out / "_shared").glob("*.yaml") if "kube-dns" in p.name]
+    edited = dns_file.read_text() + "# reviewed by the platform team\n"
+    dns_file.write_text(edited)
+    assert cpg("replay", str(cluster["capture"]), "-d", str(out), "--no-evidence").returncode == 0
+    assert dns_file.read_text() == edited
+    # the rule went back into the workloads' own policies, so nothing depends on the edit
+    assert "to kube-system/app=kube-dns" in (out / "app-01" / "web.yaml").read_text()
+    assert cpg("verify", str(cluster["capture"]), "-d", str(out)).returncode == 0
+
+
+def test_shared_needs_two_or_more_workloads(tmp_path: Path) -> None:
+    capture = tmp_path / "c.jsonl"
+    capture.write_text(jsonl([flow_dict()]))
+    ran = cpg("replay", str(capture), "-d", str(tmp_path / "o"), "--shared", "1")
+    assert ran.returncode == 2
+    assert "--shared" in ran.stderr and "2 or more" in ran.stderr
+
+
+def test_generate_shares_what_replay_shares(cluster: dict[str, Path], tmp_path: Path) -> None:
+    """A live capture writes the same shared and per-workload files as a replay of its flows
+    (sharing decided at each flush, later workloads joining the shared policies)."""
+    from conftest import policies
+    from fake_relay import fake_relay, responses_from_lines
+
+    lines = cluster["capture"].read_text().splitlines()
+    with fake_relay(responses_from_lines(lines)) as (_relay, address):
+        ran = cpg(
+            "generate",
+            "--server",
+            address,
+            "-d",
+            str(tmp_path / "live"),
+            "--no-evidence",
+            "--duration",
+            "2s",
+            "--flush-interval",
+            "0.3s",
+        )
+    assert ran.returncode == 0, ran.stderr
+    assert policies(tmp_path / "live") == policies(cluster["shared"])
