@@ -411,6 +411,25 @@ OPTIONS: tuple[Option, ...] = (
         "policy)",
     ),
     _o(
+        "baseline_format",
+        "run",
+        "text",
+        "ccnp",
+        "How shared egress rules are written: ccnp (Cilium's policies) or kcnp (Kubernetes "
+        "ClusterNetworkPolicies in the Baseline tier, for the workloads whose egress they can "
+        "hold whole, kept default-deny by a Baseline deny; needs Cilium 1.20). Shared ingress "
+        "rules stay Cilium's: a Baseline deny cannot refuse traffic from outside the cluster.",
+        "--baseline-format",
+        metavar="ccnp|kcnp",
+        panel="Output",
+        commands=_CAPTURES,
+        tool="baseline_format",
+        tool_value=Literal["ccnp", "kcnp"],
+        tool_help="ccnp: shared rules in Cilium policies; kcnp: shared egress rules as "
+        "Kubernetes ClusterNetworkPolicies in the Baseline tier where they can hold a "
+        "workload's egress whole",
+    ),
+    _o(
         "min_flows",
         "run",
         "int",

@@ -99,6 +99,9 @@ class RunRequest:
     shared: int = 0
     """Rules at least this many workloads need are written once, in a shared policy (0:
     never; §D43)."""
+    baseline_format: str = "ccnp"
+    """``kcnp``: shared egress rules as Baseline ClusterNetworkPolicies where they can be
+    (§D44)."""
     flow_filter: FlowFilter | None = None
     """Hubble-style filters: only the flows they select are used (the others are counted)."""
     evidence: EvidencePolicy = attrs.Factory(EvidencePolicy)
@@ -139,6 +142,7 @@ class RunRequest:
         until: str | None = _RUN["until"],
         min_flows: int = _RUN["min_flows"],
         shared: int = _RUN["shared"],
+        baseline_format: str = _RUN["baseline_format"],
         evidence: bool = _RUN["evidence"],
         evidence_samples: int = _RUN["evidence_samples"],
         evidence_sessions: int = _RUN["evidence_sessions"],
@@ -176,6 +180,8 @@ class RunRequest:
                 "shared",
                 f"{shared}: a rule is shared by 2 or more workloads (0 turns sharing off)",
             )
+        if baseline_format not in ("ccnp", "kcnp"):
+            raise RequestError("baseline_format", f"{shown(baseline_format)}: use ccnp or kcnp")
         if not 0 <= max_malformed <= 100:
             raise RequestError("max_malformed", f"{max_malformed:g}: a percentage, 0 to 100")
         if evidence_samples < 0:
@@ -238,6 +244,7 @@ class RunRequest:
             window=window,
             min_flows=min_flows,
             shared=shared,
+            baseline_format=baseline_format,
             flow_filter=flow_filter if flow_filter is not None and not flow_filter.empty else None,
             evidence=EvidencePolicy(
                 record=record,

@@ -34,7 +34,6 @@ from cpg_core._render import (
     MANAGED_BY_VALUE,
     SHARED_LABEL,
     SHARED_VALUE,
-    is_shared,
     rule_lines,
     yaml_string,
 )
@@ -48,7 +47,6 @@ from cpg_core._rules import (
     Rule,
     describe_rule,
     rule_from_dict,
-    rule_to_dict,
 )
 from cpg_core._synthesis import PolicyTarget
 
@@ -89,9 +87,13 @@ class Sharing:
     shared: tuple[SharedPolicy, ...]
 
 
-def shared_name(rule: Rule) -> str:
+def shared_name(rule: Rule, kind: str = "shared") -> str:
     """A stable policy name from the rule (its direction and peer, and a hash of all of it:
     one peer can be shared with different ports)."""
+    return policy_name(f"{kind}-{rule.direction}-{_peer_slug(rule)}-{short_hash(repr(rule))}")
+
+
+def _peer_slug(rule: Rule) -> str:
     peer = rule.peer
     if isinstance(peer, EndpointPeer):
         slug = "-".join([peer.namespace, *(v for _k, v in peer.labels)])
@@ -103,7 +105,7 @@ def shared_name(rule: Rule) -> str:
         slug = peer.name.replace("*", "any")
     else:  # pragma: no cover - every peer kind is above
         slug = "peer"
-    return policy_name(f"shared-{rule.direction}-{slug}-{short_hash(repr(rule))}")
+    return slug
 
 
 def share_rules(
@@ -141,13 +143,17 @@ def share_rules(
 
 
 def shared_evidence_plan(
-    policy: SharedPolicy, plans: Sequence[PolicyPlan], max_samples: int
+    name: str,
+    rule: Rule,
+    members: frozenset[PolicyTarget],
+    plans: Sequence[PolicyPlan],
+    max_samples: int,
 ) -> PolicyPlan:
-    """The plan whose evidence is the shared policy's: its members' flows for its rule."""
-    atoms = set(policy.rule.atoms())
+    """The plan whose evidence is a shared policy's: its members' flows for its rule."""
+    atoms = set(rule.atoms())
     attribution: dict[Any, RuleStats] = {}
     for plan in plans:
-        if plan.target not in policy.members:
+        if plan.target not in members:
             continue
         for atom, stats in plan.attribution.items():
             if atom not in atoms:
@@ -157,12 +163,11 @@ def shared_evidence_plan(
                 attribution[atom] = stats.copy()
             else:
                 held.absorb(stats, max_samples)
-    target = PolicyTarget(SHARED_FOLDER, ())
     return PolicyPlan(
-        target=target,
-        workload=policy.name,
-        name=policy.name,
-        rules=(policy.rule,),
+        target=PolicyTarget(SHARED_FOLDER, ()),
+        workload=name,
+        name=name,
+        rules=(rule,),
         attribution=attribution,
     )
 
@@ -325,29 +330,6 @@ def read_shared(doc: Mapping[str, Any]) -> SharedPolicy | None:
     if len(rules) != 1:
         return None
     return SharedPolicy(next(iter(rules)), frozenset(members))
-
-
-def member_view(doc: Mapping[str, Any]) -> Mapping[str, Any]:
-    """A shared policy cpg wrote as one spec per member workload (``matchLabels`` with the
-    namespace): what views that draw or count workloads read. Any other document as it is."""
-    if not is_shared(doc):
-        return doc
-    policy = read_shared(doc)
-    if policy is None:
-        return doc
-    rule = rule_to_dict(policy.rule, "")
-    specs = [
-        {
-            "endpointSelector": {
-                "matchLabels": {**dict(member.selector), NAMESPACE_LABEL: member.namespace}
-            },
-            policy.rule.direction: [rule],
-        }
-        for member in sorted(policy.members)
-    ]
-    return {key: value for key, value in doc.items() if key not in ("spec", "specs")} | {
-        "specs": specs
-    }
 
 
 def _read_selection(selector: object, namespace: str) -> _Selection | None:

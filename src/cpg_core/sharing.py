@@ -1,8 +1,16 @@
 """Shared rules: a rule many workloads need, written once in a policy that selects exactly
 their pods (the write stage of replay and generate)."""
 
+from cpg_core._baseline import KIND as BASELINE_KIND
+from cpg_core._baseline import (
+    BaselinePolicy,
+    move_to_baseline,
+    read_baseline,
+    render_baseline,
+    with_baseline_rules,
+)
 from cpg_core._names import SHARED_FOLDER
-from cpg_core._rules import Rule
+from cpg_core._rules import EGRESS, Rule
 from cpg_core._sharing import (
     SharedPolicy,
     Sharing,
@@ -13,12 +21,19 @@ from cpg_core._sharing import (
 )
 
 __all__ = [
+    "BASELINE_KIND",
+    "EGRESS",
     "SHARED_FOLDER",
+    "BaselinePolicy",
     "Rule",
     "SharedPolicy",
     "Sharing",
+    "move_to_baseline",
+    "read_baseline",
     "read_shared",
+    "render_baseline",
     "render_shared",
     "share_rules",
     "shared_evidence_plan",
+    "with_baseline_rules",
 ]

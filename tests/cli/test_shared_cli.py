@@ -29,10 +29,17 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     for name, extra in (
         ("shared", ("--evidence-dir", str(evidence))),
         ("each", ("--shared", "0", "--no-evidence")),
+        ("kcnp", ("--baseline-format", "kcnp", "--no-evidence")),
     ):
         ran = cpg("replay", str(capture), "-d", str(root / name), *extra)
         assert ran.returncode == 0, ran.stderr
-    return {"capture": capture, "shared": root / "shared", "each": root / "each", "ev": evidence}
+    return {
+        "capture": capture,
+        "shared": root / "shared",
+        "each": root / "each",
+        "kcnp": root / "kcnp",
+        "ev": evidence,
+    }
 
 
 def _yaml_files(folder: Path) -> list[Path]:
@@ -179,3 +186,67 @@ def test_generate_shares_what_replay_shares(cluster: dict[str, Path], tmp_path: 
         )
     assert ran.returncode == 0, ran.stderr
     assert policies(tmp_path / "live") == policies(cluster["shared"])
+
+
+def test_kcnp_holds_whole_egress_in_the_baseline_tier_and_judges_as_before(
+    cluster: dict[str, Path], tmp_path: Path
+) -> None:
+    import shutil
+
+    kcnp = cluster["kcnp"]
+    files = {p.name: p.read_text() for p in (kcnp / "_shared").glob("cpg-baseline-*.yaml")}
+    assert "cpg-baseline-default-deny-egress.yaml" in files
+    assert any("kube-dns" in name for name in files)
+    assert all("kind: ClusterNetworkPolicy" in text for text in files.values())
+    assert not any("ingress:" in text for text in files.values())  # ingress stays Cilium's
+    capture = cluster["capture"]
+    assert cpg("verify", str(capture), "-d", str(kcnp)).returncode == 0
+    assert _would_break(capture, kcnp) == _would_break(capture, cluster["each"])
+    linted = cpg("lint", str(kcnp))
+    assert linted.returncode == 0, linted.stdout
+    views = []
+    for folder in (kcnp, cluster["each"]):
+        doc = json.loads(cpg("report", "-d", str(folder), "-o", "json").stdout)
+        views.append((doc["coverage"], doc["matrix"]))
+    assert views[0] == views[1]
+    # A workload held whole by the Baseline tier gains an egress rule of its own: Cilium
+    # polices its egress from then on, so its DNS moves back to a Cilium policy.
+    out = tmp_path / "out"
+    shutil.copytree(kcnp, out)
+    from cpg_core._baseline import read_baseline
+
+    deny = read_baseline(
+        list(
+            yaml.safe_load_all(
+                (out / "_shared" / "cpg-baseline-default-deny-egress.yaml").read_text()
+            )
+        )
+    )
+    assert deny is not None and deny.members
+    member = sorted(deny.members)[0]
+    app = dict(member.selector)["app"]
+    ns = member.namespace
+    me = {
+        "namespace": ns,
+        "labels": [f"k8s:app={app}", f"k8s:io.kubernetes.pod.namespace={ns}"],
+        "identity": 6001,
+    }
+    db = {
+        "namespace": ns,
+        "labels": ["k8s:app=zz-new", f"k8s:io.kubernetes.pod.namespace={ns}"],
+        "identity": 6002,
+    }
+    extra = tmp_path / "later.jsonl"
+    extra.write_text(jsonl([flow_dict(me, db, direction="EGRESS", tcp=5432)]))
+    ran = cpg("replay", str(extra), "-d", str(out), "--no-evidence", "--baseline-format", "kcnp")
+    assert ran.returncode == 0, ran.stderr
+    both = tmp_path / "both.jsonl"
+    both.write_text(capture.read_text() + extra.read_text())
+    verified = cpg("verify", str(both), "-d", str(out))
+    assert verified.returncode == 0, verified.stdout[-3000:]
+    own = (out / ns / f"{app}.yaml").read_text()
+    assert "zz-new" in own  # its own egress rule, so Cilium polices its egress now
+    assert "to kube-system/app=kube-dns" in own or any(
+        f"- {app}" in p.read_text() and "kind: CiliumClusterwideNetworkPolicy" in p.read_text()
+        for p in (out / "_shared").glob("cpg-shared-egress-kube-system-kube-dns-*.yaml")
+    )

@@ -221,7 +221,7 @@ def test_the_shared_policy_evidence_is_its_members_flows_for_its_rule() -> None:
             aggregator.admit(parse_flow(_flow(pod, db, "EGRESS", 5432, "TCP")), "drop")
     plans = aggregator.plans()
     (policy,) = share_rules(plans, 3).shared
-    proof = shared_evidence_plan(policy, plans, max_samples=3)
+    proof = shared_evidence_plan(policy.name, policy.rule, policy.members, plans, max_samples=3)
     assert proof.rules == (policy.rule,)
     assert set(proof.attribution) == set(policy.rule.atoms())
     (stats,) = proof.attribution.values()

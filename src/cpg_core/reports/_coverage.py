@@ -10,10 +10,10 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
+from cpg_core._baseline import member_view
 from cpg_core._documents import PolicyDocument, PolicyEvidence
 from cpg_core._matcher import polices
 from cpg_core._plan import Plan
-from cpg_core._sharing import member_view
 from cpg_core.reports._graph import target_node
 
 _ALL = "all"
@@ -84,10 +84,11 @@ def coverage(
     """Namespaces a policy covers whole (an empty endpointSelector); ``*`` every one."""
     targets: set[tuple[str, str]] = set()
     for policy in policies:
+        if isinstance(policy, Mapping):
+            policy = member_view(policy)  # a shared policy: its member workloads, one by one
         if not isinstance(policy, Mapping) or not str(policy.get("kind", "")).startswith("Cilium"):
             continue
         clusterwide = "Clusterwide" in str(policy.get("kind") or "")
-        policy = member_view(policy)  # a shared policy: its member workloads, one by one
         specs = [policy.get("spec")] if policy.get("spec") else []
         specs += list(policy.get("specs") or [])
         for spec in specs:

@@ -9,10 +9,10 @@ from typing import Any
 
 import attrs
 
+from cpg_core._baseline import member_view
 from cpg_core._documents import PolicyDocument
 from cpg_core._labels import NAMESPACE_LABEL, PRIORITY_KEYS, workload_name
 from cpg_core._plan import Plan
-from cpg_core._sharing import member_view
 
 OUTSIDE = "outside the cluster"
 """The group of peers that are not workloads (entities, CIDRs, FQDNs)."""
@@ -117,9 +117,10 @@ def traffic_graph(policies: Iterable[PolicyDocument]) -> TrafficGraph:
     edges: dict[tuple[str, str], tuple[set[str], set[str]]] = {}
     selected_by: dict[str, set[str]] = {}
     for policy in policies:
+        if isinstance(policy, Mapping):
+            policy = member_view(policy)  # a shared policy: drawn at each workload it serves
         if not isinstance(policy, Mapping) or not str(policy.get("kind", "")).startswith("Cilium"):
             continue  # a ClusterNetworkPolicy selects by namespace and tier: not drawn here
-        policy = member_view(policy)  # a shared policy: drawn at each workload it serves
         meta = policy.get("metadata") or {}
         name = f"{meta.get('namespace', '')}/{meta.get('name', '')}".lstrip("/")
         specs = [policy.get("spec")] if policy.get("spec") else []

@@ -92,6 +92,8 @@ class LiveSettings:
     """Allow entries seen fewer times are held back (written once they reach it)."""
     share: int = 0
     """Rules at least this many workloads need go into shared policies (§D43)."""
+    baseline: bool = False
+    """Shared egress rules in the Baseline tier where they can be (§D44)."""
     kustomize: bool = False
     """Keep kustomization files listing cpg's policies (``--kustomize``)."""
     evidence_interval: float = 60.0
@@ -185,6 +187,7 @@ def live_settings(
         since=since,
         min_flows=request.min_flows,
         share=request.shared,
+        baseline=request.baseline_format == "kcnp",
         kustomize=request.kustomize,
         evidence_interval=request.live.evidence_interval,
         stable_for=request.live.stable_for,
@@ -335,6 +338,7 @@ class LiveCapture(RelayReader):
                 jobs=1,
                 in_cluster=self.settings.in_cluster,
                 share=self.settings.share,
+                baseline=self.settings.baseline,
             )
             if quiet:
                 evidence_only = write_outputs(

@@ -20,6 +20,7 @@ from cpg_core import (
     HeldBack,
     PolicyMergeError,
     PolicyPlan,
+    PolicyTarget,
     ReplayIdentity,
     RunRequest,
     SelectorMismatchError,
@@ -30,18 +31,25 @@ from cpg_core import (
     redact_ips,
     render_or_merge,
 )
-from cpg_core.cilium import load_one
+from cpg_core.cilium import load_all, load_one
 from cpg_core.reading import ReadStats
 from cpg_core.reports import FileOutcome, RunReport, WaitingPolicy
 from cpg_core.sharing import (
+    BASELINE_KIND,
+    EGRESS,
     SHARED_FOLDER,
+    BaselinePolicy,
     Rule,
     SharedPolicy,
     Sharing,
+    move_to_baseline,
+    read_baseline,
     read_shared,
+    render_baseline,
     render_shared,
     share_rules,
     shared_evidence_plan,
+    with_baseline_rules,
 )
 from cpg_io.engines.workers import map_forked
 from cpg_io.errors import Cancelled, StoreError
@@ -145,11 +153,13 @@ def write_outputs(
     cancel: threading.Event | None = None,
     evidence_only: bool = False,
     share: int = 0,
+    baseline: bool = False,
 ) -> Written:
     """Write (or diff) the policies, their evidence and cluster-health.json as one batch
     (none of it when ``cancel`` is set before the batch commits). With ``evidence_only`` the
     policy files are neither read nor written: their rules did not change. The rules at least
-    ``share`` workloads need go into shared policies (§D43; 0: none); evidence stays whole."""
+    ``share`` workloads need go into shared policies (§D43; 0: none; ``baseline``: egress ones
+    in the Baseline tier where they can, §D44); evidence stays whole."""
     result = Written()
     batch = StagedWrites()
     evidence_store: EvidenceStore | None = None
@@ -157,7 +167,7 @@ def write_outputs(
         evidence_store = EvidenceStore(evidence.root, output_dir, batch)
         result.evidence_dir = evidence_store.base
     store = PolicyStore(output_dir, batch)
-    shared = Sharing(plans=tuple(plans), shared=())
+    shared = SharedOutput(Sharing(plans=tuple(plans), shared=()))
 
     def one(pair: tuple[PolicyPlan, PolicyPlan]) -> _Outcome:
         plan, reduced = pair
@@ -202,19 +212,24 @@ def write_outputs(
                 held.enter_context(folder_lock(evidence_store.base, "evidence"))
                 remove_stale_temp_files(evidence_store.base)
         if share and not evidence_only:  # read under the lock: another run may be writing them
-            shared = plan_sharing(plans, store, share)
+            shared = plan_sharing(plans, store, share, baseline)
         # Policies and their evidence are rendered and staged in parallel, then made durable
         # and renamed into place as one batch (see StagedWrites).
         try:
-            outcomes = map_forked(one, list(zip(plans, shared.plans, strict=True)), jobs)
+            pairs = list(zip(plans, shared.sharing.plans, strict=True))
+            outcomes = map_forked(one, pairs, jobs)
             for outcome in outcomes:
                 batch.adopt(outcome.staged)
-            for policy in shared.shared:
-                written = write_shared(store, policy, dry_run, diff)
+            texts: list[tuple[str, Rule | None, frozenset[PolicyTarget], str]] = [
+                (p.name, p.rule, p.members, render_shared(p)) for p in shared.sharing.shared
+            ]
+            texts += [(p.name, p.rule, p.members, render_baseline(p)) for p in shared.baseline]
+            for name, rule, members, text in texts:
+                written = write_shared(store, name, text, dry_run, diff)
                 result.shared.append(written)
-                if evidence_store is not None and written.outcome != "failed":
+                if evidence_store is not None and written.outcome != "failed" and rule:
                     assert evidence is not None and session is not None
-                    proof = shared_evidence_plan(policy, plans, evidence.max_samples)
+                    proof = shared_evidence_plan(name, rule, members, plans, evidence.max_samples)
                     error = write_evidence(evidence_store, proof, session, evidence)
                     if error is not None:
                         result.evidence_errors.append(error)
@@ -243,32 +258,117 @@ def write_outputs(
     return result
 
 
-def plan_sharing(plans: list[PolicyPlan], store: PolicyStore, min_workloads: int) -> Sharing:
-    """Which rules go into shared policies: those ``min_workloads`` plans need, and those a
-    shared file cpg wrote already holds (any plan that needs one joins it). A shared file a
-    human changed is left alone, and its rule stays in the workloads' own policies."""
+@attrs.frozen
+class SharedOutput:
+    """What the shared files of a run hold: the plans without their shared rules, the
+    shared Cilium policies and the Baseline-tier ones."""
+
+    sharing: Sharing
+    baseline: tuple[BaselinePolicy, ...] = ()
+
+
+@attrs.define
+class _OnDisk:
+    """The shared files cpg wrote before (as cpg wrote them) and the ones a human changed."""
+
+    shared: dict[Rule, SharedPolicy] = attrs.Factory(dict)
+    baseline: list[BaselinePolicy] = attrs.Factory(list)
+    edited: set[Path] = attrs.Factory(set)
+    keep: set[Rule] = attrs.Factory(set)
+    """Rules of changed files: never taken into a shared policy again."""
+    edited_baseline: list[BaselinePolicy] = attrs.Factory(list)
+
+
+def _read_shared_folder(store: PolicyStore) -> _OnDisk:
+    found = _OnDisk()
     folder = store.root / SHARED_FOLDER
-    known: dict[Rule, SharedPolicy] = {}
-    keep: set[Rule] = set()
-    taken: set[Path] = set()
     for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else ():
         text = store.read(path) or ""
         try:
-            doc = load_one(text, str(path))
+            docs = load_all(text, str(path))
         except CpgError:
-            doc = None
-        policy = read_shared(doc) if isinstance(doc, Mapping) else None
-        if policy is None or path.stem != policy.name or render_shared(policy) != text:
-            taken.add(path)
-            if policy is not None:
-                keep.add(policy.rule)
+            docs = []
+        if docs and all(isinstance(d, Mapping) and d.get("kind") == BASELINE_KIND for d in docs):
+            baseline = read_baseline(docs)
+            if (
+                baseline is not None
+                and path.stem == baseline.name
+                and render_baseline(baseline) == text
+            ):
+                found.baseline.append(baseline)
+                continue
+            found.edited.add(path)
+            if baseline is not None:
+                found.edited_baseline.append(baseline)
+                if baseline.rule is not None:
+                    found.keep.add(baseline.rule)
             continue
-        known[policy.rule] = policy
-    sharing = share_rules(plans, min_workloads, known, keep)
-    clashing = {p.rule for p in sharing.shared if folder / f"{p.name}.yaml" in taken}
-    if clashing:  # never write over a file a human changed
-        sharing = share_rules(plans, min_workloads, known, keep | clashing)
-    return sharing
+        policy = read_shared(docs[0]) if len(docs) == 1 and isinstance(docs[0], Mapping) else None
+        if policy is None or path.stem != policy.name or render_shared(policy) != text:
+            found.edited.add(path)
+            if policy is not None:
+                found.keep.add(policy.rule)
+            continue
+        found.shared[policy.rule] = policy
+    return found
+
+
+def _polices_egress(store: PolicyStore, plan: PolicyPlan, on_disk: _OnDisk) -> bool:
+    """Whether a Cilium policy this run does not write polices the workload's egress: its
+    own file on disk, or a shared Cilium policy already there (an unreadable file counts)."""
+    if any(
+        rule.direction == EGRESS and plan.target in policy.members
+        for rule, policy in on_disk.shared.items()
+    ):
+        return True
+    path = store.path_for(plan.namespace, plan.workload)
+    try:
+        text = store.read(path)
+        if text is None:
+            return False
+        doc = load_one(text, str(path))
+    except (CpgError, StoreError):
+        return True
+    if not isinstance(doc, Mapping):
+        return True
+    specs = [doc.get("spec"), *(doc.get("specs") or [])]
+    return any(
+        isinstance(spec, Mapping) and (spec.get("egress") or spec.get("egressDeny"))
+        for spec in specs
+    )
+
+
+def plan_sharing(
+    plans: list[PolicyPlan], store: PolicyStore, min_workloads: int, baseline: bool = False
+) -> SharedOutput:
+    """Which rules go into shared policies: those ``min_workloads`` plans need, and those a
+    shared file cpg wrote already holds (any plan that needs one joins it). A shared file a
+    human changed is left alone, and its rule stays in the workloads' own policies. With
+    ``baseline``, shared egress rules go into the Baseline tier where they can (§D44)."""
+    on_disk = _read_shared_folder(store)
+    folder = store.root / SHARED_FOLDER
+    if baseline or on_disk.baseline:
+        # a workload that leaves the Baseline tier's reach takes its rules along
+        plans = with_baseline_rules(plans, on_disk.baseline + on_disk.edited_baseline)
+    policed = (
+        {plan.target: _polices_egress(store, plan, on_disk) for plan in plans} if baseline else {}
+    )
+    keep = set(on_disk.keep)
+    while True:
+        sharing = share_rules(plans, min_workloads, on_disk.shared, keep)
+        moved: tuple[BaselinePolicy, ...] = ()
+        if baseline:
+            sharing, moved = move_to_baseline(sharing, policed, on_disk.baseline)
+            if any(p.rule is None and folder / f"{p.name}.yaml" in on_disk.edited for p in moved):
+                # a changed default deny may not hold the pods default-deny: Cilium's only
+                baseline = False
+                continue
+        names = [(p.rule, p.name) for p in sharing.shared]
+        names += [(p.rule, p.name) for p in moved if p.rule is not None]
+        clashing = {rule for rule, name in names if folder / f"{name}.yaml" in on_disk.edited}
+        if not clashing - keep:  # never write over a file a human changed
+            return SharedOutput(sharing, moved)
+        keep |= clashing
 
 
 @attrs.define
@@ -351,13 +451,13 @@ def write_plan(
     return attrs.evolve(write_text(store, path, existing, text, dry_run, diff), plan=plan)
 
 
-def write_shared(store: PolicyStore, policy: SharedPolicy, dry_run: bool, diff: bool) -> FileResult:
-    path = store.root / SHARED_FOLDER / f"{policy.name}.yaml"
+def write_shared(store: PolicyStore, name: str, text: str, dry_run: bool, diff: bool) -> FileResult:
+    path = store.root / SHARED_FOLDER / f"{name}.yaml"
     try:
         existing = store.read(path)
     except StoreError as exc:
         return FileResult(path=path, outcome="failed", error=str(exc))
-    return write_text(store, path, existing, render_shared(policy), dry_run, diff)
+    return write_text(store, path, existing, text, dry_run, diff)
 
 
 def write_text(

@@ -101,6 +101,7 @@ def replay(
         diff=request.diff,
         min_flows=request.min_flows,
         share=request.shared,
+        baseline=request.baseline_format == "kcnp",
         kustomize=request.kustomize,
         max_malformed=request.max_malformed,
         watch=watch,
@@ -215,6 +216,7 @@ def replay_capture(
     diff: bool = True,
     min_flows: int = 1,
     share: int = 0,
+    baseline: bool = False,
     kustomize: bool = False,
     max_malformed: float = 100.0,
     watch: ReplayWatcher = SILENT,
@@ -277,6 +279,7 @@ def replay_capture(
         jobs=engine.jobs,
         cancel=cancel,
         share=share,
+        baseline=baseline,
     )
     result.files = written.files
     result.evidence_errors = written.evidence_errors
