@@ -651,6 +651,20 @@ OPTIONS: tuple[Option, ...] = (
         tool_help="how often files are written, e.g. 5s",
     ),
     _o(
+        "metrics_addr",
+        "run",
+        "text?",
+        None,
+        "Serve Prometheus metrics at http://HOST:PORT/metrics, with /healthz (the session's "
+        "loop flushed within three intervals) and /readyz (receiving from the relay), for "
+        "the probes of a pod; e.g. :9090.",
+        "--metrics-addr",
+        metavar="HOST:PORT",
+        panel="Hubble Relay",
+        commands=_RELAYS,
+        not_tool="a cpg-mcp session is watched through its tools (session_status), not scraped",
+    ),
+    _o(
         "duration",
         "run",
         "text?",

@@ -250,6 +250,8 @@ class LiveRequest:
     """Where to look for the hubble-relay pod when no server is given."""
     stable_for: float = 0.0
     """Seconds a policy must go without gaining a rule before it is written (0: at once)."""
+    metrics_addr: str = ""
+    """Where ``/metrics``, ``/healthz`` and ``/readyz`` are served ("": not at all)."""
 
     @classmethod
     def build(
@@ -260,8 +262,16 @@ class LiveRequest:
         flush_interval: str | None = None,
         duration: str | None = None,
         cluster_dedup: bool = False,
+        metrics_addr: str | None = None,
     ) -> LiveRequest:
+        address = (metrics_addr or "").strip()
+        _host, sep, port = address.rpartition(":")
+        if address and (not sep or not port.isdigit() or int(port) > 65535):
+            raise RequestError(
+                "metrics_addr", f"{shown(address)}: give HOST:PORT, e.g. 0.0.0.0:9090 or :9090"
+            )
         return cls(
+            metrics_addr=address,
             server=(server or "").strip(),
             timeout=duration_seconds(timeout, "timeout", maximum=MAX_INTERVAL) if timeout else 10.0,
             flush_interval=(

@@ -161,6 +161,7 @@ class RunRequest:
         server: str | None = _RUN["server"],
         timeout: str | None = _RUN["timeout"],
         flush_interval: str | None = _RUN["flush_interval"],
+        metrics_addr: str | None = _RUN["metrics_addr"],
         duration: str | None = _RUN["duration"],
         evidence_interval: str | None = _RUN["evidence_interval"],
         stable_for: str | None = _RUN["stable_for"],
@@ -223,6 +224,7 @@ class RunRequest:
             server=server,
             timeout=timeout,
             flush_interval=flush_interval,
+            metrics_addr=metrics_addr,
             duration=duration,
             cluster_dedup=cluster_dedup,
         )

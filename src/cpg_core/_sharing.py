@@ -25,7 +25,9 @@ import attrs
 
 from cpg_core._aggregate_base import PolicyPlan
 from cpg_core._attribution import RuleStats
+from cpg_core._documents import PolicyDocument, PolicyEvidence
 from cpg_core._labels import NAMESPACE_LABEL, LabelItems
+from cpg_core._matcher import policy_name as matcher_name
 from cpg_core._names import SHARED_FOLDER, policy_name, short_hash
 from cpg_core._render import (
     API_VERSION,
@@ -34,6 +36,7 @@ from cpg_core._render import (
     MANAGED_BY_VALUE,
     SHARED_LABEL,
     SHARED_VALUE,
+    is_shared,
     rule_lines,
     yaml_string,
 )
@@ -170,6 +173,39 @@ def shared_evidence_plan(
         rules=(rule,),
         attribution=attribution,
     )
+
+
+def evidence_by_policy(
+    docs: Iterable[tuple[str, PolicyEvidence]], policies: Iterable[PolicyDocument]
+) -> dict[str, PolicyEvidence]:
+    """Evidence documents by the name the matcher gives their policy (``namespace/name``, or
+    ``name`` for a clusterwide one). A shared policy's evidence is kept in the shared folder
+    whatever its kind; the pods it was made for are its members' (their evidence's
+    subjects: its own samples show only a few of them)."""
+    docs = list(docs)
+    found: dict[str, PolicyEvidence] = {}
+    by_workload: dict[tuple[str, str], PolicyEvidence] = {}
+    for namespace, doc in docs:
+        if namespace != SHARED_FOLDER:
+            found[f"{namespace}/{doc.policy.name}"] = doc
+            by_workload[(namespace, doc.policy.workload)] = doc
+    kept = {doc.policy.name: doc for namespace, doc in docs if namespace == SHARED_FOLDER}
+    for policy in policies:
+        if not isinstance(policy, Mapping) or not is_shared(policy):
+            continue
+        own = kept.get(str((policy.get("metadata") or {}).get("name")))
+        shared = read_shared(policy)
+        if own is None or shared is None:
+            continue
+        subjects = {tuple(sorted(s.items())) for s in own.subjects}
+        for member in shared.members:
+            member_doc = by_workload.get((member.namespace, member.workload))
+            if member_doc is not None:
+                subjects |= {tuple(sorted(s.items())) for s in member_doc.subjects}
+        found[matcher_name(policy)] = attrs.evolve(
+            own, subjects=tuple(dict(items) for items in sorted(subjects))
+        )
+    return found
 
 
 # --- selectors ---------------------------------------------------------------------------------

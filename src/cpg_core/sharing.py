@@ -14,6 +14,7 @@ from cpg_core._rules import EGRESS, Rule
 from cpg_core._sharing import (
     SharedPolicy,
     Sharing,
+    evidence_by_policy,
     read_shared,
     render_shared,
     share_rules,
@@ -28,6 +29,7 @@ __all__ = [
     "Rule",
     "SharedPolicy",
     "Sharing",
+    "evidence_by_policy",
     "move_to_baseline",
     "read_baseline",
     "read_shared",

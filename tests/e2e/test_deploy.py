@@ -5,6 +5,7 @@ Security Standard."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -13,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 import yaml
 
@@ -24,6 +26,10 @@ ROOT = Path(__file__).resolve().parents[2]
 OVERLAYS = sorted(p.name for p in (ROOT / "deploy" / "overlays").iterdir() if p.is_dir())
 KUBECTL = shutil.which("kubectl")
 KUBERNETES = "1.32"
+OPERATOR_SCHEMAS = {
+    kind: json.loads((ROOT / "tests" / "fixtures" / "crds" / f"{kind.lower()}-v1.json").read_text())
+    for kind in ("ServiceMonitor", "PrometheusRule")
+}
 
 
 def _kubectl() -> str:
@@ -104,13 +110,18 @@ def test_every_overlay_builds_and_validates(overlay: str) -> None:
 
     objects = built(overlay)
     kinds = {obj["kind"] for obj in objects}
-    assert {"Namespace", "ServiceAccount", "PersistentVolumeClaim", "CiliumNetworkPolicy"} <= kinds
+    assert {"ServiceAccount", "CiliumNetworkPolicy", "Service"} <= kinds
+    # the namespace and the volume are deploy/storage's: deleting an overlay keeps the data
+    assert not {"Namespace", "PersistentVolumeClaim"} & kinds
     for obj in objects:
         assert obj["metadata"].get("namespace") in ("cpg", None), obj["metadata"]
         if obj["kind"] == "CiliumNetworkPolicy":
             assert not crd_schema_errors(obj), obj["metadata"]["name"]
             findings = lint_text(yaml.safe_dump(obj), obj["metadata"]["name"])
             assert not findings, [f"{f.code} {f.message}" for f in findings]
+            continue
+        if obj["kind"] in OPERATOR_SCHEMAS:  # the Prometheus Operator's CRDs
+            jsonschema.validate(obj, OPERATOR_SCHEMAS[obj["kind"]])
             continue
         kubernetes_validate.validate(obj, KUBERNETES, strict=True)
     specs = pod_specs(objects)
@@ -208,3 +219,135 @@ def test_every_version_the_docs_name_is_this_version() -> None:
     docs = [ROOT / "docs" / "scale-out.md"]
     pinned = {v for path in docs for v in re.findall(r"cpg\[[\w,]+\]==([\d.]+)", path.read_text())}
     assert pinned <= {cpg_version()}, pinned
+
+
+def test_every_generate_pod_has_probes_on_its_metrics_port() -> None:
+    for overlay in OVERLAYS:
+        for obj in built(overlay):
+            if obj["kind"] != "Deployment":
+                continue
+            (container,) = obj["spec"]["template"]["spec"]["containers"]
+            assert "--metrics-addr=:9090" in container["args"], overlay
+            assert container["ports"] == [
+                {"name": "metrics", "containerPort": 9090, "protocol": "TCP"}
+            ]
+            assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+            assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
+
+
+def _metric_names(expr: str) -> set[str]:
+    return set(re.findall(r"\bcpg_[a-z_]+", expr))
+
+
+def test_the_monitoring_overlay_alerts_and_draws_what_cpg_exports() -> None:
+    from cpg_io.metrics import exported_names
+
+    exported = exported_names()
+    objects = {o["kind"]: o for o in built("monitoring")}
+    monitor = objects["ServiceMonitor"]
+    service = objects["Service"]
+    assert monitor["spec"]["endpoints"][0]["port"] == service["spec"]["ports"][0]["name"]
+    assert (
+        monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    )
+    rules = [r for g in objects["PrometheusRule"]["spec"]["groups"] for r in g["rules"]]
+    assert {r["alert"] for r in rules} >= {
+        "CpgRelayDisconnected",
+        "CpgNoFlows",
+        "CpgLostEvents",
+        "CpgShadowWouldBreak",
+        "CpgDriftFound",
+    }
+    for rule in rules:
+        names = _metric_names(rule["expr"])
+        assert names and names <= exported, (rule["alert"], names - exported)
+    dashboard = json.loads(objects["ConfigMap"]["data"]["cpg.json"])
+    assert objects["ConfigMap"]["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert dashboard["panels"]
+    for panel in dashboard["panels"]:
+        exprs = [target["expr"] for target in panel["targets"]]
+        names = set().union(*(_metric_names(e) for e in exprs))
+        assert names and names <= exported, (panel["title"], names - exported)
+    # Prometheus may reach the metrics port; nothing else gets in
+    policy = objects["CiliumNetworkPolicy"]
+    assert all(
+        rule["toPorts"][0]["ports"] == [{"port": "9090", "protocol": "TCP"}]
+        for rule in policy["spec"]["ingress"]
+    )
+
+
+def test_the_archive_policy_reaches_regional_endpoints_and_propose_keeps_one_branch() -> None:
+    from cpg_core._matcher import fqdn_matches
+
+    (policy,) = [
+        o
+        for o in built("archive")
+        if o["kind"] == "CiliumNetworkPolicy" and "archive" in o["metadata"]["name"]
+    ]
+    selectors = policy["spec"]["egress"][0]["toFQDNs"]
+    for name in (
+        "s3.amazonaws.com",
+        "s3.eu-west-1.amazonaws.com",
+        "my-bucket.s3.eu-west-1.amazonaws.com",
+        "my-bucket.s3.amazonaws.com",
+        "sts.us-east-2.amazonaws.com",
+        "s3-external-1.amazonaws.com",
+    ):
+        assert fqdn_matches([name], selectors), name
+    for name in ("ec2.eu-west-1.amazonaws.com", "evil.example.com", "s3.amazonaws.com.evil.io"):
+        assert not fqdn_matches([name], selectors), name
+    (job,) = [o for o in built("propose") if o["kind"] == "CronJob"]
+    args = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--branch=cpg/policies" in args
+
+
+def test_the_storage_holds_the_namespace_and_the_volume_every_overlay_mounts() -> None:
+    ran = subprocess.run(
+        [_kubectl(), "kustomize", str(ROOT / "deploy" / "storage")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ran.returncode == 0, ran.stderr
+    objects = {o["kind"]: o for o in yaml.safe_load_all(ran.stdout) if o}
+    assert set(objects) == {"Namespace", "PersistentVolumeClaim"}
+    assert objects["PersistentVolumeClaim"]["metadata"]["namespace"] == "cpg"
+    claim = objects["PersistentVolumeClaim"]["metadata"]["name"]
+    for overlay in OVERLAYS:
+        for _where, pod in pod_specs(built(overlay)):
+            claims = {
+                v["persistentVolumeClaim"]["claimName"]
+                for v in pod["volumes"]
+                if "persistentVolumeClaim" in v
+            }
+            assert claims == {claim}, overlay
+
+
+def test_the_nodelocal_dns_component_lets_every_cpg_policy_resolve_through_the_cache(
+    tmp_path: Path,
+) -> None:
+    shutil.copytree(ROOT / "deploy", tmp_path / "deploy")
+    overlay = tmp_path / "deploy" / "overlays" / "mine"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        "resources:\n  - ../archive\ncomponents:\n  - ../../components/nodelocaldns\n"
+    )
+    ran = subprocess.run(
+        [_kubectl(), "kustomize", str(overlay)], capture_output=True, text=True, timeout=60
+    )
+    assert ran.returncode == 0, ran.stderr
+    policies = [
+        o for o in yaml.safe_load_all(ran.stdout) if o and o["kind"] == "CiliumNetworkPolicy"
+    ]
+    assert len(policies) == 2  # cpg's own and the archive job's
+    for policy in policies:
+        assert not crd_schema_errors(policy)
+        findings = lint_text(yaml.safe_dump(policy), policy["metadata"]["name"])
+        assert not findings, [f"{f.code} {f.message}" for f in findings]
+        egress = policy["spec"]["egress"]
+        assert any(
+            r.get("toEndpoints", [{}])[0].get("matchLabels", {}).get("k8s-app") == "node-local-dns"
+            for r in egress
+        )
+        assert any(r.get("toEntities") == ["host"] for r in egress)

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
+from prometheus_client.core import Metric
 
-from cpg_core import PolicyEvidence
 from cpg_core.identities import IdentityBook
 from cpg_core.reports import DriftView
 from cpg_core.shadow import DriftJudge, DriftRequest
+from cpg_core.sharing import evidence_by_policy
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
 from cpg_io.identities import check_identities, identity_refresh
+from cpg_io.metrics import family
 from cpg_io.policy_files import load_policies
 from cpg_io.relay_receiver import StreamSettings
 from cpg_io.runs._access import RelayAccess, open_relay
@@ -41,9 +44,10 @@ def drift_judge(
     if not policies:
         problems.append(f"{folder}: no CiliumNetworkPolicy in it; nothing can drift")
     store = EvidenceStore(evidence_dir or default_evidence_root(folder), folder)
-    evidence: dict[str, PolicyEvidence] = {}
-    for namespace, _workload, doc in store.read_all(problems.append, None):
-        evidence[f"{namespace}/{doc.policy.name}"] = doc
+    evidence = evidence_by_policy(
+        ((namespace, doc) for namespace, _workload, doc in store.read_all(problems.append, None)),
+        policies,
+    )
     judge = DriftJudge(
         policies,
         evidence,
@@ -52,6 +56,11 @@ def drift_judge(
         allow_localhost=check.allow_localhost,
     )
     return judge, problems
+
+
+DRIFT_FLUSH = 30.0
+"""Seconds between counts of a live drift's findings (what ``/metrics`` shows; the loop's
+heartbeat ``/healthz`` reads)."""
 
 
 class _DriftStream(RelayReader):
@@ -63,12 +72,21 @@ class _DriftStream(RelayReader):
         super().__init__(stream)
         self.judge = judge
         self.identities = identities
+        self.findings: dict[str, int] = {}
+        """Drift findings by kind as of the last flush (``/metrics``)."""
 
     def _take_flow(self, f: object, response: object) -> None:
         flow = self._converter.flow(f, response)
         if self.identities is not None:
             flow = self.identities.resolve(flow)[0]
-        self.judge.add(flow)
+        self._judge(self.judge.add, flow)
+
+    def metric_families(self) -> Iterator[Metric]:
+        yield from super().metric_families()
+        findings = family("cpg_drift_findings", ["kind"])
+        for kind, count in sorted(self.findings.items()):
+            findings.add_metric([kind], count)
+        yield findings
 
     def _use_identities(self, book: IdentityBook | None) -> None:
         self.identities = book
@@ -120,8 +138,17 @@ class DriftSession:
     async def run(self) -> DriftRun:
         stream = self._stream
         if stream is not None:
+
+            def count_findings() -> None:  # every half minute: what /metrics shows
+                drift = self.result().view.drift
+                stream.findings = {
+                    "needs_rule": len(drift.needs_rule),
+                    "unseen_pods": len(drift.unseen_pods),
+                    "stale_rule": len(drift.stale_rules),
+                }
+
             await stream._follow(
-                lambda: None, 3600.0, self._duration, lambda: False, self._deadline
+                count_findings, DRIFT_FLUSH, self._duration, lambda: False, self._deadline
             )
             return self.result()
         reading = asyncio.ensure_future(asyncio.to_thread(self.read_capture))
@@ -186,6 +213,7 @@ def drift(
     )
     reader = _DriftStream(stream, judge, book)
     reader.relay = relay
+    reader.metrics_addr = live.live.metrics_addr
     reader.identity_refresh = identity_refresh(
         request.check.identity_sources,
         kubeconfig=reach.kubeconfig,

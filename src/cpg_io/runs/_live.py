@@ -8,12 +8,13 @@ import gc
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import attrs
+from prometheus_client.core import Metric
 
 from cpg_core import (
     AggregateOptions,
@@ -36,6 +37,7 @@ from cpg_io.hubble import TLSSettings
 from cpg_io.identities import identity_refresh, read_identities
 from cpg_io.kube import RelayConnection
 from cpg_io.kustomize import update_kustomizations
+from cpg_io.metrics import family
 from cpg_io.relay_receiver import StreamSettings
 from cpg_io.runs._access import RelayAccess, open_relay
 from cpg_io.runs._output import EvidenceSettings, FileResult, RunResult, Written, write_outputs
@@ -147,6 +149,7 @@ def live(
             relay.server,
         )
     capture = LiveCapture(settings, relay=relay)
+    capture.metrics_addr = request.live.metrics_addr
     capture.identity_refresh = identity_refresh(
         request.identities,
         kubeconfig=access.kubeconfig,
@@ -252,6 +255,13 @@ class LiveCapture(RelayReader):
 
     def _use_identities(self, book: IdentityBook | None) -> None:
         self.totals.use_identities(book)
+
+    def metric_families(self) -> Iterator[Metric]:
+        yield from super().metric_families()
+        written = dict(self._written)
+        yield family("cpg_policies_written", value=self.progress.policies_written)
+        yield family("cpg_rules_written", value=sum(len(atoms) for atoms in written.values()))
+        yield family("cpg_policies_waiting", value=len(self._unstable))
 
     def _take_flow(self, f: Any, response: Any) -> None:
         converter = self._converter

@@ -26,6 +26,7 @@ from cpg_core import (
 from cpg_core.cilium import local_cluster_default
 from cpg_core.identities import IdentityBook
 from cpg_core.reports import PlanView
+from cpg_core.sharing import evidence_by_policy
 from cpg_core.why import FlowFilter
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
 from cpg_io.identities import check_identities
@@ -68,8 +69,8 @@ def plan_capture(
     problems: list[str] = []
     found: dict[str, PolicyEvidence] = {}
     if evidence is not None:
-        for namespace, _workload, doc in evidence.read_all(problems.append, cancel):
-            found[f"{namespace}/{doc.policy.name}"] = doc
+        read = evidence.read_all(problems.append, cancel)
+        found = evidence_by_policy(((namespace, doc) for namespace, _w, doc in read), proposal)
     result = plan(
         capture,
         proposal,

@@ -7,25 +7,29 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
 import attrs
 from google.protobuf.message import DecodeError
+from prometheus_client.core import Metric
 
 from cpg_core import FlowParseError, LostEvents, RunRequest
 from cpg_core.identities import IdentityBook
 from cpg_core.reading import MAX_REPORTED
+from cpg_io._proto.flow import flow_pb2
 from cpg_io._proto.observer import observer_pb2
 from cpg_io.errors import RelayError
 from cpg_io.hubble import TLSSettings
 from cpg_io.hubble_convert import PartialResponse, ProtoConverter
 from cpg_io.identities import IdentityRefresh
 from cpg_io.kube import RelayConnection
+from cpg_io.metrics import MetricsServer, SessionMetrics, family
 from cpg_io.relay_receiver import (
     CONNECTED,
     DATA,
@@ -42,6 +46,13 @@ from cpg_io.sources import ReadStats
 log = logging.getLogger("cpg.live")
 
 UUID_MEMORY = 200_000
+
+
+def _verdict_name(number: int) -> str:
+    try:
+        return str(flow_pb2.Verdict.Name(number))
+    except ValueError:
+        return str(number)
 
 
 def every_verdict_stream(
@@ -67,6 +78,10 @@ class Progress:
     reconnects: int = 0
     flushing: int = 0
     """Policies the flush under way is merging and writing (0 between flushes)."""
+    verdicts: dict[int, int] = attrs.Factory(dict)
+    """Flows received by Hubble verdict number."""
+    newest: int = 0
+    """The newest flow's time (Unix seconds; 0: none yet)."""
 
 
 class RelayReader:
@@ -98,6 +113,12 @@ class RelayReader:
         come from files, or not at all)."""
         self.identity_readings = 0
         """How often the identities were read again (the first reading not counted)."""
+        self.receiving = False
+        """Connected to the relay and not reconnecting (``/readyz``)."""
+        self.metrics = SessionMetrics(self.metric_families)
+        self.metrics_addr = ""
+        """Where ``/metrics``, ``/healthz`` and ``/readyz`` are served ("": not at all)."""
+        self._timed = 0
 
     def close(self) -> None:
         """Release what the run set up to reach the relay: the port-forward, credential
@@ -141,7 +162,13 @@ class RelayReader:
                 if len(self._uuids) > UUID_MEMORY:
                     self._seen.discard(self._uuids.popleft())
             self._take_flow(f, response)
-            self.progress.flows += 1
+            progress = self.progress
+            progress.flows += 1
+            verdict = f.verdict
+            progress.verdicts[verdict] = progress.verdicts.get(verdict, 0) + 1
+            seconds = f.time.seconds
+            if seconds > progress.newest:
+                progress.newest = seconds
             return
         record = self._converter.record(response)
         if type(record) is LostEvents:
@@ -168,9 +195,10 @@ class RelayReader:
                 if kind == DATA:
                     self._take_batch(body)
                 elif kind == CONNECTED:
-                    self.connected = True
+                    self.connected = self.receiving = True
                     self._on_connected()
                 elif kind == RECONNECTING:
+                    self.receiving = False
                     self.progress.reconnects += 1
                 elif kind == NOTICE:
                     notice = json.loads(body)
@@ -178,6 +206,7 @@ class RelayReader:
                 elif kind == FAILED:
                     raise failure(body)
         finally:
+            self.receiving = False
             self._receiving = None
             receiving.close()
 
@@ -216,7 +245,23 @@ class RelayReader:
         seconds from now, or an error, calling ``flush`` in a thread
         every ``interval`` seconds. A relay error before anything was received (and nothing
         was written: ``has_output``) is raised; a later one is kept in ``error``."""
-        helpers = [asyncio.create_task(self._flusher(flush, interval))]
+        self.metrics.interval = interval
+        with contextlib.ExitStack() as serving:
+            if self.metrics_addr:
+                serving.enter_context(
+                    MetricsServer(self.metrics_addr, self.metrics, lambda: self.receiving)
+                )
+            await self._follow_stream(flush, interval, duration, has_output, deadline)
+
+    async def _follow_stream(
+        self,
+        flush: Callable[[], None],
+        interval: float,
+        duration: float | None,
+        has_output: Callable[[], bool],
+        deadline: float | None,
+    ) -> None:
+        helpers = [asyncio.create_task(self._flusher(self._timed_flush(flush), interval))]
         if self.identity_refresh is not None:
             helpers.append(asyncio.create_task(self._refresher(self.identity_refresh)))
         if duration is not None or deadline is not None:
@@ -249,6 +294,44 @@ class RelayReader:
             self.error = (
                 f"stopped before a connection to Hubble Relay at {self.stream.server} was made"
             )
+
+    def _timed_flush(self, flush: Callable[[], None]) -> Callable[[], None]:
+        def timed() -> None:
+            began = time.perf_counter()
+            flush()
+            self.metrics.flushed(time.perf_counter() - began)
+
+        return timed
+
+    def _judge(self, judge: Callable[[Any], None], flow: Any) -> None:
+        """``judge(flow)``, one flow in 16 timed (``cpg_evaluation_duration_seconds``)."""
+        self._timed += 1
+        if self._timed & 15:
+            judge(flow)
+            return
+        began = time.perf_counter()
+        judge(flow)
+        self.metrics.evaluation_seconds.observe(time.perf_counter() - began)
+
+    def metric_families(self) -> Iterator[Metric]:
+        """What ``/metrics`` shows of the session (a subclass adds its own)."""
+        progress, stats = self.progress, self.stats
+        flows = family("cpg_flows_received", ["verdict"])
+        for number, count in sorted(progress.verdicts.items()):
+            flows.add_metric([_verdict_name(number)], count)
+        yield flows
+        lag = family("cpg_relay_lag_seconds")
+        if progress.newest:
+            lag.add_metric([], max(0.0, time.time() - progress.newest))
+        yield lag
+        yield family("cpg_relay_connected", value=int(self.receiving))
+        yield family("cpg_relay_reconnects", value=progress.reconnects)
+        yield family("cpg_lost_events", value=stats.lost_events)
+        yield family("cpg_malformed_flows", value=stats.malformed)
+        last = self.metrics.last_flush
+        if last is not None:
+            wall = time.time() - (time.monotonic() - last)
+            yield family("cpg_last_flush_timestamp_seconds", value=wall)
 
     @staticmethod
     def _flusher(flush: Callable[[], None], interval: float) -> Coroutine[Any, Any, None]:

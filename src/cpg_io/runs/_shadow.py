@@ -9,10 +9,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import attrs
+from prometheus_client.core import Metric
 
 from cpg_core import CANNOT_JUDGE, PolicyEvidence
 from cpg_core.identities import IdentityBook
@@ -22,6 +23,7 @@ from cpg_io.errors import IoError
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
 from cpg_io.identities import identity_refresh
 from cpg_io.kube import RelayConnection
+from cpg_io.metrics import family
 from cpg_io.relay_receiver import StreamSettings
 from cpg_io.runs._access import RelayAccess, open_relay
 from cpg_io.runs._plan import judged_policies
@@ -107,6 +109,7 @@ def shadow(
     )
     capture = ShadowCapture(settings, judge, on_break=on_break, relay=relay, problems=problems)
     capture.identities = judged.identities
+    capture.metrics_addr = live.live.metrics_addr
     capture.identity_refresh = identity_refresh(
         check.identity_sources,
         kubeconfig=access.kubeconfig,
@@ -154,10 +157,24 @@ class ShadowCapture(RelayReader):
         flow = self._converter.flow(f, response)
         if self.identities is not None:
             flow = self.identities.resolve(flow)[0]
-        self.judge.add(flow)
+        self._judge(self.judge.add, flow)
 
     def _use_identities(self, book: IdentityBook | None) -> None:
         self.identities = book
+
+    def metric_families(self) -> Iterator[Metric]:
+        yield from super().metric_families()
+        view = self.last
+        breaks = view.plan.would_break if view is not None else ()
+        yield family("cpg_shadow_would_break", value=len(breaks))
+        by_policy: dict[str, int] = {}
+        for item in breaks:
+            name = item.policy or "(none)"
+            by_policy[name] = by_policy.get(name, 0) + item.traffic.flows
+        flows = family("cpg_shadow_would_break_flows", ["policy"])
+        for name, count in sorted(by_policy.items()):
+            flows.add_metric([name], count)
+        yield flows
 
     def so_far(self) -> PlanView:
         """The plan of every flow received so far (the session is not disturbed)."""

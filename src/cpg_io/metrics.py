@@ -1,0 +1,215 @@
+"""A live session's Prometheus metrics and health endpoints.
+
+``/metrics`` is read from the session when Prometheus scrapes it (a collector over the
+counters the session keeps anyway, plus two histograms), so the stream pays nothing per
+flow for it. ``/healthz`` says the session's loop is alive: a flush finished within three
+flush intervals (a flush that hangs on a disk or a lock makes it fail, and the kubelet
+restarts the pod). ``/readyz`` says the session is receiving: connected to the relay and
+not reconnecting."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from cpg_io.errors import IoError
+
+log = logging.getLogger("cpg.metrics")
+
+HEALTHY_FLUSHES = 3
+"""/healthz fails when no flush finished for this many flush intervals, plus as many again
+(at most half a minute) for a flush that has much to write."""
+MAX_GRACE_SECONDS = 30.0
+FLUSH_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+EVALUATION_BUCKETS = (1e-6, 5e-6, 1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05)
+
+
+CATALOGUE: dict[str, tuple[str, str]] = {
+    "cpg_flows_received": ("counter", "Flows received from Hubble Relay, by verdict."),
+    "cpg_relay_lag_seconds": (
+        "gauge",
+        "Now minus the newest flow's time (how far the session is behind the relay).",
+    ),
+    "cpg_relay_connected": ("gauge", "1 while connected to the relay and not reconnecting."),
+    "cpg_relay_reconnects": ("counter", "Times the stream was lost and resumed."),
+    "cpg_lost_events": ("counter", "Events Hubble reported lost (its buffer overflowed)."),
+    "cpg_malformed_flows": ("counter", "Messages from the relay that were not usable flows."),
+    "cpg_last_flush_timestamp_seconds": ("gauge", "When the last flush finished (Unix time)."),
+    "cpg_flush_duration_seconds": (
+        "histogram",
+        "Time a flush took (merging and writing policies, judging the plan so far).",
+    ),
+    "cpg_evaluation_duration_seconds": (
+        "histogram",
+        "Time judging one flow took (shadow and drift; one flow in 16 is timed).",
+    ),
+    "cpg_policies_written": ("gauge", "Policy files this session created or updated."),
+    "cpg_rules_written": ("gauge", "Allow entries in the policies this session wrote."),
+    "cpg_policies_waiting": (
+        "gauge",
+        "Changed policies held back until they went a while without a new rule.",
+    ),
+    "cpg_shadow_would_break": (
+        "gauge",
+        "Kinds of traffic that works today and the proposal would drop, at the last flush.",
+    ),
+    "cpg_shadow_would_break_flows": (
+        "gauge",
+        "Flows that work today and the proposal would drop, by the proposed policy that would "
+        "drop them, at the last flush.",
+    ),
+    "cpg_drift_findings": ("gauge", "Drift of the applied policies by kind, at the last count."),
+}
+"""Every metric a session exports, declared once: name, type and help. The deploy/ alerts
+and dashboard are checked against it."""
+
+
+def exported_names() -> set[str]:
+    """The sample names Prometheus stores for the catalogue (``_total`` for counters, the
+    three series of a histogram)."""
+    names = set()
+    for name, (kind, _help) in CATALOGUE.items():
+        if kind == "counter":
+            names.add(name + "_total")
+        elif kind == "histogram":
+            names |= {name + suffix for suffix in ("_bucket", "_sum", "_count", "_created")}
+        else:
+            names.add(name)
+    return names
+
+
+def family(
+    name: str, labels: Iterable[str] = (), value: float | None = None
+) -> CounterMetricFamily | GaugeMetricFamily:
+    """The catalogue's counter or gauge ``name`` (with one sample ``value`` when given)."""
+    kind, help_text = CATALOGUE[name]
+    make = CounterMetricFamily if kind == "counter" else GaugeMetricFamily
+    return make(name, help_text, value=value, labels=list(labels) or None)
+
+
+class _Families(Collector):
+    def __init__(self, families: Callable[[], Iterable[Metric]]) -> None:
+        self._families = families
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._families()
+
+
+class SessionMetrics:
+    """The histograms a session observes and the registry ``/metrics`` renders; the rest of
+    the families come from ``families`` (the session's own counters, read at scrape)."""
+
+    def __init__(self, families: Callable[[], Iterable[Metric]]) -> None:
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.flush_seconds = Histogram(
+            "cpg_flush_duration_seconds",
+            CATALOGUE["cpg_flush_duration_seconds"][1],
+            buckets=FLUSH_BUCKETS,
+            registry=self.registry,
+        )
+        self.evaluation_seconds = Histogram(
+            "cpg_evaluation_duration_seconds",
+            CATALOGUE["cpg_evaluation_duration_seconds"][1],
+            buckets=EVALUATION_BUCKETS,
+            registry=self.registry,
+        )
+        self.registry.register(_Families(families))
+        self.started = time.monotonic()
+        self.last_flush: float | None = None
+        self.interval = 5.0
+
+    def flushed(self, seconds: float) -> None:
+        self.flush_seconds.observe(seconds)
+        self.last_flush = time.monotonic()
+
+    def healthy(self, now: float | None = None) -> tuple[bool, str]:
+        now = time.monotonic() if now is None else now
+        since = self.last_flush if self.last_flush is not None else self.started
+        allowed = HEALTHY_FLUSHES * self.interval + min(
+            MAX_GRACE_SECONDS, HEALTHY_FLUSHES * self.interval
+        )
+        quiet = now - since
+        if quiet > allowed:
+            return False, f"no flush finished for {quiet:.0f} s (allowed: {allowed:.0f} s)"
+        return True, "ok"
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``:PORT`` or ``[::1]:PORT``) as a bind address; IoError names what is
+    wrong."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise IoError(f"metrics address {text!r}: give HOST:PORT, e.g. 0.0.0.0:9090 or :9090")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+class MetricsServer:
+    """``/metrics``, ``/healthz`` and ``/readyz`` over HTTP in a daemon thread."""
+
+    def __init__(self, address: str, metrics: SessionMetrics, ready: Callable[[], bool]) -> None:
+        host, port = parse_address(address)
+        handler = _handler(metrics, ready)
+        try:
+            self._server = ThreadingHTTPServer((host, port), handler)
+        except OSError as exc:
+            raise IoError(
+                f"metrics address {address}: cannot listen there ({exc.strerror})"
+            ) from None
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="cpg-metrics", daemon=True
+        )
+
+    @property
+    def address(self) -> tuple[str, int]:
+        host, port = self._server.server_address[:2]
+        return str(host), int(port)
+
+    def __enter__(self) -> MetricsServer:
+        self._thread.start()
+        host, port = self.address
+        log.info("metrics on http://%s:%d/metrics (health: /healthz, /readyz)", host, port)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def _handler(metrics: SessionMetrics, ready: Callable[[], bool]) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            path = self.path.split("?", 1)[0]
+            if path == "/metrics":
+                self._send(200, metrics.render(), CONTENT_TYPE_LATEST)
+            elif path == "/healthz":
+                ok, why = metrics.healthy()
+                self._send(200 if ok else 503, (why + "\n").encode())
+            elif path == "/readyz":
+                ok = ready()
+                self._send(200 if ok else 503, b"receiving\n" if ok else b"not receiving\n")
+            else:
+                self._send(404, b"not found: /metrics, /healthz, /readyz\n")
+
+        def _send(self, code: int, body: bytes, kind: str = "text/plain; charset=utf-8") -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # a scrape every few seconds is not news
+
+    return Handler
