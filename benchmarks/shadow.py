@@ -24,10 +24,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
-from concurrent import futures
 from pathlib import Path
 from typing import Any
 
@@ -44,45 +44,62 @@ def _workloads() -> list[tuple[str, str]]:
     return [(f"ns-{n:02}", f"app-{a}") for n in range(NAMESPACES) for a in range(APPS)]
 
 
-def _peer(index: int, offset: int) -> tuple[str, str]:
-    workloads = _workloads()
-    return workloads[(index * 7 + offset * 13 + 1) % len(workloads)]
+CONNECTIONS = ENDPOINT_RULES // 2
+"""Each workload calls 26 others; each call is an egress rule at the caller and an ingress
+rule at the callee (52 endpoint rules per policy on average)."""
+
+
+def _callee(index: int, k: int) -> int:
+    count = NAMESPACES * APPS
+    callee = (index * 7 + k * 13 + 1) % count
+    return callee if callee != index else (callee + 1) % count
+
+
+def _port(k: int) -> int:
+    return 8000 + k % 8
 
 
 def _cidr(index: int, k: int) -> str:
     return f"10.{100 + index // 250}.{index % 250}.{k * 16}/28"
 
 
+def _selector(index: int) -> dict[str, Any]:
+    namespace, app = _workloads()[index]
+    return {"matchLabels": {"app": app, "io.kubernetes.pod.namespace": namespace}}
+
+
 def reference_policies(folder: Path) -> tuple[int, int]:
     """Write the reference set; (rules, CIDR sets)."""
-    rules = cidr_sets = 0
-    for index, (namespace, app) in enumerate(_workloads()):
-        ingress, egress = [], []
-        for offset in range(ENDPOINT_RULES):
-            peer_ns, peer_app = _peer(index, offset)
-            selector = {"matchLabels": {"app": peer_app, "io.kubernetes.pod.namespace": peer_ns}}
-            port = [{"ports": [{"port": str(8000 + offset % 8), "protocol": "TCP"}]}]
-            if offset % 2:
-                ingress.append({"fromEndpoints": [selector], "toPorts": port})
-            else:
-                egress.append({"toEndpoints": [selector], "toPorts": port})
+    workloads = _workloads()
+    ingress: dict[int, list[dict[str, Any]]] = {i: [] for i in range(len(workloads))}
+    egress: dict[int, list[dict[str, Any]]] = {i: [] for i in range(len(workloads))}
+    for index in range(len(workloads)):
+        for k in range(CONNECTIONS):
+            callee = _callee(index, k)
+            port = [{"ports": [{"port": str(_port(k)), "protocol": "TCP"}]}]
+            egress[index].append({"toEndpoints": [_selector(callee)], "toPorts": port})
+            ingress[callee].append({"fromEndpoints": [_selector(index)], "toPorts": port})
+    cidr_sets = 0
+    for index in range(len(workloads)):
         for k in range(CIDR_RULES[index % 2]):
-            egress.append(
+            egress[index].append(
                 {
                     "toCIDRSet": [{"cidr": _cidr(index, k)}],
                     "toPorts": [{"ports": [{"port": "443", "protocol": "TCP"}]}],
                 }
             )
             cidr_sets += 1
-        rules += len(ingress) + len(egress)
+    rules = 0
+    for index, (namespace, app) in enumerate(workloads):
+        rules += len(ingress[index]) + len(egress[index])
         policy = {
             "apiVersion": "cilium.io/v2",
             "kind": "CiliumNetworkPolicy",
             "metadata": {"name": f"ref-{app}", "namespace": namespace},
             "spec": {
                 "endpointSelector": {"matchLabels": {"app": app}},
-                "ingress": ingress,
-                "egress": egress,
+                "ingress": ingress[index],
+                "egress": egress[index],
             },
         }
         path = folder / namespace / f"{app}.yaml"
@@ -91,10 +108,10 @@ def reference_policies(folder: Path) -> tuple[int, int]:
     return rules, cidr_sets
 
 
-def _endpoint(namespace: str, app: str, pod: int = 0) -> dict[str, Any]:
-    identity = 1000 + int(namespace[3:]) * APPS + int(app[4:])
+def _endpoint(index: int, pod: int = 0) -> dict[str, Any]:
+    namespace, app = _workloads()[index]
     return {
-        "identity": identity,
+        "identity": 1000 + index,
         "namespace": namespace,
         "labels": [f"k8s:app={app}", f"k8s:io.kubernetes.pod.namespace={namespace}"],
         "pod_name": f"{app}-{pod}",
@@ -102,32 +119,30 @@ def _endpoint(namespace: str, app: str, pod: int = 0) -> dict[str, Any]:
 
 
 def flow_records(count: int) -> Iterator[dict[str, Any]]:
-    """Traffic over the reference set: mostly forwarded flows its rules admit, some they do
-    not (would break), some denied; ~40 distinct connections per workload."""
-    workloads = _workloads()
+    """Traffic over the reference set: mostly forwarded flows its rules admit at both ends,
+    some they do not (would break), some denied; 40 kinds of connection per workload."""
+    workloads = len(_workloads())
     for i in range(count):
-        index = i % len(workloads)
-        namespace, app = workloads[index]
-        kind = (i // len(workloads)) % 40
-        source = _endpoint(namespace, app, pod=i % 3)
-        if kind < 30:  # egress to a peer its policy names
-            offset = (kind * 2) % ENDPOINT_RULES
-            dest = _endpoint(*_peer(index, offset))
-            port, verdict, direction = 8000 + offset % 8, "FORWARDED", "EGRESS"
-            dst_ip = f"10.1.{index % 250}.{offset}"
+        index = i % workloads
+        kind = (i // workloads) % 40
+        source = _endpoint(index, pod=i % 3)
+        if kind < CONNECTIONS:  # a call its policy and the callee's admit
+            callee = _callee(index, kind)
+            dest = _endpoint(callee)
+            port, verdict = _port(kind), "FORWARDED"
+            dst_ip = f"10.1.{callee % 250}.{callee // 250 + 1}"
         elif kind < 36:  # to an address of its CIDR sets
+            k = (kind - CONNECTIONS) % CIDR_RULES[0]
             dest = {"identity": 2, "labels": ["reserved:world"]}
-            port, verdict, direction = 443, "FORWARDED", "EGRESS"
-            dst_ip = (
-                _cidr(index, kind - 30).split("/")[0].rsplit(".", 1)[0] + f".{(kind - 30) * 16 + 3}"
-            )
+            port, verdict = 443, "FORWARDED"
+            dst_ip = _cidr(index, k).split("/")[0].rsplit(".", 1)[0] + f".{k * 16 + 3}"
         elif kind < 38:  # works today, not in the proposal: would break
-            dest = _endpoint(*_peer(index, 99))
-            port, verdict, direction = 9999, "FORWARDED", "EGRESS"
+            dest = _endpoint((index + 301) % workloads)
+            port, verdict = 9999, "FORWARDED"
             dst_ip = f"10.2.{index % 250}.{kind}"
         else:  # denied today
-            dest = _endpoint(*_peer(index, 77))
-            port, verdict, direction = 6000 + kind, "DROPPED", "EGRESS"
+            dest = _endpoint((index + 401) % workloads)
+            port, verdict = 6000 + kind, "DROPPED"
             dst_ip = f"10.3.{index % 250}.{kind}"
         seconds = 1_800_000_000 + i // 1000
         flow: dict[str, Any] = {
@@ -139,7 +154,7 @@ def flow_records(count: int) -> Iterator[dict[str, Any]]:
             "l4": {"TCP": {"source_port": 40000 + i % 20000, "destination_port": port}},
             "source": source,
             "destination": dest,
-            "traffic_direction": direction,
+            "traffic_direction": "EGRESS",
             "is_reply": False,
             "node_name": "node-1",
         }
@@ -148,54 +163,80 @@ def flow_records(count: int) -> Iterator[dict[str, Any]]:
         yield {"flow": flow}
 
 
-# --- a relay as fast as gRPC lets it ----------------------------------------------------------
+# --- a relay at wire speed ---------------------------------------------------------------------
+#
+# A Python gRPC server sends one message per call of its generator (~10,000/s): the harness
+# would measure itself. This relay speaks HTTP/2 directly (the h2 library): the whole stream
+# is framed once, up front, and written as DATA frames as fast as flow control lets it.
 
 
 def _serve(messages_path: str, port_queue: Any) -> None:
-    import grpc
+    import h2.config
+    import h2.connection
+    import h2.events
 
     with open(messages_path, "rb") as handle:
-        blobs = _split(handle.read())
+        body = b"".join(b"\x00" + blob[:4] + blob[4:] for blob in _framed(handle.read()))
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    port_queue.put(listener.getsockname()[1])
 
-    def get_flows(request: bytes, context: Any) -> Iterator[bytes]:
-        yield from blobs
-        while context.is_active():  # follow: keep the stream open
-            time.sleep(0.05)
+    def serve(conn_socket: socket.socket) -> None:
+        conn_socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        config = h2.config.H2Configuration(client_side=False, header_encoding="utf-8")
+        conn = h2.connection.H2Connection(config=config)
+        conn.initiate_connection()
+        conn_socket.sendall(conn.data_to_send())
+        stream_id, sent = None, 0
+        while True:
+            if stream_id is not None and sent < len(body):
+                window = min(conn.local_flow_control_window(stream_id), 1 << 20)
+                while window > 0 and sent < len(body):
+                    size = min(window, conn.max_outbound_frame_size, len(body) - sent)
+                    conn.send_data(stream_id, body[sent : sent + size])
+                    sent += size
+                    window -= size
+                conn_socket.sendall(conn.data_to_send())
+                if sent < len(body) and conn.local_flow_control_window(stream_id) > 0:
+                    continue
+            data = conn_socket.recv(1 << 16)
+            if not data:
+                return
+            for event in conn.receive_data(data):
+                if isinstance(event, h2.events.RequestReceived):
+                    headers = dict(event.headers)
+                    if headers.get(":path") == "/observer.Observer/GetFlows":
+                        stream_id = event.stream_id
+                        conn.send_headers(
+                            stream_id, [(":status", "200"), ("content-type", "application/grpc")]
+                        )
+                    else:
+                        conn.send_headers(
+                            event.stream_id,
+                            [
+                                (":status", "200"),
+                                ("content-type", "application/grpc"),
+                                ("grpc-status", "12"),
+                            ],
+                            end_stream=True,
+                        )
+                elif isinstance(event, h2.events.StreamReset | h2.events.ConnectionTerminated):
+                    return
+            conn_socket.sendall(conn.data_to_send())
 
-    handler = grpc.method_handlers_generic_handler(
-        "observer.Observer",
-        {
-            "GetFlows": grpc.unary_stream_rpc_method_handler(
-                get_flows,
-                request_deserializer=lambda b: b,
-                response_serializer=lambda b: b,
-            ),
-            "ServerStatus": grpc.unary_unary_rpc_method_handler(
-                lambda request, context: _status(len(blobs)),
-                request_deserializer=lambda b: b,
-                response_serializer=lambda b: b,
-            ),
-        },
-    )
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-    server.add_generic_rpc_handlers((handler,))
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    port_queue.put(port)
-    server.wait_for_termination()
+    while True:
+        accepted, _ = listener.accept()
+        threading.Thread(target=serve, args=(accepted,), daemon=True).start()
 
 
-def _status(flows: int) -> bytes:
-    from cpg_io._proto.observer import observer_pb2
-
-    return observer_pb2.ServerStatusResponse(num_flows=flows, max_flows=flows).SerializeToString()
-
-
-def _split(data: bytes) -> list[bytes]:
+def _framed(data: bytes) -> list[bytes]:
+    """The file's messages, each with its 4-byte length in front (as gRPC frames it)."""
     out, at = [], 0
     while at < len(data):
         size = int.from_bytes(data[at : at + 4], "big")
-        out.append(data[at + 4 : at + 4 + size])
+        out.append(data[at : at + 4 + size])
         at += 4 + size
     return out
 
@@ -213,24 +254,55 @@ def write_messages(path: Path, count: int) -> None:
 
 
 def relay_rate(address: str, count: int) -> float:
-    """Messages/s a client that only counts gets from the relay."""
-    import grpc
+    """Flows/s a client that only counts bytes gets from the relay (HTTP/2, no gRPC library):
+    the harness's ceiling."""
+    import h2.config
+    import h2.connection
+    import h2.events
+    import h2.settings
 
-    channel = grpc.insecure_channel(address)
-    call = channel.unary_stream(
-        "/observer.Observer/GetFlows",
-        request_serializer=lambda b: b,
-        response_deserializer=lambda b: b,
+    host, port = address.rsplit(":", 1)
+    sock = socket.create_connection((host, int(port)))
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(header_encoding="utf-8"))
+    conn.initiate_connection()
+    conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: (1 << 31) - 1})
+    conn.increment_flow_control_window((1 << 31) - 1 - 65535)
+    stream = conn.get_next_available_stream_id()
+    conn.send_headers(
+        stream,
+        [
+            (":method", "POST"),
+            (":scheme", "http"),
+            (":authority", address),
+            (":path", "/observer.Observer/GetFlows"),
+            ("content-type", "application/grpc"),
+            ("te", "trailers"),
+        ],
     )
+    conn.send_data(stream, b"\x00\x00\x00\x00\x00", end_stream=True)
+    sock.sendall(conn.data_to_send())
     began = time.perf_counter()
-    stream = call(b"")
-    for received, _ in enumerate(stream, 1):
-        if received == count:
+    buffered, received = b"", 0
+    while received < count:
+        data = sock.recv(1 << 20)
+        if not data:
             break
+        for event in conn.receive_data(data):
+            if isinstance(event, h2.events.DataReceived):
+                conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                buffered += event.data
+                at = 0
+                while len(buffered) - at >= 5:
+                    size = int.from_bytes(buffered[at + 1 : at + 5], "big")
+                    if len(buffered) - at < 5 + size:
+                        break
+                    at += 5 + size
+                    received += 1
+                buffered = buffered[at:]
+        sock.sendall(conn.data_to_send())
     elapsed = time.perf_counter() - began
-    stream.cancel()
-    channel.close()
-    return count / elapsed
+    sock.close()
+    return received / elapsed
 
 
 # --- cpg shadow, scraped -----------------------------------------------------------------------

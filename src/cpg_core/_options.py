@@ -646,6 +646,7 @@ OPTIONS: tuple[Option, ...] = (
         metavar="DURATION",
         panel="Hubble Relay",
         commands=_LIVE,
+        helps={"shadow": "How often the plan so far is judged (and the report rewritten)."},
         defaults={c: "5s" for c in _LIVE},
         tool="flush_interval",
         tool_help="how often files are written, e.g. 5s",

@@ -339,6 +339,11 @@ class PlanJudge:
         self._pods: dict[str, Endpoint] = {}
         self._names: dict[str, list[str]] = {}
         self._proposed = _PolicyIndex(self.proposal)
+        self._shared_names = frozenset(policy_name(p) for p in self.proposal if is_shared(p))
+        self._pressure_memo: tuple[tuple[int, int, int], dict[int, int]] = ((-1, -1, -1), {})
+        self._verdicts: dict[tuple[int, int, bool], tuple[Flow, tuple[bool, str]]] = {}
+        self._verdicts_context: tuple[int, bool] = (-1, False)
+        """Each rule's identity count, kept while the identities seen do not change."""
         self._replaced = {_key(p) for p in self.proposal}
         self._today = _PolicyIndex(self.current or [])
         self._after = _PolicyIndex(
@@ -382,6 +387,7 @@ class PlanJudge:
         groups, pods, names = self._groups, self._pods, self._names
         proposal, current, replaced = self.proposal, self.current, self._replaced
         proposed, today, after = self._proposed, self._today, self._after
+        shared_names = self._shared_names
         policed_in_flows = self._policed
         default_local_cluster = self.default_local_cluster
         allow_localhost = self.allow_localhost
@@ -393,7 +399,24 @@ class PlanJudge:
                 "agents run allow-localhost: policy; judged that way"
             )
 
+        # A verdict depends on the flow, the policies (fixed), the DNS names seen (they only
+        # grow) and how localhost is judged: kept from one plan to the next while those hold,
+        # so a flush judges only the traffic that is new since the last one.
+        context = (sum(len(v) for v in names.values()), allow_localhost)
+        if self._verdicts_context != context:
+            self._verdicts_context, self._verdicts = context, {}
+        verdicts = self._verdicts
+
         def admitted(index: _PolicyIndex, flow: Flow, target: Endpoint) -> tuple[bool, str]:
+            key = (id(index), id(flow), target is flow.destination)
+            known = verdicts.get(key)
+            if known is not None and known[0] is flow:  # the same flow object: not an id reused
+                return known[1]
+            answer = admission(index, flow, target)
+            verdicts[key] = (flow, answer)
+            return answer
+
+        def admission(index: _PolicyIndex, flow: Flow, target: Endpoint) -> tuple[bool, str]:
             # Only the policies that select the target can admit or deny its traffic (and
             # the tiers of ClusterNetworkPolicies, whose subjects the matcher checks).
             selecting = list({id(p): p for p, _, _ in index.selecting(target)}.values())
@@ -506,8 +529,10 @@ class PlanJudge:
                             traffic=_traffic(flow, group.flows),
                             endpoint=endpoint_name(target),
                             labels=stable_labels(target.labels),
-                            policy=_own_policy(proposal, newly_by),
-                            selector=_selector(proposal, _own_policy(proposal, newly_by), target),
+                            policy=_own_policy(shared_names, newly_by),
+                            selector=_selector(
+                                proposed, _own_policy(shared_names, newly_by), target
+                            ),
                             why=f"{_who(target)} was not policed for {way}; "
                             f"{', '.join(newly_by)} would put it in default-deny"
                             + (_OTHER_END[way] if mirrored else ""),
@@ -607,6 +632,11 @@ class PlanJudge:
             }
             - {""}
         )
+        # The identities, addresses and names only grow: the same sizes are the same sets,
+        # and each rule's count from the last flush still holds.
+        size = (len(seen), len(addresses), sum(len(v) for v in self._names.values()))
+        if self._pressure_memo[0] != size:
+            self._pressure_memo = (size, {})
         found = policy_map_pressure(
             selected,
             self._after.selecting,
@@ -614,6 +644,7 @@ class PlanJudge:
             addresses=addresses,
             names=self._names,
             limit=self.policy_map_max,
+            counted=self._pressure_memo[1],
         )
         worst: dict[str, EndpointPressure] = {}
         for item in found:  # one line per workload: its fullest identity
@@ -689,18 +720,15 @@ def _traffic(flow: Flow, count: int) -> Traffic:
     )
 
 
-def _own_policy(proposal: Sequence[PolicyDocument], names: Sequence[str]) -> str:
+def _own_policy(shared: frozenset[str], names: Sequence[str]) -> str:
     """The first of ``names`` that is a workload's own policy ("" when they are all shared:
     a fix in one of those would allow the traffic for every workload it selects)."""
-    shared = {policy_name(p) for p in proposal if is_shared(p)}
     return next((name for name in names if name not in shared), "")
 
 
-def _selector(proposal: Sequence[PolicyDocument], name: str, target: Endpoint) -> dict[str, str]:
-    for policy in proposal:
-        if policy_name(policy) != name:
-            continue
-        for _, spec, _ in selecting_specs([policy], target):
+def _selector(index: _PolicyIndex, name: str, target: Endpoint) -> dict[str, str]:
+    for policy, spec, _ in index.selecting(target):
+        if policy_name(policy) == name:
             labels = (spec.get("endpointSelector") or {}).get("matchLabels") or {}
             return {str(k): str(v) for k, v in labels.items()}
     return {}

@@ -13,6 +13,7 @@ counts each rule's entries on its own (Cilium merges duplicates), so it errs hig
 
 from __future__ import annotations
 
+import bisect
 import ipaddress
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
@@ -31,6 +32,7 @@ from cpg_core._matcher import (
 )
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 POLICY_MAP_MAX = 16_384
 """Cilium's default ``bpf-policy-map-max``."""
@@ -121,7 +123,33 @@ def _describe_peer(rule: Mapping[str, Any], prefix: str) -> str:
     return "; ".join(parts) or "every peer"
 
 
-def _cidr_identities(rule: Mapping[str, Any], prefix: str, addresses: Sequence[IPAddress]) -> int:
+class AddressIndex:
+    """The world addresses a capture shows, sorted, so that how many fall inside a rule's
+    prefixes is two binary searches per prefix, not a scan of every address."""
+
+    def __init__(self, addresses: Iterable[IPAddress]) -> None:
+        self._sorted: dict[int, list[int]] = {4: [], 6: []}
+        for ip in sorted(set(addresses), key=lambda a: (a.version, int(a))):
+            self._sorted[ip.version].append(int(ip))
+
+    def inside(self, networks: Iterable[IPNetwork]) -> int:
+        """Addresses inside one of ``networks`` (each counted once)."""
+        spans: dict[int, list[tuple[int, int]]] = {4: [], 6: []}
+        for net in networks:
+            spans[net.version].append((int(net.network_address), int(net.broadcast_address)))
+        count = 0
+        for version, ranges in spans.items():
+            numbers = self._sorted[version]
+            last_end = -1
+            for start, end in sorted(ranges):
+                start = max(start, last_end + 1)  # overlapping prefixes: count once
+                if start <= end:
+                    count += bisect.bisect_right(numbers, end) - bisect.bisect_left(numbers, start)
+                last_end = max(last_end, end)
+        return count
+
+
+def _cidr_identities(rule: Mapping[str, Any], prefix: str, addresses: AddressIndex) -> int:
     """A CIDR rule's identities: each prefix it names, and each other address the cluster
     knows (of CIDR and FQDN rules) that falls inside one of them."""
     networks = [str(c) for c in rule.get(prefix + "CIDR") or []]
@@ -137,8 +165,7 @@ def _cidr_identities(rule: Mapping[str, Any], prefix: str, addresses: Sequence[I
         except ValueError:
             continue
     wide = [net for net in parsed if net.num_addresses > 1]
-    inside = sum(1 for ip in addresses if any(ip in net for net in wide)) if wide else 0
-    return len(parsed) + inside
+    return len(parsed) + (addresses.inside(wide) if wide else 0)
 
 
 def _fqdn_identities(rule: Mapping[str, Any], names: Mapping[str, Sequence[str]]) -> int:
@@ -208,7 +235,7 @@ def rule_identities(
     prefix: str,
     namespace: str | None,
     index: IdentityIndex,
-    addresses: Sequence[IPAddress],
+    addresses: AddressIndex,
     names: Mapping[str, Sequence[str]],
 ) -> int:
     """How many identities a rule's peer selects (1 for every peer: the wildcard)."""
@@ -271,12 +298,14 @@ def endpoint_pressure(
     selecting: Selecting,
     identities: IdentityIndex,
     *,
-    addresses: Sequence[IPAddress] = (),
+    addresses: Sequence[IPAddress] | AddressIndex = (),
     names: Mapping[str, Sequence[str]] | None = None,
     limit: int = POLICY_MAP_MAX,
     _counted: dict[int, int] | None = None,
 ) -> EndpointPressure:
     """The estimated policy map entries of ``endpoint`` under ``policies``."""
+    if not isinstance(addresses, AddressIndex):
+        addresses = AddressIndex(addresses)
     rules: list[RuleEntries] = []
     counted = _counted if _counted is not None else {}
     for policy, spec, namespace in selecting(endpoint):
@@ -322,12 +351,15 @@ def policy_map_pressure(
     addresses: Collection[str] = (),
     names: Mapping[str, Sequence[str]] | None = None,
     limit: int = POLICY_MAP_MAX,
+    counted: dict[int, int] | None = None,
 ) -> tuple[EndpointPressure, ...]:
     """The endpoints (``namespace/workload``, an endpoint of it) whose estimated entries
     reach :data:`NEAR` of ``limit`` or more, the fullest first. ``identities`` are the
     distinct identities of the cluster (a capture's endpoints); ``policies`` the documents,
     or how to find the specs that select an endpoint; ``addresses`` the world
-    addresses it saw, ``names`` what DNS said of them."""
+    addresses it saw, ``names`` what DNS said of them. ``counted`` (each rule's identity
+    count by ``id``) may be kept by a caller that calls again with the same documents and
+    identities."""
     index = IdentityIndex(identities)
     parsed = []
     for text in addresses:
@@ -335,7 +367,8 @@ def policy_map_pressure(
             parsed.append(ipaddress.ip_address(text))
         except ValueError:
             continue
-    counted: dict[int, int] = {}
+    counted = {} if counted is None else counted
+    address_index = AddressIndex(parsed)
     if callable(policies):
         selecting = policies
     else:
@@ -351,7 +384,7 @@ def policy_map_pressure(
             name,
             selecting,
             index,
-            addresses=parsed,
+            addresses=address_index,
             names=names,
             limit=limit,
             _counted=counted,

@@ -169,3 +169,40 @@ def test_the_judge_answers_as_the_plan_of_the_flows_so_far() -> None:
         assert judge.plan() == plan(flows[:count], [CART], []), count
     assert judge.flows == 4
     assert judge.plan().would_break[0].traffic.flows == 2  # one kind of traffic, counted
+
+
+def test_a_verdict_kept_between_plans_is_judged_again_once_dns_names_a_peer() -> None:
+    """The judge keeps each kind of traffic's verdict from one plan to the next, but a name
+    DNS gives an address later can change it (a toFQDNs rule): the next plan judges again."""
+    egress = [
+        {
+            "toFQDNs": [{"matchName": "api.example.com"}],
+            "toPorts": [{"ports": [{"port": "443", "protocol": "TCP"}]}],
+        }
+    ]
+    policy = cnp("cpg-cart", "cart", egress=egress)
+    out = works(
+        src=endpoint("shop", "cart"),
+        dst={"identity": 2, "labels": ["reserved:world"]},
+        dst_ip="1.2.3.4",
+        direction="EGRESS",
+        tcp=443,
+    )
+    answer = works(
+        src=endpoint("shop", "cart"),
+        dst=endpoint("kube-system", "kube-dns"),
+        direction="EGRESS",
+        tcp=None,
+        udp=53,
+        l7={"type": "RESPONSE", "dns": {"query": "api.example.com.", "ips": ["1.2.3.4"]}},
+    )
+    judge = PlanJudge([policy], [])
+    judge.add(out)
+    before = judge.plan()
+    assert [(b.traffic.destination, b.traffic.port) for b in before.would_break] == [("world", 443)]
+    judge.add(answer)
+    after = judge.plan()
+    assert after == plan([out, answer], [policy], [])
+    assert ("world", 443) not in [
+        (b.traffic.destination, b.traffic.port) for b in after.would_break
+    ]

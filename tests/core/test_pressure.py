@@ -158,3 +158,19 @@ def test_the_plan_names_a_pod_whose_policy_map_the_proposal_would_overflow() -> 
     assert planned.overflows and planned.policy_map_max == 500
     roomy = plan(flows, proposal, None, current_source="flows")
     assert roomy.policy_map == () and not roomy.overflows
+
+
+def test_the_address_index_counts_each_address_inside_the_prefixes_once() -> None:
+    import ipaddress
+
+    from cpg_core._pressure import AddressIndex
+
+    addresses = [
+        ipaddress.ip_address(a) for a in ("10.0.0.1", "10.0.0.9", "10.0.1.1", "2001:db8::1")
+    ]
+    index = AddressIndex(addresses)
+    nets = [ipaddress.ip_network(n) for n in ("10.0.0.0/24", "10.0.0.0/28", "10.0.1.0/30")]
+    assert index.inside(nets) == 3  # the /28 inside the /24 adds nothing
+    assert index.inside([ipaddress.ip_network("10.0.0.8/29")]) == 1
+    assert index.inside([ipaddress.ip_network("2001:db8::/64")]) == 1
+    assert index.inside([ipaddress.ip_network("192.0.2.0/24")]) == 0
