@@ -14,6 +14,7 @@ RSS of the ``cpg shadow`` process. The goal is 10,000 new flows/s sustained in o
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import multiprocessing
 import os
@@ -40,6 +41,7 @@ CIDR_RULES = (12, 13)
 CPG = str(Path(sys.executable).with_name("cpg"))
 
 
+@functools.cache
 def _workloads() -> list[tuple[str, str]]:
     return [(f"ns-{n:02}", f"app-{a}") for n in range(NAMESPACES) for a in range(APPS)]
 
@@ -241,14 +243,45 @@ def _framed(data: bytes) -> list[bytes]:
     return out
 
 
+def _message(record: dict[str, Any]) -> Any:
+    """One record as the relay's protobuf, field by field (json_format takes ~1 ms a flow:
+    minutes for the counts a sustained rate needs)."""
+    from cpg_io._proto.flow import flow_pb2
+    from cpg_io._proto.observer import observer_pb2
+
+    f = record["flow"]
+    message = observer_pb2.GetFlowsResponse()
+    flow = message.flow
+    flow.time.FromJsonString(f["time"])
+    flow.uuid = f["uuid"]
+    flow.verdict = flow_pb2.Verdict.Value(f["verdict"])
+    flow.IP.source, flow.IP.destination = f["IP"]["source"], f["IP"]["destination"]
+    flow.l4.TCP.source_port = f["l4"]["TCP"]["source_port"]
+    flow.l4.TCP.destination_port = f["l4"]["TCP"]["destination_port"]
+    for side in ("source", "destination"):
+        endpoint, given = getattr(flow, side), f[side]
+        endpoint.identity = given["identity"]
+        endpoint.namespace = given.get("namespace", "")
+        endpoint.labels.extend(given["labels"])
+        endpoint.pod_name = given.get("pod_name", "")
+    flow.traffic_direction = flow_pb2.TrafficDirection.Value(f["traffic_direction"])
+    flow.is_reply.value = f["is_reply"]
+    flow.node_name = f["node_name"]
+    if "drop_reason_desc" in f:
+        flow.drop_reason_desc = flow_pb2.DropReason.Value(f["drop_reason_desc"])
+    return message
+
+
 def write_messages(path: Path, count: int) -> None:
     from google.protobuf import json_format
 
     from cpg_io._proto.observer import observer_pb2
 
     with path.open("wb") as out:
-        for record in flow_records(count):
-            message = json_format.ParseDict(record, observer_pb2.GetFlowsResponse())
+        for i, record in enumerate(flow_records(count)):
+            message = _message(record)
+            if i < 50:  # the fast path builds what the JSON mapping builds
+                assert message == json_format.ParseDict(record, observer_pb2.GetFlowsResponse())
             blob = message.SerializeToString()
             out.write(len(blob).to_bytes(4, "big") + blob)
 
@@ -363,13 +396,21 @@ def _peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def run_shadow(address: str, proposal: Path, count: int, flush: str) -> dict[str, float]:
+def run_shadow(
+    address: str, proposal: Path, count: int, flush: str, source: Path | None = None
+) -> dict[str, float]:
+    """``cpg shadow`` of this checkout, or of the ``src`` folder ``source`` (another
+    version of cpg, for a side-by-side run)."""
     port = _free_port()
+    env = dict(os.environ)
+    if source is not None:
+        env["PYTHONPATH"] = str(source)
     command = [CPG, "shadow", "--server", address, "-d", str(proposal), "--duration", "30m"]
     proc = subprocess.Popen(
         [*command, "--metrics-addr", f"127.0.0.1:{port}", "--flush-interval", flush, "-q"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        env=env,
     )
     try:
         points: list[tuple[float, float]] = []
@@ -436,6 +477,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--flows", type=int, default=200_000)
     parser.add_argument("--flush-interval", default="5s")
     parser.add_argument("--keep", type=Path, help="keep the reference set and messages here")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="the src folder of another cpg (git worktree add /tmp/old REV): run it too",
+    )
     args = parser.parse_args(argv)
     root = args.keep or Path(tempfile.mkdtemp(prefix="cpg-shadow-bench-"))
     root.mkdir(parents=True, exist_ok=True)
@@ -443,10 +489,12 @@ def main(argv: list[str]) -> int:
     shutil.rmtree(proposal, ignore_errors=True)
     rules, cidr_sets = reference_policies(proposal)
     print(f"reference set: {NAMESPACES * APPS} policies, {rules} rules, {cidr_sets} CIDR sets")
-    messages = root / "messages.bin"
-    began = time.perf_counter()
-    write_messages(messages, args.flows)
-    print(f"{args.flows} flows built in {time.perf_counter() - began:.1f} s")
+    messages = root / f"messages-{args.flows}.bin"
+    if not messages.exists():  # kept (--keep) from an earlier run with as many flows
+        began = time.perf_counter()
+        write_messages(messages.with_suffix(".tmp"), args.flows)
+        messages.with_suffix(".tmp").rename(messages)
+        print(f"{args.flows} flows built in {time.perf_counter() - began:.1f} s")
     ports: Any = multiprocessing.get_context("spawn").Queue()
     relay = multiprocessing.get_context("spawn").Process(
         target=_serve, args=(str(messages), ports), daemon=True
@@ -457,6 +505,13 @@ def main(argv: list[str]) -> int:
         ceiling = relay_rate(address, args.flows)
         print(f"relay alone (a client that only counts): {ceiling:,.0f} flows/s")
         shadow = run_shadow(address, proposal, args.flows, args.flush_interval)
+        if args.baseline:
+            old = run_shadow(address, proposal, args.flows, args.flush_interval, args.baseline)
+            print(
+                f"baseline {args.baseline}: {old['flows_per_s']:,.0f} flows/s sustained, flush "
+                f"p50 {old['flush_p50']:.2f} s, p99 {old['flush_p99']:.2f} s; this checkout "
+                f"{shadow['flows_per_s'] / old['flows_per_s']:.2f}x"
+            )
     finally:
         relay.terminate()
     print(

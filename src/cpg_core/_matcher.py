@@ -239,13 +239,37 @@ def selector_matches(
     """A peer selector against endpoint labels: of a policy in ``default_namespace``, or of
     a clusterwide policy (``clusterwide``); with neither, the selector as written (an
     endpointSelector)."""
-    reqs = requirements(selector)
+    reqs = _compiled(selector, default_namespace, clusterwide, local_cluster)
     if reqs is None:
         return False
-    if default_namespace is not None or clusterwide:
-        reqs = peer_requirements(reqs, default_namespace, local_cluster)
-    names = frozenset(reserved)
+    names = reserved if isinstance(reserved, frozenset) else frozenset(reserved)
     return all(requirement_holds(r, labels, names, complete=complete) for r in reqs)
+
+
+_COMPILED: dict[tuple[int, str | None, bool, str | None], tuple[object, Any]] = {}
+_COMPILED_MAX = 1 << 16
+
+
+def _compiled(
+    selector: object, namespace: str | None, clusterwide: bool, local_cluster: str | None
+) -> tuple[Requirement, ...] | None:
+    """A selector's terms as :func:`selector_matches` reads them, kept per selector object:
+    a policy's rules are read once and judged against every flow, and reading the terms
+    again each time was most of a large plan's time. The selector is kept with its terms,
+    so its id cannot stand for another object while the entry lives; policy documents are
+    not changed once read (the matcher never writes to them)."""
+    key = (id(selector), namespace, clusterwide, local_cluster)
+    known = _COMPILED.get(key)
+    if known is not None and known[0] is selector:
+        return known[1]  # type: ignore[no-any-return]
+    reqs = requirements(selector)
+    if reqs is not None and (namespace is not None or clusterwide):
+        reqs = peer_requirements(reqs, namespace, local_cluster)
+    terms = None if reqs is None else tuple(reqs)
+    if len(_COMPILED) >= _COMPILED_MAX:
+        _COMPILED.clear()
+    _COMPILED[key] = (selector, terms)
+    return terms
 
 
 _CLUSTER_PREFIX = f"k8s:{CLUSTER_LABEL}="
@@ -837,19 +861,21 @@ def _match_flow(
                 )
     if allow_localhost and from_own_node(flow):
         return MatchResult(True, LOCALHOST_ADMITS)
-    peer_hit = None
+    # The ports first: they are cheap to compare and rule most rules out, while selecting
+    # the peer reads label selectors.
     for policy, spec, namespace in selecting:
         for index, rule in enumerate(spec.get(direction) or []):
-            if not isinstance(rule, Mapping) or not peer_matches(rule, prefix, peer, namespace):
-                continue
-            if ports_match(rule, request):
+            if (
+                isinstance(rule, Mapping)
+                and ports_match(rule, request)
+                and peer_matches(rule, prefix, peer, namespace)
+            ):
                 return MatchResult(
                     True,
                     f"allowed by {_policy_name(policy)} {direction}[{index}]",
                     _policy_name(policy),
                     index,
                 )
-            peer_hit = peer_hit or f"{_policy_name(policy)} {direction}[{index}]"
     who = f"{target.namespace}/{target.pod_name or ','.join(target.labels) or target_ip}"
     if not any(polices(spec, direction) for _, spec, _ in selecting):
         # Only a pod no namespaced policy selects for this direction reaches the Baseline
@@ -860,9 +886,22 @@ def _match_flow(
     if not selecting:
         return MatchResult(False, f"no policy selects {who} for {direction}")
     traffic = f"{flow.protocol}/{flow.port}" if flow.protocol else "this traffic"
+    peer_hit = _first_peer_hit(selecting, direction, prefix, peer)
     if peer_hit:
         return MatchResult(False, f"{peer_hit} selects the peer but not {traffic}")
     return MatchResult(False, f"no {direction} rule selects the peer ({direction} {traffic})")
+
+
+def _first_peer_hit(
+    selecting: Sequence[Selected], direction: str, prefix: str, peer: PeerView
+) -> str:
+    """The first allow rule that selects the peer (its ports do not admit the traffic), for
+    the reason a flow is refused."""
+    for policy, spec, namespace in selecting:
+        for index, rule in enumerate(spec.get(direction) or []):
+            if isinstance(rule, Mapping) and peer_matches(rule, prefix, peer, namespace):
+                return f"{_policy_name(policy)} {direction}[{index}]"
+    return ""
 
 
 def _tier_result(verdict: TierVerdict) -> MatchResult:

@@ -250,6 +250,7 @@ class _PolicyIndex:
         self.tiered = [p for p in self.all if is_cluster_network_policy(p)]
         """The ClusterNetworkPolicies: they judge every flow, around the others (§D42)."""
         self._selecting: dict[Endpoint, list[Any]] = {}
+        self._enforcing: dict[tuple[Endpoint, str], list[str]] = {}
 
     def near(self, endpoint: Endpoint) -> list[PolicyDocument]:
         return self._by_namespace.get(endpoint.namespace, []) + self._clusterwide
@@ -261,10 +262,19 @@ class _PolicyIndex:
         return found
 
     def enforcing(self, endpoint: Endpoint, direction: str) -> list[str]:
-        """Names of the policies that put ``endpoint`` into default-deny for ``direction``."""
-        return sorted(
-            {policy_name(p) for p, spec, _ in self.selecting(endpoint) if enforces(spec, direction)}
-        )
+        """Names of the policies that put ``endpoint`` into default-deny for ``direction``
+        (kept per endpoint: the caller does not change the list)."""
+        key = (endpoint, direction)
+        found = self._enforcing.get(key)
+        if found is None:
+            found = self._enforcing[key] = sorted(
+                {
+                    policy_name(p)
+                    for p, spec, _ in self.selecting(endpoint)
+                    if enforces(spec, direction)
+                }
+            )
+        return found
 
 
 def _key(policy: PolicyDocument) -> tuple[str, str, str]:
@@ -340,7 +350,11 @@ class PlanJudge:
         self._names: dict[str, list[str]] = {}
         self._proposed = _PolicyIndex(self.proposal)
         self._shared_names = frozenset(policy_name(p) for p in self.proposal if is_shared(p))
-        self._pressure_memo: tuple[tuple[int, int, int], dict[int, int]] = ((-1, -1, -1), {})
+        self._pressure_memo: tuple[tuple[int, int, int], dict[object, int]] = ((-1, -1, -1), {})
+        self._pressure_found: tuple[tuple[int, ...], tuple[EndpointPressure, ...]] = ((), ())
+        """The last answer, and what it was computed over (sizes: the sets only grow)."""
+        self._diffs_found: list[PolicyDiff] | None = None
+        """The proposal against the current policies: both fixed for the judge's life."""
         self._verdicts: dict[tuple[int, int, bool], tuple[Flow, tuple[bool, str]]] = {}
         self._verdicts_context: tuple[int, bool] = (-1, False)
         """Each rule's identity count, kept while the identities seen do not change."""
@@ -563,7 +577,9 @@ class PlanJudge:
             else _with_fix(item, flow, intended.get(item.policy, []))
             for item, (flow, _) in zip(breaks, break_flows, strict=True)
         ]
-        diffs = _diffs(proposal, current or [])
+        if self._diffs_found is None:
+            self._diffs_found = _diffs(proposal, current or [])
+        diffs = self._diffs_found
         newly_enforced = tuple(
             sorted(
                 (
@@ -635,6 +651,9 @@ class PlanJudge:
         # The identities, addresses and names only grow: the same sizes are the same sets,
         # and each rule's count from the last flush still holds.
         size = (len(seen), len(addresses), sum(len(v) for v in self._names.values()))
+        over = (*size, len(self._groups), len(self._pods))
+        if self._pressure_found[0] == over:
+            return self._pressure_found[1]  # nothing new: the same answer
         if self._pressure_memo[0] != size:
             self._pressure_memo = (size, {})
         found = policy_map_pressure(
@@ -650,7 +669,9 @@ class PlanJudge:
         for item in found:  # one line per workload: its fullest identity
             if item.endpoint not in worst or item.entries > worst[item.endpoint].entries:
                 worst[item.endpoint] = item
-        return tuple(sorted(worst.values(), key=lambda p: (-p.entries, p.endpoint)))
+        answer = tuple(sorted(worst.values(), key=lambda p: (-p.entries, p.endpoint)))
+        self._pressure_found = (over, answer)
+        return answer
 
 
 _OTHER_END = {

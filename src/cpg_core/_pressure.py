@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import ipaddress
+import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -257,6 +258,20 @@ def rule_identities(
     return count
 
 
+def _peer_key(rule: Mapping[str, Any], prefix: str, namespace: str | None) -> tuple[Any, ...]:
+    """What a rule's identity count depends on: its peer fields, and its policy's namespace
+    (or being clusterwide) only when an endpoint selector of it does not name the namespace
+    it selects in."""
+    fields = tuple(
+        (key, json.dumps(rule[key], sort_keys=True, default=str))
+        for key in _L3[prefix]
+        if key in rule
+    )
+    selectors = rule.get(prefix + "Endpoints") or []
+    pinned = all(isinstance(_selector_namespace(s), str) for s in selectors)
+    return (prefix, "" if pinned else (namespace,), fields)
+
+
 def _advice(largest: Sequence[RuleEntries], entries: int, limit: int) -> tuple[str, ...]:
     out = []
     for item in largest[:3]:
@@ -301,7 +316,7 @@ def endpoint_pressure(
     addresses: Sequence[IPAddress] | AddressIndex = (),
     names: Mapping[str, Sequence[str]] | None = None,
     limit: int = POLICY_MAP_MAX,
-    _counted: dict[int, int] | None = None,
+    _counted: dict[object, int] | None = None,
 ) -> EndpointPressure:
     """The estimated policy map entries of ``endpoint`` under ``policies``."""
     if not isinstance(addresses, AddressIndex):
@@ -314,12 +329,17 @@ def endpoint_pressure(
                 for index, rule in enumerate(spec.get(section) or []):
                     if not isinstance(rule, Mapping) or not rule:
                         continue  # {} selects no peer: no entry
-                    key = id(rule)
-                    if key not in counted:  # a rule counts the same for every endpoint
-                        counted[key] = rule_identities(
-                            rule, prefix, namespace, identities, addresses, names or {}
-                        )
-                    count = counted[key]
+                    # A rule counts the same for every endpoint, and so does every rule
+                    # with the same peer (kube-dns, a shared backend: written many times).
+                    count = counted.get(id(rule))
+                    if count is None:
+                        peer = _peer_key(rule, prefix, namespace)
+                        count = counted.get(peer)
+                        if count is None:
+                            count = counted[peer] = rule_identities(
+                                rule, prefix, namespace, identities, addresses, names or {}
+                            )
+                        counted[id(rule)] = count
                     ports = rule_ports(rule)
                     rules.append(
                         RuleEntries(
@@ -351,15 +371,15 @@ def policy_map_pressure(
     addresses: Collection[str] = (),
     names: Mapping[str, Sequence[str]] | None = None,
     limit: int = POLICY_MAP_MAX,
-    counted: dict[int, int] | None = None,
+    counted: dict[object, int] | None = None,
 ) -> tuple[EndpointPressure, ...]:
     """The endpoints (``namespace/workload``, an endpoint of it) whose estimated entries
     reach :data:`NEAR` of ``limit`` or more, the fullest first. ``identities`` are the
     distinct identities of the cluster (a capture's endpoints); ``policies`` the documents,
     or how to find the specs that select an endpoint; ``addresses`` the world
-    addresses it saw, ``names`` what DNS said of them. ``counted`` (each rule's identity
-    count by ``id``) may be kept by a caller that calls again with the same documents and
-    identities."""
+    addresses it saw, ``names`` what DNS said of them. ``counted`` (the identity count of
+    each rule and of each peer) may be kept by a caller that calls again with the same
+    documents, identities, addresses and names."""
     index = IdentityIndex(identities)
     parsed = []
     for text in addresses:

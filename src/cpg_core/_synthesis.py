@@ -7,6 +7,7 @@ A flow that cannot become a precise rule is never guessed at: it is counted unde
 
 from __future__ import annotations
 
+import functools
 from enum import StrEnum
 
 import attrs
@@ -95,7 +96,10 @@ class EndpointKind:
     world: bool
 
 
+@functools.lru_cache(maxsize=65536)
 def endpoint_kind(endpoint: Endpoint) -> EndpointKind:
+    """Kept per endpoint (a few thousand in a cluster): the matcher asks for each peer of
+    each flow it judges."""
     reserved = reserved_names(endpoint.labels)
     entity = ""
     world = False

@@ -182,8 +182,15 @@ def test_generate_shares_what_replay_shares(cluster: dict[str, Path], tmp_path: 
     lines = cluster["capture"].read_text().splitlines()
     with fake_relay(responses_from_lines(lines)) as (relay, address):
         proc = subprocess.Popen(
-            [CPG, "generate", "--server", address, "-d", str(out), "--no-evidence"]
-            + ["--flush-interval", "0.3s"],
+            [
+                CPG,
+                "generate",
+                "--server",
+                address,
+                "-d",
+                str(out),
+                *("--no-evidence", "--flush-interval", "0.3s"),
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

@@ -271,3 +271,19 @@ def test_reasons_name_the_rule() -> None:
     assert ok.allowed and ok.reason == "allowed by shop/p ingress[0]" and ok.rule == 0
     miss = match_flow([policy], parse_flow(flow_dict(tcp=9090)))
     assert miss.reason == "shop/p ingress[0] selects the peer but not TCP/9090"
+
+
+def test_one_selector_object_is_read_anew_for_each_namespace_and_cluster() -> None:
+    """The terms of a selector are kept per object, but what Cilium adds to them depends on
+    the policy's namespace, whether it is clusterwide and the local cluster: one selector
+    shared by several policies must keep those apart."""
+    selector = {"matchLabels": {"app": "db"}}
+    in_a = {"app": "db", "io.kubernetes.pod.namespace": "a", "io.cilium.k8s.policy.cluster": "c1"}
+    assert selector_matches(selector, in_a, "a")
+    assert not selector_matches(selector, in_a, "b")
+    assert selector_matches(selector, in_a, None, clusterwide=True)
+    assert not selector_matches(selector, {"app": "db"}, None, clusterwide=True)  # no namespace
+    assert selector_matches(selector, {"app": "db"}, None)  # as an endpointSelector
+    assert selector_matches(selector, in_a, "a", local_cluster="c1")
+    assert not selector_matches(selector, in_a, "a", local_cluster="c2")
+    assert selector_matches(selector, in_a, "a")  # and the first answer again

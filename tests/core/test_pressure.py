@@ -174,3 +174,60 @@ def test_the_address_index_counts_each_address_inside_the_prefixes_once() -> Non
     assert index.inside([ipaddress.ip_network("10.0.0.8/29")]) == 1
     assert index.inside([ipaddress.ip_network("2001:db8::/64")]) == 1
     assert index.inside([ipaddress.ip_network("192.0.2.0/24")]) == 0
+
+
+def test_rules_with_the_same_peer_count_once_but_each_namespace_its_own() -> None:
+    """A rule's identity count is kept by its peer: the same selector pinned to a namespace
+    counts the same in every policy, while one that names no namespace selects in its own
+    policy's namespace (ns-0 has one app-1 identity in this cluster, ns-1 has three)."""
+    cluster = [
+        _endpoint("ns-0", "app-1", 1),
+        *(
+            Endpoint(
+                namespace="ns-1",
+                labels=("k8s:app=app-1", f"k8s:v={v}", "k8s:io.kubernetes.pod.namespace=ns-1"),
+                identity=10 + v,
+            )
+            for v in range(3)
+        ),
+    ]
+    unpinned = {"toEndpoints": [{"matchLabels": {"app": "app-1"}}], "toPorts": _ports(80)}
+    pinned = {
+        "toEndpoints": [{"matchLabels": {"app": "app-1", "io.kubernetes.pod.namespace": "ns-1"}}],
+        "toPorts": _ports(81),
+    }
+    policies = [
+        _policy("ns-0", "web", egress=[dict(unpinned), dict(pinned)]),
+        _policy("ns-1", "web", egress=[dict(unpinned), dict(pinned)]),
+    ]
+    web = {ns: _endpoint(ns, "web", 100 + i) for i, ns in enumerate(("ns-0", "ns-1"))}
+    counted: dict[object, int] = {}
+    found = policy_map_pressure(
+        [(f"{ns}/web", e) for ns, e in web.items()], policies, cluster, limit=1, counted=counted
+    )
+    by_rule = {(p.endpoint, r.rule): r.identities for p in found for r in p.largest}
+    assert by_rule[("ns-0/web", "egress[0]")] == 1
+    assert by_rule[("ns-1/web", "egress[0]")] == 3
+    assert by_rule[("ns-0/web", "egress[1]")] == by_rule[("ns-1/web", "egress[1]")] == 3
+    # four rules, three peers counted: the unpinned one per namespace, the pinned one once
+    assert sum(1 for key in counted if isinstance(key, tuple)) == 3
+
+
+def test_a_shadow_judge_counts_the_pressure_again_once_new_identities_arrive() -> None:
+    """``cpg shadow`` keeps the pressure between flushes while nothing new arrives; clients
+    that appear later raise it, and the next plan says so."""
+    from cpg_core.shadow import PlanJudge
+
+    api = endpoint("shop", "api")
+    ports = _ports(*range(8080, 8100))
+    proposal = [_policy("shop", "api", ingress=[{"fromEntities": ["cluster"], "toPorts": ports}])]
+    judge = PlanJudge(proposal, None, current_source="flows", policy_map_max=500)
+    client = {"dst": api, "tcp": 8080, "verdict": "FORWARDED", "reason": None}
+    for i in range(10):
+        judge.add(_flow(src=endpoint("shop", f"client-{i}"), **client))
+    assert judge.plan().policy_map == ()  # 11 identities × 20 ports
+    assert judge.plan().policy_map == ()
+    for i in range(10, 30):
+        judge.add(_flow(src=endpoint("shop", f"client-{i}"), **client))
+    (found,) = judge.plan().policy_map
+    assert found.entries == 31 * 20 and found.over
