@@ -404,6 +404,30 @@ def wait_for(predicate: Callable[[], object], seconds: float = 20) -> bool:
     return False
 
 
+def run_until_sigterm(
+    args: list[str], ready: Callable[[], object], seconds: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """Run ``args`` until ``ready`` holds (or ``seconds`` pass), then stop it as Kubernetes
+    does (SIGTERM): a live run ends on what it did, not on a clock."""
+    import signal
+
+    proc = subprocess.Popen(
+        args,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    try:
+        wait_for(ready, seconds)
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return subprocess.CompletedProcess(args, proc.returncode, stdout, stderr)
+
+
 def on_terminal(
     *args: str,
     until: bytes | re.Pattern[bytes] | None = None,

@@ -169,46 +169,20 @@ def test_generate_shares_what_replay_shares(cluster: dict[str, Path], tmp_path: 
     (sharing decided at each flush, later workloads joining the shared policies). The run is
     stopped once the files match (or after a generous deadline), so a busy machine that takes
     longer to take in the flows does not change the outcome."""
-    import os
-    import signal
-    import subprocess
-    import time
-
-    from conftest import CPG, policies
+    from conftest import CPG, policies, run_until_sigterm
     from fake_relay import fake_relay, responses_from_lines
 
     expected = policies(cluster["shared"])
     out = tmp_path / "live"
     lines = cluster["capture"].read_text().splitlines()
     with fake_relay(responses_from_lines(lines)) as (relay, address):
-        proc = subprocess.Popen(
-            [
-                CPG,
-                "generate",
-                "--server",
-                address,
-                "-d",
-                str(out),
-                *("--no-evidence", "--flush-interval", "0.3s"),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "NO_COLOR": "1"},
+        command = [CPG, "generate", "--server", address, "-d", str(out), "--no-evidence"]
+        ran = run_until_sigterm(
+            [*command, "--flush-interval", "0.3s"],
+            lambda: relay.done.is_set() and out.exists() and policies(out) == expected,
         )
-        try:
-            assert relay.done.wait(60), "the relay sent everything"
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                if out.exists() and policies(out) == expected:
-                    break
-                relay.closed.wait(0.1)
-            proc.send_signal(signal.SIGTERM)
-            _stdout, stderr = proc.communicate(timeout=60)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-    assert proc.returncode == 0, stderr
+    assert relay.done.is_set(), "the relay sent everything"
+    assert ran.returncode == 0, ran.stderr
     assert policies(out) == expected
 
 

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from conftest import CPG, EXAMPLE, assert_crd_valid, cpg, policies
+from conftest import CPG, EXAMPLE, assert_crd_valid, cpg, policies, run_until_sigterm
 from fake_relay import example_responses, fake_relay
 
 
@@ -81,24 +80,14 @@ def test_a_forced_reconnect_changes_nothing(tmp_path: Path) -> None:
 def test_sigterm_leaves_complete_files_and_a_report(tmp_path: Path) -> None:
     out = tmp_path / "live"
     with fake_relay(example_responses()) as (relay, address):
-        proc = subprocess.Popen(
-            [CPG, "generate", "--server", address, "-d", str(out), "--flush-interval", "0.2s"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "NO_COLOR": "1"},
+        command = [CPG, "generate", "--server", address, "-d", str(out)]
+        ran = run_until_sigterm(
+            [*command, "--flush-interval", "0.2s"],
+            lambda: relay.done.is_set() and len(policies(out) if out.exists() else {}) >= 6,
         )
-        try:
-            assert relay.done.wait(20), "the relay sent everything"
-            deadline = time.monotonic() + 20
-            while len(policies(out) if out.exists() else {}) < 6 and time.monotonic() < deadline:
-                relay.closed.wait(0.05)
-            proc.send_signal(signal.SIGTERM)
-            stdout, stderr = proc.communicate(timeout=30)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-    assert proc.returncode == 0, stderr
+        assert relay.done.is_set(), "the relay sent everything"
+    stdout = ran.stdout
+    assert ran.returncode == 0, ran.stderr
     assert "Policies in" in stdout and "Received" in stdout
     assert not list(out.rglob("*.tmp")) and not list(out.rglob(".*"))
     for text in policies(out).values():
