@@ -15,11 +15,13 @@ $(RUNTIME_STAMP): pyproject.toml
 	touch $(RUNTIME_STAMP)
 
 # Plus the development tools (tests, linters, type checker).
-# The wheelhouse holds cpg's wheel, its dependencies and its build backend, so the test of the
-# pre-commit hooks installs the hook environment offline (no index: tests use no network).
+# The wheelhouse holds cpg's wheel, its dependencies (with every extra) and its build backend,
+# so that the pre-commit hooks' environment and the image (make image OFFLINE=1) install with
+# no index: tests use no network.
+WHEEL_EXTRAS := s3,gcs,azure,dask
 $(STAMP): $(RUNTIME_STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
-	$(BIN)/python -m pip wheel --quiet --disable-pip-version-check -w $(VENV)/wheelhouse . hatchling
+	$(BIN)/python -m pip wheel --quiet --disable-pip-version-check -w $(VENV)/wheelhouse '.[$(WHEEL_EXTRAS)]' hatchling
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -55,18 +57,24 @@ PROTOS := src/cpg_io/_proto/flow/flow.proto src/cpg_io/_proto/relay/relay.proto 
 proto: $(STAMP)
 	$(BIN)/python -m grpc_tools.protoc -I src --python_out=src --pyi_out=src --grpc_python_out=src $(PROTOS)
 
-# The container image (Containerfile): podman build, tagged with cpg's version (and the
-# target and extras, as the overlays under deploy/ name them).
+# The container image (Containerfile): podman build, tagged with cpg's version. One image runs
+# every overlay under deploy/ (s3 extra, git and ssh); set EXTRAS and TOOLS for another.
 #   make image                       # localhost/cpg:VERSION, on the public python slim image
-#   make image EXTRAS=s3             # localhost/cpg:VERSION-s3 (the archive overlay)
-#   make image TARGET=propose        # localhost/cpg:VERSION-propose (with git: propose overlay)
+#   make image EXTRAS= TOOLS=        # cpg alone: no object storage, no cpg propose
+#   make image EXTRAS=s3,dask        # extras: s3, gcs, azure, dask
 #   make image BASE=IMAGE            # another base with python3 and its venv module
 #   make image OFFLINE=1             # no network: dependencies from the wheelhouse (make install)
-comma   := ,
-VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
-IMAGE   ?= localhost/cpg:$(VERSION)$(if $(TARGET),-$(TARGET))$(if $(EXTRAS),-$(subst $(comma),-,$(EXTRAS)))
+#   make image IMAGE=NAME:TAG        # another name
+comma    := ,
+VERSION  := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
+REVISION := $(shell git rev-parse HEAD 2>/dev/null)
+SOURCE   := $(shell git remote get-url origin 2>/dev/null)
+EXTRAS   ?= s3
+TOOLS    ?= git openssh-client
+IMAGE    ?= localhost/cpg:$(VERSION)
 image: $(if $(OFFLINE),$(STAMP))
-	podman build --tag $(IMAGE) $(if $(TARGET),--target $(TARGET)) \
-	  $(if $(BASE),--build-arg BASE=$(BASE)) $(if $(EXTRAS),--build-arg EXTRAS=$(EXTRAS)) \
-	  $(if $(OFFLINE),--network=none --volume $(abspath $(VENV))/wheelhouse:/wheels:ro \
-	    --build-arg PIP_OPTIONS="--no-index --find-links /wheels") .
+	podman build --tag $(IMAGE) $(if $(BASE),--build-arg BASE=$(BASE)) \
+	  --build-arg EXTRAS="$(EXTRAS)" --build-arg TOOLS="$(TOOLS)" \
+	  --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) --build-arg SOURCE=$(SOURCE) \
+	  $(if $(OFFLINE),--network=none --volume $(abspath $(VENV))/wheelhouse:/mnt:ro \
+	    --build-arg PIP_OPTIONS="--no-index --find-links /mnt") .

@@ -38,7 +38,12 @@ import h2.events
 from cpg_core._aggregate import AggregateOptions
 from cpg_io._proto.flow import flow_pb2
 from cpg_io._proto.observer import observer_pb2, observer_pb2_grpc
-from cpg_io.runs import EvidenceSettings, LiveCapture, LiveSettings
+
+try:  # this tree's run layer; older builds exported these from cpg_io.runs
+    from cpg_io.runs._live import LiveCapture, LiveSettings
+    from cpg_io.runs._output import EvidenceSettings
+except ImportError:  # pragma: no cover - an older build under comparison
+    from cpg_io.runs import EvidenceSettings, LiveCapture, LiveSettings  # type: ignore[attr-defined,no-redef]
 
 
 def make_messages(count: int, namespaces: int = 40, seed: int = 7) -> list[bytes]:

@@ -40,10 +40,14 @@ class FakeRelay(observer_pb2_grpc.ObserverServicer):
         self.resume = threading.Event()
         """Answer a request with a field mask as a relay that cannot apply it does."""
         self.requests: list[Any] = []
+        self.clients: list[str] = []
+        """The common name of each request's client certificate (mutual TLS), in order."""
         self.done = threading.Event()
         self.closed = threading.Event()
 
     def GetFlows(self, request: Any, context: Any) -> Iterator[Any]:
+        names = context.auth_context().get("x509_common_name") or [b""]
+        self.clients.append(names[0].decode())
         self.requests.append(request)
         if self.refuse_mask and request.HasField("field_mask"):
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "invalid fieldmask path")
@@ -88,12 +92,21 @@ def fake_relay(
 
 @contextmanager
 def fake_tls_relay(
-    responses: list[Any], cert: bytes, key: bytes
+    responses: list[Any],
+    cert: bytes,
+    key: bytes,
+    client_ca: bytes | None = None,
+    break_after: int | None = None,
 ) -> Iterator[tuple[FakeRelay, str]]:
-    servicer = FakeRelay(responses)
+    """Over TLS; with ``client_ca``, mutual TLS as Hubble Relay's ``mtls`` setting asks: a
+    client without a certificate that CA signed is refused."""
+    servicer = FakeRelay(responses, break_after)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     observer_pb2_grpc.add_ObserverServicer_to_server(servicer, server)
-    port = server.add_secure_port("127.0.0.1:0", grpc.ssl_server_credentials([(key, cert)]))
+    credentials = grpc.ssl_server_credentials(
+        [(key, cert)], root_certificates=client_ca, require_client_auth=client_ca is not None
+    )
+    port = server.add_secure_port("127.0.0.1:0", credentials)
     server.start()
     try:
         yield servicer, f"127.0.0.1:{port}"

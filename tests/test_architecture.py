@@ -331,3 +331,17 @@ def test_no_core_or_io_text_names_a_cli_flag() -> None:
                         continue
                     found.append(f"{where}:{node.lineno}: {match.group(1)} in {text!r}")
     assert not found, "\n".join(found)
+
+
+def test_every_benchmark_imports_against_this_tree() -> None:
+    """Benchmarks run rarely: a name they import that moved (the run layer's face) is caught
+    here, not on the day someone measures."""
+    import importlib.util
+
+    benchmarks = Path(__file__).resolve().parents[1] / "benchmarks"
+    for path in sorted(benchmarks.glob("*.py")):
+        spec = importlib.util.spec_from_file_location(f"_benchmark_{path.stem}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        assert callable(getattr(module, "main", None)), f"{path.name} has no main()"

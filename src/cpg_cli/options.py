@@ -18,7 +18,7 @@ from cpg_cli.command import StrictCommand as StrictCommand  # re-exported for th
 from cpg_cli.command import output_format as output_format
 from cpg_cli.command import output_option as output_option
 from cpg_cli.words import flag
-from cpg_core import RequestError
+from cpg_core import Message, RequestError
 from cpg_core.reports import formats
 from cpg_core.why import FlowFilter
 
@@ -149,6 +149,15 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
 
+class _FlagFormatter(logging.Formatter):
+    """A logged :class:`~cpg_core.Message` names its settings as the CLI's flags."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        if isinstance(record.msg, Message) and not record.args:
+            record.message = record.msg.render(flag)
+        return super().formatMessage(record)
+
+
 _DASK_LOGGERS = ("distributed", "dask", "bokeh", "tornado")
 
 
@@ -170,7 +179,7 @@ def setup_logging(level: str) -> None:
             f"{level!r} is not one of {', '.join(LOG_LEVELS)}", param_hint="--log-level"
         )
     handler = _StderrHandler()
-    handler.setFormatter(logging.Formatter("cpg: %(levelname)s: %(message)s"))
+    handler.setFormatter(_FlagFormatter("cpg: %(levelname)s: %(message)s"))
     logging.basicConfig(level=getattr(logging, level.upper()), handlers=[handler], force=True)
     quiet_grpc()
     # Library warnings (urllib3's insecure-request warning…) go to the log, shown at debug.

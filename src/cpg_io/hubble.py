@@ -163,6 +163,20 @@ def diagnose(server: str, tls: TLSSettings, timeout: float) -> None:
         raise RelayError(f"cannot connect to {server}: {exc.strerror or exc}") from None
 
 
+_REFUSED_CLIENT = {
+    "TLSV13_ALERT_CERTIFICATE_REQUIRED": "it asks for one",
+    "TLSV1_ALERT_UNKNOWN_CA": "signed by a CA it does not trust",
+    "SSLV3_ALERT_BAD_CERTIFICATE": "a bad certificate",
+    "SSLV3_ALERT_CERTIFICATE_EXPIRED": "expired",
+    "SSLV3_ALERT_CERTIFICATE_UNKNOWN": "not accepted",
+}
+"""The alerts a relay that wants mutual TLS sends about the client's certificate."""
+
+_FIRST_READ = 2.0
+"""How long to wait for the relay's first bytes after the handshake (a gRPC server sends its
+HTTP/2 settings at once)."""
+
+
 def _handshake(sock: socket.socket, host: str, tls: TLSSettings) -> None:
     context = ssl.create_default_context(
         cadata=(_read(tls.ca_cert, "CA certificate") or b"").decode() or None
@@ -170,8 +184,34 @@ def _handshake(sock: socket.socket, host: str, tls: TLSSettings) -> None:
     if tls.client_cert is not None and tls.client_key is not None:
         context.load_cert_chain(str(tls.client_cert), str(tls.client_key))
     context.set_alpn_protocols(["h2"])
+    server = "{}:{}".format(*sock.getpeername()[:2])
     with context.wrap_socket(sock, server_hostname=tls.server_name or host) as wrapped:
         wrapped.do_handshake()
+        # With TLS 1.3 a server judges the client's certificate after the handshake: its
+        # verdict (an alert, or the connection closed at once) comes with the first read.
+        wrapped.settimeout(min(_FIRST_READ, sock.gettimeout() or _FIRST_READ))
+        try:
+            if wrapped.recv(1):
+                return
+            why = "it closed the connection at once"
+        except TimeoutError:
+            return
+        except ssl.SSLError as exc:
+            if exc.reason not in _REFUSED_CLIENT:
+                raise
+            why = _REFUSED_CLIENT[exc.reason]
+        except ConnectionResetError:
+            why = "it reset the connection at once"
+    given = tls.client_cert is not None
+    raise RelayError(
+        f"Hubble Relay at {server} refused "
+        + ("the client certificate" if given else "the connection without a client certificate")
+        + f" ({why}); for mutual TLS give ",
+        Setting("tls_client_cert"),
+        " and ",
+        Setting("tls_client_key"),
+        ": a certificate, valid now, signed by the CA the relay trusts for its clients",
+    )
 
 
 def wait_ready(channel: grpc.Channel, server: str, timeout: float) -> None:

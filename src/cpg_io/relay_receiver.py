@@ -41,7 +41,7 @@ import attrs
 import cattrs
 import grpc
 
-from cpg_core import Setting
+from cpg_core import Message, Setting
 from cpg_io.errors import RelayError
 from cpg_io.hubble import (
     TLSSettings,
@@ -293,8 +293,18 @@ class _NoticeHandler(logging.Handler):
         self._outbox = outbox
 
     def emit(self, record: logging.LogRecord) -> None:
-        text = json.dumps({"level": record.levelno, "message": record.getMessage()})
+        """A message naming settings keeps them as such, for the capture to spell."""
+        parts = record.msg.parts if isinstance(record.msg, Message) else (record.getMessage(),)
+        encoded = [p if isinstance(p, str) else {"setting": p.name} for p in parts]
+        text = json.dumps({"level": record.levelno, "parts": encoded})
         self._outbox.event(NOTICE, text.encode())
+
+
+def notice_message(body: bytes) -> tuple[int, Message]:
+    """A notice of the receiving process: its level and message."""
+    notice = json.loads(body)
+    parts = [p if isinstance(p, str) else Setting(p["setting"]) for p in notice["parts"]]
+    return int(notice["level"]), Message(*parts)
 
 
 class _Receiver:
@@ -360,11 +370,11 @@ class _Receiver:
         while not self.halt.is_set():
             try:
                 self._stream_once(first)
-                reason = "the relay closed the stream"
+                reason: tuple[str | Setting, ...] = ("the relay closed the stream",)
             except RelayError as exc:
                 if first:
                     raise
-                reason = str(exc)
+                reason = exc.parts
             except grpc.RpcError as exc:
                 code = exc.code() if hasattr(exc, "code") else None
                 details = exc.details() if hasattr(exc, "details") else str(exc)
@@ -391,27 +401,34 @@ class _Receiver:
                     raise RelayError(
                         f"Hubble Relay at {server} is unavailable ({details})"
                     ) from None
-                reason = f"{code.name if code else 'error'}: {details}"
+                reason = (f"{code.name if code else 'error'}: {details}",)
             first = False
             if self.halt.is_set():
                 return
             self._retries += 1
             if self._retries > self.settings.max_retries:
                 raise RelayError(
-                    f"gave up after {self.settings.max_retries} reconnects to {server} ({reason})"
+                    f"gave up after {self.settings.max_retries} reconnects to {server} (",
+                    *reason,
+                    ")",
                 )
             delay = min(MAX_BACKOFF, 0.5 * 2 ** (self._retries - 1))
             self.outbox.event(RECONNECTING)
-            log.warning("Hubble stream lost (%s); reconnecting in %.1fs", reason, delay)
+            log.warning(
+                Message("Hubble stream lost (", *reason, f"); reconnecting in {delay:.1f}s")
+            )
             self.halt.wait(delay)
 
 
 def _watch_stdin(receiver: _Receiver) -> None:
-    """The capture closes our standard input to stop us (or its death closes it)."""
+    """The capture closes our standard input to stop us (or its death closes it). Read with
+    os.read, not sys.stdin: a daemon thread blocked inside a buffered reader holds its lock,
+    and the interpreter's shutdown then aborts ("could not acquire lock … at interpreter
+    shutdown") when the process ends on its own, as after giving up on the relay."""
     try:
-        while sys.stdin.buffer.read(1 << 12):
+        while os.read(0, 1 << 12):
             pass
-    except (OSError, ValueError):
+    except OSError:
         pass
     receiver.stop()
 

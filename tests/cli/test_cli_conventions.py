@@ -404,3 +404,24 @@ def test_tab_on_a_commands_flags_loads_none_of_its_libraries() -> None:
     env = {"_CPG_COMPLETE": "complete_bash", "COMP_WORDS": "cpg replay -o ", "COMP_CWORD": "3"}
     ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
     assert ran.stdout.split() == ["text", "json"], ran.stdout + ran.stderr
+
+
+def test_a_logged_message_names_its_settings_as_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    """The receiving process's warnings ("Hubble stream lost (… check server …)") reach the
+    log as messages naming settings; the CLI's log shows each as its flag."""
+    import logging
+
+    from cpg_cli.options import setup_logging
+    from cpg_core import Message, Setting
+
+    setup_logging("info")
+    try:
+        logging.getLogger("cpg.live").warning(
+            Message("Hubble stream lost (check ", Setting("server"), "); reconnecting in 1.0s")
+        )
+        logging.getLogger("cpg.live").warning("plain %s", "words")
+    finally:
+        logging.basicConfig(handlers=[logging.NullHandler()], force=True)
+    err = capsys.readouterr().err
+    assert "cpg: WARNING: Hubble stream lost (check --server); reconnecting in 1.0s" in err
+    assert "cpg: WARNING: plain words" in err

@@ -26,10 +26,11 @@ ROOT = Path(__file__).resolve().parents[2]
 OVERLAYS = sorted(p.name for p in (ROOT / "deploy" / "overlays").iterdir() if p.is_dir())
 KUBECTL = shutil.which("kubectl")
 KUBERNETES = "1.32"
-OPERATOR_SCHEMAS = {
+CRD_SCHEMAS = {  # the Prometheus Operator's and cert-manager's CRDs the overlays use
     kind: json.loads((ROOT / "tests" / "fixtures" / "crds" / f"{kind.lower()}-v1.json").read_text())
-    for kind in ("ServiceMonitor", "PrometheusRule")
+    for kind in ("ServiceMonitor", "PrometheusRule", "Certificate")
 }
+CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding", "Namespace"}
 
 
 def _kubectl() -> str:
@@ -113,26 +114,71 @@ def test_every_overlay_builds_and_validates(overlay: str) -> None:
     assert {"ServiceAccount", "CiliumNetworkPolicy", "Service"} <= kinds
     # the namespace and the volume are deploy/storage's: deleting an overlay keeps the data
     assert not {"Namespace", "PersistentVolumeClaim"} & kinds
-    for obj in objects:
-        assert obj["metadata"].get("namespace") in ("cpg", None), obj["metadata"]
+    for obj in objects:  # kubectl apply -k puts nothing in the context's own namespace
+        expected = None if obj["kind"] in CLUSTER_SCOPED else "cpg"
+        assert obj["metadata"].get("namespace") == expected, (obj["kind"], obj["metadata"])
         if obj["kind"] == "CiliumNetworkPolicy":
             assert not crd_schema_errors(obj), obj["metadata"]["name"]
             findings = lint_text(yaml.safe_dump(obj), obj["metadata"]["name"])
             assert not findings, [f"{f.code} {f.message}" for f in findings]
             continue
-        if obj["kind"] in OPERATOR_SCHEMAS:  # the Prometheus Operator's CRDs
-            jsonschema.validate(obj, OPERATOR_SCHEMAS[obj["kind"]])
+        if obj["kind"] in CRD_SCHEMAS:
+            jsonschema.validate(obj, CRD_SCHEMAS[obj["kind"]])
             continue
         kubernetes_validate.validate(obj, KUBERNETES, strict=True)
     specs = pod_specs(objects)
     assert specs, "every overlay runs cpg somewhere"
     for where, pod in specs:
         assert not restricted_problems(pod), (where, restricted_problems(pod))
-        for container in pod["containers"]:  # the image this version builds (make image)
-            args = container["args"]
-            flavour = "-propose" if args[0] == "propose" else ""  # TARGET=propose: git
-            flavour += "-s3" if any("s3://" in a for a in args) else ""  # EXTRAS=s3
-            assert container["image"] == f"localhost/cpg:{cpg_version()}{flavour}"
+        for container in pod["containers"]:  # one image, the one this version builds
+            assert container["image"] == f"localhost/cpg:{cpg_version()}"
+
+
+def built_at(folder: Path) -> list[dict[str, Any]]:
+    ran = subprocess.run(
+        [_kubectl(), "kustomize", str(folder)], capture_output=True, text=True, timeout=60
+    )
+    assert ran.returncode == 0, ran.stderr
+    return [doc for doc in yaml.safe_load_all(ran.stdout) if doc]
+
+
+def images(objects: list[dict[str, Any]]) -> set[str]:
+    return {c["image"] for _, pod in pod_specs(objects) for c in pod["containers"]}
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_one_images_entry_names_the_image_of_every_container(overlay: str, tmp_path: Path) -> None:
+    """A team pulling from its own registry sets the image once, in its own overlay (or in
+    deploy/components/image): every container of every overlay follows, CronJobs too."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "resources": [os.path.relpath(ROOT / "deploy" / "overlays" / overlay, mine)],
+                "images": [
+                    {
+                        "name": "localhost/cpg",
+                        "newName": "registry.example.com/platform/cpg",
+                        "newTag": "9.9.9",
+                    }
+                ],
+            }
+        )
+    )
+    assert images(built_at(mine)) == {"registry.example.com/platform/cpg:9.9.9"}
+    # and the component's own entry is the only one under deploy/
+    entries = [
+        str(path.relative_to(ROOT))
+        for path in sorted((ROOT / "deploy").rglob("kustomization.yaml"))
+        if "images" in (yaml.safe_load(path.read_text()) or {})
+    ]
+    assert entries == ["deploy/components/image/kustomization.yaml"]
+    copy = tmp_path / "deploy"
+    shutil.copytree(ROOT / "deploy", copy)
+    component = copy / "components" / "image" / "kustomization.yaml"
+    component.write_text(component.read_text().replace("localhost/cpg", "ghcr.io/acme/cpg"))
+    assert images(built_at(copy / "overlays" / overlay)) == {f"ghcr.io/acme/cpg:{cpg_version()}"}
 
 
 def test_each_overlay_runs_what_it_says() -> None:
@@ -141,11 +187,18 @@ def test_each_overlay_runs_what_it_says() -> None:
     assert args[0] == "generate" and "--output-dir=/data/policies" in args
     assert live["ServiceAccount"]["automountServiceAccountToken"] is False
     assert "Role" not in live and "ClusterRole" not in live  # no API access at all
-    tls = {o["kind"]: o for o in built("live-tls")}["Deployment"]
-    assert (
-        "--tls-ca-cert=/etc/hubble-tls/ca.crt"
-        in tls["spec"]["template"]["spec"]["containers"][0]["args"]
-    )
+    tls_objects = {o["kind"]: o for o in built("live-tls")}
+    tls_pod = tls_objects["Deployment"]["spec"]["template"]["spec"]
+    assert "--tls-ca-cert=/etc/hubble-tls/ca.crt" in tls_pod["containers"][0]["args"]
+    # the client certificate is cert-manager's, renewed, and the Secret the pod mounts
+    certificate = tls_objects["Certificate"]["spec"]
+    (mounted,) = [v["secret"]["secretName"] for v in tls_pod["volumes"] if "secret" in v]
+    assert certificate["secretName"] == mounted
+    assert "client auth" in certificate["usages"] and certificate["renewBefore"]
+    assert certificate["issuerRef"]["kind"] == "ClusterIssuer"  # from another namespace
+    misspelt = {**tls_objects["Certificate"], "spec": {**certificate, "usages": ["client-auth"]}}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(misspelt, CRD_SCHEMAS["Certificate"])
     dedup = built("cluster-dedup")
     (role,) = [o for o in dedup if o["kind"] == "ClusterRole"]
     assert {verb for rule in role["rules"] for verb in rule["verbs"]} == {"get", "list"}
@@ -195,13 +248,14 @@ def test_kubectl_finds_the_cpg_plugin(tmp_path: Path) -> None:
 def test_every_version_the_docs_name_is_this_version() -> None:
     """A release changes the version in pyproject; the changelog's newest release, the image
     tags and the pins people copy follow it."""
-    tag = re.compile(r"localhost/cpg:(\d+\.\d+\.\d+)")
+    tag = re.compile(r"(?:localhost|ghcr\.io/OWNER)/cpg:(\d+\.\d+\.\d+)|refs/tags/v(\d+\.\d+\.\d+)")
     places = [ROOT / "README.md", ROOT / "docs" / "in-cluster.md"]
     places += sorted((ROOT / "deploy").rglob("*.yaml"))
+    places += sorted((ROOT / ".github").rglob("*.yml"))
     named = {
         f"{path.relative_to(ROOT)}: {found}"
         for path in places
-        for found in tag.findall(path.read_text())
+        for found in ("".join(groups) for groups in tag.findall(path.read_text()))
         if found != cpg_version()
     }
     assert not named, f"tags other than {cpg_version()}: {sorted(named)}"

@@ -1,9 +1,11 @@
-"""The container image (issue 29), built with ``make image`` and run with podman, offline:
-the base is a Debian bookworm made here with mmdebstrap and imported, and pip takes cpg's
-dependencies from the wheelhouse ``make install`` builds (the build has no network at all).
-The image runs as its non-root user on a read-only root, replays the example into a mounted
-folder with the same policies as a local run, follows the project's fake relay on the host
-network, and is saved as an OCI archive that skopeo reads."""
+"""The container image (issues 29 and 44), built with ``make image`` and run with podman,
+offline: the base is a Debian bookworm made here with mmdebstrap and imported, and pip takes
+cpg's dependencies from the wheelhouse ``make install`` builds (the build has no network at
+all). The image runs as its non-root user on a read-only root, replays the example into a
+mounted folder with the same policies as a local run, reads a capture from a real S3 API,
+follows the project's fake relay on the host network, and is saved as an OCI archive that
+skopeo reads; a one-line source change rebuilds cpg's own layer alone, and every extra
+builds with no network."""
 
 from __future__ import annotations
 
@@ -13,9 +15,10 @@ import json
 import os
 import resource
 import shutil
+import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +32,8 @@ pytestmark = pytest.mark.image
 
 REQUIRED = os.environ.get("CPG_REQUIRE_PODMAN") == "1"  # set by .ci/run: never skip there
 PACKAGES = "python3,python3-venv,ca-certificates,git,openssh-client"
-"""The test base: what the default base has, plus git and ssh so that the propose target
-builds offline too (it installs them with apt only when the base lacks them)."""
+"""The test base: what the default base has, plus git and ssh so that the image builds
+offline (it installs the TOOLS with apt only when the base lacks them)."""
 TEST_BASE = os.environ.get(
     "CPG_IMAGE_BASE",
     f"localhost/cpg-test-base:bookworm-{hashlib.sha256(PACKAGES.encode()).hexdigest()[:8]}",
@@ -112,8 +115,7 @@ def image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             )
             run("podman", "import", "--quiet", str(tar), TEST_BASE)
             tar.unlink()
-        run("make", "image", f"BASE={TEST_BASE}", "OFFLINE=1", f"IMAGE={IMAGE}", cwd=ROOT)
-        run("make", "image", f"BASE={TEST_BASE}", "OFFLINE=1", "TARGET=propose", cwd=ROOT)
+        make_image(ROOT, IMAGE)
         fcntl.flock(lock, fcntl.LOCK_UN)
         yield IMAGE
     finally:
@@ -124,7 +126,23 @@ def image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             os.environ["CONTAINERS_CONF"] = saved
 
 
-def podman_run(image: str, data: Path, *args: str, network: str = "none") -> str:
+def make_image(context: Path, image: str, *settings: str) -> str:
+    """``make image`` with no network, on the test base, from the wheelhouse; the log."""
+    return run(
+        "make", "image", f"--assume-old={sys.prefix}/.installed-stamp",  # the wheelhouse is there
+        f"BASE={TEST_BASE}", "OFFLINE=1", f"VENV={sys.prefix}", f"IMAGE={image}", *settings,
+        cwd=context,
+    ).stdout  # fmt: skip
+
+
+def layers(image: str) -> list[str]:
+    inspected = json.loads(run("podman", "image", "inspect", image).stdout)[0]
+    return list(inspected["RootFS"]["Layers"])
+
+
+def podman_run(
+    image: str, data: Path, *args: str, network: str = "none", options: Sequence[str] = ()
+) -> str:
     """The image as the cluster runs it: its own user, read-only root, no capabilities."""
     ran = run(
         "podman",
@@ -137,6 +155,7 @@ def podman_run(image: str, data: Path, *args: str, network: str = "none") -> str
         "--tmpfs=/tmp",
         "-v",
         f"{data}:/data",
+        *options,
         image,
         *args,
         timeout=120,
@@ -155,13 +174,108 @@ def policies(folder: Path) -> dict[str, str]:
 
 
 def test_the_image_runs_as_its_user_and_says_its_version(image: str) -> None:
-    config = json.loads(run("podman", "image", "inspect", image).stdout)[0]["Config"]
+    inspected = json.loads(run("podman", "image", "inspect", image).stdout)[0]
+    config = inspected["Config"]
     assert config["User"] == USER and config["WorkingDir"] == "/data"
     assert config["Entrypoint"] == ["cpg"]
+    labels = inspected["Labels"]
+    assert labels["org.opencontainers.image.version"] == cpg_version()
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT)
+    if head.returncode == 0:  # a git checkout (CI's clone is one): the commit it was built from
+        assert labels["org.opencontainers.image.revision"] == head.stdout.strip()
     version = run("podman", "run", "--rm", "--network=none", image, "version").stdout
     assert version.split()[:2] == ["cpg", cpg_version()]
     who = run("podman", "run", "--rm", "--entrypoint", "id", image).stdout
     assert "uid=10001(cpg) gid=10001(cpg)" in who
+
+
+def test_a_one_line_source_change_rebuilds_only_cpgs_layer(image: str, tmp_path: Path) -> None:
+    """Dependencies in a layer of their own: after a change to cpg's code every layer below
+    cpg's is the same (nothing to rebuild or push) and cpg's own is new."""
+    context = tmp_path / "context"
+    for name in ("Containerfile", ".containerignore", "Makefile", "pyproject.toml", "README.md"):
+        context.mkdir(exist_ok=True)
+        shutil.copy2(ROOT / name, context / name)
+    shutil.copytree(ROOT / "src", context / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    changed = context / "src" / "cpg_cli" / "__init__.py"
+    changed.write_text(changed.read_text() + "CHANGED_FOR_THE_IMAGE_TEST = True\n")
+    rebuilt = f"{image}-changed"
+    log = make_image(context, rebuilt)
+    try:
+        before, after = layers(image), layers(rebuilt)
+        assert len(before) == len(after) >= 3
+        assert before[:-1] == after[:-1], "a layer below cpg's own was rebuilt"
+        assert before[-1] != after[-1], "cpg's own layer did not change"
+        steps = log.split("STEP ")
+        (installing,) = [step for step in steps if "python3 -m venv /opt/pip" in step]
+        assert "--> Using cache" in installing  # the dependencies were not installed again
+        found = run(
+            "podman", "run", "--rm", "--network=none", "--entrypoint", "python", rebuilt,
+            "-c", "import cpg_cli; print(cpg_cli.CHANGED_FOR_THE_IMAGE_TEST)",
+        ).stdout  # fmt: skip
+        assert found.strip() == "True"
+    finally:
+        subprocess.run(["podman", "rmi", "--force", rebuilt], capture_output=True, timeout=120)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_the_image_replays_a_capture_from_s3(image: str, tmp_path: Path) -> None:
+    """The archive overlay's job: cpg replay s3://… in the image, against a real S3 API (moto's
+    server on the host's 127.0.0.1), writes what a local replay of the same file writes."""
+    moto_server = pytest.importorskip("moto.server")
+    s3fs = pytest.importorskip("s3fs")
+    assert cpg("replay", str(EXAMPLE), "-d", str(tmp_path / "local")).returncode == 0
+    port = _free_port()
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        endpoint = f"http://127.0.0.1:{port}"
+        credentials = {"AWS_ACCESS_KEY_ID": "AKIATESTING", "AWS_SECRET_ACCESS_KEY": "testing"}
+        bucket = s3fs.S3FileSystem(
+            key=credentials["AWS_ACCESS_KEY_ID"],
+            secret=credentials["AWS_SECRET_ACCESS_KEY"],
+            endpoint_url=endpoint,
+        )
+        bucket.mkdir("flows")
+        bucket.pipe("flows/exporter/drops.jsonl", EXAMPLE.read_bytes())
+        data = writable_by_the_image(tmp_path / "data")
+        environment = {**credentials, "AWS_ENDPOINT_URL_S3": endpoint}
+        environment["AWS_DEFAULT_REGION"] = "us-east-1"
+        options = [f"--env={key}={value}" for key, value in environment.items()]
+        out = podman_run(
+            image, data, "replay", "s3://flows/exporter/drops.jsonl", "-d", "policies",
+            "-o", "json", network="host", options=options,
+        )  # fmt: skip
+    finally:
+        server.stop()
+    assert len(json.loads(out)["policies"]) == 6
+    assert policies(data / "policies") == policies(tmp_path / "local")
+
+
+def test_every_extra_builds_with_no_network(image: str) -> None:
+    """The extras the default image leaves out (and no tools: cpg alone, smaller)."""
+    other = f"{image}-extras"
+    make_image(ROOT, other, "EXTRAS=gcs,azure,dask", "TOOLS=")
+    try:
+        imported = run(
+            "podman", "run", "--rm", "--network=none", "--entrypoint", "python", other, "-c",
+            "import gcsfs, adlfs, distributed, cpg_io.engines.dask; print('imported')",
+        ).stdout  # fmt: skip
+        assert imported.strip() == "imported"
+        bare = subprocess.run(
+            ["podman", "run", "--rm", "--network=none", "--entrypoint", "python", other,
+             "-c", "import s3fs"],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert bare.returncode != 0 and "No module named 's3fs'" in bare.stderr
+        assert layers(other)[0] == layers(image)[0]  # the same base
+    finally:
+        subprocess.run(["podman", "rmi", "--force", other], capture_output=True, timeout=120)
 
 
 def test_replay_in_the_image_writes_what_a_local_replay_writes(image: str, tmp_path: Path) -> None:
@@ -215,7 +329,8 @@ def test_the_image_saved_as_an_oci_archive_reads_back_with_skopeo(
     assert inspected["Labels"]["org.opencontainers.image.title"] == "cpg"
     config = json.loads(run("skopeo", "inspect", "--config", f"oci-archive:{archive}").stdout)
     assert config["config"]["User"] == USER and config["config"]["Entrypoint"] == ["cpg"]
-    # Nothing of the build host in a layer: not the wheelhouse, not the sources, no pip.
+    # Nothing of the build in a layer: not the wheelhouse (mounted on /mnt), not the sources,
+    # no pip.
     listing = run(
         "podman",
         "run",
@@ -225,17 +340,16 @@ def test_the_image_saved_as_an_oci_archive_reads_back_with_skopeo(
         "sh",
         image,
         "-c",
-        "ls / /opt/cpg/bin; test ! -e /wheels && test ! -e /src && echo clean",
+        'ls / /opt/cpg/bin; test -z "$(ls -A /mnt)" && test ! -e /src && test ! -e /opt/pip'
+        " && test ! -e /cpg-root && echo clean",
     ).stdout
     assert listing.rstrip().endswith("clean") and "pip" not in listing.split()
 
 
-def test_the_propose_target_adds_git_and_ssh_and_stays_non_root(image: str) -> None:
-    propose = f"{image}-propose"  # make image TARGET=propose, as the propose overlay names it
-    config = json.loads(run("podman", "image", "inspect", propose).stdout)[0]["Config"]
-    assert config["User"] == USER and config["Entrypoint"] == ["cpg"]
+def test_the_image_has_git_and_ssh_for_cpg_propose(image: str) -> None:
+    """The propose overlay runs the same image as every other."""
     tools = run(
-        "podman", "run", "--rm", "--network=none", "--entrypoint", "sh", propose, "-c",
+        "podman", "run", "--rm", "--network=none", "--entrypoint", "sh", image, "-c",
         "git --version && ssh -V 2>&1 && id -u && cpg version",
     ).stdout  # fmt: skip
     assert "git version" in tools and "OpenSSH" in tools and "\n10001\n" in tools

@@ -6,11 +6,12 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from conftest import CPG, EXAMPLE, assert_crd_valid, cpg, policies, run_until_sigterm
+from conftest import CPG, EXAMPLE, assert_crd_valid, cpg, policies, run_until_sigterm, wait_for
 from fake_relay import example_responses, fake_relay
 
 
@@ -217,6 +218,85 @@ def test_an_auth_plugin_that_waits_for_a_terminal_is_bounded_by_timeout(tmp_path
     assert result.returncode == 1
     assert "did not answer within 1s" in result.stderr and "needs a terminal" in result.stderr
     assert time.monotonic() - started < 15
+
+
+def _issue_client_certificate(ca: tuple[Path, Path], name: str, folder: Path) -> tuple[Path, Path]:
+    """A client certificate the CA signs, written as a Secret's volume shows it: tls.crt and
+    tls.key in ``folder``, replaced at once (the kubelet swaps the whole folder)."""
+    ca_key, ca_cert = ca
+    work = folder.parent / f"{folder.name}-{name}"
+    work.mkdir()
+    key, request, cert = work / "tls.key", work / "request.csr", work / "tls.crt"
+    subprocess.run(
+        ["openssl", "req", "-new", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}",
+         "-keyout", str(key), "-out", str(request)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    usage = work / "usage.cnf"
+    usage.write_text("extendedKeyUsage=clientAuth\n")
+    subprocess.run(
+        ["openssl", "x509", "-req", "-in", str(request), "-CA", str(ca_cert), "-CAkey",
+         str(ca_key), "-CAcreateserial", "-days", "1", "-extfile", str(usage), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    for made in (key, cert):
+        os.replace(made, folder / made.name)
+    return folder / "tls.crt", folder / "tls.key"
+
+
+def test_a_renewed_client_certificate_is_used_from_the_next_connection(
+    tmp_path: Path, relay_cert: tuple[Path, Path]
+) -> None:
+    """Mutual TLS with the relay (the live-tls overlay, the certificate from cert-manager):
+    the certificate files are read at each connection, so a certificate renewed on disk is
+    the one the next reconnect presents, with no restart; none at all is refused."""
+    from conftest import self_signed
+    from fake_relay import fake_tls_relay
+
+    key, cert = relay_cert
+    ca = self_signed(tmp_path, "cilium-ca", "DNS:cilium-ca")
+    mounted = tmp_path / "hubble-tls"
+    mounted.mkdir()
+    client_cert, client_key = _issue_client_certificate(ca, "cpg-first", mounted)
+    relay_tls = ["--tls-ca-cert", str(cert), "--tls-server-name", "hubble-relay.test"]
+    out = tmp_path / "p"
+    with fake_tls_relay(
+        example_responses(), cert.read_bytes(), key.read_bytes(),
+        client_ca=ca[1].read_bytes(), break_after=3,
+    ) as (relay, address):  # fmt: skip
+        relay.pause_after = 3  # the first stream waits, then breaks: the relay restarting
+        refused = cpg("generate", "--server", address, *relay_tls, "--duration", "1s")
+        assert refused.returncode == 1 and relay.clients == []
+        assert "refused the connection without a client certificate" in refused.stderr
+        assert "--tls-client-cert and --tls-client-key" in refused.stderr
+        stranger = tmp_path / "stranger"
+        stranger.mkdir()
+        foreign = _issue_client_certificate(
+            self_signed(tmp_path, "other-ca", "DNS:other-ca"), "cpg", stranger
+        )
+        unknown = cpg(
+            "generate", "--server", address, *relay_tls, "--tls-client-cert", str(foreign[0]),
+            "--tls-client-key", str(foreign[1]), "--duration", "1s",
+        )  # fmt: skip
+        assert unknown.returncode == 1 and "refused the client certificate" in unknown.stderr
+
+        def renew_while_the_first_stream_is_open() -> None:
+            wait_for(lambda: relay.clients == ["cpg-first"])
+            _issue_client_certificate(ca, "cpg-renewed", mounted)
+            relay.resume.set()
+
+        renewing = threading.Thread(target=renew_while_the_first_stream_is_open)
+        renewing.start()
+        ran = run_until_sigterm(
+            [CPG, "generate", "--server", address, *relay_tls, "--tls-client-cert",
+             str(client_cert), "--tls-client-key", str(client_key), "-d", str(out),
+             "--flush-interval", "0.2s"],
+            lambda: relay.done.is_set() and len(policies(out) if out.exists() else {}) >= 6,
+        )  # fmt: skip
+        renewing.join(30)
+    assert ran.returncode == 0, ran.stderr
+    assert relay.clients == ["cpg-first", "cpg-renewed"]
+    assert len(policies(out)) == 6
 
 
 def test_tls_with_a_ca_and_a_server_name(tmp_path: Path, relay_cert: tuple[Path, Path]) -> None:

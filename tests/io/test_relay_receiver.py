@@ -151,3 +151,59 @@ def test_a_capture_that_fails_stops_a_busy_receiver_quietly(
         asyncio.run(capture.run())
     assert capture.error == "the capture broke"
     assert "Traceback" not in capfd.readouterr().err
+
+
+def test_a_receiver_that_gives_up_exits_cleanly_while_its_stdin_is_open() -> None:
+    """The receiving process ends on its own (here: nothing listens at the address) while the
+    capture still holds its standard input open. Its stdin watcher must not abort the
+    interpreter's shutdown ("Fatal Python error: … could not acquire lock"), which it did in
+    most of such exits when it read through sys.stdin's buffered reader."""
+    import json
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    settings = relay_receiver.StreamSettings(server=f"127.0.0.1:{port}", timeout=1.0)
+    blob = json.dumps(relay_receiver._SETTINGS.unstructure(settings))
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-m", "cpg_io.relay_receiver", blob],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(6)
+    ]
+    for child in children:
+        out, err = child.communicate(timeout=60)
+        assert child.returncode == 0, err.decode()  # the failure went to the capture
+        assert b"Fatal Python error" not in err
+        (body,) = [body for kind, body in _records(out) if kind == relay_receiver.FAILED]
+        error = relay_receiver.failure(body)
+        assert "connection refused" in str(error)
+
+
+def test_a_notice_keeps_the_settings_it_names_for_the_capture_to_spell() -> None:
+    """A warning from the receiving process (the relay lost, a reason that names a setting)
+    reaches the capture with the setting as such: the CLI shows it as its flag."""
+    import logging
+
+    from cpg_core import Message, Setting
+
+    sink = io.BytesIO()
+    outbox = _Outbox(sink)
+    handler = relay_receiver._NoticeHandler(outbox)
+    said = Message("cannot connect; check ", Setting("tls_ca_cert"), " and the address")
+    handler.emit(logging.LogRecord("cpg", logging.WARNING, __file__, 1, said, None, None))
+    handler.emit(logging.LogRecord("cpg", logging.INFO, __file__, 2, "plain %d", (3,), None))
+    outbox.close()
+    notices = [body for kind, body in _records(sink.getvalue()) if kind == NOTICE]
+    (level, message), (info, plain) = map(relay_receiver.notice_message, notices)
+    assert level == logging.WARNING and message.parts == said.parts
+    assert message.render({"tls_ca_cert": "--tls-ca-cert"}).endswith(
+        "--tls-ca-cert and the address"
+    )
+    assert (info, str(plain)) == (logging.INFO, "plain 3")

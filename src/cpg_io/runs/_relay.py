@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import json
 import logging
 import threading
 import time
@@ -40,6 +39,7 @@ from cpg_io.relay_receiver import (
     StreamSettings,
     failure,
     messages,
+    notice_message,
 )
 from cpg_io.sources import ReadStats
 
@@ -201,8 +201,8 @@ class RelayReader:
                     self.receiving = False
                     self.progress.reconnects += 1
                 elif kind == NOTICE:
-                    notice = json.loads(body)
-                    log.log(notice["level"], "%s", notice["message"])
+                    level, message = notice_message(body)
+                    log.log(level, message)
                 elif kind == FAILED:
                     raise failure(body)
         finally:
