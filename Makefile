@@ -75,6 +75,8 @@ IMAGE    ?= localhost/cpg:$(VERSION)
 image: $(if $(OFFLINE),$(STAMP))
 	podman build --tag $(IMAGE) $(if $(BASE),--build-arg BASE=$(BASE)) \
 	  --build-arg EXTRAS="$(EXTRAS)" --build-arg TOOLS="$(TOOLS)" \
-	  --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) --build-arg SOURCE=$(SOURCE) \
+	  --label org.opencontainers.image.version=$(VERSION) \
+	  $(if $(REVISION),--label org.opencontainers.image.revision=$(REVISION)) \
+	  $(if $(SOURCE),--label org.opencontainers.image.source=$(SOURCE)) \
 	  $(if $(OFFLINE),--network=none --volume $(abspath $(VENV))/wheelhouse:/mnt:ro \
 	    --build-arg PIP_OPTIONS="--no-index --find-links /mnt") .

@@ -177,8 +177,12 @@ def test_a_receiver_that_gives_up_exits_cleanly_while_its_stdin_is_open() -> Non
         )
         for _ in range(6)
     ]
-    for child in children:
-        out, err = child.communicate(timeout=60)
+    for child in children:  # stdin stays open (communicate() would close it: a stop)
+        assert child.stdout is not None and child.stderr is not None
+        out, err = child.stdout.read(), child.stderr.read()
+        child.wait(timeout=60)
+        assert child.stdin is not None
+        child.stdin.close()
         assert child.returncode == 0, err.decode()  # the failure went to the capture
         assert b"Fatal Python error" not in err
         (body,) = [body for kind, body in _records(out) if kind == relay_receiver.FAILED]
