@@ -162,85 +162,33 @@ def write_outputs(
     in the Baseline tier where they can, §D44); evidence stays whole."""
     result = Written()
     batch = StagedWrites()
-    evidence_store: EvidenceStore | None = None
+    proof: _Proof | None = None
     if evidence is not None and session is not None and not dry_run:
-        evidence_store = EvidenceStore(evidence.root, output_dir, batch)
-        result.evidence_dir = evidence_store.base
+        proof = _Proof(EvidenceStore(evidence.root, output_dir, batch), evidence, session)
+        result.evidence_dir = proof.store.base
     store = PolicyStore(output_dir, batch)
     shared = SharedOutput(Sharing(plans=tuple(plans), shared=()))
-
-    def one(pair: tuple[PolicyPlan, PolicyPlan]) -> _Outcome:
-        plan, reduced = pair
-        try:
-            path = store.path_for(plan.namespace, plan.workload)
-            if evidence_only:
-                written = FileResult(path=path, outcome="unchanged", plan=plan)
-            elif not reduced.rules and plan.rules and not path.exists():
-                # every rule it needs is in shared policies: no file of its own
-                written = FileResult(path=path, outcome="shared", plan=plan)
-            else:
-                written = write_plan(
-                    store, reduced, dry_run=dry_run, diff=diff, in_cluster=in_cluster
-                )
-            error = None
-            if (
-                evidence_store is not None
-                and written.plan is not None
-                and written.outcome != "failed"
-            ):
-                assert evidence is not None and session is not None
-                whole = attrs.evolve(plan, workload=written.plan.workload, name=written.plan.name)
-                error = write_evidence(evidence_store, whole, session, evidence)
-        except BaseException:
-            StagedWrites.discard(batch.take())  # nothing this plan staged outlives it
-            raise
-        final = written.plan
-        return _Outcome(
-            file=attrs.evolve(written, plan=None),  # the parent has the plan already
-            evidence_error=error,
-            staged=batch.take(),
-            name=(final.workload, final.name) if final is not None else None,
-        )
-
+    writer = _PlanWriter(store, batch, proof, dry_run, diff, in_cluster, evidence_only)
     with contextlib.ExitStack() as held:
         if not dry_run:
             # One run at a time reads, merges and writes these folders; temp files an earlier,
             # killed run left are removed first.
-            held.enter_context(folder_lock(output_dir, "policies"))
-            remove_stale_temp_files(output_dir)
-            if evidence_store is not None:
-                held.enter_context(folder_lock(evidence_store.base, "evidence"))
-                remove_stale_temp_files(evidence_store.base)
+            for folder, what in [(output_dir, "policies")] + (
+                [(proof.store.base, "evidence")] if proof is not None else []
+            ):
+                held.enter_context(folder_lock(folder, what))
+                remove_stale_temp_files(folder)
         if share and not evidence_only:  # read under the lock: another run may be writing them
             shared = plan_sharing(plans, store, share, baseline)
         # Policies and their evidence are rendered and staged in parallel, then made durable
         # and renamed into place as one batch (see StagedWrites).
         try:
-            pairs = list(zip(plans, shared.sharing.plans, strict=True))
-            outcomes = map_forked(one, pairs, jobs)
+            outcomes = map_forked(writer, list(zip(plans, shared.sharing.plans, strict=True)), jobs)
             for outcome in outcomes:
                 batch.adopt(outcome.staged)
-            texts: list[tuple[str, Rule | None, frozenset[PolicyTarget], str]] = [
-                (p.name, p.rule, p.members, render_shared(p)) for p in shared.sharing.shared
-            ]
-            texts += [(p.name, p.rule, p.members, render_baseline(p)) for p in shared.baseline]
-            for name, rule, members, text in texts:
-                written = write_shared(store, name, text, dry_run, diff)
-                result.shared.append(written)
-                if evidence_store is not None and written.outcome != "failed" and rule:
-                    assert evidence is not None and session is not None
-                    proof = shared_evidence_plan(name, rule, members, plans, evidence.max_samples)
-                    error = write_evidence(evidence_store, proof, session, evidence)
-                    if error is not None:
-                        result.evidence_errors.append(error)
-            if evidence_store is not None and health is not None and health.has_anything_to_report:
-                try:
-                    report: ClusterHealth = health
-                    if evidence is not None and evidence.redact:
-                        report, _removed = redact_ips(report)
-                    result.health_path = evidence_store.write_health(report)
-                except StoreError as exc:  # the policies and their evidence still land
-                    result.evidence_errors.append(str(exc))
+            _write_shared_policies(store, shared, plans, proof, dry_run, diff, result)
+            if proof is not None and health is not None and health.has_anything_to_report:
+                _write_health(proof, health, result)
             if cancel is not None and cancel.is_set():
                 raise Cancelled("the run was cancelled before its files were written")
             batch.commit()
@@ -256,6 +204,99 @@ def write_outputs(
             result.evidence_errors.append(outcome.evidence_error)
     result.files += result.shared
     return result
+
+
+@attrs.frozen
+class _Proof:
+    """Where a run's evidence goes, and what it records: present unless a dry run or a run
+    without evidence."""
+
+    store: EvidenceStore
+    settings: EvidenceSettings
+    session: SessionInfo
+
+    def write(self, plan: PolicyPlan) -> str | None:
+        return write_evidence(self.store, plan, self.session, self.settings)
+
+
+@attrs.frozen
+class _PlanWriter:
+    """One policy and its evidence, rendered and staged (in a worker process when the run
+    has several jobs): what it staged travels back with its outcome."""
+
+    store: PolicyStore
+    batch: StagedWrites
+    proof: _Proof | None
+    dry_run: bool
+    diff: bool
+    in_cluster: Mapping[tuple[str, str], Mapping[str, Any]] | None
+    evidence_only: bool
+
+    def __call__(self, pair: tuple[PolicyPlan, PolicyPlan]) -> _Outcome:
+        plan, reduced = pair  # the whole plan, and what is left of it once shared
+        try:
+            written = self._policy(plan, reduced)
+            error = None
+            if self.proof is not None and written.plan is not None and written.outcome != "failed":
+                whole = attrs.evolve(plan, workload=written.plan.workload, name=written.plan.name)
+                error = self.proof.write(whole)
+        except BaseException:
+            StagedWrites.discard(self.batch.take())  # nothing this plan staged outlives it
+            raise
+        final = written.plan
+        return _Outcome(
+            file=attrs.evolve(written, plan=None),  # the parent has the plan already
+            evidence_error=error,
+            staged=self.batch.take(),
+            name=(final.workload, final.name) if final is not None else None,
+        )
+
+    def _policy(self, plan: PolicyPlan, reduced: PolicyPlan) -> FileResult:
+        path = self.store.path_for(plan.namespace, plan.workload)
+        if self.evidence_only:
+            return FileResult(path=path, outcome="unchanged", plan=plan)
+        if not reduced.rules and plan.rules and not path.exists():
+            # every rule it needs is in shared policies: no file of its own
+            return FileResult(path=path, outcome="shared", plan=plan)
+        return write_plan(
+            self.store, reduced, dry_run=self.dry_run, diff=self.diff, in_cluster=self.in_cluster
+        )
+
+
+def _write_shared_policies(
+    store: PolicyStore,
+    shared: SharedOutput,
+    plans: list[PolicyPlan],
+    proof: _Proof | None,
+    dry_run: bool,
+    diff: bool,
+    result: Written,
+) -> None:
+    """The shared policies (and Baseline-tier ones), each with evidence of its own."""
+    texts: list[tuple[str, Rule | None, frozenset[PolicyTarget], str]] = [
+        (p.name, p.rule, p.members, render_shared(p)) for p in shared.sharing.shared
+    ]
+    texts += [(p.name, p.rule, p.members, render_baseline(p)) for p in shared.baseline]
+    for name, rule, members, text in texts:
+        written = write_shared(store, name, text, dry_run, diff)
+        result.shared.append(written)
+        if proof is not None and written.outcome != "failed" and rule:
+            max_samples = proof.settings.max_samples
+            error = proof.write(shared_evidence_plan(name, rule, members, plans, max_samples))
+            if error is not None:
+                result.evidence_errors.append(error)
+
+
+def _write_health(proof: _Proof, health: ClusterHealth, result: Written) -> None:
+    """cluster-health.json beside the evidence; a failure is reported, the policies and their
+    evidence still land."""
+    try:
+        report: ClusterHealth = health
+        if proof.settings.redact:
+            report, _removed = redact_ips(report)
+        result.health_path = proof.store.write_health(report)
+    except StoreError as exc:
+        result.evidence_errors.append(str(exc))
 
 
 @attrs.frozen
