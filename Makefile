@@ -68,7 +68,7 @@ proto: $(STAMP)
 comma    := ,
 VERSION  := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
 REVISION := $(shell git rev-parse HEAD 2>/dev/null)
-SOURCE   := $(shell git remote get-url origin 2>/dev/null)
+SOURCE   := $(filter https://%,$(shell git remote get-url origin 2>/dev/null))
 EXTRAS   ?= s3
 TOOLS    ?= git openssh-client
 IMAGE    ?= localhost/cpg:$(VERSION)

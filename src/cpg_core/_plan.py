@@ -398,235 +398,138 @@ class PlanJudge:
 
     def plan(self) -> Plan:
         """The plan of every flow added so far."""
-        groups, pods, names = self._groups, self._pods, self._names
-        proposal, current, replaced = self.proposal, self.current, self._replaced
-        proposed, today, after = self._proposed, self._today, self._after
-        shared_names = self._shared_names
-        policed_in_flows = self._policed
-        default_local_cluster = self.default_local_cluster
-        allow_localhost = self.allow_localhost
         notes: list[str] = []
-        if allow_localhost and any(key[0] and from_own_node(g.first) for key, g in groups.items()):
+        allow_localhost = self.allow_localhost
+        if allow_localhost and any(
+            key[0] and from_own_node(g.first) for key, g in self._groups.items()
+        ):
             allow_localhost = False
             notes.append(
                 "the capture shows the node's own traffic to a pod denied by policy, so the "
                 "agents run allow-localhost: policy; judged that way"
             )
-
-        # A verdict depends on the flow, the policies (fixed), the DNS names seen (they only
-        # grow) and how localhost is judged: kept from one plan to the next while those hold,
-        # so a flush judges only the traffic that is new since the last one.
-        context = (sum(len(v) for v in names.values()), allow_localhost)
-        if self._verdicts_context != context:
-            self._verdicts_context, self._verdicts = context, {}
-        verdicts = self._verdicts
-
-        def admitted(index: _PolicyIndex, flow: Flow, target: Endpoint) -> tuple[bool, str]:
-            key = (id(index), id(flow), target is flow.destination)
-            known = verdicts.get(key)
-            if known is not None and known[0] is flow:  # the same flow object: not an id reused
-                return known[1]
-            answer = admission(index, flow, target)
-            verdicts[key] = (flow, answer)
-            return answer
-
-        def admission(index: _PolicyIndex, flow: Flow, target: Endpoint) -> tuple[bool, str]:
-            # Only the policies that select the target can admit or deny its traffic (and
-            # the tiers of ClusterNetworkPolicies, whose subjects the matcher checks).
-            selecting = list({id(p): p for p, _, _ in index.selecting(target)}.values())
-            selecting += index.tiered
-            result = match_flow(
-                selecting,
-                flow,
-                names,
-                default_local_cluster=default_local_cluster,
-                allow_localhost=allow_localhost,
-            )
-            return result.allowed, result.policy
-
-        def policed_today(target: Endpoint, way: str) -> bool:
-            if current is not None:
-                return bool(today.enforcing(target, way))
-            return (target, way) in policed_in_flows
-
-        def tier_denial(flow: Flow, target: Endpoint) -> WouldBreak | None:
-            """Traffic that works today and a ClusterNetworkPolicy of the proposal would deny
-            (an Admin Deny, or a Baseline Deny for a pod no other policy selects)."""
-            if not proposed.tiered:
-                return None
-            near = [*after.near(target), *after.tiered]
-            judged = judge_flow(
-                near,
-                flow,
-                names,
-                default_local_cluster=default_local_cluster,
-                allow_localhost=allow_localhost,
-            )
-            proposed_names = {policy_name(p) for p in proposed.tiered}
-            if judged.allowed or judged.result.policy not in proposed_names:
-                return None
-            return WouldBreak(
-                traffic=_traffic(flow, 1),
-                endpoint=endpoint_name(target),
-                labels=stable_labels(target.labels),
-                policy=judged.result.policy,
-                selector={},
-                why=judged.result.reason,
-                fix=f"the proposal's ClusterNetworkPolicy {judged.result.policy} decides this "
-                "traffic: accept it in a rule before that one (or in a policy of a lower "
-                "priority number), or narrow that rule",
-            )
-
-        def blocked_at_other_end(flow: Flow, way: str) -> bool:
-            """A drop the proposal admits, whose source the proposal newly puts into egress
-            default-deny without a rule for it: the fix does not take."""
-            mirror = _other_end(flow, way, False, self._world)
-            if mirror is None:
-                return False
-            other = mirror.source
-            if policed_today(other, "egress") or not proposed.enforcing(other, "egress"):
-                return False
-            return not admitted(after, mirror, other)[0]
-
-        candidates = fixed = forwarded = node_flows = 0
-        not_fixed: list[Traffic] = []
-        fixes_by_policy: Counter[str] = Counter()
-        breaks: list[WouldBreak] = []
-        break_flows: list[tuple[Flow, int]] = []
-        newly: dict[tuple[str, tuple[tuple[str, str], ...], str], list[Any]] = {}
-        intended: dict[str, list[Endpoint]] = {}  # proposed policy -> the pods its fixes are for
-        observed = {key[1:] for key in groups}
-        judged = list(groups.items())
+        ask = _Questions(self, allow_localhost)
+        tally = _Tally()
+        observed = {key[1:] for key in self._groups}
+        judged = list(self._groups.items())
         judged += [(k, g) for k, g in self._mirrored.items() if k[1:] not in observed]
         for (is_candidate, *_), group in judged:
-            flow = with_known_pod(group.first, pods)  # a pod Hubble called world: judged as the pod
-            mirrored = group.first.verdict == _MIRRORED
-            way = _WAYS[flow.direction]
-            target = flow.destination if way == "ingress" else flow.source
+            # a pod Hubble called world: judged as the pod
+            flow = with_known_pod(group.first, self._pods)
             if is_candidate:
-                candidates += group.flows
-                ok, by = admitted(after, flow, target)
-                by = by.lstrip("/")
-                if ok and not blocked_at_other_end(flow, way):
-                    fixed += group.flows
-                    fixes_by_policy[by] += group.flows
-                    intended.setdefault(by, []).append(target)
-                else:
-                    not_fixed.append(_traffic(flow, group.flows))
-                continue
-            if not mirrored:
-                forwarded += group.flows
-            if allow_localhost and from_own_node(flow):
-                node_flows += group.flows
-                continue
-            tiered = tier_denial(flow, target)
-            if tiered is not None:
-                break_flows.append((flow, group.flows))
-                breaks.append(attrs.evolve(tiered, traffic=_traffic(flow, group.flows)))
-                continue
-            policed_now = policed_today(target, way)
-            newly_by = proposed.enforcing(target, way)
-            if not policed_now and newly_by:
-                labels = tuple(sorted(stable_labels(target.labels).items()))
-                entry = newly.setdefault(
-                    (target.namespace, labels, way), [set(), 0, set(), endpoint_name(target)]
-                )
-                entry[0].update(newly_by)
-                entry[1] += group.flows
-                if target.pod_name:
-                    entry[2].add(target.pod_name)
-                ok, _ = admitted(after, flow, target)
-                if not ok:
-                    break_flows.append((flow, group.flows))
-                    breaks.append(
-                        WouldBreak(
-                            traffic=_traffic(flow, group.flows),
-                            endpoint=endpoint_name(target),
-                            labels=stable_labels(target.labels),
-                            policy=_own_policy(shared_names, newly_by),
-                            selector=_selector(
-                                proposed, _own_policy(shared_names, newly_by), target
-                            ),
-                            why=f"{_who(target)} was not policed for {way}; "
-                            f"{', '.join(newly_by)} would put it in default-deny"
-                            + (_OTHER_END[way] if mirrored else ""),
-                            fix="",
-                        )
-                    )
-            elif policed_now and current is not None and replaced:
-                was, _ = admitted(today, flow, target)
-                now, _ = admitted(after, flow, target)
-                if was and not now:
-                    enforcing = today.enforcing(target, way)
-                    break_flows.append((flow, group.flows))
-                    breaks.append(
-                        WouldBreak(
-                            traffic=_traffic(flow, group.flows),
-                            endpoint=endpoint_name(target),
-                            labels=stable_labels(target.labels),
-                            policy=enforcing[0] if enforcing else "",
-                            selector={},
-                            why="allowed by the current policies, not by the proposed ones",
-                            fix="",
-                        )
-                    )
-        tier_names = {policy_name(p) for p in proposed.tiered}
+                self._judge_drop(ask, tally, flow, group.flows)
+            else:
+                mirrored = group.first.verdict == _MIRRORED
+                self._judge_working(ask, tally, flow, group.flows, mirrored)
+        tier_names = {policy_name(p) for p in self._proposed.tiered}
         breaks = [
             item
             if item.policy in tier_names
-            else _with_fix(item, flow, intended.get(item.policy, []))
-            for item, (flow, _) in zip(breaks, break_flows, strict=True)
+            else _with_fix(item, flow, tally.intended.get(item.policy, []))
+            for item, (flow, _) in zip(tally.breaks, tally.break_flows, strict=True)
         ]
         if self._diffs_found is None:
-            self._diffs_found = _diffs(proposal, current or [])
+            self._diffs_found = _diffs(self.proposal, self.current or [])
         diffs = self._diffs_found
-        newly_enforced = tuple(
-            sorted(
-                (
-                    NewlyEnforced(
-                        namespace=namespace,
-                        workload=entry[3].partition("/")[2] or entry[3],
-                        labels=dict(labels),
-                        direction=way,
-                        policies=tuple(sorted(entry[0])),
-                        forwarded_flows=entry[1],
-                        pods=tuple(sorted(entry[2])),
-                    )
-                    for (namespace, labels, way), entry in newly.items()
-                ),
-                key=lambda n: (n.namespace, n.workload, n.direction),
-            )
-        )
-        per_policy = []
-        for policy in proposal:
-            name = policy_name(policy)
-            per_policy.append(
-                PolicyPlanSummary(
-                    policy=name,
-                    fixes=fixes_by_policy.get(name, 0),
-                    would_break=sum(b.traffic.flows for b in breaks if b.policy == name),
-                    newly_enforced=sum(1 for n in newly_enforced if name in n.policies),
-                )
-            )
+        newly_enforced = _newly_enforced(tally.newly)
         touched = {d.policy for d in diffs if d.status != "unchanged"}
         return Plan(
             current_source=self.current_source,
             blind_spots=BLIND_SPOTS[self.current_source],
-            candidates=candidates,
-            fixed=fixed,
-            not_fixed=tuple(sorted(not_fixed, key=lambda t: (-t.flows, t.sample))),
+            candidates=tally.candidates,
+            fixed=tally.fixed,
+            not_fixed=tuple(sorted(tally.not_fixed, key=lambda t: (-t.flows, t.sample))),
             would_break=tuple(sorted(breaks, key=lambda b: (-b.traffic.flows, b.traffic.sample))),
             newly_enforced=newly_enforced,
             diffs=tuple(diffs),
             confidence=tuple(_confidence(self.evidence, touched)),
-            policies=tuple(sorted(per_policy, key=lambda p: p.policy)),
-            forwarded_flows=forwarded,
-            fixes=tuple(break_flows),
-            node_flows=node_flows,
-            notes=tuple(notes) + _semantics(node_flows, default_local_cluster),
+            policies=_summaries(self.proposal, tally.fixes_by_policy, breaks, newly_enforced),
+            forwarded_flows=tally.forwarded,
+            fixes=tuple(tally.break_flows),
+            node_flows=tally.node_flows,
+            notes=tuple(notes) + _semantics(tally.node_flows, self.default_local_cluster),
             policy_map=self._pressure(),
             policy_map_max=self.policy_map_max,
         )
+
+    def _judge_drop(self, ask: _Questions, tally: _Tally, flow: Flow, flows: int) -> None:
+        """A drop the proposal is for: fixed when the policies after it admit it at this end
+        and, where the proposal newly polices the other end, there too."""
+        way = _WAYS[flow.direction]
+        target = flow.destination if way == "ingress" else flow.source
+        tally.candidates += flows
+        ok, by = ask.admitted(self._after, flow, target)
+        by = by.lstrip("/")
+        if ok and not ask.blocked_at_other_end(flow, way):
+            tally.fixed += flows
+            tally.fixes_by_policy[by] += flows
+            tally.intended.setdefault(by, []).append(target)
+        else:
+            tally.not_fixed.append(_traffic(flow, flows))
+
+    def _judge_working(
+        self, ask: _Questions, tally: _Tally, flow: Flow, flows: int, mirrored: bool
+    ) -> None:
+        """Traffic that works today: would it still? A tier's deny, a pod the proposal newly
+        puts into default-deny without a rule for it, or a replaced policy that admitted it
+        and whose replacement does not, each breaks it."""
+        way = _WAYS[flow.direction]
+        target = flow.destination if way == "ingress" else flow.source
+        if not mirrored:
+            tally.forwarded += flows
+        if ask.allow_localhost and from_own_node(flow):
+            tally.node_flows += flows
+            return
+        tiered = ask.tier_denial(flow, target)
+        if tiered is not None:
+            tally.break_flows.append((flow, flows))
+            tally.breaks.append(attrs.evolve(tiered, traffic=_traffic(flow, flows)))
+            return
+        policed_now = ask.policed_today(target, way)
+        newly_by = self._proposed.enforcing(target, way)
+        if not policed_now and newly_by:
+            labels = tuple(sorted(stable_labels(target.labels).items()))
+            entry = tally.newly.setdefault(
+                (target.namespace, labels, way), [set(), 0, set(), endpoint_name(target)]
+            )
+            entry[0].update(newly_by)
+            entry[1] += flows
+            if target.pod_name:
+                entry[2].add(target.pod_name)
+            ok, _ = ask.admitted(self._after, flow, target)
+            if not ok:
+                own = _own_policy(self._shared_names, newly_by)
+                tally.break_flows.append((flow, flows))
+                tally.breaks.append(
+                    WouldBreak(
+                        traffic=_traffic(flow, flows),
+                        endpoint=endpoint_name(target),
+                        labels=stable_labels(target.labels),
+                        policy=own,
+                        selector=_selector(self._proposed, own, target),
+                        why=f"{_who(target)} was not policed for {way}; "
+                        f"{', '.join(newly_by)} would put it in default-deny"
+                        + (_OTHER_END[way] if mirrored else ""),
+                        fix="",
+                    )
+                )
+        elif policed_now and self.current is not None and self._replaced:
+            was, _ = ask.admitted(self._today, flow, target)
+            now, _ = ask.admitted(self._after, flow, target)
+            if was and not now:
+                enforcing = self._today.enforcing(target, way)
+                tally.break_flows.append((flow, flows))
+                tally.breaks.append(
+                    WouldBreak(
+                        traffic=_traffic(flow, flows),
+                        endpoint=endpoint_name(target),
+                        labels=stable_labels(target.labels),
+                        policy=enforcing[0] if enforcing else "",
+                        selector={},
+                        why="allowed by the current policies, not by the proposed ones",
+                        fix="",
+                    )
+                )
 
     def _pressure(self) -> tuple[EndpointPressure, ...]:
         """The policy map pressure of every pod the capture shows that the proposal selects,
@@ -753,6 +656,153 @@ def _selector(index: _PolicyIndex, name: str, target: Endpoint) -> dict[str, str
             labels = (spec.get("endpointSelector") or {}).get("matchLabels") or {}
             return {str(k): str(v) for k, v in labels.items()}
     return {}
+
+
+@attrs.define
+class _Tally:
+    """What one :meth:`PlanJudge.plan` counts and collects as it goes through the traffic."""
+
+    candidates: int = 0
+    fixed: int = 0
+    forwarded: int = 0
+    node_flows: int = 0
+    not_fixed: list[Traffic] = attrs.Factory(list)
+    fixes_by_policy: Counter[str] = attrs.Factory(Counter)
+    breaks: list[WouldBreak] = attrs.Factory(list)
+    break_flows: list[tuple[Flow, int]] = attrs.Factory(list)
+    newly: dict[tuple[str, tuple[tuple[str, str], ...], str], list[Any]] = attrs.Factory(dict)
+    """(namespace, labels, direction) newly policed -> [policies, flows, pods, workload]."""
+    intended: dict[str, list[Endpoint]] = attrs.Factory(dict)
+    """A proposed policy -> the pods its fixes are for."""
+
+
+class _Questions:
+    """What one :meth:`PlanJudge.plan` asks of the policies about a flow, in the agents'
+    settings it judges with. A verdict depends on the flow, the policies (fixed), the DNS
+    names seen (they only grow) and how localhost is judged: the judge keeps verdicts from
+    one plan to the next while those hold, so a flush judges only the traffic new since the
+    last one."""
+
+    def __init__(self, judge: PlanJudge, allow_localhost: bool) -> None:
+        self.judge = judge
+        self.allow_localhost = allow_localhost
+        names = judge._names
+        context = (sum(len(v) for v in names.values()), allow_localhost)
+        if judge._verdicts_context != context:
+            judge._verdicts_context, judge._verdicts = context, {}
+        self._verdicts = judge._verdicts
+
+    def admitted(self, index: _PolicyIndex, flow: Flow, target: Endpoint) -> tuple[bool, str]:
+        """Whether the policies of ``index`` admit ``flow`` at ``target``, and which did."""
+        key = (id(index), id(flow), target is flow.destination)
+        known = self._verdicts.get(key)
+        if known is not None and known[0] is flow:  # the same flow object: not an id reused
+            return known[1]
+        # Only the policies that select the target can admit or deny its traffic (and the
+        # tiers of ClusterNetworkPolicies, whose subjects the matcher checks).
+        selecting = list({id(p): p for p, _, _ in index.selecting(target)}.values())
+        selecting += index.tiered
+        result = match_flow(
+            selecting,
+            flow,
+            self.judge._names,
+            default_local_cluster=self.judge.default_local_cluster,
+            allow_localhost=self.allow_localhost,
+        )
+        answer = (result.allowed, result.policy)
+        self._verdicts[key] = (flow, answer)
+        return answer
+
+    def policed_today(self, target: Endpoint, way: str) -> bool:
+        judge = self.judge
+        if judge.current is not None:
+            return bool(judge._today.enforcing(target, way))
+        return (target, way) in judge._policed
+
+    def tier_denial(self, flow: Flow, target: Endpoint) -> WouldBreak | None:
+        """Traffic that works today and a ClusterNetworkPolicy of the proposal would deny
+        (an Admin Deny, or a Baseline Deny for a pod no other policy selects)."""
+        proposed, after = self.judge._proposed, self.judge._after
+        if not proposed.tiered:
+            return None
+        judged = judge_flow(
+            [*after.near(target), *after.tiered],
+            flow,
+            self.judge._names,
+            default_local_cluster=self.judge.default_local_cluster,
+            allow_localhost=self.allow_localhost,
+        )
+        proposed_names = {policy_name(p) for p in proposed.tiered}
+        if judged.allowed or judged.result.policy not in proposed_names:
+            return None
+        return WouldBreak(
+            traffic=_traffic(flow, 1),
+            endpoint=endpoint_name(target),
+            labels=stable_labels(target.labels),
+            policy=judged.result.policy,
+            selector={},
+            why=judged.result.reason,
+            fix=f"the proposal's ClusterNetworkPolicy {judged.result.policy} decides this "
+            "traffic: accept it in a rule before that one (or in a policy of a lower "
+            "priority number), or narrow that rule",
+        )
+
+    def blocked_at_other_end(self, flow: Flow, way: str) -> bool:
+        """A drop the proposal admits, whose source the proposal newly puts into egress
+        default-deny without a rule for it: the fix does not take."""
+        mirror = _other_end(flow, way, False, self.judge._world)
+        if mirror is None:
+            return False
+        other = mirror.source
+        if self.policed_today(other, "egress") or not self.judge._proposed.enforcing(
+            other, "egress"
+        ):
+            return False
+        return not self.admitted(self.judge._after, mirror, other)[0]
+
+
+def _newly_enforced(
+    newly: Mapping[tuple[str, tuple[tuple[str, str], ...], str], list[Any]],
+) -> tuple[NewlyEnforced, ...]:
+    return tuple(
+        sorted(
+            (
+                NewlyEnforced(
+                    namespace=namespace,
+                    workload=entry[3].partition("/")[2] or entry[3],
+                    labels=dict(labels),
+                    direction=way,
+                    policies=tuple(sorted(entry[0])),
+                    forwarded_flows=entry[1],
+                    pods=tuple(sorted(entry[2])),
+                )
+                for (namespace, labels, way), entry in newly.items()
+            ),
+            key=lambda n: (n.namespace, n.workload, n.direction),
+        )
+    )
+
+
+def _summaries(
+    proposal: Sequence[PolicyDocument],
+    fixes_by_policy: Mapping[str, int],
+    breaks: Sequence[WouldBreak],
+    newly_enforced: Sequence[NewlyEnforced],
+) -> tuple[PolicyPlanSummary, ...]:
+    """Each proposed policy: the drops it fixes, the flows it would break, the workloads it
+    newly polices."""
+    per_policy = []
+    for policy in proposal:
+        name = policy_name(policy)
+        per_policy.append(
+            PolicyPlanSummary(
+                policy=name,
+                fixes=fixes_by_policy.get(name, 0),
+                would_break=sum(b.traffic.flows for b in breaks if b.policy == name),
+                newly_enforced=sum(1 for n in newly_enforced if name in n.policies),
+            )
+        )
+    return tuple(sorted(per_policy, key=lambda p: p.policy))
 
 
 def _with_fix(item: WouldBreak, flow: Flow, intended: list[Endpoint]) -> WouldBreak:
