@@ -24,6 +24,7 @@ from cpg_core._matcher import (
     PeerView,
     Request,
     Requirement,
+    Selected,
     dns_names,
     flow_peer,
     flow_request,
@@ -333,18 +334,7 @@ def explain_denial(
             f"change that rule of ClusterNetworkPolicy {result.policy} (or Pass this traffic "
             "to the namespaced policies) if it should pass",
         )
-    deny: list[RuleMiss] = []
-    misses: list[RuleMiss] = []
-    for policy, spec, namespace in selected:
-        name = policy_name(policy)
-        for index, rule in enumerate(spec.get(direction + "Deny") or []):
-            if rule_admits(rule, prefix, peer, request, namespace):
-                deny.append(RuleMiss(name, direction + "Deny", index, (), 0))
-        for index, rule in enumerate(spec.get(direction) or []):
-            miss = _rule_miss(name, direction, index, rule, prefix, peer, request, flow, namespace)
-            if miss is not None:
-                misses.append(miss)
-    misses.sort(key=lambda m: (m.distance, m.policy, m.index))
+    deny, misses = _rules_read(selected, direction, prefix, peer, request, flow)
     # No policy puts the subject into default-deny for this direction: Cilium allows; a deny
     # rule still wins.
     allowed = judged.allowed
@@ -386,7 +376,7 @@ def explain_denial(
             default_local_cluster=default_local_cluster,
             allow_localhost=allow_localhost,
         )
-        if ready.allowed:
+        if ready.allowed:  # the fix is a policy cpg already proposed, not a rule
             fix = (
                 f"apply {ready.policy} from {proposed_from}: it already admits this flow "
                 f"({ready.reason}); no rule to write"
@@ -409,6 +399,31 @@ def explain_denial(
         answer=answer,
         fix=fix,
     )
+
+
+def _rules_read(
+    selected: Sequence[Selected],
+    direction: str,
+    prefix: str,
+    peer: PeerView,
+    request: Request,
+    flow: Flow,
+) -> tuple[list[RuleMiss], list[RuleMiss]]:
+    """The rules of the policies selecting the subject, read against the flow: the deny
+    rules that match it, and the allow rules that miss it, nearest first."""
+    deny: list[RuleMiss] = []
+    misses: list[RuleMiss] = []
+    for policy, spec, namespace in selected:
+        name = policy_name(policy)
+        for index, rule in enumerate(spec.get(direction + "Deny") or []):
+            if rule_admits(rule, prefix, peer, request, namespace):
+                deny.append(RuleMiss(name, direction + "Deny", index, (), 0))
+        for index, rule in enumerate(spec.get(direction) or []):
+            miss = _rule_miss(name, direction, index, rule, prefix, peer, request, flow, namespace)
+            if miss is not None:
+                misses.append(miss)
+    misses.sort(key=lambda m: (m.distance, m.policy, m.index))
+    return deny, misses
 
 
 def _verdict_name(code: int) -> str:
