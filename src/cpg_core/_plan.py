@@ -482,8 +482,7 @@ class PlanJudge:
             return
         tiered = ask.tier_denial(flow, target)
         if tiered is not None:
-            tally.break_flows.append((flow, flows))
-            tally.breaks.append(attrs.evolve(tiered, traffic=_traffic(flow, flows)))
+            tally.broken(flow, flows, tiered)
             return
         policed_now = ask.policed_today(target, way)
         newly_by = self._proposed.enforcing(target, way)
@@ -499,36 +498,33 @@ class PlanJudge:
             ok, _ = ask.admitted(self._after, flow, target)
             if not ok:
                 own = _own_policy(self._shared_names, newly_by)
-                tally.break_flows.append((flow, flows))
-                tally.breaks.append(
-                    WouldBreak(
-                        traffic=_traffic(flow, flows),
-                        endpoint=endpoint_name(target),
-                        labels=stable_labels(target.labels),
+                tally.broken(
+                    flow,
+                    flows,
+                    _would_break(
+                        flow,
+                        target,
                         policy=own,
                         selector=_selector(self._proposed, own, target),
                         why=f"{_who(target)} was not policed for {way}; "
                         f"{', '.join(newly_by)} would put it in default-deny"
                         + (_OTHER_END[way] if mirrored else ""),
-                        fix="",
-                    )
+                    ),
                 )
         elif policed_now and self.current is not None and self._replaced:
             was, _ = ask.admitted(self._today, flow, target)
             now, _ = ask.admitted(self._after, flow, target)
             if was and not now:
                 enforcing = self._today.enforcing(target, way)
-                tally.break_flows.append((flow, flows))
-                tally.breaks.append(
-                    WouldBreak(
-                        traffic=_traffic(flow, flows),
-                        endpoint=endpoint_name(target),
-                        labels=stable_labels(target.labels),
+                tally.broken(
+                    flow,
+                    flows,
+                    _would_break(
+                        flow,
+                        target,
                         policy=enforcing[0] if enforcing else "",
-                        selector={},
                         why="allowed by the current policies, not by the proposed ones",
-                        fix="",
-                    )
+                    ),
                 )
 
     def _pressure(self) -> tuple[EndpointPressure, ...]:
@@ -675,6 +671,32 @@ class _Tally:
     intended: dict[str, list[Endpoint]] = attrs.Factory(dict)
     """A proposed policy -> the pods its fixes are for."""
 
+    def broken(self, flow: Flow, flows: int, item: WouldBreak) -> None:
+        """``flows`` flows like ``flow`` that would break, as ``item`` says."""
+        self.break_flows.append((flow, flows))
+        self.breaks.append(attrs.evolve(item, traffic=_traffic(flow, flows)))
+
+
+def _would_break(
+    flow: Flow,
+    target: Endpoint,
+    *,
+    policy: str,
+    why: str,
+    selector: dict[str, str] | None = None,
+    fix: str = "",
+) -> WouldBreak:
+    """Traffic like ``flow`` to or from ``target`` that would break (counted by the tally)."""
+    return WouldBreak(
+        traffic=_traffic(flow, 1),
+        endpoint=endpoint_name(target),
+        labels=stable_labels(target.labels),
+        policy=policy,
+        selector={} if selector is None else selector,
+        why=why,
+        fix=fix,
+    )
+
 
 class _Questions:
     """What one :meth:`PlanJudge.plan` asks of the policies about a flow, in the agents'
@@ -735,12 +757,10 @@ class _Questions:
         proposed_names = {policy_name(p) for p in proposed.tiered}
         if judged.allowed or judged.result.policy not in proposed_names:
             return None
-        return WouldBreak(
-            traffic=_traffic(flow, 1),
-            endpoint=endpoint_name(target),
-            labels=stable_labels(target.labels),
+        return _would_break(
+            flow,
+            target,
             policy=judged.result.policy,
-            selector={},
             why=judged.result.reason,
             fix=f"the proposal's ClusterNetworkPolicy {judged.result.policy} decides this "
             "traffic: accept it in a rule before that one (or in a policy of a lower "

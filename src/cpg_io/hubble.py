@@ -172,11 +172,6 @@ _REFUSED_CLIENT = {
 }
 """The alerts a relay that wants mutual TLS sends about the client's certificate."""
 
-_FIRST_READ = 2.0
-"""How long to wait for the relay's first bytes after the handshake (a gRPC server sends its
-HTTP/2 settings at once)."""
-
-
 def _handshake(sock: socket.socket, host: str, tls: TLSSettings) -> None:
     context = ssl.create_default_context(
         cadata=(_read(tls.ca_cert, "CA certificate") or b"").decode() or None
@@ -188,8 +183,9 @@ def _handshake(sock: socket.socket, host: str, tls: TLSSettings) -> None:
     with context.wrap_socket(sock, server_hostname=tls.server_name or host) as wrapped:
         wrapped.do_handshake()
         # With TLS 1.3 a server judges the client's certificate after the handshake: its
-        # verdict (an alert, or the connection closed at once) comes with the first read.
-        wrapped.settimeout(min(_FIRST_READ, sock.gettimeout() or _FIRST_READ))
+        # verdict (an alert, or the connection closed at once) comes with the first read. A
+        # gRPC server sends its HTTP/2 settings at once, so this waits only on a server that
+        # says nothing first, and at most the connection's own timeout (the socket's).
         try:
             if wrapped.recv(1):
                 return

@@ -173,11 +173,11 @@ def write_outputs(
         if not dry_run:
             # One run at a time reads, merges and writes these folders; temp files an earlier,
             # killed run left are removed first.
-            for folder, what in [(output_dir, "policies")] + (
-                [(proof.store.base, "evidence")] if proof is not None else []
-            ):
-                held.enter_context(folder_lock(folder, what))
-                remove_stale_temp_files(folder)
+            held.enter_context(folder_lock(output_dir, "policies"))
+            remove_stale_temp_files(output_dir)
+            if proof is not None:
+                held.enter_context(folder_lock(proof.store.base, "evidence"))
+                remove_stale_temp_files(proof.store.base)
         if share and not evidence_only:  # read under the lock: another run may be writing them
             shared = plan_sharing(plans, store, share, baseline)
         # Policies and their evidence are rendered and staged in parallel, then made durable
