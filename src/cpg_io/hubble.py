@@ -172,6 +172,7 @@ _REFUSED_CLIENT = {
 }
 """The alerts a relay that wants mutual TLS sends about the client's certificate."""
 
+
 def _handshake(sock: socket.socket, host: str, tls: TLSSettings) -> None:
     context = ssl.create_default_context(
         cadata=(_read(tls.ca_cert, "CA certificate") or b"").decode() or None
