@@ -13,6 +13,7 @@ from typer.core import TyperCommand
 SECTION_ORDER = (
     "Input",
     "Output",
+    "Cluster safety",
     "Evidence",
     "L7",
     "Time window",

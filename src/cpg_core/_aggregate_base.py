@@ -29,6 +29,7 @@ from cpg_core._rules import (
     Rule,
     rules_from_atoms,
 )
+from cpg_core._scope import ClusterScope, ReachIndex, ScopeReport
 from cpg_core._synthesis import (
     PolicyTarget,
     Resolver,
@@ -93,6 +94,9 @@ class AggregateOptions:
     identities: IdentityBook | None = None
     """What CiliumEndpoints, CiliumIdentities and pods say of the endpoints Hubble left
     without identity (ARCHITECTURE §D40)."""
+    scope: ClusterScope = attrs.Factory(ClusterScope)
+    """How far the plans reach beyond the capture: cluster services, DNS, system
+    namespaces (ARCHITECTURE §D47)."""
 
 
 @attrs.frozen(slots=True)
@@ -128,6 +132,14 @@ class PolicyPlan:
         of both, with the flows of both (``--stable-for`` keeps a policy back this way)."""
         merged = self.absorbing(earlier, max_samples)
         return attrs.evolve(merged, rules=tuple(rules_from_atoms(merged.attribution)))
+
+    def beside_foreign(self, taken: frozenset[str] = frozenset()) -> PolicyPlan:
+        """The plan under a file of its own beside a person's policy that holds its path
+        (``taken``: the names in that file: the policy never takes a person's name)."""
+        stem = f"{self.workload}-cpg"
+        return attrs.evolve(
+            self, workload=stem, name=policy_name(stem) if self.name in taken else self.name
+        )
 
     def with_selector_suffix(self) -> PolicyPlan:
         """The plan under a name derived from its selector too, for when another selector
@@ -224,6 +236,10 @@ class _AggregatorBase:
         self._first = NO_TIME  # time window of flows outside the rule fast path
         self._last = NO_TIME
         self._atoms: dict[PolicyTarget, dict[AtomKey, RuleStats]] = {}
+        self._reach = ReachIndex()
+        """The pod peers every target ever had per port, and who serves DNS (§D47)."""
+        self.scope = ScopeReport()
+        """What the plans so far did to keep the cluster working (§D47)."""
         self._max_samples = self.options.max_samples
         self._l7 = self.options.l7
         self.l7_records = 0

@@ -393,6 +393,7 @@ class _Counting(_Folds):
         stats = atoms.get(atom)
         if stats is None:
             stats = atoms[atom] = RuleStats()
+            self._reach.note(target, atom)
             if new:
                 self._new.add(target)  # its other-end entries in that direction join it
         stats.add(flow, cls, self._max_samples)

@@ -115,6 +115,7 @@ class _HandOver(_Counting):
         self._drained.absorb(state.drained, cap)
         self._entries.clear()
         for target, atoms in state.atoms.items():
+            self._reach.note_all(target, atoms)
             ours = self._atoms.get(target)
             if ours is None and own:
                 self._atoms[target] = atoms

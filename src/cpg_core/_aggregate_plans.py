@@ -11,6 +11,7 @@ import attrs
 from cpg_core._attribution import RuleStats
 from cpg_core._decide import Decision
 from cpg_core._documents import ClusterHealth
+from cpg_core._labels import select_labels
 from cpg_core._names import policy_name
 from cpg_core._rules import (
     DNS,
@@ -25,6 +26,7 @@ from cpg_core._rules import (
     peer_sort_key,
     rules_from_atoms,
 )
+from cpg_core._scope import Reach, for_the_cluster
 from cpg_core._synthesis import (
     PolicyTarget,
     Unhandled,
@@ -111,7 +113,7 @@ def hold_back(
             if earlier is not None:
                 stats = stats.copy()
                 stats.absorb(earlier, max_samples)
-            if stats.count >= min_flows:
+            if stats.count >= min_flows or not stats.count:  # none: implied, not seen
                 kept[atom] = stats
             else:
                 held[(plan.target, atom)] = stats
@@ -221,15 +223,48 @@ class _Plans(_Drain):
         return _as_atoms(self._atoms, self._other_end_ok)
 
     def plans(
-        self, resolved: Mapping[PolicyTarget, Mapping[Atom, RuleStats]] | None = None
+        self,
+        resolved: Mapping[PolicyTarget, Mapping[Atom, RuleStats]] | None = None,
+        reach: Reach | None = None,
     ) -> list[PolicyPlan]:
-        """One plan per target, sorted by namespace then workload. A world peer that is a
-        pod's IP is a finding, not a rule (see :meth:`health`). Given what :meth:`resolved`
-        made of drained entries, the plans of those alone (reading nothing of this
-        aggregator, so flows may keep arriving meanwhile)."""
+        """One plan per target, sorted by namespace then workload, kept working for the
+        cluster as the options' scope says (§D47; what was done is :attr:`scope`). A world
+        peer that is a pod's IP is a finding, not a rule (see :meth:`health`). Given what
+        :meth:`resolved` made of drained entries and the :meth:`reach` of their targets
+        (both taken while flows could not arrive), the plans of those alone (reading nothing
+        else of this aggregator, so flows may keep arriving meanwhile)."""
         if resolved is None:
             self._fold()
-        return plan_policies(self.resolved(self._atoms) if resolved is None else resolved)
+        attribution = self.resolved(self._atoms) if resolved is None else resolved
+        scope = self.options.scope
+        if scope.enabled and attribution:
+            attribution, report = for_the_cluster(
+                attribution,
+                self.reach(attribution) if reach is None else reach,
+                scope,
+                l7=self._l7,
+                dns_known=self._dns_pods_known(),
+                max_samples=self._max_samples,
+            )
+            self.scope = self.scope.joined(report)
+        return plan_policies(attribution)
+
+    def reach(self, targets: Iterable[PolicyTarget]) -> Reach:
+        """What the whole capture shows of these targets' peers and of DNS (a copy)."""
+        return self._reach.view(targets)
+
+    def _dns_pods_known(self) -> list[EndpointPeer]:
+        """The pods the identities name as the cluster's DNS (when the capture shows none)."""
+        book = self.options.identities
+        if book is None:
+            return []
+        found = set()
+        for pods in book.pods_at.values():
+            for pod in pods:
+                selected = select_labels(pod.labels)
+                if selected and pod.namespace:
+                    found.add(EndpointPeer(pod.namespace, selected))
+        return sorted(found)
 
     def resolved(
         self, raw: Mapping[PolicyTarget, Mapping[AtomKey, RuleStats]]

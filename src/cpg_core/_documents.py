@@ -310,6 +310,9 @@ class VerifyReport:
     checks: tuple[VerifyCheck, ...] = ()
     unexpressible: int = 0
     """Candidates no rule can express (unselectable…): reported by replay, not checked."""
+    system: int = 0
+    """Candidates of workloads in the system namespaces the policies do not admit: replay
+    leaves those rules to the user by default (§D47), so they are reported, not misses."""
 
     def _count(self, kind: str) -> AdmittedCount:
         picked = [c for c in self.checks if c.kind == kind]
@@ -338,4 +341,9 @@ class VerifyReport:
         )
         if self.unexpressible:
             line += f" ({self.unexpressible} candidates no rule can express were not checked)"
+        if self.system:
+            line += (
+                f" ({self.system} candidates of system-namespace workloads not admitted: left to "
+                "you, as replay leaves their per-peer rules unless told to include them)"
+            )
         return line

@@ -24,6 +24,7 @@ from cpg_core._documents import (
     SampleSide,
 )
 from cpg_core._flow import Direction, Endpoint, Flow, Verdict
+from cpg_core._scope import CLUSTER_WHY, FOR_CLUSTER
 from cpg_core._wire import to_json
 
 if TYPE_CHECKING:  # _filters reads requests, which read this module
@@ -241,6 +242,8 @@ def explain_lines(doc: PolicyEvidence, f: ExplainFilter, where: str = "") -> lis
         lines.append(("rule", f"{rule.direction.capitalize()}  {describe_rule(rule)}"))
         kinds = ", ".join(f"{k} {v}" for k, v in rule.classes.items())
         lines.append(("", f"  flows:      {rule.flow_count}" + (f" ({kinds})" if kinds else "")))
+        if FOR_CLUSTER in rule.classes:
+            lines.append(("dim", f"  why:        {CLUSTER_WHY}"))
         lines.append(("", f"  first seen: {_when(rule.first_seen)}"))
         lines.append(("", f"  last seen:  {_when(rule.last_seen)}"))
         lines.append(("dim", f"  key:        {rule.key}"))

@@ -37,7 +37,7 @@ from cpg_core._flow import ICMP_PROTOCOLS, ICMPV4, Direction, Endpoint, Flow
 from cpg_core._l7 import url_path
 from cpg_core._labels import CLUSTER_LABEL, NAMESPACE_LABEL, NAMESPACE_LABELS_PREFIX, reserved_names
 from cpg_core._rules import DNS, EGRESS, HTTP, INGRESS, Atom, CidrPeer, EndpointPeer, EntityPeer
-from cpg_core._synthesis import endpoint_kind
+from cpg_core._synthesis import cluster_of, endpoint_kind
 from cpg_core._tiers import ACCEPT, ADMIN, BASELINE, PASS, TierVerdict, tier_verdict
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -270,19 +270,6 @@ def _compiled(
         _COMPILED.clear()
     _COMPILED[key] = (selector, terms)
     return terms
-
-
-_CLUSTER_PREFIX = f"k8s:{CLUSTER_LABEL}="
-
-
-def cluster_of(endpoint: Endpoint) -> str:
-    """The endpoint's ClusterMesh cluster ("" when Hubble did not say)."""
-    if endpoint.cluster_name:
-        return endpoint.cluster_name
-    for text in endpoint.labels:
-        if text.startswith(_CLUSTER_PREFIX):
-            return text[len(_CLUSTER_PREFIX) :]
-    return ""
 
 
 def _same_cluster(peer: Endpoint, cluster: str | None) -> bool:

@@ -20,7 +20,13 @@ import yaml
 from cpg_core._errors import PolicyMergeError, SelectorMismatchError
 from cpg_core._labels import LabelItems
 from cpg_core._matcher import covered_by
-from cpg_core._render import endpoint_selector, render_policy, rule_lines
+from cpg_core._render import (
+    MANAGED_BY_LABEL,
+    MANAGED_BY_VALUE,
+    endpoint_selector,
+    render_policy,
+    rule_lines,
+)
 from cpg_core._rules import (
     EGRESS,
     INGRESS,
@@ -347,6 +353,43 @@ def _section_body(
     return body
 
 
+@attrs.frozen(slots=True)
+class ForeignPolicy:
+    """What a file cpg did not write holds: ``(kind, name)`` of each document."""
+
+    documents: tuple[tuple[str, str], ...]
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(name for _kind, name in self.documents)
+
+    def describe(self) -> str:
+        return ", ".join(f"{kind} {name}".strip() for kind, name in self.documents) or "a file"
+
+
+def foreign_policy(existing: str, path: str = "policy") -> ForeignPolicy | None:
+    """What ``existing`` holds when cpg did not write it (no document carries cpg's
+    managed-by label): cpg never merges into a person's policy, it writes its own beside it.
+    None for cpg's own file, an empty one, and one that is not YAML cpg reads (anchors,
+    invalid YAML): merging then names the problem, and the file is left as it is."""
+    if not existing.strip():
+        return None
+    try:
+        docs = [d for d in load_all(existing, path) if d is not None]
+    except YamlInputError:
+        return None
+    found = []
+    for doc in docs:
+        metadata = doc.get("metadata") if isinstance(doc, Mapping) else None
+        labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
+        if isinstance(labels, Mapping) and labels.get(MANAGED_BY_LABEL) == MANAGED_BY_VALUE:
+            return None
+        name = metadata.get("name") if isinstance(metadata, Mapping) else None
+        kind = doc.get("kind") if isinstance(doc, Mapping) else None
+        found.append((str(kind or "a document"), str(name or "")))
+    return ForeignPolicy(tuple(found)) if found else None
+
+
 def render_or_merge(
     existing: str | None,
     *,
@@ -369,4 +412,11 @@ def render_or_merge(
     )
 
 
-__all__ = ["covered_by", "describe_rule", "merge_policy_text", "render_or_merge"]
+__all__ = [
+    "ForeignPolicy",
+    "covered_by",
+    "describe_rule",
+    "foreign_policy",
+    "merge_policy_text",
+    "render_or_merge",
+]

@@ -411,6 +411,73 @@ OPTIONS: tuple[Option, ...] = (
         "policy)",
     ),
     _o(
+        "cluster_service_namespaces",
+        "run",
+        "int",
+        5,
+        "A server port callers of at least N namespaces reach (the cluster's DNS always) "
+        "admits the whole cluster (fromEntities: cluster) on that port, and a client that "
+        "reaches pods of N namespaces on one port (a scraper, an ingress controller) reaches "
+        "the whole cluster there: workloads the capture did not show keep working. 0: only "
+        "the DNS service.",
+        "--cluster-service-namespaces",
+        metavar="N",
+        minimum=0,
+        panel="Cluster safety",
+        commands=_CAPTURES,
+        tool="cluster_service_namespaces",
+        tool_help="a server port callers of this many namespaces reach (the cluster's DNS "
+        "always) admits the whole cluster on it; a client reaching this many namespaces on "
+        "one port reaches the whole cluster there (0: only the DNS service)",
+    ),
+    _o(
+        "exact_peers",
+        "run",
+        "texts",
+        (),
+        "Write this workload (NAMESPACE/WORKLOAD, repeatable; * for all) with exactly the "
+        "peers the capture shows, even where it serves or calls the whole cluster.",
+        "--exact-peers",
+        metavar="NS/WORKLOAD",
+        param="exact_peer",
+        panel="Cluster safety",
+        commands=_CAPTURES,
+        tool="exact_peers",
+        tool_help="workloads (namespace/workload, or * for all) written with exactly the peers "
+        "the capture shows, even where they serve or call the whole cluster",
+    ),
+    _o(
+        "include_system_namespaces",
+        "run",
+        "flag",
+        False,
+        "Also write per-peer rules for workloads of kube-system, kube-public, "
+        "kube-node-lease and Cilium's namespace (by default they get at most the rules of "
+        "the services the whole cluster uses; what was left out is reported).",
+        "--include-system-namespaces",
+        panel="Cluster safety",
+        commands=_CAPTURES,
+        tool="include_system_namespaces",
+        tool_help="also write per-peer rules for workloads of the system namespaces",
+    ),
+    _o(
+        "dns_rule",
+        "run",
+        "flag",
+        True,
+        "Do not give every policy with egress rules DNS (UDP and TCP 53) to the cluster's "
+        "DNS service (found in the capture or the identities, else kube-system/"
+        "k8s-app=kube-dns).",
+        "--no-dns-rule",
+        param="no_dns_rule",
+        inverted=True,
+        panel="Cluster safety",
+        commands=_CAPTURES,
+        tool="dns_rule",
+        tool_help="give every policy with egress rules DNS (UDP and TCP 53) to the cluster's "
+        "DNS service (default true)",
+    ),
+    _o(
         "baseline_format",
         "run",
         "text",
@@ -906,6 +973,19 @@ OPTIONS: tuple[Option, ...] = (
         panel="Input",
         commands=frozenset({"verify"}),
         not_tool="a session's own learn decides what its checks take",
+    ),
+    _o(
+        "include_system_namespaces",
+        "check",
+        "flag",
+        False,
+        "Check the denied flows of workloads in the system namespaces too, as replay "
+        "--include-system-namespaces wrote rules for them (by default they are counted as "
+        "left to you, not checked).",
+        "--include-system-namespaces",
+        panel="Input",
+        commands=frozenset({"verify"}),
+        not_tool="a session's own include_system_namespaces decides what its checks take",
     ),
     _o(
         "identities",

@@ -33,6 +33,7 @@ from cpg_core._matcher import (
     policy_name,
     selecting_specs,
 )
+from cpg_core._owners import AlsoSelected, also_selected
 from cpg_core._pressure import POLICY_MAP_MAX, EndpointPressure, policy_map_pressure
 from cpg_core._render import is_shared
 from cpg_core._synthesis import (
@@ -158,6 +159,9 @@ class Plan:
     """The endpoints whose policy map the proposal would fill to 80 % of ``policy_map_max``
     or more, the fullest first (ARCHITECTURE §D41)."""
     policy_map_max: int = POLICY_MAP_MAX
+    also_selected: tuple[AlsoSelected, ...] = ()
+    """Proposed policies of cpg's whose pods a person's policies select too (§D48): Cilium
+    applies both, and cpg never changes a person's."""
 
     @property
     def overflows(self) -> bool:
@@ -358,6 +362,7 @@ class PlanJudge:
         self._verdicts: dict[tuple[int, int, bool], tuple[Flow, tuple[bool, str]]] = {}
         self._verdicts_context: tuple[int, bool] = (-1, False)
         """Each rule's identity count, kept while the identities seen do not change."""
+        self._also_selected = also_selected(self.proposal, self.current or [])
         self._replaced = {_key(p) for p in self.proposal}
         self._today = _PolicyIndex(self.current or [])
         self._after = _PolicyIndex(
@@ -450,6 +455,7 @@ class PlanJudge:
             notes=tuple(notes) + _semantics(tally.node_flows, self.default_local_cluster),
             policy_map=self._pressure(),
             policy_map_max=self.policy_map_max,
+            also_selected=self._also_selected,
         )
 
     def _judge_drop(self, ask: _Questions, tally: _Tally, flow: Flow, flows: int) -> None:

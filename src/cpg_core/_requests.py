@@ -22,6 +22,7 @@ from cpg_core._filters import FlowFilter
 from cpg_core._flow import PROTOCOLS
 from cpg_core._names import SHARED_FOLDER, is_dns1123_label, path_component_problem
 from cpg_core._request_error import RequestError, split_values
+from cpg_core._scope import DEFAULT_SERVICE_NAMESPACES, ClusterScope
 from cpg_core.text import shown
 
 MAX_SECONDS = 10 * 365 * 86400
@@ -123,6 +124,8 @@ class CaptureRequest:
     """With ``learn``: also the flows a policy of the cluster already allowed."""
     allow_localhost: bool = True
     """Cilium's allow-localhost: always: the node's own traffic to its pods needs no rule."""
+    scope: ClusterScope = attrs.Factory(ClusterScope)
+    """How far the rules reach beyond the capture (§D47)."""
 
     @classmethod
     def build(
@@ -140,6 +143,10 @@ class CaptureRequest:
         learn: str | None = None,
         learn_allowed: bool = False,
         allow_localhost: bool | str = True,
+        cluster_service_namespaces: int = DEFAULT_SERVICE_NAMESPACES,
+        exact_peers: Iterable[str] | None = None,
+        include_system_namespaces: bool = False,
+        dns_rule: bool = True,
     ) -> CaptureRequest:
         """Validate the user's values (lists may repeat or comma-separate); RequestError names
         the first bad one."""
@@ -188,6 +195,22 @@ class CaptureRequest:
             if localhost.strip().lower() not in ("always", "policy"):
                 raise RequestError("allow_localhost", f"{shown(localhost)} is not always or policy")
             localhost = localhost.strip().lower() == "always"
+        if cluster_service_namespaces < 0:
+            raise RequestError(
+                "cluster_service_namespaces",
+                f"{cluster_service_namespaces}: must be 0 or more (0: only the DNS service)",
+            )
+        exact = split_values(exact_peers or ())
+        for name in exact:
+            namespace, slash, workload = name.partition("/")
+            if name != "*" and not (slash and namespace and workload):
+                raise RequestError(
+                    "exact_peers",
+                    f"{shown(name)} is not NAMESPACE/WORKLOAD (as cpg explain takes it) or *",
+                )
+            if name != "*":
+                check_target(namespace, "namespace")
+                check_target(workload, "workload")
         return cls(
             namespaces=tuple(dict.fromkeys(chosen)),
             include_audit=include_audit,
@@ -200,6 +223,12 @@ class CaptureRequest:
             learn=mode,
             learn_allowed=learn_allowed,
             allow_localhost=localhost,
+            scope=ClusterScope(
+                service_namespaces=cluster_service_namespaces,
+                exact=frozenset(exact),
+                include_system=include_system_namespaces,
+                dns=dns_rule,
+            ),
         )
 
     @property
@@ -227,6 +256,7 @@ class CaptureRequest:
             l7=self.l7,
             collapse_paths=self.l7_collapse_paths,
             explicit_cluster=not self.default_local_cluster,
+            scope=self.scope,
         )
 
 

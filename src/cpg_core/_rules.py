@@ -65,8 +65,12 @@ class FqdnPeer:
 
 Peer = EntityPeer | CidrPeer | EndpointPeer | FqdnPeer
 
+CLUSTER_ENTITY = EntityPeer("cluster")
+"""Every endpoint of the local cluster (a port the whole cluster uses, §D47)."""
 HTTP = "http"
 DNS = "dns"
+ANY_NAME = "*"
+"""A DNS rule for every name: ``matchPattern: "*"``, the visibility rule Cilium documents."""
 DNS_PORT = 53
 DNS_PORTS = ((DNS_PORT, "TCP"), (DNS_PORT, "UDP"))
 
@@ -187,10 +191,13 @@ def rules_from_atoms(atoms: Iterable[Atom]) -> list[Rule]:
     # Cilium merges the rules of one peer and port: a plain L4 rule beside a DNS rule on port
     # 53 would make the DNS rule match every name (ARCHITECTURE §D21). The DNS rule carries
     # that peer's port 53, L4 flows included. (An HTTP port is one entry with its rules.)
-    for key in names:
+    for key, found in names.items():
         plain = ports.get(key)
         if plain is not None:
             plain -= {(DNS_PORT, "UDP"), (DNS_PORT, "TCP")}
+        if ANY_NAME in found:  # every name: the names seen add nothing (they stay evidence)
+            found.intersection_update((ANY_NAME,))
+    _fold_into_cluster(ports, http)
     rules = [
         Rule(d, p, ports=tuple(sorted(v)), http=tuple(sorted(http.get((d, p), ()))))
         for (d, p), v in ports.items()
@@ -201,6 +208,26 @@ def rules_from_atoms(atoms: Iterable[Atom]) -> list[Rule]:
     rules = _group_cidrs(rules)
     rules.sort(key=rule_sort_key)
     return rules
+
+
+def _fold_into_cluster(
+    ports: dict[tuple[str, Peer], set[tuple[int, str]]],
+    http: dict[tuple[str, Peer], set[tuple[int, str, str, str]]],
+) -> None:
+    """A port the ``cluster`` entity has in a direction needs no pod peer of this cluster
+    beside it (a rule written for the cluster replaces the rules of today's peers, also in a
+    file an earlier run wrote them into); an HTTP rule on that port would be void too."""
+    for direction in (INGRESS, EGRESS):
+        wide = ports.get((direction, CLUSTER_ENTITY))
+        if not wide:
+            continue
+        for key, found in ports.items():
+            peer = key[1]
+            if key[0] != direction or type(peer) is not EndpointPeer or peer.cluster:
+                continue
+            found -= wide
+            if key in http:
+                http[key] = {h for h in http[key] if (h[0], h[1]) not in wide}
 
 
 def _group_cidrs(rules: list[Rule]) -> list[Rule]:
@@ -327,10 +354,21 @@ def rule_to_dict(rule: Rule, policy_namespace: str) -> dict[str, Any]:
         out["toPorts"] = [
             {
                 "ports": [_port(DNS_PORT, "UDP"), _port(DNS_PORT, "TCP")],
-                "rules": {"dns": [{"matchName": name} for name in rule.dns]},
+                "rules": {"dns": [_dns_match(name) for name in rule.dns]},
             }
         ]
     return out
+
+
+def _dns_match(name: str) -> dict[str, str]:
+    return {"matchPattern": name} if name == ANY_NAME else {"matchName": name}
+
+
+def _dns_name(match: Mapping[str, Any]) -> str:
+    """The name of a DNS match cpg writes (ValueError for any other)."""
+    if set(match) == {"matchPattern"} and match["matchPattern"] == ANY_NAME:
+        return ANY_NAME
+    return str(match["matchName"])
 
 
 def rule_from_dict(data: object, direction: str, policy_namespace: str) -> Rule | None:
@@ -374,7 +412,7 @@ def rule_from_dict(data: object, direction: str, policy_namespace: str) -> Rule 
                 found |= _entry_ports(entry)
             l7 = port_rule.get("rules") or {}
             if "dns" in l7:
-                names.update(str(d["matchName"]) for d in l7["dns"])
+                names.update(_dns_name(d) for d in l7["dns"])
             else:
                 ports |= found
                 for (port, proto), h in ((pp, h) for pp in found for h in l7.get("http", ())):
@@ -415,9 +453,8 @@ def describe_rule(rule: Rule) -> str:
     """The comment above a rule: its traffic and its peer, e.g. ``TCP/8080 from shop/app=web``."""
     if rule.dns:
         way = "from" if rule.direction == INGRESS else "to"
-        return printable(
-            f"DNS UDP/53, TCP/53 for {', '.join(rule.dns)} {way} {describe_peer(rule.peer)}"
-        )
+        names = "any name" if rule.dns == (ANY_NAME,) else ", ".join(rule.dns)
+        return printable(f"DNS UDP/53, TCP/53 for {names} {way} {describe_peer(rule.peer)}")
     http: dict[tuple[int, str], list[str]] = {}
     for port, proto, method, path in rule.http:
         http.setdefault((port, proto), []).append(f"{method} {path}")
@@ -435,7 +472,15 @@ def describe_rule(rule: Rule) -> str:
     traffic += [f"ICMP{fam[2:]} type {t}" for fam, t in rule.icmps]
     way = "from" if rule.direction == INGRESS else "to"
     peer = ", ".join(rule.cidrs) if rule.more_cidrs else describe_peer(rule.peer)
+    if rule.peer == CLUSTER_ENTITY and rule.ports:
+        peer += _CLUSTER_WHY[rule.direction]
     return printable(f"{', '.join(traffic)} {way} {peer}")
+
+
+_CLUSTER_WHY = {
+    INGRESS: " (served to the whole cluster: workloads the capture did not show keep it)",
+    EGRESS: " (a client of the whole cluster: pods the capture did not show stay in reach)",
+}
 
 
 def printable(text: str) -> str:

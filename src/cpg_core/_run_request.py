@@ -143,6 +143,10 @@ class RunRequest:
         min_flows: int = _RUN["min_flows"],
         shared: int = _RUN["shared"],
         baseline_format: str = _RUN["baseline_format"],
+        cluster_service_namespaces: int = _RUN["cluster_service_namespaces"],
+        exact_peers: Iterable[str] | None = _RUN["exact_peers"],
+        include_system_namespaces: bool = _RUN["include_system_namespaces"],
+        dns_rule: bool = _RUN["dns_rule"],
         evidence: bool = _RUN["evidence"],
         evidence_samples: int = _RUN["evidence_samples"],
         evidence_sessions: int = _RUN["evidence_sessions"],
@@ -211,6 +215,10 @@ class RunRequest:
             learn=learn,
             learn_allowed=learn_allowed,
             allow_localhost=allow_localhost,
+            cluster_service_namespaces=cluster_service_namespaces,
+            exact_peers=exact_peers,
+            include_system_namespaces=include_system_namespaces,
+            dns_rule=dns_rule,
         )
         window = TimeWindow.build(since, until)
         if engine == "dask" and window.relative:
@@ -351,6 +359,8 @@ class CheckRequest:
     its own pods whatever the policy; ``policy`` (False) polices it."""
     learn: str = ""
     """``forwarded``: check the flows that work today too, as replay --learn made rules."""
+    include_system: bool = False
+    """Check the denied flows of system-namespace workloads too (replay wrote their rules)."""
     identities: tuple[str, ...] = ()
     """Identity sources (files, or ``cluster``); with ``cluster`` set, the cluster is one."""
     policy_map_max: int = 16_384
@@ -368,6 +378,7 @@ class CheckRequest:
         default_local_cluster: bool | str | None = _CHECK["default_local_cluster"],
         allow_localhost: bool | str = _CHECK["allow_localhost"],
         learn: str | None = _CHECK["learn"],
+        include_system_namespaces: bool = _CHECK["include_system_namespaces"],
         identities: Iterable[str] | None = _CHECK["identities"],
         policy_map_max: int = _CHECK["policy_map_max"],
     ) -> CheckRequest:
@@ -409,6 +420,7 @@ class CheckRequest:
             default_local_cluster=local,
             allow_localhost=localhost,
             learn=CaptureRequest.build(learn=learn).learn,
+            include_system=include_system_namespaces,
             identities=identity_sources(identities),
             policy_map_max=policy_map_max,
         )

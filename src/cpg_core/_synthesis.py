@@ -14,6 +14,7 @@ import attrs
 
 from cpg_core._flow import ICMP_PROTOCOLS, PORT_PROTOCOLS, Direction, Endpoint, Flow
 from cpg_core._labels import (
+    CLUSTER_LABEL,
     LabelItems,
     cluster_problem,
     namespace_problem,
@@ -156,6 +157,19 @@ def endpoint_name(endpoint: Endpoint) -> str:
         return f"{endpoint.namespace}/{workload or '_unknown'}"
     reserved = [label[9:] for label in endpoint.labels if label.startswith("reserved:")]
     return workload or (reserved[0] if reserved else "?")
+
+
+_CLUSTER_PREFIX = f"k8s:{CLUSTER_LABEL}="
+
+
+def cluster_of(endpoint: Endpoint) -> str:
+    """The endpoint's ClusterMesh cluster ("" when Hubble did not say)."""
+    if endpoint.cluster_name:
+        return endpoint.cluster_name
+    for text in endpoint.labels:
+        if text.startswith(_CLUSTER_PREFIX):
+            return text[len(_CLUSTER_PREFIX) :]
+    return ""
 
 
 def is_pod_endpoint(endpoint: Endpoint) -> bool:

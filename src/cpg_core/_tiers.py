@@ -29,7 +29,7 @@ import attrs
 from cpg_core._documents import PolicyDocument
 from cpg_core._flow import Direction, Endpoint, Flow
 from cpg_core._labels import NAMESPACE_LABEL, NAMESPACE_LABELS_PREFIX
-from cpg_core._synthesis import is_pod_endpoint
+from cpg_core._synthesis import cluster_of, is_pod_endpoint
 
 KIND = "ClusterNetworkPolicy"
 GROUP = "policy.networking.k8s.io/"
@@ -148,9 +148,17 @@ def _selects_pod(entry: Mapping[str, Any], endpoint: Endpoint) -> bool | None:
     return None
 
 
-def _peer_selects(peer: object, endpoint: Endpoint, ip: str, names: Sequence[str]) -> bool | None:
+def _peer_selects(
+    peer: object, endpoint: Endpoint, ip: str, names: Sequence[str], local: str = ""
+) -> bool | None:
+    """Whether a rule's peer selects ``endpoint`` (None: a kind cpg does not know). Cilium
+    scopes ``namespaces`` and ``pods`` peers to the local cluster (``local``, the subject's;
+    "" when unknown): a pod of another ClusterMesh cluster is never one of them."""
     if not isinstance(peer, Mapping):
         return None
+    remote = bool(local) and cluster_of(endpoint) not in ("", local)
+    if remote and ("namespaces" in peer or "pods" in peer):
+        return False
     if "networks" in peer:
         try:
             address = ipaddress.ip_address(ip)
@@ -251,7 +259,7 @@ def tier_verdict(
                 continue
             selected = False
             for entry in rule.get(side) or []:
-                found = _peer_selects(entry, peer, ip, names)
+                found = _peer_selects(entry, peer, ip, names, cluster_of(subject))
                 if found is None:  # fail closed
                     found = action != ACCEPT
                 if found:

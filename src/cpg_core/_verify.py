@@ -11,6 +11,7 @@ from cpg_core._documents import PolicyDocument, VerifyCheck, VerifyReport
 from cpg_core._flow import Direction, Endpoint, Flow
 from cpg_core._matcher import dns_names, from_own_node, match_flow
 from cpg_core._rules import CidrPeer
+from cpg_core._scope import SYSTEM_NAMESPACES
 from cpg_core._synthesis import (
     Resolved,
     Resolver,
@@ -72,16 +73,22 @@ def verify_flows(
     *,
     default_local_cluster: bool = True,
     allow_localhost: bool = True,
+    include_system: bool = False,
 ) -> VerifyReport:
     """A check for every distinct candidate that cpg can express and every explicit-deny flow.
     A denied flow from a pod's own node shows the agents police it (allow-localhost: policy),
-    so such a capture is checked that way whatever ``allow_localhost`` says."""
+    so such a capture is checked that way whatever ``allow_localhost`` says. A candidate of a
+    system-namespace workload the policies do not admit is counted apart, not as a miss,
+    unless ``include_system`` (replay leaves those rules to the user by default, §D47)."""
     options = options or DecideOptions()
     resolver = Resolver()
     seen: dict[tuple[object, ...], tuple[Literal["candidate", "explicit_deny"], Flow, list[int]]]
     seen = {}
     kept: list[Flow] = []
     unexpressible = 0
+    system = 0
+    left: set[tuple[object, ...]] = set()
+    """Checks of system-namespace workloads: not admitted is theirs to decide, not a miss."""
     pod_ips: set[str] = set()
     pods: dict[str, Endpoint] = {}
     for flow in flows:
@@ -97,10 +104,13 @@ def verify_flows(
         decision = decide(flow, options)
         kind: Literal["candidate", "explicit_deny"]
         if decision is Decision.CANDIDATE:
-            if not isinstance(resolver.resolve(flow), Resolved):
+            resolved = resolver.resolve(flow)
+            if not isinstance(resolved, Resolved):
                 unexpressible += 1
                 continue
             kind = "candidate"
+            if not include_system and resolved.target.namespace in SYSTEM_NAMESPACES:
+                left.add((kind, *check_key(flow)))
         elif decision is Decision.EXPLICIT_DENY:
             kind = "explicit_deny"
         else:
@@ -118,7 +128,7 @@ def verify_flows(
     if any(kind == "candidate" and from_own_node(flow) for kind, flow, _ in seen.values()):
         allow_localhost = False
     checks = []
-    for kind, flow, counter in seen.values():
+    for key, (kind, flow, counter) in seen.items():
         result = match_flow(
             policies,
             flow,
@@ -127,8 +137,11 @@ def verify_flows(
             # an explicit deny asks whether the rules allow it: the node's pass is no rule
             allow_localhost=allow_localhost and kind == "candidate",
         )
+        if not result.allowed and key in left:
+            system += counter[0]
+            continue
         checks.append(
             VerifyCheck(kind, traffic_line(flow), counter[0], result.allowed, result.reason)
         )
     checks.sort(key=lambda c: (c.kind, c.allowed, c.traffic))
-    return VerifyReport(checks=tuple(checks), unexpressible=unexpressible)
+    return VerifyReport(checks=tuple(checks), unexpressible=unexpressible, system=system)

@@ -161,6 +161,7 @@ def _unstructure_verify(report: VerifyReport) -> dict[str, Any]:
         "candidates": converter.unstructure(report.candidates),
         "explicit_deny": converter.unstructure(report.explicit_deny),
         "unexpressible": report.unexpressible,
+        "system_namespaces": report.system,
         "passed": report.passed,
         "checks": [converter.unstructure(c) for c in report.checks],
     }
@@ -170,6 +171,7 @@ def _structure_verify(data: Any, _: Any) -> VerifyReport:
     return VerifyReport(
         checks=converter.structure(data.get("checks") or [], tuple[VerifyCheck, ...]),
         unexpressible=int(data.get("unexpressible", 0)),
+        system=int(data.get("system_namespaces", 0)),
     )
 
 
@@ -279,6 +281,7 @@ def _object_schema(cls: type, definitions: set[type]) -> dict[str, Any]:
             "candidates": _schema_of(AdmittedCount, definitions),
             "explicit_deny": _schema_of(AdmittedCount, definitions),
             "unexpressible": {"type": "integer"},
+            "system_namespaces": {"type": "integer"},
             "passed": {"type": "boolean"},
             "checks": {"type": "array", "items": _schema_of(VerifyCheck, definitions)},
         }

@@ -10,6 +10,7 @@ from cpg_core._cilium_version import (
     minimum_version,
     versions_seen,
 )
+from cpg_core._merge import ForeignPolicy, foreign_policy
 from cpg_core._names import POLICY_NAME_PREFIX
 from cpg_core._policy_docs import PolicyShapeProblem, policies_in
 from cpg_core._render import MANAGED_BY_LABEL, MANAGED_BY_VALUE
@@ -20,10 +21,12 @@ __all__ = [
     "MANAGED_BY_LABEL",
     "MANAGED_BY_VALUE",
     "POLICY_NAME_PREFIX",
+    "ForeignPolicy",
     "PolicyShapeProblem",
     "Version",
     "YamlInputError",
     "below_floor",
+    "foreign_policy",
     "format_version",
     "load_all",
     "load_one",

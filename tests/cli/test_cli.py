@@ -216,10 +216,16 @@ def test_runtime_errors_exit_1(tmp_path: Path) -> None:
     capture.write_text(jsonl([flow_dict()]))
     out = tmp_path / "p"
     (out / "shop").mkdir(parents=True)
-    (out / "shop" / "cart.yaml").write_text("kind: ConfigMap\nspec: {}\n")
+    mine = "kind: ConfigMap\nmetadata:\n  labels:\n    app.kubernetes.io/managed-by: cpg\n"
+    (out / "shop" / "cart.yaml").write_text(mine)  # cpg's label, not a policy cpg can merge
     broken = cpg("replay", str(capture), "-d", str(out))
     assert broken.returncode == 1
     assert "cart.yaml" in broken.stderr and "move the file aside" in broken.stderr
+    # the same file without cpg's label is a person's: left alone, cpg's policy beside it
+    (out / "shop" / "cart.yaml").write_text("kind: ConfigMap\nspec: {}\n")
+    beside = cpg("replay", str(capture), "-d", str(out))
+    assert beside.returncode == 0 and (out / "shop" / "cart-cpg.yaml").exists()
+    assert (out / "shop" / "cart.yaml").read_text() == "kind: ConfigMap\nspec: {}\n"
     assert (out / "shop" / "cart.yaml").read_text() == "kind: ConfigMap\nspec: {}\n"
 
 

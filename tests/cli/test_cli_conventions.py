@@ -303,6 +303,7 @@ def test_help_groups_the_options_and_o_completes_its_formats(tmp_path: Path) -> 
         "Arguments",
         "Input",
         "Output",
+        "Cluster safety",
         "Evidence",
         "L7",
         "Time window",

@@ -59,11 +59,12 @@ def test_cross_cluster_peers_name_their_cluster(tmp_path: Path) -> None:
         {"app": "reports", "io.cilium.k8s.policy.cluster": "west"},
     ]
     assert selectors(cart, "egress", "toEndpoints") == [
+        {"io.kubernetes.pod.namespace": "kube-system", "k8s-app": "kube-dns"},  # local DNS
         {
             "app": "ledger",
             "io.cilium.k8s.policy.cluster": "west",
             "io.kubernetes.pod.namespace": "payments",
-        }
+        },
     ]
     assert "from shop/app=frontend in cluster west" in text
     # the evidence key tells the two frontends apart

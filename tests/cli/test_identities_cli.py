@@ -81,12 +81,11 @@ def test_a_real_capture_learns_the_dns_pods_hubble_called_the_world(tmp_path: Pa
     assert report["identities"] == {"world_pod": 79}
     policy = yaml.safe_load((out / "istio-system" / "prometheus.yaml").read_text())
     to = {
-        (
-            rule["toEndpoints"][0]["matchLabels"].get("k8s-app"),
-            rule["toPorts"][0]["ports"][0]["port"],
-        )
+        (rule["toEndpoints"][0]["matchLabels"].get("k8s-app"), port["port"])
         for rule in policy["spec"]["egress"]
         if "toEndpoints" in rule
+        for ports in rule["toPorts"]
+        for port in ports["ports"]
     }
     assert {("kube-dns", "10054"), ("node-local-dns", "9253")} <= to
     cidrs = {cidr for rule in policy["spec"]["egress"] for cidr in rule.get("toCIDR", [])}

@@ -84,8 +84,9 @@ def test_dns_and_fqdn_snapshot(tmp_path: Path, snapshot: Any) -> None:
     )
     (resolver,) = [r for r in policy["spec"]["egress"] if "toEndpoints" in r]
     assert [p["protocol"] for p in resolver["toPorts"][0]["ports"]] == ["UDP", "TCP"]
-    assert [d["matchName"] for d in resolver["toPorts"][0]["rules"]["dns"]] == fqdns
-    assert "matchPattern" not in files["shop/api.yaml"]
+    # the cluster's resolver answers every name (Cilium's visibility rule): the names seen
+    # are the toFQDNs peers, never an allowlist of what the workload may resolve (§D47)
+    assert resolver["toPorts"][0]["rules"]["dns"] == [{"matchPattern": "*"}]
     assert not any(p.startswith("kube-system/") for p in files), "the resolver never gets a policy"
     assert files["shop/api.yaml"] == snapshot(name="dns")
 
@@ -125,17 +126,16 @@ def test_mixed_and_merge_snapshot(tmp_path: Path, snapshot: Any) -> None:
     first = [FIXTURES / "l7_dns.jsonl", FIXTURES / "l7_http.jsonl"]
     merged = replay(tmp_path, "merged", *first, FIXTURES / "l7_merge_more.jsonl")
     text = merged["shop/api.yaml"]
-    assert "- matchName: new.example.com" in text
     policy = yaml.safe_load(text)
     fqdns = [r["toFQDNs"][0]["matchName"] for r in policy["spec"]["egress"] if "toFQDNs" in r]
     assert "new.example.com" in fqdns, "a name learned in a later run reaches toFQDNs"
     dns = [
-        d["matchName"]
+        d
         for r in policy["spec"]["egress"]
         if "toEndpoints" in r
         for d in r["toPorts"][0]["rules"]["dns"]
     ]
-    assert "new.example.com" in dns, "and the resolver's DNS rule"
+    assert dns == [{"matchPattern": "*"}], "the resolver answers it: every name (§D47)"
     assert "method: DELETE" in text
     assert text == snapshot(name="merged")
     combined = tmp_path / "all.jsonl"
@@ -156,15 +156,44 @@ def test_without_l7_nothing_changes(tmp_path: Path) -> None:
     assert '- port: "8080"' in plain["shop/api.yaml"]
     dns_plain = replay(tmp_path, "dnsplain", FIXTURES / "l7_dns.jsonl", extra=())
     assert "toCIDR" in dns_plain["shop/api.yaml"] and "toFQDNs" not in dns_plain["shop/api.yaml"]
-    # --l7 on a capture without any L7 record is byte for byte the same as without it.
+    # --l7 on a capture without any L7 record writes the same rules as without it, but for
+    # DNS, which is Cilium's visibility rule (every name through the DNS proxy, so the next
+    # capture has the DNS records the two-step workflow needs).
     with_flag = tmp_path / "with"
     result = cpg("replay", str(EXAMPLE), "-d", str(with_flag), "--l7")
     assert "no flow in" in result.stderr and "L7 rules: the two-step workflow" in result.stderr
     cpg("replay", str(EXAMPLE), "-d", str(tmp_path / "without"))
-    assert {p.name: p.read_bytes() for p in with_flag.rglob("*.yaml")} == {
-        p.name: p.read_bytes() for p in (tmp_path / "without").rglob("*.yaml")
+    with_l7 = {p.name: yaml.safe_load(p.read_text()) for p in with_flag.rglob("*.yaml")}
+    without = {
+        p.name: yaml.safe_load(p.read_text()) for p in (tmp_path / "without").rglob("*.yaml")
     }
+    visible = [
+        rule
+        for doc in with_l7.values()
+        for rule in doc["spec"].get("egress", [])
+        if rule.get("toPorts", [{}])[0].get("rules") == {"dns": [{"matchPattern": "*"}]}
+    ]
+    assert visible, "every egress policy resolves through the visibility rule"
+    assert _without_dns_rules(with_l7) == _without_dns_rules(without)
     assert cpg("replay", str(EXAMPLE), "--l7-collapse-paths").returncode == 2
+
+
+def _without_dns_rules(docs: dict[str, Any]) -> dict[str, Any]:
+    """The documents with every rule on port 53 left out."""
+    out = {}
+    for name, doc in docs.items():
+        spec = dict(doc["spec"])
+        for way in ("ingress", "egress"):
+            if way in spec:
+                spec[way] = [
+                    r
+                    for r in spec[way]
+                    if not any(
+                        p["port"] == "53" for pr in r.get("toPorts", []) for p in pr["ports"]
+                    )
+                ]
+        out[name] = spec
+    return out
 
 
 def test_l7_evidence_keys_and_concrete_paths(tmp_path: Path) -> None:
@@ -295,7 +324,7 @@ def test_an_l4_rule_never_sits_beside_an_l7_rule_on_one_peer_and_port(tmp_path: 
     assert _l4_beside_l7(policy) == []
     egress = [r for r in policy["spec"]["egress"] if "toEndpoints" in r]
     (dns_rule,) = egress  # the L4 lookups are expressed through the DNS rule
-    assert dns_rule["toPorts"][0]["rules"]["dns"] == [{"matchName": "api.example.com"}]
+    assert dns_rule["toPorts"][0]["rules"]["dns"] == [{"matchPattern": "*"}]
     # a folder written without --l7 first, then with it: merged the same way
     plain = tmp_path / "plain.jsonl"
     plain.write_text(jsonl([records[1], records[4]]))

@@ -53,7 +53,8 @@ def test_learning_writes_the_requests_and_never_the_replies_probes_or_health(
     assert peers(out / "shop" / "cart.yaml", "ingress") == [('{"app": "frontend"}', ["TCP/8080"])]
     egress = peers(out / "shop" / "frontend.yaml", "egress")
     assert ('{"app": "cart"}', ["TCP/8080"]) in egress
-    assert any("kube-dns" in labels and ports == ["UDP/53"] for labels, ports in egress)
+    # the lookups the capture shows on UDP, and TCP/53 that resolvers fall back to (§D47)
+    assert any("kube-dns" in labels and ports == ["TCP/53", "UDP/53"] for labels, ports in egress)
     assert all("45678" not in " ".join(ports) for _, ports in egress)
     (doc,) = [json.loads(p.read_text()) for p in (tmp_path / "e").rglob("cart.json")]
     (rule,) = doc["rules"]
@@ -250,8 +251,8 @@ def test_learning_covers_traffic_seen_at_its_other_end_only(tmp_path: Path) -> N
     out = tmp_path / "p"
     replay(capture, out, "--learn", "forwarded", "--no-evidence")
     egress = yaml.safe_load((out / "shop" / "frontend.yaml").read_text())["spec"]["egress"]
-    peers = {rule["toEndpoints"][0]["matchLabels"]["app"] for rule in egress}
-    assert peers == {"api", "cart"}
+    peers = {rule["toEndpoints"][0]["matchLabels"].get("app") for rule in egress}
+    assert peers == {"api", "cart", None}  # None: kube-dns, as every egress policy (§D47)
     assert not (out / "shop" / "batch.yaml").exists()
     cart_in = yaml.safe_load((out / "shop" / "cart.yaml").read_text())["spec"]
     assert "egress" not in cart_in

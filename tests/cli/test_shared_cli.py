@@ -95,8 +95,8 @@ def test_explain_and_report_read_the_shared_policies(cluster: dict[str, Path]) -
         "json",
     )
     assert ran.returncode == 0, ran.stderr
-    (rule,) = json.loads(ran.stdout)["matched_rules"]
-    assert rule["flow_count"] == WORKLOADS  # one DNS flow per workload
+    counts = {r["protocol"]: r["flow_count"] for r in json.loads(ran.stdout)["matched_rules"]}
+    assert counts == {"UDP": WORKLOADS, "TCP": 0}  # one DNS flow per workload; TCP/53 added
     # the report draws and counts a shared policy at each workload it serves
     views = {}
     for name in ("shared", "each"):

@@ -220,4 +220,7 @@ def test_a_pod_hubble_called_world_is_a_finding_not_a_cidr_rule(tmp_path: Path) 
     assert set(by_peer) == {
         json.dumps(["1.1.1.1/32", "93.184.216.34/32"]),
         json.dumps([{"matchLabels": {"app": "ratings"}}]),  # the pod behind 10.244.2.7
+        json.dumps(  # DNS, as every egress policy gets (§D47)
+            [{"matchLabels": {"io.kubernetes.pod.namespace": "kube-system", "k8s-app": "kube-dns"}}]
+        ),
     }

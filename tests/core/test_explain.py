@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from conftest import WORLD, endpoint, flow_dict
-from cpg_core._aggregate import Aggregator
+from cpg_core._aggregate import AggregateOptions, Aggregator
 from cpg_core._documents import (
     DnsRecord,
     EntityPeerRecord,
@@ -27,6 +27,7 @@ from cpg_core._explain import (
 )
 from cpg_core._parse import parse_flow
 from cpg_core._requests import parse_cidr, parse_duration, parse_peer
+from cpg_core._scope import ClusterScope
 from cpg_core._wire import to_data
 
 
@@ -67,7 +68,7 @@ def doc() -> PolicyEvidence:
             time="",
         ),
     ]
-    agg = Aggregator()
+    agg = Aggregator(AggregateOptions(scope=ClusterScope(enabled=False)))  # the capture's rules
     for f in flows:
         agg.add(parse_flow(f))
     (plan,) = agg.plans()

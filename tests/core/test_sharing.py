@@ -224,6 +224,7 @@ def test_the_shared_policy_evidence_is_its_members_flows_for_its_rule() -> None:
     proof = shared_evidence_plan(policy.name, policy.rule, policy.members, plans, max_samples=3)
     assert proof.rules == (policy.rule,)
     assert set(proof.attribution) == set(policy.rule.atoms())
-    (stats,) = proof.attribution.values()
-    assert stats.count == 4  # every member's flow, none of the db traffic
+    counts = {(a.protocol, a.port): s.count for a, s in proof.attribution.items()}
+    # every member's flow, none of the db traffic; TCP/53 is DNS's other half (§D47)
+    assert counts == {("UDP", 53): 4, ("TCP", 53): 0}
     assert {t.workload for t in policy.members} == {"s0", "s1", "s2", "s3"}

@@ -234,3 +234,20 @@ def test_the_plan_says_what_a_proposed_admin_deny_would_break() -> None:
     assert item.policy == "lockdown" and item.traffic.flows == 3
     assert "Admin tier" in item.why and "lockdown" in item.fix
     assert plan(works, [], None, current_source="flows").would_break == ()
+
+
+def test_pods_and_namespaces_peers_are_the_local_clusters_only() -> None:
+    """Cilium scopes a ClusterNetworkPolicy's ``pods`` and ``namespaces`` peers to the local
+    cluster: a Baseline Accept of every namespace admits no pod of another ClusterMesh
+    cluster, and an Admin Deny of them denies none."""
+    local = {**WEB, "cluster_name": "default"}
+    remote = {**WEB, "cluster_name": "west"}
+    target = {**API, "cluster_name": "default"}
+    accept = cnp("baseline", "Baseline", 10, rule("Accept", {"namespaces": {}}))
+    by_pods = cnp("baseline", "Baseline", 10, rule("Accept", {"pods": {"podSelector": {}}}))
+    for policy in (accept, by_pods):
+        assert tier_verdict([policy], "Baseline", _flow(local, target)) is not None
+        assert tier_verdict([policy], "Baseline", _flow(remote, target)) is None
+    deny = cnp("admin", "Admin", 10, rule("Deny", {"namespaces": {}}))
+    assert tier_verdict([deny], "Admin", _flow(remote, target)) is None
+    assert tier_verdict([deny], "Admin", _flow(local, target)) is not None

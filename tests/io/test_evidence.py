@@ -209,7 +209,12 @@ def test_rules_are_sorted_by_direction_then_key() -> None:
         flow_dict(src=endpoint("shop", "frontend"), dst=endpoint("shop", "cart")),
     )
     doc = merge(None, run, "s1")
-    assert [r["direction"] for r in doc["rules"]] == ["egress", "ingress"]
+    assert [(r["direction"], r["key"]) for r in doc["rules"]] == [
+        ("egress", "egress:cidr:8.8.8.8/32:TCP:8080"),
+        ("egress", "egress:ep:kube-system/k8s-app=kube-dns:TCP:53"),  # DNS, for every egress
+        ("egress", "egress:ep:kube-system/k8s-app=kube-dns:UDP:53"),
+        ("ingress", "ingress:ep:shop/app=frontend:TCP:8080"),
+    ]
 
 
 def test_other_schema_versions_are_refused_with_the_fix() -> None:

@@ -133,6 +133,11 @@ def plan_text(view: PlanView) -> str:
                 f"{n.forwarded_flows} forwarded flows, by {', '.join(n.policies)}"
             )
     out.extend(policy_map_lines(plan))
+    if plan.also_selected:
+        out.append("")
+        out.append("Also selected by your policies (cpg never changes them; Cilium applies both):")
+        for also in plan.also_selected[:MAX_SHOWN]:
+            out.append(f"  {also.policy}: also selected by your policy {', '.join(also.by)}")
     out.append("")
     out.append(f"Fixes: {plan.fixed}/{plan.candidates} denied flows admitted")
     for t in plan.not_fixed[:MAX_SHOWN]:

@@ -15,6 +15,10 @@ from cpg_core._labels import NAMESPACE_LABEL, PRIORITY_KEYS, workload_name
 from cpg_core._plan import Plan
 
 OUTSIDE = "outside the cluster"
+WHOLE_CLUSTER = "the whole cluster"
+"""The group of the ``cluster`` entity: every pod and node, which no namespace holds (§D47)."""
+PEER_GROUPS = frozenset({OUTSIDE, WHOLE_CLUSTER})
+"""Groups of peers, not namespaces: no workload of their own, no namespace view."""
 """The group of peers that are not workloads (entities, CIDRs, FQDNs)."""
 
 
@@ -170,7 +174,9 @@ class Link:
 
 
 def group_of(node: Node) -> str:
-    return node.namespace if node.kind in ("workload", "selector") and node.namespace else OUTSIDE
+    if node.kind in ("workload", "selector") and node.namespace:
+        return node.namespace
+    return WHOLE_CLUSTER if node.id == "entity:cluster" else OUTSIDE
 
 
 def links_with_plan(graph: TrafficGraph, plan: Plan | None) -> tuple[list[Node], list[Link]]:

@@ -18,6 +18,7 @@ from cpg_core.reports._checks import plan_cannot_judge
 from cpg_core.reports._coverage import Coverage, coverage
 from cpg_core.reports._graph import (
     OUTSIDE,
+    PEER_GROUPS,
     Link,
     Node,
     group_of,
@@ -144,7 +145,7 @@ def _views(nodes: Sequence[Node], links: Sequence[Link]) -> list[dict[str, Any]]
     summary = [
         Node(
             f"ns:{g}",
-            f"{g} · {plural(len(ms), 'peer' if g == OUTSIDE else 'workload')}",
+            f"{g} · {plural(len(ms), 'peer' if g in PEER_GROUPS else 'workload')}",
             "namespace",
             g,
         )
@@ -168,7 +169,7 @@ def _views(nodes: Sequence[Node], links: Sequence[Link]) -> list[dict[str, Any]]
     ]
     views = [_view("overview", "", summary, overview_links, overview=True)]
     for g in sorted(members, key=natural_key):
-        if g == OUTSIDE:
+        if g in PEER_GROUPS:
             continue
         own = {n.id for n in members[g]}
         focus = [lk for lk in links if lk.source in own or lk.target in own]

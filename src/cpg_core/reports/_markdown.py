@@ -8,7 +8,9 @@ import re
 from collections.abc import Mapping, Sequence
 
 from cpg_core._documents import ClusterHealth, PolicyDocument, PolicyEvidence, RuleEvidence
+from cpg_core._owners import also_selected
 from cpg_core._plan import Plan
+from cpg_core._scope import FOR_CLUSTER
 from cpg_core.reports._checks import plan_cannot_judge, plan_verdict
 from cpg_core.reports._coverage import Coverage, coverage
 from cpg_core.reports._graph import traffic_graph
@@ -34,6 +36,8 @@ def confidence(rule: RuleEvidence) -> str:
         return "high"
     if rule.flow_count >= 3:
         return "medium"
+    if FOR_CLUSTER in rule.classes:
+        return "for the cluster"
     return "low"
 
 
@@ -103,7 +107,11 @@ def markdown_report(
     findings = health.findings if health else ()
     drops = health.drops if health else ()
     out = [f"# cpg report: {_cell(title)}", ""]
-    summary = [f"**{len(names)} policies**, {len(rules)} rules justified by {flows:,} flows"]
+    added = sum(1 for rule in rules if FOR_CLUSTER in rule.classes)
+    summary = [
+        f"**{len(names)} policies**, {len(rules) - added} rules justified by {flows:,} flows"
+        + (f" and {added} written for the cluster (DNS for every egress policy)" if added else "")
+    ]
     if plan is not None:
         statuses: dict[str, int] = {}
         for diff in plan.diffs:
@@ -175,17 +183,24 @@ def markdown_report(
             )
         out.append("")
     out += ["## Policies", ""]
+    others = {a.policy: a.by for a in also_selected(policies)}
     for name in names:
         out += [f"### {_cell(name)}", ""]
+        if name in others:
+            mine = ", ".join(f"`{_code(n)}`" for n in others[name])
+            out += [f"Also selected by your policy {mine} (cpg leaves it as it is).", ""]
         doc = evidence.get(name)
         if doc is None or not doc.rules:
             out += ["No evidence recorded for this policy.", ""]
             continue
         out += ["| rule | flows | first seen | last seen | confidence |", "|---|---|---|---|---|"]
         for rule in doc.rules[:MAX_ROWS]:
+            first, last = (
+                (_cell(rule.first_seen), _cell(rule.last_seen)) if rule.flow_count else ("—", "—")
+            )
             out.append(
-                f"| `{_code(rule.key)}` | {rule.flow_count}{learned(rule)} | {_cell(rule.first_seen)} | "
-                f"{_cell(rule.last_seen)} | {confidence(rule)} |"
+                f"| `{_code(rule.key)}` | {rule.flow_count}{learned(rule)} | {first} | "
+                f"{last} | {confidence(rule)} |"
             )
         if len(doc.rules) > MAX_ROWS:
             out.append(f"| … and {len(doc.rules) - MAX_ROWS} more | | | | |")

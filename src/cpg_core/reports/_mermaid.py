@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from cpg_core._plan import Plan
 from cpg_core.reports._graph import (
     OUTSIDE,
+    PEER_GROUPS,
     Link,
     Node,
     TrafficGraph,
@@ -139,7 +140,7 @@ def _namespace_graph(nodes: Sequence[Node], links: Sequence[Link]) -> str:
     for n in nodes:
         members[group_of(n)] = members.get(group_of(n), 0) + 1
     for name in sorted(members, key=lambda g: (g == OUTSIDE, natural_key(g))):
-        what = "peer" if name == OUTSIDE else "workload"
+        what = "peer" if name in PEER_GROUPS else "workload"
         chart.node(name, f"{name} · {plural(members[name], what)}", "namespace")
     joined: dict[tuple[str, str], list[Link]] = {}
     for link in links:
@@ -179,7 +180,7 @@ def _focus_graph(namespace: str, nodes: Sequence[Node], links: Sequence[Link]) -
     chart.lines.append("  end")
     for key in peers[:PEERS]:
         peer = by_id[key]
-        name = f"{peer.namespace}/{peer.label}" if group_of(peer) != OUTSIDE else peer.label
+        name = f"{peer.namespace}/{peer.label}" if group_of(peer) not in PEER_GROUPS else peer.label
         chart.node(key, name, peer.kind)
     if len(peers) > PEERS:
         chart.node("more-peers", f"… {len(peers) - PEERS} more peers", "more")
@@ -200,7 +201,7 @@ def mermaid_graphs(
     if len(nodes) <= WHOLE_UP_TO[0] and len(links) <= WHOLE_UP_TO[1]:
         return [("", _workload_graph(nodes, links))], []
     out = [("Namespaces", _namespace_graph(nodes, links))]
-    spaces = sorted({group_of(n) for n in nodes} - {OUTSIDE}, key=natural_key)
+    spaces = sorted({group_of(n) for n in nodes} - PEER_GROUPS, key=natural_key)
     for name in spaces[:NAMESPACE_GRAPHS]:
         out.append((f"Namespace {name}", _focus_graph(name, nodes, links)))
     return out, spaces[NAMESPACE_GRAPHS:]

@@ -15,6 +15,7 @@ from cpg_core._aggregate import HeldBack
 from cpg_core._decide import DECISION_LABELS, Decision
 from cpg_core._documents import ClusterHealth, DropRecord, Finding, VerifyReport
 from cpg_core._lines import ReadStats
+from cpg_core._scope import ScopeReport
 from cpg_core._triage import severity_order, top_entries
 from cpg_core._wire import converter, to_data
 from cpg_core.text import one_line_each
@@ -39,6 +40,8 @@ class FileOutcome:
     name: str | None = None
     error: str = ""
     diff: str = ""
+    beside: str = ""
+    """A person's policy at the workload's path, left as it is; this file is beside it."""
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -98,7 +101,9 @@ class RunReport:
     """Sides of flows the identities given filled in (or found untrusted), by kind."""
     flow_path: tuple[str, ...] = ()
     """The settings that made more flows candidates (``learn``, ``learn_allowed``,
-    ``include_audit``): a check of the output needs them too."""
+    ``include_audit``, ``include_system``): a check of the output needs them too."""
+    scope: ScopeReport = attrs.Factory(ScopeReport)
+    """What was written for the cluster rather than for the capture (§D47)."""
 
     def count(self, outcome: str) -> int:
         return sum(1 for f in self.files if f.outcome == outcome)
@@ -139,6 +144,7 @@ def run_text(report: RunReport) -> str:
     lines = _reading_lines(report) + _decision_lines(report) + _no_drops_lines(report)
     lines += _drop_lines(drops) + _finding_lines(findings)
     lines += _policy_lines(report, changed)
+    lines += _scope_lines(report.scope)
     if drops or findings or report.stats.lost_events:
         lines.append(f"cluster-health.json: {_health_location(report)}")
     if changed and not report.dry_run:
@@ -284,6 +290,17 @@ def _policy_lines(report: RunReport, changed: list[FileOutcome]) -> list[str]:
         )
     for item in changed[:MAX_FILES_SHOWN]:
         lines.append(f"  {item.outcome:<12} {_relative(item.path, output_dir)}")
+        if item.beside:
+            lines.append(
+                f"               also selected by your policy: {item.beside} (left as it is; "
+                "cpg writes its own file beside it)"
+            )
+    beside = [f for f in report.files if f.beside and f not in changed[:MAX_FILES_SHOWN]]
+    for item in beside[:MAX_FILES_SHOWN]:
+        lines.append(
+            f"  {item.outcome:<12} {_relative(item.path, output_dir)}: also selected by your "
+            f"policy {item.beside} (left as it is)"
+        )
     if len(changed) > MAX_FILES_SHOWN:
         lines.append(f"  … and {len(changed) - MAX_FILES_SHOWN} more")
     if report.held_back:
@@ -317,6 +334,47 @@ def _policy_lines(report: RunReport, changed: list[FileOutcome]) -> list[str]:
     return lines
 
 
+def _scope_lines(scope: ScopeReport) -> list[str]:
+    """What was written for the cluster rather than for the capture, and how to narrow it."""
+    if scope.empty:
+        return []
+    lines = ["", "Written for the cluster, not only for the capture:"]
+    for service in scope.services[:MAX_FILES_SHOWN]:
+        name = f"{service.namespace}/{service.workload}"
+        ports = ", ".join(service.ports)
+        peers = ", ".join(service.peers) + (f" (+{service.more} more)" if service.more else "")
+        if service.direction == "ingress":
+            why = "the cluster's DNS" if service.dns else "a service"
+            lines.append(
+                f"  {name} {ports}: {why} callers of {_plural(service.namespaces, 'namespace')} "
+                f"reach; admits the whole cluster (seen: {peers})"
+            )
+        else:
+            lines.append(
+                f"  {name} {ports}: a client of {_plural(service.namespaces, 'namespace')}; "
+                f"reaches the whole cluster (seen: {peers})"
+            )
+        lines.append(f"    only today's peers: --exact-peers {name}")
+    if len(scope.services) > MAX_FILES_SHOWN:
+        lines.append(f"  … and {len(scope.services) - MAX_FILES_SHOWN} more (-o json)")
+    if scope.dns_added:
+        lines.append(
+            f"  DNS (UDP and TCP 53) to {', '.join(scope.dns_servers)} added to "
+            f"{len(scope.dns_added)} egress "
+            f"{'policy' if len(scope.dns_added) == 1 else 'policies'} the capture showed no "
+            "DNS for (--no-dns-rule: none)"
+        )
+    for skipped in scope.system[:MAX_FILES_SHOWN]:
+        lines.append(
+            f"  {skipped.namespace}/{skipped.workload}: {_plural(skipped.rules, 'rule')} "
+            f"({_plural(skipped.flows, 'flow')}) not written: a system namespace's workload "
+            "(--include-system-namespaces writes them)"
+        )
+    if len(scope.system) > MAX_FILES_SHOWN:
+        lines.append(f"  … and {len(scope.system) - MAX_FILES_SHOWN} more (-o json)")
+    return lines
+
+
 def _session_lines(report: RunReport) -> list[str]:
     """What the evidence counted: a rerun of a recorded capture replaces, never adds."""
     if report.recorded_by:
@@ -342,6 +400,7 @@ _FLOW_PATH_FLAGS = {
     "learn": "--learn forwarded",
     "learn_allowed": "--learn-allowed",
     "include_audit": "--include-audit",
+    "include_system": "--include-system-namespaces",
 }
 
 
@@ -424,6 +483,7 @@ def run_data(report: RunReport) -> dict[str, Any]:
                 ),
                 **({"error": f.error} if f.error else {}),
                 **({"diff": f.diff} if f.diff else {}),
+                **({"beside": f.beside} if f.beside else {}),
             }
             for f in report.files
         ],
@@ -453,6 +513,8 @@ def run_data(report: RunReport) -> dict[str, Any]:
     }
     if report.identities:
         data["identities"] = dict(sorted(report.identities.items()))
+    if not report.scope.empty:
+        data["cluster_scope"] = attrs.asdict(report.scope)
     data.update(report.extra)
     if report.verify is not None:
         data["verify"] = to_data(report.verify)

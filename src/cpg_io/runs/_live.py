@@ -400,7 +400,11 @@ class LiveCapture(RelayReader):
         # Naming a world peer reads what receiving adds to (pod IPs, DNS names) with single
         # lookups only, and the drained entries are this flush's alone: no lock needed.
         attribution = totals.resolved(drained) if drained else {}
-        return totals.plans(attribution) if attribution else []
+        if not attribution:
+            return []
+        with self._lock:  # what the whole session knows of these targets' peers (§D47)
+            reach = totals.reach(attribution)
+        return totals.plans(attribution, reach)
 
     def _note_written(self, plans: list[PolicyPlan], written: Written) -> None:
         """Remember what a flush wrote: the allow entries now in each file (a failed file is

@@ -31,7 +31,7 @@ from cpg_core import (
     redact_ips,
     render_or_merge,
 )
-from cpg_core.cilium import load_all, load_one
+from cpg_core.cilium import foreign_policy, load_all, load_one
 from cpg_core.reading import ReadStats
 from cpg_core.reports import FileOutcome, RunReport, WaitingPolicy
 from cpg_core.sharing import (
@@ -70,6 +70,9 @@ class FileResult:
     plan: PolicyPlan | None = None
     diff: str = ""
     error: str = ""
+    beside: str = ""
+    """A person's policy that holds the workload's path, left as it is (``kind name in
+    ns/file.yaml``): this file is cpg's own, written beside it."""
 
 
 @attrs.define
@@ -457,6 +460,26 @@ def _prepare(store: PolicyStore, plan: PolicyPlan) -> tuple[Path, str | None, st
     return path, existing, text
 
 
+def _foreign(store: PolicyStore, plan: PolicyPlan) -> tuple[PolicyPlan, str]:
+    """The plan moved beside a person's policy that holds its path (cpg never edits one),
+    and the words that name it; the plan as it is when the path is free or cpg's."""
+    path = store.path_for(plan.namespace, plan.workload)
+    existing = store.read(path)
+    found = foreign_policy(existing, str(path)) if existing is not None else None
+    if found is None:
+        return plan, ""
+    moved = plan.beside_foreign(found.names)
+    relative = path.relative_to(store.root).as_posix()
+    beside = f"{found.describe()} in {relative}"
+    taken = store.read(store.path_for(moved.namespace, moved.workload))
+    if taken is not None and foreign_policy(taken, str(path)) is not None:
+        raise PolicyMergeError(
+            f"{relative} and {moved.namespace}/{moved.workload}.yaml both hold policies cpg "
+            f"did not write ({beside}); cpg never changes them: move one aside"
+        )
+    return moved, beside
+
+
 def write_plan(
     store: PolicyStore,
     plan: PolicyPlan,
@@ -466,10 +489,13 @@ def write_plan(
     in_cluster: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
 ) -> FileResult:
     """Write (or, in a dry run, diff) one policy. A file that already holds a policy for
-    other endpoints under the same name is left alone: this policy gets a suffixed name. With
-    ``in_cluster`` (namespace, name) -> policy, a policy the cluster already has an equivalent
-    of is not written."""
+    other endpoints under the same name is left alone: this policy gets a suffixed name. A
+    file a person wrote (no managed-by label) is never changed: the policy is written beside
+    it (§D48). With ``in_cluster`` (namespace, name) -> policy, a policy the cluster already
+    has an equivalent of is not written."""
+    beside = ""
     try:
+        plan, beside = _foreign(store, plan)
         try:
             path, existing, text = _prepare(store, plan)
         except SelectorMismatchError:
@@ -488,8 +514,9 @@ def write_plan(
         and live is not None
         and policies_equivalent(load_one(text, str(path)), live)
     ):
-        return FileResult(path=path, outcome="in-cluster", plan=plan)
-    return attrs.evolve(write_text(store, path, existing, text, dry_run, diff), plan=plan)
+        return FileResult(path=path, outcome="in-cluster", plan=plan, beside=beside)
+    written = write_text(store, path, existing, text, dry_run, diff)
+    return attrs.evolve(written, plan=plan, beside=beside)
 
 
 def write_shared(store: PolicyStore, name: str, text: str, dry_run: bool, diff: bool) -> FileResult:
@@ -563,6 +590,7 @@ def run_report(
                 name=f.plan.name if f.plan is not None else None,
                 error=f.error,
                 diff=f.diff,
+                beside=f.beside,
             )
             for f in result.files
         ),
@@ -586,6 +614,7 @@ def run_report(
         replaced=tuple(sorted(result.identity.replaces)),
         recorded_by=result.identity.recorded_by,
         flow_path=_flow_path(request),
+        scope=agg.scope,
     )
 
 
@@ -597,6 +626,7 @@ def _flow_path(request: RunRequest) -> tuple[str, ...]:
             ("learn", options.learn),
             ("learn_allowed", options.learn_allowed),
             ("include_audit", options.include_audit),
+            ("include_system", request.capture.scope.include_system),
         )
         if on
     )

@@ -12,8 +12,8 @@ from typing import Any
 import attrs
 
 from cpg_core import (
-    AggregateOptions,
     Aggregator,
+    CaptureRequest,
     CheckRequest,
     CurrentSource,
     DecideOptions,
@@ -210,7 +210,9 @@ def write_fixes(
     """Add an allow rule for every kind of traffic the plan says would break to the proposed
     policies in ``folder`` (merged as replay merges), with evidence whose session has source
     type ``plan`` and whose flows count under the class ``plan``."""
-    aggregator = Aggregator(AggregateOptions())
+    # a fix is exactly the traffic that broke: nothing widened or added (§D47)
+    exact = CaptureRequest.build(exact_peers=["*"], include_system_namespaces=True, dns_rule=False)
+    aggregator = Aggregator(exact.aggregate_options())
     for flow, count in planned.view.plan.fixes:
         for _ in range(count):
             aggregator.admit(flow, "plan")

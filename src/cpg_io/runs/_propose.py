@@ -25,6 +25,7 @@ import attrs
 import yaml
 
 from cpg_core import CheckRequest, Setting
+from cpg_core.cilium import foreign_policy
 from cpg_core.reports import Review, render
 from cpg_io.errors import IoError
 from cpg_io.evidence_store import REPO_EVIDENCE, EvidenceStore, default_evidence_root
@@ -155,6 +156,11 @@ def _copy_policies(source: Path, target: Path) -> list[ProposedFile]:
         if destination.exists():
             existing = destination.read_text()
             if existing == text:
+                continue
+            foreign = foreign_policy(existing, shown)
+            if foreign is not None:  # a person's policy: never replaced (§D48)
+                note = f"the repository's file is your policy ({foreign.describe()}): kept"
+                files.append(ProposedFile(shown, "kept", note))
                 continue
             if _added_by_hand(existing, text):
                 note = "the repository's file has rules the run's lacks: kept; merge by hand"

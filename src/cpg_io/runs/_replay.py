@@ -117,6 +117,7 @@ def replay(
                 request.capture.decide_options(),
                 window=(since, until),
                 identities=book,
+                include_system=request.capture.scope.include_system,
             ).report
         except CpgError as exc:
             result.verify_error = str(exc)

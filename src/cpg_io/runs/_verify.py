@@ -44,6 +44,7 @@ def verify_capture(
     window: tuple[str, str] = ("", ""),
     flow_filter: FlowFilter | None = None,
     identities: IdentityBook | None = None,
+    include_system: bool = False,
 ) -> VerifiedCapture:
     """Check ``policies`` against a capture (files, folders, globs: as cpg replay reads
     them); UnreadableInput when it holds no Hubble record. Only flows inside ``window``
@@ -62,6 +63,7 @@ def verify_capture(
         options,
         default_local_cluster=default_local_cluster,
         allow_localhost=allow_localhost,
+        include_system=include_system,
     )
     capture.check_readable()
     return VerifiedCapture(stats=capture.stats, report=report)
@@ -105,6 +107,7 @@ def verify_run(
         allow_localhost=request.allow_localhost,
         flow_filter=flow_filter,
         identities=book,
+        include_system=request.include_system,
     )
     view = VerifyView(report=verified.report, policies=len(documents), origin=" and ".join(sources))
     return VerifyRun(view=view, stats=verified.stats)
