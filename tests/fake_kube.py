@@ -46,6 +46,13 @@ class FakeKube:
             return [p for p in self.policies if p.get("kind") == "CiliumNetworkPolicy"]
         if path == "/apis/cilium.io/v2/ciliumclusterwidenetworkpolicies":
             return [p for p in self.policies if p.get("kind") == "CiliumClusterwideNetworkPolicy"]
+        if path == "/apis/networking.k8s.io/v1/networkpolicies":
+            # as the API serves them: list items carry neither kind nor apiVersion
+            return [
+                {k: v for k, v in p.items() if k not in ("kind", "apiVersion")}
+                for p in self.policies
+                if p.get("kind") == "NetworkPolicy"
+            ]
         if path == "/apis/policy.networking.k8s.io/v1alpha2/clusternetworkpolicies":
             found = [p for p in self.policies if p.get("kind") == "ClusterNetworkPolicy"]
             return found or None  # no such CRD installed: 404, as a cluster without it

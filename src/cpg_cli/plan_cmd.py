@@ -39,9 +39,10 @@ _WriteFixes = Annotated[
     bool,
     typer.Option(
         "--write-fixes",
-        help="Add an allow rule for each kind of traffic that would break to the proposed "
-        "policies (merged like replay; evidence marks them with class plan), then plan again. "
-        "Narrowing a selector is often the better fix: read the advice first.",
+        help="Apply the first fix of each kind of traffic that would break to the proposed "
+        "policies, then plan again: the narrower selector where the plan has one (the pod "
+        "stays as it is today), else an allow rule (merged like replay; evidence marks it with "
+        "class plan).",
     ),
 ]
 
@@ -94,9 +95,10 @@ def plan(
             say(f"cpg: error: {error}", err=True)
         if added.errors:
             raise typer.Exit(1)
+        narrowed = f"narrowed {added.narrowed} selector(s) and " if added.narrowed else ""
         say(
-            f"--write-fixes: added {added.rules} rule(s) for the traffic that would break to "
-            f"{len(added.files)} file(s) in {policies}; the plan with them:",
+            f"--write-fixes: {narrowed}added {added.rules} rule(s) for the traffic that would "
+            f"break, in {len(added.files)} file(s) in {policies}; the plan with them:",
             err=True,
         )
         planned = judged()
@@ -110,7 +112,11 @@ def plan(
     plan = planned.view.plan
     if plan.breaks or plan.overflows:
         if not write_fixes and any(item.rule_yaml for item in plan.would_break):
-            say("cpg: --write-fixes adds each rule_yaml to the proposed policies", err=True)
+            say(
+                "cpg: --write-fixes applies each first fix to the proposed policies (the "
+                "narrower selector where there is one, else the rule)",
+                err=True,
+            )
         if plan.overflows:
             say(
                 "cpg: a pod's policy map would overflow: its agent could not apply the "

@@ -5,6 +5,7 @@ either way the YAML to paste (ARCHITECTURE §D23)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import attrs
 
@@ -81,6 +82,54 @@ def narrowed_yaml(selector: Mapping[str, str], key: str, value: str) -> str:
     """The endpointSelector with the discriminating label added."""
     labels = {**selector, key: value}
     return "\n".join(emit({"spec": {"endpointSelector": {"matchLabels": labels}}})) + "\n"
+
+
+def exclusion(
+    intended: Iterable[Endpoint], broken: Mapping[str, str], selected: Iterable[str] = ()
+) -> tuple[str, str] | None:
+    """The label the broken pod has that no pod the policies were made for has with that
+    value (``version: canary`` beside pods without it): ``key NotIn (value)`` on their
+    selectors leaves it out as it is today and keeps every intended pod. A well-known
+    discriminator first, never an injection or controller marker; None when no label tells
+    them apart (or nothing says which pods the policies were made for)."""
+    seen = [stable_labels(endpoint.labels) for endpoint in intended]
+    if not seen:
+        return None
+    keys = set(selected)
+    choices = [
+        (key, value)
+        for key, value in broken.items()
+        if key not in keys
+        and is_stable_key(key)
+        and not is_marker(key)
+        and all(labels.get(key) != value for labels in seen)
+    ]
+    if not choices:
+        return None
+
+    def rank(item: tuple[str, str]) -> tuple[int, str]:
+        key = item[0]
+        return (DISCRIMINATORS.index(key) if key in DISCRIMINATORS else len(DISCRIMINATORS), key)
+
+    return min(choices, key=rank)
+
+
+def excluding(selector: object, key: str, value: str) -> dict[str, Any]:
+    """``selector`` (an endpointSelector) that no longer selects pods with ``key=value``."""
+    out = dict(selector) if isinstance(selector, Mapping) else {}
+    expressions = list(out.get("matchExpressions") or [])
+    expressions.append({"key": key, "operator": "NotIn", "values": [value]})
+    out["matchExpressions"] = expressions
+    return out
+
+
+def narrowing_yaml(narrowed: Iterable[tuple[str, object]]) -> str:
+    """Each ``(policy, narrowed endpointSelector)`` as YAML to paste, its policy above it."""
+    lines: list[str] = []
+    for where, selector in narrowed:
+        lines.append(f"# {where}")
+        lines += emit({"endpointSelector": selector})
+    return "\n".join(lines) + "\n" if lines else ""
 
 
 def unknown_pod_peer(flow: Flow) -> bool:

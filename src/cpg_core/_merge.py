@@ -20,6 +20,7 @@ import yaml
 from cpg_core._errors import PolicyMergeError, SelectorMismatchError
 from cpg_core._labels import LabelItems
 from cpg_core._matcher import covered_by
+from cpg_core._narrow import is_narrowed
 from cpg_core._render import (
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,
@@ -210,7 +211,9 @@ def merge_policy_text(
     be edited safely; the message names the file and what to do."""
     doc = _load(existing, path)
     spec = doc["spec"]
-    if spec.get("endpointSelector") != endpoint_selector(selector):
+    written = endpoint_selector(selector)
+    found = spec.get("endpointSelector")
+    if found != written and not is_narrowed(found, written):  # narrowed: pods left out, kept
         raise SelectorMismatchError(
             f"{path}: its endpointSelector {spec.get('endpointSelector')!r} differs from the "
             f"one cpg generated ({endpoint_selector(selector)!r}); restore it or move the file aside"

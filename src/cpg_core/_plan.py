@@ -19,7 +19,15 @@ import attrs
 
 from cpg_core._decide import DecideOptions, Decision, decide, looks_like_reply
 from cpg_core._documents import PolicyDocument, PolicyEvidence
-from cpg_core._fixes import discriminator, narrowed_yaml, rule_yaml, unknown_pod_peer
+from cpg_core._fixes import (
+    discriminator,
+    excluding,
+    exclusion,
+    narrowed_yaml,
+    narrowing_yaml,
+    rule_yaml,
+    unknown_pod_peer,
+)
 from cpg_core._flow import Direction, Endpoint, Flow, Verdict
 from cpg_core._labels import stable_labels
 from cpg_core._matcher import (
@@ -33,7 +41,8 @@ from cpg_core._matcher import (
     policy_name,
     selecting_specs,
 )
-from cpg_core._owners import AlsoSelected, also_selected
+from cpg_core._names import policy_name as name_for
+from cpg_core._owners import AlsoSelected, also_selected, is_cpgs
 from cpg_core._pressure import POLICY_MAP_MAX, EndpointPressure, policy_map_pressure
 from cpg_core._render import is_shared
 from cpg_core._synthesis import (
@@ -93,6 +102,11 @@ class WouldBreak:
     rule_yaml: str = ""
     """The allow rule that admits this traffic, under ``ingress:``/``egress:`` (empty when no
     rule can express it)."""
+    narrow_policies: tuple[str, ...] = ()
+    """The proposed policies (all cpg's) whose selectors the first fix narrows: every one
+    that would newly select the endpoint."""
+    narrow_label: tuple[str, ...] = ()
+    """``(key, value)``: the label they stop selecting (``key NotIn (value)``)."""
 
 
 @attrs.frozen(slots=True)
@@ -148,8 +162,8 @@ class Plan:
     policies: tuple[PolicyPlanSummary, ...]
     forwarded_flows: int
     fixes: tuple[tuple[Flow, int], ...] = attrs.field(default=(), eq=False, repr=False)
-    """One flow of each would-break traffic and its count (not part of the wire form): what
-    ``cpg plan --write-fixes`` turns into rules."""
+    """One flow of each would-break traffic and its count, in the order of ``would_break``
+    (not part of the wire form): what ``cpg plan --write-fixes`` fixes."""
     node_flows: int = 0
     """Forwarded flows from a pod's own node that Cilium admits whatever the policy
     (allow-localhost: always): counted, never would-break."""
@@ -428,11 +442,13 @@ class PlanJudge:
                 self._judge_working(ask, tally, flow, group.flows, mirrored)
         tier_names = {policy_name(p) for p in self._proposed.tiered}
         breaks = [
-            item
-            if item.policy in tier_names
-            else _with_fix(item, flow, tally.intended.get(item.policy, []))
+            item if item.policy in tier_names else self._with_fix(item, flow, tally)
             for item, (flow, _) in zip(tally.breaks, tally.break_flows, strict=True)
         ]
+        ordered = sorted(
+            zip(breaks, tally.break_flows, strict=True),
+            key=lambda pair: (-pair[0].traffic.flows, pair[0].traffic.sample),
+        )
         if self._diffs_found is None:
             self._diffs_found = _diffs(self.proposal, self.current or [])
         diffs = self._diffs_found
@@ -444,19 +460,50 @@ class PlanJudge:
             candidates=tally.candidates,
             fixed=tally.fixed,
             not_fixed=tuple(sorted(tally.not_fixed, key=lambda t: (-t.flows, t.sample))),
-            would_break=tuple(sorted(breaks, key=lambda b: (-b.traffic.flows, b.traffic.sample))),
+            would_break=tuple(item for item, _ in ordered),
             newly_enforced=newly_enforced,
             diffs=tuple(diffs),
             confidence=tuple(_confidence(self.evidence, touched)),
             policies=_summaries(self.proposal, tally.fixes_by_policy, breaks, newly_enforced),
             forwarded_flows=tally.forwarded,
-            fixes=tuple(tally.break_flows),
+            fixes=tuple(flow for _, flow in ordered),
             node_flows=tally.node_flows,
             notes=tuple(notes) + _semantics(tally.node_flows, self.default_local_cluster),
             policy_map=self._pressure(),
             policy_map_max=self.policy_map_max,
             also_selected=self._also_selected,
         )
+
+    def _with_fix(self, item: WouldBreak, flow: Flow, tally: _Tally) -> WouldBreak:
+        """The fixes of traffic that would break: first the narrower selectors of the
+        proposed policies that would newly select the endpoint, when a label tells it from
+        the pods they were made for; else, or as the alternative, the rule to add."""
+        target = flow.destination if item.traffic.direction == "ingress" else flow.source
+        narrowable = self._narrowable(target) if not item.narrow_policies else None
+        names = [name for name, _, _ in narrowable or []]
+        intended = [pod for name in dict.fromkeys(names) for pod in tally.intended.get(name, [])]
+        if not names:
+            intended = tally.intended.get(item.policy, [])
+        return _with_fix(item, flow, intended, narrowable or [])
+
+    def _narrowable(self, target: Endpoint) -> list[tuple[str, str, object]] | None:
+        """(policy, where in it, endpointSelector) of every proposed spec that selects
+        ``target`` and polices a direction; None when one of them is a person's (cpg does
+        not change it, so narrowing cpg's own would not take)."""
+        found = []
+        for policy, spec, _ in self._proposed.selecting(target):
+            if not (enforces(spec, "ingress") or enforces(spec, "egress")):
+                continue
+            if not is_cpgs(policy):
+                return None
+            name = policy_name(policy)
+            specs = policy.get("specs") or []
+            where = name
+            for index, candidate in enumerate(specs):
+                if candidate is spec:
+                    where = f"{name} specs[{index}]"
+            found.append((name, where, spec.get("endpointSelector")))
+        return found
 
     def _judge_drop(self, ask: _Questions, tally: _Tally, flow: Flow, flows: int) -> None:
         """A drop the proposal is for: fixed when the policies after it admit it at this end
@@ -831,9 +878,16 @@ def _summaries(
     return tuple(sorted(per_policy, key=lambda p: p.policy))
 
 
-def _with_fix(item: WouldBreak, flow: Flow, intended: list[Endpoint]) -> WouldBreak:
-    """The narrower selector that leaves the endpoint out (the label that tells the pods the
-    policy was made for from this one), or else the rule to add; with the YAML of both."""
+def _with_fix(
+    item: WouldBreak,
+    flow: Flow,
+    intended: list[Endpoint],
+    narrowable: Sequence[tuple[str, str, object]] = (),
+) -> WouldBreak:
+    """The fixes, best first: the selectors of every proposed policy that would newly select
+    the endpoint narrowed by the label that tells it from the pods they were made for (it
+    stays as it is today), else the one policy's selector narrowed by the label its pods
+    share; and the rule to add, named with the policy it goes into."""
     traffic = item.traffic
     if unknown_pod_peer(flow):
         fix = (
@@ -844,23 +898,59 @@ def _with_fix(item: WouldBreak, flow: Flow, intended: list[Endpoint]) -> WouldBr
         )
         return attrs.evolve(item, fix=fix)
     rule_text = rule_yaml(flow)
-    target = item.policy or f"a policy of {item.endpoint}'s own (not a shared one)"
+    own = item.policy
+    if not own:  # selected by shared policies only: a rule there would admit every member
+        namespace, _, workload = item.endpoint.partition("/")
+        own = f"{namespace}/{name_for(workload or namespace)}"
+        target = f"{own} (a new policy of {item.endpoint}'s own, not the shared ones)"
+    else:
+        target = own
     rule = (
         f"add a rule to {target} allowing {traffic.source} → {traffic.destination} "
-        f"{traffic.protocol}/{traffic.port}" + (" (rule_yaml)" if rule_text else "")
+        f"{traffic.protocol}/{traffic.port}"
+        if rule_text
+        else ""
     )
+    keys = {key for _, _, selector in narrowable for key in _match_labels(selector)}
+    excluded = exclusion(intended, item.labels, keys | set(item.selector)) if narrowable else None
+    if excluded is not None:
+        key, value = excluded
+        policies = tuple(dict.fromkeys(name for name, _, _ in narrowable))
+        fix = (
+            f"narrow {', '.join(policies)}: add {key} NotIn ({value}) to the endpointSelector "
+            f"of each (the pods they were made for have no {key}={value}; {item.endpoint} "
+            f"with {key}={value} stays as it is today)" + (f"; or {rule}" if rule else "")
+        )
+        return attrs.evolve(
+            item,
+            policy=own,
+            fix=fix,
+            narrow_yaml=narrowing_yaml(
+                [(where, excluding(selector, key, value)) for _, where, selector in narrowable]
+            ),
+            narrow_policies=policies,
+            narrow_label=(key, value),
+            rule_yaml=rule_text,
+        )
     label = discriminator(intended, item.labels, item.selector) if item.selector else None
     if label is None:
-        return attrs.evolve(item, fix=rule, rule_yaml=rule_text)
+        return attrs.evolve(
+            item, policy=own, fix=rule or "no rule can express it", rule_yaml=rule_text
+        )
     key, value = label
     fix = (
         f"narrow {item.policy}: add {key}: {value} to spec.endpointSelector.matchLabels (the "
         f"pods it was made for have it, {item.endpoint} with {key}="
-        f"{item.labels.get(key, '(none)')} does not); or {rule}"
+        f"{item.labels.get(key, '(none)')} does not)" + (f"; or {rule}" if rule else "")
     )
     return attrs.evolve(
         item, fix=fix, narrow_yaml=narrowed_yaml(item.selector, key, value), rule_yaml=rule_text
     )
+
+
+def _match_labels(selector: object) -> dict[str, Any]:
+    labels = selector.get("matchLabels") if isinstance(selector, Mapping) else None
+    return dict(labels) if isinstance(labels, Mapping) else {}
 
 
 # --- semantic diff ---------------------------------------------------------------------------

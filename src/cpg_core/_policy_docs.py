@@ -1,6 +1,7 @@
 """What a YAML document holds in Cilium's terms: its CiliumNetworkPolicy,
 CiliumClusterwideNetworkPolicy and Kubernetes ClusterNetworkPolicy documents (which Cilium
-reads from 1.20; a ``kind: List`` included), each checked to have the
+reads from 1.20) and Kubernetes NetworkPolicies (read as the Cilium policy Cilium makes of
+each; a ``kind: List`` included), each checked to have the
 types Cilium's CRD gives the parts cpg reads, so that a policy folder from an untrusted pull
 request is named field by field instead of crashing a matcher."""
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from cpg_core._errors import CpgError
+from cpg_core._netpol import as_cilium, is_network_policy
 
 _KINDS = frozenset({"CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy"})
 
@@ -31,6 +33,12 @@ def policies_in(doc: object, where: str = "") -> list[dict[str, Any]]:
     if kind in _KINDS:
         _check_policy(doc, where)
         return [doc]
+    if is_network_policy(doc):  # as Cilium enforces it: a policy of its own (§D48)
+        if not isinstance(doc.get("metadata"), dict) or not isinstance(doc.get("spec"), dict):
+            raise PolicyShapeProblem(f"{where}: a NetworkPolicy needs metadata and spec")
+        translated = as_cilium(doc)
+        _check_policy(translated, where)
+        return [translated]
     if kind == "ClusterNetworkPolicy" and str(doc.get("apiVersion") or "").startswith(
         "policy.networking.k8s.io/"
     ):

@@ -12,6 +12,7 @@ from cpg_core._cilium_version import (
 )
 from cpg_core._merge import ForeignPolicy, foreign_policy
 from cpg_core._names import POLICY_NAME_PREFIX
+from cpg_core._narrow import narrow_in_text
 from cpg_core._policy_docs import PolicyShapeProblem, policies_in
 from cpg_core._render import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from cpg_core._yamlread import YamlInputError, load_all, load_one
@@ -32,6 +33,7 @@ __all__ = [
     "load_one",
     "local_cluster_default",
     "minimum_version",
+    "narrow_in_text",
     "policies_in",
     "versions_seen",
 ]

@@ -10,6 +10,7 @@ from cpg_core._baseline import (
     with_baseline_rules,
 )
 from cpg_core._names import SHARED_FOLDER
+from cpg_core._narrow import Exclusions, split_exclusions, with_exclusions
 from cpg_core._rules import EGRESS, Rule
 from cpg_core._sharing import (
     SharedPolicy,
@@ -26,6 +27,7 @@ __all__ = [
     "EGRESS",
     "SHARED_FOLDER",
     "BaselinePolicy",
+    "Exclusions",
     "Rule",
     "SharedPolicy",
     "Sharing",
@@ -37,5 +39,7 @@ __all__ = [
     "render_shared",
     "share_rules",
     "shared_evidence_plan",
+    "split_exclusions",
     "with_baseline_rules",
+    "with_exclusions",
 ]

@@ -45,7 +45,9 @@ def test_a_selector_that_reaches_unpoliced_pods_would_break_their_traffic(tmp_pa
     assert broken["traffic"]["source"] == "monitoring/prometheus"
     assert broken["traffic"]["port"] == 9090 and broken["traffic"]["flows"] == 12
     assert broken["policy"] == "shop/cpg-api" and broken["selector"] == {"app": "api"}
-    assert "add version: v1 to spec.endpointSelector.matchLabels" in broken["fix"]
+    # the first fix leaves the v2 pod out, as it is today; the rule is the alternative
+    assert "narrow shop/cpg-api: add version NotIn (v2)" in broken["fix"]
+    assert "or add a rule to shop/cpg-api" in broken["fix"]
     (newly,) = plan["newly_enforced"]
     assert newly["labels"] == {"app": "api", "version": "v2"} and newly["direction"] == "ingress"
     assert newly["pods"] == ["api-v2-a"] and newly["forwarded_flows"] == 12
@@ -101,7 +103,7 @@ def test_the_same_on_the_egress_side(tmp_path: Path) -> None:
     (broken,) = plan["would_break"]
     assert broken["traffic"]["direction"] == "egress"
     assert broken["traffic"]["destination"] == "monitoring/pushgateway"
-    assert "add version: v1" in broken["fix"]
+    assert "add version NotIn (v2)" in broken["fix"]
     (newly,) = plan["newly_enforced"]
     assert newly["direction"] == "egress" and newly["labels"]["version"] == "v2"
 
@@ -304,18 +306,22 @@ def test_the_new_user_case_breaks_prometheus_not_the_kubelet_and_names_version(
     (broken,) = plan["would_break"]  # the node's probes are admitted by allow-localhost
     assert broken["traffic"]["source"] == "monitoring/prometheus"
     assert plan["node_flows"] == 6 and "allow-localhost: always" in plan["notes"][0]
-    assert "add version: v2 to spec.endpointSelector.matchLabels" in broken["fix"]
+    assert "narrow bookinfo/cpg-reviews: add version NotIn (v1)" in broken["fix"]
     assert "sidecar.opentelemetry.io" not in broken["fix"]
+    assert broken["narrow_yaml"].startswith("# bookinfo/cpg-reviews\n")
     narrowed = yaml.safe_load(broken["narrow_yaml"])
     assert narrowed == {
-        "spec": {"endpointSelector": {"matchLabels": {"app": "reviews", "version": "v2"}}}
+        "endpointSelector": {
+            "matchLabels": {"app": "reviews"},
+            "matchExpressions": [{"key": "version", "operator": "NotIn", "values": ["v1"]}],
+        }
     }
     (rule,) = yaml.safe_load(broken["rule_yaml"])["ingress"]
     assert rule["fromEndpoints"] == [
         {"matchLabels": {"app": "prometheus", "io.kubernetes.pod.namespace": "monitoring"}}
     ]
     assert rule["toPorts"] == [{"ports": [{"port": "9090", "protocol": "TCP"}]}]
-    assert "      version: v2" in text and "add to bookinfo/cpg-reviews:" in text
+    assert "- key: version" in text and "or add to bookinfo/cpg-reviews:" in text
     assert "6 forwarded flows from pods' own nodes" in text
     # agents that police the node's traffic: the probes would break too
     code, plan, _ = run_plan(
@@ -343,25 +349,59 @@ def test_write_fixes_adds_the_would_break_rules_and_marks_their_evidence(tmp_pat
         cpg("replay", str(capture), "-d", str(out), "--evidence-dir", str(evidence)).returncode == 0
     )
     breaking = cpg("plan", str(capture), "-d", str(out), "--evidence-dir", str(evidence))
-    assert breaking.returncode == 3 and "(rule_yaml)" in breaking.stdout
-    assert "cpg: --write-fixes adds each rule_yaml to the proposed policies" in breaking.stderr
+    assert breaking.returncode == 3 and "rule_yaml" not in breaking.stdout
+    assert "cpg: --write-fixes applies each first fix to the proposed policies" in breaking.stderr
+    fixed = cpg(
+        "plan", str(capture), "-d", str(out), "--evidence-dir", str(evidence), "--write-fixes"
+    )
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    # the first fix: the v1 pods stay unpoliced, as today; no rule is opened
+    assert "--write-fixes: narrowed 1 selector(s) and added 0 rule(s)" in fixed.stderr
+    assert "Nothing would break" in fixed.stdout
+    policy = yaml.safe_load((out / "bookinfo" / "reviews.yaml").read_text())
+    assert policy["spec"]["endpointSelector"]["matchExpressions"] == [
+        {"key": "version", "operator": "NotIn", "values": ["v1"]}
+    ]
+    peers = [r["fromEndpoints"][0]["matchLabels"]["app"] for r in policy["spec"]["ingress"]]
+    assert peers == ["productpage"]
+    again = cpg(
+        "plan", str(capture), "-d", str(out), "--evidence-dir", str(evidence), "--write-fixes"
+    )
+    assert again.returncode == 0 and "--write-fixes" not in again.stderr  # nothing left to do
+
+
+def test_write_fixes_adds_a_rule_where_no_label_tells_the_pods_apart(tmp_path: Path) -> None:
+    """Two pods of one workload with the same labels: one dropped its DNS (policed), the
+    other's scrape works today (not policed): no selector can tell them apart, so the fix
+    is the rule, with evidence of class plan."""
+    api_a = endpoint("shop", "api", pod_name="api-a")
+    api_b = endpoint("shop", "api", pod_name="api-b")
+    prometheus = endpoint("monitoring", "prometheus", pod_name="prom-0")
+    web = endpoint("shop", "web", pod_name="web-0")
+    capture = tmp_path / "c.jsonl"
+    scrape = {"verdict": "FORWARDED", "reason": None}
+    capture.write_text(
+        jsonl(
+            [flow_dict(web, api_a, tcp=8080)]
+            + [flow_dict(prometheus, api_b, tcp=9090, **scrape) for _ in range(4)]
+        )
+    )
+    out, evidence = tmp_path / "policies", tmp_path / "e"
+    assert (
+        cpg("replay", str(capture), "-d", str(out), "--evidence-dir", str(evidence)).returncode == 0
+    )
     fixed = cpg(
         "plan", str(capture), "-d", str(out), "--evidence-dir", str(evidence), "--write-fixes"
     )
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert "--write-fixes: added 1 rule(s)" in fixed.stderr
-    assert "Nothing would break" in fixed.stdout
-    policy = yaml.safe_load((out / "bookinfo" / "reviews.yaml").read_text())
+    policy = yaml.safe_load((out / "shop" / "api.yaml").read_text())
     peers = [r["fromEndpoints"][0]["matchLabels"]["app"] for r in policy["spec"]["ingress"]]
-    assert peers == ["productpage", "prometheus"]
-    (doc,) = [json.loads(p.read_text()) for p in evidence.rglob("reviews.json")]
+    assert peers == ["prometheus", "web"]
+    (doc,) = [json.loads(p.read_text()) for p in evidence.rglob("api.json")]
     assert [s["source"]["type"] for s in doc["sessions"]] == ["replay", "plan"]
     classes = {r["key"]: r["classes"] for r in doc["rules"]}
-    assert classes["ingress:ep:monitoring/app=prometheus:TCP:9090"] == {"plan": 8}
-    again = cpg(
-        "plan", str(capture), "-d", str(out), "--evidence-dir", str(evidence), "--write-fixes"
-    )
-    assert again.returncode == 0 and "--write-fixes" not in again.stderr  # nothing left to add
+    assert classes["ingress:ep:monitoring/app=prometheus:TCP:9090"] == {"plan": 4}
 
 
 def test_a_namespace_default_deny_breaks_the_traffic_that_works_there(tmp_path: Path) -> None:

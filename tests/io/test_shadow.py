@@ -65,7 +65,7 @@ def test_shadow_reports_what_would_break_at_the_first_flush_after_it_arrives(
             assert [len(items) for items in announced] == [1]
             (item,) = announced[0]
             assert item.traffic.source == "monitoring/prometheus" and item.traffic.port == 9090
-            assert item.policy == "shop/cpg-api" and "version: v1" in item.fix
+            assert item.policy == "shop/cpg-api" and "version NotIn (v2)" in item.fix
             assert first.plan.would_break_flows == 1
             so_far = json.loads((tmp_path / "so-far.json").read_text())
             assert so_far["would_break"][0]["traffic"]["flows"] == 1  # readable while it runs
@@ -134,7 +134,7 @@ def test_cpg_shadow_ends_with_cpg_plan_on_the_same_flows(tmp_path: Path) -> None
     assert text.stdout.count("WOULD BREAK: 1 new kind of traffic that works today") == 1
     assert text.stdout.index("WOULD BREAK: 1 new kind") < text.stdout.index("Plan for 1 proposed")
     assert "monitoring/prometheus → shop/api TCP/9090" in text.stdout
-    assert "add version: v1 to spec.endpointSelector.matchLabels" in text.stdout
+    assert "add version NotIn (v2) to the endpointSelector" in text.stdout
     assert "flows judged" in text.stderr
 
 

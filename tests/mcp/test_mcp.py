@@ -575,7 +575,7 @@ async def test_get_plan_over_a_stopped_replay_session(replay_dir: Path, mode: st
         assert plan["current_source"] == "flows" and plan["fixed"] == plan["candidates"] == 2
         (broken,) = plan["would_break"]
         assert broken["traffic"]["source"] == "monitoring/prometheus"
-        assert "version: v1" in broken["fix"]
+        assert "version NotIn (v2)" in broken["fix"]
         assert plan["would_break_flows"] == 12 and plan["total_count"] == 1
         assert not plan["has_more"]
         (newly,) = plan["newly_enforced"]

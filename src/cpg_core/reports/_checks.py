@@ -53,7 +53,8 @@ def _would_break_lines(item: WouldBreak) -> list[str]:
     out.append(f"    sample:   {t.sample}")
     out.append(f"    fix:      {item.fix}")
     if item.narrow_yaml:
-        out.append(f"    narrow {item.policy} to:")
+        narrowed = ", ".join(item.narrow_policies) or item.policy
+        out.append(f"    narrow {narrowed} to:")
         out.extend(_indented(item.narrow_yaml))
     if item.rule_yaml:
         out.append(f"    {'or ' if item.narrow_yaml else ''}add to {item.policy}:")

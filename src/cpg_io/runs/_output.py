@@ -39,6 +39,7 @@ from cpg_core.sharing import (
     EGRESS,
     SHARED_FOLDER,
     BaselinePolicy,
+    Exclusions,
     Rule,
     SharedPolicy,
     Sharing,
@@ -49,7 +50,9 @@ from cpg_core.sharing import (
     render_shared,
     share_rules,
     shared_evidence_plan,
+    split_exclusions,
     with_baseline_rules,
+    with_exclusions,
 )
 from cpg_io.engines.workers import map_forked
 from cpg_io.errors import Cancelled, StoreError
@@ -277,7 +280,8 @@ def _write_shared_policies(
 ) -> None:
     """The shared policies (and Baseline-tier ones), each with evidence of its own."""
     texts: list[tuple[str, Rule | None, frozenset[PolicyTarget], str]] = [
-        (p.name, p.rule, p.members, render_shared(p)) for p in shared.sharing.shared
+        (p.name, p.rule, p.members, _shared_text(p, shared.exclusions.get(p.name, ())))
+        for p in shared.sharing.shared
     ]
     texts += [(p.name, p.rule, p.members, render_baseline(p)) for p in shared.baseline]
     for name, rule, members, text in texts:
@@ -302,13 +306,21 @@ def _write_health(proof: _Proof, health: ClusterHealth, result: Written) -> None
         result.evidence_errors.append(str(exc))
 
 
+def _shared_text(policy: SharedPolicy, exclusions: Exclusions) -> str:
+    """A shared policy's text, with the pods a narrowing left out kept out."""
+    text = render_shared(policy)
+    return with_exclusions(text, policy.name, exclusions) if exclusions else text
+
+
 @attrs.frozen
 class SharedOutput:
     """What the shared files of a run hold: the plans without their shared rules, the
-    shared Cilium policies and the Baseline-tier ones."""
+    shared Cilium policies and the Baseline-tier ones, and the pods a narrowing (``plan
+    --write-fixes``) left out of a shared policy, by its name."""
 
     sharing: Sharing
     baseline: tuple[BaselinePolicy, ...] = ()
+    exclusions: Mapping[str, Exclusions] = attrs.Factory(dict)
 
 
 @attrs.define
@@ -321,6 +333,8 @@ class _OnDisk:
     keep: set[Rule] = attrs.Factory(set)
     """Rules of changed files: never taken into a shared policy again."""
     edited_baseline: list[BaselinePolicy] = attrs.Factory(list)
+    exclusions: dict[str, Exclusions] = attrs.Factory(dict)
+    """Shared policies of cpg's a narrowing left pods out of: the exclusions to keep."""
 
 
 def _read_shared_folder(store: PolicyStore) -> _OnDisk:
@@ -348,12 +362,18 @@ def _read_shared_folder(store: PolicyStore) -> _OnDisk:
                     found.keep.add(baseline.rule)
             continue
         policy = read_shared(docs[0]) if len(docs) == 1 and isinstance(docs[0], Mapping) else None
-        if policy is None or path.stem != policy.name or render_shared(policy) != text:
+        exclusions: Exclusions = ()
+        if policy is None and len(docs) == 1 and isinstance(docs[0], Mapping):
+            plain, exclusions = split_exclusions(docs[0])
+            policy = read_shared(plain) if exclusions else None
+        if policy is None or path.stem != policy.name or _shared_text(policy, exclusions) != text:
             found.edited.add(path)
             if policy is not None:
                 found.keep.add(policy.rule)
             continue
         found.shared[policy.rule] = policy
+        if exclusions:
+            found.exclusions[policy.name] = exclusions
     return found
 
 
@@ -411,7 +431,7 @@ def plan_sharing(
         names += [(p.rule, p.name) for p in moved if p.rule is not None]
         clashing = {rule for rule, name in names if folder / f"{name}.yaml" in on_disk.edited}
         if not clashing - keep:  # never write over a file a human changed
-            return SharedOutput(sharing, moved)
+            return SharedOutput(sharing, moved, on_disk.exclusions)
         keep |= clashing
 
 

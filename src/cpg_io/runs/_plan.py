@@ -15,17 +15,26 @@ from cpg_core import (
     Aggregator,
     CaptureRequest,
     CheckRequest,
+    CpgError,
     CurrentSource,
     DecideOptions,
+    Endpoint,
     Plan,
     PolicyEvidence,
     SessionInfo,
     SessionSource,
     plan,
 )
-from cpg_core.cilium import local_cluster_default
+from cpg_core.cilium import (
+    MANAGED_BY_VALUE,
+    foreign_policy,
+    load_all,
+    local_cluster_default,
+    narrow_in_text,
+)
 from cpg_core.identities import IdentityBook
 from cpg_core.reports import PlanView
+from cpg_core.shadow import WouldBreak
 from cpg_core.sharing import evidence_by_policy
 from cpg_core.why import FlowFilter
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
@@ -36,6 +45,7 @@ from cpg_io.runs._output import EvidenceSettings, write_outputs
 from cpg_io.runs._report import no_evidence
 from cpg_io.runs._session import new_session_id, rfc3339, utc_now
 from cpg_io.sources import CaptureFlows, ReadStats
+from cpg_io.store import PolicyStore, atomic_write_text, folder_lock
 from cpg_io.version import cpg_version
 
 
@@ -193,11 +203,13 @@ def plan_run(
 
 @attrs.frozen
 class WrittenFixes:
-    """What ``write_fixes`` added: the rules, per policy file, and problems writing them."""
+    """What ``write_fixes`` did: the rules added, the selectors narrowed, the files written
+    and problems writing them."""
 
     rules: int
     files: list[str]
     errors: list[str]
+    narrowed: int = 0
 
 
 def write_fixes(
@@ -207,18 +219,25 @@ def write_fixes(
     evidence_dir: Path | None = None,
     clock: Callable[[], datetime] = utc_now,
 ) -> WrittenFixes:
-    """Add an allow rule for every kind of traffic the plan says would break to the proposed
-    policies in ``folder`` (merged as replay merges), with evidence whose session has source
-    type ``plan`` and whose flows count under the class ``plan``."""
+    """Apply the first fix of every kind of traffic the plan says would break: the
+    narrower selectors where the plan has them (the endpoint stays as it is today: nothing is
+    opened), else an allow rule in the proposed policies in ``folder`` (merged as replay
+    merges), with evidence whose session has source type ``plan`` and whose flows count
+    under the class ``plan``."""
+    plan_found = planned.view.plan
+    narrowing = [item for item in plan_found.would_break if item.narrow_label]
+    narrowed, files, errors = _narrow_selectors(folder, narrowing)
     # a fix is exactly the traffic that broke: nothing widened or added (§D47)
     exact = CaptureRequest.build(exact_peers=["*"], include_system_namespaces=True, dns_rule=False)
     aggregator = Aggregator(exact.aggregate_options())
-    for flow, count in planned.view.plan.fixes:
+    for item, (flow, count) in zip(plan_found.would_break, plan_found.fixes, strict=True):
+        if item.narrow_label:
+            continue
         for _ in range(count):
             aggregator.admit(flow, "plan")
     plans = aggregator.plans()
     if not plans:
-        return WrittenFixes(rules=0, files=[], errors=[])
+        return WrittenFixes(rules=0, files=files, errors=errors, narrowed=narrowed)
     started = clock()
     session = SessionInfo(
         id=new_session_id(started),
@@ -240,6 +259,69 @@ def write_fixes(
     )
     return WrittenFixes(
         rules=sum(len(plan.attribution) for plan in plans),
-        files=[str(f.path) for f in written.files if f.outcome in ("created", "updated")],
-        errors=[f.error for f in written.files if f.outcome == "failed"] + written.evidence_errors,
+        files=files + [str(f.path) for f in written.files if f.outcome in ("created", "updated")],
+        errors=errors
+        + [f.error for f in written.files if f.outcome == "failed"]
+        + written.evidence_errors,
+        narrowed=narrowed,
     )
+
+
+def _narrow_selectors(
+    folder: Path, items: Sequence[WouldBreak]
+) -> tuple[int, list[str], list[str]]:
+    """Narrow the selectors the plan's first fixes name, in cpg's files of ``folder`` (a
+    person's are never touched: the plan offers no narrowing through one): how many
+    selectors, the files written, the problems."""
+    if not items:
+        return 0, [], []
+    store = PolicyStore(folder)
+    where: dict[str, Path] = {}
+    texts: dict[Path, str] = {}
+    for path in sorted(folder.rglob("*.yaml")):
+        text = store.read(path) or ""
+        if MANAGED_BY_VALUE not in text:
+            continue
+        try:
+            documents = load_all(text, str(path))
+        except CpgError:
+            continue
+        texts[path] = text
+        for doc in documents:
+            if isinstance(doc, Mapping) and foreign_policy(text, str(path)) is None:
+                meta = doc.get("metadata") or {}
+                name = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}".lstrip("/")
+                where[name] = path
+    count, changed, errors = 0, set(), []
+    with folder_lock(folder, "policies"):
+        for item in items:
+            key, value = item.narrow_label
+            namespace = item.endpoint.partition("/")[0]
+            subject = Endpoint(
+                namespace=namespace,
+                labels=(
+                    *(f"k8s:{k}={v}" for k, v in item.labels.items()),
+                    f"k8s:io.kubernetes.pod.namespace={namespace}",
+                ),
+            )
+            for policy in item.narrow_policies:
+                found = where.get(policy)
+                if found is None:
+                    errors.append(f"{policy}: not found in {folder}; narrow it by hand")
+                    continue
+                path = found
+                try:
+                    edited = narrow_in_text(texts[path], str(path), policy, subject, key, value)
+                except CpgError as exc:
+                    errors.append(str(exc))
+                    continue
+                if edited is not None:
+                    texts[path] = edited
+                    changed.add(path)
+                    count += 1
+        for path in sorted(changed):
+            try:
+                atomic_write_text(path, texts[path])
+            except OSError as exc:
+                errors.append(f"{path}: {exc.strerror or exc}")
+    return count, [str(p) for p in sorted(changed)], errors
