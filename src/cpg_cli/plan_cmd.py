@@ -110,7 +110,7 @@ def plan(
     else:
         say(text)
     plan = planned.view.plan
-    if plan.breaks or plan.overflows:
+    if plan.breaks or plan.overflows or plan.availability:
         if not write_fixes and any(item.rule_yaml for item in plan.would_break):
             say(
                 "cpg: --write-fixes applies each first fix to the proposed policies (the "
@@ -121,6 +121,12 @@ def plan(
             say(
                 "cpg: a pod's policy map would overflow: its agent could not apply the "
                 "policies (see POLICY MAP)",
+                err=True,
+            )
+        if plan.availability:
+            say(
+                "cpg: the proposal would take away traffic the capture does not show (see "
+                "AVAILABILITY)",
                 err=True,
             )
         raise typer.Exit(3)

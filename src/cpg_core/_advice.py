@@ -35,6 +35,13 @@ ADVICE: dict[str, Advice] = {
         "{subject} comes from outside the Service's loadBalancerSourceRanges",
         "add the client's CIDR to the Service's spec.loadBalancerSourceRanges",
     ),
+    "system_namespace": Advice(
+        "system namespace",
+        "{subject} of a workload in a system namespace left out: cpg writes at most the rules "
+        "of the services the whole cluster uses there",
+        "review that traffic and write its rules by hand, or have cpg write them (the "
+        "include-system-namespaces option)",
+    ),
     "unselectable": Advice(
         "no stable label",
         "{subject} has no stable label to select it by",

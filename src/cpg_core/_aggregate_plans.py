@@ -26,7 +26,7 @@ from cpg_core._rules import (
     peer_sort_key,
     rules_from_atoms,
 )
-from cpg_core._scope import Reach, for_the_cluster
+from cpg_core._scope import SYSTEM_NAMESPACE, Reach, for_the_cluster
 from cpg_core._synthesis import (
     PolicyTarget,
     Unhandled,
@@ -300,7 +300,8 @@ class _Plans(_Drain):
         return attribution
 
     def health(self, *, started: str, ended: str, lost_events: int = 0) -> ClusterHealth:
-        """The cluster-health document of what was added so far (times are passed in)."""
+        """The cluster-health document of what was added so far (times are passed in; the
+        system namespaces' left-out rules are those of the plans made so far)."""
         self._fold()
         first, last = self.window()
         return health_document(
@@ -315,8 +316,20 @@ class _Plans(_Drain):
                 not_a_drop=self.decisions[Decision.NOT_A_DROP],
             ),
             self.drops,
-            [*self.findings.values(), *self._pod_findings()],
+            [*self.findings.values(), *self._pod_findings(), *self._system_findings()],
         )
+
+    def _system_findings(self) -> list[FindingTally]:
+        """The system namespaces' workloads whose per-peer rules the plans so far left out
+        (§D47): a finding each, so cluster-health.json and the summary name them."""
+        return [
+            FindingTally(
+                SYSTEM_NAMESPACE,
+                f"{item.namespace}/{item.workload}: {item.rules} rule(s)",
+                count=item.flows,
+            )
+            for item in self.scope.system
+        ]
 
     def _pods_as_world(
         self, raw: Mapping[PolicyTarget, Mapping[AtomKey, RuleStats]]

@@ -13,7 +13,9 @@ import attrs
 import yaml
 
 from cpg_core._acceptance import port_number, refusals
+from cpg_core._availability import BASELINE_NOTE, FIXES, availability, has_baseline
 from cpg_core._cilium_version import Version, format_version
+from cpg_core._errors import CpgError
 from cpg_core._labels import label_problem
 from cpg_core._lint_versions import (
     CLUSTER_NETWORK_POLICY_SINCE,
@@ -21,6 +23,7 @@ from cpg_core._lint_versions import (
     NEWEST,
     version_findings,
 )
+from cpg_core._policy_docs import policies_in
 from cpg_core._tiers import is_cluster_network_policy
 
 Level = Literal["error", "warning"]
@@ -316,6 +319,47 @@ RULES: dict[str, LintRule] = {
             "Upgrade to Cilium 1.20 or write the rules as a CiliumClusterwideNetworkPolicy.",
         ),
         LintRule(
+            "CPG040",
+            "egress-without-dns",
+            "warning",
+            "Pods in egress default-deny that cannot resolve names (UDP and TCP 53 to the "
+            "cluster's DNS service), in the files linted together.",
+            FIXES["CPG040"],
+        ),
+        LintRule(
+            "CPG041",
+            "cluster-service-per-caller",
+            "warning",
+            "The DNS service, or a port pods of many namespaces reach, admits its callers one by "
+            "one (or a client reaches pods of many namespaces one by one): a pod of a new "
+            "namespace could not reach it (or be reached).",
+            FIXES["CPG041"],
+        ),
+        LintRule(
+            "CPG042",
+            "dns-forwarder-allowlist",
+            "warning",
+            "A DNS service whose upstream DNS rules name names: every other name any pod asks "
+            "it for stops resolving.",
+            FIXES["CPG042"],
+        ),
+        LintRule(
+            "CPG043",
+            "baseline-not-enforced",
+            "warning",
+            "A Baseline ClusterNetworkPolicy for a Cilium release that does not enforce it "
+            "(before 1.20): the workloads whose egress only it holds are not policed at all.",
+            FIXES["CPG043"],
+        ),
+        LintRule(
+            "CPG044",
+            "baseline-deny-gaps",
+            "warning",
+            "A Baseline Deny holds pods and addresses only: the host, remote nodes, the API "
+            "server, health checks and Cilium's ingress stay open to the pods it keeps.",
+            FIXES["CPG044"],
+        ),
+        LintRule(
             "CPG034",
             "invalid-in-cluster",
             "error",
@@ -419,6 +463,55 @@ def lint_text(
             if pods is not None:
                 found += _selects_nothing(policy, path, lines, file, pods)
     return found
+
+
+AVAILABILITY_CODES = ("CPG040", "CPG041", "CPG042", "CPG043", "CPG044")
+"""The rules judged over every file linted together (a workload's DNS may be in another)."""
+
+
+@attrs.frozen(slots=True)
+class Together:
+    """What the files linted together say: their availability findings, and notes."""
+
+    findings: list[LintFinding]
+    notes: tuple[str, ...] = ()
+
+
+def lint_together(
+    texts: Sequence[tuple[str, str]], *, cilium_version: Version = NEWEST
+) -> Together:
+    """The availability findings of the policies of every ``(file, text)`` taken together
+    (§D47), each on the file and line of the policy it is about, and the notes they need;
+    files cpg cannot read are left to :func:`lint_text` (CPG001)."""
+    policies: list[Mapping[str, Any]] = []
+    where: dict[str, tuple[str, int]] = {}
+    for file, text in texts:
+        try:
+            nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        except yaml.YAMLError:
+            continue
+        for node in nodes:
+            if node is None:
+                continue
+            try:
+                document = yaml.SafeLoader("").construct_document(node)
+            except yaml.YAMLError:
+                continue
+            lines = _Lines(node)
+            for path, policy in _policies(document):
+                try:
+                    readable = policies_in(policy)
+                except CpgError:
+                    continue  # its shape is a finding of lint_text's
+                policies += readable
+                for each in readable:
+                    where.setdefault(policy_label(each), (file, lines.of(path)))
+    enforced = cilium_version >= (1, 20, 0)
+    found = []
+    for item in availability(policies, baseline_enforced=enforced):
+        file, line = where.get(item.policy, ("", 0))
+        found.append(finding(item.code, item.message, file, line, "", item.policy))
+    return Together(found, (BASELINE_NOTE,) if enforced and has_baseline(policies) else ())
 
 
 def _policies(document: Any) -> list[tuple[tuple[str | int, ...], Mapping[str, Any]]]:

@@ -17,6 +17,15 @@ from typing import Any, Literal
 
 import attrs
 
+from cpg_core._availability import (
+    BASELINE_GAPS,
+    BASELINE_NOTE,
+    Availability,
+    Policies,
+    availability,
+    has_baseline,
+    new_workload_losses,
+)
 from cpg_core._decide import DecideOptions, Decision, decide, looks_like_reply
 from cpg_core._documents import PolicyDocument, PolicyEvidence
 from cpg_core._fixes import (
@@ -45,6 +54,7 @@ from cpg_core._names import policy_name as name_for
 from cpg_core._owners import AlsoSelected, also_selected, is_cpgs
 from cpg_core._pressure import POLICY_MAP_MAX, EndpointPressure, policy_map_pressure
 from cpg_core._render import is_shared
+from cpg_core._scope import DEFAULT_SERVICE_NAMESPACES
 from cpg_core._synthesis import (
     endpoint_kind,
     endpoint_name,
@@ -176,6 +186,10 @@ class Plan:
     also_selected: tuple[AlsoSelected, ...] = ()
     """Proposed policies of cpg's whose pods a person's policies select too (§D48): Cilium
     applies both, and cpg never changes a person's."""
+    availability: tuple[Availability, ...] = ()
+    """What the proposal would take from traffic the capture does not hold (§D47): DNS for
+    pods it puts into egress default-deny, services and clients the whole cluster uses, and
+    what a new workload in a new namespace would lose."""
 
     @property
     def overflows(self) -> bool:
@@ -377,11 +391,14 @@ class PlanJudge:
         self._verdicts_context: tuple[int, bool] = (-1, False)
         """Each rule's identity count, kept while the identities seen do not change."""
         self._also_selected = also_selected(self.proposal, self.current or [])
+        self._availability_found: list[Availability] | None = None
         self._replaced = {_key(p) for p in self.proposal}
         self._today = _PolicyIndex(self.current or [])
         self._after = _PolicyIndex(
             [p for p in (self.current or []) if _key(p) not in self._replaced] + self.proposal
         )
+        self._after_set = Policies(self._after.all)
+        self._today_set = Policies(self.current or [])
 
     def add(self, flow: Flow) -> None:
         self.flows += 1
@@ -468,11 +485,67 @@ class PlanJudge:
             forwarded_flows=tally.forwarded,
             fixes=tuple(flow for _, flow in ordered),
             node_flows=tally.node_flows,
-            notes=tuple(notes) + _semantics(tally.node_flows, self.default_local_cluster),
+            notes=tuple(notes)
+            + _semantics(tally.node_flows, self.default_local_cluster)
+            + ((BASELINE_NOTE, BASELINE_GAPS) if has_baseline(self.proposal) else ()),
             policy_map=self._pressure(),
             policy_map_max=self.policy_map_max,
             also_selected=self._also_selected,
+            availability=self._availability(),
         )
+
+    def _availability(self) -> tuple[Availability, ...]:
+        """The availability findings the proposal brings: those of the proposed policies
+        judged with everything after it, and what a new workload in a new namespace would
+        lose under it (and not today) of what the capture shows many namespaces use."""
+        if self._availability_found is None:
+            names = {policy_name(p) for p in self.proposal}
+            self._availability_found = availability(self._after_set, only=names, baseline=False)
+        services, clients = self._used_by_many()
+        lost = new_workload_losses(self._after_set, services, clients)
+        today = {
+            (a.code, a.message) for a in new_workload_losses(self._today_set, services, clients)
+        }
+        named = {(a.code, a.policy) for a in self._availability_found if a.policy}
+        return tuple(self._availability_found) + tuple(
+            a for a in lost if (a.code, a.message) not in today and (a.code, a.policy) not in named
+        )
+
+    def _used_by_many(
+        self,
+    ) -> tuple[list[tuple[Endpoint, str, int, int]], list[tuple[Endpoint, str, int, int]]]:
+        """The servers pods of many namespaces reach, and the clients that reach pods of
+        many namespaces, on one port each, in the traffic added so far."""
+        callers: dict[tuple[Any, ...], tuple[Endpoint, set[str]]] = {}
+        reached: dict[tuple[Any, ...], tuple[Endpoint, set[str]]] = {}
+        for group in self._groups.values():
+            flow = group.first
+            src, dst = flow.source, flow.destination
+            if flow.protocol not in ("TCP", "UDP", "SCTP"):
+                continue
+            if not (is_pod_endpoint(src) and is_pod_endpoint(dst)):
+                continue
+            for held, me, other in ((callers, dst, src), (reached, src, dst)):
+                key = (
+                    me.namespace,
+                    tuple(sorted(stable_labels(me.labels).items())),
+                    flow.protocol,
+                    flow.port,
+                )
+                entry = held.setdefault(key, (me, set()))
+                entry[1].add(other.namespace)
+        threshold = DEFAULT_SERVICE_NAMESPACES
+
+        def wide(
+            held: dict[tuple[Any, ...], tuple[Endpoint, set[str]]],
+        ) -> list[tuple[Endpoint, str, int, int]]:
+            return [
+                (pod, key[2], key[3], len(spaces))
+                for key, (pod, spaces) in sorted(held.items(), key=lambda kv: kv[0])
+                if len(spaces) >= threshold
+            ]
+
+        return wide(callers), wide(reached)
 
     def _with_fix(self, item: WouldBreak, flow: Flow, tally: _Tally) -> WouldBreak:
         """The fixes of traffic that would break: first the narrower selectors of the

@@ -54,6 +54,8 @@ SYSTEM_NAMESPACES = frozenset(
 """Namespaces whose workloads get no per-peer allowlists by default: Kubernetes' own and the
 ones Cilium is installed into."""
 DEFAULT_SERVICE_NAMESPACES = 5
+SYSTEM_NAMESPACE = "system_namespace"
+"""The finding kind of a system namespace's workload whose per-peer rules were left out."""
 WELL_KNOWN_DNS = EndpointPeer("kube-system", (("k8s-app", "kube-dns"),))
 """The cluster DNS as Cilium's documentation selects it (kube-dns and CoreDNS alike)."""
 _DNS_APPS = frozenset({"kube-dns", "coredns", "node-local-dns", "dns-default"})

@@ -1,5 +1,6 @@
 """Checking CiliumNetworkPolicy YAML before it reaches a cluster (``cpg lint``, the CI gate
-and the pre-commit hook): the rules, each with a code and a fix, and the check of one file."""
+and the pre-commit hook): the rules, each with a code and a fix, the check of one file, and
+the availability checks of the files linted together."""
 
 from cpg_core._lint import (
     RULES,
@@ -9,6 +10,7 @@ from cpg_core._lint import (
     SchemaProblem,
     invalid_in_cluster,
     lint_text,
+    lint_together,
     policy_namespaces,
     selects,
 )
@@ -24,6 +26,7 @@ __all__ = [
     "SchemaProblem",
     "invalid_in_cluster",
     "lint_text",
+    "lint_together",
     "parse_version",
     "policy_namespaces",
     "selects",

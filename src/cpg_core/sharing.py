@@ -1,6 +1,7 @@
 """Shared rules: a rule many workloads need, written once in a policy that selects exactly
 their pods (the write stage of replay and generate)."""
 
+from cpg_core._availability import BASELINE_GAPS, BASELINE_NOTE
 from cpg_core._baseline import KIND as BASELINE_KIND
 from cpg_core._baseline import (
     BaselinePolicy,
@@ -23,7 +24,9 @@ from cpg_core._sharing import (
 )
 
 __all__ = [
+    "BASELINE_GAPS",
     "BASELINE_KIND",
+    "BASELINE_NOTE",
     "EGRESS",
     "SHARED_FOLDER",
     "BaselinePolicy",

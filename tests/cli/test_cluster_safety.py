@@ -457,3 +457,50 @@ def test_generate_never_changes_a_persons_policy(hand_folder: Path) -> None:
     assert "also selected by your policy: CiliumNetworkPolicy cart-hand" in ran.stdout
     written = yaml.safe_load((hand_folder / "shop" / "cart-cpg.yaml").read_text())
     assert written["spec"]["ingress"] and written["spec"]["egress"]
+
+
+def test_plan_and_lint_say_what_the_capture_shaped_folder_takes_away(
+    synthetic: Path, tmp_path: Path
+) -> None:
+    """The folder as cpg wrote it before (exactly the capture's peers, UDP/53 only, no DNS
+    added, system namespaces included): plan and lint name each availability problem, and
+    the folder cpg writes now has none."""
+    capture = synthetic_capture(tmp_path / "c.jsonl", 45)
+    shaped = tmp_path / "shaped"
+    ran = cpg(
+        "replay",
+        str(capture),
+        "-d",
+        str(shaped),
+        "--no-evidence",
+        "--exact-peers",
+        "*",
+        "--no-dns-rule",
+        "--include-system-namespaces",
+    )
+    assert ran.returncode == 0, ran.stderr
+    planned = cpg("plan", str(capture), "-d", str(shaped), "-o", "json")
+    assert planned.returncode == 3
+    found = json.loads(planned.stdout)["availability"]
+    messages = [f"{a['code']} {a['policy']} {a['message']}" for a in found]
+    assert any(m.startswith("CPG040 app-01/cpg-api ") and "TCP/53" in m for m in messages)
+    assert any(
+        m.startswith("CPG041 kube-system/cpg-kube-dns ") and "serves DNS" in m for m in messages
+    )
+    assert any(m.startswith("CPG041 monitoring/cpg-prometheus ") for m in messages)
+    assert any(m.startswith("CPG041 ingress-nginx/cpg-controller ") for m in messages)
+    assert "CPG041  a new workload in a new namespace could not resolve DNS" in messages
+    text = cpg("plan", str(capture), "-d", str(shaped))
+    assert "AVAILABILITY:" in text.stdout and "see AVAILABILITY" in text.stderr
+    linted = cpg("lint", str(shaped))
+    assert linted.returncode == 3
+    for code in ("CPG040", "CPG041"):
+        assert code in linted.stdout
+    # what cpg writes now: nothing to say
+    now = tmp_path / "now"
+    cpg("replay", str(capture), "-d", str(now), "--no-evidence")
+    assert (
+        json.loads(cpg("plan", str(capture), "-d", str(now), "-o", "json").stdout)["availability"]
+        == []
+    )
+    assert cpg("lint", str(now)).returncode == 0

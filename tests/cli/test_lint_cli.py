@@ -456,8 +456,176 @@ def test_each_rule_fires_on_its_bad_case_and_stays_quiet_on_the_good_one(code: s
     assert findings_of(good, **options) == [], code
 
 
+# --- availability: judged over the files linted together (§D47) ---------------------------
+
+KUBE_DNS = {"k8s-app": "kube-dns"}
+
+
+def workload(
+    app: str, spec: dict[str, Any], namespace: str = "shop", name: str = ""
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "cilium.io/v2",
+        "kind": "CiliumNetworkPolicy",
+        "metadata": {"name": name or f"cpg-{app}", "namespace": namespace},
+        "spec": {"endpointSelector": {"matchLabels": {"app": app}}, **spec},
+    }
+
+
+def dns_egress(*protocols: str, names: list[str] | None = None) -> dict[str, Any]:
+    ports: dict[str, Any] = {"ports": [{"port": "53", "protocol": p} for p in protocols]}
+    if names is not None:
+        ports["rules"] = {"dns": [{"matchName": n} for n in names]}
+    return {
+        "toEndpoints": [
+            {"matchLabels": {**KUBE_DNS, "io.kubernetes.pod.namespace": "kube-system"}}
+        ],
+        "toPorts": [ports],
+    }
+
+
+TO_DB = {"toEndpoints": [{"matchLabels": {"app": "db"}}], "toPorts": tcp("5432")}
+SCRAPE = {
+    "toEndpoints": [
+        {"matchLabels": {"app": "x", "io.kubernetes.pod.namespace": f"ns-{n}"}} for n in range(6)
+    ],
+    "toPorts": tcp("9090"),
+}
+
+
+def dns_server(ingress: list[dict[str, Any]], egress: list[dict[str, Any]] | None = None) -> Any:
+    body: dict[str, Any] = {
+        "endpointSelector": {"matchLabels": KUBE_DNS},
+        "ingress": ingress,
+    }
+    if egress is not None:
+        body["egress"] = egress
+    return {
+        "apiVersion": "cilium.io/v2",
+        "kind": "CiliumNetworkPolicy",
+        "metadata": {"name": "dns", "namespace": "kube-system"},
+        "spec": body,
+    }
+
+
+DNS_PORTS = [{"ports": [{"port": "53", "protocol": p} for p in ("UDP", "TCP")]}]
+BASELINE_DENY = cluster_network_policy(
+    egress=[{"name": "deny", "action": "Deny", "to": [{"networks": ["0.0.0.0/0"]}]}]
+)
+
+# code → (files that break the rule, the same files put right, lint options)
+TOGETHER: dict[str, tuple[list[Any], list[Any], dict[str, Any]]] = {
+    "CPG040": (
+        [workload("api", {"egress": [TO_DB, dns_egress("UDP")]})],
+        [workload("api", {"egress": [TO_DB, dns_egress("UDP", "TCP")]})],
+        {},
+    ),
+    "CPG041": (
+        [
+            dns_server([{"fromEndpoints": [WEB], "toPorts": DNS_PORTS}]),
+            workload("prometheus", {"egress": [SCRAPE, dns_egress("UDP", "TCP")]}),
+        ],
+        [
+            dns_server([{"fromEntities": ["cluster"], "toPorts": DNS_PORTS}]),
+            workload(
+                "prometheus",
+                {
+                    "egress": [
+                        {"toEntities": ["cluster"], "toPorts": tcp("9090")},
+                        dns_egress("UDP", "TCP"),
+                    ]
+                },
+            ),
+        ],
+        {},
+    ),
+    "CPG042": (
+        [
+            dns_server(
+                [{"fromEntities": ["cluster"], "toPorts": DNS_PORTS}],
+                [
+                    {
+                        "toCIDR": ["8.8.8.8/32"],
+                        "toPorts": [
+                            {**DNS_PORTS[0], "rules": {"dns": [{"matchName": "a.example"}]}}
+                        ],
+                    }
+                ],
+            )
+        ],
+        [
+            dns_server(
+                [{"fromEntities": ["cluster"], "toPorts": DNS_PORTS}],
+                [
+                    {
+                        "toCIDR": ["8.8.8.8/32"],
+                        "toPorts": [{**DNS_PORTS[0], "rules": {"dns": [{"matchPattern": "*"}]}}],
+                    }
+                ],
+            )
+        ],
+        {},
+    ),
+    "CPG043": (
+        [cluster_network_policy()],
+        [cluster_network_policy()],
+        {"cilium_version": (1, 19, 0)},
+    ),
+    "CPG044": ([BASELINE_DENY], [cluster_network_policy()], {}),
+}
+
+
+def together(documents: list[Any], **options: Any) -> list[str]:
+    from cpg_core.lint import lint_together
+
+    texts = [(f"p{n}.yaml", as_yaml(doc)) for n, doc in enumerate(documents)]
+    return [f.code for f in lint_together(texts, **options).findings]
+
+
+@pytest.mark.parametrize("code", sorted(TOGETHER))
+def test_each_availability_rule_fires_on_its_bad_folder_and_not_on_the_good_one(
+    code: str,
+) -> None:
+    bad, good, options = TOGETHER[code]
+    assert code in together(bad, **options), code
+    if code == "CPG043":  # the same document on a release that enforces it
+        assert together(good) == []
+        return
+    assert together(good, **options) == [], code
+
+
+def test_availability_takes_the_files_together(tmp_path: Path) -> None:
+    """A workload's DNS in a shared policy of another file counts; the CLI prints the note
+    Baseline policies need."""
+    shared = {
+        "apiVersion": "cilium.io/v2",
+        "kind": "CiliumClusterwideNetworkPolicy",
+        "metadata": {"name": "cpg-shared-dns"},
+        "specs": [
+            {
+                "endpointSelector": {
+                    "matchLabels": {"app": "api", "io.kubernetes.pod.namespace": "shop"}
+                },
+                "egress": [dns_egress("UDP", "TCP")],
+            }
+        ],
+    }
+    lonely = workload("api", {"egress": [TO_DB]})
+    assert together([lonely]) == ["CPG040"]
+    assert together([lonely, shared]) == []
+    (tmp_path / "a.yaml").write_text(as_yaml(lonely))
+    ran = cpg("lint", str(tmp_path))
+    assert ran.returncode == 3 and "CPG040 egress-without-dns" in ran.stdout
+    (tmp_path / "b.yaml").write_text(as_yaml(shared))
+    assert cpg("lint", str(tmp_path)).returncode == 0
+    (tmp_path / "c.yaml").write_text(as_yaml(cluster_network_policy()))
+    noted = cpg("lint", str(tmp_path))
+    assert noted.returncode == 0 and "note: Cilium enforces ClusterNetworkPolicies" in noted.stdout
+    assert "--enable-k8s-cluster-network-policy" in noted.stdout
+
+
 def test_every_rule_has_a_case_and_a_fix() -> None:
-    assert set(CASES) | {"CPG001", "CPG012", "CPG034"} == set(RULES)
+    assert set(CASES) | set(TOGETHER) | {"CPG001", "CPG012", "CPG034"} == set(RULES)
     for rule in RULES.values():
         assert rule.fix and rule.summary and rule.level in ("error", "warning")
 
@@ -524,7 +692,9 @@ def test_sarif_validates_against_the_sarif_2_1_0_schema(tmp_path: Path) -> None:
     jsonschema.Draft7Validator(_sarif_schema()).validate(sarif)
     (run,) = sarif["runs"]
     for_newest = {code for code, case in CASES.items() if len(case) == 2}
-    assert {r["ruleId"] for r in run["results"]} == for_newest | {"CPG001"}
+    found = {r["ruleId"] for r in run["results"]}
+    # the bad cases' egress has no DNS: the files taken together say so too (CPG040)
+    assert found == for_newest | {"CPG001", "CPG040"}
     rules = run["tool"]["driver"]["rules"]
     for result in run["results"]:
         assert rules[result["ruleIndex"]]["id"] == result["ruleId"]

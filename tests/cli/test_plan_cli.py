@@ -464,7 +464,25 @@ def test_a_fix_whose_source_the_proposal_locks_down_does_not_take(tmp_path: Path
     front_out["spec"]["egress"].append({"toEndpoints": [{"matchLabels": {"app": "cart"}}]})
     (folder / "frontend.yaml").write_text(yaml.safe_dump(front_out))
     code, plan, _ = run_plan(str(capture), "-d", str(folder))
-    assert code == 0 and plan["fixed"] == 1 and plan["would_break"] == []
+    # frontend resolves nothing: not in the capture, but the plan says so (§D47)
+    assert code == 3 and plan["fixed"] == 1 and plan["would_break"] == []
+    assert [a["code"] for a in plan["availability"]] == ["CPG040"]
+    front_out["spec"]["egress"].append(
+        {
+            "toEndpoints": [
+                {
+                    "matchLabels": {
+                        "k8s-app": "kube-dns",
+                        "io.kubernetes.pod.namespace": "kube-system",
+                    }
+                }
+            ],
+            "toPorts": [{"ports": [{"port": "53", "protocol": p} for p in ("UDP", "TCP")]}],
+        }
+    )
+    (folder / "frontend.yaml").write_text(yaml.safe_dump(front_out))
+    code, plan, _ = run_plan(str(capture), "-d", str(folder))
+    assert code == 0 and plan["availability"] == []
 
 
 def test_a_report_of_a_plan_that_cannot_judge_says_so(tmp_path: Path) -> None:

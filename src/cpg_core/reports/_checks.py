@@ -134,6 +134,18 @@ def plan_text(view: PlanView) -> str:
                 f"{n.forwarded_flows} forwarded flows, by {', '.join(n.policies)}"
             )
     out.extend(policy_map_lines(plan))
+    if plan.availability:
+        out.append("")
+        out.append(
+            f"AVAILABILITY: {len(plan.availability)} thing(s) the capture does not show that "
+            "the proposal would take away:"
+        )
+        for found in plan.availability[:MAX_SHOWN]:
+            where = f" ({found.policy})" if found.policy else ""
+            out.append(f"  {found.code}{where}: {found.message}")
+            out.append(f"    fix: {found.fix}")
+        if len(plan.availability) > MAX_SHOWN:
+            out.append(f"  … and {len(plan.availability) - MAX_SHOWN} more (-o json lists all)")
     if plan.also_selected:
         out.append("")
         out.append("Also selected by your policies (cpg never changes them; Cilium applies both):")

@@ -22,6 +22,8 @@ class LintView:
     """How many files were read."""
     version: str = ""
     """cpg's version, for SARIF's tool."""
+    notes: tuple[str, ...] = ()
+    """What the files need said that is no finding (how Baseline policies are enforced)."""
 
 
 def lint_text(view: LintView) -> str:
@@ -38,11 +40,16 @@ def lint_text(view: LintView) -> str:
         out.append(f"{view.files} file(s): {errors} error(s), {warnings} warning(s)")
     else:
         out.append(f"{view.files} file(s): no findings")
+    out += [f"note: {note}" for note in view.notes]
     return one_line_each(out)
 
 
 def lint_json(view: LintView) -> str:
-    data = {"files": view.files, "findings": to_data(list(view.findings))}
+    data = {
+        "files": view.files,
+        "findings": to_data(list(view.findings)),
+        "notes": list(view.notes),
+    }
     return json.dumps(data, indent=2, ensure_ascii=False)
 
 

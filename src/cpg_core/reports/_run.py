@@ -104,6 +104,8 @@ class RunReport:
     ``include_audit``, ``include_system``): a check of the output needs them too."""
     scope: ScopeReport = attrs.Factory(ScopeReport)
     """What was written for the cluster rather than for the capture (§D47)."""
+    notes: tuple[str, ...] = ()
+    """What the output needs said that no count says (how Baseline policies are enforced)."""
 
     def count(self, outcome: str) -> int:
         return sum(1 for f in self.files if f.outcome == outcome)
@@ -150,6 +152,7 @@ def run_text(report: RunReport) -> str:
     if changed and not report.dry_run:
         lines += _next_steps(report, changed[0])
     lines += _verify_lines(report.verify)
+    lines += [f"Note: {note}" for note in report.notes]
     if report.redacted:
         lines.append(REDACTED_NOTE)
     return one_line_each(lines)
@@ -515,6 +518,8 @@ def run_data(report: RunReport) -> dict[str, Any]:
         data["identities"] = dict(sorted(report.identities.items()))
     if not report.scope.empty:
         data["cluster_scope"] = attrs.asdict(report.scope)
+    if report.notes:
+        data["notes"] = list(report.notes)
     data.update(report.extra)
     if report.verify is not None:
         data["verify"] = to_data(report.verify)

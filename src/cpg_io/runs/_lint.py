@@ -9,7 +9,13 @@ from pathlib import Path
 import attrs
 
 from cpg_core.cilium import Version
-from cpg_core.lint import NEWEST, invalid_in_cluster, lint_text, policy_namespaces
+from cpg_core.lint import (
+    NEWEST,
+    invalid_in_cluster,
+    lint_text,
+    lint_together,
+    policy_namespaces,
+)
 from cpg_core.reports import LintView
 from cpg_io.crd_schema import crd_schema_errors
 from cpg_io.errors import IoError
@@ -74,6 +80,17 @@ def lint_run(
             pods=pods,
             cilium_version=cilium_version,
         )
+    together = lint_together(
+        [(str(path), text) for path, text in texts], cilium_version=cilium_version
+    )
+    findings += together.findings
     if cluster:
         findings += invalid_in_cluster(cluster_policies(kubeconfig, context))
-    return LintRun(view=LintView(findings=tuple(findings), files=len(texts), version=cpg_version()))
+    return LintRun(
+        view=LintView(
+            findings=tuple(findings),
+            files=len(texts),
+            version=cpg_version(),
+            notes=together.notes,
+        )
+    )

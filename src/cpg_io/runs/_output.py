@@ -35,7 +35,9 @@ from cpg_core.cilium import foreign_policy, load_all, load_one
 from cpg_core.reading import ReadStats
 from cpg_core.reports import FileOutcome, RunReport, WaitingPolicy
 from cpg_core.sharing import (
+    BASELINE_GAPS,
     BASELINE_KIND,
+    BASELINE_NOTE,
     EGRESS,
     SHARED_FOLDER,
     BaselinePolicy,
@@ -635,6 +637,12 @@ def run_report(
         recorded_by=result.identity.recorded_by,
         flow_path=_flow_path(request),
         scope=agg.scope,
+        notes=(BASELINE_NOTE, BASELINE_GAPS)
+        if any(
+            f.outcome != "failed" and Path(f.path).name.startswith("cpg-baseline-")
+            for f in result.files
+        )
+        else (),
     )
 
 

@@ -262,8 +262,8 @@ def replay_capture(
     gc.freeze()
     if evidence is not None and not dry_run:
         evidence = _stamp_session(result, evidence, identified(), session_id, started, clock)
-    result.health = run_health(aggregator, stats, started, clock())
     plans = aggregator.plans()
+    result.health = run_health(aggregator, stats, started, clock())
     if min_flows > 1:
         plans, held = hold_back(plans, min_flows, max_samples=options.max_samples)
         result.held_back = held_back(held)
