@@ -109,10 +109,14 @@ class Policies:
     def judge(self, flow: Flow, pod: Endpoint) -> Any:
         return judge_flow(self.near(pod), flow)
 
-    def admits(self, source: Endpoint, destination: Endpoint, proto: str, port: int) -> bool:
-        """Whether the connection gets through at both ends (Cilium's default mode: an end no
-        policy puts into default-deny lets it through)."""
-        for direction, pod in ((Direction.EGRESS, source), (Direction.INGRESS, destination)):
+    def admits(
+        self, source: Endpoint, destination: Endpoint, proto: str, port: int, *, ends: int = 2
+    ) -> bool:
+        """Whether the connection gets through at both ends (``ends=1``: at the source's
+        egress only), in Cilium's default mode: an end no policy puts into default-deny lets
+        it through."""
+        sides = ((Direction.EGRESS, source), (Direction.INGRESS, destination))[:ends]
+        for direction, pod in sides:
             flow = _flow(direction, source, destination, proto, port)
             if not self.judge(flow, pod).allowed:
                 return False
@@ -144,8 +148,10 @@ def workload_subjects(policy: Mapping[str, Any]) -> list[Endpoint]:
     ]
 
 
-def _resolves(policies: Policies, pod: Endpoint, proto: str, dns: Sequence[Endpoint]) -> bool:
-    return any(policies.admits(pod, server, proto, 53) for server in dns)
+def _resolves(
+    policies: Policies, pod: Endpoint, proto: str, dns: Sequence[Endpoint], ends: int = 2
+) -> bool:
+    return any(policies.admits(pod, server, proto, 53, ends=ends) for server in dns)
 
 
 def dns_servers(policies: Policies) -> list[Endpoint]:
@@ -263,7 +269,9 @@ def _egress_dns(
 ) -> list[Availability]:
     if not spec.get("egress") or pod in servers or not _egress_default_deny(policies, pod):
         return []
-    udp, tcp = _resolves(policies, pod, "UDP", servers), _resolves(policies, pod, "TCP", servers)
+    # its own egress (the DNS service's ingress is that service's finding, CPG041)
+    udp = _resolves(policies, pod, "UDP", servers, ends=1)
+    tcp = _resolves(policies, pod, "TCP", servers, ends=1)
     if udp and tcp:
         return []
     missing = "UDP and TCP 53" if not udp and not tcp else ("TCP/53" if udp else "UDP/53")

@@ -25,6 +25,7 @@ from cpg_core._lint_versions import (
 )
 from cpg_core._policy_docs import policies_in
 from cpg_core._tiers import is_cluster_network_policy
+from cpg_core._yamlread import load_all
 
 Level = Literal["error", "warning"]
 
@@ -486,32 +487,33 @@ def lint_together(
     policies: list[Mapping[str, Any]] = []
     where: dict[str, tuple[str, int]] = {}
     for file, text in texts:
-        try:
-            nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
-        except yaml.YAMLError:
+        try:  # libyaml: lint_text has read the file its own way already, with lines
+            documents = load_all(text, file)
+        except CpgError:
             continue
-        for node in nodes:
-            if node is None:
-                continue
-            try:
-                document = yaml.SafeLoader("").construct_document(node)
-            except yaml.YAMLError:
-                continue
-            lines = _Lines(node)
-            for path, policy in _policies(document):
+        for document in documents:
+            for _path, policy in _policies(document):
                 try:
                     readable = policies_in(policy)
                 except CpgError:
                     continue  # its shape is a finding of lint_text's
                 policies += readable
                 for each in readable:
-                    where.setdefault(policy_label(each), (file, lines.of(path)))
+                    where.setdefault(policy_label(each), (file, _line_of(text, each)))
     enforced = cilium_version >= (1, 20, 0)
     found = []
     for item in availability(policies, baseline_enforced=enforced):
         file, line = where.get(item.policy, ("", 0))
         found.append(finding(item.code, item.message, file, line, "", item.policy))
     return Together(found, (BASELINE_NOTE,) if enforced and has_baseline(policies) else ())
+
+
+def _line_of(text: str, policy: Mapping[str, Any]) -> int:
+    """The line that names ``policy`` (its ``name:``), 1 when it cannot be found."""
+    metadata = policy.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+    at = text.find(f"name: {name}") if isinstance(name, str) else -1
+    return text.count("\n", 0, at) + 1 if at >= 0 else 1
 
 
 def _policies(document: Any) -> list[tuple[tuple[str | int, ...], Mapping[str, Any]]]:

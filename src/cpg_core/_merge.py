@@ -356,6 +356,11 @@ def _section_body(
     return body
 
 
+_MARK = f"{MANAGED_BY_LABEL}: {MANAGED_BY_VALUE}"
+"""cpg's managed-by label as it writes it: a file holding it is read as cpg's without
+parsing it first (a rerun reads every file: parsing each twice was most of its time)."""
+
+
 @attrs.frozen(slots=True)
 class ForeignPolicy:
     """What a file cpg did not write holds: ``(kind, name)`` of each document."""
@@ -375,8 +380,8 @@ def foreign_policy(existing: str, path: str = "policy") -> ForeignPolicy | None:
     managed-by label): cpg never merges into a person's policy, it writes its own beside it.
     None for cpg's own file, an empty one, and one that is not YAML cpg reads (anchors,
     invalid YAML): merging then names the problem, and the file is left as it is."""
-    if not existing.strip():
-        return None
+    if not existing.strip() or _MARK in existing:
+        return None  # cpg's mark: its own (merging reads it, and names any problem)
     try:
         docs = [d for d in load_all(existing, path) if d is not None]
     except YamlInputError:
