@@ -68,6 +68,11 @@ def discriminator(
         and is_stable_key(key)
         and not is_marker(key)
     ]
+    return _best(choices)
+
+
+def _best(choices: list[tuple[str, str]]) -> tuple[str, str] | None:
+    """The label that tells pods apart best: a well-known discriminator first."""
     if not choices:
         return None
 
@@ -104,14 +109,7 @@ def exclusion(
         and not is_marker(key)
         and all(labels.get(key) != value for labels in seen)
     ]
-    if not choices:
-        return None
-
-    def rank(item: tuple[str, str]) -> tuple[int, str]:
-        key = item[0]
-        return (DISCRIMINATORS.index(key) if key in DISCRIMINATORS else len(DISCRIMINATORS), key)
-
-    return min(choices, key=rank)
+    return _best(choices)
 
 
 def excluding(selector: object, key: str, value: str) -> dict[str, Any]:

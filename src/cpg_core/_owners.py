@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from cpg_core._flow import Endpoint
+from cpg_core._availability import workload_subjects
 from cpg_core._matcher import policy_name, selecting_specs
 from cpg_core._render import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 
@@ -33,30 +33,6 @@ def is_cpgs(policy: Mapping[str, Any]) -> bool:
     return isinstance(labels, Mapping) and labels.get(MANAGED_BY_LABEL) == MANAGED_BY_VALUE
 
 
-def _subjects(policy: Mapping[str, Any]) -> list[Endpoint]:
-    """The pods a policy of cpg's is written for, as endpoints with its selector's labels."""
-    metadata = policy.get("metadata")
-    namespace = metadata.get("namespace") if isinstance(metadata, Mapping) else None
-    if policy.get("kind") != "CiliumNetworkPolicy" or not isinstance(namespace, str):
-        return []
-    spec = policy.get("spec")
-    selector = spec.get("endpointSelector") if isinstance(spec, Mapping) else None
-    labels = selector.get("matchLabels") if isinstance(selector, Mapping) else None
-    if not isinstance(selector, Mapping) or not isinstance(labels, Mapping):
-        return []
-    if set(selector) != {"matchLabels"}:
-        return []  # a shared policy (an expression over many workloads) names its members
-    return [
-        Endpoint(
-            namespace=namespace,
-            labels=(
-                *(f"k8s:{key}={value}" for key, value in labels.items()),
-                f"k8s:io.kubernetes.pod.namespace={namespace}",
-            ),
-        )
-    ]
-
-
 def also_selected(
     policies: Iterable[Mapping[str, Any]], others: Iterable[Mapping[str, Any]] = ()
 ) -> tuple[AlsoSelected, ...]:
@@ -73,7 +49,7 @@ def also_selected(
             continue
         names = {
             policy_name(selected)
-            for subject in _subjects(policy)
+            for subject in workload_subjects(policy)
             for selected, _spec, _ns in selecting_specs(foreign, subject)
         }
         if names:

@@ -229,22 +229,22 @@ def peer_text(peer: EndpointPeer) -> str:
     return f"{peer.namespace}/{format_labels(peer.labels)}"
 
 
-def is_dns_service(peer: EndpointPeer, namespaces: int, scope: ClusterScope) -> bool:
-    """Whether a pod serving DNS is the cluster's (not an application's own resolver)."""
+def is_dns_service(peer: EndpointPeer, *, serves: bool) -> bool:
+    """Whether a pod is the cluster's DNS service (not an application's own resolver): a
+    DNS app's labels, or (``serves``: the capture shows it answering port 53) a system
+    namespace."""
     labels = dict(peer.labels)
-    if peer.namespace in SYSTEM_NAMESPACES or any(labels.get(k) in _DNS_APPS for k in _DNS_KEYS):
+    if any(labels.get(k) in _DNS_APPS for k in _DNS_KEYS):
         return True
-    return 0 < scope.service_namespaces <= namespaces
+    return serves and peer.namespace in SYSTEM_NAMESPACES
 
 
-def dns_services(
-    reach: Reach, scope: ClusterScope, known: Iterable[EndpointPeer] = ()
-) -> list[EndpointPeer]:
+def dns_services(reach: Reach, known: Iterable[EndpointPeer] = ()) -> list[EndpointPeer]:
     """The cluster's DNS service: the pods the capture shows serving DNS to the cluster,
-    else what the identities know (``known``), else Cilium's well-known selector."""
-    found = [p for p in reach.dns_servers if is_dns_service(p, 0, scope)]
+    else the DNS pods the identities know (``known``), else Cilium's well-known selector."""
+    found = [p for p in reach.dns_servers if is_dns_service(p, serves=True)]
     if not found:
-        found = [p for p in known if is_dns_service(p, 0, scope)]
+        found = [p for p in known if is_dns_service(p, serves=False)]
     return sorted(set(found)) or [WELL_KNOWN_DNS]
 
 
@@ -261,7 +261,7 @@ def for_the_cluster(
     words), and what was done. A target left with no entry (a system workload) is left out."""
     if not scope.enabled:
         return {t: dict(a) for t, a in attribution.items()}, ScopeReport()
-    servers = dns_services(reach, scope, dns_known) if scope.dns else []
+    servers = dns_services(reach, dns_known) if scope.dns else []
     services: list[ClusterService] = []
     system: list[SystemWorkload] = []
     added: list[str] = []

@@ -390,6 +390,10 @@ def test_replay_never_changes_a_persons_policy_and_names_it(hand_folder: Path) -
     ]
     plan_text = cpg("plan", str(EXAMPLE), "-d", str(hand_folder)).stdout
     assert "shop/cpg-cart: also selected by your policy shop/cart-hand" in plan_text
+    markdown = cpg("report", "-d", str(hand_folder)).stdout
+    assert "Also selected by your policy `shop/cart-hand`" in markdown
+    html = cpg("report", "-d", str(hand_folder), "-o", "html").stdout
+    assert html.count('"yours": true') == 1 and "Your policy (cpg did not write it" in html
 
 
 def test_a_persons_policy_named_as_cpg_would_name_it_keeps_its_name(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 
 from cpg_core import to_data
+from cpg_core._render import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from cpg_core.reports._checks import plan_cannot_judge
 from cpg_core.reports._coverage import Coverage, coverage
 from cpg_core.reports._graph import (
@@ -52,6 +53,9 @@ MATRIX_ABOVE = 10
 """Above this many namespaces (the peers outside the cluster counted as one) the report opens
 on the namespace matrix: measured on synthetic clusters, the namespace graph of 11 or more
 leaves port counts it has no free place for, and its curves cross into an unreadable bundle."""
+
+_CPG_MARK = f"{MANAGED_BY_LABEL}: {MANAGED_BY_VALUE}"
+"""How a policy cpg wrote says so (a person's policy lacks it)."""
 
 
 def _short(text: str, limit: int = 24) -> str:
@@ -274,7 +278,15 @@ def html_report(*, title: str, inputs: ReviewInputs) -> str:
                         "samples": to_data(list(rule.samples[:5])),
                     }
                 )
-            entries.append({"policy": name, "yaml": inputs.texts.get(name, ""), "rules": rules})
+            text = inputs.texts.get(name, "")
+            entries.append(
+                {
+                    "policy": name,
+                    "yaml": text,
+                    "rules": rules,
+                    "yours": bool(text) and _CPG_MARK not in text,
+                }
+            )
         details[node.id] = {
             "label": node.label,
             "namespace": node.namespace,
@@ -538,6 +550,7 @@ td.cell:hover { outline: 2px solid #1d4ed8; }
     if (!d.policies.length) p.appendChild(el("p", "No policy selects it here (a peer)."));
     d.policies.forEach(function (pol) {
       p.appendChild(el("h2", pol.policy));
+      if (pol.yours) p.appendChild(el("p", "Your policy (cpg did not write it and leaves it as it is); Cilium applies it with cpg's."));
       var pre = el("pre", pol.yaml); pre.className = "yaml"; p.appendChild(pre);
       pol.rules.forEach(function (r) {
         p.appendChild(el("p", r.key + ": " + r.flows + " flows" + (r.learned ? " (" + r.learned + ")" : "") + ", " + r.first + " → " + r.last + ", confidence " + r.confidence));
