@@ -14,6 +14,13 @@ outputs="${GITHUB_OUTPUT:-/dev/null}"
 failed=0
 
 say() { printf '%s\n' "$*" >&2; }
+# File names, labels and messages from a pull request reach the job log through cpg's output:
+# none of it may run a workflow command (a line starting "::error file=…::" would forge an
+# annotation). Commands stay off for the whole gate (it issues none) and come back on exit.
+resume="cpg-gate-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+printf '::stop-commands::%s\n' "$resume"
+printf '::stop-commands::%s\n' "$resume" >&2
+trap 'printf "::%s::\n" "$resume"; printf "::%s::\n" "$resume" >&2' EXIT
 output() { printf '%s=%s\n' "$1" "$2" >> "$outputs"; }
 
 # 1. lint: the given paths, else the policy files this pull request changed, else the folder
@@ -30,9 +37,10 @@ if [ "${#paths[@]}" -eq 0 ] && [ -e "$policies" ]; then
 fi
 lint_findings=0
 if [ "${#paths[@]}" -gt 0 ]; then
-    cpg lint "${paths[@]}" > "$work/lint.txt"
+    # paths after --: a file named like an option (--context=x.yaml) is still a path
+    cpg lint -o text -- "${paths[@]}" > "$work/lint.txt"
     lint_rc=$?
-    cpg lint "${paths[@]}" -o sarif > "$work/lint.sarif"
+    cpg lint -o sarif -- "${paths[@]}" > "$work/lint.sarif"
     lint_findings=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["runs"][0]["results"]))' "$work/lint.sarif" 2>/dev/null || echo 0)
     if [ "$lint_rc" -ne 0 ] && [ "$lint_rc" -ne 3 ]; then
         say "cpg lint could not run (exit $lint_rc):"; cat "$work/lint.txt" >&2

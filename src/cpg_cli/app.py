@@ -295,5 +295,33 @@ def mcp(ctx: typer.Context) -> None:
     os.execv(sys.executable, [sys.executable, "-m", "cpg_mcp", *ctx.args])
 
 
+def _option_named_files(argv: list[str]) -> list[str]:
+    """Arguments before ``--`` that look like options and name files here: a file a pull
+    request named ``--context=evil.yaml`` must never pass for an option (and go unlinted)."""
+    import os
+
+    found = []
+    for arg in argv:
+        if arg == "--":
+            break
+        if arg.startswith("-") and arg != "-" and os.path.lexists(arg):
+            found.append(arg)
+    return found
+
+
 def main() -> None:
+    import sys
+
+    args = sys.argv[1:]
+    if args[:1] != ["mcp"]:
+        clash = _option_named_files(args)
+        if clash:
+            from cpg_cli.terminal import say
+
+            say(
+                f"cpg: error: {clash[0]!r} is an option's name and a file's: give paths after "
+                "-- (cpg lint -- FILE...), so no file is read as an option",
+                err=True,
+            )
+            raise SystemExit(2)
     app()

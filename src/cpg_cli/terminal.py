@@ -13,6 +13,12 @@ from cpg_core import CpgError
 from cpg_core.text import clean_text
 
 
+def one_line(text: str) -> str:
+    """A message on one line: a newline inside a file name or a label becomes a space, so it
+    cannot start a line of its own (a forged result, or a CI log's ``::error`` command)."""
+    return clean_text(text)
+
+
 def say(text: str, *, err: bool = False, nl: bool = True) -> None:
     typer.echo(clean_text(text, keep_newlines=True), err=err, nl=nl)
 
@@ -22,11 +28,11 @@ def warn(problem: str) -> None:
     from cpg_core import Message
 
     text = problem.render(flag) if isinstance(problem, Message) else problem
-    say(f"cpg: warning: {text}", err=True)
+    say(one_line(f"cpg: warning: {text}"), err=True)
 
 
 def fail(error: CpgError, context: str = "") -> NoReturn:
     """Print an error of the cpg family in the CLI's words and exit: 2 when the fix is on the
     command line (a missing extra), else 1."""
-    say(f"cpg: error: {context}{error.render(flag)}", err=True)
+    say(one_line(f"cpg: error: {context}{error.render(flag)}"), err=True)
     raise typer.Exit(2 if getattr(error, "usage", False) else 1)

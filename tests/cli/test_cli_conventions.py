@@ -426,3 +426,22 @@ def test_a_logged_message_names_its_settings_as_flags(capsys: pytest.CaptureFixt
     err = capsys.readouterr().err
     assert "cpg: WARNING: Hubble stream lost (check --server); reconnecting in 1.0s" in err
     assert "cpg: WARNING: plain words" in err
+
+
+def test_a_file_named_like_an_option_is_refused_before_and_read_after_dashes(
+    tmp_path: Path,
+) -> None:
+    from conftest import cpg_process
+
+    (tmp_path / "--context=evil.yaml").write_text("kind: ConfigMap\nmetadata: {name: x}\n")
+    refused = cpg_process("lint", "--context=evil.yaml", cwd=tmp_path)
+    assert refused.returncode == 2
+    assert "'--context=evil.yaml' is an option's name and a file's" in refused.stderr
+    assert "after --" in refused.stderr
+    read = cpg_process("lint", "--", "--context=evil.yaml", cwd=tmp_path)
+    assert read.returncode == 0 and "1 file(s): no findings" in read.stdout
+    # an unreadable file's name never breaks the error line (a newline cannot forge a line)
+    odd = tmp_path / "not-a-policy\n::error file=x::b.yaml"
+    odd.write_bytes(b"\xff\xfe")
+    ran = cpg_process("lint", "--", odd.name, cwd=tmp_path)
+    assert ran.returncode == 1 and len(ran.stderr.strip().splitlines()) == 1, ran.stderr

@@ -276,3 +276,40 @@ def test_propose_takes_d_and_a_base_when_the_remotes_head_names_no_branch(
     alone = cpg("propose", str(source), *common)
     assert alone.returncode == 0, alone.stderr
     assert json.loads(alone.stdout)["base"] == "main"
+
+
+def test_the_token_never_follows_a_redirect_nor_crosses_plain_http(
+    tmp_path: Path, remote: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An API that answers 302 to another host gets no second request with the token, and
+    an http:// API that is not this machine is refused before anything is sent."""
+    elsewhere = _FakeGitHub()
+    other, other_api = elsewhere.serve()
+
+    class Redirect(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(302)
+            self.send_header("Location", f"{other_api}{self.path}")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    redirecting = ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+    threading.Thread(target=redirecting.serve_forever, daemon=True).start()
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    source = run_of(tmp_path)
+    common = ["propose", str(source), "--repo", str(remote), "--github", "o/r", "--github-api"]
+    try:
+        moved = cpg(*common, f"http://127.0.0.1:{redirecting.server_address[1]}")
+    finally:
+        redirecting.shutdown()
+        other.shutdown()
+    assert moved.returncode == 1 and "a redirect to" in moved.stderr, moved.stderr
+    assert "--github-api" in moved.stderr and TOKEN not in moved.stdout + moved.stderr
+    assert elsewhere.requests == [], "the redirect's target never saw a request"
+    before = refs(remote)
+    clear = cpg(*common, "http://github.example.com/api/v3")
+    assert clear.returncode == 1 and "plain http" in clear.stderr, clear.stderr
+    assert refs(remote) == before, "refused before anything is pushed"

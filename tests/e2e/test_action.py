@@ -167,3 +167,29 @@ def test_would_break_traffic_fails_the_job_unless_relaxed_and_a_url_capture(
         server.shutdown()
     assert relaxed == 0, stderr
     assert outputs["verdict"] == "breaks"
+
+
+def test_a_file_named_like_an_option_is_linted_and_names_cannot_forge_commands(
+    tmp_path: Path,
+) -> None:
+    """A pull request's root-level policy named ``--context=evil.yaml`` that opens every pod
+    to the world is linted (a file, not the option), and a file whose name holds a newline
+    and ``::error`` reaches the job log with workflow commands off."""
+    workspace = _workspace(tmp_path)
+    open_all = {
+        "apiVersion": "cilium.io/v2",
+        "kind": "CiliumNetworkPolicy",
+        "metadata": {"name": "open", "namespace": "shop"},
+        "spec": {"endpointSelector": {}, "ingress": [{"fromEntities": ["world"]}]},
+    }
+    (workspace / "--context=evil.yaml").write_text(yaml.safe_dump(open_all))
+    code, summary, outputs, stderr = run_gate(workspace, lint_paths="--context=evil.yaml")
+    assert code == 1, stderr
+    assert outputs["lint-findings"] == "2" and "CPG006 open-to-world" in summary
+    forged = workspace / "not-a-policy\n::error file=README.md::forged.yaml"
+    forged.write_bytes(b"\xff\xfe not utf-8")
+    code, _summary, _outputs, stderr = run_gate(workspace, lint_paths=str(forged.name))
+    lines = stderr.splitlines()
+    stop = next(n for n, line in enumerate(lines) if line.startswith("::stop-commands::"))
+    assert lines[-1] == "::" + lines[stop].split("::")[2] + "::", "commands resume at exit"
+    assert not any(line.startswith("::error") for line in lines), stderr

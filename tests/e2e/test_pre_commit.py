@@ -90,6 +90,12 @@ def test_pre_commit_hooks_fail_on_a_bad_policy_then_pass(tmp_path: Path) -> None
     passed = _try_repo(repo, env, "cpg-lint")
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "Passed" in passed.stdout
+    # a root-level file named like an option is linted as a file, never read as the option
+    (repo / "--context=evil.yaml").write_text(yaml.safe_dump(BAD, sort_keys=False))
+    _git(repo, "add", "-A")
+    sneaky = _try_repo(repo, env, "cpg-lint")
+    assert sneaky.returncode != 0, sneaky.stdout + sneaky.stderr
+    assert "--context=evil.yaml" in sneaky.stdout and "CPG005" in sneaky.stdout, sneaky.stdout
 
 
 def test_the_verify_hook_takes_its_capture_from_the_config(tmp_path: Path) -> None:

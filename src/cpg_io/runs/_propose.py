@@ -8,6 +8,7 @@ a rule someone added in the repository, and a run with no change pushes nothing 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import os
 import re
@@ -223,15 +224,25 @@ def _github(
         "User-Agent": "cpg",
     }
 
+    opener = urllib.request.build_opener(_RefuseRedirects)
+
     def call(method: str, url: str, payload: dict[str, Any] | None = None) -> Any:
         data = json.dumps(payload).encode() if payload is not None else None
         sent = urllib.request.Request(url, data=data, method=method, headers=headers)
         if data is not None:
             sent.add_header("Content-Type", "application/json")
         try:
-            with urllib.request.urlopen(sent, timeout=30) as answer:
+            with opener.open(sent, timeout=30) as answer:
                 return json.loads(answer.read() or b"null")
         except urllib.error.HTTPError as exc:
+            if 300 <= exc.code < 400:
+                target = exc.headers.get("Location", "") if exc.headers else ""
+                raise ProposeError(
+                    f"GitHub's API at {api} answered {exc.code}, a redirect to {target!r}: cpg "
+                    "sends its token to the address it was given only; give ",
+                    Setting("github_api"),
+                    " the API's own address",
+                ) from None
             detail = ""
             with contextlib.suppress(ValueError, AttributeError):
                 detail = json.loads(exc.read()).get("message", "")
@@ -243,8 +254,6 @@ def _github(
             reason = getattr(exc, "reason", exc)
             raise ProposeError(f"cannot reach GitHub's API at {api}: {reason}") from None
 
-    if not api.startswith(("https://", "http://")):
-        raise ProposeError(Setting("github_api"), f" {api!r} is not an http(s) URL")
     query = urllib.parse.urlencode({"head": f"{owner}:{branch}", "state": "open"})
     pulls = f"{api}/repos/{request.github}/pulls"
     found = call("GET", f"{pulls}?{query}") or []
@@ -253,6 +262,35 @@ def _github(
         return str(updated.get("html_url", ""))
     created = call("POST", pulls, {"title": title, "head": branch, "base": base, "body": body})
     return str(created.get("html_url", ""))
+
+
+class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    """No redirect is followed: urllib would resend the Authorization header to wherever a
+    redirect points (another host, plain http)."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def _check_api(api: str) -> None:
+    """The API address the token may go to: https, or plain http to this machine only."""
+    if not api.startswith(("https://", "http://")):
+        raise ProposeError(Setting("github_api"), f" {api!r} is not an http(s) URL")
+    if api.startswith("http://") and not _loopback(urllib.parse.urlsplit(api).hostname or ""):
+        raise ProposeError(
+            Setting("github_api"),
+            f" {api!r} is plain http: the token would cross the network in the clear; use "
+            "https (plain http only to this machine's own address, for a local test server)",
+        )
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def _prepare(request: ProposeRequest, work: Path) -> tuple[Path, Path]:
@@ -310,6 +348,8 @@ def _default_branch(repository: Path, remote: str, base: str | None = None) -> s
 def propose(request: ProposeRequest) -> ProposeResult:
     """Propose the run's policies as a branch, a commit, a push and a pull-request body."""
     token = _token(request)  # a missing token fails before anything is cloned or pushed
+    if request.github is not None:
+        _check_api(request.github_api.rstrip("/"))  # and an address it must not go to
     if not request.source.is_dir():
         raise ProposeError(f"{request.source}: not a folder of policies (the run's -d)")
     store = EvidenceStore(
