@@ -25,7 +25,7 @@ from cpg_core._lint_versions import (
 )
 from cpg_core._policy_docs import policies_in
 from cpg_core._tiers import is_cluster_network_policy
-from cpg_core._yamlread import load_all
+from cpg_core._yamlread import YamlInputError, compose_all, construct, load_all
 
 Level = Literal["error", "warning"]
 
@@ -69,8 +69,11 @@ RULES: dict[str, LintRule] = {
             "CPG001",
             "yaml",
             "error",
-            "The file is not YAML cpg can read safely (invalid YAML, anchors or aliases).",
-            "Write valid YAML with every value in full (no & anchors or * aliases).",
+            "The file is not YAML cpg can read safely (invalid YAML or not UTF-8, anchors or "
+            "aliases, tags, nesting deeper than 64 levels, a number of more than 30 digits, "
+            "too big or not a file).",
+            "Write plain UTF-8 YAML with every value in full (no & anchors, * aliases or ! tags), "
+            "at most 64 levels deep.",
         ),
         LintRule(
             "CPG002",
@@ -442,22 +445,13 @@ def lint_text(
     documents that are not Cilium policies are left alone. ``cilium_version`` is the
     release the documents are meant for (its deprecations and missing features)."""
     try:
-        for event in yaml.parse(text, Loader=yaml.SafeLoader):
-            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-                line = event.start_mark.line + 1 if event.start_mark is not None else 0
-                return [finding("CPG001", "uses YAML anchors or aliases", file, line, "", "")]
-        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 0
-        problem = getattr(exc, "problem", None) or str(exc)
-        return [finding("CPG001", f"not valid YAML: {problem}", file, line, "", "")]
+        nodes = compose_all(text, file)
+        documents = [(node, construct(node, file)) for node in nodes if node is not None]
+    except YamlInputError as exc:
+        return [finding("CPG001", _unreadable(exc, file), file, exc.line, "", "")]
     networks = [ipaddress.ip_network(c, strict=False) for c in pod_cidrs]
     found: list[LintFinding] = []
-    for node in nodes:
-        if node is None:
-            continue
-        document = yaml.SafeLoader("").construct_document(node)
+    for node, document in documents:
         lines = _Lines(node)
         for path, policy in _policies(document):
             found += _lint_policy(policy, path, lines, file, schema, networks, cilium_version)
@@ -506,6 +500,17 @@ def lint_together(
         file, line = where.get(item.policy, ("", 0))
         found.append(finding(item.code, item.message, file, line, "", item.policy))
     return Together(found, (BASELINE_NOTE,) if enforced and has_baseline(policies) else ())
+
+
+def unreadable_file(file: str, reason: str) -> LintFinding:
+    """CPG001 for a file that could not even be read (too big, not UTF-8, not a file)."""
+    return finding("CPG001", reason, file, 0, "", "")
+
+
+def _unreadable(error: YamlInputError, file: str) -> str:
+    """What made a file unreadable, without its name (the finding names the file)."""
+    text = str(error)
+    return text.removeprefix(f"{file}: ")
 
 
 def _line_of(text: str, policy: Mapping[str, Any]) -> int:

@@ -15,7 +15,7 @@ from cpg_core._names import POLICY_NAME_PREFIX
 from cpg_core._narrow import narrow_in_text
 from cpg_core._policy_docs import PolicyShapeProblem, policies_in
 from cpg_core._render import MANAGED_BY_LABEL, MANAGED_BY_VALUE
-from cpg_core._yamlread import YamlInputError, load_all, load_one
+from cpg_core._yamlread import JsonInputError, YamlInputError, load_all, load_json, load_one
 
 __all__ = [
     "LOCAL_CLUSTER_DEFAULT_SINCE",
@@ -23,6 +23,7 @@ __all__ = [
     "MANAGED_BY_VALUE",
     "POLICY_NAME_PREFIX",
     "ForeignPolicy",
+    "JsonInputError",
     "PolicyShapeProblem",
     "Version",
     "YamlInputError",
@@ -30,6 +31,7 @@ __all__ = [
     "foreign_policy",
     "format_version",
     "load_all",
+    "load_json",
     "load_one",
     "local_cluster_default",
     "minimum_version",

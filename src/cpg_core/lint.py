@@ -13,6 +13,7 @@ from cpg_core._lint import (
     lint_together,
     policy_namespaces,
     selects,
+    unreadable_file,
 )
 from cpg_core._lint_versions import NEWEST, SUPPORTED, parse_version, supported_text
 
@@ -31,4 +32,5 @@ __all__ = [
     "policy_namespaces",
     "selects",
     "supported_text",
+    "unreadable_file",
 ]

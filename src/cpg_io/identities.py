@@ -4,7 +4,6 @@ cluster (``cluster``)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -12,9 +11,10 @@ from typing import Any
 import attrs
 
 from cpg_core import CheckRequest, CpgError, Setting
-from cpg_core.cilium import load_all
+from cpg_core.cilium import load_all, load_json
 from cpg_core.identities import CLUSTER, IdentityBook, identity_book, joined_books
 from cpg_io.errors import SourceError
+from cpg_io.store import RefusedFile, read_bounded
 
 
 def read_identities(
@@ -40,24 +40,30 @@ def read_identities(
     return joined_books(books)
 
 
+MAX_IDENTITIES_BYTES = 1 << 30
+"""The largest identities file read (a big cluster's endpoints, identities and pods)."""
+
+
 def _documents(path: Path) -> list[Any]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path, MAX_IDENTITIES_BYTES).decode("utf-8")
     except FileNotFoundError:
         raise SourceError(
             Setting("identities"),
             f" {path}: no such file (make it with: kubectl get ciliumendpoints,"
             "ciliumidentities,pods -A -o json)",
         ) from None
+    except RefusedFile as exc:
+        raise SourceError(Setting("identities"), f" {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SourceError(Setting("identities"), f" {path}: cannot read it ({exc})") from None
-    if text.lstrip()[:1] in ("{", "["):
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise SourceError(Setting("identities"), f" {path}: not valid JSON ({exc})") from None
-        return data if isinstance(data, list) else [data]
-    return load_all(text, str(path))
+    try:
+        if text.lstrip()[:1] in ("{", "["):
+            data = load_json(text, str(path))
+            return data if isinstance(data, list) else [data]
+        return load_all(text, str(path))
+    except CpgError as exc:
+        raise SourceError(Setting("identities"), f" {exc}") from None
 
 
 def check_identities(

@@ -95,6 +95,8 @@ class JsonLines(io.RawIOBase):
         while True:
             try:
                 value, end = self._decoder.raw_decode(self._text)
+            except RecursionError:  # nested deeper than any record: the rest is malformed
+                return self._rest()
             except json.JSONDecodeError:
                 if len(self._text) > _MAX_RECORD or not self._fill():
                     return self._rest()

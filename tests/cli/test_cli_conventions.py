@@ -444,4 +444,7 @@ def test_a_file_named_like_an_option_is_refused_before_and_read_after_dashes(
     odd = tmp_path / "not-a-policy\n::error file=x::b.yaml"
     odd.write_bytes(b"\xff\xfe")
     ran = cpg_process("lint", "--", odd.name, cwd=tmp_path)
-    assert ran.returncode == 1 and len(ran.stderr.strip().splitlines()) == 1, ran.stderr
+    assert ran.returncode == 3 and "CPG001" in ran.stdout, ran.stdout
+    assert not any(line.startswith("::") for line in ran.stdout.splitlines()), ran.stdout
+    gone = cpg_process("verify", str(EXAMPLE), "--policies", odd.name, cwd=tmp_path)
+    assert gone.returncode == 1 and len(gone.stderr.strip().splitlines()) == 1, gone.stderr

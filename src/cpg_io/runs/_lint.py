@@ -11,10 +11,12 @@ import attrs
 from cpg_core.cilium import Version
 from cpg_core.lint import (
     NEWEST,
+    LintFinding,
     invalid_in_cluster,
     lint_text,
     lint_together,
     policy_namespaces,
+    unreadable_file,
 )
 from cpg_core.reports import LintView
 from cpg_io.crd_schema import crd_schema_errors
@@ -61,16 +63,20 @@ def lint_run(
     selectors that select no pod today and the cluster's policies its operator marked
     invalid."""
     texts: list[tuple[Path, str]] = []
-    for path in lint_files(paths):
+    unreadable: list[LintFinding] = []
+    files = lint_files(paths)
+    for path in files:
         try:
             texts.append((path, read_bounded(path, MAX_FILE_BYTES).decode("utf-8")))
         except (OSError, UnicodeDecodeError, RefusedFile) as exc:
-            raise LintInputError(f"{path}: cannot read it ({exc})") from None
+            # a finding of its own: the other files are still linted (and named here)
+            reason = getattr(exc, "strerror", None) or str(exc)
+            unreadable.append(unreadable_file(str(path), f"cannot read it ({reason})"))
     pods = None
     if cluster:
         namespaces = sorted({ns for _path, text in texts for ns in policy_namespaces(text)})
         pods = namespace_pod_labels(namespaces, kubeconfig, context)
-    findings = []
+    findings = list(unreadable)
     for path, text in texts:
         findings += lint_text(
             text,
@@ -89,7 +95,7 @@ def lint_run(
     return LintRun(
         view=LintView(
             findings=tuple(findings),
-            files=len(texts),
+            files=len(texts) + len(unreadable),
             version=cpg_version(),
             notes=together.notes,
         )

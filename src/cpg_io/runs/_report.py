@@ -3,11 +3,11 @@ cluster-health document and, when given, a plan's JSON."""
 
 from __future__ import annotations
 
-import json
 import threading
 from pathlib import Path
 
 from cpg_core import DocumentError, EvidenceError, Message, Plan, Setting, from_data
+from cpg_core.cilium import JsonInputError, load_json
 from cpg_core.reports import ReviewInputs
 from cpg_io.errors import PolicyLoadError, ReviewInputError, StoreError
 from cpg_io.evidence_store import EvidenceStore
@@ -49,10 +49,10 @@ def read_review(
     planned = None
     if plan is not None:
         try:
-            plan_data = json.loads(read_bounded(plan))
+            plan_data = load_json(read_bounded(plan), str(plan))
         except RefusedFile as exc:
             raise ReviewInputError(str(exc)) from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (OSError, UnicodeDecodeError, JsonInputError) as exc:
             raise ReviewInputError(
                 f"{plan}: cannot read it as a plan ({exc}); write one with "
                 "'cpg plan CAPTURE -d DIR -o json > plan.json'"
