@@ -37,6 +37,11 @@ class FakeKube:
         """CiliumEndpoints, CiliumIdentities and pods of every namespace (None: not served)."""
         self.authorization: list[str] = []
         """The Authorization header of each request."""
+        self.raw: bytes | None = None
+        """An answer sent as it is to every list (a hostile or broken API server)."""
+        self.hang = threading.Event()
+        """Set: every request is accepted and never answered (until the server stops)."""
+        self.stopping = threading.Event()
 
     def items(self, path: str) -> list[dict[str, Any]] | None:
         served = _IDENTITY_PATHS.get(path)
@@ -95,6 +100,16 @@ def fake_kube(
             path = self.path.split("?", 1)[0]
             state.requests.append((self.command, self.path))
             state.authorization.append(self.headers.get("Authorization", ""))
+            if state.hang.is_set():
+                state.stopping.wait()
+                return
+            if state.raw is not None:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(state.raw)))
+                self.end_headers()
+                self.wfile.write(state.raw)
+                return
             items = state.items(path)
             if state.status != 200:
                 self._send(
@@ -146,5 +161,6 @@ def fake_kube(
     try:
         yield state, kubeconfig
     finally:
+        state.stopping.set()
         server.shutdown()
         server.server_close()

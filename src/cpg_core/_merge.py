@@ -10,6 +10,7 @@ rule a human wrote is not added again.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -142,13 +143,22 @@ def _scan_section(
     return _Section(direction, header, lead, items, lines[end:body_end], body_end, item_indent or 2)
 
 
-def _check_items(section: _Section, data: object, path: str) -> None:
+def _check_items(section: _Section, data: object, path: str, namespace: str) -> None:
+    """Pair each item's lines with its rule in the parsed file (an item that is exactly what
+    cpg renders for its rule is paired without parsing it again; others are read alone)."""
     if not isinstance(data, list) or len(data) != len(section.items):
         raise PolicyMergeError(
             f"{path}: could not match the '{section.direction}' rules to their lines; "
             "keep one rule per '- ' item in block style, or move the file aside"
         )
+    shift = " " * (section.item_indent - 2)
     for item, expected in zip(section.items, data, strict=True):
+        rule = rule_from_dict(expected, section.direction, namespace)
+        if rule is not None and item.lines == [
+            shift + line for line in rule_lines(rule, namespace)[1:]
+        ]:
+            item.data = expected  # its lines are exactly what cpg renders for that rule
+            continue
         indent = _indent(item.lines[0])
         text = "\n".join(line[indent:] if len(line) >= indent else line for line in item.lines)
         try:
@@ -245,7 +255,7 @@ def merge_policy_text(
                 "reformat it in block style or move the file aside"
             )
         if direction in sections:
-            _check_items(sections[direction], spec.get(direction) or [], path)
+            _check_items(sections[direction], spec.get(direction) or [], path, namespace)
             corrected += _classify(sections[direction], namespace)
 
     managed_atoms: set[Atom] = set()
@@ -259,10 +269,11 @@ def merge_policy_text(
             else:
                 human_rules.append(item.data)
     atoms = set(managed_atoms)
+    by_direction = {d: _direction_rules(sections, d) for d in (INGRESS, EGRESS)}
     for rule in rules:
         for atom in rule.atoms():
             if atom not in managed_atoms and not covered_by(
-                atom, [r for r in _direction_rules(sections, atom.direction)], namespace
+                atom, by_direction[atom.direction], namespace
             ):
                 atoms.add(atom)
     if atoms == managed_atoms and not corrected:
@@ -321,38 +332,45 @@ def _section_body(
 ) -> list[str]:
     by_key = {_rule_key(r): r for r in wanted}
     present = {_rule_key(item.rule) for item in section.items if item.rule is not None}
-    # Slots: the original items, with new managed rules placed after the managed rule that
-    # sorts just before them (or before the first managed rule, or at the end).
-    slots: list[tuple[str, Any]] = [("item", item) for item in section.items]
+    # New managed rules go after the managed rule that sorts just before them (or before the
+    # first managed rule, or at the end), in their own order: ``wanted`` is sorted, so that
+    # rule's place only moves forward, and one pass over the items finds every place
+    # (n log n; placing each by a scan of the section was quadratic: 4,000 new peers took
+    # a live flush half a minute).
+    managed = [
+        (rule_sort_key(item.rule), index)
+        for index, item in enumerate(section.items)
+        if item.rule is not None
+    ]
+    by_sort = sorted(managed)
+    after: dict[int, list[Rule]] = {}
+    first: list[Rule] = []  # before the first managed rule (or at the end, when none is)
+    seen, anchor = 0, -1
     for rule in wanted:
-        key = _rule_key(rule)
-        if key in present:
+        if _rule_key(rule) in present:
             continue
-        position = None
-        first_managed = None
-        for index, (kind, value) in enumerate(slots):
-            current = value.rule if kind == "item" else value
-            if current is None:
-                continue
-            if first_managed is None:
-                first_managed = index
-            if rule_sort_key(current) < rule_sort_key(rule):
-                position = index + 1
-        if position is None:
-            position = first_managed if first_managed is not None else len(slots)
-        slots.insert(position, ("new", rule))
+        key = rule_sort_key(rule)
+        while seen < len(by_sort) and by_sort[seen][0] < key:
+            anchor = max(anchor, by_sort[seen][1])
+            seen += 1
+        (first if anchor < 0 else after.setdefault(anchor, [])).append(rule)
+    opening = managed[0][1] if managed else len(section.items)
     shift = " " * (section.item_indent - 2)
     body = list(section.lead)
-    for kind, value in slots:
-        if kind == "new":
-            body += [shift + line for line in rule_lines(value, namespace)]
-        elif value.rule is not None:
-            kept = by_key.get(_rule_key(value.rule))
-            body += value.human_comments
+    for index, item in enumerate(section.items):
+        if index == opening:
+            body += [shift + line for rule in first for line in rule_lines(rule, namespace)]
+        if item.rule is not None:
+            kept = by_key.get(_rule_key(item.rule))
+            body += item.human_comments
             if kept is not None:  # None: folded into another rule (an L4 port under DNS)
                 body += [shift + line for line in rule_lines(kept, namespace)]
         else:
-            body += value.preamble + value.lines
+            body += item.preamble + item.lines
+        for rule in after.get(index, []):
+            body += [shift + line for line in rule_lines(rule, namespace)]
+    if opening == len(section.items):
+        body += [shift + line for rule in first for line in rule_lines(rule, namespace)]
     return body
 
 
@@ -411,13 +429,48 @@ def render_or_merge(
     A file that is exactly the fresh rendering (a rerun that found the same rules) is kept
     without being read as YAML (ARCHITECTURE §D37): merging parses the file twice over, which
     was most of a rerun's write stage, and merging rules into their own rendering changes
-    nothing (a property test holds merge to it for every kind of rule cpg writes)."""
+    nothing (a property test holds merge to it for every kind of rule cpg writes). A file
+    that is exactly a rendering this process wrote (a live session's earlier flush) is not
+    read either: merging into one's own rendering is rendering the union (a property test
+    holds merge to that too), so a flush that adds 4,000 peers costs what writing them does."""
     fresh = render_policy(name, namespace, selector, rules)
     if existing is None or not existing.strip() or existing == fresh:
+        _remember(name, namespace, selector, fresh, rules)
         return fresh
+    known = _recall(name, namespace, selector, existing)
+    if known is not None:
+        union = rules_from_atoms({atom for rule in (*known, *rules) for atom in rule.atoms()})
+        text = render_policy(name, namespace, selector, union)
+        _remember(name, namespace, selector, text, union)
+        return existing if text == existing else text
     return merge_policy_text(
         existing, name=name, namespace=namespace, selector=selector, rules=rules, path=path
     )
+
+
+_RENDERED: dict[bytes, tuple[Rule, ...]] = {}
+"""Recent renderings by a digest of (name, namespace, selector, text): the rules each came
+from. Only renderings go in (never a file a person edited), so a hit is a file that is
+exactly cpg's rendering of those rules."""
+_RENDERED_MAX = 1024
+
+
+def _digest(name: str, namespace: str, selector: LabelItems, text: str) -> bytes:
+    return hashlib.blake2b(
+        f"{name}\0{namespace}\0{selector!r}\0".encode() + text.encode(), digest_size=16
+    ).digest()
+
+
+def _remember(
+    name: str, namespace: str, selector: LabelItems, text: str, rules: Sequence[Rule]
+) -> None:
+    if len(_RENDERED) >= _RENDERED_MAX:
+        _RENDERED.clear()  # a bound, not a policy: the next merge reads the file again
+    _RENDERED[_digest(name, namespace, selector, text)] = tuple(rules)
+
+
+def _recall(name: str, namespace: str, selector: LabelItems, text: str) -> tuple[Rule, ...] | None:
+    return _RENDERED.get(_digest(name, namespace, selector, text))
 
 
 __all__ = [

@@ -13,8 +13,8 @@ from typing import Any
 
 import attrs
 
-from cpg_core import Setting
-from cpg_core.cilium import policies_in
+from cpg_core import CpgError, Setting
+from cpg_core.cilium import load_json, policies_in
 from cpg_io.errors import KubeError, RelaySetupError
 
 CILIUM_GROUP = "cilium.io"
@@ -137,13 +137,16 @@ def _list(
     label_selector: str | None,
     group: str = CILIUM_GROUP,
     version: str = CILIUM_VERSION,
+    timeout: float | None = None,
 ) -> list[dict[str, Any]]:
+    timeout = REQUEST_TIMEOUT if timeout is None else timeout
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
     from urllib3.exceptions import HTTPError
 
     custom = client.CustomObjectsApi(api)
     kwargs: dict[str, Any] = {"label_selector": label_selector} if label_selector else {}
+    kwargs.update(_preload_content=False, _request_timeout=timeout)
     result: Any
     try:
         if namespace is None:
@@ -152,6 +155,7 @@ def _list(
             result = custom.list_namespaced_custom_object(
                 group, version, namespace, plural, **kwargs
             )
+        items = list_items(result.data, f"{plural}.{group}")
     except ApiException as exc:
         if exc.status == 403:
             raise KubeError(
@@ -166,16 +170,37 @@ def _list(
     except (HTTPError, OSError) as exc:
         host = getattr(api.configuration, "host", "the API server")
         raise KubeError(
-            f"cannot reach {host} ({exc}); check ",
+            f"cannot reach {host} or no answer within {timeout:g} s while listing {plural} "
+            f"({exc}); check ",
             Setting("kubeconfig"),
             " and ",
             Setting("context"),
         ) from None
-    items = result.get("items") or []
     kind = _KINDS[plural]
     for item in items:
         item.setdefault("kind", kind)
-    return [item for item in items if isinstance(item, dict)]
+    return items
+
+
+REQUEST_TIMEOUT = 30.0
+"""Seconds a Kubernetes API call may take (connect and each read): a server that accepts
+and never answers is an error, not a wait forever."""
+
+
+def list_items(data: bytes, what: str) -> list[dict[str, Any]]:
+    """The objects of a Kubernetes list answer, checked before use: KubeError naming the
+    list when the answer is no list of objects (an item that is no object is left out)."""
+    try:
+        body = load_json(data, f"the answer to listing {what}")
+    except CpgError as exc:
+        raise KubeError(f"{exc}") from None
+    items = body.get("items") if isinstance(body, dict) else None
+    if not isinstance(body, dict) or not isinstance(items, list | type(None)):
+        raise KubeError(
+            f"the answer to listing {what} is not a Kubernetes list (an object with items); "
+            "is this a Kubernetes API server?"
+        )
+    return [item for item in items or [] if isinstance(item, dict)]
 
 
 _KINDS = {
@@ -194,7 +219,6 @@ def cluster_identities(
 ) -> list[dict[str, Any]]:
     """Every CiliumEndpoint, CiliumIdentity and pod in the cluster (read-only: 'list' on
     each), as ``kubectl get ciliumendpoints,ciliumidentities,pods -A -o json`` gives them."""
-    import json
     import tempfile
 
     from kubernetes import client
@@ -209,15 +233,19 @@ def cluster_identities(
         found += _list(api, "ciliumidentities", None, None)
         try:
             core: Any = client.CoreV1Api(api)  # raw JSON: the objects as kubectl prints them
-            raw = core.list_pod_for_all_namespaces(_preload_content=False)
-            pods = json.loads(raw.data).get("items") or []
+            raw = core.list_pod_for_all_namespaces(
+                _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+            )
+            pods = list_items(raw.data, "pods")
         except ApiException as exc:
             if exc.status == 403:
                 raise KubeError("RBAC denied listing pods; cpg needs 'list' on pods") from None
             raise KubeError(f"listing pods failed: HTTP {exc.status} {exc.reason}") from None
         except (HTTPError, OSError, ValueError) as exc:
-            raise KubeError(f"listing pods failed ({exc})") from None
-        found += [{**pod, "kind": "Pod"} for pod in pods if isinstance(pod, dict)]
+            raise KubeError(
+                f"listing pods failed or got no answer within {REQUEST_TIMEOUT:g} s ({exc})"
+            ) from None
+        found += [{**pod, "kind": "Pod"} for pod in pods]
         return found
     finally:
         if own:
@@ -546,6 +574,12 @@ def cilium_agent_images(api: Any, timeout: float, namespace: str = "kube-system"
     return images
 
 
+def _labels_of(pod: dict[str, Any]) -> dict[str, str]:
+    metadata = pod.get("metadata")
+    labels = metadata.get("labels") if isinstance(metadata, dict) else None
+    return {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
+
+
 def namespace_pod_labels(
     namespaces: list[str],
     kubeconfig: Path | None,
@@ -568,21 +602,21 @@ def namespace_pod_labels(
         for namespace in namespaces:
 
             def call(namespace: str = namespace) -> Any:
-                return client.CoreV1Api(api).list_namespaced_pod(namespace)
+                return client.CoreV1Api(api).list_namespaced_pod(
+                    namespace, _preload_content=False, _request_timeout=timeout
+                )
 
             try:
-                pods = _bounded(call, timeout, "the Kubernetes API").items or []
+                pods = list_items(
+                    _bounded(call, timeout, "the Kubernetes API").data, f"the pods of {namespace}"
+                )
             except ApiException as exc:
                 raise KubeError(
                     f"listing the pods of {namespace} failed ({exc.status} {exc.reason}); ",
                     Setting("cluster"),
                     " needs 'list' on pods there",
                 ) from None
-            found[namespace] = [
-                {str(k): str(v) for k, v in (pod.metadata.labels or {}).items()}
-                for pod in pods
-                if pod.metadata is not None
-            ]
+            found[namespace] = [_labels_of(pod) for pod in pods]
         return found
     finally:
         if own:

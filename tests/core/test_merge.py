@@ -339,3 +339,31 @@ def test_render_or_merge_merges_a_file_that_differs_from_the_fresh_rendering() -
     edited = with_human_edits(render(A + B))
     again = render_or_merge(edited, name="cpg-api", namespace=NS, selector=SEL, rules=rules)
     assert again is edited  # nothing new: the person's file as it was
+
+
+def test_a_rendering_this_process_wrote_merges_as_a_file_read_from_disk() -> None:
+    """render_or_merge keeps what it rendered (a live flush's last write) and merges new
+    rules into it without reading it as YAML: the same bytes as merging the file read."""
+    from cpg_core import _merge
+
+    rng = random.Random(7)
+    for _ in range(200):
+        first, second = _random_atoms(rng), _random_atoms(rng)
+        written = render_or_merge(
+            None, name="cpg-api", namespace=NS, selector=SEL, rules=rules_from_atoms(first)
+        )
+        remembered = render_or_merge(
+            written, name="cpg-api", namespace=NS, selector=SEL, rules=rules_from_atoms(second)
+        )
+        _merge._RENDERED.clear()
+        read = render_or_merge(
+            written, name="cpg-api", namespace=NS, selector=SEL, rules=rules_from_atoms(second)
+        )
+        assert remembered == read
+    # a file a person changed is never taken for a rendering: their work stays
+    render_or_merge(None, name="cpg-api", namespace=NS, selector=SEL, rules=rules_from_atoms(A))
+    edited = with_human_edits(render(A))
+    merged = render_or_merge(
+        edited, name="cpg-api", namespace=NS, selector=SEL, rules=rules_from_atoms(B)
+    )
+    assert "# owned by team-api\n" in merged and "    team: api\n" in merged

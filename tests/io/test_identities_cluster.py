@@ -263,3 +263,56 @@ def test_identities_from_files_are_not_read_again_and_a_failed_reading_says_why(
         kube.status = 403
         book, problem = refresh.read()
     assert book is None and "needs 'list' on it" in problem
+
+
+_TRACE = ("trace", "--identities", "cluster", "--from", "shop/a", "--to", "shop/b", "--port", "80")
+
+
+@pytest.mark.parametrize(
+    ("answer", "words"),
+    [
+        (b'[{"kind": "Pod"}]', "is not a Kubernetes list"),
+        (b'{"items": [1, "x", null]}', ""),
+        (b'{"items": "nope"}', "is not a Kubernetes list"),
+        (b"[" * 100_000, "not JSON cpg reads"),
+    ],
+)
+def test_a_broken_api_answer_is_one_error_line_or_nothing_to_read(
+    tmp_path: Path, answer: bytes, words: str
+) -> None:
+    """Answers checked before use: a body that is a list, items that are not objects (left
+    out), items that are not a list, JSON nested too deep, for identities and lint."""
+    from fake_kube import fake_kube
+
+    policy = tmp_path / "p.yaml"
+    policy.write_text(
+        "apiVersion: cilium.io/v2\nkind: CiliumNetworkPolicy\nmetadata: {name: a, namespace: "
+        "shop}\nspec:\n  endpointSelector: {matchLabels: {app: a}}\n  ingress:\n  - "
+        "fromEndpoints: [{matchLabels: {app: b}}]\n"
+    )
+    (tmp_path / "none").mkdir()
+    with fake_kube(tmp_path) as (kube, kubeconfig):
+        kube.raw = answer
+        checks = [
+            cpg(*_TRACE, "-d", str(tmp_path / "none"), "--kubeconfig", str(kubeconfig)),
+            cpg("lint", str(policy), "--cluster", "--kubeconfig", str(kubeconfig)),
+        ]
+    for ran in checks:
+        assert "Traceback" not in ran.stderr
+        if words:
+            assert ran.returncode == 1 and words in ran.stderr, ran.stderr
+            assert len(ran.stderr.strip().splitlines()) == 1, ran.stderr
+        else:
+            assert ran.returncode in (0, 3, 4), ran.stderr
+
+
+def test_an_api_that_never_answers_is_an_error_not_a_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fake_kube import fake_kube
+
+    monkeypatch.setattr("cpg_io.kube.REQUEST_TIMEOUT", 0.5)
+    with fake_kube(tmp_path) as (kube, kubeconfig):
+        kube.hang.set()
+        ran = cpg(*_TRACE, "-d", str(tmp_path / "none"), "--kubeconfig", str(kubeconfig))
+    assert ran.returncode == 1 and "no answer within 0.5 s" in ran.stderr, ran.stderr
