@@ -120,3 +120,43 @@ def example_responses() -> list[object]:
     from conftest import EXAMPLE
 
     return responses_from_lines(EXAMPLE.read_text().splitlines())
+
+
+def flood_responses(kind: str) -> Iterator[Any]:
+    """An endless relay of denied egress flows, each with something new: ``workloads`` (a new
+    source workload in every flow, 50 namespaces), ``peers`` (one workload, a new address in
+    the world every flow) or ``verdicts`` (new workloads, forwarded and dropped in turn)."""
+    from itertools import count
+
+    from cpg_io._proto.flow import flow_pb2
+
+    for i in count():
+        response = observer_pb2.GetFlowsResponse()
+        f = response.flow
+        f.time.FromNanoseconds(1_700_000_000_000_000_000 + i * 1000)
+        f.verdict = flow_pb2.DROPPED
+        f.drop_reason_desc = flow_pb2.POLICY_DENIED
+        if kind == "verdicts" and i % 2:
+            f.verdict = flow_pb2.FORWARDED
+            f.drop_reason_desc = flow_pb2.DROP_REASON_UNKNOWN
+        f.traffic_direction = flow_pb2.EGRESS
+        w = 0 if kind == "peers" else i
+        namespace = f"ns-{w % 50}"
+        f.IP.source = f"10.{(w >> 16) & 255}.{(w >> 8) & 255}.{w & 255}"
+        f.l4.TCP.destination_port = 8080
+        f.l4.TCP.source_port = 40000
+        f.source.namespace = namespace
+        f.source.identity = 100000 + w
+        f.source.labels.extend([f"k8s:app=w{w}", f"k8s:io.kubernetes.pod.namespace={namespace}"])
+        f.source.pod_name = f"w{w}-abc"
+        if kind == "peers":
+            f.IP.destination = f"52.{(i >> 16) & 255}.{(i >> 8) & 255}.{i & 255}"
+            f.destination.identity = 2
+            f.destination.labels.append("reserved:world")
+        else:
+            f.IP.destination = "10.200.0.1"
+            f.destination.namespace = "shop"
+            f.destination.identity = 99
+            f.destination.labels.extend(["k8s:app=api", "k8s:io.kubernetes.pod.namespace=shop"])
+            f.destination.pod_name = "api-0"
+        yield response

@@ -97,6 +97,14 @@ class AggregateOptions:
     scope: ClusterScope = attrs.Factory(ClusterScope)
     """How far the plans reach beyond the capture: cluster services, DNS, system
     namespaces (ARCHITECTURE §D47)."""
+    max_policies: int = 0
+    """Policy targets kept; the flows of a new one beyond it are counted, not kept (0: no
+    cap). A live session's memory is bounded so, whatever a flood of new workloads brings."""
+    max_peers: int = 0
+    """Allow entries (a peer and a port) kept per policy target, likewise (0: no cap)."""
+    max_rules: int = 0
+    """Allow entries kept in all, likewise (0: no cap): the caps above multiply, this one
+    bounds what they allow together."""
 
 
 @attrs.frozen(slots=True)
@@ -238,6 +246,12 @@ class _AggregatorBase:
         self._atoms: dict[PolicyTarget, dict[AtomKey, RuleStats]] = {}
         self._reach = ReachIndex()
         """The pod peers every target ever had per port, and who serves DNS (§D47)."""
+        self._max_policies = self.options.max_policies
+        self._max_peers = self.options.max_peers
+        self._max_rules = self.options.max_rules
+        self._rules_kept = 0
+        self.overflow: Counter[str] = Counter()
+        """Flows not kept because a cap was reached: ``policies``, ``peers`` or ``rules``."""
         self.scope = ScopeReport()
         """What the plans so far did to keep the cluster working (§D47)."""
         self._max_samples = self.options.max_samples

@@ -389,9 +389,19 @@ class _Counting(_Folds):
                 if new:
                     self.filtered_namespace += 1
                 return None
+            if self._max_policies and len(self._atoms) >= self._max_policies:
+                self.overflow["policies"] += 1
+                return None
             atoms = self._atoms[target] = {}
         stats = atoms.get(atom)
         if stats is None:
+            if self._max_peers and len(atoms) >= self._max_peers:
+                self.overflow["peers"] += 1
+                return None
+            if self._max_rules and self._rules_kept >= self._max_rules:
+                self.overflow["rules"] += 1
+                return None
+            self._rules_kept += 1
             stats = atoms[atom] = RuleStats()
             self._reach.note(target, atom)
             if new:

@@ -761,6 +761,55 @@ OPTIONS: tuple[Option, ...] = (
         "folder: rewriting its files as rules arrive churns nothing anyone reviews",
     ),
     _o(
+        "max_policies",
+        "run",
+        "int",
+        5000,
+        "Keep at most N policies in memory in this session: the flows of a new workload beyond "
+        "them are counted and reported, not kept (a flood of new workloads cannot exhaust "
+        "memory). 0: no cap.",
+        "--max-policies",
+        metavar="N",
+        minimum=0,
+        panel="Hubble Relay",
+        commands=frozenset({"generate"}),
+        tool="max_policies",
+        tool_help="a live session keeps at most this many policies; flows of new workloads "
+        "beyond are counted, not kept (0: no cap)",
+    ),
+    _o(
+        "max_peers",
+        "run",
+        "int",
+        2000,
+        "Keep at most N allow entries (a peer and a port) per policy in this session: beyond "
+        "them, flows of new peers are counted and reported, not kept. 0: no cap.",
+        "--max-peers",
+        metavar="N",
+        minimum=0,
+        panel="Hubble Relay",
+        commands=frozenset({"generate"}),
+        tool="max_peers",
+        tool_help="a live session keeps at most this many allow entries per policy; flows of "
+        "new peers beyond are counted, not kept (0: no cap)",
+    ),
+    _o(
+        "max_rules",
+        "run",
+        "int",
+        200000,
+        "Keep at most N allow entries in all in this session (about 2.5 KB of memory each): "
+        "beyond them, flows of new peers are counted and reported, not kept. 0: no cap.",
+        "--max-rules",
+        metavar="N",
+        minimum=0,
+        panel="Hubble Relay",
+        commands=frozenset({"generate"}),
+        tool="max_rules",
+        tool_help="a live session keeps at most this many allow entries in all; flows of new "
+        "peers beyond are counted, not kept (0: no cap)",
+    ),
+    _o(
         "cluster_dedup",
         "run",
         "flag",

@@ -282,6 +282,12 @@ class LiveRequest:
     """Seconds a policy must go without gaining a rule before it is written (0: at once)."""
     metrics_addr: str = ""
     """Where ``/metrics``, ``/healthz`` and ``/readyz`` are served ("": not at all)."""
+    max_policies: int = 5000
+    """Policies a live session keeps in memory (0: no cap)."""
+    max_peers: int = 2000
+    """Allow entries per policy a live session keeps in memory (0: no cap)."""
+    max_rules: int = 200000
+    """Allow entries in all a live session keeps in memory (0: no cap)."""
 
     @classmethod
     def build(

@@ -453,7 +453,7 @@ def describe_rule(rule: Rule) -> str:
     """The comment above a rule: its traffic and its peer, e.g. ``TCP/8080 from shop/app=web``."""
     if rule.dns:
         way = "from" if rule.direction == INGRESS else "to"
-        names = "any name" if rule.dns == (ANY_NAME,) else ", ".join(rule.dns)
+        names = "any name" if rule.dns == (ANY_NAME,) else _listed(rule.dns)
         return printable(f"DNS UDP/53, TCP/53 for {names} {way} {describe_peer(rule.peer)}")
     http: dict[tuple[int, str], list[str]] = {}
     for port, proto, method, path in rule.http:
@@ -471,10 +471,22 @@ def describe_rule(rule: Rule) -> str:
         ]
     traffic += [f"ICMP{fam[2:]} type {t}" for fam, t in rule.icmps]
     way = "from" if rule.direction == INGRESS else "to"
-    peer = ", ".join(rule.cidrs) if rule.more_cidrs else describe_peer(rule.peer)
+    peer = _listed(rule.cidrs) if rule.more_cidrs else describe_peer(rule.peer)
     if rule.peer == CLUSTER_ENTITY and rule.ports:
         peer += _CLUSTER_WHY[rule.direction]
     return printable(f"{', '.join(traffic)} {way} {peer}")
+
+
+COMMENT_ITEMS = 12
+"""Peers or names a rule's comment lists before it says how many more the rule holds: the
+comment is one line a reviewer reads, the rule below it lists every one."""
+
+
+def _listed(items: tuple[str, ...]) -> str:
+    if len(items) <= COMMENT_ITEMS:
+        return ", ".join(items)
+    shown = ", ".join(items[:COMMENT_ITEMS])
+    return f"{shown} and {len(items) - COMMENT_ITEMS} more (listed below)"
 
 
 _CLUSTER_WHY = {

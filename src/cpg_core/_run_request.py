@@ -60,6 +60,12 @@ def parse_size(text: str, field: str) -> int:
     return int(number) * _SIZE_UNITS[unit]
 
 
+def _cap(value: int, name: str) -> int:
+    if value < 0:
+        raise RequestError(name, f"{value}: must be 0 (no cap) or more")
+    return value
+
+
 @attrs.frozen(slots=True, kw_only=True)
 class EvidencePolicy:
     """Whether and how much evidence a run records."""
@@ -169,6 +175,9 @@ class RunRequest:
         duration: str | None = _RUN["duration"],
         evidence_interval: str | None = _RUN["evidence_interval"],
         stable_for: str | None = _RUN["stable_for"],
+        max_policies: int = _RUN["max_policies"],
+        max_peers: int = _RUN["max_peers"],
+        max_rules: int = _RUN["max_rules"],
         cluster_dedup: bool = _RUN["cluster_dedup"],
         relay_namespace: str | None = _RUN["relay_namespace"],
         identities: Iterable[str] | None = _RUN["identities"],
@@ -248,6 +257,9 @@ class RunRequest:
             ),
             relay_namespace=relay_ns,
             stable_for=duration_seconds(stable_for, "stable_for") if stable_for else 0.0,
+            max_policies=_cap(max_policies, "max_policies"),
+            max_peers=_cap(max_peers, "max_peers"),
+            max_rules=_cap(max_rules, "max_rules"),
         )
         return cls(
             capture=capture,

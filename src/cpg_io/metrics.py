@@ -42,6 +42,11 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "cpg_relay_reconnects": ("counter", "Times the stream was lost and resumed."),
     "cpg_lost_events": ("counter", "Events Hubble reported lost (its buffer overflowed)."),
     "cpg_malformed_flows": ("counter", "Messages from the relay that were not usable flows."),
+    "cpg_flows_not_kept": (
+        "counter",
+        "Flows a session counted but did not keep because a memory cap was reached, by cap "
+        "(policies, peers, kinds).",
+    ),
     "cpg_last_flush_timestamp_seconds": ("gauge", "When the last flush finished (Unix time)."),
     "cpg_flush_duration_seconds": (
         "histogram",

@@ -106,6 +106,11 @@ class RunReport:
     """What was written for the cluster rather than for the capture (§D47)."""
     notes: tuple[str, ...] = ()
     """What the output needs said that no count says (how Baseline policies are enforced)."""
+    overflow: Mapping[str, int] = attrs.Factory(dict)
+    """Flows a live session did not keep because a memory cap was reached, by cap
+    (``policies``, ``peers``)."""
+    caps: Mapping[str, int] = attrs.Factory(dict)
+    """The caps themselves (``--max-policies``, ``--max-peers``), for the words."""
 
     def count(self, outcome: str) -> int:
         return sum(1 for f in self.files if f.outcome == outcome)
@@ -317,6 +322,7 @@ def _policy_lines(report: RunReport, changed: list[FileOutcome]) -> list[str]:
             )
         if len(report.held_back) > MAX_FILES_SHOWN:
             lines.append(f"  … and {len(report.held_back) - MAX_FILES_SHOWN} more (-o json)")
+    lines.extend(overflow_lines(report.overflow, report.caps))
     if report.waiting:
         lines.append(
             f"Waiting (gained a rule within --stable-for {report.stable_for:g}s; not written "
@@ -334,6 +340,45 @@ def _policy_lines(report: RunReport, changed: list[FileOutcome]) -> list[str]:
             f"Evidence in {report.evidence_dir} (see: cpg explain NAMESPACE/WORKLOAD -d {output_dir})"
         )
     lines.extend(_session_lines(report))
+    return lines
+
+
+_CAP_WORDS = {
+    "policies": (
+        "new workloads",
+        "--max-policies",
+        "policies",
+        "capture their namespaces on their own (--namespace) or raise --max-policies",
+    ),
+    "peers": (
+        "new peers",
+        "--max-peers",
+        "allow entries per policy",
+        "raise --max-peers if those peers are real (so many new peers is more often a scan)",
+    ),
+    "rules": (
+        "new peers",
+        "--max-rules",
+        "allow entries in all",
+        "capture fewer namespaces at a time (--namespace) or raise --max-rules",
+    ),
+}
+
+
+def overflow_lines(overflow: Mapping[str, int], caps: Mapping[str, int]) -> list[str]:
+    """What a live session did not keep because a memory cap was reached: those flows have
+    no rule in the policies written, so the words say how to get them."""
+    lines = []
+    for cap, flows in sorted(overflow.items()):
+        if not flows:
+            continue
+        what, flag, unit, advice = _CAP_WORDS.get(
+            cap, (cap, f"--max-{cap}", cap, f"raise --max-{cap}")
+        )
+        lines.append(
+            f"Not kept ({flag} {caps.get(cap, 0)} {unit} reached): {_plural(flows, 'flow')} of "
+            f"{what} have no rule in what was written; {advice}"
+        )
     return lines
 
 
@@ -520,6 +565,12 @@ def run_data(report: RunReport) -> dict[str, Any]:
         data["cluster_scope"] = attrs.asdict(report.scope)
     if report.notes:
         data["notes"] = list(report.notes)
+    if any(report.overflow.values()):
+        data["overflow"] = {
+            cap: {"flows": flows, "cap": report.caps.get(cap, 0)}
+            for cap, flows in sorted(report.overflow.items())
+            if flows
+        }
     data.update(report.extra)
     if report.verify is not None:
         data["verify"] = to_data(report.verify)

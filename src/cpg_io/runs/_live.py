@@ -23,11 +23,13 @@ from cpg_core import (
     ClusterHealth,
     Decision,
     HeldStats,
+    Message,
     PolicyPlan,
     PolicyTarget,
     RunRequest,
     SessionInfo,
     SessionSource,
+    Setting,
     held_back,
     hold_back,
 )
@@ -176,7 +178,13 @@ def live_settings(
     return LiveSettings(
         server=relay.server,
         output_dir=output_dir,
-        options=attrs.evolve(request.aggregate_options(since, until), identities=identities),
+        options=attrs.evolve(
+            request.aggregate_options(since, until),
+            identities=identities,
+            max_policies=request.live.max_policies,
+            max_peers=request.live.max_peers,
+            max_rules=request.live.max_rules,
+        ),
         namespaces=request.capture.namespaces,
         tls=tls or TLSSettings(),
         timeout=request.live.timeout,
@@ -262,6 +270,35 @@ class LiveCapture(RelayReader):
         yield family("cpg_policies_written", value=self.progress.policies_written)
         yield family("cpg_rules_written", value=sum(len(atoms) for atoms in written.values()))
         yield family("cpg_policies_waiting", value=len(self._unstable))
+
+    def flows_not_kept(self) -> dict[str, int]:
+        return dict(self.totals.overflow)
+
+    def cap_warning(self, cap: str) -> str:
+        options = self.settings.options
+        if cap == "policies":
+            return Message(
+                Setting("max_policies"),
+                f" {options.max_policies} reached: flows of further new workloads are counted, "
+                "not kept (they get no rule; capture their namespaces on their own or raise ",
+                Setting("max_policies"),
+                ")",
+            )
+        if cap == "peers":
+            return Message(
+                Setting("max_peers"),
+                f" {options.max_peers} reached by a policy: flows of its further new peers are "
+                "counted, not kept (they get no rule; raise ",
+                Setting("max_peers"),
+                " if they are real)",
+            )
+        return Message(
+            Setting("max_rules"),
+            f" {options.max_rules} reached: flows of further new peers are counted, not kept "
+            "(they get no rule; capture fewer namespaces at a time or raise ",
+            Setting("max_rules"),
+            ")",
+        )
 
     def _take_flow(self, f: Any, response: Any) -> None:
         converter = self._converter
@@ -522,6 +559,7 @@ class LiveCapture(RelayReader):
             lambda: bool(self._files),
             self.settings.deadline,
         )
+        self._warn_caps()
         await asyncio.to_thread(self.flush, on_final_flush, final=True)
         self.result.files = sorted(self._files.values(), key=lambda f: str(f.path))
         self.result.health = run_health(self.totals, self.stats, self.started, self.clock())

@@ -637,6 +637,12 @@ def run_report(
         recorded_by=result.identity.recorded_by,
         flow_path=_flow_path(request),
         scope=agg.scope,
+        overflow=dict(agg.overflow),
+        caps={
+            "policies": agg.options.max_policies,
+            "peers": agg.options.max_peers,
+            "rules": agg.options.max_rules,
+        },
         notes=(BASELINE_NOTE, BASELINE_GAPS)
         if any(
             f.outcome != "failed" and Path(f.path).name.startswith("cpg-baseline-")

@@ -119,6 +119,7 @@ class RelayReader:
         self.metrics_addr = ""
         """Where ``/metrics``, ``/healthz`` and ``/readyz`` are served ("": not at all)."""
         self._timed = 0
+        self._warned_caps: set[str] = set()
 
     def close(self) -> None:
         """Release what the run set up to reach the relay: the port-forward, credential
@@ -132,6 +133,25 @@ class RelayReader:
     def _use_identities(self, book: IdentityBook | None) -> None:
         """Judge the flows from now on with ``book`` (called with ``_lock`` held)."""
         raise NotImplementedError
+
+    def flows_not_kept(self) -> dict[str, int]:
+        """Flows not kept because a memory cap was reached, by cap (called with ``_lock``
+        held; a session without caps keeps everything)."""
+        return {}
+
+    def cap_warning(self, cap: str) -> str:
+        """What to say, once, when the cap ``cap`` is first reached."""
+        return f"a memory cap ({cap}) was reached: new flows of that kind are counted, not kept"
+
+    def _warn_caps(self) -> None:
+        """Say once per cap that it was reached (checked at each flush: at most one flush
+        interval late, and nothing paid per flow)."""
+        with self._lock:
+            counts = self.flows_not_kept()
+        for cap, flows in sorted(counts.items()):
+            if flows and cap not in self._warned_caps:
+                self._warned_caps.add(cap)
+                log.warning(self.cap_warning(cap))
 
     # --- stream ------------------------------------------------------------------------------
 
@@ -298,6 +318,7 @@ class RelayReader:
     def _timed_flush(self, flush: Callable[[], None]) -> Callable[[], None]:
         def timed() -> None:
             began = time.perf_counter()
+            self._warn_caps()
             flush()
             self.metrics.flushed(time.perf_counter() - began)
 
@@ -328,6 +349,12 @@ class RelayReader:
         yield family("cpg_relay_reconnects", value=progress.reconnects)
         yield family("cpg_lost_events", value=stats.lost_events)
         yield family("cpg_malformed_flows", value=stats.malformed)
+        with self._lock:
+            not_kept = self.flows_not_kept()
+        dropped = family("cpg_flows_not_kept", ["cap"])
+        for cap, count in sorted(not_kept.items()):
+            dropped.add_metric([cap], count)
+        yield dropped
         last = self.metrics.last_flush
         if last is not None:
             wall = time.time() - (time.monotonic() - last)
