@@ -83,10 +83,12 @@ def test_each_command_takes_exactly_its_table_entries(command: str) -> None:
                 pytest.fail(f"cpg {command} declares {entry.flags[-1]} itself, not from the table")
 
 
-def test_every_run_entry_is_a_flag_of_replay_or_generate() -> None:
+def test_every_run_entry_is_a_flag_of_a_capture_command() -> None:
+    """Every setting of a run request can be given on the command line: replay and generate
+    take run requests, and so does shadow (its live capture; the cap on kinds it judges)."""
     flags = {
         spelled
-        for command in ("replay", "generate")
+        for command in ("replay", "generate", "shadow")
         for param in load_command(command).params
         for spelled in (*param.opts, *param.secondary_opts)
     }

@@ -6,6 +6,7 @@ capture or of a live stream; like the plan, it takes flows one at a time (ARCHIT
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -18,14 +19,22 @@ from cpg_core._dropreasons import reason_name
 from cpg_core._evidence import rule_key, subject_labels
 from cpg_core._fixes import rule_yaml
 from cpg_core._flow import Direction, Endpoint, Flow
-from cpg_core._matcher import match_flow, note_dns_names, policy_name
+from cpg_core._matcher import match_flow, policy_name
 from cpg_core._names import policy_name as named_policy
-from cpg_core._plan import _WORKS, Traffic, _Group, _group_key, _PolicyIndex, _traffic, _Worlds
+from cpg_core._plan import (
+    _WORKS,
+    Kept,
+    Traffic,
+    _Group,
+    _group_key,
+    _PolicyIndex,
+    _traffic,
+    _Worlds,
+)
 from cpg_core._synthesis import (
     Resolved,
     Resolver,
     is_pod_endpoint,
-    note_pod,
     with_known_pod,
 )
 
@@ -79,6 +88,9 @@ class Drift:
     stale_rules: tuple[StaleRule, ...]
     without_evidence: tuple[str, ...]
     """Policies without evidence: their selectors and rules cannot be judged for drift."""
+    unjudged_flows: int = 0
+    """Drops of kinds of traffic first seen once a live session's cap on kinds was reached."""
+    max_kinds: int = 0
 
     @property
     def drifted(self) -> bool:
@@ -103,7 +115,10 @@ class DriftJudge:
         options: DecideOptions | None = None,
         default_local_cluster: bool = True,
         allow_localhost: bool = True,
+        max_kinds: int = 0,
     ) -> None:
+        self.kept = Kept(max_kinds)
+        """The cap on what is kept (0: none), and the flows past it."""
         self.policies = list(policies)
         self.evidence = dict(evidence)
         self.options = options or DecideOptions()
@@ -121,10 +136,11 @@ class DriftJudge:
 
     def add(self, flow: Flow) -> None:
         self.flows += 1
-        note_pod(self._pods, flow.source, flow.source_ip)
-        note_pod(self._pods, flow.destination, flow.destination_ip)
+        kept = self.kept
+        kept.note_pod(self._pods, flow.source, flow.source_ip)
+        kept.note_pod(self._pods, flow.destination, flow.destination_ip)
         if flow.l7 is not None and flow.l7.dns is not None:
-            note_dns_names(self._names, flow)
+            kept.note_names(self._names, flow)
         for side in (flow.source, flow.destination):
             if is_pod_endpoint(side):
                 self._note_reach(side)
@@ -136,6 +152,9 @@ class DriftJudge:
             key = _group_key(flow, self._world)
             group = self._drops.get(key)
             if group is None:
+                if not kept.room(self._drops):
+                    kept.unjudged += 1
+                    return
                 group = self._drops[key] = _Group(flow)
             group.flows += 1
         elif flow.is_reply is None and looks_like_reply(flow):
@@ -145,7 +164,24 @@ class DriftJudge:
             if isinstance(resolved, Resolved):
                 target = resolved.target
                 name = f"{target.namespace}/{named_policy(target.workload)}"
-                self._used.add((name, rule_key(resolved.atom)))
+                if name in self.evidence:  # only the folder's rules can be stale
+                    self._used.add((name, rule_key(resolved.atom)))
+
+    def snapshot(self) -> DriftJudge:
+        """A copy of what the flows added so far left, to judge from while :meth:`add` goes
+        on (a stream need not wait): what ``add`` changes is copied, the policies, their
+        index and the caches are shared."""
+        copied = copy.copy(self)
+        copied._drops = {k: _Group(g.first, g.flows) for k, g in self._drops.items()}
+        copied._pods = dict(self._pods)
+        copied._names = {ip: list(names) for ip, names in self._names.items()}
+        copied._reached = {
+            key: [set(pods), flows, spec] for key, (pods, flows, spec) in self._reached.items()
+        }
+        copied._used = set(self._used)
+        copied.kept = Kept(self.kept.cap)
+        copied.kept.unjudged = self.kept.unjudged
+        return copied
 
     def _note_reach(self, endpoint: Endpoint) -> None:
         for policy, spec, _ in self._index.selecting(endpoint):
@@ -153,9 +189,16 @@ class DriftJudge:
             if name not in self.evidence or not self.evidence[name].subjects:
                 continue
             labels = tuple(sorted(subject_labels(endpoint.labels).items()))
-            entry = self._reached.setdefault((name, labels), [set(), 0, spec])
+            entry = self._reached.get((name, labels))
+            if entry is None:
+                if not self.kept.room(self._reached):
+                    continue
+                entry = self._reached[(name, labels)] = [set(), 0, spec]
             if endpoint.pod_name:
-                entry[0].add(endpoint.pod_name)
+                pods = entry[0]
+                pods.add(endpoint.pod_name)
+                if len(pods) > MAX_PODS:  # the first few by name are all that is shown
+                    pods.discard(max(pods))
             entry[1] += 1
 
     def drift(self, now: str, stale_after_days: float) -> Drift:
@@ -170,6 +213,8 @@ class DriftJudge:
             without_evidence=tuple(
                 sorted(name for p in self.policies if (name := policy_name(p)) not in self.evidence)
             ),
+            unjudged_flows=self.kept.unjudged,
+            max_kinds=self.kept.cap,
         )
 
     def _needs_rule(self) -> tuple[NeedsRule, ...]:

@@ -810,6 +810,24 @@ OPTIONS: tuple[Option, ...] = (
         "peers beyond are counted, not kept (0: no cap)",
     ),
     _o(
+        "max_kinds",
+        "run",
+        "int",
+        20000,
+        "Judge at most N kinds of traffic (two ends, a port, a request) in this session: flows "
+        "of new kinds beyond them are counted and reported, not judged, and the verdict is "
+        "then 'cannot judge' rather than 'nothing breaks'. Bounds memory and the time a flush "
+        "takes (about 60 microseconds per kind). 0: no cap.",
+        "--max-kinds",
+        metavar="N",
+        minimum=0,
+        panel="Hubble Relay",
+        commands=frozenset({"shadow", "drift"}),
+        tool="max_kinds",
+        tool_help="a shadow session judges at most this many kinds of traffic; flows of new "
+        "kinds beyond are counted, not judged (0: no cap)",
+    ),
+    _o(
         "cluster_dedup",
         "run",
         "flag",

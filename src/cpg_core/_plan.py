@@ -11,8 +11,9 @@ endpoints would be policed for the first time, and how each policy changes.
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Sized
 from typing import Any, Literal
 
 import attrs
@@ -190,6 +191,9 @@ class Plan:
     """What the proposal would take from traffic the capture does not hold (§D47): DNS for
     pods it puts into egress default-deny, services and clients the whole cluster uses, and
     what a new workload in a new namespace would lose."""
+    unjudged_flows: int = 0
+    """Flows of kinds of traffic a live session saw first once its cap on kinds was reached:
+    not judged, so the plan cannot say they keep working."""
 
     @property
     def overflows(self) -> bool:
@@ -208,10 +212,11 @@ class Plan:
 
     @property
     def verdict(self) -> str:
-        """``breaks``, ``cannot_judge`` or ``nothing_breaks``."""
+        """``breaks``, ``cannot_judge`` or ``nothing_breaks`` (never while flows went
+        unjudged: what they would do is unknown)."""
         if self.breaks:
             return "breaks"
-        return "nothing_breaks" if self.can_judge else "cannot_judge"
+        return "nothing_breaks" if self.can_judge and not self.unjudged_flows else "cannot_judge"
 
     @property
     def would_break_flows(self) -> int:
@@ -234,12 +239,44 @@ class _Group:
     flows: int = 0
 
 
+CACHE_LIMIT = 65536
+"""Entries a judge's caches hold before they start again (a stream of new endpoints cannot
+grow them without bound; what they hold is computed again on demand)."""
+
+
 class _Worlds(dict[Endpoint, bool]):
     """Whether an endpoint is the world, asked once per endpoint."""
 
     def __missing__(self, endpoint: Endpoint) -> bool:
+        if len(self) >= CACHE_LIMIT:
+            self.clear()
         found = self[endpoint] = endpoint_kind(endpoint).world
         return found
+
+
+class Kept:
+    """What a judge keeps of a stream, under a cap (0: none) on the kinds of traffic and on
+    the pods, names and endpoints noted beside them: a stream sending something new in every
+    flow cannot grow a judge without bound. Flows past the cap are counted, not judged."""
+
+    __slots__ = ("cap", "unjudged")
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.unjudged = 0
+        """Flows of kinds of traffic first seen once the cap was reached."""
+
+    def room(self, held: Sized) -> bool:
+        """Whether ``held`` may take one more entry."""
+        return not self.cap or len(held) < self.cap
+
+    def note_pod(self, pods: dict[str, Endpoint], endpoint: Endpoint, ip: str) -> None:
+        if ip in pods or self.room(pods):
+            note_pod(pods, endpoint, ip)
+
+    def note_names(self, names: dict[str, list[str]], flow: Flow) -> None:
+        if self.room(names):
+            note_dns_names(names, flow)
 
 
 def _group_key(flow: Flow, world: _Worlds) -> tuple[Any, ...]:
@@ -290,6 +327,8 @@ class _PolicyIndex:
     def selecting(self, endpoint: Endpoint) -> list[Any]:
         found = self._selecting.get(endpoint)
         if found is None:
+            if len(self._selecting) >= CACHE_LIMIT:
+                self._selecting.clear()
             found = self._selecting[endpoint] = selecting_specs(self.near(endpoint), endpoint)
         return found
 
@@ -299,6 +338,8 @@ class _PolicyIndex:
         key = (endpoint, direction)
         found = self._enforcing.get(key)
         if found is None:
+            if len(self._enforcing) >= CACHE_LIMIT:
+                self._enforcing.clear()
             found = self._enforcing[key] = sorted(
                 {
                     policy_name(p)
@@ -347,6 +388,17 @@ def plan(
     return judge.plan()
 
 
+_MEMOS = (
+    "_pressure_memo",
+    "_pressure_found",
+    "_diffs_found",
+    "_verdicts",
+    "_verdicts_context",
+    "_availability_found",
+)
+"""What a judge works out once and keeps from one plan to the next."""
+
+
 class PlanJudge:
     """A plan judged as flows arrive (``cpg shadow``): :meth:`add` each flow, ask :meth:`plan`
     at any moment. The answer is exactly :func:`plan` over the flows added so far, and what
@@ -363,8 +415,11 @@ class PlanJudge:
         default_local_cluster: bool = True,
         allow_localhost: bool = True,
         policy_map_max: int = POLICY_MAP_MAX,
+        max_kinds: int = 0,
     ) -> None:
         self.policy_map_max = policy_map_max
+        self.kept = Kept(max_kinds)
+        """The cap on what is kept (0: none), and the flows past it."""
         self.proposal = list(proposal)
         self.current = None if current is None else list(current)
         self.current_source: CurrentSource = current_source
@@ -402,19 +457,20 @@ class PlanJudge:
 
     def add(self, flow: Flow) -> None:
         self.flows += 1
-        pods = self._pods
-        note_pod(pods, flow.source, flow.source_ip)
-        note_pod(pods, flow.destination, flow.destination_ip)
+        kept = self.kept
+        kept.note_pod(self._pods, flow.source, flow.source_ip)
+        kept.note_pod(self._pods, flow.destination, flow.destination_ip)
         way = _WAYS.get(flow.direction)
         if way is None:
             return
         target = flow.destination if way == "ingress" else flow.source
         allowed_by = flow.ingress_allowed_by if way == "ingress" else flow.egress_allowed_by
         decision = decide(flow, self.options)
-        if allowed_by or decision in (Decision.CANDIDATE, Decision.EXPLICIT_DENY):
+        policed = allowed_by or decision in (Decision.CANDIDATE, Decision.EXPLICIT_DENY)
+        if policed and kept.room(self._policed):
             self._policed.add((target, way))
         if flow.l7 is not None and flow.l7.dns is not None:
-            note_dns_names(self._names, flow)  # names for toFQDNs
+            kept.note_names(self._names, flow)  # names for toFQDNs
         works = flow.verdict in _WORKS and flow.is_reply is not True
         if works and flow.is_reply is None and looks_like_reply(flow):
             works = False  # a reply conntrack lets through: it needs no rule (§D27)
@@ -422,6 +478,9 @@ class PlanJudge:
             key = (decision is Decision.CANDIDATE, *_group_key(flow, self._world))
             group = self._groups.get(key)
             if group is None:
+                if not kept.room(self._groups):
+                    kept.unjudged += 1
+                    return
                 group = self._groups[key] = _Group(flow)
             group.flows += 1
             mirror = _other_end(flow, way, works, self._world) if works else None
@@ -429,8 +488,30 @@ class PlanJudge:
                 key = (False, *_group_key(mirror, self._world))
                 group = self._mirrored.get(key)
                 if group is None:
+                    if not kept.room(self._mirrored):
+                        return  # this end was judged; the other end's kinds are full
                     group = self._mirrored[key] = _Group(mirror)
                 group.flows += 1
+
+    def snapshot(self) -> PlanJudge:
+        """A copy of what the flows added so far left, to plan from while :meth:`add` goes
+        on (a stream need not wait for a plan): what ``add`` changes is copied (a few ms for
+        tens of thousands of kinds); the policies, their indexes and the caches are shared.
+        :meth:`keep_memos` takes back what planning the copy learned."""
+        copied = copy.copy(self)
+        copied._groups = {k: _Group(g.first, g.flows) for k, g in self._groups.items()}
+        copied._mirrored = {k: _Group(g.first, g.flows) for k, g in self._mirrored.items()}
+        copied._policed = set(self._policed)
+        copied._pods = dict(self._pods)
+        copied._names = {ip: list(names) for ip, names in self._names.items()}
+        copied.kept = Kept(self.kept.cap)
+        copied.kept.unjudged = self.kept.unjudged
+        return copied
+
+    def keep_memos(self, planned: PlanJudge) -> None:
+        """Keep what planning ``planned`` (a :meth:`snapshot`) worked out once for all."""
+        for name in _MEMOS:
+            setattr(self, name, getattr(planned, name))
 
     def plan(self) -> Plan:
         """The plan of every flow added so far."""
@@ -471,6 +552,12 @@ class PlanJudge:
         diffs = self._diffs_found
         newly_enforced = _newly_enforced(tally.newly)
         touched = {d.policy for d in diffs if d.status != "unchanged"}
+        if self.kept.unjudged:
+            notes.append(
+                f"{self.kept.unjudged} flows of kinds of traffic first seen once this session "
+                f"kept {self.kept.cap} kinds were not judged: whether they keep working is "
+                "unknown"
+            )
         return Plan(
             current_source=self.current_source,
             blind_spots=BLIND_SPOTS[self.current_source],
@@ -492,6 +579,7 @@ class PlanJudge:
             policy_map_max=self.policy_map_max,
             also_selected=self._also_selected,
             availability=self._availability(),
+            unjudged_flows=self.kept.unjudged,
         )
 
     def _availability(self) -> tuple[Availability, ...]:

@@ -288,6 +288,8 @@ class LiveRequest:
     """Allow entries per policy a live session keeps in memory (0: no cap)."""
     max_rules: int = 200000
     """Allow entries in all a live session keeps in memory (0: no cap)."""
+    max_kinds: int = 20000
+    """Kinds of traffic a live shadow or drift judges (0: no cap)."""
 
     @classmethod
     def build(

@@ -178,6 +178,7 @@ class RunRequest:
         max_policies: int = _RUN["max_policies"],
         max_peers: int = _RUN["max_peers"],
         max_rules: int = _RUN["max_rules"],
+        max_kinds: int = _RUN["max_kinds"],
         cluster_dedup: bool = _RUN["cluster_dedup"],
         relay_namespace: str | None = _RUN["relay_namespace"],
         identities: Iterable[str] | None = _RUN["identities"],
@@ -260,6 +261,7 @@ class RunRequest:
             max_policies=_cap(max_policies, "max_policies"),
             max_peers=_cap(max_peers, "max_peers"),
             max_rules=_cap(max_rules, "max_rules"),
+            max_kinds=_cap(max_kinds, "max_kinds"),
         )
         return cls(
             capture=capture,

@@ -184,6 +184,8 @@ def _unstructure_plan(plan: Plan) -> dict[str, Any]:
     # Every field, empty lists included, and the would-break flow total (cpg plan -o json,
     # cpg-mcp's get_plan, the --plan input of cpg report).
     data: dict[str, Any] = _plain_plan(plan)
+    if not plan.unjudged_flows:
+        del data["unjudged_flows"]  # only a live session with a cap on kinds sets it
     data["would_break_flows"] = plan.would_break_flows
     data["verdict"] = plan.verdict
     return data

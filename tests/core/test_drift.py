@@ -88,3 +88,23 @@ def test_replies_and_infrastructure_drops_need_no_rule(applied: Any) -> None:
     judge.add(flow(src=endpoint("shop", "admin"), tcp=9090, reason="CT_MAP_INSERTION_FAILED"))
     drift = judge.drift("2026-11-03T00:00:00Z", 30)
     assert drift.flows == 2 and not drift.needs_rule
+
+
+def test_a_drift_judge_with_a_cap_on_kinds_counts_the_drops_past_it(applied: Any) -> None:
+    policy, evidence = applied
+    judge = DriftJudge([policy], evidence, max_kinds=3)
+    for i in range(8):
+        judge.add(flow(src=endpoint("shop", f"admin-{i}"), tcp=9090))
+    drift = judge.drift("2026-11-03T00:00:00Z", 30)
+    assert len(drift.needs_rule) == 3
+    assert (drift.unjudged_flows, drift.max_kinds) == (5, 3)
+
+
+def test_a_drift_snapshot_is_judged_apart_from_what_arrives_after_it(applied: Any) -> None:
+    policy, evidence = applied
+    judge = DriftJudge([policy], evidence)
+    judge.add(flow(src=endpoint("shop", "admin"), tcp=9090))
+    copied = judge.snapshot()
+    judge.add(flow(src=endpoint("shop", "ops"), tcp=22))
+    assert len(copied.drift("2026-11-03T00:00:00Z", 30).needs_rule) == 1
+    assert len(judge.drift("2026-11-03T00:00:00Z", 30).needs_rule) == 2

@@ -206,3 +206,41 @@ def test_a_verdict_kept_between_plans_is_judged_again_once_dns_names_a_peer() ->
     assert ("world", 443) not in [
         (b.traffic.destination, b.traffic.port) for b in after.would_break
     ]
+
+
+def _callers(count: int) -> list[Flow]:
+    """Forwarded traffic into cart from ``count`` workloads: a kind of traffic each."""
+    return [works(src=endpoint("shop", f"caller-{i}"), tcp=8080) for i in range(count)]
+
+
+def test_a_judge_with_a_cap_on_kinds_counts_the_rest_and_cannot_say_nothing_breaks() -> None:
+    open_door = cnp("cpg-cart", "cart", ingress=[{"fromEntities": ["cluster"]}])
+    judge = PlanJudge([open_door], [], max_kinds=10)
+    for item in _callers(25):
+        judge.add(item)
+    result = judge.plan()
+    assert not result.would_break and result.forwarded_flows == 10
+    assert result.unjudged_flows == 15 and judge.kept.unjudged == 15
+    assert result.verdict == "cannot_judge"  # 15 flows were never judged
+    assert any("15 flows" in note and "10 kinds" in note for note in result.notes)
+    # A kind already kept is still counted once the cap is reached.
+    judge.add(_callers(1)[0])
+    assert judge.plan().forwarded_flows == 11 and judge.kept.unjudged == 15
+    uncapped = PlanJudge([open_door], [])
+    for item in _callers(25):
+        uncapped.add(item)
+    assert uncapped.plan().verdict == "nothing_breaks" and uncapped.plan().unjudged_flows == 0
+
+
+def test_a_snapshot_plans_what_was_added_before_it_and_shares_what_planning_learns() -> None:
+    judge = PlanJudge([CART], [])
+    for item in [DENIED, FRONTEND, ADMIN]:
+        judge.add(item)
+    copied = judge.snapshot()
+    judge.add(works(src=endpoint("shop", "ops"), tcp=22))  # after the copy: not in its plan
+    planned = copied.plan()
+    assert planned == plan([DENIED, FRONTEND, ADMIN], [CART], [])
+    judge.keep_memos(copied)
+    assert judge._diffs_found is copied._diffs_found is not None
+    later = judge.plan()
+    assert {b.traffic.port for b in later.would_break} == {9090, 22}

@@ -107,25 +107,28 @@ def _reap(proc: subprocess.Popen[str], ended: list[_Ended]) -> None:
 
 @contextmanager
 def _session(
-    kind: str, out: Path, *extra: str
+    kind: str, out: Path, *extra: str, command: str = "generate"
 ) -> Iterator[tuple[subprocess.Popen[str], _Health, list[_Ended]]]:
     port = _free_port()
     health = _Health(f"http://127.0.0.1:{port}")
     ended: list[_Ended] = []
+    flags = {
+        "generate": ["--no-evidence", "--flush-interval", f"{FLUSH:g}s"],
+        "shadow": ["--flush-interval", f"{FLUSH:g}s"],
+        "drift": [],
+    }[command]
     with fake_relay(flood_responses(kind)) as (_relay, address):  # type: ignore[arg-type]
         proc = subprocess.Popen(
             [
                 CPG,
-                "generate",
+                command,
                 "--server",
                 address,
                 "-d",
                 str(out),
-                "--no-evidence",
+                *flags,
                 "-o",
                 "json",
-                "--flush-interval",
-                f"{FLUSH:g}s",
                 "--metrics-addr",
                 f"127.0.0.1:{port}",
                 *extra,
@@ -210,3 +213,81 @@ def test_a_flood_past_the_session_cap_of_rules_is_counted_as_rules(tmp_path: Pat
     assert report["overflow"]["rules"]["cap"] == 250
     policy = (tmp_path / "out" / "ns-0" / "w0.yaml").read_text()
     assert policy.count("    - 52.") == 250
+
+
+_PROPOSAL = """\
+apiVersion: cilium.io/v2
+kind: CiliumNetworkPolicy
+metadata:
+  name: cpg-api
+  namespace: shop
+  labels:
+    app.kubernetes.io/managed-by: cpg
+spec:
+  endpointSelector:
+    matchLabels:
+      app: api
+  ingress:
+  - fromEntities:
+    - cluster
+    toPorts:
+    - ports:
+      - port: "8080"
+        protocol: TCP
+"""
+
+
+def _proposal(tmp_path: Path) -> Path:
+    folder = tmp_path / "proposal" / "shop"
+    folder.mkdir(parents=True)
+    (folder / "api.yaml").write_text(_PROPOSAL)
+    return folder.parent
+
+
+def test_a_shadow_under_a_flood_of_new_kinds_stops_at_its_duration_and_cannot_say_ok(
+    tmp_path: Path,
+) -> None:
+    duration = 6.0
+    with _session(
+        "verdicts",
+        _proposal(tmp_path),
+        "--duration",
+        f"{duration:g}s",
+        "--max-kinds",
+        "3000",
+        command="shadow",
+    ) as (proc, health, ended):
+        assert wait_for(lambda: health.answers, 30), proc.stderr
+        assert wait_for(lambda: _not_kept(health.base).get("kinds", 0) > 0, 30)
+    end = ended[0]
+    assert end.wall_end - health.first <= duration + 5.0
+    assert not health.failures_before(health.first + duration), health.answers
+    assert end.max_rss_kib < MAX_RSS_KIB
+    plan = json.loads(end.stdout)
+    assert plan["unjudged_flows"] > 0
+    # Flows went unjudged: the verdict cannot be "nothing breaks", and the exit says so.
+    assert plan["verdict"] == "cannot_judge"
+    assert end.code == 4, end.stderr
+    assert "--max-kinds 3000 reached" in end.stderr
+
+
+def test_a_live_drift_under_a_flood_of_new_kinds_stops_at_its_duration(tmp_path: Path) -> None:
+    duration = 5.0
+    with _session(
+        "verdicts",
+        _proposal(tmp_path),
+        "--duration",
+        f"{duration:g}s",
+        "--max-kinds",
+        "2000",
+        command="drift",
+    ) as (proc, health, ended):
+        assert wait_for(lambda: health.answers, 30), proc.stderr
+        assert wait_for(lambda: _not_kept(health.base).get("kinds", 0) > 0, 30)
+    end = ended[0]
+    assert end.wall_end - health.first <= duration + 5.0
+    assert not health.failures_before(health.first + duration), health.answers
+    report = json.loads(end.stdout)
+    assert report["max_kinds"] == 2000
+    assert report["unjudged_flows"] > 0
+    assert "--max-kinds 2000 reached" in end.stderr

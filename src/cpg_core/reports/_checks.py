@@ -116,11 +116,18 @@ def plan_text(view: PlanView) -> str:
         if len(plan.would_break) > MAX_SHOWN:
             out.append(f"  … and {len(plan.would_break) - MAX_SHOWN} more (-o json lists all)")
     else:
-        out.append(
-            f"Nothing would break: {plan.forwarded_flows} forwarded flows checked."
-            if plan.can_judge
-            else f"Cannot judge: {CANNOT_JUDGE.split(': ', 1)[1]}"
-        )
+        if plan.unjudged_flows and plan.can_judge:
+            out.append(
+                f"Cannot say nothing breaks: nothing would among the {plan.forwarded_flows} "
+                f"forwarded flows judged, but {plan.unjudged_flows} flows were not judged "
+                "(see the note above)."
+            )
+        else:
+            out.append(
+                f"Nothing would break: {plan.forwarded_flows} forwarded flows checked."
+                if plan.can_judge
+                else f"Cannot judge: {CANNOT_JUDGE.split(': ', 1)[1]}"
+            )
     if plan.newly_enforced:
         out.append("")
         out.append("Newly enforced endpoints (default-deny for the first time):")

@@ -84,6 +84,13 @@ def drift_text(view: DriftView) -> str:
             "",
             f"No evidence for {shown}{more}: new pods and stale rules cannot be judged for them.",
         ]
+    if drift.unjudged_flows:
+        out += [
+            "",
+            f"NOT JUDGED: {drift.unjudged_flows:,} dropped flows of kinds of traffic first seen "
+            f"once this session kept {drift.max_kinds:,} kinds (a cap on memory): they may need "
+            "rules the findings above do not show.",
+        ]
     out.append("")
     out.append("Drifted: review the findings above." if drift.drifted else "No drift found.")
     return one_line_each(out)
@@ -91,5 +98,7 @@ def drift_text(view: DriftView) -> str:
 
 def drift_json(view: DriftView) -> str:
     data = {"policies": view.policies, "source": view.source, **to_data(view.drift)}
+    if not view.drift.unjudged_flows:  # only a live session with a cap on kinds sets them
+        del data["unjudged_flows"], data["max_kinds"]
     data["drifted"] = view.drift.drifted
     return json.dumps(data, indent=2, ensure_ascii=False)

@@ -11,6 +11,7 @@ from pathlib import Path
 import attrs
 from prometheus_client.core import Metric
 
+from cpg_core import Message, Setting
 from cpg_core.identities import IdentityBook
 from cpg_core.reports import DriftView
 from cpg_core.shadow import DriftJudge, DriftRequest
@@ -54,6 +55,7 @@ def drift_judge(
         options=check.decide_options(),
         default_local_cluster=check.default_local_cluster is not False,
         allow_localhost=check.allow_localhost,
+        max_kinds=request.live.live.max_kinds if request.live is not None else 0,
     )
     return judge, problems
 
@@ -90,6 +92,18 @@ class _DriftStream(RelayReader):
 
     def _use_identities(self, book: IdentityBook | None) -> None:
         self.identities = book
+
+    def flows_not_kept(self) -> dict[str, int]:
+        return {"kinds": self.judge.kept.unjudged}
+
+    def cap_warning(self, cap: str) -> str:
+        return Message(
+            Setting("max_kinds"),
+            f" {self.judge.kept.cap} reached: drops of further new kinds of traffic are "
+            "counted, not judged (raise ",
+            Setting("max_kinds"),
+            " or watch fewer namespaces at a time)",
+        )
 
 
 class DriftSession:
@@ -165,8 +179,9 @@ class DriftSession:
         now = self._now or rfc3339(utc_now())
         stream = self._stream
         if stream is not None:
-            with stream._lock:
-                drift = self.judge.drift(now, self.request.stale_after_days)
+            with stream._lock:  # a copy, judged while the stream goes on
+                judge = self.judge.snapshot()
+            drift = judge.drift(now, self.request.stale_after_days)
         else:
             drift = self.judge.drift(now, self.request.stale_after_days)
         view = DriftView(drift=drift, policies=str(self.request.check.policies), source=self.source)

@@ -559,7 +559,6 @@ class LiveCapture(RelayReader):
             lambda: bool(self._files),
             self.settings.deadline,
         )
-        self._warn_caps()
         await asyncio.to_thread(self.flush, on_final_flush, final=True)
         self.result.files = sorted(self._files.values(), key=lambda f: str(f.path))
         self.result.health = run_health(self.totals, self.stats, self.started, self.clock())

@@ -272,6 +272,7 @@ class RelayReader:
                     MetricsServer(self.metrics_addr, self.metrics, lambda: self.receiving)
                 )
             await self._follow_stream(flush, interval, duration, has_output, deadline)
+        self._warn_caps()  # a cap reached since the last flush is said before the last one
 
     async def _follow_stream(
         self,

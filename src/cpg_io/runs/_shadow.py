@@ -15,7 +15,7 @@ from pathlib import Path
 import attrs
 from prometheus_client.core import Metric
 
-from cpg_core import CANNOT_JUDGE, PolicyEvidence
+from cpg_core import CANNOT_JUDGE, Message, PolicyEvidence, Setting
 from cpg_core.identities import IdentityBook
 from cpg_core.reports import PlanView, render
 from cpg_core.shadow import PlanJudge, ShadowRequest, WouldBreak
@@ -93,6 +93,7 @@ def shadow(
         default_local_cluster=True if judged.local is None else judged.local,
         allow_localhost=check.allow_localhost,
         policy_map_max=check.policy_map_max,
+        max_kinds=live.live.max_kinds,
     )
     stream = every_verdict_stream(
         live, relay.server, since=since, tls=access.tls, include_audit=check.include_audit
@@ -152,6 +153,7 @@ class ShadowCapture(RelayReader):
         """The plan as of the last flush (a status line reads it)."""
         self._announced: set[tuple[str, ...]] = set()
         self._flushing = threading.Lock()
+        self._planning = threading.Lock()
 
     def _take_flow(self, f: object, response: object) -> None:
         flow = self._converter.flow(f, response)
@@ -176,10 +178,26 @@ class ShadowCapture(RelayReader):
             flows.add_metric([name], count)
         yield flows
 
+    def flows_not_kept(self) -> dict[str, int]:
+        return {"kinds": self.judge.kept.unjudged}
+
+    def cap_warning(self, cap: str) -> str:
+        return Message(
+            Setting("max_kinds"),
+            f" {self.judge.kept.cap} reached: flows of further new kinds of traffic are "
+            "counted, not judged, so the verdict can no longer be 'nothing breaks' (raise ",
+            Setting("max_kinds"),
+            " or watch fewer namespaces at a time)",
+        )
+
     def so_far(self) -> PlanView:
-        """The plan of every flow received so far (the session is not disturbed)."""
-        with self._lock:
-            plan = self.judge.plan()
+        """The plan of every flow received so far (the session is not disturbed: a copy of
+        what was received is judged while the stream goes on; one plan at a time)."""
+        with self._planning:
+            with self._lock:
+                judged = self.judge.snapshot()
+            plan = judged.plan()
+            self.judge.keep_memos(judged)
         settings = self.settings
         return PlanView(
             plan=plan,
@@ -234,6 +252,11 @@ def shadow_verdict(view: PlanView) -> tuple[int, str]:
         return 3, ""
     if plan.overflows:
         return 3, "a pod's policy map would overflow: its agent could not apply the policies"
+    if plan.unjudged_flows:
+        return 4, (
+            f"{plan.unjudged_flows} flows of kinds of traffic past the session's cap were not "
+            "judged: cannot say nothing breaks"
+        )
     if not plan.can_judge:
         return 4, CANNOT_JUDGE.replace("this capture", "the stream")
     return 0, ""
