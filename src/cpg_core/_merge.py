@@ -433,16 +433,16 @@ def render_or_merge(
     that is exactly a rendering this process wrote (a live session's earlier flush) is not
     read either: merging into one's own rendering is rendering the union (a property test
     holds merge to that too), so a flush that adds 4,000 peers costs what writing them does."""
-    fresh = render_policy(name, namespace, selector, rules)
-    if existing is None or not existing.strip() or existing == fresh:
-        _remember(name, namespace, selector, fresh, rules)
-        return fresh
-    known = _recall(name, namespace, selector, existing)
-    if known is not None:
+    known = _recall(name, namespace, selector, existing) if existing else None
+    if known is not None:  # asked first: the fresh rendering need not be made at all
         union = rules_from_atoms({atom for rule in (*known, *rules) for atom in rule.atoms()})
         text = render_policy(name, namespace, selector, union)
         _remember(name, namespace, selector, text, union)
         return existing if text == existing else text
+    fresh = render_policy(name, namespace, selector, rules)
+    if existing is None or not existing.strip() or existing == fresh:
+        _remember(name, namespace, selector, fresh, rules)
+        return fresh
     return merge_policy_text(
         existing, name=name, namespace=namespace, selector=selector, rules=rules, path=path
     )
