@@ -882,7 +882,8 @@ OPTIONS: tuple[Option, ...] = (
         panel="Hubble Relay",
         commands=_RELAYS,
         tool="tls_ca_cert",
-        tool_help="path of the CA bundle (PEM) that signed the relay's certificate",
+        tool_help="the CA bundle (PEM) that signed the relay's certificate: a file inside "
+        "the folder the operator allowed with --allow-tls-dir",
     ),
     _o(
         "tls_client_cert",
@@ -897,7 +898,8 @@ OPTIONS: tuple[Option, ...] = (
         panel="Hubble Relay",
         commands=_RELAYS,
         tool="tls_client_cert",
-        tool_help="path of a client certificate (PEM) for mutual TLS",
+        tool_help="a client certificate (PEM) for mutual TLS: a file inside the folder the "
+        "operator allowed with --allow-tls-dir",
     ),
     _o(
         "tls_client_key",
@@ -912,7 +914,8 @@ OPTIONS: tuple[Option, ...] = (
         panel="Hubble Relay",
         commands=_RELAYS,
         tool="tls_client_key",
-        tool_help="path of the client certificate's key (PEM)",
+        tool_help="the client certificate's key (PEM): a file inside the folder the operator "
+        "allowed with --allow-tls-dir",
     ),
     _o(
         "tls_server_name",

@@ -14,6 +14,7 @@ from typing import NoReturn
 
 import anyio
 
+from cpg_mcp import workers
 from cpg_mcp.audit import AuditLog
 from cpg_mcp.server import build_server
 
@@ -74,6 +75,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "inside DIR. Off by default.",
     )
     parser.add_argument(
+        "--allow-tls-dir",
+        type=Path,
+        metavar="DIR",
+        help="Let start_session's tls_ca_cert, tls_client_cert and tls_client_key name files "
+        "inside DIR (the relay's certificates). Off by default: no client names a host path.",
+    )
+    parser.add_argument(
         "--tool-timeout",
         type=_positive_seconds,
         default=30.0,
@@ -106,11 +114,13 @@ def main(argv: list[str] | None = None) -> None:
         force=True,
     )
     logging.getLogger("grpc").setLevel(logging.CRITICAL)  # its tracebacks: one line of ours
-    if args.allow_replay_dir is not None and not args.allow_replay_dir.is_dir():
-        sys.stderr.write(
-            f"cpg-mcp: error: --allow-replay-dir {args.allow_replay_dir} is not a folder\n"
-        )
-        raise SystemExit(2)
+    for flag, folder in (
+        ("--allow-replay-dir", args.allow_replay_dir),
+        ("--allow-tls-dir", args.allow_tls_dir),
+    ):
+        if folder is not None and not folder.is_dir():
+            sys.stderr.write(f"cpg-mcp: error: {flag} {folder} is not a folder\n")
+            raise SystemExit(2)
     try:
         audit_stream = (
             open(args.audit_log, "a", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
@@ -124,7 +134,10 @@ def main(argv: list[str] | None = None) -> None:
         )
         raise SystemExit(2) from None
     mcp = build_server(
-        args.allow_replay_dir, tool_timeout=args.tool_timeout, audit=AuditLog(audit_stream)
+        args.allow_replay_dir,
+        allow_tls_dir=args.allow_tls_dir,
+        tool_timeout=args.tool_timeout,
+        audit=AuditLog(audit_stream),
     )
 
     async def serve() -> None:
@@ -138,6 +151,7 @@ def main(argv: list[str] | None = None) -> None:
                         await anyio.to_thread.run_sync(
                             mcp.sessions.closed.wait, 9, abandon_on_cancel=True
                         )
+                    workers.shutdown()
                     logging.shutdown()
                     os._exit(0)  # a parked stdin reader thread must not hold the exit
 

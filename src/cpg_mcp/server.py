@@ -20,7 +20,7 @@ from pydantic import Field
 
 from cpg_core.options import OPTIONS, Option, Request, option
 from cpg_io.version import cpg_version
-from cpg_mcp import models, tools
+from cpg_mcp import models, tools, workers
 from cpg_mcp.audit import AuditLog
 from cpg_mcp.guard import GuardedServer
 from cpg_mcp.sessions import SessionManager
@@ -40,22 +40,27 @@ POLICY_WORKLOAD = Annotated[
 CURSOR = Annotated[
     str | None, Field(description="opaque pagination token from a previous call's next_cursor")
 ]
-_threads = anyio.CapacityLimiter(4)
+_LIGHT = anyio.CapacityLimiter(4)
+"""Threads for the tools that answer from memory or a few files."""
+_HEAVY = anyio.CapacityLimiter(2)
+"""Threads for the tools that read a whole capture or folder (each waits on a worker process,
+``cpg_mcp.workers``, or reads file by file): they never hold up the cheap ones."""
 
 T = TypeVar("T")
 
 
-async def offload(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Run file-reading work in a thread. When the call's deadline expires the call answers
-    at once and the thread is told to stop (``tools.checkpoint``), so it frees its slot
-    within one file read instead of running on."""
+async def offload(fn: Callable[..., T], *args: Any, heavy: bool = False, **kwargs: Any) -> T:
+    """Run file-reading work in a thread of its lane (``heavy``: a whole capture or folder).
+    When the call's deadline expires the call answers at once and the thread is told to stop
+    (``tools.checkpoint``; a worker process is killed), so it frees its slot within one file
+    read or 20 ms instead of running on."""
     cancel = threading.Event()
     token = tools.CANCEL.set(cancel)  # the worker thread runs in a copy of this context
     try:
         return await anyio.to_thread.run_sync(
             functools.partial(_counted, fn, *args, **kwargs),
             abandon_on_cancel=True,
-            limiter=_threads,
+            limiter=_HEAVY if heavy else _LIGHT,
         )
     except anyio.get_cancelled_exc_class():
         cancel.set()
@@ -320,19 +325,23 @@ _GetBootstrapPolicyNamespace = Annotated[str, Field(description="target namespac
 def build_server(
     allow_replay_dir: Path | None = None,
     *,
+    allow_tls_dir: Path | None = None,
     tool_timeout: float = 30.0,
     audit: AuditLog | None = None,
     version_check_timeout: float = 3.0,
 ) -> GuardedServer:
     """The cpg-mcp server. ``version_check_timeout`` bounds how long get_bootstrap_policy asks
     the cluster for its Cilium agents' images before it calls the version undetermined."""
-    manager = SessionManager(allow_replay_dir, on_stopped=tools.warm)
+    manager = SessionManager(allow_replay_dir, on_stopped=tools.warm, allow_tls_dir=allow_tls_dir)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[SessionManager]:
+        workers.socket_folder()  # before any other thread makes a temp folder
+        threading.Thread(target=workers.start, name="cpg-mcp forkserver", daemon=True).start()
         try:
             yield manager
         finally:
+            workers.kill_all()  # no answer is awaited any more: the heavy work ends now
             with anyio.CancelScope(shield=True):  # shutting down must not cancel the cleanup
                 await manager.close()
 
@@ -442,7 +451,7 @@ def _query_tools(mcp: GuardedServer, manager: SessionManager) -> None:
         view items, not flows."""
         arguments = _arguments(locals(), list_dropped_flows)
         session = session_of(arguments.pop("session_id"))
-        return await offload(tools.list_dropped_flows, session, **arguments)
+        return await offload(tools.list_dropped_flows, session, heavy=True, **arguments)
 
     @mcp.tool(title="List generated policies", annotations=QUERY)
     async def list_policies(
@@ -477,6 +486,7 @@ def _query_tools(mcp: GuardedServer, manager: SessionManager) -> None:
         return await offload(
             tools.get_plan,
             session_of(session_id),
+            heavy=True,
             capture=tools.allowed_capture(manager, capture),
             from_cluster=from_cluster,
             allow_localhost=allow_localhost,
@@ -525,6 +535,7 @@ def _review_tools(mcp: GuardedServer, manager: SessionManager) -> None:
         return await offload(
             tools.explain_flow,
             session,
+            heavy=True,
             capture=capture_path,
             kube_dir=manager.kube_dir(),
             **arguments,
@@ -546,14 +557,16 @@ def _review_tools(mcp: GuardedServer, manager: SessionManager) -> None:
         source's egress and the destination's ingress, each where a pod is policed."""
         arguments = _arguments(locals(), trace_flow)
         session = session_of(arguments.pop("session_id"))
-        return await offload(tools.trace_flow, session, kube_dir=manager.kube_dir(), **arguments)
+        return await offload(
+            tools.trace_flow, session, heavy=True, kube_dir=manager.kube_dir(), **arguments
+        )
 
     @mcp.tool(title="Review report (Markdown)", annotations=QUERY)
     async def get_report(session_id: SESSION_ID) -> models.ReportResult:
         """The Markdown review report of a stopped session, as cpg report prints it: a
         summary, a Mermaid graph of the allowed traffic, each policy's rules with flows,
         first/last seen and confidence, findings and infra drops with their fixes."""
-        return await offload(tools.get_report, session_of(session_id))
+        return await offload(tools.get_report, session_of(session_id), heavy=True)
 
 
 def _detail_tools(

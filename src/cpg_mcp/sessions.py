@@ -154,8 +154,12 @@ class SessionManager:
         self,
         allow_replay_dir: Path | None = None,
         on_stopped: Callable[[Session], None] | None = None,
+        *,
+        allow_tls_dir: Path | None = None,
     ) -> None:
         self.allow_replay_dir = allow_replay_dir.resolve() if allow_replay_dir else None
+        self.allow_tls_dir = allow_tls_dir.resolve() if allow_tls_dir else None
+        """Where the tls_* arguments may name files (None: they are refused)."""
         self.on_stopped = on_stopped
         """Called in a worker thread once a session has stopped: the read tools build their
         indexes there, not in the first call that needs them."""
@@ -203,6 +207,35 @@ class SessionManager:
                 f"{argument} must name a file inside {self.allow_replay_dir} (a path relative "
                 "to it, or an absolute one inside it)"
             )
+        return path
+
+    def tls_path(self, value: str, argument: str) -> Path:
+        """The certificate or key file ``value`` names inside the folder the operator allowed
+        for them. The answer is the same for a file outside it, missing or not: a client
+        learns nothing of the host's files."""
+        if self.allow_tls_dir is None:
+            raise SessionError(
+                f"{argument} is not enabled: the operator must start cpg-mcp with "
+                "--allow-tls-dir DIR (the folder holding the relay's certificates)"
+            )
+        refused = SessionError(
+            f"{argument} must name a readable file inside {self.allow_tls_dir} (a path "
+            "relative to it, or an absolute one inside it)"
+        )
+        try:
+            if "\x00" in value:
+                raise refused
+            path = (self.allow_tls_dir / value).resolve()
+        except (OSError, ValueError, RuntimeError):
+            raise refused from None
+        if not path.is_relative_to(self.allow_tls_dir):
+            raise refused
+        try:
+            readable = path.is_file() and os.access(path, os.R_OK)
+        except OSError:
+            readable = False
+        if not readable:
+            raise refused
         return path
 
     def allowed_folder(self, folder: str, argument: str) -> Path:

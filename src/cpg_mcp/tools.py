@@ -41,11 +41,11 @@ from cpg_core.reports import (
     compose,
     flow_samples,
 )
-from cpg_core.text import clean, shown
+from cpg_core.text import clean
 from cpg_io.clock import now_rfc3339
-from cpg_io.errors import IoError, StoreError
+from cpg_io.errors import StoreError
 from cpg_io.hubble import TLSSettings
-from cpg_mcp import paging
+from cpg_mcp import paging, workers
 from cpg_mcp.models import (
     BootstrapResult,
     DroppedFlows,
@@ -171,14 +171,17 @@ async def start_session(
         validated(lambda: request.live_window(now_rfc3339()))
     if (tls_client_cert is None) != (tls_client_key is None):
         raise ToolError("tls_client_cert and tls_client_key go together")
-    for name, path in files.items():
-        if path is not None and not Path(path).is_file():
-            raise ToolError(f"{name}: {shown(path)} is not a readable file on the server's host")
+    confined: dict[str, Path | None] = {}
+    for name, value in files.items():
+        try:
+            confined[name] = manager.tls_path(value, name) if value else None
+        except SessionError as exc:
+            raise ToolError(str(exc)) from None
     settings = TLSSettings(
         enabled=wants_tls,
-        ca_cert=Path(tls_ca_cert) if tls_ca_cert else None,
-        client_cert=Path(tls_client_cert) if tls_client_cert else None,
-        client_key=Path(tls_client_key) if tls_client_key else None,
+        ca_cert=confined["tls_ca_cert"],
+        client_cert=confined["tls_client_cert"],
+        client_key=confined["tls_client_key"],
         server_name=tls_server_name or None,
     )
     try:
@@ -547,7 +550,6 @@ def get_plan(
     planned = session.plans.get(cache_key)
     if planned is None:
         from cpg_core import CheckRequest
-        from cpg_io.runs import plan_run
 
         request = CheckRequest.build(
             inputs=inputs,
@@ -558,12 +560,9 @@ def get_plan(
             identities=session.identities,
             policy_map_max=policy_map_max,
         )
-        try:
-            planned = plan_run(
-                request, evidence=session.evidence_store, kube_dir=kube_dir, cancel=CANCEL.get()
-            ).view.plan
-        except IoError as exc:
-            raise ToolError(in_tool_words(exc)) from None
+        planned = workers.run(
+            "plan", request, session.evidence_store, kube_dir, cancel=CANCEL.get()
+        )
         session.plans[cache_key] = planned
     made = planned  # the plan's wire form, once: each call pages it
     data = session.memo(f"plan {cache_key!r}", lambda: to_data(made))
@@ -608,20 +607,18 @@ def _plan_result(
 
 def get_report(session: Session) -> ReportResult:
     """The Markdown review report of a stopped session (what cpg report prints)."""
-    from cpg_core.reports import Review, render
-    from cpg_io.runs import read_review
-
     if session.state != "stopped":
         raise ToolError("the session is still running; call stop_session first")
     if not session.policies.is_dir():
         raise ToolError("the session wrote no policy; there is nothing to report")
-    try:
-        inputs = read_review(session.policies, session.evidence_store, None, CANCEL.get())
-    except IoError as exc:
-        raise ToolError(in_tool_words(exc)) from None
-    checkpoint()  # read, but answered already: do not render for nobody
-    text = render(Review(title=f"session {session.id}", inputs=inputs), "markdown")
-    return ReportResult(markdown=clean(text, keep_newlines=True))
+    text = workers.run(
+        "report",
+        session.policies,
+        session.evidence_store,
+        f"session {session.id}",
+        cancel=CANCEL.get(),
+    )
+    return ReportResult(markdown=text)
 
 
 def _why_request(session: Session, inputs: list[str], from_cluster: bool) -> Any:
@@ -636,18 +633,11 @@ def _why_request(session: Session, inputs: list[str], from_cluster: bool) -> Any
     )
 
 
-def _why_result(answered: Any, limit: int, cursor: str | None) -> WhyResult:
-    view = answered.view
-    chunk, meta = paging.page([to_data(why) for why in view.answers], cursor, limit)
+def _why_result(answered: tuple[str, int, list[Any]], limit: int, cursor: str | None) -> WhyResult:
+    origin, selected, answers = answered
+    chunk, meta = paging.page(answers, cursor, limit)
     return WhyResult.model_validate(
-        clean(
-            {
-                "origin": f"{view.origin}",
-                "selected_flows": view.selected,
-                "answers": chunk,
-                **meta,
-            }
-        )
+        clean({"origin": origin, "selected_flows": selected, "answers": chunk, **meta})
     )
 
 
@@ -665,7 +655,6 @@ def explain_flow(
     judged against the session's policies (or the cluster's). ``filters`` are the tool's
     filter arguments, one value each (None: not given)."""
     from cpg_core.why import FlowFilter
-    from cpg_io.runs import why_run
 
     paging.decode(cursor)
     if session.state != "stopped":
@@ -684,10 +673,7 @@ def explain_flow(
     request = validated(lambda: _why_request(session, inputs, from_cluster))
     chosen = {name: [value] for name, value in filters.items() if value is not None}
     selection = validated(lambda: FlowFilter.build(**chosen))
-    try:
-        answered = why_run(request, selection, kube_dir=kube_dir, cancel=CANCEL.get())
-    except IoError as exc:
-        raise ToolError(in_tool_words(exc)) from None
+    answered = workers.run("why", request, selection, kube_dir, cancel=CANCEL.get())
     return _why_result(answered, limit, cursor)
 
 
@@ -705,7 +691,6 @@ def trace_flow(
 ) -> WhyResult:
     """Whether the session's policies (or the cluster's) would admit a flow described by hand."""
     from cpg_core.why import traced_flows
-    from cpg_io.runs import trace_run
 
     if session.state != "stopped":
         raise ToolError("the session is still running; call stop_session first")
@@ -713,8 +698,5 @@ def trace_flow(
     flows = validated(
         lambda: traced_flows(source, destination, port, method=method, path=path, dns=dns)
     )
-    try:
-        answered = trace_run(request, flows, kube_dir=kube_dir)
-    except IoError as exc:
-        raise ToolError(in_tool_words(exc)) from None
+    answered = workers.run("trace", request, flows, kube_dir, cancel=CANCEL.get())
     return _why_result(answered, 200, None)

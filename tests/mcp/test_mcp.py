@@ -533,9 +533,9 @@ async def test_a_live_session_over_tls_with_a_ca_and_a_server_name(
     key, cert = relay_cert
     responses = responses_from_lines(EXAMPLE.read_text().splitlines())
     with fake_tls_relay(responses, cert.read_bytes(), key.read_bytes()) as (_, address):
-        async with Client(build_server(None), mode="legacy") as client:
+        async with Client(build_server(None, allow_tls_dir=cert.parent), mode="legacy") as client:
             missing = await call(
-                client, "start_session", server=address, tls_ca_cert=str(tmp_path / "none.pem")
+                client, "start_session", server=address, tls_ca_cert=str(cert.parent / "no.pem")
             )
             assert missing.is_error and "tls_ca_cert" in missing.content[0].text
             started = await call(
@@ -810,3 +810,87 @@ async def test_a_shadow_session_without_a_client(tmp_path: Path) -> None:
         await tools.start_session(refused, server="127.0.0.1:1", shadow_policies="../")
     with pytest.raises(ToolError, match="leave replay_file out"):
         await tools.start_session(refused, replay_file="x", shadow_policies="proposed")
+
+
+async def test_tls_files_are_confined_and_say_nothing_of_other_files(
+    tmp_path: Path, relay_cert: tuple[Path, Path]
+) -> None:
+    """tls_* name files inside the folder the operator allowed, and only there: a host file
+    that exists and one that does not get the same answer (no oracle), and without the
+    folder the arguments are refused."""
+    _key, cert = relay_cert
+    allowed = tmp_path / "tls"
+    allowed.mkdir()
+    (allowed / "ca.pem").write_bytes(cert.read_bytes())
+    outside = tmp_path / "secret.pem"
+    outside.write_text("not for clients")
+    async with Client(build_server(None), mode="legacy") as client:
+        off = await call(client, "start_session", server="127.0.0.1:1", tls_ca_cert="ca.pem")
+        assert off.is_error and "--allow-tls-dir" in off.content[0].text
+    async with Client(build_server(None, allow_tls_dir=allowed), mode="legacy") as client:
+        answers = []
+        for named in (str(outside), str(tmp_path / "absent.pem"), "../" * 12 + "etc/passwd"):
+            result = await call(client, "start_session", server="127.0.0.1:1", tls_ca_cert=named)
+            assert result.is_error
+            answers.append(re.sub(r" \(trace [0-9a-f]+\)$", "", result.content[0].text))
+        assert len(set(answers)) == 1, answers
+        assert "must name a readable file inside" in answers[0]
+
+
+async def test_a_heavy_call_past_its_deadline_is_killed_while_cheap_calls_answer(
+    tmp_path: Path,
+) -> None:
+    """Plans over a capture too big for the deadline run in worker processes: each call
+    ends at its deadline, its process is killed (no work runs on), and a cheap call made
+    meanwhile answers before any of them (it is not queued behind the plans). That a plan
+    which fits its deadline answers through the same lane, every other get_plan test shows."""
+    import time
+
+    from cpg_mcp import workers
+
+    folder = tmp_path / "captures"
+    folder.mkdir()
+    flows = [
+        flow_dict(
+            src=endpoint(f"ns-{i % 40}", f"caller-{i}"),
+            dst=endpoint("shop", f"svc-{i % 300}"),
+            tcp=1000 + i % 5000,
+            verdict="FORWARDED" if i % 2 else "DROPPED",
+            reason=None if i % 2 else "POLICY_DENIED",
+        )
+        for i in range(40_000)  # about 4 CPU-s of planning: well past the deadline
+    ]
+    (folder / "big.jsonl").write_text(jsonl(flows))
+    (folder / "one.jsonl").write_text(jsonl([flow_dict()]))
+    deadline = 1.0
+    async with Client(build_server(folder, tool_timeout=deadline), mode="legacy") as client:
+        sid = (await call(client, "start_session", replay_file="one.jsonl")).structured_content[
+            "session_id"
+        ]
+        await wait_stopped(client, sid)
+        # The worker server is up (on a busy machine its start alone can take the deadline).
+        await anyio.to_thread.run_sync(workers.run, "worded", ValueError())
+        results: list[Any] = [None] * 4
+        answered_at: list[float] = [0.0] * 4
+
+        async def heavy(index: int) -> None:
+            results[index] = await call(
+                client, "get_plan", session_id=sid, capture="big.jsonl", policy_map_max=9000 + index
+            )
+            answered_at[index] = time.monotonic()
+
+        cheap: list[Any] = []
+        sent = time.monotonic()
+        async with anyio.create_task_group() as group:
+            for index in range(4):
+                group.start_soon(heavy, index)
+            await anyio.sleep(0.2)  # the plans are running
+            cheap.append(await call(client, "list_policies", session_id=sid))
+            cheap.append(time.monotonic())
+        assert not cheap[0].is_error
+        assert cheap[1] < min(answered_at)  # answered while the plans ran, not after them
+        assert all(r.is_error and "did not finish within" in r.content[0].text for r in results)
+        assert max(answered_at) - sent < deadline + 1.0
+        with anyio.fail_after(2):  # killed, not left running
+            while workers.running():
+                await anyio.sleep(0.01)

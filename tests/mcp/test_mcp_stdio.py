@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from conftest import EXAMPLE
+from conftest import EXAMPLE, wait_for
 
 CPG_MCP = str(Path(sys.executable).with_name("cpg-mcp"))
 CPG = str(Path(sys.executable).with_name("cpg"))
@@ -288,7 +288,8 @@ def test_eof_mid_replay_stops_the_replay_and_leaves_nothing(tmp_path: Path) -> N
     )
     proc.stdin.flush()
     assert "result" in read_response(proc, 2)
-    assert [p.name[:8] for p in private_tmp.iterdir()] == ["cpg-mcp-"], "the session runs"
+    running = [p.name[:8] for p in private_tmp.iterdir() if not p.name.startswith("pymp-")]
+    assert running == ["cpg-mcp-"], "the session runs (beside the worker server's socket)"
     began = time.monotonic()
     proc.stdin.close()
     assert proc.wait(timeout=15) == 0
@@ -625,3 +626,91 @@ def test_a_shadow_session_through_the_sdk_stdio_client(tmp_path: Path) -> None:
     assert so_far["would_break"][0]["traffic"]["source"] == "monitoring/prometheus"
     assert "so_far" not in final and final["would_break_flows"] == 12
     assert {p: p.read_bytes() for p in proposed.rglob("*") if p.is_file()} == before
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie waiting to be reaped."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _descendants(pid: int) -> set[int]:
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat[1])
+    found, grew = {pid}, True
+    while grew:
+        more = {child for child, parent in parents.items() if parent in found} - found
+        found |= more
+        grew = bool(more)
+    return found - {pid}
+
+
+def test_eof_with_heavy_calls_in_flight_exits_at_once_and_leaves_no_worker(
+    tmp_path: Path,
+) -> None:
+    """Stdin closes while plans run in worker processes: the server exits promptly, its
+    workers (and the server they fork from) with it, and its temp folders are gone."""
+    from conftest import endpoint, flow_dict, jsonl
+
+    captures, private_tmp = tmp_path / "captures", tmp_path / "tmp"
+    captures.mkdir()
+    private_tmp.mkdir()
+    (captures / "one.jsonl").write_text(jsonl([flow_dict()]))
+    flows = [
+        flow_dict(src=endpoint(f"ns-{i % 40}", f"c-{i}"), dst=endpoint("shop", f"s-{i % 300}"))
+        for i in range(20_000)
+    ]
+    (captures / "big.jsonl").write_text(jsonl(flows))
+    proc = subprocess.Popen(
+        [CPG_MCP, "--allow-replay-dir", str(captures)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "TMPDIR": str(private_tmp)},
+    )
+    assert proc.stdin is not None
+    handshake(proc)
+    start_call = {"name": "start_session", "arguments": {"replay_file": "one.jsonl"}}
+    proc.stdin.write(frame(2, "tools/call", start_call))
+    proc.stdin.flush()
+    sid = read_response(proc, 2)["result"]["structuredContent"]["session_id"]
+    for n in range(100):
+        status_call = {"name": "get_status", "arguments": {"session_id": sid}}
+        proc.stdin.write(frame(10 + n, "tools/call", status_call))
+        proc.stdin.flush()
+        if read_response(proc, 10 + n)["result"]["structuredContent"]["state"] == "stopped":
+            break
+    for index in range(4):
+        plan_call = {
+            "name": "get_plan",
+            "arguments": {
+                "session_id": sid,
+                "capture": "big.jsonl",
+                "policy_map_max": 9000 + index,
+            },
+        }
+        proc.stdin.write(frame(500 + index, "tools/call", plan_call))
+    proc.stdin.flush()
+    # the forkserver and at least one worker (a long TMPDIR, as here, is no obstacle)
+    if not wait_for(lambda: len(_descendants(proc.pid)) >= 2, 30):
+        proc.stdin.close()
+        proc.wait(10)
+        raise AssertionError(f"no worker started: {proc.stderr.read()[-3000:]!r}")
+    workers = _descendants(proc.pid)
+    closed = time.monotonic()
+    proc.stdin.close()
+    assert proc.wait(timeout=15) == 0
+    exited = time.monotonic() - closed
+    assert exited < 3.0, f"exit took {exited:.2f} s"
+    assert wait_for(lambda: not any(_alive(pid) for pid in workers), 3), "a worker runs on"
+    left = list(private_tmp.iterdir())
+    assert not left, f"left behind: {left}"

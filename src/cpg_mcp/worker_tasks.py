@@ -1,0 +1,49 @@
+"""What the heavy lane's worker processes run (``cpg_mcp.workers``): each task takes plain
+values (a request, paths, filters) and returns plain values, so it crosses a process
+boundary both ways. The forkserver imports this module once, and with it the run layer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from cpg_core import CheckRequest, CpgError, Plan, to_data
+from cpg_core.reports import Review, render
+from cpg_core.text import clean
+from cpg_core.why import FlowFilter
+from cpg_io.errors import IoError
+from cpg_io.evidence_store import EvidenceStore
+from cpg_io.runs import plan_run, read_review, trace_run, why_run
+from cpg_mcp.words import in_tool_words
+
+WhyAnswers = tuple[str, int, list[Any]]
+"""(origin, flows selected, each answer's wire form)."""
+
+
+def worded(exc: BaseException) -> str:
+    """The agent's words for a failure the run layer names (a file, a setting), else ""."""
+    if isinstance(exc, IoError | CpgError):
+        return in_tool_words(exc)
+    return ""
+
+
+def plan(request: CheckRequest, evidence: EvidenceStore, kube_dir: Path | None) -> Plan:
+    return plan_run(request, evidence=evidence, kube_dir=kube_dir).view.plan
+
+
+def why(request: CheckRequest, selection: FlowFilter, kube_dir: Path | None) -> WhyAnswers:
+    return _answers(why_run(request, selection, kube_dir=kube_dir))
+
+
+def trace(request: CheckRequest, flows: Any, kube_dir: Path | None) -> WhyAnswers:
+    return _answers(trace_run(request, flows, kube_dir=kube_dir))
+
+
+def report(policies: Path, evidence: EvidenceStore, title: str) -> str:
+    inputs = read_review(policies, evidence, None, None)
+    return str(clean(render(Review(title=title, inputs=inputs), "markdown"), keep_newlines=True))
+
+
+def _answers(answered: Any) -> WhyAnswers:
+    view = answered.view
+    return (f"{view.origin}", view.selected, [to_data(why) for why in view.answers])
