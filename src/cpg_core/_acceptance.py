@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from cpg_core._matcher import ICMP_TYPE_NAMES, label_key
+from cpg_core._port_text import cilium_port
 
 Found = tuple[str, str, tuple[str | int, ...]]
 
@@ -34,8 +35,6 @@ _EGRESS_PEERS = (
 _SECTIONS = ("ingress", "ingressDeny", "egress", "egressDeny")
 _NO_PORTS = frozenset({"VRRP", "IGMP"})
 """Protocols without transport ports: a port other than 0 is refused."""
-_SVC_NAME = re.compile(r"^(?=.{1,15}$)(?=.*[a-zA-Z])[a-zA-Z0-9]+(?:-[a-zA-Z0-9]+)*$")
-"""An IANA service name (RFC 6335), which Cilium reads as a named port."""
 
 
 def refusals(policy: Mapping[str, Any]) -> list[Found]:
@@ -88,6 +87,15 @@ def _spec_refusals(spec: Mapping[str, Any], namespaced: bool) -> list[Found]:
             )
         )
     host = isinstance(spec.get("nodeSelector"), Mapping)
+    if namespaced and spec.get("nodeSelector") is not None:
+        found.append(
+            (
+                "CPG029",
+                "a CiliumNetworkPolicy with nodeSelector: Cilium refuses it (a host policy "
+                "must be a CiliumClusterwideNetworkPolicy)",
+                ("nodeSelector",),
+            )
+        )
     for key in ("endpointSelector", "nodeSelector"):
         found += [(c, m, (key, *p)) for c, m, p in _selector_refusals(spec.get(key))]
     for section in _SECTIONS:
@@ -233,18 +241,6 @@ def _cidr_set_refusals(entry: Mapping[str, Any]) -> list[Found]:
     return found
 
 
-def port_number(text: str) -> int | None:
-    """A numeric port as Cilium parses it (Go's ParseUint with base 0: ``010`` is octal 8),
-    or None when it does not parse or is out of range."""
-    try:
-        if len(text) > 1 and text.startswith("0"):
-            return int(text[1:], 8) if text[1:].isdigit() else None
-        value = int(text, 10)
-    except ValueError:
-        return None
-    return value if 0 <= value <= 65535 else None
-
-
 def _port_rule_refusals(
     port_rule: Mapping[str, Any], ingress: bool, host: bool, section: str
 ) -> list[Found]:
@@ -260,11 +256,9 @@ def _port_rule_refusals(
         if not text:
             found.append(("CPG020", "a port entry without port: Cilium refuses it", where))
             continue
-        if _SVC_NAME.match(text):
-            continue  # a named port
-        number = port_number(text)
+        number = cilium_port(text)  # Cilium tries a number first, then a name
         if number is None:
-            continue  # CPG009 names a port out of range or not a number
+            continue  # a named port, or one CPG009 names (out of range, not a number)
         if protocol in _NO_PORTS and number != 0:
             found.append(
                 ("CPG020", f"{protocol} has no ports: Cilium refuses port {text} (use 0)", where)

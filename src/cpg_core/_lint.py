@@ -10,13 +10,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
-import yaml
 
-from cpg_core._acceptance import port_number, refusals
+from cpg_core._acceptance import refusals
 from cpg_core._availability import BASELINE_NOTE, FIXES, availability, has_baseline
 from cpg_core._cilium_version import Version, format_version
 from cpg_core._errors import CpgError
-from cpg_core._labels import label_problem
+from cpg_core._labels import NAMESPACE_LABEL, label_problem
 from cpg_core._lint_versions import (
     CLUSTER_NETWORK_POLICY_SINCE,
     KAFKA_GONE_SINCE,
@@ -24,8 +23,9 @@ from cpg_core._lint_versions import (
     version_findings,
 )
 from cpg_core._policy_docs import policies_in
+from cpg_core._port_text import cilium_port, read_differently
 from cpg_core._tiers import is_cluster_network_policy
-from cpg_core._yamlread import YamlInputError, compose_all, construct, load_all
+from cpg_core._yamlread import YamlInputError, load_all, load_all_with_lines
 
 Level = Literal["error", "warning"]
 
@@ -279,6 +279,32 @@ RULES: dict[str, LintRule] = {
             "Use the host or remote-node entity, or turn enable-node-selector-labels on.",
         ),
         LintRule(
+            "CPG027",
+            "port-read-as-octal",
+            "warning",
+            'A port string Cilium reads in another base than it looks: "0100" is port 64 '
+            '(a leading 0 is octal), "0x50" is 80. Cilium accepts it and enforces that port.',
+            'Write the port in plain decimal ("100").',
+        ),
+        LintRule(
+            "CPG028",
+            "subject-in-other-namespace",
+            "warning",
+            "A namespaced policy whose endpointSelector names another namespace: Cilium adds "
+            "the policy's own namespace, so the policy selects no pod (the pods it names stay "
+            "as open as before).",
+            "Put the policy in the namespace of the pods it is for, or use a "
+            "CiliumClusterwideNetworkPolicy.",
+        ),
+        LintRule(
+            "CPG029",
+            "node-selector-in-namespaced",
+            "error",
+            "A CiliumNetworkPolicy with nodeSelector: Cilium refuses it (host policies are "
+            "clusterwide).",
+            "Write the host policy as a CiliumClusterwideNetworkPolicy.",
+        ),
+        LintRule(
             "CPG030",
             "deprecated",
             "warning",
@@ -404,23 +430,10 @@ def _field(path: Sequence[str | int]) -> str:
 
 
 class _Lines:
-    """Line numbers of the nodes of one YAML document, by path."""
+    """Line numbers of the fields of one YAML document, by path."""
 
-    def __init__(self, node: yaml.Node | None) -> None:
-        self.lines: dict[tuple[str | int, ...], int] = {}
-        if node is not None:
-            self._walk(node, ())
-
-    def _walk(self, node: yaml.Node, path: tuple[str | int, ...]) -> None:
-        self.lines[path] = node.start_mark.line + 1
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                name = key.value if isinstance(key, yaml.ScalarNode) else str(key)
-                self.lines[(*path, name)] = key.start_mark.line + 1
-                self._walk(value, (*path, name))
-        elif isinstance(node, yaml.SequenceNode):
-            for n, item in enumerate(node.value):
-                self._walk(item, (*path, n))
+    def __init__(self, lines: dict[tuple[str | int, ...], int]) -> None:
+        self.lines = lines
 
     def of(self, path: Sequence[str | int]) -> int:
         """The line of ``path``, or of its nearest ancestor the document has."""
@@ -445,14 +458,13 @@ def lint_text(
     documents that are not Cilium policies are left alone. ``cilium_version`` is the
     release the documents are meant for (its deprecations and missing features)."""
     try:
-        nodes = compose_all(text, file)
-        documents = [(node, construct(node, file)) for node in nodes if node is not None]
+        documents = load_all_with_lines(text, file)
     except YamlInputError as exc:
         return [finding("CPG001", _unreadable(exc, file), file, exc.line, "", "")]
     networks = [ipaddress.ip_network(c, strict=False) for c in pod_cidrs]
     found: list[LintFinding] = []
-    for node, document in documents:
-        lines = _Lines(node)
+    for document, where in documents:
+        lines = _Lines(where)
         for path, policy in _policies(document):
             found += _lint_policy(policy, path, lines, file, schema, networks, cilium_version)
             if pods is not None:
@@ -593,10 +605,52 @@ def _lint_policy(
         specs += [
             (("specs", n), s) for n, s in enumerate(policy["specs"]) if isinstance(s, Mapping)
         ]
+    home = _policy_namespace(policy)
     for path, spec in specs:
         for code, message, where in _spec_findings(spec, networks):
             add(code, message, (*path, *where))
+        other = _subject_namespaces(spec.get("endpointSelector"), home)
+        if other:
+            add(
+                "CPG028",
+                f"the endpointSelector names namespace {other}, but the policy lives in "
+                f"{home}: Cilium adds {home}, so it selects no pod",
+                (*path, "endpointSelector"),
+            )
     return found
+
+
+def _policy_namespace(policy: Mapping[str, Any]) -> str | None:
+    """The namespace a namespaced policy applies in (kubectl's ``default`` when it names
+    none), or None for a clusterwide one."""
+    if policy.get("kind") != "CiliumNetworkPolicy":
+        return None
+    meta = policy.get("metadata")
+    namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+    return str(namespace) if namespace else "default"
+
+
+def _subject_namespaces(selector: object, home: str | None) -> str:
+    """The namespaces a namespaced policy's subject selector requires when none of them is
+    the policy's own (so it can select nothing), spelled for a message; "" otherwise."""
+    if home is None or not isinstance(selector, Mapping):
+        return ""
+    wanted: list[str] = []
+    labels = selector.get("matchLabels")
+    for key, value in (labels if isinstance(labels, Mapping) else {}).items():
+        if _unsourced(str(key)) == NAMESPACE_LABEL and str(value) != home:
+            wanted.append(str(value))
+    expressions = selector.get("matchExpressions")
+    for term in expressions if isinstance(expressions, list) else []:
+        if (
+            isinstance(term, Mapping)
+            and _unsourced(str(term.get("key", ""))) == NAMESPACE_LABEL
+            and term.get("operator") == "In"
+            and isinstance(term.get("values"), list)
+            and home not in [str(v) for v in term["values"]]
+        ):
+            wanted += [str(v) for v in term["values"]]
+    return ", ".join(sorted(set(wanted)))
 
 
 def _known_to(problem: SchemaProblem, version: Version) -> bool:
@@ -835,12 +889,17 @@ def _number(value: Any) -> int | None:
 
 def _port_problem(port: Mapping[str, Any]) -> tuple[str, str]:
     text = str(port.get("port", "") or "")
-    number = _number(text) if text.isdigit() else None
+    number = cilium_port(text)
     end = _number(port.get("endPort")) if port.get("endPort") is not None else None
-    if text.isdigit() and port_number(text) is None:
+    if text.isdigit() and number is None:
         return "CPG009", f"port {text} is not a port Cilium parses (0-65535)"
     if end is not None and not 0 <= end <= 65535:
         return "CPG009", f"endPort {end} is outside 0-65535"
+    if number is not None and read_differently(text):
+        return "CPG027", (
+            f'port "{text}" is port {number} to Cilium, which reads a leading 0 as octal (0x as '
+            "hex, _ as a separator)"
+        )
     if end is not None and number is not None and 0 < end < number:
         return "CPG023", f"endPort {end} is below port {number}: Cilium reads port {number} alone"
     return "", ""
@@ -902,10 +961,8 @@ def _l4_beside_l7(rules: Sequence[Any]) -> list[Found]:
 def policy_namespaces(text: str) -> set[str]:
     """The namespaces of the CiliumNetworkPolicies in a YAML text (none when unreadable)."""
     try:
-        if any(isinstance(e, yaml.AliasEvent) for e in yaml.parse(text, Loader=yaml.SafeLoader)):
-            return set()
-        documents = list(yaml.load_all(text, Loader=yaml.SafeLoader))
-    except yaml.YAMLError:
+        documents = load_all(text, "")
+    except YamlInputError:
         return set()
     found = set()
     for document in documents:

@@ -36,6 +36,7 @@ from cpg_core._errors import CpgError
 from cpg_core._flow import ICMP_PROTOCOLS, ICMPV4, Direction, Endpoint, Flow
 from cpg_core._l7 import url_path
 from cpg_core._labels import CLUSTER_LABEL, NAMESPACE_LABEL, NAMESPACE_LABELS_PREFIX, reserved_names
+from cpg_core._port_text import cilium_port
 from cpg_core._rules import DNS, EGRESS, HTTP, INGRESS, Atom, CidrPeer, EndpointPeer, EntityPeer
 from cpg_core._synthesis import cluster_of, endpoint_kind
 from cpg_core._tiers import ACCEPT, ADMIN, BASELINE, PASS, TierVerdict, tier_verdict
@@ -46,7 +47,10 @@ _POLICY_KINDS = frozenset({"CiliumNetworkPolicy", "CiliumClusterwideNetworkPolic
 _EVERYWHERE = frozenset({"0.0.0.0/0", "::/0"})
 LOCAL_CLUSTER = "LocalCluster"
 """The operator of the requirement policy-default-local-cluster adds: the peer's cluster is
-the local one (a peer whose cluster is unknown counts as local)."""
+the local one. A pod whose cluster the capture does not say counts as local (Hubble names a
+pod's cluster only in a mesh); Cilium's own identities (world, host, nodes) carry no cluster
+label, so the term never holds for them, whatever else the selector says (a namespace
+``NotIn`` or ``DoesNotExist`` does not open a selector to the world)."""
 
 ICMP_TYPE_NAMES: dict[str, dict[str, int]] = {
     "IPv4": {
@@ -216,7 +220,7 @@ def requirement_holds(
     source, key, op, values = req
     found = _found(source, key, labels, reserved)
     if op == LOCAL_CLUSTER:
-        return not found or found[0] == values[0]
+        return found[0] == values[0] if found else NAMESPACE_LABEL in labels
     if op == "In":
         return any(v in values for v in found)
     if op == "NotIn":
@@ -320,14 +324,20 @@ def _network(text: str) -> Network | None:
 
 def _cidr_selects(peer: PeerView, cidr: object, excepts: Iterable[object] = ()) -> bool:
     """Whether a CIDR (minus ``excepts``) selects a world peer: every address of the peer's
-    inside it, or, with its address unknown, the CIDR is the whole address space."""
+    inside it, or, with its address unknown, the CIDR is the whole address space of the
+    peer's world identity. Cilium reads ``0.0.0.0/0`` as ``reserved:world`` (or
+    ``world-ipv4``) and ``::/0`` as ``world-ipv6``: a single-stack agent's world peer is
+    selected by the first only."""
     outer = _network(str(cidr))
     if outer is None or not peer.world:
         return False
     network = peer.network
     if network is None:
-        return str(outer) in _EVERYWHERE and not any(
-            str(_network(str(e))) in _EVERYWHERE for e in excepts
+        family = 6 if "world-ipv6" in peer.entities else 4
+        return (
+            str(outer) in _EVERYWHERE
+            and outer.version == family
+            and not any(str(_network(str(e))) in _EVERYWHERE for e in excepts)
         )
     if outer.version != network.version or not network.subnet_of(outer):  # type: ignore[arg-type]
         return False
@@ -510,16 +520,21 @@ def icmp_type(field: Mapping[str, Any]) -> tuple[str, int] | None:
 
 
 def port_range(port: Mapping[str, Any]) -> tuple[int, int] | None:
-    """A port entry's range as Cilium normalises it: ``port: 0`` (or none) every port, an
-    ``endPort`` below ``port`` the single port; None for a named port cpg cannot resolve."""
+    """A port entry's range as Cilium normalises it: the port read as Go reads a literal
+    (``"0100"`` is 64), ``port: 0`` (or none) every port unless an ``endPort`` closes the
+    range (``0``-``endPort``), an ``endPort`` below ``port`` the single port; None for a
+    named port cpg cannot resolve."""
+    raw = port.get("port")
+    low = 0 if raw in (None, "") else cilium_port(str(raw))
+    end = port.get("endPort")
     try:
-        low = int(str(port.get("port") or 0))
-        end = port.get("endPort")
-        high = int(end) if end not in (None, "") else low
+        high = int(end) if end not in (None, "") else 0
     except (TypeError, ValueError):
         return None
+    if low is None:
+        return None
     if low == 0:
-        return (0, 65535)
+        return (0, high if high > 0 else 65535)
     return (low, high if high > low else low)
 
 

@@ -546,12 +546,17 @@ def why_names(flows: Iterable[Flow]) -> dict[str, list[str]]:
 
 _ENTITIES = {
     "world": (2, "reserved:world"),
+    "world-ipv4": (9, "reserved:world-ipv4"),
+    "world-ipv6": (10, "reserved:world-ipv6"),
     "host": (1, "reserved:host"),
     "remote-node": (6, "reserved:remote-node"),
     "kube-apiserver": (7, "reserved:kube-apiserver"),
     "health": (4, "reserved:health"),
     "ingress": (8, "reserved:ingress"),
+    "init": (5, "reserved:init"),
+    "unmanaged": (3, "reserved:unmanaged"),
 }
+"""Cilium's reserved identities ``trace`` spells by name (their numbers and labels)."""
 
 
 def traced_endpoint(text: str, field: str) -> tuple[Endpoint, str]:
@@ -582,8 +587,8 @@ def traced_endpoint(text: str, field: str) -> tuple[Endpoint, str]:
         if not slash or not namespace or not workload:
             raise RequestError(
                 field,
-                f"{shown(text)} is not NS/WORKLOAD, NS:key=value, an entity (world, host, "
-                "remote-node, kube-apiserver…) or an IP",
+                f"{shown(text)} is not NS/WORKLOAD, NS:key=value, an entity ("
+                f"{', '.join(_ENTITIES)}) or an IP",
             )
         labels = (f"k8s:app={workload}",)
     labels = (*labels, f"k8s:io.kubernetes.pod.namespace={namespace}")

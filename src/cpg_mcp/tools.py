@@ -32,7 +32,7 @@ from cpg_core import (
     render_bootstrap,
     to_data,
 )
-from cpg_core.cilium import below_floor, format_version, minimum_version, versions_seen
+from cpg_core.cilium import below_floor, format_version, load_all, minimum_version, versions_seen
 from cpg_core.identities import CLUSTER
 from cpg_core.reports import (
     DroppedFlowFilter,
@@ -75,7 +75,6 @@ DROPPED_FLOWS_SO_FAR = (
     "the capture is still running: these counts cover the flows received so far and grow "
     "until stop_session"
 )
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when built with it
 
 
 CANCEL: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar(
@@ -354,8 +353,11 @@ def _policy_row(session: Session, namespace: str, workload: str) -> tuple[Policy
         raise ToolError(
             f"no policy for {namespace}/{workload}; call list_policies to see what exists"
         )
-    doc = yaml.load(text, Loader=_YAML_LOADER)
-    doc = doc if isinstance(doc, dict) else {}
+    try:
+        docs = load_all(text, path.name)
+    except CpgError as exc:
+        raise ToolError(f"{exc}; fix the file or move it aside") from None
+    doc = docs[0] if len(docs) == 1 and isinstance(docs[0], dict) else {}
     spec = doc.get("spec") or {}
     row = PolicyRow(
         namespace=namespace,

@@ -338,6 +338,42 @@ CASES: dict[str, tuple[Any, Any]] = {
         ),
         policy({"egress": [{"toEntities": ["remote-node"], "toPorts": tcp("5432")}]}),
     ),
+    "CPG027": (
+        policy({"ingress": [{"fromEndpoints": [WEB], "toPorts": tcp("0443")}]}),
+        GOOD,
+    ),
+    "CPG028": (
+        {
+            **GOOD,
+            "spec": {
+                **GOOD["spec"],
+                "endpointSelector": {
+                    "matchLabels": {"app": "api", "io.kubernetes.pod.namespace": "billing"}
+                },
+            },
+        },
+        policy(
+            {"ingress": [{"fromEndpoints": [WEB], "toPorts": tcp("8080")}]}, namespace="billing"
+        ),
+    ),
+    "CPG029": (
+        {
+            **GOOD,
+            "spec": {
+                "nodeSelector": {"matchLabels": {"kubernetes.io/os": "linux"}},
+                "ingress": [{"fromEntities": ["cluster"]}],
+            },
+        },
+        {
+            **GOOD,
+            "kind": "CiliumClusterwideNetworkPolicy",
+            "metadata": {"name": "nodes"},
+            "spec": {
+                "nodeSelector": {"matchLabels": {"kubernetes.io/os": "linux"}},
+                "ingress": [{"fromEntities": ["cluster"]}],
+            },
+        },
+    ),
     "CPG030": (
         policy(
             {

@@ -161,3 +161,63 @@ def test_the_clusters_own_verdict_on_a_policy_is_an_error() -> None:
     assert "bad regex" in finding.message
     valid = {**marked, "status": {"conditions": [{"type": "Valid", "status": "True"}]}}
     assert invalid_in_cluster([valid]) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (  # a leading zero: Cilium enforces octal 64
+            HEAD + "  ingress:\n  - fromEndpoints: [{matchLabels: {app: a}}]\n"
+            '    toPorts: [{ports: [{port: "0100", protocol: TCP}]}]\n',
+            [("CPG027", 8, "spec.ingress[0].toPorts[0].ports[0]")],
+        ),
+        (  # hex reads as a number first, not as a named port
+            HEAD + "  ingress:\n  - fromEndpoints: [{matchLabels: {app: a}}]\n"
+            '    toPorts: [{ports: [{port: "0x50", protocol: TCP}]}]\n',
+            [("CPG027", 8, "spec.ingress[0].toPorts[0].ports[0]")],
+        ),
+        (  # plain decimal and a named port: nothing to say
+            HEAD + "  ingress:\n  - fromEndpoints: [{matchLabels: {app: a}}]\n"
+            '    toPorts: [{ports: [{port: "100", protocol: TCP}, {port: "http"}]}]\n',
+            [],
+        ),
+        (  # a namespaced policy whose subject is in another namespace selects nothing
+            HEAD.replace("{app: web}", "{app: web, k8s:io.kubernetes.pod.namespace: other}")
+            + "  ingress:\n  - fromEndpoints: [{matchLabels: {app: a}}]\n",
+            [("CPG028", 5, "spec.endpointSelector")],
+        ),
+        (  # its own namespace named again: fine
+            HEAD.replace("{app: web}", "{app: web, io.kubernetes.pod.namespace: shop}")
+            + "  ingress:\n  - fromEndpoints: [{matchLabels: {app: a}}]\n",
+            [],
+        ),
+        (  # an In term without the policy's namespace
+            HEAD.replace(
+                "{matchLabels: {app: web}}",
+                "{matchExpressions: [{key: io.kubernetes.pod.namespace, operator: In, "
+                "values: [a, b]}]}",
+            )
+            + "  ingress:\n  - fromEndpoints: [{matchLabels: {app: a}}]\n",
+            [("CPG028", 5, "spec.endpointSelector")],
+        ),
+        (  # nodeSelector in a namespaced policy: Cilium's Parse refuses it
+            HEAD.replace("endpointSelector", "nodeSelector")
+            + "  ingress:\n  - fromEntities: [cluster]\n",
+            [("CPG029", 5, "spec.nodeSelector")],
+        ),
+        (  # the same host policy, clusterwide: accepted
+            HEAD.replace("endpointSelector", "nodeSelector")
+            .replace("CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy")
+            .replace(", namespace: shop", "")
+            + "  ingress:\n  - fromEntities: [cluster]\n",
+            [],
+        ),
+    ],
+)
+def test_documents_cilium_accepts_or_refuses_against_their_look(
+    text: str, expected: list[tuple[str, int, str]]
+) -> None:
+    """What the second set of Cilium's verdicts showed: a port Cilium reads in another base
+    (accepted, warned), a subject selector naming another namespace (accepted, selects
+    nothing: warned), nodeSelector in a namespaced policy (refused: an error)."""
+    assert found(text) == expected

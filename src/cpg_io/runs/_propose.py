@@ -23,10 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import yaml
 
-from cpg_core import CheckRequest, Setting
-from cpg_core.cilium import foreign_policy
+from cpg_core import CheckRequest, CpgError, Setting
+from cpg_core.cilium import foreign_policy, load_one
 from cpg_core.reports import Review, render
 from cpg_io.errors import IoError
 from cpg_io.evidence_store import REPO_EVIDENCE, EvidenceStore, default_evidence_root
@@ -134,8 +133,8 @@ def _rules(document: Any) -> dict[str, list[str]]:
 def _added_by_hand(repo_text: str, source_text: str) -> bool:
     """Whether the repository's file has a rule the run's file lacks (someone added it)."""
     try:
-        mine, theirs = yaml.safe_load(repo_text), yaml.safe_load(source_text)
-    except yaml.YAMLError:
+        mine, theirs = load_one(repo_text, "repository"), load_one(source_text, "run")
+    except CpgError:  # unreadable, bounded or several documents: never overwrite it
         return True
     proposed = _rules(theirs)
     return any(
