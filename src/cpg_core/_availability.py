@@ -29,6 +29,7 @@ from cpg_core._documents import PolicyDocument
 from cpg_core._flow import Direction, Endpoint, Flow
 from cpg_core._labels import NAMESPACE_LABEL
 from cpg_core._matcher import judge_flow, policy_name, selecting_specs
+from cpg_core._policy_set import PolicySet
 from cpg_core._rules import EGRESS, INGRESS
 from cpg_core._scope import DEFAULT_SERVICE_NAMESPACES, SYSTEM_NAMESPACES
 from cpg_core._tiers import is_cluster_network_policy
@@ -87,27 +88,19 @@ def _flow(
     )
 
 
-class Policies:
+class Policies(PolicySet):
     """A set of policies, each end's judged against the ones that can select it (those of
     its namespace and the clusterwide ones), not the whole set."""
 
     def __init__(self, policies: Iterable[PolicyDocument]) -> None:
-        self.all = [p for p in policies if isinstance(p, Mapping)]
-        self._by_namespace: dict[str, list[PolicyDocument]] = {}
-        self._clusterwide: list[PolicyDocument] = []
-        for policy in self.all:
-            metadata = policy.get("metadata")
-            namespace = metadata.get("namespace") if isinstance(metadata, Mapping) else None
-            if policy.get("kind") == "CiliumNetworkPolicy":
-                self._by_namespace.setdefault(str(namespace or "default"), []).append(policy)
-            else:
-                self._clusterwide.append(policy)
+        super().__init__(p for p in policies if isinstance(p, Mapping))
 
-    def near(self, pod: Endpoint) -> list[PolicyDocument]:
-        return self._by_namespace.get(pod.namespace, []) + self._clusterwide
+    @property
+    def all(self) -> Sequence[PolicyDocument]:
+        return self
 
     def judge(self, flow: Flow, pod: Endpoint) -> Any:
-        return judge_flow(self.near(pod), flow)
+        return judge_flow(self, flow)
 
     def admits(
         self, source: Endpoint, destination: Endpoint, proto: str, port: int, *, ends: int = 2
@@ -487,5 +480,5 @@ def new_workload_losses(
 
 
 def _selecting_name(policies: Policies, pod: Endpoint) -> str:
-    names = sorted({policy_name(p) for p, _spec, _ns in selecting_specs(policies.near(pod), pod)})
+    names = sorted({policy_name(p) for p, _spec, _ns in selecting_specs(policies, pod)})
     return names[0] if names else ""

@@ -97,8 +97,12 @@ def exclusion(
     selectors leaves it out as it is today and keeps every intended pod. A well-known
     discriminator first, never an injection or controller marker; None when no label tells
     them apart (or nothing says which pods the policies were made for)."""
-    seen = [stable_labels(endpoint.labels) for endpoint in intended]
-    if not seen:
+    seen: set[str] = set()  # every label an intended pod has, as Cilium writes it
+    pods = 0
+    for endpoint in intended:
+        seen.update(endpoint.labels)
+        pods += 1
+    if not pods:
         return None
     keys = set(selected)
     choices = [
@@ -107,7 +111,7 @@ def exclusion(
         if key not in keys
         and is_stable_key(key)
         and not is_marker(key)
-        and all(labels.get(key) != value for labels in seen)
+        and f"k8s:{key}={value}" not in seen
     ]
     return _best(choices)
 

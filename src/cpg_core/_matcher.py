@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -36,6 +36,7 @@ from cpg_core._errors import CpgError
 from cpg_core._flow import ICMP_PROTOCOLS, ICMPV4, Direction, Endpoint, Flow
 from cpg_core._l7 import url_path
 from cpg_core._labels import CLUSTER_LABEL, NAMESPACE_LABEL, NAMESPACE_LABELS_PREFIX, reserved_names
+from cpg_core._policy_set import PolicySet, document_namespace
 from cpg_core._port_text import cilium_port
 from cpg_core._rules import DNS, EGRESS, HTTP, INGRESS, Atom, CidrPeer, EndpointPeer, EntityPeer
 from cpg_core._synthesis import cluster_of, endpoint_kind
@@ -677,35 +678,85 @@ Selected = tuple[PolicyDocument, Mapping[str, Any], str | None]
 """A policy, one of its specs that selects an endpoint, and its namespace (None: clusterwide)."""
 
 
-def policy_namespace(policy: Mapping[str, Any]) -> str | None:
-    """A namespaced policy's namespace (``default`` when its file names none, as kubectl
-    applies it), or None for a clusterwide policy."""
-    if policy.get("kind") != "CiliumNetworkPolicy":
-        return None
-    meta = policy.get("metadata")
-    namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
-    return str(namespace) if namespace else "default"
+policy_namespace = document_namespace
 
 
 def selecting_specs(policies: Iterable[PolicyDocument], endpoint: Endpoint) -> list[Selected]:
-    """Every spec of ``policies`` whose endpointSelector selects ``endpoint``."""
+    """Every spec of ``policies`` whose endpointSelector selects ``endpoint`` (of a
+    PolicySet: looked up in its index, and kept; the caller does not change the list)."""
+    if isinstance(policies, PolicySet):
+        # What selection reads of an endpoint: pods of one workload share the answer.
+        key = ("selecting", endpoint.namespace, endpoint.labels, endpoint.cluster_name)
+        return policies.remembered(key, lambda: _indexed_selecting(policies, endpoint))
+    return _selecting_specs(_specs_of(policies, endpoint.namespace), endpoint)
+
+
+def _selecting_specs(candidates: Iterable[Selected], endpoint: Endpoint) -> list[Selected]:
     labels = endpoint_labels(endpoint)
     reserved = frozenset(reserved_names(endpoint.labels))
-    selecting = []
+    return [
+        (policy, spec, namespace)
+        for policy, spec, namespace in candidates
+        if selector_matches(spec.get("endpointSelector"), labels, None, reserved=reserved)
+    ]
+
+
+def _specs_of(policies: Iterable[PolicyDocument], namespace: str) -> Iterator[Selected]:
+    """Every spec of ``policies`` that may select an endpoint of ``namespace``: the specs of
+    the clusterwide policies and of that namespace's, in order."""
     for policy in policies:
-        if not isinstance(policy, Mapping) or policy.get("kind") not in _POLICY_KINDS:
+        if not isinstance(policy, dict | Mapping) or policy.get("kind") not in _POLICY_KINDS:
             continue
-        namespace = policy_namespace(policy)
-        if namespace is not None and namespace != endpoint.namespace:
+        own = document_namespace(policy)
+        if own is not None and own != namespace:
             continue
         specs = [policy.get("spec")] if policy.get("spec") else []
         specs += list(policy.get("specs") or [])
         for spec in specs:
-            if isinstance(spec, Mapping) and selector_matches(
-                spec.get("endpointSelector"), labels, None, reserved=reserved
-            ):
-                selecting.append((policy, spec, namespace))
-    return selecting
+            if isinstance(spec, dict | Mapping):
+                yield policy, spec, own
+
+
+SpecIndex = tuple[list[tuple[int, Selected]], dict[tuple[str, str], list[tuple[int, Selected]]]]
+"""The specs of one namespace by a label their subject selector requires (``app=web``), and
+those that require none: an endpoint needs to test only the specs of its own labels."""
+
+
+def _spec_index(specs: Iterable[Selected]) -> SpecIndex:
+    always: list[tuple[int, Selected]] = []
+    anchored: dict[tuple[str, str], list[tuple[int, Selected]]] = {}
+    for position, selected in enumerate(specs):
+        terms = _compiled(selected[1].get("endpointSelector"), None, False, None)
+        if terms is None:
+            continue  # selects nothing
+        anchor = next(
+            (
+                (key, values[0])
+                for source, key, op, values in terms
+                if op == "In" and len(values) == 1 and values[0] and source in ("k8s", "any")
+            ),
+            None,
+        )
+        if anchor is None:
+            always.append((position, selected))
+        else:
+            anchored.setdefault(anchor, []).append((position, selected))
+    return always, anchored
+
+
+def _indexed_selecting(policies: PolicySet, endpoint: Endpoint) -> list[Selected]:
+    """:func:`selecting_specs` through the set's index: only the specs whose required label
+    the endpoint has are tested (a non-empty value of a label cannot come from a reserved
+    name, so an endpoint without the label is never selected by them)."""
+    always, anchored = policies.remembered(
+        ("spec-index", endpoint.namespace),
+        lambda: _spec_index(_specs_of(policies.near(endpoint.namespace), endpoint.namespace)),
+    )
+    candidates = list(always)
+    for item in endpoint_labels(endpoint).items():
+        candidates += anchored.get(item, ())
+    candidates.sort(key=lambda pair: pair[0])
+    return _selecting_specs((selected for _, selected in candidates), endpoint)
 
 
 def polices(spec: Mapping[str, Any], direction: str) -> bool:

@@ -53,6 +53,7 @@ from cpg_core._matcher import (
 )
 from cpg_core._names import policy_name as name_for
 from cpg_core._owners import AlsoSelected, also_selected, is_cpgs
+from cpg_core._policy_set import PolicySet
 from cpg_core._pressure import POLICY_MAP_MAX, EndpointPressure, policy_map_pressure
 from cpg_core._render import is_shared
 from cpg_core._scope import DEFAULT_SERVICE_NAMESPACES
@@ -301,36 +302,19 @@ def _group_key(flow: Flow, world: _Worlds) -> tuple[Any, ...]:
     )
 
 
-class _PolicyIndex:
+class _PolicyIndex(PolicySet):
     """Policies by namespace (a namespaced policy selects only its own namespace's pods),
-    with each endpoint's selecting specs cached."""
+    with each endpoint's selecting specs and enforcing policies kept."""
 
     def __init__(self, policies: Sequence[PolicyDocument]) -> None:
+        super().__init__(policies)
         self.all = list(policies)
-        self._by_namespace: dict[str, list[PolicyDocument]] = {}
-        self._clusterwide: list[PolicyDocument] = []
-        for policy in self.all:
-            meta = policy.get("metadata") if isinstance(policy, Mapping) else None
-            namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
-            if isinstance(policy, Mapping) and policy.get("kind") == "CiliumNetworkPolicy":
-                self._by_namespace.setdefault(str(namespace or ""), []).append(policy)
-            else:
-                self._clusterwide.append(policy)
         self.tiered = [p for p in self.all if is_cluster_network_policy(p)]
         """The ClusterNetworkPolicies: they judge every flow, around the others (§D42)."""
-        self._selecting: dict[Endpoint, list[Any]] = {}
         self._enforcing: dict[tuple[Endpoint, str], list[str]] = {}
 
-    def near(self, endpoint: Endpoint) -> list[PolicyDocument]:
-        return self._by_namespace.get(endpoint.namespace, []) + self._clusterwide
-
     def selecting(self, endpoint: Endpoint) -> list[Any]:
-        found = self._selecting.get(endpoint)
-        if found is None:
-            if len(self._selecting) >= CACHE_LIMIT:
-                self._selecting.clear()
-            found = self._selecting[endpoint] = selecting_specs(self.near(endpoint), endpoint)
-        return found
+        return selecting_specs(self, endpoint)
 
     def enforcing(self, endpoint: Endpoint, direction: str) -> list[str]:
         """Names of the policies that put ``endpoint`` into default-deny for ``direction``
@@ -935,11 +919,15 @@ class _Questions:
         if known is not None and known[0] is flow:  # the same flow object: not an id reused
             return known[1]
         # Only the policies that select the target can admit or deny its traffic (and the
-        # tiers of ClusterNetworkPolicies, whose subjects the matcher checks).
-        selecting = list({id(p): p for p, _, _ in index.selecting(target)}.values())
-        selecting += index.tiered
+        # tiers of ClusterNetworkPolicies, whose subjects the matcher checks): the index
+        # knows them when the target is the end the flow's direction polices.
+        ingress = flow.direction == Direction.INGRESS
+        policies: Sequence[PolicyDocument] = index
+        if target is not (flow.destination if ingress else flow.source):
+            policies = list({id(p): p for p, _, _ in index.selecting(target)}.values())
+            policies += index.tiered
         result = match_flow(
-            selecting,
+            policies,
             flow,
             self.judge._names,
             default_local_cluster=self.judge.default_local_cluster,
@@ -962,7 +950,7 @@ class _Questions:
         if not proposed.tiered:
             return None
         judged = judge_flow(
-            [*after.near(target), *after.tiered],
+            [*after.near(target.namespace), *after.tiered],
             flow,
             self.judge._names,
             default_local_cluster=self.judge.default_local_cluster,

@@ -29,6 +29,7 @@ import attrs
 from cpg_core._documents import PolicyDocument
 from cpg_core._flow import Direction, Endpoint, Flow
 from cpg_core._labels import NAMESPACE_LABEL, NAMESPACE_LABELS_PREFIX
+from cpg_core._policy_set import PolicySet
 from cpg_core._synthesis import cluster_of, is_pod_endpoint
 
 KIND = "ClusterNetworkPolicy"
@@ -224,6 +225,15 @@ def _priority(policy: Mapping[str, Any]) -> tuple[int, str]:
     return priority, str(meta.get("name", ""))
 
 
+def _in_tier(policy: PolicyDocument, tier: str) -> bool:
+    return is_cluster_network_policy(policy) and (policy.get("spec") or {}).get("tier") == tier
+
+
+def _ordered(policies: list[PolicyDocument]) -> list[PolicyDocument]:
+    """A tier's policies in the order they are judged: priority, then name."""
+    return sorted(policies, key=_priority)
+
+
 def tier_verdict(
     policies: Iterable[PolicyDocument],
     tier: str,
@@ -241,12 +251,13 @@ def tier_verdict(
         subject, peer, ip = flow.source, flow.destination, flow.destination_ip
     else:
         return None
-    chosen = [
-        p
-        for p in policies
-        if is_cluster_network_policy(p) and (p.get("spec") or {}).get("tier") == tier
-    ]
-    for policy in sorted(chosen, key=_priority):
+    if isinstance(policies, PolicySet):
+        chosen = policies.remembered(
+            ("tier", tier), lambda: _ordered([p for p in policies if _in_tier(p, tier)])
+        )
+    else:
+        chosen = _ordered([p for p in policies if _in_tier(p, tier)])
+    for policy in chosen:
         spec = policy.get("spec") or {}
         subject_entry = spec.get("subject")
         if not isinstance(subject_entry, Mapping) or not _selects_pod(subject_entry, subject):

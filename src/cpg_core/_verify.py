@@ -10,6 +10,7 @@ from cpg_core._decide import DecideOptions, Decision, decide
 from cpg_core._documents import PolicyDocument, VerifyCheck, VerifyReport
 from cpg_core._flow import Direction, Endpoint, Flow
 from cpg_core._matcher import dns_names, from_own_node, match_flow
+from cpg_core._policy_set import PolicySet
 from cpg_core._rules import CidrPeer
 from cpg_core._scope import SYSTEM_NAMESPACES
 from cpg_core._synthesis import (
@@ -81,6 +82,7 @@ def verify_flows(
     system-namespace workload the policies do not admit is counted apart, not as a miss,
     unless ``include_system`` (replay leaves those rules to the user by default, §D47)."""
     options = options or DecideOptions()
+    policies = PolicySet.of(policies)
     resolver = Resolver()
     seen: dict[tuple[object, ...], tuple[Literal["candidate", "explicit_deny"], Flow, list[int]]]
     seen = {}

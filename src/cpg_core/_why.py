@@ -334,12 +334,12 @@ def explain_denial(
             f"change that rule of ClusterNetworkPolicy {result.policy} (or Pass this traffic "
             "to the namespaced policies) if it should pass",
         )
-    deny, misses = _rules_read(selected, direction, prefix, peer, request, flow)
+    deny = _deny_read(selected, direction, prefix, peer, request)
     # No policy puts the subject into default-deny for this direction: Cilium allows; a deny
-    # rule still wins.
+    # rule still wins. What admits an allowed flow is said; the rules that do not are noise,
+    # and reading them was most of the time of a why over a whole capture.
     allowed = judged.allowed
-    if allowed:
-        misses = []  # what admits it is said; the rules that do not are noise
+    misses = [] if allowed else _misses_read(selected, direction, prefix, peer, request, flow)
     recorded_deny = decision is Decision.EXPLICIT_DENY
     admit = "" if allowed or deny or recorded_deny else rule_yaml(flow)
     kind = _FINDING_KIND.get(decision)
@@ -401,29 +401,37 @@ def explain_denial(
     )
 
 
-def _rules_read(
+def _deny_read(
+    selected: Sequence[Selected], direction: str, prefix: str, peer: PeerView, request: Request
+) -> list[RuleMiss]:
+    """The deny rules of the policies selecting the subject that match the flow."""
+    deny: list[RuleMiss] = []
+    for policy, spec, namespace in selected:
+        for index, rule in enumerate(spec.get(direction + "Deny") or []):
+            if rule_admits(rule, prefix, peer, request, namespace):
+                deny.append(RuleMiss(policy_name(policy), direction + "Deny", index, (), 0))
+    return deny
+
+
+def _misses_read(
     selected: Sequence[Selected],
     direction: str,
     prefix: str,
     peer: PeerView,
     request: Request,
     flow: Flow,
-) -> tuple[list[RuleMiss], list[RuleMiss]]:
-    """The rules of the policies selecting the subject, read against the flow: the deny
-    rules that match it, and the allow rules that miss it, nearest first."""
-    deny: list[RuleMiss] = []
+) -> list[RuleMiss]:
+    """The allow rules of the policies selecting the subject that miss the flow, nearest
+    first."""
     misses: list[RuleMiss] = []
     for policy, spec, namespace in selected:
         name = policy_name(policy)
-        for index, rule in enumerate(spec.get(direction + "Deny") or []):
-            if rule_admits(rule, prefix, peer, request, namespace):
-                deny.append(RuleMiss(name, direction + "Deny", index, (), 0))
         for index, rule in enumerate(spec.get(direction) or []):
             miss = _rule_miss(name, direction, index, rule, prefix, peer, request, flow, namespace)
             if miss is not None:
                 misses.append(miss)
     misses.sort(key=lambda m: (m.distance, m.policy, m.index))
-    return deny, misses
+    return misses
 
 
 def _verdict_name(code: int) -> str:

@@ -14,6 +14,7 @@ from cpg_core._merge import ForeignPolicy, foreign_policy
 from cpg_core._names import POLICY_NAME_PREFIX
 from cpg_core._narrow import narrow_in_text
 from cpg_core._policy_docs import PolicyShapeProblem, policies_in
+from cpg_core._policy_set import PolicySet
 from cpg_core._render import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from cpg_core._yamlread import JsonInputError, YamlInputError, load_all, load_json, load_one
 
@@ -24,6 +25,7 @@ __all__ = [
     "POLICY_NAME_PREFIX",
     "ForeignPolicy",
     "JsonInputError",
+    "PolicySet",
     "PolicyShapeProblem",
     "Version",
     "YamlInputError",

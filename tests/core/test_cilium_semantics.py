@@ -18,7 +18,8 @@ import yaml
 
 from conftest import SHARED
 from cpg_core._flow import Direction, Flow
-from cpg_core._matcher import judge_flow
+from cpg_core._matcher import judge_flow, selecting_specs
+from cpg_core._policy_set import PolicySet
 from cpg_core._why import explain_denial, traced_endpoint
 from cpg_core.cilium import load_all, policies_in
 
@@ -72,6 +73,11 @@ def answers(policies: list[dict[str, Any]], flow: Flow, localhost: bool) -> dict
     why = explain_denial(flow, policies, allow_localhost=localhost)
     judged = judge_flow(policies, flow, allow_localhost=localhost)
     assert why.allowed == judged.allowed  # trace and the matcher are one answer
+    indexed = PolicySet(policies)  # the index the review commands judge through: the same
+    assert judge_flow(indexed, flow, allow_localhost=localhost) == judged
+    assert explain_denial(flow, indexed, allow_localhost=localhost) == why
+    for end in (flow.source, flow.destination):
+        assert selecting_specs(indexed, end) == selecting_specs(policies, end)
     return {
         "decision_default_mode": "allowed" if why.allowed else "denied",
         "policed_default_mode": bool(why.policed_by),

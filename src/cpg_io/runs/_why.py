@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 
 from cpg_core import CheckRequest, Flow, Verdict
-from cpg_core.cilium import local_cluster_default
+from cpg_core.cilium import PolicySet, local_cluster_default
 from cpg_core.identities import IdentityBook
 from cpg_core.reports import WhyView
 from cpg_core.why import (
@@ -42,9 +42,9 @@ class WhyRun:
 
 @attrs.frozen
 class _Judged:
-    policies: list[dict[str, Any]]
+    policies: PolicySet
     origin: str
-    folder: list[dict[str, Any]]
+    folder: PolicySet
     """cpg's folder, when the policies judged are others (applied today, the cluster)."""
     folder_name: str
     local_cluster: bool
@@ -79,9 +79,17 @@ def _judged(
         if folder_path is not None and not folder_path.exists():
             load_policies(folder_path)  # the error that names the folder and the fix
         origin = f"{folder_path} ({len(folder)})"
-        return _Judged(folder, origin, [], "", local is not False, problems, book)
+        return _Judged(
+            PolicySet(folder), origin, PolicySet(()), "", local is not False, problems, book
+        )
     return _Judged(
-        judged, origin, folder, str(folder_path or ""), local is not False, problems, book
+        PolicySet(judged),
+        origin,
+        PolicySet(folder),
+        str(folder_path or ""),
+        local is not False,
+        problems,
+        book,
     )
 
 
