@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from cpg_core._attribution import NO_TIME, RuleStats
-from cpg_core._decide import FINDING_DECISIONS, DecideOptions, Decision
-from cpg_core._dropreasons import POLICY_DENIED
+from cpg_core._decide import FINDING_DECISIONS, DecideOptions, Decision, candidate_by_key
 from cpg_core._flow import (
     Direction,
     Endpoint,
@@ -287,11 +286,9 @@ class _AggregatorBase:
         self._window = bool(self._since or self._until)
         chosen = self.options.flow_filter
         self._filter = chosen if chosen is not None and not chosen.empty else None
-        self._fast = (
-            self._filter is None
-            and not self.options.decide.ignore_protocols
-            and POLICY_DENIED not in self.options.decide.ignore_reasons
-        )
+        self._fast = self._filter is None and candidate_by_key(self.options.decide)
+        """Whether a DROPPED POLICY_DENIED flow may be counted by its key (the decision's
+        own word on which options allow it, and no flow filter to ask)."""
 
     def _other_end_ok(self, target: PolicyTarget, key: AtomKey) -> bool:
         """Whether an other-end entry is a rule: its target has allow entries of its own in

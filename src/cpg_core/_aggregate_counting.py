@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from cpg_core._attribution import NO_TIME, RuleStats, flow_class, time_key
-from cpg_core._decide import Decision, decide
+from cpg_core._decide import Decision, decide, not_a_drop_by_verdict
 from cpg_core._dropreasons import POLICY_DENIED, is_known_reason, reason_name
 from cpg_core._flow import (
     ICMP_PROTOCOLS,
@@ -142,7 +142,7 @@ class _Counting(_Folds):
             self._window
             or self._filter is not None
             or (decision is Decision.REPLY and not self._fast)
-            or (decision is Decision.NOT_A_DROP and self.options.decide.learn)
+            or (decision is Decision.NOT_A_DROP and not not_a_drop_by_verdict(self.options.decide))
         ):
             return False
         self.decisions[decision] += 1

@@ -12,6 +12,7 @@ import attrs
 from cpg_core._dropreasons import (
     AUTH_REQUIRED,
     DENIED_BY_LB_SRC_RANGE_CHECK,
+    POLICY_DENIED,
     POLICY_DENY,
     DropClass,
     classify_reason,
@@ -133,6 +134,21 @@ def decide(flow: Flow, options: DecideOptions = _DEFAULT) -> Decision:
     if flow.is_reply:
         return Decision.REPLY
     return Decision.CANDIDATE
+
+
+def candidate_by_key(options: DecideOptions) -> bool:
+    """Whether, under ``options``, every DROPPED POLICY_DENIED flow is a CANDIDATE when it
+    is not a reply and a REPLY when it is, whatever else it carries (its protocol, its
+    ends, its IPs). A quick path may then count such a flow by its allow-entry key and its
+    reply flag without asking :func:`decide`. This is the one place that says which
+    options break that; ``tests/core/test_decide.py`` walks every option against it."""
+    return not options.ignore_protocols and POLICY_DENIED not in options.ignore_reasons
+
+
+def not_a_drop_by_verdict(options: DecideOptions) -> bool:
+    """Whether, under ``options``, every flow whose verdict is neither DROPPED nor AUDIT is
+    NOT_A_DROP (so a quick path may count it by its time alone)."""
+    return not options.learn
 
 
 _LEARNED = frozenset({int(Verdict.FORWARDED), int(Verdict.REDIRECTED)})

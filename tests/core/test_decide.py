@@ -60,3 +60,95 @@ def test_ignore_protocol() -> None:
     # Forwarded flows stay context, whatever their protocol.
     forwarded = parse_flow(flow_dict(icmp4=8, verdict="FORWARDED", reason=None))
     assert decide(forwarded, options) is Decision.NOT_A_DROP
+
+
+# What the quick paths rely on, walked over every decision option: a new option without a
+# sample value below fails the first test, so nobody adds one the quick path silently ignores.
+
+OPTION_SAMPLES: dict[str, list[object]] = {
+    "include_audit": [True],
+    "ignore_protocols": [frozenset({"tcp"}), frozenset({"icmpv4"}), frozenset({"sctp"})],
+    "ignore_reasons": [frozenset({133}), frozenset({181}), frozenset({133, 5})],
+    "learn": [True],
+    "learn_allowed": [True],
+    "allow_localhost": [False],
+}
+"""A non-default value (or several) of every DecideOptions field."""
+
+
+def _option_sets() -> list[DecideOptions]:
+    import itertools
+
+    singles = [
+        DecideOptions(**{name: value})  # type: ignore[arg-type]
+        for name, values in OPTION_SAMPLES.items()
+        for value in values
+    ]
+    pairs = [
+        DecideOptions(**{a: OPTION_SAMPLES[a][0], b: OPTION_SAMPLES[b][0]})  # type: ignore[arg-type]
+        for a, b in itertools.combinations(OPTION_SAMPLES, 2)
+    ]
+    return [DecideOptions(), *singles, *pairs]
+
+
+def _policy_denied(reply: bool) -> list[object]:
+    """DROPPED POLICY_DENIED flows that differ in everything but their verdict, reason and
+    reply flag: protocols, ends (the host, Cilium's noise identities, the world), IPs, an
+    allowed-by list, TCP flags that look like a reply."""
+    from conftest import WORLD, endpoint
+
+    host = {"identity": 1, "labels": ["reserved:host"]}
+    health = {"identity": 4, "labels": ["reserved:health"]}
+    variants: list[dict[str, object]] = [
+        {},
+        {"udp": 53},
+        {"icmp4": 8},
+        {"icmp6": 128},
+        {"sctp": 3868},
+        {"src": host},
+        {"src": health},
+        {"src": WORLD, "src_ip": "8.8.8.8"},
+        {"dst": endpoint("kube-system", "dns"), "direction": "EGRESS", "udp": 53},
+        {"ingress_allowed_by": [{"name": "p"}]},
+        {"tcp": 40000, "src_ip": "10.0.0.9"},
+    ]
+    return [parse_flow(flow_dict(reply=reply, **v)) for v in variants]  # type: ignore[arg-type]
+
+
+def test_every_decision_option_has_a_sample() -> None:
+    import attrs
+
+    assert set(OPTION_SAMPLES) == {f.name for f in attrs.fields(DecideOptions)}
+
+
+@pytest.mark.parametrize("options", _option_sets(), ids=repr)
+def test_a_policy_denied_drop_is_decided_by_its_key_exactly_when_the_gate_says(
+    options: DecideOptions,
+) -> None:
+    """``candidate_by_key`` lets the quick path count a DROPPED POLICY_DENIED flow by its
+    entry key and reply flag: then every such flow is a CANDIDATE (a REPLY when it is one)
+    whatever else it carries; where it says no, some such flow is decided otherwise (the
+    gate is not stricter than it needs to be)."""
+    from cpg_core._decide import candidate_by_key
+
+    decided = [decide(f, options) for f in _policy_denied(False)]  # type: ignore[arg-type]
+    replies = [decide(f, options) for f in _policy_denied(True)]  # type: ignore[arg-type]
+    uniform = all(d is Decision.CANDIDATE for d in decided) and all(
+        d is Decision.REPLY for d in replies
+    )
+    assert candidate_by_key(options) == uniform
+
+
+@pytest.mark.parametrize("options", _option_sets(), ids=repr)
+def test_a_flow_that_is_no_drop_is_decided_by_its_verdict_exactly_when_the_gate_says(
+    options: DecideOptions,
+) -> None:
+    from cpg_core._decide import not_a_drop_by_verdict
+
+    flows = [
+        parse_flow(flow_dict(verdict=verdict, reason=None, **variant))  # type: ignore[arg-type]
+        for verdict in ("FORWARDED", "REDIRECTED", "TRACED", "TRANSLATED", "ERROR")
+        for variant in ({}, {"reply": True}, {"udp": 53}, {"src": {"identity": 1}})
+    ]
+    uniform = all(decide(f, options) is Decision.NOT_A_DROP for f in flows)
+    assert not_a_drop_by_verdict(options) == uniform

@@ -270,6 +270,9 @@ def _aggregate(
         AggregateOptions(decide=DecideOptions(ignore_protocols=frozenset({"tcp"}))),
         AggregateOptions(decide=DecideOptions(ignore_reasons=frozenset({133}))),
         AggregateOptions(decide=DecideOptions(include_audit=True)),
+        AggregateOptions(decide=DecideOptions(learn=True)),
+        AggregateOptions(decide=DecideOptions(learn=True, learn_allowed=True)),
+        AggregateOptions(decide=DecideOptions(allow_localhost=False, learn=True)),
     ],
     ids=[
         "default",
@@ -282,6 +285,9 @@ def _aggregate(
         "ignore-tcp",
         "ignore-policy-denied",
         "include-audit",
+        "learn",
+        "learn-allowed",
+        "learn-no-localhost",
     ],
 )
 def test_the_quick_way_aggregates_exactly_as_the_full_path(options: AggregateOptions) -> None:
