@@ -349,3 +349,21 @@ def test_one_header_is_one_kind_of_flow(tmp_path: Path) -> None:
     assert len(lines) == 2 and len(set(lines)) == 2
     assert any("source version=v2" in line for line in lines)
     assert {a["flows"] for a in data["answers"]} == {1, 2}
+
+
+def test_a_capture_with_more_kinds_than_are_answered_says_how_many_it_left_out(
+    tmp_path: Path,
+) -> None:
+    """why answers the 1,000 most frequent kinds; the text and -o json say how many there
+    were (it used to say "1000 kind(s)" of a capture with more)."""
+    folder = policies(tmp_path)
+    capture = tmp_path / "many.jsonl"
+    flows = [flow_dict(endpoint("shop", "web"), API, tcp=1 + i) for i in range(1002)]
+    flows += [flow_dict(endpoint("shop", "web"), API, tcp=5000)] * 3  # the most frequent
+    capture.write_text(jsonl(flows))
+    text = cpg("why", str(capture), "-d", str(folder)).stdout
+    assert text.startswith("the 1,000 most frequent of 1,003 kinds of flow"), text[:200]
+    assert "-o json lists the 1,000" in text
+    code, answered = why(capture, folder)
+    assert code == 3 and answered["kinds"] == 1003 and len(answered["answers"]) == 1000
+    assert answered["answers"][0]["traffic"].endswith("TCP/5000")

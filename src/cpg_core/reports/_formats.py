@@ -94,6 +94,7 @@ def _why_json(view: WhyView) -> str:
         "policies": view.policies,
         "origin": view.origin,
         "selected_flows": view.selected,
+        "kinds": max(view.kinds, len(view.answers)),
         "answers": to_data(list(view.answers)),
     }
     return json.dumps(data, indent=2, ensure_ascii=False)

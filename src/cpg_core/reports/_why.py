@@ -20,6 +20,8 @@ class WhyView:
     policies: int
     selected: int = 0
     """Flows of the capture the filters selected (0 for a traced flow)."""
+    kinds: int = 0
+    """Kinds of flow answered before the list was cut to the most frequent (0: not cut)."""
 
 
 def why_text(view: WhyView) -> str:
@@ -27,10 +29,14 @@ def why_text(view: WhyView) -> str:
     if not view.answers:
         return f"No flow matched the filters (judged against {view.origin})."
     shown = view.answers[:MAX_SHOWN]
-    out.append(
-        f"{len(view.answers)} kind(s) of flow, judged against {view.policies} policies from "
-        f"{view.origin}:"
+    kinds = max(view.kinds, len(view.answers))
+    counted = (
+        f"{len(view.answers)} kind(s) of flow"
+        if kinds == len(view.answers)
+        else f"the {len(view.answers):,} most frequent of {kinds:,} kinds of flow (narrow the "
+        "filters for the others)"
     )
+    out.append(f"{counted}, judged against {view.policies} policies from {view.origin}:")
     for why in shown:
         out.append("")
         count = f" ({why.flows} flow{'s' if why.flows != 1 else ''})" if why.flows else ""
@@ -51,7 +57,8 @@ def why_text(view: WhyView) -> str:
             out.append("  admit with:")
             out.extend("    " + line for line in why.admit_yaml.rstrip("\n").splitlines())
     if len(view.answers) > MAX_SHOWN:
-        out.append(f"… and {len(view.answers) - MAX_SHOWN} more (-o json lists all)")
+        listed = "all" if kinds == len(view.answers) else f"the {len(view.answers):,}"
+        out.append(f"… and {len(view.answers) - MAX_SHOWN} more (-o json lists {listed})")
     return one_line_each(out)
 
 

@@ -149,9 +149,13 @@ def why_run(
         (flow, _answer(with_known_pod(flow, pods), count, judged, request, names))
         for flow, count in ordered
     ]
-    answers = merged_answers(answered)[:limit]
+    merged = merged_answers(answered)
     view = WhyView(
-        answers=answers, origin=judged.origin, policies=len(judged.policies), selected=selected
+        answers=merged[:limit],
+        origin=judged.origin,
+        policies=len(judged.policies),
+        selected=selected,
+        kinds=len(merged),
     )
     return WhyRun(view=view, stats=capture.stats, problems=judged.problems)
 
