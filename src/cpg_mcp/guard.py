@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from cpg_core.text import clean, shown
 from cpg_mcp.audit import AuditLog
 from cpg_mcp.framing import FramedStdin
+from cpg_mcp.handshake import FirstFrame, PrefixedReader
 
 log = logging.getLogger("cpg.mcp")
 MAX_MESSAGE = 1000
@@ -44,13 +45,21 @@ class GuardedServer(MCPServer):
         self.sessions: Any = None
         """The SessionManager (``main`` waits for its clean-up on a signal)."""
 
-    async def run_stdio_async(self) -> None:
-        """The SDK's stdio transport, with every stdin line checked first (``framing``)."""
-        stdin = FramedStdin(sys.stdin.buffer)
+    async def run_stdio_async(self, first: FirstFrame | None = None) -> None:
+        """The SDK's stdio transport, with every stdin line checked first (``framing``).
+        ``first``: what ``cpg_mcp.handshake`` read of stdin before the SDK was loaded (read
+        again here first); when it answered that ``initialize``, the SDK's answer is dropped."""
+        raw: Any = sys.stdin.buffer
+        if first is not None:
+            raw = PrefixedReader(first.data, raw)
+        stdin = FramedStdin(raw)
         async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
             stdin.attach(write_stream)
+            out: Any = write_stream
+            if first is not None and first.answered is not None:
+                out = _AnsweredOnce(write_stream, first.answered)
             await self._lowlevel_server.run(
-                read_stream, write_stream, self._lowlevel_server.create_initialization_options()
+                read_stream, out, self._lowlevel_server.create_initialization_options()
             )
 
     async def list_tools(self) -> list[Tool]:
@@ -179,3 +188,34 @@ def _sanitized(result: CallToolResult) -> CallToolResult:
     return result.model_copy(
         update={"structured_content": cleaned, "content": [TextContent(type="text", text=text)]}
     )
+
+
+class _AnsweredOnce:
+    """The server's write stream, without its answer to the ``initialize`` cpg-mcp answered
+    before the SDK was loaded (``cpg_mcp.handshake``): the client must see one answer."""
+
+    def __init__(self, inner: Any, request_id: int | str) -> None:
+        self._inner = inner
+        self._id = request_id
+        self._dropped = False
+
+    async def send(self, item: Any, /) -> None:
+        message = getattr(item, "message", None)
+        if not self._dropped and getattr(message, "id", None) == self._id:
+            self._dropped = True
+            error = getattr(message, "error", None)
+            if error is not None:
+                log.warning("the SDK refused the initialize answered early: %s", error)
+            return
+        await self._inner.send(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _AnsweredOnce:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        result: bool | None = await self._inner.__aexit__(*exc)
+        return result

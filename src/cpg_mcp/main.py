@@ -12,11 +12,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-import anyio
-
-from cpg_mcp import workers
-from cpg_mcp.audit import AuditLog
-from cpg_mcp.server import build_server
+from cpg_mcp import handshake
 
 
 def _positive_seconds(text: str) -> float:
@@ -58,6 +54,12 @@ class _Parser(argparse.ArgumentParser):
             f"Usage: {self.prog} [OPTIONS]\nTry '{self.prog} -h' for help.\n\nError: {message}\n"
         )
         raise SystemExit(2)
+
+
+def _version() -> str:
+    from cpg_io.version import cpg_version
+
+    return cpg_version()
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -133,6 +135,16 @@ def main(argv: list[str] | None = None) -> None:
             "give a writable file path\n"
         )
         raise SystemExit(2) from None
+    # The handshake first: the SDK and cpg's tools take half a second to load, and the
+    # client waits for this answer (cpg_mcp.handshake says why it is the SDK's own).
+    first = handshake.answer_first_frame(_version())
+
+    import anyio
+
+    from cpg_mcp import workers
+    from cpg_mcp.audit import AuditLog
+    from cpg_mcp.server import build_server
+
     mcp = build_server(
         args.allow_replay_dir,
         allow_tls_dir=args.allow_tls_dir,
@@ -159,7 +171,7 @@ def main(argv: list[str] | None = None) -> None:
             scope = anyio.CancelScope()
             group.start_soon(watch, scope)
             with scope:
-                await mcp.run_stdio_async()
+                await mcp.run_stdio_async(first)
             group.cancel_scope.cancel()
 
     anyio.run(serve)

@@ -20,7 +20,7 @@ from pydantic import Field
 
 from cpg_core.options import OPTIONS, Option, Request, option
 from cpg_io.version import cpg_version
-from cpg_mcp import models, tools, workers
+from cpg_mcp import handshake, models, tools, workers
 from cpg_mcp.audit import AuditLog
 from cpg_mcp.guard import GuardedServer
 from cpg_mcp.sessions import SessionManager
@@ -346,16 +346,11 @@ def build_server(
                 await manager.close()
 
     mcp = GuardedServer(
-        "cpg-mcp",
+        handshake.SERVER_NAME,
         tool_timeout=tool_timeout,
         audit=audit,
         version=cpg_version(),
-        instructions=(
-            "cpg turns Hubble flow denials into least-privilege CiliumNetworkPolicies. Start one "
-            "session (a live capture, or a replay of an allowed capture file), poll get_status, "
-            "read list_policies/get_policy/get_evidence, stop_session, then get_cluster_health. "
-            "Nothing here writes to a cluster; applying policies is a human's job."
-        ),
+        instructions=handshake.INSTRUCTIONS,
         lifespan=lifespan,
     )
     mcp.sessions = manager
