@@ -139,8 +139,27 @@ def _selector_refusals(selector: object) -> list[Found]:
 
 def _rule_refusals(rule: Mapping[str, Any], section: str, host: bool) -> list[Found]:
     ingress = section.startswith("ingress")
+    found = _peer_refusals(rule, section)
+    for key in ("fromCIDRSet", "toCIDRSet"):
+        for n, entry in enumerate(rule.get(key) or []):
+            if isinstance(entry, Mapping):
+                found += [(c, m, (key, n, *p)) for c, m, p in _cidr_set_refusals(entry)]
+    for key in ("fromEndpoints", "toEndpoints", "fromRequires", "toRequires"):
+        for n, selector in enumerate(rule.get(key) or []):
+            found += [(c, m, (key, n, *p)) for c, m, p in _selector_refusals(selector)]
+    for n, port_rule in enumerate(rule.get("toPorts") or []):
+        if isinstance(port_rule, Mapping):
+            found += [
+                (c, m, ("toPorts", n, *p))
+                for c, m, p in _port_rule_refusals(port_rule, ingress, host, section)
+            ]
+    return found + _icmp_refusals(rule)
+
+
+def _peer_refusals(rule: Mapping[str, Any], section: str) -> list[Found]:
+    """Peers Cilium refuses together, or without an agent option; ICMP beside ports."""
     found: list[Found] = []
-    peers = list(_INGRESS_PEERS if ingress else _EGRESS_PEERS)
+    peers = list(_INGRESS_PEERS if section.startswith("ingress") else _EGRESS_PEERS)
     if section == "egress":
         peers.append("toFQDNs")
     present = [key for key in peers if isinstance(rule.get(key), list) and rule.get(key)]
@@ -171,19 +190,11 @@ def _rule_refusals(rule: Mapping[str, Any], section: str, host: bool) -> list[Fo
                 ("icmps",),
             )
         )
-    for key in ("fromCIDRSet", "toCIDRSet"):
-        for n, entry in enumerate(rule.get(key) or []):
-            if isinstance(entry, Mapping):
-                found += [(c, m, (key, n, *p)) for c, m, p in _cidr_set_refusals(entry)]
-    for key in ("fromEndpoints", "toEndpoints", "fromRequires", "toRequires"):
-        for n, selector in enumerate(rule.get(key) or []):
-            found += [(c, m, (key, n, *p)) for c, m, p in _selector_refusals(selector)]
-    for n, port_rule in enumerate(rule.get("toPorts") or []):
-        if isinstance(port_rule, Mapping):
-            found += [
-                (c, m, ("toPorts", n, *p))
-                for c, m, p in _port_rule_refusals(port_rule, ingress, host, section)
-            ]
+    return found
+
+
+def _icmp_refusals(rule: Mapping[str, Any]) -> list[Found]:
+    found: list[Found] = []
     for n, icmp in enumerate(rule.get("icmps") or []):
         fields = icmp.get("fields") if isinstance(icmp, Mapping) else None
         for m, field in enumerate(fields or []):
@@ -244,67 +255,36 @@ def _cidr_set_refusals(entry: Mapping[str, Any]) -> list[Found]:
 def _port_rule_refusals(
     port_rule: Mapping[str, Any], ingress: bool, host: bool, section: str
 ) -> list[Found]:
-    found: list[Found] = []
     rules = port_rule.get("rules") if section in ("ingress", "egress") else None
     rules = rules if isinstance(rules, Mapping) else {}
     http, dns = rules.get("http"), rules.get("dns")
     ports = [p for p in port_rule.get("ports") or [] if isinstance(p, Mapping)]
+    found: list[Found] = []
     for m, port in enumerate(ports):
-        where: tuple[str | int, ...] = ("ports", m)
-        text = "" if port.get("port") is None else str(port.get("port"))
-        protocol = str(port.get("protocol") or "")
-        if not text:
-            found.append(("CPG020", "a port entry without port: Cilium refuses it", where))
-            continue
-        number = cilium_port(text)  # Cilium tries a number first, then a name
-        if number is None:
-            continue  # a named port, or one CPG009 names (out of range, not a number)
-        if protocol in _NO_PORTS and number != 0:
-            found.append(
-                ("CPG020", f"{protocol} has no ports: Cilium refuses port {text} (use 0)", where)
-            )
-        end = port.get("endPort")
-        if dns and isinstance(end, int) and end > number:
-            found.append(("CPG021", "DNS rules on a port range: Cilium refuses them", where))
-        if (http or dns) and number == 0:
-            found.append(("CPG021", "L7 rules on port 0 (every port): Cilium refuses them", where))
-        if http and protocol != "TCP":
-            shown = protocol or "no protocol"
-            found.append(
-                (
-                    "CPG021",
-                    f"HTTP rules on {shown}: Cilium applies L7 rules to TCP only (give "
-                    "protocol: TCP)",
-                    where,
-                )
-            )
-    if dns and ingress:
-        found.append(("CPG021", "DNS rules on ingress: Cilium refuses them", ("rules", "dns")))
-    if dns and not ports:
-        found.append(("CPG021", "DNS rules need port 53 given: Cilium refuses them", ("rules",)))
-    if host and http:
-        found.append(
-            (
-                "CPG021",
-                "HTTP rules in a host policy (nodeSelector): Cilium refuses them",
-                ("rules",),
-            )
-        )
-    if host and dns and ingress:
-        found.append(("CPG021", "L7 rules on host ingress: Cilium refuses them", ("rules",)))
-    if port_rule.get("serverNames") and (http or dns) and not port_rule.get("terminatingTLS"):
-        found.append(
-            (
-                "CPG021",
-                "serverNames with L7 rules but no terminatingTLS: Cilium refuses it",
-                ("serverNames",),
-            )
-        )
-    listener = port_rule.get("listener")
-    if listener and ingress:
-        found.append(("CPG021", "a listener on ingress: Cilium refuses it", ("listener",)))
-    if listener and (http or dns):
-        found.append(("CPG021", "a listener with L7 rules: Cilium refuses it", ("listener",)))
+        found += [(c, t, ("ports", m)) for c, t in _port_refusals(port, bool(http), bool(dns))]
+    where: tuple[str | int, ...] = ("rules",)
+    placed = (
+        (dns and ingress, "DNS rules on ingress: Cilium refuses them", ("rules", "dns")),
+        (dns and not ports, "DNS rules need port 53 given: Cilium refuses them", where),
+        (host and http, "HTTP rules in a host policy (nodeSelector): Cilium refuses them", where),
+        (host and dns and ingress, "L7 rules on host ingress: Cilium refuses them", where),
+        (
+            port_rule.get("serverNames") and (http or dns) and not port_rule.get("terminatingTLS"),
+            "serverNames with L7 rules but no terminatingTLS: Cilium refuses it",
+            ("serverNames",),
+        ),
+        (
+            port_rule.get("listener") and ingress,
+            "a listener on ingress: Cilium refuses it",
+            ("listener",),
+        ),
+        (
+            port_rule.get("listener") and (http or dns),
+            "a listener with L7 rules: Cilium refuses it",
+            ("listener",),
+        ),
+    )
+    found += [("CPG021", text, path) for refused, text, path in placed if refused]
     for n, rule in enumerate(http or []):
         if not isinstance(rule, Mapping):
             continue
@@ -314,6 +294,34 @@ def _port_rule_refusals(
                 found.append(
                     ("CPG022", f"{key} {rule.get(key)!r}: {problem}", ("rules", "http", n, key))
                 )
+    return found
+
+
+def _port_refusals(port: Mapping[str, Any], http: bool, dns: bool) -> list[tuple[str, str]]:
+    """What Cilium refuses in one port entry, given the L7 rules beside it."""
+    text = "" if port.get("port") is None else str(port.get("port"))
+    protocol = str(port.get("protocol") or "")
+    if not text:
+        return [("CPG020", "a port entry without port: Cilium refuses it")]
+    number = cilium_port(text)  # Cilium tries a number first, then a name
+    if number is None:
+        return []  # a named port, or one CPG009 names (out of range, not a number)
+    found: list[tuple[str, str]] = []
+    if protocol in _NO_PORTS and number != 0:
+        found.append(("CPG020", f"{protocol} has no ports: Cilium refuses port {text} (use 0)"))
+    end = port.get("endPort")
+    if dns and isinstance(end, int) and end > number:
+        found.append(("CPG021", "DNS rules on a port range: Cilium refuses them"))
+    if (http or dns) and number == 0:
+        found.append(("CPG021", "L7 rules on port 0 (every port): Cilium refuses them"))
+    if http and protocol != "TCP":
+        shown = protocol or "no protocol"
+        found.append(
+            (
+                "CPG021",
+                f"HTTP rules on {shown}: Cilium applies L7 rules to TCP only (give protocol: TCP)",
+            )
+        )
     return found
 
 

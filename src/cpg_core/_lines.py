@@ -111,30 +111,46 @@ def feed_lines(
         try:
             record = parse(loads(line))
         except orjson.JSONDecodeError as exc:
-            if not line.strip():
-                stats.blank_lines += 1
+            recovered = _not_json(line, number, exc, stats, parser)
+            if recovered is None:
                 continue
-            if line == OVERSIZED:
-                _malformed(stats, number, f"line longer than {MAX_LINE_BYTES} bytes")
-                continue
-            try:
-                record = parse(loads(_container_log_payload(line)))
-            except (orjson.JSONDecodeError, _NotContainerLog):
-                _malformed(stats, number, f"not valid JSON ({exc})")
-                continue
-            except FlowParseError as inner:
-                _malformed(stats, number, str(inner))
-                continue
+            record = recovered
         except FlowParseError as exc:
             _malformed(stats, number, str(exc))
             continue
         if type(record) is Flow:
             sink(record)
-        elif type(record) is LostEvents:
-            stats.lost_events += record.count
-        elif type(record) is OtherRecord:
-            stats.other_records += 1
+        else:
+            _count_record(record, stats)
     stats.lines_read += number - first_line + 1
+
+
+def _count_record(record: object, stats: ReadStats) -> None:
+    """A record that is no flow: counted."""
+    if type(record) is LostEvents:
+        stats.lost_events += record.count
+    elif type(record) is OtherRecord:
+        stats.other_records += 1
+
+
+def _not_json(
+    line: str | bytes, number: int, error: Exception, stats: ReadStats, parser: FlowParser
+) -> Flow | LostEvents | OtherRecord | None:
+    """A line that is no JSON: blank, too long, or a container log line around a flow (its
+    record then); None when it is counted here."""
+    if not line.strip():
+        stats.blank_lines += 1
+        return None
+    if line == OVERSIZED:
+        _malformed(stats, number, f"line longer than {MAX_LINE_BYTES} bytes")
+        return None
+    try:
+        return parser.parse(orjson.loads(_container_log_payload(line)))
+    except (orjson.JSONDecodeError, _NotContainerLog):
+        _malformed(stats, number, f"not valid JSON ({error})")
+    except FlowParseError as inner:
+        _malformed(stats, number, str(inner))
+    return None
 
 
 def _declined(*_: object) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -23,6 +23,7 @@ from cpg_core._lint_versions import (
     version_findings,
 )
 from cpg_core._policy_docs import policies_in
+from cpg_core._policy_set import document_namespace
 from cpg_core._port_text import cilium_port, read_differently
 from cpg_core._tiers import is_cluster_network_policy
 from cpg_core._yamlread import YamlInputError, load_all, load_all_with_lines
@@ -566,38 +567,60 @@ def _lint_policy(
     version: Version = NEWEST,
 ) -> list[LintFinding]:
     name = policy_label(policy)
-    found: list[LintFinding] = []
-
-    def add(code: str, message: str, path: Sequence[str | int]) -> None:
+    found = _schema_findings(policy, schema, version)
+    if is_cluster_network_policy(policy):  # Kubernetes' API: its schema, labels, release
+        found += _cluster_network_policy_findings(policy, version)
+    else:
+        found += _cilium_policy_findings(policy, networks, version)
+    out = []
+    for code, message, path in found:
         where = (*base, *path)
-        found.append(finding(code, message, file, lines.of(where), _field(where), name))
+        out.append(finding(code, message, file, lines.of(where), _field(where), name))
+    return out
 
+
+def _schema_findings(
+    policy: Mapping[str, Any], schema: SchemaCheck | None, version: Version
+) -> list[Found]:
+    found: list[Found] = []
     for problem in schema(policy) if schema is not None else []:
         if _known_to(problem, version):
             continue
         if problem.unknown_field:
-            add("CPG013", _unknown_text(problem.path), problem.path)
+            found.append(("CPG013", _unknown_text(problem.path), problem.path))
         else:
-            add("CPG002", problem.message, problem.path)
-    if is_cluster_network_policy(policy):  # Kubernetes' API: its schema, labels, release
-        if version < CLUSTER_NETWORK_POLICY_SINCE:
-            add(
+            found.append(("CPG002", problem.message, problem.path))
+    return found
+
+
+def _cluster_network_policy_findings(policy: Mapping[str, Any], version: Version) -> list[Found]:
+    found: list[Found] = []
+    if version < CLUSTER_NETWORK_POLICY_SINCE:
+        found.append(
+            (
                 "CPG035",
                 f"Cilium {format_version(version)[:-2]} does not read ClusterNetworkPolicy "
                 "(from 1.20)",
                 ("kind",),
             )
-        for path, key, value in _labels(policy, ()):
-            label = label_problem(key, value)
-            if label:
-                add("CPG003", label, path)
-        return found
-    for code, message, path in refusals(policy) + version_findings(policy, version):
-        add(code, message, path)
+        )
+    for path, key, value in _labels(policy, ()):
+        label = label_problem(key, value)
+        if label:
+            found.append(("CPG003", label, path))
+    return found
+
+
+def _cilium_policy_findings(
+    policy: Mapping[str, Any],
+    networks: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network],
+    version: Version,
+) -> list[Found]:
+    found = refusals(policy) + version_findings(policy, version)
     for path, key, value in _labels(policy, ()):
         label = label_problem(_unsourced(key), value)
         if label:
-            add("CPG003", label, path)
+            found.append(("CPG003", label, path))
     specs: list[tuple[tuple[str | int, ...], Any]] = []
     if isinstance(policy.get("spec"), Mapping):
         specs.append((("spec",), policy["spec"]))
@@ -605,29 +628,20 @@ def _lint_policy(
         specs += [
             (("specs", n), s) for n, s in enumerate(policy["specs"]) if isinstance(s, Mapping)
         ]
-    home = _policy_namespace(policy)
+    home = document_namespace(policy)
     for path, spec in specs:
-        for code, message, where in _spec_findings(spec, networks):
-            add(code, message, (*path, *where))
+        found += [(c, m, (*path, *where)) for c, m, where in _spec_findings(spec, networks)]
         other = _subject_namespaces(spec.get("endpointSelector"), home)
         if other:
-            add(
-                "CPG028",
-                f"the endpointSelector names namespace {other}, but the policy lives in "
-                f"{home}: Cilium adds {home}, so it selects no pod",
-                (*path, "endpointSelector"),
+            found.append(
+                (
+                    "CPG028",
+                    f"the endpointSelector names namespace {other}, but the policy lives in "
+                    f"{home}: Cilium adds {home}, so it selects no pod",
+                    (*path, "endpointSelector"),
+                )
             )
     return found
-
-
-def _policy_namespace(policy: Mapping[str, Any]) -> str | None:
-    """The namespace a namespaced policy applies in (kubectl's ``default`` when it names
-    none), or None for a clusterwide one."""
-    if policy.get("kind") != "CiliumNetworkPolicy":
-        return None
-    meta = policy.get("metadata")
-    namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
-    return str(namespace) if namespace else "default"
 
 
 def _subject_namespaces(selector: object, home: str | None) -> str:
@@ -828,19 +842,36 @@ _CIDR_SETS = ("fromCIDRSet", "toCIDRSet")
 def _rule_findings(
     rule: Mapping[str, Any], networks: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network]
 ) -> list[Found]:
+    return (
+        _open_peer_findings(rule)
+        + _cidr_findings(rule, networks)
+        + [
+            (code, problem, ("toPorts", n, "ports", m))
+            for n, m, port in _port_entries(rule)
+            for code, problem in [_port_problem(port)]
+            if code
+        ]
+    )
+
+
+def _open_peer_findings(rule: Mapping[str, Any]) -> list[Found]:
+    """Empty peer selectors (every pod) and world entities (the whole world)."""
     found: list[Found] = []
     for key in _PEERS:
         peers = rule.get(key)
-        if isinstance(peers, list):
-            for n, peer in enumerate(peers):
-                if isinstance(peer, Mapping) and _empty_selector(peer):
-                    found.append(("CPG005", f"{key}: {{}} selects every pod", (key, n)))
+        for n, peer in enumerate(peers if isinstance(peers, list) else []):
+            if isinstance(peer, Mapping) and _empty_selector(peer):
+                found.append(("CPG005", f"{key}: {{}} selects every pod", (key, n)))
     for key in _ENTITIES:
         entities = rule.get(key)
-        if isinstance(entities, list):
-            for n, entity in enumerate(entities):
-                if str(entity) in _WORLD_ENTITIES:
-                    found.append(("CPG006", f"{key}: {entity} admits the whole world", (key, n)))
+        for n, entity in enumerate(entities if isinstance(entities, list) else []):
+            if str(entity) in _WORLD_ENTITIES:
+                found.append(("CPG006", f"{key}: {entity} admits the whole world", (key, n)))
+    return found
+
+
+def _rule_cidrs(rule: Mapping[str, Any]) -> list[tuple[str, tuple[str | int, ...]]]:
+    """Every CIDR a rule names (toCIDR and the cidr of toCIDRSet), with its path."""
     cidrs: list[tuple[str, tuple[str | int, ...]]] = []
     for key in _CIDRS:
         values = rule.get(key)
@@ -854,7 +885,15 @@ def _rule_findings(
                 for n, v in enumerate(values)
                 if isinstance(v, Mapping) and v.get("cidr")
             ]
-    for cidr, where in cidrs:
+    return cidrs
+
+
+def _cidr_findings(
+    rule: Mapping[str, Any], networks: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network]
+) -> list[Found]:
+    """CIDRs that admit the whole world, or that lie inside the pod range (dead rules)."""
+    found: list[Found] = []
+    for cidr, where in _rule_cidrs(rule):
         if cidr in _EVERYWHERE:
             found.append(("CPG006", f"{cidr} admits the whole world", where))
             continue
@@ -866,18 +905,17 @@ def _rule_findings(
             if network.version == pods.version and network.subnet_of(pods):  # type: ignore[arg-type]
                 found.append(("CPG007", f"{cidr} is inside the pod CIDR {pods}", where))
                 break
-    port_rules = rule.get("toPorts")
-    if isinstance(port_rules, list):
-        for n, port_rule in enumerate(port_rules):
-            ports = port_rule.get("ports") if isinstance(port_rule, Mapping) else None
-            if not isinstance(ports, list):
-                continue
-            for m, port in enumerate(ports):
-                if isinstance(port, Mapping):
-                    code, problem = _port_problem(port)
-                    if code:
-                        found.append((code, problem, ("toPorts", n, "ports", m)))
     return found
+
+
+def _port_entries(rule: Mapping[str, Any]) -> Iterator[tuple[int, int, Mapping[str, Any]]]:
+    """(toPorts index, ports index, entry) of every port entry of a rule."""
+    port_rules = rule.get("toPorts")
+    for n, port_rule in enumerate(port_rules if isinstance(port_rules, list) else []):
+        ports = port_rule.get("ports") if isinstance(port_rule, Mapping) else None
+        for m, port in enumerate(ports if isinstance(ports, list) else []):
+            if isinstance(port, Mapping):
+                yield n, m, port
 
 
 def _number(value: Any) -> int | None:

@@ -54,46 +54,73 @@ def version_findings(policy: Mapping[str, Any], version: Version) -> list[Found]
                 ("metadata", "annotations", AUDIT_MODE_ANNOTATION),
             )
         )
-    names_cluster = False
-    unscoped: list[tuple[str | int, ...]] = []
     for path, section, rule in spec_rules(policy):
-        for key in ("fromRequires", "toRequires"):
-            if rule.get(key) and version >= DEPRECATED_REQUIRES_SINCE:
-                found.append(
-                    (
-                        "CPG030",
-                        f"{key} is deprecated in Cilium {shown} and being removed: select the "
-                        "peers with fromEndpoints/toEndpoints instead",
-                        (*path, key),
-                    )
-                )
-        for key in ("fromEntities", "toEntities"):
-            for n, entity in enumerate(rule.get(key) or []):
-                if entity == "cluster-mesh" and version < CLUSTER_MESH_ENTITY_SINCE:
-                    found.append(
-                        (
-                            "CPG031",
-                            f"the cluster-mesh entity is new in Cilium 1.20: {shown} refuses it",
-                            (*path, key, n),
-                        )
-                    )
+        found += _peer_version_findings(rule, version, shown, path)
         if section == "egress":
             for n, fqdn in enumerate(rule.get("toFQDNs") or []):
                 found += _wildcard(fqdn, version, shown, (*path, "toFQDNs", n))
-        for n, port_rule in enumerate(rule.get("toPorts") or []):
-            rules = port_rule.get("rules") if isinstance(port_rule, Mapping) else None
-            if not isinstance(rules, Mapping):
-                continue
-            for m, dns in enumerate(rules.get("dns") or []):
-                found += _wildcard(dns, version, shown, (*path, "toPorts", n, "rules", "dns", m))
-            if rules.get("kafka") and version < KAFKA_GONE_SINCE:
+        found += _l7_version_findings(rule, version, shown, path)
+    return found + _cluster_scope_findings(policy, version, shown)
+
+
+def _peer_version_findings(
+    rule: Mapping[str, Any], version: Version, shown: str, path: tuple[str | int, ...]
+) -> list[Found]:
+    """Deprecated requirement peers and entities a release does not have."""
+    found: list[Found] = []
+    for key in ("fromRequires", "toRequires"):
+        if rule.get(key) and version >= DEPRECATED_REQUIRES_SINCE:
+            found.append(
+                (
+                    "CPG030",
+                    f"{key} is deprecated in Cilium {shown} and being removed: select the "
+                    "peers with fromEndpoints/toEndpoints instead",
+                    (*path, key),
+                )
+            )
+    for key in ("fromEntities", "toEntities"):
+        for n, entity in enumerate(rule.get(key) or []):
+            if entity == "cluster-mesh" and version < CLUSTER_MESH_ENTITY_SINCE:
                 found.append(
                     (
-                        "CPG030",
-                        f"Kafka rules are deprecated in Cilium {shown} and gone in 1.20",
-                        (*path, "toPorts", n, "rules", "kafka"),
+                        "CPG031",
+                        f"the cluster-mesh entity is new in Cilium 1.20: {shown} refuses it",
+                        (*path, key, n),
                     )
                 )
+    return found
+
+
+def _l7_version_findings(
+    rule: Mapping[str, Any], version: Version, shown: str, path: tuple[str | int, ...]
+) -> list[Found]:
+    """DNS wildcards a release reads otherwise, and Kafka rules."""
+    found: list[Found] = []
+    for n, port_rule in enumerate(rule.get("toPorts") or []):
+        rules = port_rule.get("rules") if isinstance(port_rule, Mapping) else None
+        if not isinstance(rules, Mapping):
+            continue
+        for m, dns in enumerate(rules.get("dns") or []):
+            found += _wildcard(dns, version, shown, (*path, "toPorts", n, "rules", "dns", m))
+        if rules.get("kafka") and version < KAFKA_GONE_SINCE:
+            found.append(
+                (
+                    "CPG030",
+                    f"Kafka rules are deprecated in Cilium {shown} and gone in 1.20",
+                    (*path, "toPorts", n, "rules", "kafka"),
+                )
+            )
+    return found
+
+
+def _cluster_scope_findings(policy: Mapping[str, Any], version: Version, shown: str) -> list[Found]:
+    """Before 1.19, a selector that names no cluster beside one that does selects pods of
+    every cluster: each such selector."""
+    if version >= LOCAL_CLUSTER_DEFAULT_SINCE:
+        return []
+    names_cluster = False
+    unscoped: list[tuple[str | int, ...]] = []
+    for path, _section, rule in spec_rules(policy):
         for key in ("fromEndpoints", "toEndpoints"):
             for n, selector in enumerate(rule.get(key) or []):
                 if not isinstance(selector, Mapping):
@@ -102,17 +129,17 @@ def version_findings(policy: Mapping[str, Any], version: Version) -> list[Found]
                     names_cluster = True
                 elif not _names_reserved(selector):
                     unscoped.append((*path, key, n))
-    if names_cluster and version < LOCAL_CLUSTER_DEFAULT_SINCE:
-        found += [
-            (
-                "CPG033",
-                f"no cluster named: in Cilium {shown} (before 1.19) this selector selects its "
-                "pods in every cluster of the mesh, not only the local one",
-                where,
-            )
-            for where in unscoped
-        ]
-    return found
+    if not names_cluster:
+        return []
+    return [
+        (
+            "CPG033",
+            f"no cluster named: in Cilium {shown} (before 1.19) this selector selects its "
+            "pods in every cluster of the mesh, not only the local one",
+            where,
+        )
+        for where in unscoped
+    ]
 
 
 def _wildcard(
