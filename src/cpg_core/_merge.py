@@ -221,6 +221,41 @@ def merge_policy_text(
     be edited safely; the message names the file and what to do."""
     doc = _load(existing, path)
     spec = doc["spec"]
+    _check_selector(spec, selector, path)
+    lines = existing.split("\n")
+    final_newline = existing.endswith("\n")
+    if final_newline:
+        lines.pop()
+    spec_start, spec_end = _spec_span(lines, path)
+    sections, corrected = _scan_sections(lines, (spec_start, spec_end), spec, path, namespace)
+    managed_atoms: set[Atom] = set()
+    attached: dict[tuple[str, Any, str], list[str]] = {}
+    for scanned in sections.values():
+        for item in scanned.items:
+            if item.rule is not None:
+                managed_atoms.update(item.rule.atoms())
+                attached[_rule_key(item.rule)] = item.human_comments
+    atoms = set(managed_atoms)
+    by_direction = {d: _direction_rules(sections, d) for d in (INGRESS, EGRESS)}
+    for rule in rules:
+        for atom in rule.atoms():
+            if atom not in managed_atoms and not covered_by(
+                atom, by_direction[atom.direction], namespace
+            ):
+                atoms.add(atom)
+    if atoms == managed_atoms and not corrected:
+        return existing
+    edits = _section_edits(
+        rules_from_atoms(atoms), sections, attached, namespace, lines, (spec_start, spec_end)
+    )
+    out = list(lines)
+    for start, stop, block in sorted(edits, key=lambda e: e[0], reverse=True):
+        out[start:stop] = block  # bottom-up, so earlier line indexes stay valid
+    text = "\n".join(out)
+    return text + "\n" if final_newline or not text.endswith("\n") else text
+
+
+def _check_selector(spec: Mapping[str, Any], selector: LabelItems, path: str) -> None:
     written = endpoint_selector(selector)
     found = spec.get("endpointSelector")
     if found != written and not is_narrowed(found, written):  # narrowed: pods left out, kept
@@ -228,10 +263,10 @@ def merge_policy_text(
             f"{path}: its endpointSelector {spec.get('endpointSelector')!r} differs from the "
             f"one cpg generated ({endpoint_selector(selector)!r}); restore it or move the file aside"
         )
-    lines = existing.split("\n")
-    final_newline = existing.endswith("\n")
-    if final_newline:
-        lines.pop()
+
+
+def _spec_span(lines: list[str], path: str) -> tuple[int, int]:
+    """The line of the top-level ``spec:`` and the line after its block."""
     spec_start = next((i for i, line in enumerate(lines) if _SPEC.match(line)), None)
     if spec_start is None:
         raise PolicyMergeError(f"{path}: no top-level 'spec:' line; write the spec in block style")
@@ -241,7 +276,19 @@ def merge_policy_text(
         if line.strip() and not line.startswith((" ", "#")):
             break
         spec_end += 1
+    return spec_start, spec_end
 
+
+def _scan_sections(
+    lines: list[str],
+    span: tuple[int, int],
+    spec: Mapping[str, Any],
+    path: str,
+    namespace: str,
+) -> tuple[dict[str, _Section], int]:
+    """The ingress and egress sections of the spec, their items matched to the rules they
+    hold, and how many items were written by cpg but edited (corrected on merge)."""
+    spec_start, spec_end = span
     sections: dict[str, _Section] = {}
     corrected = 0
     for i in range(spec_start + 1, spec_end):
@@ -257,66 +304,49 @@ def merge_policy_text(
         if direction in sections:
             _check_items(sections[direction], spec.get(direction) or [], path, namespace)
             corrected += _classify(sections[direction], namespace)
+    return sections, corrected
 
-    managed_atoms: set[Atom] = set()
-    human_rules: list[Mapping[str, Any]] = []
-    attached: dict[tuple[str, Any, str], list[str]] = {}
-    for scanned in sections.values():
-        for item in scanned.items:
-            if item.rule is not None:
-                managed_atoms.update(item.rule.atoms())
-                attached[_rule_key(item.rule)] = item.human_comments
-            else:
-                human_rules.append(item.data)
-    atoms = set(managed_atoms)
-    by_direction = {d: _direction_rules(sections, d) for d in (INGRESS, EGRESS)}
-    for rule in rules:
-        for atom in rule.atoms():
-            if atom not in managed_atoms and not covered_by(
-                atom, by_direction[atom.direction], namespace
-            ):
-                atoms.add(atom)
-    if atoms == managed_atoms and not corrected:
-        return existing
 
-    merged = rules_from_atoms(atoms)
-    out = list(lines)
-    # Edit sections bottom-up so earlier line indexes stay valid.
+def _section_edits(
+    merged: Sequence[Rule],
+    sections: Mapping[str, _Section],
+    attached: Mapping[tuple[str, Any, str], list[str]],
+    namespace: str,
+    lines: list[str],
+    span: tuple[int, int],
+) -> list[tuple[int, int, list[str]]]:
+    """(first line, line after, new lines) of each section the merged rules rewrite or add."""
     edits: list[tuple[int, int, list[str]]] = []
     for direction in (INGRESS, EGRESS):
         wanted = [r for r in merged if r.direction == direction]
         found = sections.get(direction)
-        if found is None:
-            if not wanted:
-                continue
+        if found is not None:
+            body = _section_body(found, wanted, attached, namespace)
+            edits.append((found.header + 1, found.end - len(found.trailer), body))
+        elif wanted:
             block = [f"  {direction}:"]
             for rule in wanted:
                 block += attached.get(_rule_key(rule), []) + rule_lines(rule, namespace)
-            if direction == INGRESS and EGRESS in sections:
-                at = sections[EGRESS].header
-                while (
-                    at > spec_start + 1
-                    and _is_comment(lines[at - 1])
-                    and _indent(lines[at - 1]) <= 2
-                ):
-                    at -= 1
-            else:
-                at = spec_end
-                while at > spec_start + 1 and not lines[at - 1].strip():
-                    at -= 1
+            at = _new_section_line(direction, sections, lines, span)
             edits.append((at, at, block))
-            continue
-        edits.append(
-            (
-                found.header + 1,
-                found.end - len(found.trailer),
-                _section_body(found, wanted, attached, namespace),
-            )
-        )
-    for start, stop, block in sorted(edits, key=lambda e: e[0], reverse=True):
-        out[start:stop] = block
-    text = "\n".join(out)
-    return text + "\n" if final_newline or not text.endswith("\n") else text
+    return edits
+
+
+def _new_section_line(
+    direction: str, sections: Mapping[str, _Section], lines: list[str], span: tuple[int, int]
+) -> int:
+    """Where a new section goes: ingress before egress (above its comments), else at the end
+    of the spec (above its trailing blank lines)."""
+    spec_start, spec_end = span
+    if direction == INGRESS and EGRESS in sections:
+        at = sections[EGRESS].header
+        while at > spec_start + 1 and _is_comment(lines[at - 1]) and _indent(lines[at - 1]) <= 2:
+            at -= 1
+        return at
+    at = spec_end
+    while at > spec_start + 1 and not lines[at - 1].strip():
+        at -= 1
+    return at
 
 
 def _direction_rules(sections: Mapping[str, _Section], direction: str) -> list[Any]:

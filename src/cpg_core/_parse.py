@@ -294,6 +294,14 @@ class FlowParser:
         )
         return self._remember(key, endpoint)
 
+    def _unlisted_reason(self, f: Mapping[str, Any], desc: str) -> int:
+        """The number of a drop reason whose name cpg does not list: the number Hubble gave
+        beside it, else the event's sub-type, else UNRECOGNISED_REASON."""
+        reason = _as_int(f.get("drop_reason"), "drop_reason")
+        if reason == 0:
+            reason = self._sub_type_reason(f)
+        return reason or UNRECOGNISED_REASON
+
     def _flow(self, f: Mapping[str, Any], outer: Mapping[str, Any]) -> Flow:
         if "traffic_direction" not in f and not _CAMEL_MARKERS.isdisjoint(f):
             f = _snake_case(f)
@@ -317,12 +325,7 @@ class FlowParser:
         elif type(desc) is str:
             code = REASON_CODES.get(desc)
             if code is None:
-                reason = _as_int(get("drop_reason"), "drop_reason")
-                if reason == 0:
-                    reason = self._sub_type_reason(f)
-                if reason == 0:
-                    reason = UNRECOGNISED_REASON
-                reason_text = desc
+                reason, reason_text = self._unlisted_reason(f, desc), desc
             else:
                 reason = code
         else:
@@ -331,29 +334,8 @@ class FlowParser:
         ip = get("IP") or _NO_IP
         if type(ip) is not dict:
             raise _bad("IP", "an object", ip)
-        protocol = ""
-        port = 0
-        source_port = 0
-        flags: tuple[str, ...] = ()
         l4 = get("l4")
-        if l4:
-            if type(l4) is not dict:
-                raise _bad("l4", "an object", l4)
-            body = l4.get("TCP")
-            if body is not None and type(body) is dict:
-                protocol = "TCP"
-                raw = body.get("destination_port")
-                if raw is None:
-                    raw = body.get("destinationPort", 0)
-                port = (
-                    raw
-                    if type(raw) is int and 0 <= raw <= MAX_PORT
-                    else _as_int(raw, "l4.TCP.destination_port", MAX_PORT)
-                )
-                source_port, flags = _tcp_extra(body)
-            else:
-                protocol, port = _other_l4(l4)
-                source_port = _source_port(l4, protocol)
+        protocol, port, source_port, flags = _l4_of(l4) if l4 else _NO_L4
 
         is_reply = get("is_reply")
         if is_reply is None:
@@ -421,6 +403,29 @@ class FlowParser:
         if _as_int(event.get("type"), "event_type.type") == 1:  # a drop event carries the reason
             return _as_int(_get(event, "sub_type", "subType"), "event_type.sub_type")
         return 0
+
+
+_NO_L4: tuple[str, int, int, tuple[str, ...]] = ("", 0, 0, ())
+
+
+def _l4_of(l4: object) -> tuple[str, int, int, tuple[str, ...]]:
+    """A flow's protocol, destination port, source port and TCP flags."""
+    if type(l4) is not dict:
+        raise _bad("l4", "an object", l4)
+    body = l4.get("TCP")
+    if body is not None and type(body) is dict:
+        raw = body.get("destination_port")
+        if raw is None:
+            raw = body.get("destinationPort", 0)
+        port = (
+            raw
+            if type(raw) is int and 0 <= raw <= MAX_PORT
+            else _as_int(raw, "l4.TCP.destination_port", MAX_PORT)
+        )
+        source_port, flags = _tcp_extra(body)
+        return "TCP", port, source_port, flags
+    protocol, port = _other_l4(l4)
+    return protocol, port, _source_port(l4, protocol), ()
 
 
 def _tcp_extra(body: Mapping[str, Any]) -> tuple[int, tuple[str, ...]]:

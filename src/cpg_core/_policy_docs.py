@@ -135,28 +135,33 @@ def _check_spec(value: object, where: str) -> None:
         if spec.get(direction) is None:
             continue
         for index, rule in enumerate(_list_of(spec[direction], f"{where}.{direction}")):
-            here = f"{where}.{direction}[{index}]"
-            rule = _mapping(rule, here)
-            for key in _SELECTOR_LISTS:
-                if rule.get(key) is not None:
-                    for n, item in enumerate(_list_of(rule[key], f"{here}.{key}")):
-                        _check_selector(item, f"{here}.{key}[{n}]")
-            for key in _STRING_LISTS:
-                if rule.get(key) is not None and not all(
-                    isinstance(item, str) for item in _list_of(rule[key], f"{here}.{key}")
-                ):
-                    raise PolicyShapeProblem(f"{here}.{key}: expected a list of strings")
-            for key in _MAPPING_LISTS:
-                if rule.get(key) is not None:
-                    for n, item in enumerate(_list_of(rule[key], f"{here}.{key}")):
-                        _mapping(item, f"{here}.{key}[{n}]")
-            if rule.get("toPorts") is not None:
-                for n, port_rule in enumerate(_list_of(rule["toPorts"], f"{here}.toPorts")):
-                    port_rule = _mapping(port_rule, f"{here}.toPorts[{n}]")
-                    if port_rule.get("ports") is not None:
-                        for m, port in enumerate(
-                            _list_of(port_rule["ports"], f"{here}.toPorts[{n}].ports")
-                        ):
-                            _mapping(port, f"{here}.toPorts[{n}].ports[{m}]")
-                    if port_rule.get("rules") is not None:
-                        _mapping(port_rule["rules"], f"{here}.toPorts[{n}].rules")
+            _check_rule(rule, f"{where}.{direction}[{index}]")
+
+
+def _check_rule(value: object, here: str) -> None:
+    rule = _mapping(value, here)
+    for key in _SELECTOR_LISTS:
+        if rule.get(key) is not None:
+            for n, item in enumerate(_list_of(rule[key], f"{here}.{key}")):
+                _check_selector(item, f"{here}.{key}[{n}]")
+    for key in _STRING_LISTS:
+        if rule.get(key) is not None and not all(
+            isinstance(item, str) for item in _list_of(rule[key], f"{here}.{key}")
+        ):
+            raise PolicyShapeProblem(f"{here}.{key}: expected a list of strings")
+    for key in _MAPPING_LISTS:
+        if rule.get(key) is not None:
+            for n, item in enumerate(_list_of(rule[key], f"{here}.{key}")):
+                _mapping(item, f"{here}.{key}[{n}]")
+    if rule.get("toPorts") is not None:
+        for n, port_rule in enumerate(_list_of(rule["toPorts"], f"{here}.toPorts")):
+            _check_port_rule(port_rule, f"{here}.toPorts[{n}]")
+
+
+def _check_port_rule(value: object, here: str) -> None:
+    port_rule = _mapping(value, here)
+    if port_rule.get("ports") is not None:
+        for m, port in enumerate(_list_of(port_rule["ports"], f"{here}.ports")):
+            _mapping(port, f"{here}.ports[{m}]")
+    if port_rule.get("rules") is not None:
+        _mapping(port_rule["rules"], f"{here}.rules")
