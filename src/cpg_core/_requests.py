@@ -157,32 +157,18 @@ class CaptureRequest:
             )
         for ns in chosen:
             check_namespace(ns)
-        protocols = [p.lower() for p in split_values(ignore_protocols or ())]
-        for proto in protocols:
-            if proto not in PROTOCOLS:
-                raise RequestError(
-                    "ignore_protocol",
-                    f"unknown protocol {shown(proto)}; valid values are {', '.join(PROTOCOLS)}",
-                )
-        reasons = []
-        for name in split_values(ignore_drop_reasons or ()):
-            try:
-                reasons.append(parse_reason_name(name))
-            except ValueError as exc:
-                raise RequestError("ignore_drop_reason", str(exc)) from None
+        protocols = _protocols(ignore_protocols)
+        reasons = _reasons(ignore_drop_reasons)
         if l7_collapse_paths and not l7:
             raise RequestError("l7_collapse_paths", "collapsing L7 paths needs L7 rules (l7)")
         if max_samples < 0:
             raise RequestError("max_samples", f"{max_samples} samples: must be 0 or more")
-        local = default_local_cluster
-        if isinstance(local, str):
-            if local.strip().lower() not in ("true", "false"):
-                raise RequestError(
-                    "policy_default_local_cluster",
-                    f"{shown(local)} is not true or false (false for ClusterMesh on Cilium "
-                    "before 1.19)",
-                )
-            local = local.strip().lower() == "true"
+        local = _flag(
+            default_local_cluster,
+            "policy_default_local_cluster",
+            ("true", "false"),
+            "is not true or false (false for ClusterMesh on Cilium before 1.19)",
+        )
         mode = (learn or "").strip().lower()
         if mode not in ("", "forwarded"):
             raise RequestError(
@@ -190,27 +176,15 @@ class CaptureRequest:
             )
         if learn_allowed and not mode:
             raise RequestError("learn_allowed", "only means something with learn forwarded")
-        localhost = allow_localhost
-        if isinstance(localhost, str):
-            if localhost.strip().lower() not in ("always", "policy"):
-                raise RequestError("allow_localhost", f"{shown(localhost)} is not always or policy")
-            localhost = localhost.strip().lower() == "always"
+        localhost = _flag(
+            allow_localhost, "allow_localhost", ("always", "policy"), "is not always or policy"
+        )
         if cluster_service_namespaces < 0:
             raise RequestError(
                 "cluster_service_namespaces",
                 f"{cluster_service_namespaces}: must be 0 or more (0: only the DNS service)",
             )
-        exact = split_values(exact_peers or ())
-        for name in exact:
-            namespace, slash, workload = name.partition("/")
-            if name != "*" and not (slash and namespace and workload):
-                raise RequestError(
-                    "exact_peers",
-                    f"{shown(name)} is not NAMESPACE/WORKLOAD (as cpg explain takes it) or *",
-                )
-            if name != "*":
-                check_target(namespace, "namespace")
-                check_target(workload, "workload")
+        exact = _exact_peers(exact_peers)
         return cls(
             namespaces=tuple(dict.fromkeys(chosen)),
             include_audit=include_audit,
@@ -498,3 +472,49 @@ def _time_bound(text: str | None, field: str) -> str | float | None:
             "(e.g. 2h, 30m, 7d)",
         ) from None
     return duration_seconds(text, field)
+
+
+def _protocols(values: Iterable[str] | None) -> list[str]:
+    protocols = [p.lower() for p in split_values(values or ())]
+    for proto in protocols:
+        if proto not in PROTOCOLS:
+            raise RequestError(
+                "ignore_protocol",
+                f"unknown protocol {shown(proto)}; valid values are {', '.join(PROTOCOLS)}",
+            )
+    return protocols
+
+
+def _reasons(values: Iterable[str] | None) -> list[int]:
+    reasons = []
+    for name in split_values(values or ()):
+        try:
+            reasons.append(parse_reason_name(name))
+        except ValueError as exc:
+            raise RequestError("ignore_drop_reason", str(exc)) from None
+    return reasons
+
+
+def _flag(value: bool | str, field: str, words: tuple[str, str], problem: str) -> bool:
+    """A setting given as a boolean, or as one of two words (the first meaning true)."""
+    if not isinstance(value, str):
+        return value
+    word = value.strip().lower()
+    if word not in words:
+        raise RequestError(field, f"{shown(value)} {problem}")
+    return word == words[0]
+
+
+def _exact_peers(values: Iterable[str] | None) -> list[str]:
+    exact = split_values(values or ())
+    for name in exact:
+        namespace, slash, workload = name.partition("/")
+        if name != "*" and not (slash and namespace and workload):
+            raise RequestError(
+                "exact_peers",
+                f"{shown(name)} is not NAMESPACE/WORKLOAD (as cpg explain takes it) or *",
+            )
+        if name != "*":
+            check_target(namespace, "namespace")
+            check_target(workload, "workload")
+    return exact

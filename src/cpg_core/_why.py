@@ -362,12 +362,7 @@ def explain_denial(
         judged.default_deny,
     )
     if not fix:
-        if deny:
-            fix = "change the deny rule if the traffic should pass: no allow rule overrides it"
-        elif allowed:
-            fix = "" if not dropped or not policed else "apply these policies: they admit it"
-        elif admit:
-            fix = f"add the rule below to a policy that selects {subject} for {direction}"
+        fix = _plain_fix(bool(deny), allowed, dropped and bool(policed), admit, subject, direction)
     if proposed and not allowed and drop_class in ("policy", "traced", "unknown"):
         ready = match_flow(
             proposed,
@@ -399,6 +394,20 @@ def explain_denial(
         answer=answer,
         fix=fix,
     )
+
+
+def _plain_fix(
+    deny: bool, allowed: bool, policed_drop: bool, admit: str, subject: str, direction: str
+) -> str:
+    """The fix when no finding gives one: the deny rule, the policies that already admit a
+    policed drop, or the rule to add."""
+    if deny:
+        return "change the deny rule if the traffic should pass: no allow rule overrides it"
+    if allowed:
+        return "apply these policies: they admit it" if policed_drop else ""
+    if admit:
+        return f"add the rule below to a policy that selects {subject} for {direction}"
+    return ""
 
 
 def _deny_read(

@@ -69,23 +69,11 @@ def check_frame(raw: bytes, initialized: bool) -> Frame | None:
         )
     if not isinstance(message, dict):
         return _error(None, types.INVALID_REQUEST, "invalid request: not a JSON-RPC object")
-    raw_id = message.get("id")
-    has_id = "id" in message
-    if has_id and raw_id is None:  # neither a request one can answer nor a notification
-        return _error(
-            None,
-            types.INVALID_REQUEST,
-            "invalid request: id is null; give a string or an integer, or leave id out for a "
-            "notification",
-        )
-    if has_id and raw_id is not None and not _usable_id(raw_id):
-        if isinstance(raw_id, float) and not math.isfinite(raw_id):
-            why = "not a finite number"
-        else:
-            why = "must be a string or an integer"
-        return _error(None, types.INVALID_REQUEST, f"invalid request: id {_shown(raw_id)} {why}")
-    message_id = raw_id if has_id else None
-    answer = has_id and message_id is not None
+    bad_id = _id_problem(message)
+    if bad_id is not None:
+        return bad_id
+    message_id = message.get("id")
+    answer = message_id is not None
 
     def refuse(code: int, why: str) -> Frame | None:
         return _error(message_id, code, why) if answer else Frame()  # notifications: dropped
@@ -97,25 +85,53 @@ def check_frame(raw: bytes, initialized: bool) -> Frame | None:
         )
     method = message.get("method")
     if "method" in message:
-        if not isinstance(method, str) or not method:
-            return refuse(types.INVALID_REQUEST, "invalid request: method must be a string")
-        params = message.get("params")
-        if "params" in message and params is not None and not isinstance(params, dict):
-            return refuse(
-                types.INVALID_PARAMS,
-                f"invalid params for {_shown(method)}: params must be an object",
-            )
-        if not initialized and answer and method not in _BEFORE_INITIALIZE:
-            return refuse(
-                types.INVALID_REQUEST,
-                f"{_shown(method)} before initialize: send initialize first",
-            )
+        problem = _method_problem(message, initialized or not answer)
+        if problem is not None:
+            return refuse(*problem)
     try:
         types.jsonrpc_message_adapter.validate_json(text, by_name=False)
     except ValueError as exc:
         first = str(exc).splitlines()[0] if str(exc) else "not a JSON-RPC message"
         return refuse(types.INVALID_REQUEST, f"invalid request: {_shown(first)}")
     return Frame(text=text, method=method if isinstance(method, str) else None)
+
+
+def _id_problem(message: dict[str, Any]) -> Frame | None:
+    """The error for an id no answer can carry (null, a float, an object)."""
+    if "id" not in message:
+        return None
+    raw_id = message["id"]
+    if raw_id is None:  # neither a request one can answer nor a notification
+        return _error(
+            None,
+            types.INVALID_REQUEST,
+            "invalid request: id is null; give a string or an integer, or leave id out for a "
+            "notification",
+        )
+    if _usable_id(raw_id):
+        return None
+    if isinstance(raw_id, float) and not math.isfinite(raw_id):
+        why = "not a finite number"
+    else:
+        why = "must be a string or an integer"
+    return _error(None, types.INVALID_REQUEST, f"invalid request: id {_shown(raw_id)} {why}")
+
+
+def _method_problem(message: dict[str, Any], may_call: bool) -> tuple[int, str] | None:
+    """(code, message) when a request's method or params are not what JSON-RPC allows, or
+    it is a request other than initialize that came first (``may_call`` False)."""
+    method = message.get("method")
+    if not isinstance(method, str) or not method:
+        return types.INVALID_REQUEST, "invalid request: method must be a string"
+    params = message.get("params")
+    if "params" in message and params is not None and not isinstance(params, dict):
+        return (
+            types.INVALID_PARAMS,
+            f"invalid params for {_shown(method)}: params must be an object",
+        )
+    if not may_call and method not in _BEFORE_INITIALIZE:
+        return types.INVALID_REQUEST, f"{_shown(method)} before initialize: send initialize first"
+    return None
 
 
 def _no_constant(name: str) -> float:
