@@ -215,128 +215,151 @@ def _read(text: str, where: str, *, lines: bool) -> list[tuple[Any, dict[Path, i
 
 
 def _events_to_documents(loader: Any, where: str, lines: bool) -> list[tuple[Any, dict[Path, int]]]:
-    documents: list[tuple[Any, dict[Path, int]]] = []
-    # Each open collection: [container, pending key (mappings), merges, path, key text].
-    stack: list[list[Any]] = []
-    where_lines: dict[Path, int] = {}
-    unbuilt: _Unbuildable | None = None
+    builder = _Builder(loader, where, lines)
     scalar_event, mapping_start, sequence_start = (
         yaml.ScalarEvent,
         yaml.MappingStartEvent,
         yaml.SequenceStartEvent,
     )
-    no_key = _NO_KEY
     while True:
         event = loader.get_event()
         kind = type(event)
         if kind is scalar_event:
-            if event.anchor is not None:
-                _refuse_anchor(event, where)
-            tag = event.tag
-            if tag is None or tag == "!":  # typed by its text when plain, else a string
-                tag = (
-                    loader.resolve(yaml.ScalarNode, event.value, event.implicit)
-                    if event.implicit[0]
-                    else _STR
-                )
-            elif tag not in _PLAIN_TAGS:
-                _refuse_tag(event, tag, where)
-            if tag == _STR:
-                value: Any = event.value
-            else:
-                try:
-                    value = _scalar(tag, event)
-                except _Unbuildable as exc:
-                    unbuilt = unbuilt or exc
-                    value = None
-            line = event.start_mark.line + 1
+            builder.scalar(event)
         elif kind is mapping_start or kind is sequence_start:
-            if event.anchor is not None:
-                _refuse_anchor(event, where)
-            tag = event.tag
-            if tag is not None and tag != "!":
-                if tag not in _PLAIN_TAGS:
-                    _refuse_tag(event, tag, where)
-                if tag != (_MAP if kind is mapping_start else _SEQ):
-                    unbuilt = unbuilt or _Unbuildable(
-                        f"the tag {tag} on a {'mapping' if kind is mapping_start else 'list'}",
-                        event.start_mark.line + 1,
-                    )
-            if len(stack) >= MAX_DEPTH:
-                line = event.start_mark.line + 1
-                raise YamlInputError(
-                    f"{where}: line {line}: nested deeper than {MAX_DEPTH} levels; no "
-                    "policy is (cpg reads at most that)",
-                    line=line,
-                )
-            path: Path = ()
-            if lines:
-                path = _child_path(stack)
-                where_lines[path] = event.start_mark.line + 1
-            container: Any = {} if kind is mapping_start else []
-            stack.append([container, no_key, None, path, ""])
-            continue
+            builder.open(event, kind is mapping_start)
         elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
-            frame = stack.pop()
-            value = frame[0]
-            if frame[2] is not None:
-                try:
-                    value = _merged(value, frame[2])
-                except _Unbuildable as exc:
-                    unbuilt = unbuilt or exc
-            line = 0
+            builder.close()
         elif kind is yaml.AliasEvent:
             _refuse_anchor(event, where)
         elif kind is yaml.DocumentStartEvent:
-            where_lines = {}
-            continue
+            builder.lines = {}
         elif kind is yaml.StreamEndEvent:
             break
-        else:
-            continue
-        if (
-            kind is scalar_event
-            and tag in (_MERGE, _VALUE)
-            and (not stack or type(stack[-1][0]) is list or stack[-1][1] is not no_key)
-        ):  # only a mapping key may be "<<" or "="
-            unbuilt = unbuilt or _Unbuildable(
-                f"could not determine a constructor for the tag {tag!r}", line
+    if builder.unbuilt is not None:
+        raise builder.unbuilt
+    return builder.documents
+
+
+class _Builder:
+    """Values built from events: each open collection is a frame ``[container, pending key
+    (mappings), merges, path, key text]``; a finished value goes into the frame below it,
+    or is a document."""
+
+    __slots__ = ("documents", "keep_lines", "lines", "loader", "stack", "unbuilt", "where")
+
+    def __init__(self, loader: Any, where: str, keep_lines: bool) -> None:
+        self.loader = loader
+        self.where = where
+        self.keep_lines = keep_lines
+        self.documents: list[tuple[Any, dict[Path, int]]] = []
+        self.stack: list[list[Any]] = []
+        self.lines: dict[Path, int] = {}
+        self.unbuilt: _Unbuildable | None = None
+        """The first value the safe loader would refuse: raised once every limit was checked."""
+
+    def scalar(self, event: Any) -> None:
+        if event.anchor is not None:
+            _refuse_anchor(event, self.where)
+        tag = event.tag
+        if tag is None or tag == "!":  # typed by its text when plain, else a string
+            tag = (
+                self.loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+                if event.implicit[0]
+                else _STR
             )
+        elif tag not in _PLAIN_TAGS:
+            _refuse_tag(event, tag, self.where)
+        value: Any = event.value
+        line = event.start_mark.line + 1
+        if tag != _STR:
+            try:
+                value = _scalar(tag, event)
+            except _Unbuildable as exc:
+                self.unbuilt = self.unbuilt or exc
+                value = None
+            if tag in (_MERGE, _VALUE) and not self._at_key():  # "<<" and "=" are keys only
+                self.unbuilt = self.unbuilt or _Unbuildable(
+                    f"could not determine a constructor for the tag {tag!r}", line
+                )
+        self._place(value, line, event.value, tag == _MERGE)
+
+    def _at_key(self) -> bool:
+        stack = self.stack
+        return bool(stack) and type(stack[-1][0]) is dict and stack[-1][1] is _NO_KEY
+
+    def open(self, event: Any, mapping: bool) -> None:
+        if event.anchor is not None:
+            _refuse_anchor(event, self.where)
+        tag = event.tag
+        if tag is not None and tag != "!":
+            if tag not in _PLAIN_TAGS:
+                _refuse_tag(event, tag, self.where)
+            if tag != (_MAP if mapping else _SEQ):
+                self.unbuilt = self.unbuilt or _Unbuildable(
+                    f"the tag {tag} on a {'mapping' if mapping else 'list'}",
+                    event.start_mark.line + 1,
+                )
+        if len(self.stack) >= MAX_DEPTH:
+            line = event.start_mark.line + 1
+            raise YamlInputError(
+                f"{self.where}: line {line}: nested deeper than {MAX_DEPTH} levels; no "
+                "policy is (cpg reads at most that)",
+                line=line,
+            )
+        path: Path = ()
+        if self.keep_lines:
+            path = _child_path(self.stack)
+            self.lines[path] = event.start_mark.line + 1
+        self.stack.append([{} if mapping else [], _NO_KEY, None, path, ""])
+
+    def close(self) -> None:
+        frame = self.stack.pop()
+        value = frame[0]
+        if frame[2] is not None:
+            try:
+                value = _merged(value, frame[2])
+            except _Unbuildable as exc:
+                self.unbuilt = self.unbuilt or exc
+        self._place(value, 0, None, False)
+
+    def _place(self, value: Any, line: int, text: str | None, merge: bool) -> None:
+        """A finished value (a scalar's ``text`` and ``line``, or a collection's) into the
+        collection it belongs to, as an item, a key or a key's value."""
+        stack = self.stack
         if not stack:
-            if lines and kind is scalar_event:
-                where_lines[()] = line
-            documents.append((value, where_lines))
-            continue
+            if self.keep_lines and text is not None:
+                self.lines[()] = line
+            self.documents.append((value, self.lines))
+            return
         top = stack[-1]
         container = top[0]
         if type(container) is list:
-            if lines and kind is scalar_event:
-                where_lines[(*top[3], len(container))] = line
+            if self.keep_lines and text is not None:
+                self.lines[(*top[3], len(container))] = line
             container.append(value)
-        elif top[1] is no_key:
-            top[1] = value
-            if kind is scalar_event:
-                top[4] = event.value
-                if lines:
-                    where_lines[(*top[3], event.value)] = line
-                if tag == _MERGE:
-                    top[1] = _Merges()
+        elif top[1] is _NO_KEY:
+            top[1] = _Merges() if merge else value
+            if text is not None:
+                top[4] = text
+                if self.keep_lines:
+                    self.lines[(*top[3], text)] = line
         else:
-            key = top[1]
-            top[1] = no_key
-            if lines and kind is scalar_event:
-                where_lines[(*top[3], top[4])] = line
-            if type(key) is _Merges:
-                top[2] = top[2] or _Merges()
-                top[2].append((value, line or 0))
-                continue
-            try:
-                container[key] = value
-            except TypeError:
-                unbuilt = unbuilt or _Unbuildable("found unhashable key", line)
-    if unbuilt is not None:
-        raise unbuilt
-    return documents
+            self._set(top, value, line, text)
+
+    def _set(self, top: list[Any], value: Any, line: int, text: str | None) -> None:
+        key = top[1]
+        top[1] = _NO_KEY
+        if self.keep_lines and text is not None:
+            self.lines[(*top[3], top[4])] = line
+        if type(key) is _Merges:
+            top[2] = top[2] or _Merges()
+            top[2].append((value, line))
+            return
+        try:
+            top[0][key] = value
+        except TypeError:
+            self.unbuilt = self.unbuilt or _Unbuildable("found unhashable key", line)
 
 
 _NO_KEY = object()

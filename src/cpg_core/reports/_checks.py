@@ -97,62 +97,18 @@ def policy_map_lines(plan: Plan) -> list[str]:
 
 def plan_text(view: PlanView) -> str:
     """The plan as people read it."""
-    plan, proposal, origin, policies = view.plan, view.proposal, view.origin, view.policies
-    out: list[str] = []
-    breaking = plan.would_break_flows
-    out.append(f"Plan for {policies} proposed policies in {proposal}")
-    out.append(f"Current policies: {origin}")
-    out.append(f"  (sees {plan.blind_spots})")
-    for note in plan.notes:
-        out.append(f"  note: {note}")
+    plan = view.plan
+    out: list[str] = [
+        f"Plan for {view.policies} proposed policies in {view.proposal}",
+        f"Current policies: {view.origin}",
+        f"  (sees {plan.blind_spots})",
+    ]
+    out += [f"  note: {note}" for note in plan.notes]
     out.append("")
-    if plan.would_break:
-        out.append(
-            f"WOULD BREAK: {len(plan.would_break)} kinds of traffic, {breaking} flows that work "
-            "today would be dropped:"
-        )
-        for item in plan.would_break[:MAX_SHOWN]:
-            out.extend(_would_break_lines(item))
-        if len(plan.would_break) > MAX_SHOWN:
-            out.append(f"  … and {len(plan.would_break) - MAX_SHOWN} more (-o json lists all)")
-    else:
-        if plan.unjudged_flows and plan.can_judge:
-            out.append(
-                f"Cannot say nothing breaks: nothing would among the {plan.forwarded_flows} "
-                f"forwarded flows judged, but {plan.unjudged_flows} flows were not judged "
-                "(see the note above)."
-            )
-        else:
-            out.append(
-                f"Nothing would break: {plan.forwarded_flows} forwarded flows checked."
-                if plan.can_judge
-                else f"Cannot judge: {CANNOT_JUDGE.split(': ', 1)[1]}"
-            )
-    if plan.newly_enforced:
-        out.append("")
-        out.append("Newly enforced endpoints (default-deny for the first time):")
-        for n in plan.newly_enforced[:MAX_SHOWN]:
-            labels = ", ".join(f"{k}={v}" for k, v in n.labels.items())
-            pods = (
-                f"; pods {', '.join(n.pods[:3])}{' …' if len(n.pods) > 3 else ''}" if n.pods else ""
-            )
-            out.append(
-                f"  {n.namespace}/{n.workload} {n.direction} ({labels}{pods}): "
-                f"{n.forwarded_flows} forwarded flows, by {', '.join(n.policies)}"
-            )
+    out += _breaking_lines(plan)
+    out += _newly_enforced_lines(plan)
     out.extend(policy_map_lines(plan))
-    if plan.availability:
-        out.append("")
-        out.append(
-            f"AVAILABILITY: {len(plan.availability)} thing(s) the capture does not show that "
-            "the proposal would take away:"
-        )
-        for found in plan.availability[:MAX_SHOWN]:
-            where = f" ({found.policy})" if found.policy else ""
-            out.append(f"  {found.code}{where}: {found.message}")
-            out.append(f"    fix: {found.fix}")
-        if len(plan.availability) > MAX_SHOWN:
-            out.append(f"  … and {len(plan.availability) - MAX_SHOWN} more (-o json lists all)")
+    out += _availability_lines(plan)
     if plan.also_selected:
         out.append("")
         out.append("Also selected by your policies (cpg never changes them; Cilium applies both):")
@@ -162,47 +118,109 @@ def plan_text(view: PlanView) -> str:
     out.append(f"Fixes: {plan.fixed}/{plan.candidates} denied flows admitted")
     for t in plan.not_fixed[:MAX_SHOWN]:
         out.append(f"  not admitted: {t.sample} ({t.flows} flows)")
+    out += _change_lines(plan)
+    out += _per_policy_lines(plan)
+    out.append("")
+    if plan.breaks:
+        out.append(f"Would break {plan.would_break_flows} flows: review before applying.")
+    elif plan.can_judge:
+        out.append("Nothing that works today would break.")
+    else:
+        out.append("Cannot judge: no forwarded traffic in the capture (exit 4).")
+    return one_line_each(out)
+
+
+def _breaking_lines(plan: Plan) -> list[str]:
+    if not plan.would_break:
+        if plan.unjudged_flows and plan.can_judge:
+            return [
+                f"Cannot say nothing breaks: nothing would among the {plan.forwarded_flows} "
+                f"forwarded flows judged, but {plan.unjudged_flows} flows were not judged "
+                "(see the note above)."
+            ]
+        return [
+            f"Nothing would break: {plan.forwarded_flows} forwarded flows checked."
+            if plan.can_judge
+            else f"Cannot judge: {CANNOT_JUDGE.split(': ', 1)[1]}"
+        ]
+    out = [
+        f"WOULD BREAK: {len(plan.would_break)} kinds of traffic, {plan.would_break_flows} flows "
+        "that work today would be dropped:"
+    ]
+    for item in plan.would_break[:MAX_SHOWN]:
+        out.extend(_would_break_lines(item))
+    if len(plan.would_break) > MAX_SHOWN:
+        out.append(f"  … and {len(plan.would_break) - MAX_SHOWN} more (-o json lists all)")
+    return out
+
+
+def _newly_enforced_lines(plan: Plan) -> list[str]:
+    if not plan.newly_enforced:
+        return []
+    out = ["", "Newly enforced endpoints (default-deny for the first time):"]
+    for n in plan.newly_enforced[:MAX_SHOWN]:
+        labels = ", ".join(f"{k}={v}" for k, v in n.labels.items())
+        pods = f"; pods {', '.join(n.pods[:3])}{' …' if len(n.pods) > 3 else ''}" if n.pods else ""
+        out.append(
+            f"  {n.namespace}/{n.workload} {n.direction} ({labels}{pods}): "
+            f"{n.forwarded_flows} forwarded flows, by {', '.join(n.policies)}"
+        )
+    return out
+
+
+def _availability_lines(plan: Plan) -> list[str]:
+    if not plan.availability:
+        return []
+    out = [
+        "",
+        f"AVAILABILITY: {len(plan.availability)} thing(s) the capture does not show that "
+        "the proposal would take away:",
+    ]
+    for found in plan.availability[:MAX_SHOWN]:
+        where = f" ({found.policy})" if found.policy else ""
+        out.append(f"  {found.code}{where}: {found.message}")
+        out.append(f"    fix: {found.fix}")
+    if len(plan.availability) > MAX_SHOWN:
+        out.append(f"  … and {len(plan.availability) - MAX_SHOWN} more (-o json lists all)")
+    return out
+
+
+def _change_lines(plan: Plan) -> list[str]:
+    out: list[str] = []
     changed = [d for d in plan.diffs if d.status != "unchanged"]
     if changed:
-        out.append("")
-        out.append("Changes, in Cilium terms:")
+        out += ["", "Changes, in Cilium terms:"]
         for diff in changed:
             out.append(f"  {diff.policy} ({diff.status})")
-            for entry in diff.added[:MAX_SHOWN]:
-                out.append(f"    + {entry}")
-            for entry in diff.removed[:MAX_SHOWN]:
-                out.append(f"    - {entry}")
+            out += [f"    + {entry}" for entry in diff.added[:MAX_SHOWN]]
+            out += [f"    - {entry}" for entry in diff.removed[:MAX_SHOWN]]
     if plan.confidence:
-        out.append("")
-        out.append("Confidence of the new and changed rules (from the evidence):")
+        out += ["", "Confidence of the new and changed rules (from the evidence):"]
         for c in plan.confidence[: MAX_SHOWN * 2]:
             out.append(
                 f"  {c.policy} {c.rule}: {c.flows} flows, {c.sources} source and "
                 f"{c.destinations} destination pods in samples, {c.sessions} session(s), "
                 f"{c.first_seen} → {c.last_seen}"
             )
+    return out
+
+
+def _per_policy_lines(plan: Plan) -> list[str]:
     busy = sorted(
         (p for p in plan.policies if p.fixes or p.would_break or p.newly_enforced),
         key=lambda p: (-p.would_break, p.policy),
     )
-    if busy:
-        out.append("")
-        out.append("Per policy:")
-        for p in busy[:MAX_SHOWN]:
-            out.append(
-                f"  {p.policy}: fixes {p.fixes} flows, would break {p.would_break}, "
-                f"newly enforces {p.newly_enforced} endpoint(s)"
-            )
-        if len(busy) > MAX_SHOWN:
-            out.append(f"  … and {len(busy) - MAX_SHOWN} more (-o json)")
-    out.append("")
-    if plan.breaks:
-        out.append(f"Would break {breaking} flows: review before applying.")
-    elif plan.can_judge:
-        out.append("Nothing that works today would break.")
-    else:
-        out.append("Cannot judge: no forwarded traffic in the capture (exit 4).")
-    return one_line_each(out)
+    if not busy:
+        return []
+    out = ["", "Per policy:"]
+    for p in busy[:MAX_SHOWN]:
+        out.append(
+            f"  {p.policy}: fixes {p.fixes} flows, would break {p.would_break}, "
+            f"newly enforces {p.newly_enforced} endpoint(s)"
+        )
+    if len(busy) > MAX_SHOWN:
+        out.append(f"  … and {len(busy) - MAX_SHOWN} more (-o json)")
+    return out
 
 
 def verify_text(view: VerifyView) -> str:
