@@ -77,14 +77,18 @@ def plan(
     kubeconfig, context = options.kube_access()
 
     def judged() -> runs.PlanRun:
+        from cpg_cli.progress import ReviewProgress, on_terminal
+
         try:
-            return runs.plan_run(
-                request,
-                evidence_dir=evidence_dir,
-                kubeconfig=kubeconfig,
-                context=context,
-                flow_filter=flow_filter,
-            )
+            with ReviewProgress("planning", show=on_terminal(False)) as progress:
+                return runs.plan_run(
+                    request,
+                    evidence_dir=evidence_dir,
+                    kubeconfig=kubeconfig,
+                    context=context,
+                    flow_filter=flow_filter,
+                    tally=progress.tally,
+                )
         except CpgError as exc:
             fail(exc)
 

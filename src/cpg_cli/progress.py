@@ -30,6 +30,8 @@ if TYPE_CHECKING:  # a replay's progress must not load the live client (grpc)
 log = logging.getLogger("cpg")
 
 REFRESHES_PER_SECOND = 4
+SHOWN_AFTER = 1.0
+"""Seconds a review command runs before its progress line appears."""
 
 
 def on_terminal(quiet: bool) -> bool:
@@ -216,3 +218,38 @@ class ShadowProgress(_OnTerminal):
             if show
             else None
         )
+
+
+class ReviewProgress(_OnTerminal):
+    """The progress line of ``why``, ``verify`` and ``plan`` on a terminal: the lines read
+    of the capture, then the kinds of flow judged, with the time so far. It reads the run's
+    :class:`cpg_io.progress.ReviewTally` when it redraws; nothing is drawn off a terminal."""
+
+    def __init__(self, what: str, *, show: bool) -> None:
+        from cpg_io.progress import ReviewTally
+
+        self.what = what
+        self.tally = ReviewTally()
+        self._began = time.monotonic()
+        if show:
+            self._drawing = Live(
+                get_renderable=self.line,
+                console=_console(),
+                transient=True,
+                refresh_per_second=REFRESHES_PER_SECOND,
+            )
+
+    def line(self) -> Text:
+        """The line as it stands now."""
+        tally = self.tally
+        seconds = time.monotonic() - self._began
+        if seconds < SHOWN_AFTER:
+            return Text("")  # a quick answer needs no progress line
+        if tally.phase == "reading":
+            lines = tally.stats.lines_read if tally.stats is not None else 0
+            doing = f"reading the capture: {lines:,} lines"
+        elif tally.total:
+            doing = f"{self.what}: {tally.done:,} of {tally.total:,} kinds of flow"
+        else:
+            doing = f"{self.what}…"
+        return Text(f"cpg: {doing} ({seconds:.0f} s)")

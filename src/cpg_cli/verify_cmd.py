@@ -63,10 +63,17 @@ def verify(
     request = opt.check_request(options, flows, policies=str(policies) if policies else default)
     kubeconfig, context = options.kube_access()
     selection = flow_filter
+    from cpg_cli.progress import ReviewProgress, on_terminal
+
     try:
-        verified = runs.verify_run(
-            request, kubeconfig=kubeconfig, context=context, flow_filter=selection
-        )
+        with ReviewProgress("checking", show=on_terminal(False)) as progress:
+            verified = runs.verify_run(
+                request,
+                kubeconfig=kubeconfig,
+                context=context,
+                flow_filter=selection,
+                tally=progress.tally,
+            )
     except CpgError as exc:
         fail(exc)
     if verified.stats.malformed:

@@ -76,8 +76,13 @@ def why(
     request = opt.check_request(options, capture, policies=policies)
     kubeconfig, context = options.kube_access()
     selection = flow_filter
+    from cpg_cli.progress import ReviewProgress, on_terminal
+
     try:
-        answered = runs.why_run(request, selection, kubeconfig=kubeconfig, context=context)
+        with ReviewProgress("judging", show=on_terminal(False)) as progress:
+            answered = runs.why_run(
+                request, selection, kubeconfig=kubeconfig, context=context, tally=progress.tally
+            )
     except CpgError as exc:
         fail(exc)
     _show(answered, output)

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
+import attrs
+
+from cpg_core import ReadStats
 from cpg_core.reading import MAX_REPORTED
 
 
@@ -62,3 +65,17 @@ class Reported:
 
     def read(self, position: int, lines: int) -> None:
         self.watcher.read(position, lines)
+
+
+@attrs.define
+class ReviewTally:
+    """How far a review command (why, verify, plan) has got: the run only sets numbers, and
+    whoever draws a progress line reads them when it redraws."""
+
+    phase: str = "reading"
+    """``reading`` the capture, then ``judging`` what was read."""
+    stats: ReadStats | None = None
+    """The capture's counts while it is read (lines so far)."""
+    done: int = 0
+    total: int = 0
+    """Kinds of flow judged so far, of ``total`` (0: not counted)."""

@@ -31,6 +31,7 @@ from cpg_core.reading import (
 )
 from cpg_io.errors import Cancelled, SourceError, UnreadableInput
 from cpg_io.json_documents import as_json_lines
+from cpg_io.progress import ReviewTally
 from cpg_io.remote import expand_url, is_url, open_raw, shown, size_of
 
 if TYPE_CHECKING:
@@ -77,8 +78,11 @@ class CaptureFlows:
         cancel: threading.Event | None = None,
         keep: Callable[[Flow], bool] | None = None,
         identities: IdentityBook | None = None,
+        tally: ReviewTally | None = None,
     ) -> None:
         self.files = expand_inputs(list(inputs))
+        self.tally = tally
+        """When given, it sees the counts while the capture is read, and the reading end."""
         self.keep = keep
         self.identities = identities if identities is not None and not identities.empty else None
         """When given, each flow's sides Hubble left without identity are filled in first."""
@@ -92,6 +96,8 @@ class CaptureFlows:
 
     def __iter__(self) -> Iterator[Flow]:
         parser = FlowParser()
+        if self.tally is not None:
+            self.tally.stats, self.tally.phase = self.stats, "reading"
         for path in self.files:
             with open_flow_stream(path) as stream:
                 self._heads.append(peek(stream, SNIFF_BYTES))
@@ -99,6 +105,8 @@ class CaptureFlows:
                 if self.identities is not None:
                     flows = self._resolving(flows, self.identities)
                 yield from flows if self.keep is None else filter(self.keep, flows)
+        if self.tally is not None:
+            self.tally.phase = "judging"
 
     def _resolving(self, flows: Iterator[Flow], book: IdentityBook) -> Iterator[Flow]:
         for flow in flows:

@@ -81,3 +81,40 @@ def test_generate_says_it_is_flushing_after_ctrl_c(tmp_path: Path) -> None:
     flushing = terminal.index("cpg: flushing ")
     assert "policies… (Ctrl+C again to abort)" in terminal[flushing:]
     assert "Received" in stdout
+
+
+def test_the_review_progress_line_follows_the_run() -> None:
+    """why, verify and plan draw one line after a second: the lines read, then the kinds of
+    flow judged (what the run counts in its tally)."""
+    import time
+
+    from cpg_cli.progress import SHOWN_AFTER, ReviewProgress
+    from cpg_core import ReadStats
+
+    progress = ReviewProgress("judging", show=False)
+    assert progress.line().plain == ""  # a quick answer draws nothing
+    progress._began = time.monotonic() - SHOWN_AFTER - 2
+    progress.tally.stats = ReadStats(lines_read=12_345)
+    assert re.fullmatch(r"cpg: reading the capture: 12,345 lines \(\d+ s\)", progress.line().plain)
+    progress.tally.phase, progress.tally.total, progress.tally.done = "judging", 640, 17
+    assert progress.line().plain.startswith("cpg: judging: 17 of 640 kinds of flow (")
+    progress.tally.total = 0
+    assert progress.line().plain.startswith("cpg: judging… (")
+
+
+def test_why_counts_what_it_reads_and_answers(tmp_path: Path) -> None:
+    from cpg_core import CheckRequest
+    from cpg_core.why import FlowFilter
+    from cpg_io.progress import ReviewTally
+    from cpg_io.runs import why_run
+
+    capture = tmp_path / "c.jsonl"
+    flows = [flow_dict(endpoint("shop", "web"), endpoint("shop", "api"), tcp=p) for p in range(7)]
+    capture.write_text("\n".join(json.dumps(f) for f in flows * 2) + "\n")
+    (tmp_path / "policies").mkdir()
+    tally = ReviewTally()
+    request = CheckRequest.build(inputs=[str(capture)], policies=str(tmp_path / "policies"))
+    answered = why_run(request, FlowFilter(), tally=tally)
+    assert tally.phase == "judging" and tally.stats is not None
+    assert tally.stats.lines_read == 14 and tally.total == tally.done == 7
+    assert len(answered.view.answers) == 7

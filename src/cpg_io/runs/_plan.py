@@ -41,6 +41,7 @@ from cpg_io.evidence_store import EvidenceStore, default_evidence_root
 from cpg_io.identities import check_identities
 from cpg_io.kube import cluster_state
 from cpg_io.policy_files import load_policies
+from cpg_io.progress import ReviewTally
 from cpg_io.runs._output import EvidenceSettings, write_outputs
 from cpg_io.runs._report import no_evidence
 from cpg_io.runs._session import new_session_id, rfc3339, utc_now
@@ -71,11 +72,12 @@ def plan_capture(
     flow_filter: FlowFilter | None = None,
     identities: IdentityBook | None = None,
     policy_map_max: int = 16_384,
+    tally: ReviewTally | None = None,
 ) -> PlannedCapture:
     """The plan of ``proposal`` over a capture; UnreadableInput when it holds no record;
     Cancelled soon after ``cancel`` is set."""
     keep = flow_filter.matches if flow_filter is not None and not flow_filter.empty else None
-    capture = CaptureFlows(inputs, cancel, keep, identities)
+    capture = CaptureFlows(inputs, cancel, keep, identities, tally)
     problems: list[str] = []
     found: dict[str, PolicyEvidence] = {}
     if evidence is not None:
@@ -173,6 +175,7 @@ def plan_run(
     kube_dir: Path | None = None,
     cancel: threading.Event | None = None,
     flow_filter: FlowFilter | None = None,
+    tally: ReviewTally | None = None,
 ) -> PlanRun:
     """The plan use case: the proposed policies (``request.policies``) against those applied
     today (a folder, the cluster, or inferred from the flows), judged on the capture. The
@@ -196,6 +199,7 @@ def plan_run(
         flow_filter=flow_filter,
         identities=judged.identities,
         policy_map_max=request.policy_map_max,
+        tally=tally,
     )
     view = PlanView(plan=planned.plan, proposal=str(folder), origin=origin, policies=len(proposal))
     return PlanRun(view=view, stats=planned.stats, problems=problems + planned.problems)

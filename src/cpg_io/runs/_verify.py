@@ -19,6 +19,7 @@ from cpg_core.why import FlowFilter
 from cpg_io.identities import check_identities
 from cpg_io.kube import cluster_state
 from cpg_io.policy_files import load_policies
+from cpg_io.progress import ReviewTally
 from cpg_io.sources import CaptureFlows, ReadStats
 
 log = logging.getLogger("cpg")
@@ -45,13 +46,17 @@ def verify_capture(
     flow_filter: FlowFilter | None = None,
     identities: IdentityBook | None = None,
     include_system: bool = False,
+    tally: ReviewTally | None = None,
 ) -> VerifiedCapture:
     """Check ``policies`` against a capture (files, folders, globs: as cpg replay reads
     them); UnreadableInput when it holds no Hubble record. Only flows inside ``window``
     (since, until time keys; "" is open) are checked."""
     keep = flow_filter.matches if flow_filter is not None and not flow_filter.empty else None
     capture = CaptureFlows(
-        [source] if isinstance(source, str) else source, keep=keep, identities=identities
+        [source] if isinstance(source, str) else source,
+        keep=keep,
+        identities=identities,
+        tally=tally,
     )
     since, until = window
     flows: Iterable[Flow] = capture
@@ -83,6 +88,7 @@ def verify_run(
     kubeconfig: Path | None = None,
     context: str | None = None,
     flow_filter: FlowFilter | None = None,
+    tally: ReviewTally | None = None,
 ) -> VerifyRun:
     """The verify use case: the policies of ``request.policies`` (and the cluster's, with
     ``request.cluster``) against every denied flow of the capture."""
@@ -108,6 +114,7 @@ def verify_run(
         flow_filter=flow_filter,
         identities=book,
         include_system=request.include_system,
+        tally=tally,
     )
     view = VerifyView(report=verified.report, policies=len(documents), origin=" and ".join(sources))
     return VerifyRun(view=view, stats=verified.stats)

@@ -28,6 +28,7 @@ from cpg_io.errors import Cancelled
 from cpg_io.identities import check_identities
 from cpg_io.kube import cluster_state
 from cpg_io.policy_files import load_policies
+from cpg_io.progress import ReviewTally
 from cpg_io.sources import CaptureFlows, ReadStats
 
 _DENIED = (int(Verdict.DROPPED), int(Verdict.AUDIT))
@@ -116,11 +117,14 @@ def why_run(
     kube_dir: Path | None = None,
     cancel: threading.Event | None = None,
     limit: int = 1000,
+    tally: ReviewTally | None = None,
 ) -> WhyRun:
     """Every distinct flow of the capture the filters select (denied flows when no verdict is
-    given), each answered against the policies judged, most flows first."""
+    given), each answered against the policies judged, most flows first; ``tally`` follows
+    the reading and the answering."""
     judged = _judged(request, kubeconfig, context, kube_dir)
-    capture = CaptureFlows(request.inputs, cancel, identities=judged.identities)
+    tally = tally or ReviewTally()
+    capture = CaptureFlows(request.inputs, cancel, identities=judged.identities, tally=tally)
     groups: dict[tuple[Any, ...], list[Any]] = {}
     kept: list[Flow] = []
     pods: dict[str, Any] = {}
@@ -145,10 +149,11 @@ def why_run(
         raise Cancelled("the question was cancelled")
     names = why_names(kept)
     ordered = sorted(groups.values(), key=lambda g: -g[1])
-    answered = [
-        (flow, _answer(with_known_pod(flow, pods), count, judged, request, names))
-        for flow, count in ordered
-    ]
+    tally.total = len(ordered)
+    answered = []
+    for flow, count in ordered:
+        answered.append((flow, _answer(with_known_pod(flow, pods), count, judged, request, names)))
+        tally.done += 1
     merged = merged_answers(answered)
     view = WhyView(
         answers=merged[:limit],
