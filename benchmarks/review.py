@@ -71,13 +71,18 @@ def measure(size: int, cpgs: dict[str, str], runs: int, work: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    sizes = [int(a) for a in argv if a.isdigit()] or [500, 2000]
     cpgs = {"new": str(Path(sys.executable).parent / "cpg")}
     runs = 3
-    if "--old" in argv:
-        cpgs["old"] = argv[argv.index("--old") + 1]
-    if "--runs" in argv:
-        runs = int(argv[argv.index("--runs") + 1])
+    rest = list(argv)
+    if "--old" in rest:
+        at = rest.index("--old")
+        cpgs["old"] = rest[at + 1]
+        del rest[at : at + 2]
+    if "--runs" in rest:
+        at = rest.index("--runs")
+        runs = int(rest[at + 1])
+        del rest[at : at + 2]
+    sizes = [int(a) for a in rest if a.isdigit()] or [500, 2000]
     with tempfile.TemporaryDirectory(prefix="cpg-review-") as work:
         for size in sizes:
             measure(size, cpgs, runs, Path(work))

@@ -5,6 +5,7 @@ either way the YAML to paste (ARCHITECTURE §D23)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import attrs
@@ -90,20 +91,26 @@ def narrowed_yaml(selector: Mapping[str, str], key: str, value: str) -> str:
 
 
 def exclusion(
-    intended: Iterable[Endpoint], broken: Mapping[str, str], selected: Iterable[str] = ()
+    intended: Iterable[Endpoint],
+    broken: Mapping[str, str],
+    selected: Iterable[str] = (),
+    seen: AbstractSet[str] | None = None,
 ) -> tuple[str, str] | None:
     """The label the broken pod has that no pod the policies were made for has with that
     value (``version: canary`` beside pods without it): ``key NotIn (value)`` on their
     selectors leaves it out as it is today and keeps every intended pod. A well-known
     discriminator first, never an injection or controller marker; None when no label tells
-    them apart (or nothing says which pods the policies were made for)."""
-    seen: set[str] = set()  # every label an intended pod has, as Cilium writes it
-    pods = 0
-    for endpoint in intended:
-        seen.update(endpoint.labels)
-        pods += 1
-    if not pods:
-        return None
+    them apart (or nothing says which pods the policies were made for). ``seen``: every
+    label of the (non-empty) intended pods, when the caller has gathered them already."""
+    if seen is None:
+        gathered: set[str] = set()
+        pods = False
+        for endpoint in intended:
+            gathered.update(endpoint.labels)
+            pods = True
+        if not pods:
+            return None
+        seen = gathered
     keys = set(selected)
     choices = [
         (key, value)

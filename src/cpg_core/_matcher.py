@@ -588,6 +588,10 @@ def flow_request(flow: Flow) -> Request:
     return Request(flow.protocol, flow.port)
 
 
+_PEERS: dict[tuple[Any, ...], PeerView] = {}
+_PEERS_MAX = 1 << 14
+
+
 def peer_side(
     endpoint: Endpoint,
     ip: str,
@@ -599,7 +603,24 @@ def peer_side(
     the ``cluster`` entity; ``local_cluster`` when not given). A peer Hubble gave the world
     identity while naming its pod (an L7 record, a stale ipcache) is a pod whose labels are
     unknown: no CIDR, world or FQDN rule selects it (Cilium's CIDR rules never select a pod it
-    manages), and a label selector only if it asks for nothing cpg cannot see."""
+    manages), and a label selector only if it asks for nothing cpg cannot see. Kept for the
+    next flow of the same peer (a view is never changed once made)."""
+    key = (endpoint, ip, tuple(names), local_cluster, cluster)
+    known = _PEERS.get(key)
+    if known is None:
+        if len(_PEERS) >= _PEERS_MAX:
+            _PEERS.clear()
+        known = _PEERS[key] = _peer_side(endpoint, ip, names, local_cluster, cluster)
+    return known
+
+
+def _peer_side(
+    endpoint: Endpoint,
+    ip: str,
+    names: Sequence[str],
+    local_cluster: str | None,
+    cluster: str | None,
+) -> PeerView:
     address = _network(ip) if ip else None
     network = address if address is not None and address.num_addresses == 1 else None
     reserved = frozenset(reserved_names(endpoint.labels))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence, Sized
+from collections.abc import Set as AbstractSet
 from typing import Any, Literal
 
 import attrs
@@ -629,7 +630,8 @@ class PlanJudge:
         intended = [pod for name in dict.fromkeys(names) for pod in tally.intended.get(name, [])]
         if not names:
             intended = tally.intended.get(item.policy, [])
-        return _with_fix(item, flow, intended, narrowable or [])
+        seen = frozenset().union(*(tally.labels_of(name) for name in dict.fromkeys(names)))
+        return _with_fix(item, flow, intended, narrowable or [], seen if intended else None)
 
     def _narrowable(self, target: Endpoint) -> list[tuple[str, str, object]] | None:
         """(policy, where in it, endpointSelector) of every proposed spec that selects
@@ -867,6 +869,18 @@ class _Tally:
     newly: dict[tuple[str, tuple[tuple[str, str], ...], str], list[Any]] = attrs.Factory(dict)
     """(namespace, labels, direction) newly policed -> [policies, flows, pods, workload]."""
     intended: dict[str, list[Endpoint]] = attrs.Factory(dict)
+    _labels: dict[str, frozenset[str]] = attrs.Factory(dict)
+
+    def labels_of(self, policy: str) -> frozenset[str]:
+        """Every label of the pods ``policy`` was made for (kept: asked once judging is
+        done, when ``intended`` no longer grows)."""
+        found = self._labels.get(policy)
+        if found is None:
+            found = self._labels[policy] = frozenset(
+                label for pod in self.intended.get(policy, ()) for label in pod.labels
+            )
+        return found
+
     """A proposed policy -> the pods its fixes are for."""
 
     def broken(self, flow: Flow, flows: int, item: WouldBreak) -> None:
@@ -1032,6 +1046,7 @@ def _with_fix(
     flow: Flow,
     intended: list[Endpoint],
     narrowable: Sequence[tuple[str, str, object]] = (),
+    seen: AbstractSet[str] | None = None,
 ) -> WouldBreak:
     """The fixes, best first: the selectors of every proposed policy that would newly select
     the endpoint narrowed by the label that tells it from the pods they were made for (it
@@ -1061,7 +1076,9 @@ def _with_fix(
         else ""
     )
     keys = {key for _, _, selector in narrowable for key in _match_labels(selector)}
-    excluded = exclusion(intended, item.labels, keys | set(item.selector)) if narrowable else None
+    excluded = (
+        exclusion(intended, item.labels, keys | set(item.selector), seen) if narrowable else None
+    )
     if excluded is not None:
         key, value = excluded
         policies = tuple(dict.fromkeys(name for name, _, _ in narrowable))

@@ -23,6 +23,7 @@ import attrs
 
 from cpg_core._documents import PolicyDocument
 from cpg_core._flow import Endpoint
+from cpg_core._labels import NAMESPACE_LABEL
 from cpg_core._matcher import (
     _L3,
     PeerView,
@@ -190,26 +191,53 @@ class IdentityIndex:
         self.views = [peer_side(identity, "", (), None) for identity in self.all]
         """How a rule sees each identity (as a peer of any cluster)."""
         self.by_namespace: dict[str, list[PeerView]] = {}
+        self.by_label: dict[tuple[str, str, str], list[PeerView]] = {}
+        """A namespace's identities by each of their labels (``app=web``)."""
         for identity, view in zip(self.all, self.views, strict=True):
             self.by_namespace.setdefault(identity.namespace, []).append(view)
+            for key, value in view.labels.items():
+                if value:
+                    self.by_label.setdefault((identity.namespace, key, value), []).append(view)
 
     def candidates(
         self, rule: Mapping[str, Any], prefix: str, namespace: str | None
     ) -> list[PeerView]:
-        """The identities the rule's endpoint selectors and entities could select."""
+        """The identities the rule's endpoint selectors and entities could select: those of
+        the namespaces they select in, and of those only the ones with a label a selector
+        requires (an identity without it is never selected by that selector)."""
         if rule.get(prefix + "Entities"):
             return self.views
-        spaces: set[str] = set()
+        found: dict[int, PeerView] = {}
         for selector in rule.get(prefix + "Endpoints") or []:
             named = _selector_namespace(selector)
             if named is _ANY or (named is None and namespace is None):
                 return self.views
-            spaces.add(named if isinstance(named, str) else str(namespace))
-        return [v for space in sorted(spaces) for v in self.by_namespace.get(space, ())]
+            space = named if isinstance(named, str) else str(namespace)
+            anchor = _required_label(selector)
+            views = (
+                self.by_namespace.get(space, ())
+                if anchor is None
+                else self.by_label.get((space, *anchor), ())
+            )
+            for view in views:
+                found[id(view)] = view
+        return list(found.values())
 
 
 _ANY = object()
 """A selector that may select pods of any namespace."""
+
+
+def _required_label(selector: object) -> tuple[str, str] | None:
+    """A pod label (key without its source, non-empty value) a selector requires, if any."""
+    if not isinstance(selector, Mapping):
+        return None
+    labels = selector.get("matchLabels")
+    for key, value in (labels if isinstance(labels, Mapping) else {}).items():
+        source, _, plain = str(key).rpartition(":")
+        if source in ("", "k8s", "any") and plain != NAMESPACE_LABEL and value:
+            return plain, str(value)
+    return None
 
 
 def _selector_namespace(selector: object) -> object:

@@ -127,9 +127,11 @@ class EvidenceStore:
     def health_path(self) -> Path:
         return self.base / HEALTH_FILE
 
-    def read(self, namespace: str, workload: str) -> PolicyEvidence | None:
+    def read(
+        self, namespace: str, workload: str, resolved: dict[Path, Path] | None = None
+    ) -> PolicyEvidence | None:
         path = self.path_for(namespace, workload)
-        text = read_text(path, "evidence", inside=self.base)
+        text = read_text(path, "evidence", inside=self.base, resolved=resolved)
         return None if text is None else parse_evidence(text, str(path))
 
     def targets(self) -> Iterator[tuple[str, str]]:
@@ -146,11 +148,12 @@ class EvidenceStore:
         """Every readable evidence document; each unreadable one is passed to ``on_error``
         (its message names the file) and skipped. Cancelled before the next file once
         ``cancel`` is set."""
+        resolved: dict[Path, Path] = {}  # each folder's real path, for this reading only
         for namespace, workload in self.targets():
             if cancel is not None and cancel.is_set():
                 raise Cancelled("the reading was cancelled")
             try:
-                doc = self.read(namespace, workload)
+                doc = self.read(namespace, workload, resolved)
             except (EvidenceError, StoreError, OSError, UnicodeDecodeError) as exc:
                 on_error(str(exc))
                 continue

@@ -174,13 +174,23 @@ class RefusedFile(StoreError):
     """A file cpg will not read: a symlink out of its folder, not a regular file, too big."""
 
 
-def read_bounded(path: Path, limit: int = MAX_READ_BYTES, inside: Path | None = None) -> bytes:
+def read_bounded(
+    path: Path,
+    limit: int = MAX_READ_BYTES,
+    inside: Path | None = None,
+    resolved: dict[Path, Path] | None = None,
+) -> bytes:
     """The bytes of a regular file of at most ``limit`` bytes. With ``inside``, a symlink
     that resolves outside that folder is refused. RefusedFile says which rule it broke;
-    OSError (FileNotFoundError…) passes through."""
-    os.lstat(path)  # a file that is not there (a first run's) costs one call, not a resolve
-    real = path.resolve()
-    if inside is not None and not real.is_relative_to(inside.resolve()):
+    OSError (FileNotFoundError…) passes through. ``resolved`` keeps the real path of each
+    folder for a caller that reads many files of few folders in one go (a file that is no
+    symlink is then its folder's real path and its name: no walk of the whole path)."""
+    found = os.lstat(path)  # a file that is not there (a first run's) costs one call
+    if resolved is None or stat.S_ISLNK(found.st_mode):
+        real = path.resolve()
+    else:
+        real = _real_folder(path.parent, resolved) / path.name
+    if inside is not None and not real.is_relative_to(_real_folder(inside, resolved)):
         raise RefusedFile(f"{path}: a symlink that leads out of {inside} (to {real}); refused")
     mode = os.stat(real).st_mode
     if stat.S_ISDIR(mode):
@@ -200,12 +210,23 @@ def read_bounded(path: Path, limit: int = MAX_READ_BYTES, inside: Path | None = 
     return data
 
 
-def read_text(path: Path, what: str, inside: Path | None = None) -> str | None:
+def _real_folder(folder: Path, resolved: dict[Path, Path] | None) -> Path:
+    if resolved is None:
+        return folder.resolve()
+    real = resolved.get(folder)
+    if real is None:
+        real = resolved[folder] = folder.resolve()
+    return real
+
+
+def read_text(
+    path: Path, what: str, inside: Path | None = None, resolved: dict[Path, Path] | None = None
+) -> str | None:
     """A text file's content; None when it does not exist; StoreError naming the path and
     the fix for anything else (a folder in its place, no permission, not UTF-8, a symlink
-    out of ``inside``, a device, too big…)."""
+    out of ``inside``, a device, too big…). ``resolved``: as :func:`read_bounded`."""
     try:
-        return read_bounded(path, inside=inside).decode("utf-8")
+        return read_bounded(path, inside=inside, resolved=resolved).decode("utf-8")
     except FileNotFoundError:
         return None
     except NotADirectoryError:
