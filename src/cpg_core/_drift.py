@@ -22,14 +22,14 @@ from cpg_core._flow import Direction, Endpoint, Flow
 from cpg_core._matcher import match_flow, policy_name
 from cpg_core._names import policy_name as named_policy
 from cpg_core._plan import (
-    _WORKS,
+    WORKS,
+    FlowGroup,
     Kept,
+    PolicyIndex,
     Traffic,
-    _Group,
-    _group_key,
-    _PolicyIndex,
-    _traffic,
-    _Worlds,
+    Worlds,
+    group_key,
+    traffic_of,
 )
 from cpg_core._synthesis import (
     Resolved,
@@ -125,11 +125,11 @@ class DriftJudge:
         self.default_local_cluster = default_local_cluster
         self.allow_localhost = allow_localhost
         self.flows = 0
-        self._index = _PolicyIndex(self.policies)
-        self._world = _Worlds()
+        self._index = PolicyIndex(self.policies)
+        self._world = Worlds()
         self._pods: dict[str, Endpoint] = {}
         self._names: dict[str, list[str]] = {}
-        self._drops: dict[tuple[Any, ...], _Group] = {}
+        self._drops: dict[tuple[Any, ...], FlowGroup] = {}
         self._reached: dict[tuple[str, tuple[tuple[str, str], ...]], list[Any]] = {}
         self._used: set[tuple[str, str]] = set()
         self._resolver = Resolver()
@@ -149,17 +149,17 @@ class DriftJudge:
             return
         decision = decide(flow, self.options)
         if decision is Decision.CANDIDATE:
-            key = _group_key(flow, self._world)
+            key = group_key(flow, self._world)
             group = self._drops.get(key)
             if group is None:
                 if not kept.room(self._drops):
                     kept.unjudged += 1
                     return
-                group = self._drops[key] = _Group(flow)
+                group = self._drops[key] = FlowGroup(flow)
             group.flows += 1
         elif flow.is_reply is None and looks_like_reply(flow):
             return
-        elif flow.verdict in _WORKS:  # the rule this traffic uses is alive
+        elif flow.verdict in WORKS:  # the rule this traffic uses is alive
             resolved = self._resolver.resolve(flow)
             if isinstance(resolved, Resolved):
                 target = resolved.target
@@ -172,7 +172,7 @@ class DriftJudge:
         on (a stream need not wait): what ``add`` changes is copied, the policies, their
         index and the caches are shared."""
         copied = copy.copy(self)
-        copied._drops = {k: _Group(g.first, g.flows) for k, g in self._drops.items()}
+        copied._drops = {k: FlowGroup(g.first, g.flows) for k, g in self._drops.items()}
         copied._pods = dict(self._pods)
         copied._names = {ip: list(names) for ip, names in self._names.items()}
         copied._reached = {
@@ -239,7 +239,7 @@ class DriftJudge:
             found.append(
                 NeedsRule(
                     policy=policing[0],
-                    traffic=_traffic(flow, group.flows),
+                    traffic=traffic_of(flow, group.flows),
                     drop_reason=reason_name(flow.drop_reason),
                     rule_yaml=rule_yaml(flow),
                 )

@@ -232,11 +232,11 @@ CANNOT_JUDGE = (
 )
 
 _WAYS = {int(Direction.INGRESS): "ingress", int(Direction.EGRESS): "egress"}
-_WORKS = frozenset({int(Verdict.FORWARDED), int(Verdict.REDIRECTED)})
+WORKS = frozenset({int(Verdict.FORWARDED), int(Verdict.REDIRECTED)})
 
 
 @attrs.define
-class _Group:
+class FlowGroup:
     first: Flow
     flows: int = 0
 
@@ -246,7 +246,7 @@ CACHE_LIMIT = 65536
 grow them without bound; what they hold is computed again on demand)."""
 
 
-class _Worlds(dict[Endpoint, bool]):
+class Worlds(dict[Endpoint, bool]):
     """Whether an endpoint is the world, asked once per endpoint."""
 
     def __missing__(self, endpoint: Endpoint) -> bool:
@@ -281,7 +281,7 @@ class Kept:
             note_dns_names(names, flow)
 
 
-def _group_key(flow: Flow, world: _Worlds) -> tuple[Any, ...]:
+def group_key(flow: Flow, world: Worlds) -> tuple[Any, ...]:
     """Flows the matcher cannot tell apart: same ends, port and L7 request."""
     l7 = flow.l7
     request: tuple[str, ...] = ()
@@ -303,7 +303,7 @@ def _group_key(flow: Flow, world: _Worlds) -> tuple[Any, ...]:
     )
 
 
-class _PolicyIndex(PolicySet):
+class PolicyIndex(PolicySet):
     """Policies by namespace (a namespaced policy selects only its own namespace's pods),
     with each endpoint's selecting specs and enforcing policies kept."""
 
@@ -413,14 +413,14 @@ class PlanJudge:
         self.default_local_cluster = default_local_cluster
         self.allow_localhost = allow_localhost
         self.flows = 0
-        self._groups: dict[tuple[Any, ...], _Group] = {}
-        self._mirrored: dict[tuple[Any, ...], _Group] = {}
+        self._groups: dict[tuple[Any, ...], FlowGroup] = {}
+        self._mirrored: dict[tuple[Any, ...], FlowGroup] = {}
         """Traffic judged at its other end too (see :func:`_other_end`)."""
-        self._world = _Worlds()
+        self._world = Worlds()
         self._policed: set[tuple[Endpoint, str]] = set()
         self._pods: dict[str, Endpoint] = {}
         self._names: dict[str, list[str]] = {}
-        self._proposed = _PolicyIndex(self.proposal)
+        self._proposed = PolicyIndex(self.proposal)
         self._shared_names = frozenset(policy_name(p) for p in self.proposal if is_shared(p))
         self._pressure_memo: tuple[tuple[int, int, int], dict[object, int]] = ((-1, -1, -1), {})
         self._pressure_found: tuple[tuple[int, ...], tuple[EndpointPressure, ...]] = ((), ())
@@ -433,8 +433,8 @@ class PlanJudge:
         self._also_selected = also_selected(self.proposal, self.current or [])
         self._availability_found: list[Availability] | None = None
         self._replaced = {_key(p) for p in self.proposal}
-        self._today = _PolicyIndex(self.current or [])
-        self._after = _PolicyIndex(
+        self._today = PolicyIndex(self.current or [])
+        self._after = PolicyIndex(
             [p for p in (self.current or []) if _key(p) not in self._replaced] + self.proposal
         )
         self._after_set = Policies(self._after.all)
@@ -456,26 +456,26 @@ class PlanJudge:
             self._policed.add((target, way))
         if flow.l7 is not None and flow.l7.dns is not None:
             kept.note_names(self._names, flow)  # names for toFQDNs
-        works = flow.verdict in _WORKS and flow.is_reply is not True
+        works = flow.verdict in WORKS and flow.is_reply is not True
         if works and flow.is_reply is None and looks_like_reply(flow):
             works = False  # a reply conntrack lets through: it needs no rule (§D27)
         if decision is Decision.CANDIDATE or works:
-            key = (decision is Decision.CANDIDATE, *_group_key(flow, self._world))
+            key = (decision is Decision.CANDIDATE, *group_key(flow, self._world))
             group = self._groups.get(key)
             if group is None:
                 if not kept.room(self._groups):
                     kept.unjudged += 1
                     return
-                group = self._groups[key] = _Group(flow)
+                group = self._groups[key] = FlowGroup(flow)
             group.flows += 1
             mirror = _other_end(flow, way, works, self._world) if works else None
             if mirror is not None:
-                key = (False, *_group_key(mirror, self._world))
+                key = (False, *group_key(mirror, self._world))
                 group = self._mirrored.get(key)
                 if group is None:
                     if not kept.room(self._mirrored):
                         return  # this end was judged; the other end's kinds are full
-                    group = self._mirrored[key] = _Group(mirror)
+                    group = self._mirrored[key] = FlowGroup(mirror)
                 group.flows += 1
 
     def snapshot(self) -> PlanJudge:
@@ -484,8 +484,8 @@ class PlanJudge:
         tens of thousands of kinds); the policies, their indexes and the caches are shared.
         :meth:`keep_memos` takes back what planning the copy learned."""
         copied = copy.copy(self)
-        copied._groups = {k: _Group(g.first, g.flows) for k, g in self._groups.items()}
-        copied._mirrored = {k: _Group(g.first, g.flows) for k, g in self._mirrored.items()}
+        copied._groups = {k: FlowGroup(g.first, g.flows) for k, g in self._groups.items()}
+        copied._mirrored = {k: FlowGroup(g.first, g.flows) for k, g in self._mirrored.items()}
         copied._policed = set(self._policed)
         copied._pods = dict(self._pods)
         copied._names = {ip: list(names) for ip, names in self._names.items()}
@@ -665,7 +665,7 @@ class PlanJudge:
             tally.fixes_by_policy[by] += flows
             tally.intended.setdefault(by, []).append(target)
         else:
-            tally.not_fixed.append(_traffic(flow, flows))
+            tally.not_fixed.append(traffic_of(flow, flows))
 
     def _judge_working(
         self, ask: _Questions, tally: _Tally, flow: Flow, flows: int, mirrored: bool
@@ -781,7 +781,7 @@ _MIRRORED = int(Verdict.VERDICT_UNKNOWN)
 """The verdict of a flow as its other end saw it: not recorded by Hubble, inferred."""
 
 
-def _other_end(flow: Flow, way: str, works: bool, world: _Worlds) -> Flow | None:
+def _other_end(flow: Flow, way: str, works: bool, world: Worlds) -> Flow | None:
     """The same traffic where its other end polices it, when that end is a pod: a packet
     Hubble saw arrive (ingress) left its source's egress, and one that left a pod (egress,
     forwarded) reaches the destination's ingress. A capture often shows only one end (one
@@ -827,7 +827,7 @@ def _who(endpoint: Endpoint) -> str:
     return f"{name} (pod {endpoint.pod_name})" if endpoint.pod_name else name
 
 
-def _traffic(flow: Flow, count: int) -> Traffic:
+def traffic_of(flow: Flow, count: int) -> Traffic:
     line = traffic_line(flow)
     return Traffic(
         direction=_WAYS.get(flow.direction, "?"),
@@ -846,7 +846,7 @@ def _own_policy(shared: frozenset[str], names: Sequence[str]) -> str:
     return next((name for name in names if name not in shared), "")
 
 
-def _selector(index: _PolicyIndex, name: str, target: Endpoint) -> dict[str, str]:
+def _selector(index: PolicyIndex, name: str, target: Endpoint) -> dict[str, str]:
     for policy, spec, _ in index.selecting(target):
         if policy_name(policy) == name:
             labels = (spec.get("endpointSelector") or {}).get("matchLabels") or {}
@@ -886,7 +886,7 @@ class _Tally:
     def broken(self, flow: Flow, flows: int, item: WouldBreak) -> None:
         """``flows`` flows like ``flow`` that would break, as ``item`` says."""
         self.break_flows.append((flow, flows))
-        self.breaks.append(attrs.evolve(item, traffic=_traffic(flow, flows)))
+        self.breaks.append(attrs.evolve(item, traffic=traffic_of(flow, flows)))
 
 
 def _would_break(
@@ -900,7 +900,7 @@ def _would_break(
 ) -> WouldBreak:
     """Traffic like ``flow`` to or from ``target`` that would break (counted by the tally)."""
     return WouldBreak(
-        traffic=_traffic(flow, 1),
+        traffic=traffic_of(flow, 1),
         endpoint=endpoint_name(target),
         labels=stable_labels(target.labels),
         policy=policy,
@@ -926,7 +926,7 @@ class _Questions:
             judge._verdicts_context, judge._verdicts = context, {}
         self._verdicts = judge._verdicts
 
-    def admitted(self, index: _PolicyIndex, flow: Flow, target: Endpoint) -> tuple[bool, str]:
+    def admitted(self, index: PolicyIndex, flow: Flow, target: Endpoint) -> tuple[bool, str]:
         """Whether the policies of ``index`` admit ``flow`` at ``target``, and which did."""
         key = (id(index), id(flow), target is flow.destination)
         known = self._verdicts.get(key)
