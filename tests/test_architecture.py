@@ -146,12 +146,12 @@ def test_the_face_check_catches_a_private_import(tmp_path: Path) -> None:
     sample = tmp_path / "adapter.py"
     sample.write_text(
         "from cpg_core import Flow\nfrom cpg_core.reports import markdown_report\n"
-        "from cpg_core._aggregate import hold_back\nimport cpg_core._lines\n"
+        "from cpg_core.synthesis._aggregate import hold_back\nimport cpg_core.synthesis._lines\n"
         "from cpg_core.reports._html import layout\n"
     )
     assert _core_imports_outside_the_face(sample) == [
-        "cpg_core._aggregate",
-        "cpg_core._lines",
+        "cpg_core.synthesis._aggregate",
+        "cpg_core.synthesis._lines",
         "cpg_core.reports._html",
     ]
 
@@ -161,9 +161,68 @@ def test_every_core_module_outside_the_face_is_private() -> None:
         relative = path.relative_to(SRC).with_suffix("")
         parts = [p for p in relative.parts if p != "__init__"]
         name = ".".join(parts)
-        assert name in PUBLIC_CORE or parts[-1].startswith("_"), (
-            f"{name}: a core module is either part of the face (PUBLIC_CORE) or private (_name)"
+        assert name in PUBLIC_CORE or name in LAYER_PACKAGES or parts[-1].startswith("_"), (
+            f"{name}: a core module is either part of the face (PUBLIC_CORE), a layer's "
+            "folder, or private (_name)"
         )
+
+
+CORE_LAYERS = ("base", "flows", "policy", "synthesis", "review", "requests", "reports")
+"""The core's layers as folders, lowest first: a module imports only its own layer's and
+the layers' below it (and the leaf helpers ``cpg_core.text`` and ``cpg_core.lazy``)."""
+LAYER_PACKAGES = frozenset(f"cpg_core.{layer}" for layer in CORE_LAYERS[:-1])
+CORE_LEAVES = frozenset({"cpg_core.text", "cpg_core.lazy"})
+
+
+def _core_layer(module: str) -> str | None:
+    """The layer of a core module, or None for the face (the top-level public modules)."""
+    parts = module.split(".")
+    return (
+        parts[1]
+        if len(parts) > 2 or module in LAYER_PACKAGES
+        else ("reports" if module == "cpg_core.reports" else None)
+    )
+
+
+def test_the_core_layers_import_only_downward_and_keep_their_private_names() -> None:
+    """Each layer folder imports only from itself and the layers below it, never from the
+    face above them all, and no name starting with an underscore crosses into another
+    layer (what another layer needs is a public name of the module that has it)."""
+    import ast
+
+    found: list[str] = []
+    for path in sorted((SRC / "cpg_core").rglob("*.py")):
+        relative = path.relative_to(SRC).with_suffix("")
+        module = ".".join(p for p in relative.parts if p != "__init__")
+        mine = _core_layer(module)
+        if mine is None:
+            continue  # the face may import from any layer
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith(
+                "cpg_core"
+            ):
+                continue
+            target = str(node.module)
+            if target in CORE_LEAVES:
+                continue
+            theirs = _core_layer(target)
+            if theirs is None:
+                found.append(f"{module} imports the face {target}")
+                continue
+            if CORE_LAYERS.index(theirs) > CORE_LAYERS.index(mine):
+                found.append(f"{module} ({mine}) imports {target} ({theirs}), a layer above")
+            private = [a.name for a in node.names if a.name.startswith("_")]
+            if theirs != mine and private:
+                found.append(f"{module} takes {private} from {target}, another layer")
+    assert found == []
+
+
+def test_the_core_has_no_module_outside_its_layers_and_face() -> None:
+    """Every private core module lives in a layer folder: nothing new lands at the top."""
+    loose = sorted(p.name for p in (SRC / "cpg_core").glob("_*.py") if p.name != "__init__.py")
+    assert loose == []
+    folders = {p.name for p in (SRC / "cpg_core").iterdir() if (p / "__init__.py").is_file()}
+    assert folders == set(CORE_LAYERS)
 
 
 def test_the_face_is_importable_and_small() -> None:
@@ -219,7 +278,8 @@ def test_lazy_faces_list_each_name_once_and_load_it_on_first_use() -> None:
     ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert (
         ran.stdout.strip()
-        == "['cpg_core._flow', 'cpg_core.lazy', 'cpg_core.reports', 'cpg_io.runs']"
+        == "['cpg_core.base', 'cpg_core.base._flow', 'cpg_core.lazy', 'cpg_core.reports', "
+        "'cpg_io.runs']"
     ), ran
 
 
@@ -268,13 +328,13 @@ def test_the_judgment_code_has_unit_tests_beside_it() -> None:
     core = Path(__file__).resolve().parent / "core"
     src = Path(__file__).resolve().parents[1] / "src" / "cpg_core"
     for name in JUDGMENT:
-        assert (src / f"_{name}.py").is_file(), name
+        assert list(src.glob(f"*/_{name}.py")), name
         assert (core / f"test_{name}.py").is_file(), f"_{name}.py has no tests/core/test_{name}.py"
 
 
 _FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]+)")
 CLI_RENDERINGS = {
-    "cpg_core/_options.py": "the option table declares the flags",
+    "cpg_core/requests/_options.py": "the option table declares the flags",
     "cpg_core/reports/_run.py": "the terminal report of a cpg run: the next cpg commands to type",
 }
 """Core and io modules whose texts are the command line's own, with the reason."""

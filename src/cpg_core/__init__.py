@@ -20,19 +20,7 @@ from typing import TYPE_CHECKING
 from cpg_core.lazy import lazy_face
 
 if TYPE_CHECKING:
-    from cpg_core._aggregate import (
-        AggregateOptions,
-        AggregateState,
-        Aggregator,
-        HeldBack,
-        HeldStats,
-        PolicyPlan,
-        held_back,
-        hold_back,
-    )
-    from cpg_core._bootstrap import render_bootstrap
-    from cpg_core._decide import DecideOptions, Decision
-    from cpg_core._documents import (
+    from cpg_core.base._documents import (
         ClusterHealth,
         DroppedFlowCount,
         DroppedFlowSample,
@@ -48,8 +36,7 @@ if TYPE_CHECKING:
         VerifyCheck,
         VerifyReport,
     )
-    from cpg_core._equivalence import policies_equivalent
-    from cpg_core._errors import (
+    from cpg_core.base._errors import (
         CpgError,
         FlowParseError,
         Message,
@@ -57,117 +44,135 @@ if TYPE_CHECKING:
         SelectorMismatchError,
         Setting,
     )
-    from cpg_core._evidence import (
-        EvidenceError,
-        parse_evidence,
-        plan_evidence,
-        redact_ips,
-        render_evidence,
-    )
-    from cpg_core._explain import ExplainFilter, explain_lines, explain_record
-    from cpg_core._flow import PROTOCOLS, Endpoint, Flow, LostEvents, OtherRecord, Verdict
-    from cpg_core._generate import Generated, generate
-    from cpg_core._lines import ReadStats, feed_lines
-    from cpg_core._matcher import match_flow
-    from cpg_core._merge import render_or_merge
-    from cpg_core._parse import FlowParser, parse_flow, parse_record
-    from cpg_core._plan import CANNOT_JUDGE, CurrentSource, Plan, plan
-    from cpg_core._render import render_policy
-    from cpg_core._request_error import RequestError
-    from cpg_core._requests import (
+    from cpg_core.base._flow import PROTOCOLS, Endpoint, Flow, LostEvents, OtherRecord, Verdict
+    from cpg_core.base._request_error import RequestError
+    from cpg_core.base._rules import Atom
+    from cpg_core.flows._decide import DecideOptions, Decision
+    from cpg_core.flows._parse import FlowParser, parse_flow, parse_record
+    from cpg_core.flows._synthesis import PolicyTarget
+    from cpg_core.policy._equivalence import policies_equivalent
+    from cpg_core.policy._matcher import match_flow
+    from cpg_core.requests._generate import Generated, generate
+    from cpg_core.requests._requests import (
         CaptureRequest,
         ExplainRequest,
         LiveRequest,
         TimeWindow,
         check_target,
     )
-    from cpg_core._rules import Atom
-    from cpg_core._run_request import CheckRequest, EngineChoice, EvidencePolicy, RunRequest
-    from cpg_core._sessions import ReplayIdentity
-    from cpg_core._synthesis import PolicyTarget
-    from cpg_core._verify import verify_flows
-    from cpg_core._wire import DocumentError, document_schema, from_data, to_data, to_json
+    from cpg_core.requests._run_request import (
+        CheckRequest,
+        EngineChoice,
+        EvidencePolicy,
+        RunRequest,
+    )
+    from cpg_core.requests._sessions import ReplayIdentity
+    from cpg_core.review._evidence import (
+        EvidenceError,
+        parse_evidence,
+        plan_evidence,
+        redact_ips,
+        render_evidence,
+    )
+    from cpg_core.review._explain import ExplainFilter, explain_lines, explain_record
+    from cpg_core.review._plan import CANNOT_JUDGE, CurrentSource, Plan, plan
+    from cpg_core.review._verify import verify_flows
+    from cpg_core.review._wire import DocumentError, document_schema, from_data, to_data, to_json
+    from cpg_core.synthesis._aggregate import (
+        AggregateOptions,
+        AggregateState,
+        Aggregator,
+        HeldBack,
+        HeldStats,
+        PolicyPlan,
+        held_back,
+        hold_back,
+    )
+    from cpg_core.synthesis._bootstrap import render_bootstrap
+    from cpg_core.synthesis._lines import ReadStats, feed_lines
+    from cpg_core.synthesis._merge import render_or_merge
+    from cpg_core.synthesis._render import render_policy
 
 _WHERE = {
-    "AggregateOptions": "cpg_core._aggregate",
-    "AggregateState": "cpg_core._aggregate",
-    "Aggregator": "cpg_core._aggregate",
-    "Atom": "cpg_core._rules",
-    "CANNOT_JUDGE": "cpg_core._plan",
-    "CaptureRequest": "cpg_core._requests",
-    "CheckRequest": "cpg_core._run_request",
-    "ClusterHealth": "cpg_core._documents",
-    "CpgError": "cpg_core._errors",
-    "CurrentSource": "cpg_core._plan",
-    "DecideOptions": "cpg_core._decide",
-    "Decision": "cpg_core._decide",
-    "DocumentError": "cpg_core._wire",
-    "DropRecord": "cpg_core._documents",
-    "DroppedFlowCount": "cpg_core._documents",
-    "DroppedFlowSample": "cpg_core._documents",
-    "Endpoint": "cpg_core._flow",
-    "EngineChoice": "cpg_core._run_request",
-    "EvidenceError": "cpg_core._evidence",
-    "EvidencePolicy": "cpg_core._run_request",
-    "ExplainFilter": "cpg_core._explain",
-    "ExplainResult": "cpg_core._documents",
-    "Finding": "cpg_core._documents",
-    "Flow": "cpg_core._flow",
-    "FlowParseError": "cpg_core._errors",
-    "FlowParser": "cpg_core._parse",
-    "Generated": "cpg_core._generate",
-    "HeldBack": "cpg_core._aggregate",
-    "HeldStats": "cpg_core._aggregate",
-    "InputDigest": "cpg_core._documents",
-    "LiveRequest": "cpg_core._requests",
-    "LostEvents": "cpg_core._flow",
-    "OtherRecord": "cpg_core._flow",
-    "PROTOCOLS": "cpg_core._flow",
-    "Plan": "cpg_core._plan",
-    "PolicyEvidence": "cpg_core._documents",
-    "PolicyMergeError": "cpg_core._errors",
-    "PolicyPlan": "cpg_core._aggregate",
-    "PolicyTarget": "cpg_core._synthesis",
-    "ReadStats": "cpg_core._lines",
-    "ReplayIdentity": "cpg_core._sessions",
-    "RequestError": "cpg_core._request_error",
-    "RuleEvidence": "cpg_core._documents",
-    "RunRequest": "cpg_core._run_request",
-    "SampleFlow": "cpg_core._documents",
-    "SelectorMismatchError": "cpg_core._errors",
-    "SessionInfo": "cpg_core._documents",
-    "SessionSource": "cpg_core._documents",
-    "Setting": "cpg_core._errors",
-    "Message": "cpg_core._errors",
-    "TimeWindow": "cpg_core._requests",
-    "ExplainRequest": "cpg_core._requests",
-    "Verdict": "cpg_core._flow",
-    "VerifyCheck": "cpg_core._documents",
-    "VerifyReport": "cpg_core._documents",
-    "check_target": "cpg_core._requests",
-    "document_schema": "cpg_core._wire",
-    "explain_lines": "cpg_core._explain",
-    "explain_record": "cpg_core._explain",
-    "feed_lines": "cpg_core._lines",
-    "from_data": "cpg_core._wire",
-    "generate": "cpg_core._generate",
-    "held_back": "cpg_core._aggregate",
-    "hold_back": "cpg_core._aggregate",
-    "match_flow": "cpg_core._matcher",
-    "parse_evidence": "cpg_core._evidence",
-    "parse_flow": "cpg_core._parse",
-    "parse_record": "cpg_core._parse",
-    "plan": "cpg_core._plan",
-    "plan_evidence": "cpg_core._evidence",
-    "policies_equivalent": "cpg_core._equivalence",
-    "redact_ips": "cpg_core._evidence",
-    "render_bootstrap": "cpg_core._bootstrap",
-    "render_evidence": "cpg_core._evidence",
-    "render_or_merge": "cpg_core._merge",
-    "render_policy": "cpg_core._render",
-    "to_data": "cpg_core._wire",
-    "to_json": "cpg_core._wire",
-    "verify_flows": "cpg_core._verify",
+    "AggregateOptions": "cpg_core.synthesis._aggregate",
+    "AggregateState": "cpg_core.synthesis._aggregate",
+    "Aggregator": "cpg_core.synthesis._aggregate",
+    "Atom": "cpg_core.base._rules",
+    "CANNOT_JUDGE": "cpg_core.review._plan",
+    "CaptureRequest": "cpg_core.requests._requests",
+    "CheckRequest": "cpg_core.requests._run_request",
+    "ClusterHealth": "cpg_core.base._documents",
+    "CpgError": "cpg_core.base._errors",
+    "CurrentSource": "cpg_core.review._plan",
+    "DecideOptions": "cpg_core.flows._decide",
+    "Decision": "cpg_core.flows._decide",
+    "DocumentError": "cpg_core.review._wire",
+    "DropRecord": "cpg_core.base._documents",
+    "DroppedFlowCount": "cpg_core.base._documents",
+    "DroppedFlowSample": "cpg_core.base._documents",
+    "Endpoint": "cpg_core.base._flow",
+    "EngineChoice": "cpg_core.requests._run_request",
+    "EvidenceError": "cpg_core.review._evidence",
+    "EvidencePolicy": "cpg_core.requests._run_request",
+    "ExplainFilter": "cpg_core.review._explain",
+    "ExplainResult": "cpg_core.base._documents",
+    "Finding": "cpg_core.base._documents",
+    "Flow": "cpg_core.base._flow",
+    "FlowParseError": "cpg_core.base._errors",
+    "FlowParser": "cpg_core.flows._parse",
+    "Generated": "cpg_core.requests._generate",
+    "HeldBack": "cpg_core.synthesis._aggregate",
+    "HeldStats": "cpg_core.synthesis._aggregate",
+    "InputDigest": "cpg_core.base._documents",
+    "LiveRequest": "cpg_core.requests._requests",
+    "LostEvents": "cpg_core.base._flow",
+    "OtherRecord": "cpg_core.base._flow",
+    "PROTOCOLS": "cpg_core.base._flow",
+    "Plan": "cpg_core.review._plan",
+    "PolicyEvidence": "cpg_core.base._documents",
+    "PolicyMergeError": "cpg_core.base._errors",
+    "PolicyPlan": "cpg_core.synthesis._aggregate",
+    "PolicyTarget": "cpg_core.flows._synthesis",
+    "ReadStats": "cpg_core.synthesis._lines",
+    "ReplayIdentity": "cpg_core.requests._sessions",
+    "RequestError": "cpg_core.base._request_error",
+    "RuleEvidence": "cpg_core.base._documents",
+    "RunRequest": "cpg_core.requests._run_request",
+    "SampleFlow": "cpg_core.base._documents",
+    "SelectorMismatchError": "cpg_core.base._errors",
+    "SessionInfo": "cpg_core.base._documents",
+    "SessionSource": "cpg_core.base._documents",
+    "Setting": "cpg_core.base._errors",
+    "Message": "cpg_core.base._errors",
+    "TimeWindow": "cpg_core.requests._requests",
+    "ExplainRequest": "cpg_core.requests._requests",
+    "Verdict": "cpg_core.base._flow",
+    "VerifyCheck": "cpg_core.base._documents",
+    "VerifyReport": "cpg_core.base._documents",
+    "check_target": "cpg_core.requests._requests",
+    "document_schema": "cpg_core.review._wire",
+    "explain_lines": "cpg_core.review._explain",
+    "explain_record": "cpg_core.review._explain",
+    "feed_lines": "cpg_core.synthesis._lines",
+    "from_data": "cpg_core.review._wire",
+    "generate": "cpg_core.requests._generate",
+    "held_back": "cpg_core.synthesis._aggregate",
+    "hold_back": "cpg_core.synthesis._aggregate",
+    "match_flow": "cpg_core.policy._matcher",
+    "parse_evidence": "cpg_core.review._evidence",
+    "parse_flow": "cpg_core.flows._parse",
+    "parse_record": "cpg_core.flows._parse",
+    "plan": "cpg_core.review._plan",
+    "plan_evidence": "cpg_core.review._evidence",
+    "policies_equivalent": "cpg_core.policy._equivalence",
+    "redact_ips": "cpg_core.review._evidence",
+    "render_bootstrap": "cpg_core.synthesis._bootstrap",
+    "render_evidence": "cpg_core.review._evidence",
+    "render_or_merge": "cpg_core.synthesis._merge",
+    "render_policy": "cpg_core.synthesis._render",
+    "to_data": "cpg_core.review._wire",
+    "to_json": "cpg_core.review._wire",
+    "verify_flows": "cpg_core.review._verify",
 }
 __getattr__ = lazy_face(__name__, _WHERE)
 

@@ -1,7 +1,7 @@
 """Facts about Cilium and its policy files that adapters need: reading policy YAML, the labels
 cpg marks its policies with, and the agent versions a cluster runs."""
 
-from cpg_core._cilium_version import (
+from cpg_core.base._cilium_version import (
     LOCAL_CLUSTER_DEFAULT_SINCE,
     Version,
     below_floor,
@@ -10,13 +10,13 @@ from cpg_core._cilium_version import (
     minimum_version,
     versions_seen,
 )
-from cpg_core._merge import ForeignPolicy, foreign_policy
-from cpg_core._names import POLICY_NAME_PREFIX
-from cpg_core._narrow import narrow_in_text
-from cpg_core._policy_docs import PolicyShapeProblem, policies_in
-from cpg_core._policy_set import PolicySet
-from cpg_core._render import MANAGED_BY_LABEL, MANAGED_BY_VALUE
-from cpg_core._yamlread import JsonInputError, YamlInputError, load_all, load_json, load_one
+from cpg_core.base._names import POLICY_NAME_PREFIX
+from cpg_core.policy._policy_docs import PolicyShapeProblem, policies_in
+from cpg_core.policy._policy_set import PolicySet
+from cpg_core.policy._yamlread import JsonInputError, YamlInputError, load_all, load_json, load_one
+from cpg_core.synthesis._merge import ForeignPolicy, foreign_policy
+from cpg_core.synthesis._narrow import narrow_in_text
+from cpg_core.synthesis._render import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 
 __all__ = [
     "LOCAL_CLUSTER_DEFAULT_SINCE",

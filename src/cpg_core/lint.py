@@ -2,7 +2,7 @@
 and the pre-commit hook): the rules, each with a code and a fix, the check of one file, and
 the availability checks of the files linted together."""
 
-from cpg_core._lint import (
+from cpg_core.review._lint import (
     RULES,
     LintFinding,
     LintRule,
@@ -15,7 +15,7 @@ from cpg_core._lint import (
     selects,
     unreadable_file,
 )
-from cpg_core._lint_versions import NEWEST, SUPPORTED, parse_version, supported_text
+from cpg_core.review._lint_versions import NEWEST, SUPPORTED, parse_version, supported_text
 
 __all__ = [
     "NEWEST",

@@ -1,6 +1,14 @@
 """The options both front ends take, declared once (ARCHITECTURE §L4): the table, and the
 lookups the command line, cpg-mcp and the parity test make in it."""
 
-from cpg_core._options import OPTIONS, Option, Request, Value, option, options_of, tool_options
+from cpg_core.requests._options import (
+    OPTIONS,
+    Option,
+    Request,
+    Value,
+    option,
+    options_of,
+    tool_options,
+)
 
 __all__ = ["OPTIONS", "Option", "Request", "Value", "option", "options_of", "tool_options"]

@@ -1,8 +1,9 @@
 """Reading captures fast: the one hot-path call every engine uses (:class:`LineAggregator`),
 the line limits readers must respect, and how to say what an unreadable input looks like."""
 
-from cpg_core._attribution import time_key
-from cpg_core._lines import (
+from cpg_core.flows._attribution import time_key
+from cpg_core.flows._sniff import CAPTURE_HINT, describe_unreadable
+from cpg_core.synthesis._lines import (
     MAX_LINE_BYTES,
     MAX_REPORTED,
     OVERSIZED,
@@ -12,7 +13,6 @@ from cpg_core._lines import (
     merge_stats,
     parse_lines,
 )
-from cpg_core._sniff import CAPTURE_HINT, describe_unreadable
 
 __all__ = [
     "CAPTURE_HINT",

@@ -2,9 +2,9 @@
 shadow``, a cpg-mcp shadow session), the drift of applied policies (``cpg drift``), and the
 requests that say what to watch."""
 
-from cpg_core._drift import Drift, DriftJudge, NeedsRule, StaleRule, UnseenPods
-from cpg_core._plan import PlanJudge, WouldBreak
-from cpg_core._run_request import DriftRequest, ShadowRequest
+from cpg_core.requests._run_request import DriftRequest, ShadowRequest
+from cpg_core.review._drift import Drift, DriftJudge, NeedsRule, StaleRule, UnseenPods
+from cpg_core.review._plan import PlanJudge, WouldBreak
 
 __all__ = [
     "Drift",

@@ -1,19 +1,19 @@
 """Shared rules: a rule many workloads need, written once in a policy that selects exactly
 their pods (the write stage of replay and generate)."""
 
-from cpg_core._availability import BASELINE_GAPS, BASELINE_NOTE
-from cpg_core._baseline import KIND as BASELINE_KIND
-from cpg_core._baseline import (
+from cpg_core.base._names import SHARED_FOLDER
+from cpg_core.base._rules import EGRESS, Rule
+from cpg_core.review._availability import BASELINE_GAPS, BASELINE_NOTE
+from cpg_core.synthesis._baseline import KIND as BASELINE_KIND
+from cpg_core.synthesis._baseline import (
     BaselinePolicy,
     move_to_baseline,
     read_baseline,
     render_baseline,
     with_baseline_rules,
 )
-from cpg_core._names import SHARED_FOLDER
-from cpg_core._narrow import Exclusions, split_exclusions, with_exclusions
-from cpg_core._rules import EGRESS, Rule
-from cpg_core._sharing import (
+from cpg_core.synthesis._narrow import Exclusions, split_exclusions, with_exclusions
+from cpg_core.synthesis._sharing import (
     SharedPolicy,
     Sharing,
     evidence_by_policy,

@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 from cpg_core.lazy import lazy_face
 
 if TYPE_CHECKING:
-    from cpg_core._filters import VERDICTS, FlowFilter
-    from cpg_core._synthesis import note_pod, with_known_pod
-    from cpg_core._verify import check_key
-    from cpg_core._why import (
+    from cpg_core.flows._filters import VERDICTS, FlowFilter
+    from cpg_core.flows._synthesis import note_pod, with_known_pod
+    from cpg_core.review._verify import check_key
+    from cpg_core.review._why import (
         RuleMiss,
         Why,
         explain_denial,
@@ -21,18 +21,18 @@ if TYPE_CHECKING:
     )
 
 _WHERE = {
-    "FlowFilter": "cpg_core._filters",
-    "RuleMiss": "cpg_core._why",
-    "VERDICTS": "cpg_core._filters",
-    "Why": "cpg_core._why",
-    "check_key": "cpg_core._verify",
-    "explain_denial": "cpg_core._why",
-    "merged_answers": "cpg_core._why",
-    "note_pod": "cpg_core._synthesis",
-    "traced_endpoint": "cpg_core._why",
-    "traced_flows": "cpg_core._why",
-    "why_names": "cpg_core._why",
-    "with_known_pod": "cpg_core._synthesis",
+    "FlowFilter": "cpg_core.flows._filters",
+    "RuleMiss": "cpg_core.review._why",
+    "VERDICTS": "cpg_core.flows._filters",
+    "Why": "cpg_core.review._why",
+    "check_key": "cpg_core.review._verify",
+    "explain_denial": "cpg_core.review._why",
+    "merged_answers": "cpg_core.review._why",
+    "note_pod": "cpg_core.flows._synthesis",
+    "traced_endpoint": "cpg_core.review._why",
+    "traced_flows": "cpg_core.review._why",
+    "why_names": "cpg_core.review._why",
+    "with_known_pod": "cpg_core.flows._synthesis",
 }
 __getattr__ = lazy_face(__name__, _WHERE)
 

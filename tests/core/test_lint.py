@@ -1,4 +1,4 @@
-"""The lint rules (``cpg_core._lint``, ``_acceptance``, ``_lint_versions``) on YAML text, as
+"""The lint rules (``cpg_core.review._lint``, ``_acceptance``, ``_lint_versions``) on YAML text, as
 plain values: where each finding points (line, field, policy) and what it says. What Cilium
 refuses is pinned by Cilium's own verdicts in test_cilium_semantics.py; the command (files,
 SARIF, exit codes, the cluster) in tests/cli/test_lint_cli.py."""

@@ -6,15 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import assert_crd_valid
-from cpg_core._render import (
-    emit,
-    policy_document,
-    render_policy,
-    rule_lines,
-    rule_lines_generic,
-    yaml_scalar,
-)
-from cpg_core._rules import (
+from cpg_core.base._rules import (
     Atom,
     CidrPeer,
     EndpointPeer,
@@ -24,6 +16,14 @@ from cpg_core._rules import (
     rule_from_dict,
     rule_to_dict,
     rules_from_atoms,
+)
+from cpg_core.synthesis._render import (
+    emit,
+    policy_document,
+    render_policy,
+    rule_lines,
+    rule_lines_generic,
+    yaml_scalar,
 )
 
 SELECTOR = (("app", "api"),)
@@ -123,7 +123,7 @@ def test_canonical_order_ignores_input_order() -> None:
 
 
 def test_cidrs_on_the_same_ports_are_one_rule_and_merge_as_one() -> None:
-    from cpg_core._merge import merge_policy_text
+    from cpg_core.synthesis._merge import merge_policy_text
 
     atoms = [
         Atom("egress", CidrPeer("10.0.0.2/32"), "TCP", 443),

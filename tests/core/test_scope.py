@@ -1,4 +1,4 @@
-"""Rules for the cluster, not only for the capture (``cpg_core._scope``, ARCHITECTURE §D47),
+"""Rules for the cluster, not only for the capture (``cpg_core.synthesis._scope``, ARCHITECTURE §D47),
 with plain values: each test names the decision it holds the plans to."""
 
 from __future__ import annotations
@@ -8,10 +8,17 @@ from typing import Any
 import pytest
 
 from conftest import endpoint, flow_dict
-from cpg_core._aggregate import AggregateOptions, Aggregator
-from cpg_core._parse import parse_flow
-from cpg_core._rules import CLUSTER_ENTITY, EGRESS, INGRESS, Atom, EndpointPeer, rules_from_atoms
-from cpg_core._scope import ClusterScope, is_dns_service
+from cpg_core.base._rules import (
+    CLUSTER_ENTITY,
+    EGRESS,
+    INGRESS,
+    Atom,
+    EndpointPeer,
+    rules_from_atoms,
+)
+from cpg_core.flows._parse import parse_flow
+from cpg_core.synthesis._aggregate import AggregateOptions, Aggregator
+from cpg_core.synthesis._scope import ClusterScope, is_dns_service
 
 pytestmark = pytest.mark.unit
 

@@ -14,15 +14,15 @@ import pytest
 import yaml
 
 from conftest import CORPUS, EXAMPLE
-from cpg_core._aggregate import Aggregator
-from cpg_core._decide import Decision, decide
-from cpg_core._errors import CpgError
-from cpg_core._flow import Direction, Endpoint, Flow, Verdict
-from cpg_core._labels import stable_labels
-from cpg_core._matcher import match_flow
-from cpg_core._parse import FlowParser
-from cpg_core._render import render_policy
-from cpg_core._why import explain_denial, traced_flows
+from cpg_core.base._errors import CpgError
+from cpg_core.base._flow import Direction, Endpoint, Flow, Verdict
+from cpg_core.base._labels import stable_labels
+from cpg_core.flows._decide import Decision, decide
+from cpg_core.flows._parse import FlowParser
+from cpg_core.policy._matcher import match_flow
+from cpg_core.review._why import explain_denial, traced_flows
+from cpg_core.synthesis._aggregate import Aggregator
+from cpg_core.synthesis._render import render_policy
 
 CAPTURES = [EXAMPLE, *(sorted(CORPUS.glob("*.json*")) if CORPUS.exists() else [])]
 

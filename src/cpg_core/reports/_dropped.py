@@ -8,14 +8,14 @@ from collections.abc import Iterable
 
 import attrs
 
-from cpg_core._documents import (
+from cpg_core.base._documents import (
     ClusterHealth,
     DroppedFlowCount,
     DroppedFlowRow,
     DroppedFlowSample,
     PolicyEvidence,
 )
-from cpg_core._dropreasons import REASON_CODES, DropClass, classify_reason
+from cpg_core.base._dropreasons import REASON_CODES, DropClass, classify_reason
 
 UNKNOWN_NAMESPACE = "_unknown"
 

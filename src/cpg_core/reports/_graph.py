@@ -9,10 +9,10 @@ from typing import Any
 
 import attrs
 
-from cpg_core._baseline import member_view
-from cpg_core._documents import PolicyDocument
-from cpg_core._labels import NAMESPACE_LABEL, PRIORITY_KEYS, workload_name
-from cpg_core._plan import Plan
+from cpg_core.base._documents import PolicyDocument
+from cpg_core.base._labels import NAMESPACE_LABEL, PRIORITY_KEYS, workload_name
+from cpg_core.review._plan import Plan
+from cpg_core.synthesis._baseline import member_view
 
 OUTSIDE = "outside the cluster"
 WHOLE_CLUSTER = "the whole cluster"

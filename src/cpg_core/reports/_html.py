@@ -13,8 +13,6 @@ from typing import Any
 
 import attrs
 
-from cpg_core import to_data
-from cpg_core._render import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from cpg_core.reports._checks import plan_cannot_judge
 from cpg_core.reports._coverage import Coverage, coverage
 from cpg_core.reports._graph import (
@@ -41,6 +39,8 @@ from cpg_core.reports._layout import (
 )
 from cpg_core.reports._markdown import confidence, learned
 from cpg_core.reports._matrix import Matrix, namespace_matrix, newly_enforced
+from cpg_core.review._wire import to_data
+from cpg_core.synthesis._render import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from cpg_core.text import clean_text
 
 NODE_W, NODE_H = 160, 30

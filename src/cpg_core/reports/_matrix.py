@@ -10,9 +10,9 @@ from collections.abc import Collection, Sequence
 
 import attrs
 
-from cpg_core._plan import Plan
 from cpg_core.reports._graph import OUTSIDE, Link, Node, group_of
 from cpg_core.reports._layout import natural_key
+from cpg_core.review._plan import Plan
 
 STATUSES = ("breaks", "newly", "allowed")
 """A cell's colour, the most urgent of its links': traffic that works today and would break,

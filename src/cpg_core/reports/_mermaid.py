@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from cpg_core._plan import Plan
 from cpg_core.reports._graph import (
     OUTSIDE,
     PEER_GROUPS,
@@ -22,6 +21,7 @@ from cpg_core.reports._graph import (
     port_label,
 )
 from cpg_core.reports._layout import natural_key
+from cpg_core.review._plan import Plan
 from cpg_core.text import clean_text
 
 WHOLE_UP_TO = (24, 36)

@@ -1,0 +1,504 @@
+"""Peers, rule atoms and canonical rules: the vocabulary between flows and policy YAML.
+
+An *atom* is the smallest thing a flow asks for: one direction, one peer, one protocol and
+one port (or ICMP type). A policy is a set of atoms; its rules are a pure function of that
+set, which is what makes output independent of flow order and of how runs were split.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import attrs
+
+from cpg_core.base._flow import ICMPV4, ICMPV6, PORT_PROTOCOLS
+from cpg_core.base._labels import CLUSTER_LABEL, NAMESPACE_LABEL, LabelItems, format_labels
+
+INGRESS = "ingress"
+EGRESS = "egress"
+T = TypeVar("T")
+
+MAX_PORTS_PER_RULE = 40  # CRD limit on PortRule.ports and ICMPRule.fields
+
+ENTITIES = (
+    "host",
+    "remote-node",
+    "kube-apiserver",
+    "health",
+    "ingress",
+    "init",
+    "unmanaged",
+)
+
+
+@attrs.frozen(slots=True, order=True, cache_hash=True)
+class EntityPeer:
+    entity: str
+
+
+@attrs.frozen(slots=True, order=True, cache_hash=True)
+class CidrPeer:
+    cidr: str
+
+    def sort_key(self) -> tuple[int, int, int]:
+        net = ipaddress.ip_network(self.cidr, strict=False)
+        return (net.version, int(net.network_address), net.prefixlen)
+
+
+@attrs.frozen(slots=True, order=True, cache_hash=True)
+class EndpointPeer:
+    namespace: str
+    labels: LabelItems
+    cluster: str = ""
+    """The peer's ClusterMesh cluster when it is not the target's, else "": a selector
+    selects the local cluster only unless it names another (Cilium 1.19+)."""
+
+
+@attrs.frozen(slots=True, order=True, cache_hash=True)
+class FqdnPeer:
+    """An external service by DNS name (``toFQDNs``), egress only."""
+
+    name: str
+
+
+Peer = EntityPeer | CidrPeer | EndpointPeer | FqdnPeer
+
+CLUSTER_ENTITY = EntityPeer("cluster")
+"""Every endpoint of the local cluster (a port the whole cluster uses, §D47)."""
+HTTP = "http"
+DNS = "dns"
+ANY_NAME = "*"
+"""A DNS rule for every name: ``matchPattern: "*"``, the visibility rule Cilium documents."""
+DNS_PORT = 53
+DNS_PORTS = ((DNS_PORT, "TCP"), (DNS_PORT, "UDP"))
+
+
+@attrs.frozen(slots=True, order=True)
+class Atom:
+    direction: str
+    peer: Peer
+    protocol: str
+    port: int
+    l7: tuple[str, ...] = ()
+    """``()`` for plain L4; ``("http", METHOD, path-regex)``; ``("dns", name)``."""
+
+
+def peer_sort_key(peer: Peer) -> tuple[Any, ...]:
+    if isinstance(peer, EntityPeer):
+        return (0, peer.entity)
+    if isinstance(peer, CidrPeer):
+        return (1, peer.sort_key())
+    if isinstance(peer, FqdnPeer):
+        return (3, peer.name)
+    return (2, peer.namespace, peer.labels, peer.cluster)
+
+
+def host_cidr(ip: str) -> str | None:
+    """``/32`` for IPv4 and ``/128`` for IPv6; None when ``ip`` is not an address."""
+    try:
+        addr = ipaddress.ip_address(ip)
+    except ValueError:
+        return None
+    return f"{addr}/{addr.max_prefixlen}"
+
+
+@attrs.frozen(slots=True)
+class Rule:
+    """One rule of one direction with exactly one peer: its ports (and their HTTP rules), or
+    its ICMP types, or the DNS names it may resolve (a resolver rule on port 53)."""
+
+    direction: str
+    peer: Peer
+    ports: tuple[tuple[int, str], ...] = ()
+    """Sorted ``(port, protocol)`` pairs."""
+    icmps: tuple[tuple[str, int], ...] = ()
+    """Sorted ``(family, type)`` pairs, family ``IPv4`` or ``IPv6``."""
+    http: tuple[tuple[int, str, str, str], ...] = ()
+    """Sorted ``(port, protocol, method, path regex)``; their ports are in ``ports`` too."""
+    dns: tuple[str, ...] = ()
+    """Sorted names a resolver rule allows on UDP/TCP 53."""
+    more_cidrs: tuple[str, ...] = ()
+    """For a CIDR peer: the other CIDRs on exactly the same ports, written as one ``toCIDR``
+    list (sorted; the peer holds the first)."""
+
+    @property
+    def cidrs(self) -> tuple[str, ...]:
+        return (self.peer.cidr, *self.more_cidrs) if isinstance(self.peer, CidrPeer) else ()
+
+    @property
+    def kind(self) -> str:
+        return "dns" if self.dns else "icmp" if self.icmps else "ports"
+
+    def atoms(self) -> list[Atom]:
+        if self.more_cidrs:
+            return [
+                atom
+                for cidr in self.cidrs
+                for atom in attrs.evolve(self, peer=CidrPeer(cidr), more_cidrs=()).atoms()
+            ]
+        l7_ports = {(port, proto) for port, proto, _, _ in self.http}
+        out = [
+            Atom(self.direction, self.peer, proto, port)
+            for port, proto in self.ports
+            if (port, proto) not in l7_ports
+        ]
+        out += [
+            Atom(self.direction, self.peer, proto, port, (HTTP, method, path))
+            for port, proto, method, path in self.http
+        ]
+        out += [
+            Atom(self.direction, self.peer, ICMPV4 if fam == "IPv4" else ICMPV6, t)
+            for fam, t in self.icmps
+        ]
+        out += [
+            Atom(self.direction, self.peer, proto, port, (DNS, name))
+            for name in self.dns
+            for port, proto in DNS_PORTS
+        ]
+        return out
+
+
+_KIND_ORDER = {"ports": 0, "icmp": 1, "dns": 2}
+
+
+def rule_sort_key(rule: Rule) -> tuple[Any, ...]:
+    return (0 if rule.direction == INGRESS else 1, peer_sort_key(rule.peer), _KIND_ORDER[rule.kind])
+
+
+def rules_from_atoms(atoms: Iterable[Atom]) -> list[Rule]:
+    """Canonical rules: per (direction, peer) one rule for ports (with their HTTP rules), one
+    for ICMP and one for DNS names, sorted."""
+    ports: dict[tuple[str, Peer], set[tuple[int, str]]] = {}
+    http: dict[tuple[str, Peer], set[tuple[int, str, str, str]]] = {}
+    icmps: dict[tuple[str, Peer], set[tuple[str, int]]] = {}
+    names: dict[tuple[str, Peer], set[str]] = {}
+    for atom in atoms:
+        key = (atom.direction, atom.peer)
+        if atom.l7:
+            if atom.l7[0] == HTTP:
+                http.setdefault(key, set()).add((atom.port, atom.protocol, atom.l7[1], atom.l7[2]))
+                ports.setdefault(key, set()).add((atom.port, atom.protocol))
+            elif atom.l7[0] == DNS:
+                names.setdefault(key, set()).add(atom.l7[1])
+        elif atom.protocol in PORT_PROTOCOLS:
+            ports.setdefault(key, set()).add((atom.port, atom.protocol))
+        elif atom.protocol == ICMPV4:
+            icmps.setdefault(key, set()).add(("IPv4", atom.port))
+        elif atom.protocol == ICMPV6:
+            icmps.setdefault(key, set()).add(("IPv6", atom.port))
+    # Cilium merges the rules of one peer and port: a plain L4 rule beside a DNS rule on port
+    # 53 would make the DNS rule match every name (ARCHITECTURE §D21). The DNS rule carries
+    # that peer's port 53, L4 flows included. (An HTTP port is one entry with its rules.)
+    for key, found in names.items():
+        plain = ports.get(key)
+        if plain is not None:
+            plain -= {(DNS_PORT, "UDP"), (DNS_PORT, "TCP")}
+        if ANY_NAME in found:  # every name: the names seen add nothing (they stay evidence)
+            found.intersection_update((ANY_NAME,))
+    _fold_into_cluster(ports, http)
+    rules = [
+        Rule(d, p, ports=tuple(sorted(v)), http=tuple(sorted(http.get((d, p), ()))))
+        for (d, p), v in ports.items()
+        if v
+    ]
+    rules += [Rule(d, p, icmps=tuple(sorted(v))) for (d, p), v in icmps.items()]
+    rules += [Rule(d, p, dns=tuple(sorted(v))) for (d, p), v in names.items()]
+    rules = _group_cidrs(rules)
+    rules.sort(key=rule_sort_key)
+    return rules
+
+
+def _fold_into_cluster(
+    ports: dict[tuple[str, Peer], set[tuple[int, str]]],
+    http: dict[tuple[str, Peer], set[tuple[int, str, str, str]]],
+) -> None:
+    """A port the ``cluster`` entity has in a direction needs no pod peer of this cluster
+    beside it (a rule written for the cluster replaces the rules of today's peers, also in a
+    file an earlier run wrote them into); an HTTP rule on that port would be void too."""
+    for direction in (INGRESS, EGRESS):
+        wide = ports.get((direction, CLUSTER_ENTITY))
+        if not wide:
+            continue
+        for key, found in ports.items():
+            peer = key[1]
+            if key[0] != direction or type(peer) is not EndpointPeer or peer.cluster:
+                continue
+            found -= wide
+            if key in http:
+                http[key] = {h for h in http[key] if (h[0], h[1]) not in wide}
+
+
+def _group_cidrs(rules: list[Rule]) -> list[Rule]:
+    """CIDR peers allowed exactly the same ports (or ICMP types) become one rule with a
+    ``toCIDR`` list: one rule a reviewer reads instead of one per address."""
+    groups: dict[tuple[Any, ...], list[Rule]] = {}
+    out: list[Rule] = []
+    for rule in rules:
+        if isinstance(rule.peer, CidrPeer) and not rule.http:
+            groups.setdefault((rule.direction, rule.ports, rule.icmps), []).append(rule)
+        else:
+            out.append(rule)
+    for group in groups.values():
+        cidrs = sorted({c for rule in group for c in rule.cidrs}, key=_cidr_order)
+        first = group[0]
+        out.append(attrs.evolve(first, peer=CidrPeer(cidrs[0]), more_cidrs=tuple(cidrs[1:])))
+    return out
+
+
+def _cidr_order(cidr: str) -> tuple[Any, ...]:
+    return peer_sort_key(CidrPeer(cidr))
+
+
+def _chunks(items: Sequence[T]) -> list[Sequence[T]]:
+    return [items[i : i + MAX_PORTS_PER_RULE] for i in range(0, len(items), MAX_PORTS_PER_RULE)]
+
+
+def peer_selector(peer: EndpointPeer, policy_namespace: str) -> dict[str, str]:
+    labels = dict(peer.labels)
+    if peer.namespace != policy_namespace:
+        labels[NAMESPACE_LABEL] = peer.namespace
+    if peer.cluster:
+        labels[CLUSTER_LABEL] = peer.cluster
+    return dict(sorted(labels.items()))
+
+
+def _port(port: int, proto: str) -> dict[str, str]:
+    return {"port": str(port), "protocol": proto}
+
+
+MIN_PORT_RANGE = 3
+"""Runs of at least this many consecutive observed ports become one ``port``/``endPort``
+entry; shorter runs stay single ports (as readable, and the same rule)."""
+MAX_PORT_RANGE_READ = 4096
+"""A cpg-shaped entry spanning more ports than this is left to the human who wrote it."""
+
+
+def port_entries(ports: Iterable[tuple[int, str]]) -> list[tuple[int, int, str]]:
+    """``(first, last, protocol)`` entries for sorted ``(port, protocol)`` pairs: every run of
+    consecutive ports that were all observed becomes one entry, never a range with a gap."""
+    by_protocol: dict[str, list[int]] = {}
+    for port, proto in ports:
+        by_protocol.setdefault(proto, []).append(port)
+    entries: list[tuple[int, int, str]] = []
+    for proto, numbers in by_protocol.items():
+        numbers.sort()
+        start = 0
+        for i in range(1, len(numbers) + 1):
+            if i < len(numbers) and numbers[i] == numbers[i - 1] + 1:
+                continue
+            run = numbers[start:i]
+            if len(run) >= MIN_PORT_RANGE:
+                entries.append((run[0], run[-1], proto))
+            else:
+                entries.extend((n, n, proto) for n in run)
+            start = i
+    entries.sort(key=lambda e: (e[0], e[2]))
+    return entries
+
+
+def _port_entry(first: int, last: int, proto: str) -> dict[str, Any]:
+    if first == last:
+        return {"port": str(first), "protocol": proto}
+    return {"port": str(first), "endPort": last, "protocol": proto}
+
+
+def _entry_ports(entry: Mapping[str, Any]) -> set[tuple[int, str]]:
+    """The ports of one cpg-shaped ``ports`` entry (ValueError for any other shape)."""
+    first = int(entry["port"])
+    proto = str(entry["protocol"])
+    if "endPort" not in entry:
+        return {(first, proto)}
+    last = entry["endPort"]
+    if type(last) is not int or not first < last <= first + MAX_PORT_RANGE_READ:
+        raise ValueError("not a range cpg writes")
+    return {(n, proto) for n in range(first, last + 1)}
+
+
+def rule_to_dict(rule: Rule, policy_namespace: str) -> dict[str, Any]:
+    """The CRD shape of a rule, keys in the order they are rendered."""
+    prefix = "from" if rule.direction == INGRESS else "to"
+    out: dict[str, Any] = {}
+    peer = rule.peer
+    if isinstance(peer, EntityPeer):
+        out[prefix + "Entities"] = [peer.entity]
+    elif isinstance(peer, CidrPeer):
+        out[prefix + "CIDR"] = list(rule.cidrs)
+    elif isinstance(peer, FqdnPeer):
+        out["toFQDNs"] = [{"matchName": peer.name}]
+    else:
+        out[prefix + "Endpoints"] = [{"matchLabels": peer_selector(peer, policy_namespace)}]
+    if rule.http:
+        by_port: dict[tuple[int, str], list[dict[str, str]]] = {}
+        for port, proto, method, path in rule.http:
+            by_port.setdefault((port, proto), []).append({"method": method, "path": path})
+        port_rules: list[dict[str, Any]] = []
+        for port, proto in rule.ports:
+            entry: dict[str, Any] = {"ports": [_port(port, proto)]}
+            if (port, proto) in by_port:
+                entry["rules"] = {"http": by_port[(port, proto)]}
+            port_rules.append(entry)
+        out["toPorts"] = port_rules
+    elif rule.ports:
+        out["toPorts"] = [
+            {"ports": [_port_entry(*entry) for entry in chunk]}
+            for chunk in _chunks(port_entries(rule.ports))
+        ]
+    if rule.icmps:
+        out["icmps"] = [
+            {"fields": [{"family": fam, "type": t} for fam, t in chunk]}
+            for chunk in _chunks(rule.icmps)
+        ]
+    if rule.dns:
+        out["toPorts"] = [
+            {
+                "ports": [_port(DNS_PORT, "UDP"), _port(DNS_PORT, "TCP")],
+                "rules": {"dns": [_dns_match(name) for name in rule.dns]},
+            }
+        ]
+    return out
+
+
+def _dns_match(name: str) -> dict[str, str]:
+    return {"matchPattern": name} if name == ANY_NAME else {"matchName": name}
+
+
+def _dns_name(match: Mapping[str, Any]) -> str:
+    """The name of a DNS match cpg writes (ValueError for any other)."""
+    if set(match) == {"matchPattern"} and match["matchPattern"] == ANY_NAME:
+        return ANY_NAME
+    return str(match["matchName"])
+
+
+def rule_from_dict(data: object, direction: str, policy_namespace: str) -> Rule | None:
+    """The Rule whose ``rule_to_dict`` is exactly ``data``; None for any other shape
+    (a rule a human wrote or changed)."""
+    if not isinstance(data, Mapping):
+        return None
+    prefix = "from" if direction == INGRESS else "to"
+    peer: Peer | None = None
+    more: tuple[str, ...] = ()
+    rest = dict(data)
+    try:
+        if prefix + "Entities" in rest:
+            (entity,) = rest.pop(prefix + "Entities")
+            peer = EntityPeer(str(entity))
+        elif prefix + "CIDR" in rest:
+            first, *others = rest.pop(prefix + "CIDR")
+            peer = CidrPeer(str(first))
+            more = tuple(str(c) for c in others)
+        elif direction != INGRESS and "toFQDNs" in rest:
+            (fqdn,) = rest.pop("toFQDNs")
+            if set(fqdn) != {"matchName"}:
+                return None
+            peer = FqdnPeer(str(fqdn["matchName"]))
+        elif prefix + "Endpoints" in rest:
+            (selector,) = rest.pop(prefix + "Endpoints")
+            labels = dict(selector["matchLabels"])
+            if set(selector) != {"matchLabels"}:
+                return None
+            namespace = labels.pop(NAMESPACE_LABEL, policy_namespace)
+            cluster = labels.pop(CLUSTER_LABEL, "")
+            peer = EndpointPeer(str(namespace), tuple(sorted(labels.items())), str(cluster))
+        else:
+            return None
+        ports: set[tuple[int, str]] = set()
+        http: set[tuple[int, str, str, str]] = set()
+        names: set[str] = set()
+        for port_rule in rest.pop("toPorts", ()):
+            found: set[tuple[int, str]] = set()
+            for entry in port_rule["ports"]:
+                found |= _entry_ports(entry)
+            l7 = port_rule.get("rules") or {}
+            if "dns" in l7:
+                names.update(_dns_name(d) for d in l7["dns"])
+            else:
+                ports |= found
+                for (port, proto), h in ((pp, h) for pp in found for h in l7.get("http", ())):
+                    http.add((port, proto, str(h["method"]), str(h["path"])))
+        icmps = tuple(
+            (f["family"], int(f["type"])) for icmp in rest.pop("icmps", ()) for f in icmp["fields"]
+        )
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    if rest or sum(bool(x) for x in (ports, icmps, names)) != 1:
+        return None
+    rule = Rule(
+        direction,
+        peer,
+        ports=tuple(sorted(ports)),
+        icmps=tuple(sorted(set(icmps))),
+        http=tuple(sorted(http)),
+        dns=tuple(sorted(names)),
+        more_cidrs=more,
+    )
+    if rule_to_dict(rule, policy_namespace) != dict(data):
+        return None
+    return rule
+
+
+def describe_peer(peer: Peer) -> str:
+    if isinstance(peer, EntityPeer):
+        return f"entity {peer.entity}"
+    if isinstance(peer, CidrPeer):
+        return peer.cidr
+    if isinstance(peer, FqdnPeer):
+        return peer.name
+    where = f" in cluster {peer.cluster}" if peer.cluster else ""
+    return f"{peer.namespace}/{format_labels(peer.labels)}{where}"
+
+
+def describe_rule(rule: Rule) -> str:
+    """The comment above a rule: its traffic and its peer, e.g. ``TCP/8080 from shop/app=web``."""
+    if rule.dns:
+        way = "from" if rule.direction == INGRESS else "to"
+        names = "any name" if rule.dns == (ANY_NAME,) else _listed(rule.dns)
+        return printable(f"DNS UDP/53, TCP/53 for {names} {way} {describe_peer(rule.peer)}")
+    http: dict[tuple[int, str], list[str]] = {}
+    for port, proto, method, path in rule.http:
+        http.setdefault((port, proto), []).append(f"{method} {path}")
+    if http:
+        traffic = [
+            f"{proto}/{port}"
+            + (f" (HTTP {', '.join(http[(port, proto)])})" if (port, proto) in http else "")
+            for port, proto in rule.ports
+        ]
+    else:
+        traffic = [
+            f"{proto}/{first}" + (f"-{last}" if last != first else "")
+            for first, last, proto in port_entries(rule.ports)
+        ]
+    traffic += [f"ICMP{fam[2:]} type {t}" for fam, t in rule.icmps]
+    way = "from" if rule.direction == INGRESS else "to"
+    peer = _listed(rule.cidrs) if rule.more_cidrs else describe_peer(rule.peer)
+    if rule.peer == CLUSTER_ENTITY and rule.ports:
+        peer += _CLUSTER_WHY[rule.direction]
+    return printable(f"{', '.join(traffic)} {way} {peer}")
+
+
+COMMENT_ITEMS = 12
+"""Peers or names a rule's comment lists before it says how many more the rule holds: the
+comment is one line a reviewer reads, the rule below it lists every one."""
+
+
+def _listed(items: tuple[str, ...]) -> str:
+    if len(items) <= COMMENT_ITEMS:
+        return ", ".join(items)
+    shown = ", ".join(items[:COMMENT_ITEMS])
+    return f"{shown} and {len(items) - COMMENT_ITEMS} more (listed below)"
+
+
+_CLUSTER_WHY = {
+    INGRESS: " (served to the whole cluster: workloads the capture did not show keep it)",
+    EGRESS: " (a client of the whole cluster: pods the capture did not show stay in reach)",
+}
+
+
+def printable(text: str) -> str:
+    """``text`` with every non-printable character escaped, so it is safe in one comment line."""
+    if text.isprintable():
+        return text
+    return "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text
+    )

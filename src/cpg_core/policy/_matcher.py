@@ -1,0 +1,1024 @@
+"""Would these CiliumNetworkPolicies allow this flow? The one matcher every verdict of cpg
+rests on (verify, plan, why, trace, shadow, drift, and merge's "is this entry covered?"), with
+Cilium's own semantics (ARCHITECTURE §D38):
+
+- a peer selector is read as the agent reads it: ``k8s:``, ``any:`` (or no source) and
+  ``reserved:`` keys; a namespaced policy adds its namespace unless the selector names a
+  namespace, a namespace label (``io.cilium.k8s.namespace.labels.…``) or a reserved label;
+  a clusterwide policy adds "has a namespace" (so ``{}`` selects pods only, never the host);
+  with policy-default-local-cluster a selector that names no cluster selects the local one;
+- an empty rule (``ingress: [{}]``) selects no peer: Cilium's default-deny idiom; a rule with
+  ports or ICMP types but no peer selects every peer;
+- entities: ``cluster`` is the local cluster's pods and Cilium's own identities,
+  ``cluster-mesh`` the pods of the other clusters, ``world`` what is outside;
+- a CIDR selects only peers outside the cluster, ``0.0.0.0/0`` and ``::/0`` also a world
+  peer whose address is unknown; ``except`` removes what it covers;
+- a port range whose ``endPort`` is below ``port`` is the single port; ``ANY`` is TCP, UDP
+  and SCTP; ICMP types by number or by their name in the family;
+- deny rules win; ``enableDefaultDeny: false`` keeps an endpoint out of default-deny.
+
+:func:`judge_flow` gives the verdict under Cilium's default enforcement mode (an endpoint no
+policy puts into default-deny allows). :func:`match_flow` answers the narrower question verify
+and plan ask of a flow whose endpoint enforces policy: does a rule admit it?
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from cpg_core.base._documents import PolicyDocument
+from cpg_core.base._errors import CpgError
+from cpg_core.base._flow import ICMP_PROTOCOLS, ICMPV4, Direction, Endpoint, Flow
+from cpg_core.base._l7 import url_path
+from cpg_core.base._labels import (
+    CLUSTER_LABEL,
+    NAMESPACE_LABEL,
+    NAMESPACE_LABELS_PREFIX,
+    reserved_names,
+)
+from cpg_core.base._rules import (
+    DNS,
+    EGRESS,
+    HTTP,
+    INGRESS,
+    Atom,
+    CidrPeer,
+    EndpointPeer,
+    EntityPeer,
+)
+from cpg_core.flows._synthesis import cluster_of, endpoint_kind
+from cpg_core.policy._policy_set import PolicySet, document_namespace
+from cpg_core.policy._port_text import cilium_port
+from cpg_core.policy._tiers import ACCEPT, ADMIN, BASELINE, PASS, TierVerdict, tier_verdict
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+_WORLD_ENTITIES = frozenset({"world", "world-ipv4", "world-ipv6"})
+_POLICY_KINDS = frozenset({"CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy"})
+_EVERYWHERE = frozenset({"0.0.0.0/0", "::/0"})
+LOCAL_CLUSTER = "LocalCluster"
+"""The operator of the requirement policy-default-local-cluster adds: the peer's cluster is
+the local one. A pod whose cluster the capture does not say counts as local (Hubble names a
+pod's cluster only in a mesh); Cilium's own identities (world, host, nodes) carry no cluster
+label, so the term never holds for them, whatever else the selector says (a namespace
+``NotIn`` or ``DoesNotExist`` does not open a selector to the world)."""
+
+ICMP_TYPE_NAMES: dict[str, dict[str, int]] = {
+    "IPv4": {
+        "EchoReply": 0,
+        "DestinationUnreachable": 3,
+        "Redirect": 5,
+        "Echo": 8,
+        "EchoRequest": 8,
+        "RouterAdvertisement": 9,
+        "RouterSelection": 10,
+        "TimeExceeded": 11,
+        "ParameterProblem": 12,
+        "Timestamp": 13,
+        "TimestampReply": 14,
+        "Photuris": 40,
+        "ExtendedEchoRequest": 42,
+        "ExtendedEchoReply": 43,
+    },
+    "IPv6": {
+        "DestinationUnreachable": 1,
+        "PacketTooBig": 2,
+        "TimeExceeded": 3,
+        "ParameterProblem": 4,
+        "EchoRequest": 128,
+        "EchoReply": 129,
+        "MulticastListenerQuery": 130,
+        "MulticastListenerReport": 131,
+        "MulticastListenerDone": 132,
+        "RouterSolicitation": 133,
+        "RouterAdvertisement": 134,
+        "NeighborSolicitation": 135,
+        "NeighborAdvertisement": 136,
+        "RedirectMessage": 137,
+        "RouterRenumbering": 138,
+        "ICMPNodeInformationQuery": 139,
+        "ICMPNodeInformationResponse": 140,
+        "InverseNeighborDiscoverySolicitation": 141,
+        "InverseNeighborDiscoveryAdvertisement": 142,
+        "HomeAgentAddressDiscoveryRequest": 144,
+        "HomeAgentAddressDiscoveryReply": 145,
+        "MobilePrefixSolicitation": 146,
+        "MobilePrefixAdvertisement": 147,
+        "DuplicateAddressRequestCodeSuffix": 157,
+        "DuplicateAddressConfirmationCodeSuffix": 158,
+        "ExtendedEchoRequest": 160,
+        "ExtendedEchoReply": 161,
+    },
+}
+"""The ICMP type names Cilium accepts, per family, and their numbers."""
+
+
+@attrs.frozen(slots=True)
+class MatchResult:
+    allowed: bool
+    reason: str
+    """Which rule allowed it (``ns/policy ingress[2]``), or why nothing did."""
+    policy: str = ""
+    rule: int = -1
+    denied: bool = False
+    """A deny rule matched (``policy`` and ``rule`` name it)."""
+    tier: str = ""
+    """``Admin`` or ``Baseline`` when a ClusterNetworkPolicy of that tier decided."""
+
+
+Requirement = tuple[str, str, str, tuple[str, ...]]
+"""One term of a selector as Cilium reads it: (source, key, operator, values). The source is
+``k8s``, ``reserved``, ``any`` (a key written without one) or another label source."""
+
+
+def label_key(key: str) -> tuple[str, str]:
+    """A selector key's source and key: ``k8s:app`` -> (k8s, app), ``app`` -> (any, app)."""
+    source, colon, rest = key.partition(":")
+    return (source, rest) if colon else ("any", key)
+
+
+def strip_source(key: str) -> str:
+    return label_key(key)[1]
+
+
+def requirements(selector: object) -> list[Requirement] | None:
+    """A LabelSelector's terms, or None when it is not one the API server accepts (a term
+    that can select nothing: an unknown operator, In/NotIn without values)."""
+    if not isinstance(selector, Mapping):
+        return None
+    raw_labels = selector.get("matchLabels") or {}
+    expressions = selector.get("matchExpressions") or []
+    if not isinstance(raw_labels, Mapping) or not isinstance(expressions, list):
+        return None
+    out: list[Requirement] = []
+    for key, value in raw_labels.items():
+        source, name = label_key(str(key))
+        out.append((source, name, "In", ("" if value is None else str(value),)))
+    for expression in expressions:
+        if not isinstance(expression, Mapping):
+            return None
+        source, name = label_key(str(expression.get("key", "")))
+        op = expression.get("operator")
+        values = expression.get("values") or []
+        if not isinstance(values, list) or op not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            return None
+        if op in ("In", "NotIn") and not values:
+            return None
+        out.append((source, name, str(op), tuple(str(v) for v in values)))
+    return out
+
+
+def _names(reqs: Iterable[Requirement], key: str) -> bool:
+    return any(k == key and source in ("k8s", "any") for source, k, _, _ in reqs)
+
+
+def peer_requirements(
+    reqs: list[Requirement], policy_ns: str | None, local_cluster: str | None
+) -> list[Requirement]:
+    """What a peer selector of a policy in ``policy_ns`` (None: clusterwide) selects, with the
+    terms Cilium adds: the namespace (or "has a namespace"), and the local cluster."""
+    if any(source == "reserved" for source, _, _, _ in reqs):
+        return reqs  # Cilium's own identities: no namespace, no cluster
+    out = list(reqs)
+    if not _names(reqs, NAMESPACE_LABEL):
+        if policy_ns is None:
+            out.append(("k8s", NAMESPACE_LABEL, "Exists", ()))
+        elif not any(
+            k.startswith(NAMESPACE_LABELS_PREFIX) and source in ("k8s", "any")
+            for source, k, _, _ in reqs
+        ):
+            out.append(("k8s", NAMESPACE_LABEL, "In", (policy_ns,)))
+    if local_cluster is not None and not _names(reqs, CLUSTER_LABEL):
+        out.append(("k8s", CLUSTER_LABEL, LOCAL_CLUSTER, (local_cluster,)))
+    return out
+
+
+def endpoint_labels(endpoint: Endpoint) -> dict[str, str]:
+    """The k8s labels a selector sees, with plain keys (namespace and cluster included)."""
+    out: dict[str, str] = {}
+    for text in endpoint.labels:
+        source, _, rest = text.partition(":")
+        if source != "k8s":
+            continue
+        key, _, value = rest.partition("=")
+        out[key] = value
+    if endpoint.namespace:
+        out.setdefault(NAMESPACE_LABEL, endpoint.namespace)
+    if endpoint.cluster_name:
+        out.setdefault(CLUSTER_LABEL, endpoint.cluster_name)
+    return out
+
+
+def _found(source: str, key: str, labels: Mapping[str, str], reserved: Iterable[str]) -> list[str]:
+    values = []
+    if source in ("k8s", "any") and key in labels:
+        values.append(labels[key])
+    if source in ("reserved", "any") and key in reserved:
+        values.append("")
+    return values
+
+
+def requirement_holds(
+    req: Requirement,
+    labels: Mapping[str, str],
+    reserved: Iterable[str] = (),
+    *,
+    complete: bool = True,
+) -> bool:
+    """One term against an endpoint's labels. With ``complete`` False the endpoint may carry
+    labels beyond ``labels`` (an allow entry knows only the selected ones): a term that
+    needs a label to be absent does not hold."""
+    source, key, op, values = req
+    found = _found(source, key, labels, reserved)
+    if op == LOCAL_CLUSTER:
+        return found[0] == values[0] if found else NAMESPACE_LABEL in labels
+    if op == "In":
+        return any(v in values for v in found)
+    if op == "NotIn":
+        return all(v not in values for v in found) and (complete or bool(found))
+    if op == "Exists":
+        return bool(found)
+    return not found and complete  # DoesNotExist
+
+
+def selector_matches(
+    selector: object,
+    labels: Mapping[str, str],
+    default_namespace: str | None,
+    *,
+    complete: bool = True,
+    local_cluster: str | None = None,
+    reserved: Iterable[str] = (),
+    clusterwide: bool = False,
+) -> bool:
+    """A peer selector against endpoint labels: of a policy in ``default_namespace``, or of
+    a clusterwide policy (``clusterwide``); with neither, the selector as written (an
+    endpointSelector)."""
+    reqs = _compiled(selector, default_namespace, clusterwide, local_cluster)
+    if reqs is None:
+        return False
+    names = reserved if isinstance(reserved, frozenset) else frozenset(reserved)
+    return all(requirement_holds(r, labels, names, complete=complete) for r in reqs)
+
+
+_COMPILED: dict[tuple[int, str | None, bool, str | None], tuple[object, Any]] = {}
+_COMPILED_MAX = 1 << 16
+
+
+def _compiled(
+    selector: object, namespace: str | None, clusterwide: bool, local_cluster: str | None
+) -> tuple[Requirement, ...] | None:
+    """A selector's terms as :func:`selector_matches` reads them, kept per selector object:
+    a policy's rules are read once and judged against every flow, and reading the terms
+    again each time was most of a large plan's time. The selector is kept with its terms,
+    so its id cannot stand for another object while the entry lives; policy documents are
+    not changed once read (the matcher never writes to them)."""
+    key = (id(selector), namespace, clusterwide, local_cluster)
+    known = _COMPILED.get(key)
+    if known is not None and known[0] is selector:
+        return known[1]  # type: ignore[no-any-return]
+    reqs = requirements(selector)
+    if reqs is not None and (namespace is not None or clusterwide):
+        reqs = peer_requirements(reqs, namespace, local_cluster)
+    terms = None if reqs is None else tuple(reqs)
+    if len(_COMPILED) >= _COMPILED_MAX:
+        _COMPILED.clear()
+    _COMPILED[key] = (selector, terms)
+    return terms
+
+
+def _same_cluster(peer: Endpoint, cluster: str | None) -> bool:
+    mine = cluster_of(peer)
+    return not mine or not cluster or mine == cluster
+
+
+def _entities(endpoint: Endpoint, reserved: frozenset[str], cluster: str | None) -> set[str]:
+    """The entities that select ``endpoint``, seen from an endpoint of ``cluster``."""
+    kind = endpoint_kind(endpoint)
+    names = {"all"}
+    if kind.world:
+        names.add("world")
+        names.update(n for n in reserved if n in ("world-ipv4", "world-ipv6"))
+        return names
+    if kind.entity or reserved - _WORLD_ENTITIES:
+        names.add("cluster")  # Cilium's own identities belong to the local cluster
+        names.update(reserved - _WORLD_ENTITIES)
+        if kind.entity:
+            names.add(kind.entity)
+        return names
+    names.add("cluster" if _same_cluster(endpoint, cluster) else "cluster-mesh")
+    return names
+
+
+LOCALHOST_ADMITS = (
+    "admitted by Cilium's allow-localhost: always (the node reaches its own pods whatever "
+    "the policy)"
+)
+
+
+def from_own_node(flow: Flow) -> bool:
+    """Ingress from ``reserved:host``: the node the pod runs on (a kubelet probe), which
+    Cilium admits whatever the policy under its default ``allow-localhost: always``."""
+    if flow.direction != Direction.INGRESS:
+        return False
+    return endpoint_kind(flow.source).entity == "host" or "host" in reserved_names(
+        flow.source.labels
+    )
+
+
+def _network(text: str) -> Network | None:
+    try:
+        return ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        return None
+
+
+def _cidr_selects(peer: PeerView, cidr: object, excepts: Iterable[object] = ()) -> bool:
+    """Whether a CIDR (minus ``excepts``) selects a world peer: every address of the peer's
+    inside it, or, with its address unknown, the CIDR is the whole address space of the
+    peer's world identity. Cilium reads ``0.0.0.0/0`` as ``reserved:world`` (or
+    ``world-ipv4``) and ``::/0`` as ``world-ipv6``: a single-stack agent's world peer is
+    selected by the first only."""
+    outer = _network(str(cidr))
+    if outer is None or not peer.world:
+        return False
+    network = peer.network
+    if network is None:
+        family = 6 if "world-ipv6" in peer.entities else 4
+        return (
+            str(outer) in _EVERYWHERE
+            and outer.version == family
+            and not any(str(_network(str(e))) in _EVERYWHERE for e in excepts)
+        )
+    if outer.version != network.version or not network.subnet_of(outer):  # type: ignore[arg-type]
+        return False
+    for text in excepts:
+        inner = _network(str(text))
+        if inner is not None and inner.version == network.version and network.overlaps(inner):
+            return False
+    return True
+
+
+_DNS_CHARS = "[-a-zA-Z0-9_]"
+
+
+def fqdn_regex(pattern: str) -> re.Pattern[str]:
+    """A matchPattern as Cilium compiles it: ``*`` is any run of DNS characters within one
+    label (``*`` alone: every name), a leading ``**.`` one or more labels (Cilium 1.19+)."""
+    text = pattern.strip().lower().rstrip(".")
+    if text == "*":
+        return re.compile(r"(?:[-a-z0-9_]+\.?)+")
+    prefix = ""
+    if text.startswith("**."):
+        prefix, text = f"(?:{_DNS_CHARS}+\\.)+", text[3:]
+    body = re.escape(text).replace(r"\*", f"{_DNS_CHARS}*")
+    return re.compile(prefix + body, re.IGNORECASE)
+
+
+def fqdn_matches(names: Iterable[str], fqdns: Iterable[object]) -> bool:
+    wanted = [n.lower().rstrip(".") for n in names]
+    for entry in fqdns:
+        if not isinstance(entry, Mapping):
+            continue
+        name = entry.get("matchName")
+        pattern = entry.get("matchPattern")
+        if name and str(name).lower().rstrip(".") in wanted:
+            return True
+        if pattern:
+            regex = fqdn_regex(str(pattern))
+            if any(regex.fullmatch(n) for n in wanted):
+                return True
+    return False
+
+
+@attrs.frozen(slots=True)
+class PeerView:
+    """What a rule needs to know about the peer: of a flow, or of an allow entry."""
+
+    labels: dict[str, str]
+    entities: frozenset[str]
+    world: bool
+    network: Network | None
+    names: tuple[str, ...]
+    complete: bool = True
+    """Whether ``labels`` are all the peer's labels (an entry knows only the selected ones)."""
+    local_cluster: str | None = None
+    """The cluster selectors default to (policy-default-local-cluster), or None for every
+    cluster (the default before Cilium 1.19)."""
+    reserved: frozenset[str] = frozenset()
+    """Names of the peer's ``reserved:`` labels (host, remote-node, world, …)."""
+
+
+@attrs.frozen(slots=True)
+class Request:
+    """What the traffic asks for: protocol and port (ICMP type), and its L7 request if known.
+    ``http_path`` is a concrete path, or with ``regex`` cpg's own anchored path regex."""
+
+    protocol: str
+    port: int
+    http_method: str | None = None
+    http_path: str | None = None
+    dns_name: str | None = None
+    regex: bool = False
+    every_request: bool = False
+    """An allow entry without L7 asks for every request on the port, which a port with L7
+    rules does not grant; a flow without an L7 record is a connection, which it admits (and
+    hands to the proxy)."""
+
+
+PEER_FIELDS = {
+    "from": ("fromEndpoints", "fromEntities", "fromCIDR", "fromCIDRSet", "fromNodes", "fromGroups"),
+    "to": (
+        "toEndpoints",
+        "toEntities",
+        "toCIDR",
+        "toCIDRSet",
+        "toNodes",
+        "toGroups",
+        "toFQDNs",
+        "toServices",
+    ),
+}
+
+
+def has_l4(rule: Mapping[str, Any]) -> bool:
+    return bool(rule.get("toPorts")) or bool(rule.get("icmps"))
+
+
+def has_l3(rule: Mapping[str, Any], prefix: str) -> bool:
+    return any(key in rule for key in PEER_FIELDS.get(prefix, ()))
+
+
+def peer_matches(
+    rule: Mapping[str, Any], prefix: str, peer: PeerView, policy_ns: str | None
+) -> bool:
+    """Whether a rule's L3 part selects the peer (``policy_ns`` None: a clusterwide policy).
+    A rule with no L3 part selects every peer when it names ports or ICMP types, and no
+    peer at all when it is empty (``{}``: Cilium's default-deny idiom)."""
+    if not has_l3(rule, prefix):
+        return has_l4(rule)
+    for selector in rule.get(prefix + "Endpoints") or []:
+        if selector_matches(
+            selector,
+            peer.labels,
+            policy_ns,
+            complete=peer.complete,
+            local_cluster=peer.local_cluster,
+            reserved=peer.reserved,
+            clusterwide=policy_ns is None,
+        ):
+            return True
+    if peer.entities & {str(e) for e in rule.get(prefix + "Entities") or []}:
+        return True
+    if any(_cidr_selects(peer, cidr) for cidr in rule.get(prefix + "CIDR") or []):
+        return True
+    for entry in rule.get(prefix + "CIDRSet") or []:
+        if isinstance(entry, Mapping) and _cidr_selects(
+            peer, entry.get("cidr"), entry.get("except") or []
+        ):
+            return True
+    return prefix == "to" and peer.world and fqdn_matches(peer.names, rule.get("toFQDNs") or [])
+
+
+def l7_matches(port_rule: Mapping[str, Any], request: Request) -> bool:
+    rules = port_rule.get("rules")
+    if not isinstance(rules, Mapping) or not rules:
+        return True
+    http_rules = rules.get("http")
+    if http_rules and request.http_method is not None:
+        for rule in http_rules:
+            if isinstance(rule, Mapping) and _http_matches(rule, request):
+                return True
+        return False
+    dns_rules = rules.get("dns")
+    if dns_rules and request.dns_name is not None:
+        return fqdn_matches([request.dns_name], dns_rules)
+    return not request.every_request
+
+
+def _http_matches(rule: Mapping[str, Any], request: Request) -> bool:
+    want_method, want_path = rule.get("method"), rule.get("path")
+    method, path = request.http_method or "", request.http_path or "/"
+    if request.regex:  # an allow entry: only the same pattern (or none) covers it
+        return (not want_method or _fullmatch(str(want_method), method)) and (
+            not want_path or str(want_path) == path
+        )
+    if want_method and not _fullmatch(str(want_method), method):
+        return False
+    return not want_path or _fullmatch(str(want_path), path)
+
+
+def _fullmatch(pattern: str, text: str) -> bool:
+    try:
+        return re.fullmatch(pattern, text) is not None
+    except re.error:
+        return False  # a pattern Cilium refuses (lint names it) admits nothing
+
+
+def icmp_type(field: Mapping[str, Any]) -> tuple[str, int] | None:
+    """An ICMP field's family and type number (a name read in its family), or None when
+    Cilium would refuse it."""
+    family = str(field.get("family") or "IPv4")
+    raw = field.get("type")
+    if family not in ICMP_TYPE_NAMES or raw is None or isinstance(raw, bool):
+        return None
+    text = str(raw)
+    if text.isdigit():
+        number = int(text)
+        return (family, number) if number <= 255 else None
+    number_of = ICMP_TYPE_NAMES[family].get(text)
+    return None if number_of is None else (family, number_of)
+
+
+def port_range(port: Mapping[str, Any]) -> tuple[int, int] | None:
+    """A port entry's range as Cilium normalises it: the port read as Go reads a literal
+    (``"0100"`` is 64), ``port: 0`` (or none) every port unless an ``endPort`` closes the
+    range (``0``-``endPort``), an ``endPort`` below ``port`` the single port; None for a
+    named port cpg cannot resolve."""
+    raw = port.get("port")
+    low = 0 if raw in (None, "") else cilium_port(str(raw))
+    end = port.get("endPort")
+    try:
+        high = int(end) if end not in (None, "") else 0
+    except (TypeError, ValueError):
+        return None
+    if low is None:
+        return None
+    if low == 0:
+        return (0, high if high > 0 else 65535)
+    return (low, high if high > low else low)
+
+
+def ports_match(rule: Mapping[str, Any], request: Request) -> bool:
+    to_ports = rule.get("toPorts")
+    icmps = rule.get("icmps")
+    if not to_ports and not icmps:
+        return True
+    if request.protocol in ICMP_PROTOCOLS:
+        family = "IPv4" if request.protocol == ICMPV4 else "IPv6"
+        for icmp in icmps or []:
+            for field in (icmp or {}).get("fields") or []:
+                if isinstance(field, Mapping) and icmp_type(field) == (family, request.port):
+                    return True
+        return False
+    for port_rule in to_ports or []:
+        if not isinstance(port_rule, Mapping):
+            continue
+        for port in port_rule.get("ports") or [{}]:
+            # The CRD spells protocols in capitals; anything else never reaches a cluster.
+            proto = str(port.get("protocol") or "ANY")
+            if proto not in (request.protocol, "ANY"):
+                continue
+            span = port_range(port)
+            if span is None:
+                continue  # a named port: cpg cannot resolve it from a flow
+            if span[0] <= request.port <= span[1] and l7_matches(port_rule, request):
+                return True
+    return False
+
+
+def rule_admits(
+    rule: object, prefix: str, peer: PeerView, request: Request, policy_ns: str | None
+) -> bool:
+    """Whether one ingress/egress (or deny) rule selects the peer and the request."""
+    return (
+        isinstance(rule, Mapping)
+        and peer_matches(rule, prefix, peer, policy_ns)
+        and ports_match(rule, request)
+    )
+
+
+def flow_request(flow: Flow) -> Request:
+    l7 = flow.l7
+    if l7 is not None and l7.http is not None:
+        path = url_path(l7.http.url)
+        return Request(flow.protocol, flow.port, http_method=l7.http.method.upper(), http_path=path)
+    if l7 is not None and l7.dns is not None:
+        return Request(flow.protocol, flow.port, dns_name=l7.dns.query)
+    return Request(flow.protocol, flow.port)
+
+
+_PEERS: dict[tuple[Any, ...], PeerView] = {}
+_PEERS_MAX = 1 << 14
+
+
+def peer_side(
+    endpoint: Endpoint,
+    ip: str,
+    names: Sequence[str],
+    local_cluster: str | None,
+    cluster: str | None = None,
+) -> PeerView:
+    """The peer of a flow, seen by an endpoint of ``cluster`` (the agent's own cluster, for
+    the ``cluster`` entity; ``local_cluster`` when not given). A peer Hubble gave the world
+    identity while naming its pod (an L7 record, a stale ipcache) is a pod whose labels are
+    unknown: no CIDR, world or FQDN rule selects it (Cilium's CIDR rules never select a pod it
+    manages), and a label selector only if it asks for nothing cpg cannot see. Kept for the
+    next flow of the same peer (a view is never changed once made)."""
+    key = (endpoint, ip, tuple(names), local_cluster, cluster)
+    known = _PEERS.get(key)
+    if known is None:
+        if len(_PEERS) >= _PEERS_MAX:
+            _PEERS.clear()
+        known = _PEERS[key] = _peer_side(endpoint, ip, names, local_cluster, cluster)
+    return known
+
+
+def _peer_side(
+    endpoint: Endpoint,
+    ip: str,
+    names: Sequence[str],
+    local_cluster: str | None,
+    cluster: str | None,
+) -> PeerView:
+    address = _network(ip) if ip else None
+    network = address if address is not None and address.num_addresses == 1 else None
+    reserved = frozenset(reserved_names(endpoint.labels))
+    if endpoint.pod_name and endpoint_kind(endpoint).world:
+        labels = {NAMESPACE_LABEL: endpoint.namespace} if endpoint.namespace else {}
+        return PeerView(
+            labels,
+            frozenset({"all", "cluster"}),
+            False,
+            network,
+            (),
+            complete=False,
+            local_cluster=local_cluster,
+        )
+    return PeerView(
+        labels=endpoint_labels(endpoint),
+        entities=frozenset(_entities(endpoint, reserved, cluster or local_cluster)),
+        world=endpoint_kind(endpoint).world,
+        network=network,
+        names=tuple(names),
+        local_cluster=local_cluster,
+        reserved=reserved,
+    )
+
+
+def atom_peer(atom: Atom) -> PeerView:
+    """The peer of an allow entry, as far as cpg knows it."""
+    peer = atom.peer
+    if isinstance(peer, EndpointPeer):
+        labels = {**dict(peer.labels), NAMESPACE_LABEL: peer.namespace}
+        here = "cluster"
+        if peer.cluster:  # another cluster's peer: a rule naming no cluster does not cover it
+            labels[CLUSTER_LABEL] = peer.cluster
+            here = "cluster-mesh"
+        return PeerView(
+            labels, frozenset({"all", here}), False, None, (), complete=False, local_cluster=""
+        )
+    if isinstance(peer, EntityPeer):
+        world = peer.entity in _WORLD_ENTITIES
+        entities = {"all", "world" if world else "cluster", peer.entity}
+        reserved = frozenset({peer.entity})
+        return PeerView({}, frozenset(entities), world, None, (), reserved=reserved)
+    if isinstance(peer, CidrPeer):
+        return PeerView({}, frozenset({"all", "world"}), True, _network(peer.cidr), ())
+    return PeerView({}, frozenset({"all", "world"}), True, None, (peer.name,))
+
+
+def atom_request(atom: Atom) -> Request:
+    if atom.l7 and atom.l7[0] == HTTP:
+        return Request(atom.protocol, atom.port, atom.l7[1], atom.l7[2], regex=True)
+    if atom.l7 and atom.l7[0] == DNS:
+        return Request(atom.protocol, atom.port, dns_name=atom.l7[1])
+    return Request(atom.protocol, atom.port, every_request=True)
+
+
+def covered_by(atom: Atom, rules: Iterable[object], namespace: str) -> bool:
+    """Whether one of ``rules`` (of a policy in ``namespace``, in the atom's direction)
+    already allows the allow entry, by the same semantics verify uses for flows."""
+    prefix = "from" if atom.direction == INGRESS else "to"
+    assert atom.direction in (INGRESS, EGRESS)
+    peer, request = atom_peer(atom), atom_request(atom)
+    return any(rule_admits(rule, prefix, peer, request, namespace) for rule in rules)
+
+
+def _policy_name(policy: PolicyDocument) -> str:
+    meta = policy.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '?')}"
+
+
+class PolicyShapeError(CpgError):
+    """A policy document has a field of a shape the CRD does not allow."""
+
+
+Selected = tuple[PolicyDocument, Mapping[str, Any], str | None]
+"""A policy, one of its specs that selects an endpoint, and its namespace (None: clusterwide)."""
+
+
+policy_namespace = document_namespace
+
+
+def selecting_specs(policies: Iterable[PolicyDocument], endpoint: Endpoint) -> list[Selected]:
+    """Every spec of ``policies`` whose endpointSelector selects ``endpoint`` (of a
+    PolicySet: looked up in its index, and kept; the caller does not change the list)."""
+    if isinstance(policies, PolicySet):
+        # What selection reads of an endpoint: pods of one workload share the answer.
+        key = ("selecting", endpoint.namespace, endpoint.labels, endpoint.cluster_name)
+        return policies.remembered(key, lambda: _indexed_selecting(policies, endpoint))
+    return _selecting_specs(_specs_of(policies, endpoint.namespace), endpoint)
+
+
+def _selecting_specs(candidates: Iterable[Selected], endpoint: Endpoint) -> list[Selected]:
+    labels = endpoint_labels(endpoint)
+    reserved = frozenset(reserved_names(endpoint.labels))
+    return [
+        (policy, spec, namespace)
+        for policy, spec, namespace in candidates
+        if selector_matches(spec.get("endpointSelector"), labels, None, reserved=reserved)
+    ]
+
+
+def _specs_of(policies: Iterable[PolicyDocument], namespace: str) -> Iterator[Selected]:
+    """Every spec of ``policies`` that may select an endpoint of ``namespace``: the specs of
+    the clusterwide policies and of that namespace's, in order."""
+    for policy in policies:
+        if not isinstance(policy, dict | Mapping) or policy.get("kind") not in _POLICY_KINDS:
+            continue
+        own = document_namespace(policy)
+        if own is not None and own != namespace:
+            continue
+        specs = [policy.get("spec")] if policy.get("spec") else []
+        specs += list(policy.get("specs") or [])
+        for spec in specs:
+            if isinstance(spec, dict | Mapping):
+                yield policy, spec, own
+
+
+SpecIndex = tuple[list[tuple[int, Selected]], dict[tuple[str, str], list[tuple[int, Selected]]]]
+"""The specs of one namespace by a label their subject selector requires (``app=web``), and
+those that require none: an endpoint needs to test only the specs of its own labels."""
+
+
+def _spec_index(specs: Iterable[Selected]) -> SpecIndex:
+    always: list[tuple[int, Selected]] = []
+    anchored: dict[tuple[str, str], list[tuple[int, Selected]]] = {}
+    for position, selected in enumerate(specs):
+        terms = _compiled(selected[1].get("endpointSelector"), None, False, None)
+        if terms is None:
+            continue  # selects nothing
+        anchor = next(
+            (
+                (key, values[0])
+                for source, key, op, values in terms
+                if op == "In" and len(values) == 1 and values[0] and source in ("k8s", "any")
+            ),
+            None,
+        )
+        if anchor is None:
+            always.append((position, selected))
+        else:
+            anchored.setdefault(anchor, []).append((position, selected))
+    return always, anchored
+
+
+def _indexed_selecting(policies: PolicySet, endpoint: Endpoint) -> list[Selected]:
+    """:func:`selecting_specs` through the set's index: only the specs whose required label
+    the endpoint has are tested (a non-empty value of a label cannot come from a reserved
+    name, so an endpoint without the label is never selected by them)."""
+    always, anchored = policies.remembered(
+        ("spec-index", endpoint.namespace),
+        lambda: _spec_index(_specs_of(policies.near(endpoint.namespace), endpoint.namespace)),
+    )
+    candidates = list(always)
+    for item in endpoint_labels(endpoint).items():
+        candidates += anchored.get(item, ())
+    candidates.sort(key=lambda pair: pair[0])
+    return _selecting_specs((selected for _, selected in candidates), endpoint)
+
+
+def polices(spec: Mapping[str, Any], direction: str) -> bool:
+    """Whether a spec has rules for ``direction`` (``ingress`` or ``egress``), allow or deny:
+    an endpoint it selects is policed in that direction."""
+    return bool(spec.get(direction)) or bool(spec.get(direction + "Deny"))
+
+
+def enforces(spec: Mapping[str, Any], direction: str) -> bool:
+    """Whether a spec that selects an endpoint puts it into default-deny for ``direction``:
+    it polices that direction and does not turn default-deny off with ``enableDefaultDeny``."""
+    if not polices(spec, direction):
+        return False
+    default_deny = spec.get("enableDefaultDeny")
+    return not (isinstance(default_deny, Mapping) and default_deny.get(direction) is False)
+
+
+def policy_name(policy: PolicyDocument) -> str:
+    """``namespace/name`` (or ``name`` for a clusterwide policy)."""
+    return _policy_name(policy).lstrip("/")
+
+
+@attrs.frozen(slots=True)
+class Judgement:
+    """Cilium's verdict on one flow in its traffic direction."""
+
+    result: MatchResult
+    """What the rules say: a deny rule, an allow rule (or allow-localhost), or neither."""
+    policed_by: tuple[str, ...]
+    """The policies that select the subject with rules for this direction."""
+    default_deny: bool
+    """Whether one of them puts the subject into default-deny (``enableDefaultDeny``)."""
+
+    @property
+    def allowed(self) -> bool:
+        """The verdict under Cilium's default enforcement mode."""
+        if self.result.denied:
+            return False
+        return self.result.allowed or not self.default_deny
+
+    @property
+    def allowed_enforced(self) -> bool:
+        """The verdict under ``policy-enforcement-mode: always`` (every endpoint default-deny)."""
+        return self.result.allowed
+
+
+def judge_flow(
+    policies: Sequence[PolicyDocument],
+    flow: Flow,
+    ip_names: Mapping[str, Sequence[str]] | None = None,
+    *,
+    default_local_cluster: bool = True,
+    allow_localhost: bool = True,
+) -> Judgement:
+    """Whether Cilium would allow ``flow`` under ``policies`` (see :func:`match_flow`)."""
+    result = match_flow(
+        policies,
+        flow,
+        ip_names,
+        default_local_cluster=default_local_cluster,
+        allow_localhost=allow_localhost,
+    )
+    if flow.direction not in (Direction.INGRESS, Direction.EGRESS):
+        return Judgement(result, (), False)
+    direction = "ingress" if flow.direction == Direction.INGRESS else "egress"
+    target = flow.destination if direction == "ingress" else flow.source
+    selected = selecting_specs(policies, target)
+    policed = sorted({policy_name(p) for p, spec, _ in selected if polices(spec, direction)})
+    default_deny = any(enforces(spec, direction) for _, spec, _ in selected)
+    return Judgement(result, tuple(policed), default_deny)
+
+
+def match_flow(
+    policies: Sequence[PolicyDocument],
+    flow: Flow,
+    ip_names: Mapping[str, Sequence[str]] | None = None,
+    *,
+    default_local_cluster: bool = True,
+    allow_localhost: bool = True,
+) -> MatchResult:
+    """Whether a rule of ``policies`` admits ``flow`` in its traffic direction, the endpoint
+    being taken to enforce policy there (it dropped the flow, or will once policed), and by
+    which rule. A policy with a field of the wrong shape raises PolicyShapeError naming it.
+    ``default_local_cluster`` is Cilium's policy-default-local-cluster (on since 1.19): a
+    peer selector that names no cluster selects the enforcing endpoint's cluster only.
+    ``allow_localhost`` is its ``allow-localhost: always`` (the default): the node reaches
+    its own pods whatever the allow rules (a deny rule that matches still wins here, so a
+    plan errs towards a warning)."""
+    try:
+        return _match_flow(policies, flow, ip_names, default_local_cluster, allow_localhost)
+    except (TypeError, AttributeError, ValueError) as exc:
+        for policy in policies:  # find the culprit to name it
+            try:
+                _match_flow([policy], flow, ip_names, default_local_cluster, allow_localhost)
+            except (TypeError, AttributeError, ValueError):
+                name = _policy_name(policy) if isinstance(policy, Mapping) else repr(policy)[:80]
+                raise PolicyShapeError(
+                    f"policy {name} is not a valid CiliumNetworkPolicy ({exc}); "
+                    "check it with kubectl apply --dry-run=server"
+                ) from None
+        raise
+
+
+def flow_peer(
+    flow: Flow,
+    ip_names: Mapping[str, Sequence[str]] | None,
+    default_local_cluster: bool,
+) -> PeerView:
+    """The peer a flow's subject sees (the source at ingress, the destination at egress)."""
+    ingress = flow.direction == Direction.INGRESS
+    target = flow.destination if ingress else flow.source
+    peer_ep, peer_ip = (
+        (flow.source, flow.source_ip) if ingress else (flow.destination, flow.destination_ip)
+    )
+    names = list(flow.source_names if ingress else flow.destination_names)
+    names += list((ip_names or {}).get(peer_ip, ()))
+    cluster = cluster_of(target) or None
+    local = cluster if default_local_cluster else None
+    return peer_side(peer_ep, peer_ip, names, local, cluster)
+
+
+def _match_flow(
+    policies: Sequence[PolicyDocument],
+    flow: Flow,
+    ip_names: Mapping[str, Sequence[str]] | None,
+    default_local_cluster: bool,
+    allow_localhost: bool = True,
+) -> MatchResult:
+    if flow.direction == Direction.INGRESS:
+        direction, target, target_ip, prefix = (
+            "ingress",
+            flow.destination,
+            flow.destination_ip,
+            "from",
+        )
+    elif flow.direction == Direction.EGRESS:
+        direction, target, target_ip, prefix = ("egress", flow.source, flow.source_ip, "to")
+    else:
+        return MatchResult(False, "the flow has no traffic direction")
+    peer = flow_peer(flow, ip_names, default_local_cluster)
+    admin = tier_verdict(policies, ADMIN, flow, peer.names)
+    if admin is not None and admin.action != PASS:  # the Admin tier decides first (§D42)
+        return _tier_result(admin)
+    selecting = selecting_specs(policies, target)
+    request = flow_request(flow)
+    for policy, spec, namespace in selecting:  # deny rules win over any allow
+        for index, rule in enumerate(spec.get(direction + "Deny") or []):
+            if rule_admits(rule, prefix, peer, request, namespace):
+                return MatchResult(
+                    False,
+                    f"denied by {_policy_name(policy)} {direction}Deny[{index}]",
+                    _policy_name(policy),
+                    index,
+                    denied=True,
+                )
+    if allow_localhost and from_own_node(flow):
+        return MatchResult(True, LOCALHOST_ADMITS)
+    # The ports first: they are cheap to compare and rule most rules out, while selecting
+    # the peer reads label selectors.
+    for policy, spec, namespace in selecting:
+        for index, rule in enumerate(spec.get(direction) or []):
+            if (
+                isinstance(rule, Mapping)
+                and ports_match(rule, request)
+                and peer_matches(rule, prefix, peer, namespace)
+            ):
+                return MatchResult(
+                    True,
+                    f"allowed by {_policy_name(policy)} {direction}[{index}]",
+                    _policy_name(policy),
+                    index,
+                )
+    who = f"{target.namespace}/{target.pod_name or ','.join(target.labels) or target_ip}"
+    if not any(polices(spec, direction) for _, spec, _ in selecting):
+        # Only a pod no namespaced policy selects for this direction reaches the Baseline
+        # tier; without a rule there, Kubernetes' default (allow) is left to the caller.
+        baseline = tier_verdict(policies, BASELINE, flow, peer.names)
+        if baseline is not None and baseline.action != PASS:
+            return _tier_result(baseline)
+    if not selecting:
+        return MatchResult(False, f"no policy selects {who} for {direction}")
+    traffic = f"{flow.protocol}/{flow.port}" if flow.protocol else "this traffic"
+    peer_hit = _first_peer_hit(selecting, direction, prefix, peer)
+    if peer_hit:
+        return MatchResult(False, f"{peer_hit} selects the peer but not {traffic}")
+    return MatchResult(False, f"no {direction} rule selects the peer ({direction} {traffic})")
+
+
+def _first_peer_hit(
+    selecting: Sequence[Selected], direction: str, prefix: str, peer: PeerView
+) -> str:
+    """The first allow rule that selects the peer (its ports do not admit the traffic), for
+    the reason a flow is refused."""
+    for policy, spec, namespace in selecting:
+        for index, rule in enumerate(spec.get(direction) or []):
+            if isinstance(rule, Mapping) and peer_matches(rule, prefix, peer, namespace):
+                return f"{_policy_name(policy)} {direction}[{index}]"
+    return ""
+
+
+def _tier_result(verdict: TierVerdict) -> MatchResult:
+    accepted = verdict.action == ACCEPT
+    return MatchResult(
+        accepted,
+        verdict.reason,
+        verdict.policy,
+        verdict.rule,
+        denied=not accepted,
+        tier=verdict.tier,
+    )
+
+
+def dns_names(flows: Iterable[Flow]) -> dict[str, list[str]]:
+    """IP → names learned from DNS responses (any verdict) in a capture."""
+    out: dict[str, list[str]] = {}
+    for flow in flows:
+        note_dns_names(out, flow)
+    return out
+
+
+def note_dns_names(names: dict[str, list[str]], flow: Flow) -> None:
+    """Add what one DNS response says (IP → names) to ``names``."""
+    dns = flow.l7.dns if flow.l7 is not None else None
+    if dns is None or not dns.query:
+        return
+    name = dns.query.rstrip(".")
+    for ip in dns.ips:
+        known = names.setdefault(ip, [])
+        if name not in known:
+            known.append(name)

@@ -1,0 +1,149 @@
+"""Verify: do these policies admit every denied flow cpg can express, and no flow an explicit
+deny rule dropped? Pure: flows and policy documents in, a :class:`VerifyReport` out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+from cpg_core.base._documents import PolicyDocument, VerifyCheck, VerifyReport
+from cpg_core.base._flow import Direction, Endpoint, Flow
+from cpg_core.base._rules import CidrPeer
+from cpg_core.flows._decide import DecideOptions, Decision, decide
+from cpg_core.flows._synthesis import (
+    Resolved,
+    Resolver,
+    endpoint_kind,
+    endpoint_name,
+    mesh_flow,
+    note_pod,
+    with_known_pod,
+)
+from cpg_core.policy._matcher import dns_names, from_own_node, match_flow
+from cpg_core.policy._policy_set import PolicySet
+from cpg_core.synthesis._scope import SYSTEM_NAMESPACES
+
+
+def check_key(flow: Flow) -> tuple[object, ...]:
+    """Flows that the matcher cannot tell apart share one check."""
+    l7 = flow.l7
+    return (
+        flow.direction,
+        flow.source,
+        flow.destination,
+        flow.protocol,
+        flow.port,
+        flow.source_ip if flow.direction == Direction.INGRESS else flow.destination_ip,
+        flow.source_names,
+        flow.destination_names,
+        (l7.http.method, l7.http.url) if l7 is not None and l7.http is not None else None,
+        l7.dns.query if l7 is not None and l7.dns is not None else None,
+    )
+
+
+def traffic_line(flow: Flow) -> str:
+    """``ingress src → dst PROTO/port``, naming a world peer by its IP."""
+
+    mesh = mesh_flow(flow)
+
+    def name(endpoint: Endpoint, ip: str) -> str:
+        if ip and endpoint_kind(endpoint).world:
+            return ip
+        return f"{endpoint.cluster_name}/" * mesh + endpoint_name(endpoint)
+
+    way = {int(Direction.INGRESS): "ingress", int(Direction.EGRESS): "egress"}.get(
+        flow.direction, "?"
+    )
+    traffic = f"{flow.protocol}/{flow.port}" if flow.protocol else "no-L4"
+    return (
+        f"{way:<7} {name(flow.source, flow.source_ip)} → "
+        f"{name(flow.destination, flow.destination_ip)} {traffic}"
+    )
+
+
+def _pod_as_world(resolved: object, pod_ips: set[str]) -> bool:
+    if not isinstance(resolved, Resolved) or not isinstance(resolved.atom.peer, CidrPeer):
+        return False
+    return resolved.atom.peer.cidr.split("/", 1)[0] in pod_ips
+
+
+def verify_flows(
+    flows: Iterable[Flow],
+    policies: Sequence[PolicyDocument],
+    options: DecideOptions | None = None,
+    *,
+    default_local_cluster: bool = True,
+    allow_localhost: bool = True,
+    include_system: bool = False,
+) -> VerifyReport:
+    """A check for every distinct candidate that cpg can express and every explicit-deny flow.
+    A denied flow from a pod's own node shows the agents police it (allow-localhost: policy),
+    so such a capture is checked that way whatever ``allow_localhost`` says. A candidate of a
+    system-namespace workload the policies do not admit is counted apart, not as a miss,
+    unless ``include_system`` (replay leaves those rules to the user by default, §D47)."""
+    options = options or DecideOptions()
+    policies = PolicySet.of(policies)
+    resolver = Resolver()
+    seen: dict[tuple[object, ...], tuple[Literal["candidate", "explicit_deny"], Flow, list[int]]]
+    seen = {}
+    kept: list[Flow] = []
+    unexpressible = 0
+    system = 0
+    left: set[tuple[object, ...]] = set()
+    """Checks of system-namespace workloads: not admitted is theirs to decide, not a miss."""
+    pod_ips: set[str] = set()
+    pods: dict[str, Endpoint] = {}
+    for flow in flows:
+        for endpoint, ip in (
+            (flow.source, flow.source_ip),
+            (flow.destination, flow.destination_ip),
+        ):
+            if endpoint.pod_name and ip:
+                pod_ips.add(ip)
+                note_pod(pods, endpoint, ip)
+        if flow.l7 is not None and flow.l7.dns is not None:
+            kept.append(flow)  # for IP -> name, whatever its verdict
+        decision = decide(flow, options)
+        kind: Literal["candidate", "explicit_deny"]
+        if decision is Decision.CANDIDATE:
+            resolved = resolver.resolve(flow)
+            if not isinstance(resolved, Resolved):
+                unexpressible += 1
+                continue
+            kind = "candidate"
+            if not include_system and resolved.target.namespace in SYSTEM_NAMESPACES:
+                left.add((kind, *check_key(flow)))
+        elif decision is Decision.EXPLICIT_DENY:
+            kind = "explicit_deny"
+        else:
+            continue
+        entry = seen.setdefault((kind, *check_key(flow)), (kind, flow, [0]))
+        entry[2][0] += 1
+    for key, (kind, flow, counter) in list(seen.items()):
+        named = with_known_pod(flow, pods)
+        if named is not flow:
+            seen[key] = (kind, named, counter)  # judged as the pod the capture shows
+        elif kind == "candidate" and _pod_as_world(resolver.resolve(flow), pod_ips):
+            unexpressible += counter[0]  # a finding of the replay (world_is_pod), no rule
+            del seen[key]
+    names = dns_names(kept)
+    if any(kind == "candidate" and from_own_node(flow) for kind, flow, _ in seen.values()):
+        allow_localhost = False
+    checks = []
+    for key, (kind, flow, counter) in seen.items():
+        result = match_flow(
+            policies,
+            flow,
+            names,
+            default_local_cluster=default_local_cluster,
+            # an explicit deny asks whether the rules allow it: the node's pass is no rule
+            allow_localhost=allow_localhost and kind == "candidate",
+        )
+        if not result.allowed and key in left:
+            system += counter[0]
+            continue
+        checks.append(
+            VerifyCheck(kind, traffic_line(flow), counter[0], result.allowed, result.reason)
+        )
+    checks.sort(key=lambda c: (c.kind, c.allowed, c.traffic))
+    return VerifyReport(checks=tuple(checks), unexpressible=unexpressible, system=system)

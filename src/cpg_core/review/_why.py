@@ -1,0 +1,679 @@
+"""Why a flow was denied, and what would admit it: the question Cilium users ask most about
+policies. One answer per kind of flow, with the same matcher ``verify`` and ``plan`` use: the
+drop as Hubble recorded it, the policies that police the subject, each of their rules that
+could have admitted it and exactly why it misses (nearest first), the deny rules that win,
+and the rule that would admit it as YAML (ARCHITECTURE §D26)."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from cpg_core.base._advice import advice_for
+from cpg_core.base._documents import PolicyDocument
+from cpg_core.base._dropreasons import classify_reason, reason_name, remediation
+from cpg_core.base._flow import Direction, DNSInfo, Endpoint, Flow, HTTPInfo, L7Info, Verdict
+from cpg_core.base._labels import CLUSTER_LABEL, NAMESPACE_LABEL, stable_labels
+from cpg_core.base._request_error import RequestError
+from cpg_core.flows._decide import DecideOptions, Decision, decide
+from cpg_core.flows._synthesis import endpoint_name
+from cpg_core.policy._matcher import (
+    LOCAL_CLUSTER,
+    PeerView,
+    Request,
+    Requirement,
+    Selected,
+    dns_names,
+    flow_peer,
+    flow_request,
+    from_own_node,
+    has_l3,
+    has_l4,
+    judge_flow,
+    match_flow,
+    peer_matches,
+    peer_requirements,
+    policy_name,
+    ports_match,
+    requirement_holds,
+    requirements,
+    rule_admits,
+    selecting_specs,
+)
+from cpg_core.review._verify import traffic_line
+from cpg_core.synthesis._fixes import rule_yaml
+from cpg_core.text import shown
+
+_UNFIXABLE = {
+    Decision.INFRA: "an infrastructure drop: no policy causes or fixes it",
+    Decision.TRANSIENT: "a transient drop (an endpoint starting, a stale route): no policy "
+    "fixes it; it stops once the endpoint is ready",
+    Decision.NOISE: "noise Cilium drops on purpose (unsupported L3/L2 traffic): no policy fixes it",
+}
+_FINDING_KIND = {
+    Decision.EXPLICIT_DENY: "explicit_deny",
+    Decision.AUTH_REQUIRED: "auth_required",
+    Decision.LB_SOURCE_RANGE: "lb_source_range",
+}
+
+
+@attrs.frozen(slots=True)
+class RuleMiss:
+    """One rule of a policy that polices the subject, and why it does not admit the flow."""
+
+    policy: str
+    section: str
+    """``ingress``, ``egress``, ``ingressDeny`` or ``egressDeny``."""
+    index: int
+    misses: tuple[str, ...]
+    """What differs, most telling first: the peer label, namespace or cluster, the port, the
+    L7 rule. Empty for a deny rule that matches."""
+    distance: int
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class Why:
+    """The answer for one kind of flow."""
+
+    traffic: str
+    flows: int
+    verdict: str
+    drop_reason: str
+    """Hubble's drop reason name ("" for a flow that was not dropped)."""
+    drop_class: str
+    """``policy``, ``infra``, ``transient``, ``noise``, ``explicit_deny``, ``auth_required``,
+    ``lb_source_range``, or ``forwarded``."""
+    direction: str
+    subject: str
+    """``namespace/workload`` of the endpoint whose policy decides (ingress: the destination)."""
+    policed_by: tuple[str, ...] = ()
+    """Policies that select the subject with rules for this direction (none: all allowed)."""
+    allowed: bool = False
+    """Whether the policies judged admit the flow."""
+    allowed_by: str = ""
+    deny: tuple[RuleMiss, ...] = ()
+    near_misses: tuple[RuleMiss, ...] = ()
+    admit_yaml: str = ""
+    """The allow rule that would admit the flow ("" when no rule can, or none is needed)."""
+    answer: str
+    """The whole story in one or two sentences."""
+    fix: str
+
+
+def _labels_diff(selector: Any, peer: PeerView, namespace: str | None) -> tuple[list[str], int]:
+    """What a peer selector wants that the peer lacks, term by term as Cilium reads the
+    selector (with the namespace and cluster it adds): ``key=want (peer: have)``."""
+    reqs = requirements(selector)
+    if reqs is None:
+        return ["a selector Cilium would refuse (an unknown operator, In without values)"], 9
+    reqs = peer_requirements(reqs, namespace, peer.local_cluster)
+    misses = [
+        _term_miss(req, peer)
+        for req in sorted(reqs, key=lambda r: (r[1] in (NAMESPACE_LABEL, CLUSTER_LABEL), r[1]))
+        if not requirement_holds(req, peer.labels, peer.reserved, complete=peer.complete)
+    ]
+    return misses, len(misses)
+
+
+def _term_miss(req: Requirement, peer: PeerView) -> str:
+    source, key, op, values = req
+    have = peer.labels.get(key)
+    has = f"{key}={have}" if have is not None else f"no {key}"
+    if op == LOCAL_CLUSTER:
+        return (
+            f"the local cluster {values[0]} (the peer is in {have}; a selector without a "
+            "cluster label selects the local one)"
+        )
+    if key == NAMESPACE_LABEL and op == "Exists":
+        what = ", ".join(sorted(peer.reserved)) or "not a pod"
+        return f"a pod (a clusterwide policy's peer selector selects pods only; the peer: {what})"
+    single = op == "In" and len(values) == 1
+    if key == NAMESPACE_LABEL and single:
+        return f"namespace {values[0]} (the peer is in {have or 'no namespace'})"
+    if key == CLUSTER_LABEL and single:
+        return f"cluster {values[0]} (the peer is in {have or 'an unknown cluster'})"
+    if source == "reserved":
+        return f"reserved:{key} (the peer: {', '.join(sorted(peer.reserved)) or 'a pod'})"
+    if single:
+        return f"{key}={values[0]} (the peer has {has})"
+    listed = f" {list(values)}" if values else ""
+    return f"{key} {op}{listed} (the peer has {has})"
+
+
+def _peer_miss(rule: Mapping[str, Any], prefix: str, peer: PeerView, ns: str | None) -> list[str]:
+    """Why the rule's L3 part does not select the peer (the nearest selector's differences)."""
+    if not has_l3(rule, prefix) and not has_l4(rule):
+        return ["nothing: an empty rule selects no peer (Cilium's default-deny idiom)"]
+    best: tuple[int, list[str]] | None = None
+    for selector in rule.get(prefix + "Endpoints") or []:
+        reqs = requirements(selector) or []
+        if peer.world and not any(source == "reserved" for source, *_ in reqs):
+            candidate = (5, ["endpoint selectors, but the peer is outside the cluster (world)"])
+        else:
+            misses, distance = _labels_diff(selector, peer, ns)
+            candidate = (distance, misses)
+        if best is None or candidate[0] < best[0]:
+            best = candidate
+    entities = [str(e) for e in rule.get(prefix + "Entities") or []]
+    if entities:
+        shown = ", ".join(sorted(peer.entities - {"all"})) or "none"
+        candidate = (4, [f"entities {', '.join(entities)} (the peer is {shown})"])
+        best = candidate if best is None or candidate[0] < best[0] else best
+    cidrs = [str(c) for c in rule.get(prefix + "CIDR") or []]
+    cidrs += [
+        str(e.get("cidr")) for e in rule.get(prefix + "CIDRSet") or [] if isinstance(e, Mapping)
+    ]
+    if cidrs:
+        where = str(peer.network) if peer.network is not None else "no IP"
+        text = f"CIDRs {', '.join(cidrs)} (the peer is {where}" + (
+            ", a pod: CIDR rules never select pods Cilium manages)" if not peer.world else ")"
+        )
+        candidate = (4, [text])
+        best = candidate if best is None or candidate[0] < best[0] else best
+    fqdns = rule.get("toFQDNs") or [] if prefix == "to" else []
+    if fqdns:
+        names = ", ".join(peer.names) or "no DNS name seen for its IP"
+        candidate = (4, [f"FQDNs {fqdns} (the peer: {names})"])
+        best = candidate if best is None or candidate[0] < best[0] else best
+    return best[1] if best is not None else ["a peer of another kind"]
+
+
+def _port_text(rule: Mapping[str, Any]) -> str:
+    shown = []
+    for port_rule in rule.get("toPorts") or []:
+        for port in (port_rule or {}).get("ports") or []:
+            end = f"-{port['endPort']}" if port.get("endPort") else ""
+            shown.append(f"{port.get('protocol', 'ANY')}/{port.get('port', 'any')}{end}")
+    for icmp in rule.get("icmps") or []:
+        for field in (icmp or {}).get("fields") or []:
+            shown.append(f"ICMP type {field.get('type')}")
+    return ", ".join(shown) or "no port"
+
+
+def _l7_text(rule: Mapping[str, Any]) -> str:
+    shown = []
+    for port_rule in rule.get("toPorts") or []:
+        rules = (port_rule or {}).get("rules") or {}
+        for http in rules.get("http") or []:
+            shown.append(f"{http.get('method', '*')} {http.get('path', '*')}")
+        for dns in rules.get("dns") or []:
+            shown.append(f"DNS {dns.get('matchName') or dns.get('matchPattern')}")
+    return ", ".join(shown)
+
+
+def _without_l7(rule: Mapping[str, Any]) -> dict[str, Any]:
+    plain = dict(rule)
+    plain["toPorts"] = [
+        {k: v for k, v in (p or {}).items() if k != "rules"} for p in rule.get("toPorts") or []
+    ]
+    return plain
+
+
+def _request_text(flow: Flow, request: Request) -> str:
+    if request.http_method is not None:
+        return f"HTTP {request.http_method} {request.http_path}"
+    if request.dns_name is not None:
+        return f"DNS {request.dns_name}"
+    return f"{flow.protocol}/{flow.port}" if flow.protocol else "this traffic"
+
+
+def _rule_miss(
+    policy: str,
+    section: str,
+    index: int,
+    rule: Any,
+    prefix: str,
+    peer: PeerView,
+    request: Request,
+    flow: Flow,
+    ns: str | None,
+) -> RuleMiss | None:
+    if not isinstance(rule, Mapping):
+        return None
+    misses: list[str] = []
+    distance = 0
+    if not peer_matches(rule, prefix, peer, ns):
+        peer_misses = _peer_miss(rule, prefix, peer, ns)
+        misses += [f"peer: wants {m}" for m in peer_misses]
+        distance += 2 * max(1, len(peer_misses))
+    if not ports_match(_without_l7(rule), request):
+        want = _port_text(rule)
+        misses.append(f"port: {flow.protocol}/{flow.port} is not in {want}")
+        distance += 1
+    elif not ports_match(rule, request):
+        misses.append(
+            f"L7: {_request_text(flow, request)} does not match {_l7_text(rule) or 'its rules'}"
+        )
+        distance += 1
+    if not misses:
+        return None  # it admits the flow
+    return RuleMiss(policy, section, index, tuple(misses), distance)
+
+
+def explain_denial(
+    flow: Flow,
+    policies: Sequence[PolicyDocument],
+    *,
+    flows: int = 1,
+    ip_names: Mapping[str, Sequence[str]] | None = None,
+    options: DecideOptions | None = None,
+    default_local_cluster: bool = True,
+    allow_localhost: bool = True,
+    max_misses: int = 5,
+    proposed: Sequence[PolicyDocument] = (),
+    proposed_from: str = "",
+) -> Why:
+    """The answer for one flow against ``policies`` (the ones applied, or proposed). When the
+    flow is denied and one of ``proposed`` (cpg's folder ``proposed_from``, with ``policies``
+    the ones applied) already admits it, the fix is to apply that policy, not a rule."""
+    traced = flow.verdict == int(Verdict.VERDICT_UNKNOWN) and not flow.time
+    decision = decide(flow, options or DecideOptions())
+    dropped = flow.verdict in (int(Verdict.DROPPED), int(Verdict.AUDIT))
+    verdict = "TRACED" if traced else _verdict_name(flow.verdict)
+    reason = reason_name(flow.drop_reason) if dropped else ""
+    drop_class = _FINDING_KIND.get(decision) or (
+        str(classify_reason(flow.drop_reason).value) if dropped else "forwarded"
+    )
+    if traced:
+        drop_class = "traced"
+    if flow.direction == Direction.INGRESS:
+        direction, subject_ep, prefix = "ingress", flow.destination, "from"
+    elif flow.direction == Direction.EGRESS:
+        direction, subject_ep, prefix = "egress", flow.source, "to"
+    else:
+        direction, subject_ep, prefix = "unknown", flow.destination, ""
+    subject = endpoint_name(subject_ep)
+    traffic = traffic_line(flow)
+
+    def plain(answer: str, fix: str) -> Why:  # a drop no rule decides: no policy is named
+        return Why(
+            traffic=traffic,
+            flows=flows,
+            verdict=verdict,
+            drop_reason=reason,
+            drop_class=drop_class,
+            direction=direction,
+            subject=subject,
+            answer=answer,
+            fix=fix,
+        )
+
+    if decision in _UNFIXABLE:
+        return plain(
+            f"{traffic} was dropped with {reason}: {_UNFIXABLE[decision]}.",
+            remediation(flow.drop_reason)
+            or "see the drop reason in Cilium's troubleshooting guide",
+        )
+    if decision in (Decision.AUTH_REQUIRED, Decision.LB_SOURCE_RANGE):
+        label, what, fix = advice_for(_FINDING_KIND[decision], traffic)
+        return plain(f"{what} ({reason}): a {label} drop, which no allow rule fixes.", fix)
+    if direction == "unknown":
+        return plain(
+            f"{traffic}: Hubble did not record the traffic direction, so no policy can be named.",
+            "capture with a Cilium that sets traffic_direction",
+        )
+    peer = flow_peer(flow, ip_names, default_local_cluster)
+    request = flow_request(flow)
+    selected = selecting_specs(policies, subject_ep)
+    judged = judge_flow(
+        policies,
+        flow,
+        ip_names,
+        default_local_cluster=default_local_cluster,
+        allow_localhost=allow_localhost,
+    )
+    result, policed = judged.result, list(judged.policed_by)
+    if result.tier and result.denied:  # a ClusterNetworkPolicy decided: no Cilium rule can
+        return plain(
+            f"{traffic}: {result.reason}; the {result.tier} tier decides "
+            + ("before" if result.tier == "Admin" else "after")
+            + " the namespaced policies.",
+            f"change that rule of ClusterNetworkPolicy {result.policy} (or Pass this traffic "
+            "to the namespaced policies) if it should pass",
+        )
+    deny = _deny_read(selected, direction, prefix, peer, request)
+    # No policy puts the subject into default-deny for this direction: Cilium allows; a deny
+    # rule still wins. What admits an allowed flow is said; the rules that do not are noise,
+    # and reading them was most of the time of a why over a whole capture.
+    allowed = judged.allowed
+    misses = [] if allowed else _misses_read(selected, direction, prefix, peer, request, flow)
+    recorded_deny = decision is Decision.EXPLICIT_DENY
+    admit = "" if allowed or deny or recorded_deny else rule_yaml(flow)
+    kind = _FINDING_KIND.get(decision)
+    fix = ""
+    if kind is not None:
+        fix = advice_for(kind, traffic, tuple(m.policy for m in deny))[2]
+    answer = _answer(
+        recorded_deny,
+        traffic,
+        verdict,
+        reason,
+        direction,
+        subject,
+        policed,
+        result.allowed,
+        result.reason,
+        deny,
+        misses,
+        from_own_node(flow) and allow_localhost,
+        judged.default_deny,
+    )
+    if not fix:
+        fix = _plain_fix(bool(deny), allowed, dropped and bool(policed), admit, subject, direction)
+    if proposed and not allowed and drop_class in ("policy", "traced", "unknown"):
+        ready = match_flow(
+            proposed,
+            flow,
+            ip_names,
+            default_local_cluster=default_local_cluster,
+            allow_localhost=allow_localhost,
+        )
+        if ready.allowed:  # the fix is a policy cpg already proposed, not a rule
+            fix = (
+                f"apply {ready.policy} from {proposed_from}: it already admits this flow "
+                f"({ready.reason}); no rule to write"
+            )
+            admit = ""
+    return Why(
+        traffic=traffic,
+        flows=flows,
+        verdict=verdict,
+        drop_reason=reason,
+        drop_class=drop_class,
+        direction=direction,
+        subject=subject,
+        policed_by=tuple(policed),
+        allowed=allowed,
+        allowed_by=result.reason if result.allowed else ("" if not allowed else "default allow"),
+        deny=tuple(deny),
+        near_misses=tuple(misses[:max_misses]),
+        admit_yaml=admit,
+        answer=answer,
+        fix=fix,
+    )
+
+
+def _plain_fix(
+    deny: bool, allowed: bool, policed_drop: bool, admit: str, subject: str, direction: str
+) -> str:
+    """The fix when no finding gives one: the deny rule, the policies that already admit a
+    policed drop, or the rule to add."""
+    if deny:
+        return "change the deny rule if the traffic should pass: no allow rule overrides it"
+    if allowed:
+        return "apply these policies: they admit it" if policed_drop else ""
+    if admit:
+        return f"add the rule below to a policy that selects {subject} for {direction}"
+    return ""
+
+
+def _deny_read(
+    selected: Sequence[Selected], direction: str, prefix: str, peer: PeerView, request: Request
+) -> list[RuleMiss]:
+    """The deny rules of the policies selecting the subject that match the flow."""
+    deny: list[RuleMiss] = []
+    for policy, spec, namespace in selected:
+        for index, rule in enumerate(spec.get(direction + "Deny") or []):
+            if rule_admits(rule, prefix, peer, request, namespace):
+                deny.append(RuleMiss(policy_name(policy), direction + "Deny", index, (), 0))
+    return deny
+
+
+def _misses_read(
+    selected: Sequence[Selected],
+    direction: str,
+    prefix: str,
+    peer: PeerView,
+    request: Request,
+    flow: Flow,
+) -> list[RuleMiss]:
+    """The allow rules of the policies selecting the subject that miss the flow, nearest
+    first."""
+    misses: list[RuleMiss] = []
+    for policy, spec, namespace in selected:
+        name = policy_name(policy)
+        for index, rule in enumerate(spec.get(direction) or []):
+            miss = _rule_miss(name, direction, index, rule, prefix, peer, request, flow, namespace)
+            if miss is not None:
+                misses.append(miss)
+    misses.sort(key=lambda m: (m.distance, m.policy, m.index))
+    return misses
+
+
+def _verdict_name(code: int) -> str:
+    try:
+        return Verdict(code).name
+    except ValueError:
+        return f"VERDICT_{code}"
+
+
+def _answer(
+    recorded_deny: bool,
+    traffic: str,
+    verdict: str,
+    reason: str,
+    direction: str,
+    subject: str,
+    policed: Sequence[str],
+    allowed: bool,
+    allowed_by: str,
+    deny: Sequence[RuleMiss],
+    misses: Sequence[RuleMiss],
+    localhost: bool,
+    default_deny: bool = True,
+) -> str:
+    seen = f"{traffic} ({verdict.lower() if verdict == 'TRACED' else verdict}{' ' + reason if reason else ''})"
+    if deny:
+        first = deny[0]
+        return (
+            f"{seen}: denied by {first.policy} {first.section}[{first.index}], a deny rule, "
+            "which wins over any allow."
+        )
+    if recorded_deny:
+        return (
+            f"{seen}: Hubble recorded a deny rule dropping it, and no deny rule of the "
+            f"policies judged matches; the deny lives elsewhere (judge the policies applied, from "
+            "files or the cluster, to find it). cpg never writes an allow rule for it: it would "
+            "not win."
+        )
+    if localhost and allowed:
+        return f"{seen}: admitted by Cilium's allow-localhost: the node reaches its own pods."
+    if allowed and policed:
+        return f"{seen}: the policies judged admit it ({allowed_by})."
+    if policed and not default_deny:
+        return (
+            f"{seen}: {subject} is policed for {direction} by {', '.join(policed)} with "
+            "enableDefaultDeny off, so what no rule denies is allowed."
+        )
+    if not policed:
+        text = (
+            f"{seen}: no policy selects {subject} for {direction} in the policies judged, so "
+            "they allow it"
+        )
+        if verdict in ("DROPPED", "AUDIT"):
+            text += (
+                "; the drop came from policies not given here (judge the ones applied to see them)"
+            )
+        return text + "."
+    nearest = (
+        f" The nearest: {misses[0].policy} {misses[0].section}[{misses[0].index}] "
+        f"({'; '.join(misses[0].misses)})."
+        if misses
+        else f" No {direction} rule of them selects this peer."
+    )
+    return (
+        f"{seen}: {subject} is policed for {direction} by {', '.join(policed)} and no rule "
+        f"admits it.{nearest}"
+    )
+
+
+def merged_answers(answered: Sequence[tuple[Flow, Why]]) -> tuple[Why, ...]:
+    """One answer per kind of flow as people read it: answers that say the same thing (flows
+    of different pods of one workload, say) are one, their flows added up; answers that
+    differ under the same traffic line name what differs (the labels, else the pods)."""
+    merged: dict[Why, list[Any]] = {}
+    for flow, why in answered:
+        key = attrs.evolve(why, flows=0)
+        entry = merged.get(key)
+        if entry is None:
+            merged[key] = [why, flow]
+        else:
+            entry[0] = attrs.evolve(entry[0], flows=entry[0].flows + why.flows)
+    by_line: dict[str, list[list[Any]]] = {}
+    for entry in merged.values():
+        by_line.setdefault(entry[0].traffic, []).append(entry)
+    out = []
+    for entry in merged.values():
+        why, flow = entry
+        same = by_line[why.traffic]
+        if len(same) > 1:
+            note = _what_differs(flow, [other[1] for other in same])
+            why = attrs.evolve(why, traffic=f"{why.traffic} [{note}]")
+        out.append(why)
+    return tuple(out)
+
+
+def _what_differs(flow: Flow, flows: Sequence[Flow]) -> str:
+    """What sets ``flow`` apart from the other ``flows`` of its traffic line."""
+    parts = []
+    for side in ("source", "destination"):
+        mine = stable_labels(getattr(flow, side).labels)
+        theirs = [stable_labels(getattr(other, side).labels) for other in flows]
+        keys = sorted({k for labels in theirs for k in labels if labels.get(k) != mine.get(k)})
+        shown = [f"{k}={mine[k]}" if k in mine else f"no {k}" for k in keys]
+        if shown:
+            parts.append(f"{side} {', '.join(shown)}")
+    if not parts:
+        for side in ("source", "destination"):
+            pod = getattr(flow, side).pod_name
+            if pod and any(getattr(other, side).pod_name != pod for other in flows):
+                parts.append(f"{side} pod {pod}")
+    if not parts and flow.verdict != flows[0].verdict:
+        parts.append(f"verdict {_verdict_name(flow.verdict)}")
+    return "; ".join(parts) or "another recording of the same traffic"
+
+
+def why_names(flows: Iterable[Flow]) -> dict[str, list[str]]:
+    """IP -> DNS names from a capture's DNS records, for toFQDNs rules."""
+    return dns_names(flows)
+
+
+_ENTITIES = {
+    "world": (2, "reserved:world"),
+    "world-ipv4": (9, "reserved:world-ipv4"),
+    "world-ipv6": (10, "reserved:world-ipv6"),
+    "host": (1, "reserved:host"),
+    "remote-node": (6, "reserved:remote-node"),
+    "kube-apiserver": (7, "reserved:kube-apiserver"),
+    "health": (4, "reserved:health"),
+    "ingress": (8, "reserved:ingress"),
+    "init": (5, "reserved:init"),
+    "unmanaged": (3, "reserved:unmanaged"),
+}
+"""Cilium's reserved identities ``trace`` spells by name (their numbers and labels)."""
+
+
+def traced_endpoint(text: str, field: str) -> tuple[Endpoint, str]:
+    """An endpoint described by hand, and its IP: ``NS/WORKLOAD`` (app=WORKLOAD in NS),
+    ``NS:key=value,key=value`` (those labels in NS), either with ``@CLUSTER``, an entity
+    (``world``, ``host``, ``remote-node``, ``kube-apiserver``…), or an IP (the world)."""
+    spec = text.strip()
+    cluster = ""
+    if "@" in spec:
+        spec, _, cluster = spec.rpartition("@")
+    if spec in _ENTITIES:
+        identity, label = _ENTITIES[spec]
+        return Endpoint(labels=(label,), identity=identity), ""
+    try:
+        address = ipaddress.ip_address(spec)
+    except ValueError:
+        address = None
+    if address is not None:
+        return Endpoint(labels=("reserved:world",), identity=2), str(address)
+    namespace, colon, rest = spec.partition(":")
+    if colon and "=" in rest:
+        pairs = [p.strip() for p in rest.split(",") if p.strip()]
+        if not namespace or not all("=" in p and p.split("=", 1)[0] for p in pairs):
+            raise RequestError(field, f"{shown(text)}: give NS:key=value[,key=value]")
+        labels = tuple(f"k8s:{p}" for p in pairs)
+    else:
+        namespace, slash, workload = spec.partition("/")
+        if not slash or not namespace or not workload:
+            raise RequestError(
+                field,
+                f"{shown(text)} is not NS/WORKLOAD, NS:key=value, an entity ("
+                f"{', '.join(_ENTITIES)}) or an IP",
+            )
+        labels = (f"k8s:app={workload}",)
+    labels = (*labels, f"k8s:io.kubernetes.pod.namespace={namespace}")
+    if cluster:
+        labels = (*labels, f"k8s:{CLUSTER_LABEL}={cluster}")
+    return Endpoint(namespace=namespace, labels=labels, cluster_name=cluster), ""
+
+
+def traced_flows(
+    source: str,
+    destination: str,
+    port: str,
+    *,
+    method: str = "",
+    path: str = "",
+    dns: str = "",
+) -> list[Flow]:
+    """The flow described by hand, once per side that policy can police: egress at a
+    source pod, ingress at a destination pod. ``port`` is ``8080/TCP`` (TCP when left out)
+    or ``icmp/8``."""
+    src, src_ip = traced_endpoint(source, "from")
+    dst, dst_ip = traced_endpoint(destination, "to")
+    number, _, proto = port.strip().partition("/")
+    protocol = (proto or "TCP").upper().replace("ICMPV", "ICMPv")
+    if number.lower().startswith("icmp"):
+        protocol, number = ("ICMPv4", proto or "8")
+    if protocol not in ("TCP", "UDP", "SCTP", "ICMPv4", "ICMPv6"):
+        raise RequestError("port", f"{shown(port)}: the protocol is TCP, UDP, SCTP or ICMPv4/6")
+    try:
+        value = int(number)
+    except ValueError:
+        value = -1
+    if not 0 < value <= 65535 and protocol not in ("ICMPv4", "ICMPv6"):
+        raise RequestError("port", f"{shown(port)} is not PORT/PROTOCOL (e.g. 8080/TCP)")
+    l7 = None
+    if method or path:
+        l7 = L7Info(
+            type="REQUEST", http=HTTPInfo(method=(method or "GET").upper(), url=path or "/")
+        )
+    elif dns:
+        l7 = L7Info(type="REQUEST", dns=DNSInfo(query=dns))
+    flows = []
+    for direction, policed in ((Direction.EGRESS, src), (Direction.INGRESS, dst)):
+        if not policed.namespace:
+            continue  # an entity or the world: no namespaced policy polices it
+        flows.append(
+            Flow(
+                direction=int(direction),
+                source=src,
+                destination=dst,
+                source_ip=src_ip,
+                destination_ip=dst_ip,
+                protocol=protocol,
+                port=value,
+                l7=l7,
+            )
+        )
+    if not flows:
+        raise RequestError("from", "neither end is a pod: namespaced policies police neither")
+    return flows
+
+
+__all__ = [
+    "RuleMiss",
+    "Why",
+    "explain_denial",
+    "merged_answers",
+    "traced_endpoint",
+    "traced_flows",
+    "why_names",
+]
