@@ -69,3 +69,98 @@ def test_a_check_takes_current_or_cluster_and_a_boolean_default() -> None:
         CheckRequest.build(inputs=[])
     check = CheckRequest.build(inputs=["x.jsonl"], default_local_cluster="False")
     assert check.default_local_cluster is False and check.policies == "policies"
+
+
+# Every option of the table reaches the request it belongs to: a value other than the
+# default (with the companions it needs) makes another request. An option added to the
+# table but dropped on its way through the builders fails here (a new one without a sample
+# fails the first test).
+
+RUN_SAMPLES: dict[str, tuple[object, dict[str, object]]] = {
+    "namespace": (["shop"], {}),
+    "all_namespaces": (True, {}),
+    "include_audit": (True, {}),
+    "ignore_protocols": (["udp"], {}),
+    "ignore_drop_reasons": (["POLICY_DENIED"], {}),
+    "learn": ("forwarded", {}),
+    "learn_allowed": (True, {"learn": "forwarded"}),
+    "max_malformed": (10.0, {}),
+    "since": ("1h", {}),
+    "until": ("2026-12-01T00:00:00Z", {}),
+    "identities": (["cluster"], {}),
+    "l7": (True, {}),
+    "l7_collapse_paths": (True, {"l7": True}),
+    "policy_default_local_cluster": ("false", {}),
+    "allow_localhost": ("policy", {}),
+    "dry_run": (True, {}),
+    "diff": (False, {}),
+    "exit_code": (True, {"dry_run": True}),
+    "kustomize": (True, {}),
+    "shared": (3, {}),
+    "cluster_service_namespaces": (9, {}),
+    "exact_peers": (["shop/web"], {}),
+    "include_system_namespaces": (True, {}),
+    "dns_rule": (False, {}),
+    "baseline_format": ("kcnp", {}),
+    "min_flows": (2, {}),
+    "verify": (True, {}),
+    "fail_on_infra_drops": (True, {}),
+    "evidence": (False, {}),
+    "evidence_samples": (3, {}),
+    "evidence_sessions": (4, {}),
+    "evidence_redact": (True, {}),
+    "evidence_interval": ("5m", {}),
+    "engine": ("dask", {}),
+    "jobs": (2, {}),
+    "scheduler": ("local:2", {"engine": "dask"}),
+    "part_size": ("64MiB", {"engine": "dask"}),
+    "server": ("127.0.0.1:4245", {}),
+    "timeout": ("5s", {}),
+    "flush_interval": ("10s", {}),
+    "metrics_addr": (":9090", {}),
+    "duration": ("1m", {}),
+    "stable_for": ("2m", {}),
+    "max_policies": (10, {}),
+    "max_peers": (10, {}),
+    "max_rules": (10, {}),
+    "max_kinds": (10, {}),
+    "cluster_dedup": (True, {}),
+    "relay_namespace": ("cilium", {}),
+}
+CHECK_SAMPLES: dict[str, tuple[object, dict[str, object]]] = {
+    "current": ("applied", {}),
+    "cluster": (True, {}),
+    "include_audit": (True, {}),
+    "default_local_cluster": ("false", {}),
+    "allow_localhost": ("policy", {}),
+    "policy_map_max": (100, {}),
+    "learn": ("forwarded", {}),
+    "include_system_namespaces": (True, {}),
+    "identities": (["cluster"], {}),
+}
+
+
+def test_every_option_of_the_table_has_a_sample() -> None:
+    from cpg_core.options import OPTIONS
+
+    assert set(RUN_SAMPLES) == {o.name for o in OPTIONS if o.request == "run"}
+    assert set(CHECK_SAMPLES) == {o.name for o in OPTIONS if o.request == "check"}
+
+
+@pytest.mark.parametrize("name", sorted(RUN_SAMPLES))
+def test_every_run_option_reaches_the_run_request(name: str) -> None:
+    if name == "all_namespaces":  # says what the default means; read to refuse a namespace
+        with pytest.raises(RequestError):
+            RunRequest.build(all_namespaces=True, namespace=["shop"])
+        return
+    value, companions = RUN_SAMPLES[name]
+    base = RunRequest.build(**companions)  # type: ignore[arg-type]
+    assert RunRequest.build(**{**companions, name: value}) != base  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", sorted(CHECK_SAMPLES))
+def test_every_check_option_reaches_the_check_request(name: str) -> None:
+    value, companions = CHECK_SAMPLES[name]
+    base = CheckRequest.build(inputs=["c.jsonl"], **companions)  # type: ignore[arg-type]
+    changed = CheckRequest.build(inputs=["c.jsonl"], **{**companions, name: value})  # type: ignore[arg-type]
+    assert changed != base
