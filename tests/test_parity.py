@@ -36,7 +36,20 @@ COMMANDS = sorted({command for entry in OPTIONS for command in entry.commands})
 
 
 def _keywords(builder: type) -> set[str]:
-    return set(inspect.signature(builder.build).parameters)  # type: ignore[attr-defined]
+    """The keywords a request builder takes: its parameters, or, for a builder that takes
+    the option table's names (``**values``), those names (each accepted, and nothing
+    else)."""
+    parameters = inspect.signature(builder.build).parameters  # type: ignore[attr-defined]
+    named = {n for n, p in parameters.items() if p.kind is not inspect.Parameter.VAR_KEYWORD}
+    if len(named) == len(parameters):
+        return named
+    request = "run" if builder is RunRequest else "check"
+    table = {o.name: o.default for o in OPTIONS if o.request == request}
+    for name, default in table.items():
+        builder.build(**{name: default})  # type: ignore[attr-defined]
+    with pytest.raises(TypeError, match="no_such_option"):
+        builder.build(no_such_option=1)  # type: ignore[attr-defined]
+    return named | set(table)
 
 
 def _params(command: str) -> dict[str, Any]:

@@ -139,7 +139,7 @@ class CaptureRequest:
         l7: bool = False,
         l7_collapse_paths: bool = False,
         max_samples: int = 10,
-        default_local_cluster: bool | str = True,
+        policy_default_local_cluster: bool | str = True,
         learn: str | None = None,
         learn_allowed: bool = False,
         allow_localhost: bool | str = True,
@@ -164,7 +164,7 @@ class CaptureRequest:
         if max_samples < 0:
             raise RequestError("max_samples", f"{max_samples} samples: must be 0 or more")
         local = _flag(
-            default_local_cluster,
+            policy_default_local_cluster,
             "policy_default_local_cluster",
             ("true", "false"),
             "is not true or false (false for ClusterMesh on Cilium before 1.19)",
@@ -275,6 +275,13 @@ class LiveRequest:
         duration: str | None = None,
         cluster_dedup: bool = False,
         metrics_addr: str | None = None,
+        evidence_interval: str | None = None,
+        relay_namespace: str | None = None,
+        stable_for: str | None = None,
+        max_policies: int = 5000,
+        max_peers: int = 2000,
+        max_rules: int = 200_000,
+        max_kinds: int = 20_000,
     ) -> LiveRequest:
         address = (metrics_addr or "").strip()
         _host, sep, port = address.rpartition(":")
@@ -293,7 +300,31 @@ class LiveRequest:
             ),
             duration=duration_seconds(duration, "duration") if duration else None,
             cluster_dedup=cluster_dedup,
+            evidence_interval=(
+                duration_seconds(evidence_interval, "evidence_interval", maximum=MAX_INTERVAL)
+                if evidence_interval
+                else 60.0
+            ),
+            relay_namespace=_relay_namespace(relay_namespace),
+            stable_for=duration_seconds(stable_for, "stable_for") if stable_for else 0.0,
+            max_policies=_cap(max_policies, "max_policies"),
+            max_peers=_cap(max_peers, "max_peers"),
+            max_rules=_cap(max_rules, "max_rules"),
+            max_kinds=_cap(max_kinds, "max_kinds"),
         )
+
+
+def _relay_namespace(given: str | None) -> str:
+    namespace = (given or "kube-system").strip()
+    if given is not None:
+        check_namespace(namespace, "relay_namespace")
+    return namespace
+
+
+def _cap(value: int, name: str) -> int:
+    if value < 0:
+        raise RequestError(name, f"{value}: must be 0 (no cap) or more")
+    return value
 
 
 def explain_filter(

@@ -7,8 +7,10 @@ each root words it its own way."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Literal
+import functools
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Literal
 
 import attrs
 
@@ -17,21 +19,18 @@ from cpg_core.base._request_error import RequestError
 from cpg_core.flows._attribution import time_key
 from cpg_core.flows._decide import DecideOptions
 from cpg_core.flows._filters import FlowFilter
-from cpg_core.requests._options import defaults
+from cpg_core.requests._options import Request, defaults
 from cpg_core.requests._requests import (
-    MAX_INTERVAL,
     CaptureRequest,
     LiveRequest,
     TimeWindow,
-    check_namespace,
     duration_seconds,
 )
 from cpg_core.synthesis._aggregate import AggregateOptions
 from cpg_core.text import shown
 
-_RUN = defaults("run")
-"""The builders' defaults are the option table's (one declaration, read by both roots)."""
 _CHECK = defaults("check")
+"""The builders' defaults are the option table's (one declaration, read by both roots)."""
 
 EngineKind = Literal["local", "dask"]
 ENGINES: tuple[EngineKind, ...] = ("local", "dask")
@@ -60,10 +59,67 @@ def parse_size(text: str, field: str) -> int:
     return int(number) * _SIZE_UNITS[unit]
 
 
-def _cap(value: int, name: str) -> int:
-    if value < 0:
-        raise RequestError(name, f"{value}: must be 0 (no cap) or more")
-    return value
+def _table_values(request: Request, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The option table's defaults for ``request``, with the values given; a name the table
+    does not have is refused as Python refuses an unknown keyword."""
+    values = defaults(request)
+    unknown = sorted(set(given) - set(values))
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s) for a {request} request: {unknown}")
+    values.update(given)
+    return values
+
+
+def _taken_by(builder: Callable[..., Any], values: Mapping[str, Any]) -> dict[str, Any]:
+    """The values whose names are parameters of ``builder`` (a part of the request)."""
+    return {name: values[name] for name in _parameters(builder) if name in values}
+
+
+@functools.cache
+def _parameters(builder: Callable[..., Any]) -> tuple[str, ...]:
+    return tuple(inspect.signature(builder).parameters)
+
+
+def _check_run(values: Mapping[str, Any]) -> None:
+    """The checks of a run's values that no part of the request makes itself."""
+    if values["exit_code"] and not values["dry_run"]:
+        raise RequestError("exit_code", "the exit code of a dry run needs dry_run")
+    if values["verify"] and values["dry_run"]:
+        raise RequestError("verify", "verify checks written files; leave out dry_run")
+    if values["min_flows"] < 1:
+        raise RequestError("min_flows", f"{values['min_flows']}: must be 1 or more")
+    shared = values["shared"]
+    if shared < 0 or shared == 1:
+        raise RequestError(
+            "shared", f"{shared}: a rule is shared by 2 or more workloads (0 turns sharing off)"
+        )
+    if values["baseline_format"] not in ("ccnp", "kcnp"):
+        raise RequestError(
+            "baseline_format", f"{shown(values['baseline_format'])}: use ccnp or kcnp"
+        )
+    if not 0 <= values["max_malformed"] <= 100:
+        raise RequestError("max_malformed", f"{values['max_malformed']:g}: a percentage, 0 to 100")
+    _check_evidence(values)
+    _check_engine(values)
+
+
+def _check_evidence(values: Mapping[str, Any]) -> None:
+    if values["evidence_samples"] < 0:
+        raise RequestError("evidence_samples", f"{values['evidence_samples']}: must be 0 or more")
+    if values["evidence_sessions"] < 1:
+        raise RequestError("evidence_sessions", f"{values['evidence_sessions']}: must be 1 or more")
+
+
+def _check_engine(values: Mapping[str, Any]) -> None:
+    engine = values["engine"]
+    if engine not in ENGINES:
+        raise RequestError("engine", f"{shown(engine)}: use local or dask")
+    if values["jobs"] is not None and values["jobs"] < 1:
+        raise RequestError("jobs", f"{values['jobs']}: must be 1 or more")
+    if values["scheduler"] is not None and engine != "dask":
+        raise RequestError("scheduler", "a scheduler needs the dask engine")
+    if values["part_size"] is not None and engine != "dask":
+        raise RequestError("part_size", "a part size needs the dask engine")
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -129,168 +185,55 @@ class RunRequest:
     """Only a live capture reads these."""
 
     @classmethod
-    def build(
-        cls,
-        *,
-        namespace: Iterable[str] | None = _RUN["namespace"],
-        all_namespaces: bool = _RUN["all_namespaces"],
-        include_audit: bool = _RUN["include_audit"],
-        ignore_protocols: Iterable[str] | None = _RUN["ignore_protocols"],
-        ignore_drop_reasons: Iterable[str] | None = _RUN["ignore_drop_reasons"],
-        l7: bool = _RUN["l7"],
-        l7_collapse_paths: bool = _RUN["l7_collapse_paths"],
-        policy_default_local_cluster: bool | str = _RUN["policy_default_local_cluster"],
-        learn: str | None = _RUN["learn"],
-        learn_allowed: bool = _RUN["learn_allowed"],
-        allow_localhost: bool | str = _RUN["allow_localhost"],
-        flow_filter: FlowFilter | None = None,
-        since: str | None = _RUN["since"],
-        until: str | None = _RUN["until"],
-        min_flows: int = _RUN["min_flows"],
-        shared: int = _RUN["shared"],
-        baseline_format: str = _RUN["baseline_format"],
-        cluster_service_namespaces: int = _RUN["cluster_service_namespaces"],
-        exact_peers: Iterable[str] | None = _RUN["exact_peers"],
-        include_system_namespaces: bool = _RUN["include_system_namespaces"],
-        dns_rule: bool = _RUN["dns_rule"],
-        evidence: bool = _RUN["evidence"],
-        evidence_samples: int = _RUN["evidence_samples"],
-        evidence_sessions: int = _RUN["evidence_sessions"],
-        evidence_redact: bool = _RUN["evidence_redact"],
-        dry_run: bool = _RUN["dry_run"],
-        diff: bool = _RUN["diff"],
-        exit_code: bool = _RUN["exit_code"],
-        kustomize: bool = _RUN["kustomize"],
-        max_malformed: float = _RUN["max_malformed"],
-        fail_on_infra_drops: bool = _RUN["fail_on_infra_drops"],
-        verify: bool = _RUN["verify"],
-        engine: str = _RUN["engine"],
-        jobs: int | None = _RUN["jobs"],
-        scheduler: str | None = _RUN["scheduler"],
-        part_size: str | None = _RUN["part_size"],
-        server: str | None = _RUN["server"],
-        timeout: str | None = _RUN["timeout"],
-        flush_interval: str | None = _RUN["flush_interval"],
-        metrics_addr: str | None = _RUN["metrics_addr"],
-        duration: str | None = _RUN["duration"],
-        evidence_interval: str | None = _RUN["evidence_interval"],
-        stable_for: str | None = _RUN["stable_for"],
-        max_policies: int = _RUN["max_policies"],
-        max_peers: int = _RUN["max_peers"],
-        max_rules: int = _RUN["max_rules"],
-        max_kinds: int = _RUN["max_kinds"],
-        cluster_dedup: bool = _RUN["cluster_dedup"],
-        relay_namespace: str | None = _RUN["relay_namespace"],
-        identities: Iterable[str] | None = _RUN["identities"],
-    ) -> RunRequest:
-        """Validate the user's values; RequestError names the first bad one."""
-        if exit_code and not dry_run:
-            raise RequestError("exit_code", "the exit code of a dry run needs dry_run")
-        if verify and dry_run:
-            raise RequestError("verify", "verify checks written files; leave out dry_run")
-        if min_flows < 1:
-            raise RequestError("min_flows", f"{min_flows}: must be 1 or more")
-        if shared < 0 or shared == 1:
-            raise RequestError(
-                "shared",
-                f"{shared}: a rule is shared by 2 or more workloads (0 turns sharing off)",
-            )
-        if baseline_format not in ("ccnp", "kcnp"):
-            raise RequestError("baseline_format", f"{shown(baseline_format)}: use ccnp or kcnp")
-        if not 0 <= max_malformed <= 100:
-            raise RequestError("max_malformed", f"{max_malformed:g}: a percentage, 0 to 100")
-        if evidence_samples < 0:
-            raise RequestError("evidence_samples", f"{evidence_samples}: must be 0 or more")
-        if evidence_sessions < 1:
-            raise RequestError("evidence_sessions", f"{evidence_sessions}: must be 1 or more")
-        if engine not in ENGINES:
-            raise RequestError("engine", f"{shown(engine)}: use local or dask")
-        if jobs is not None and jobs < 1:
-            raise RequestError("jobs", f"{jobs}: must be 1 or more")
-        if scheduler is not None and engine != "dask":
-            raise RequestError("scheduler", "a scheduler needs the dask engine")
-        if part_size is not None and engine != "dask":
-            raise RequestError("part_size", "a part size needs the dask engine")
-        record = evidence and not dry_run
+    def build(cls, *, flow_filter: FlowFilter | None = None, **given: Any) -> RunRequest:
+        """Validate the user's values, named as the option table names the run options (the
+        table gives each its default); RequestError names the first bad one. The options a
+        part of the request takes (the capture's, the live session's) reach it by the
+        names of its builder's parameters: nothing is relayed by a list of its own."""
+        values = _table_values("run", given)
+        _check_run(values)
+        record = values["evidence"] and not values["dry_run"]
         capture = CaptureRequest.build(
-            namespace=namespace,
-            all_namespaces=all_namespaces,
-            include_audit=include_audit,
-            ignore_protocols=ignore_protocols,
-            ignore_drop_reasons=ignore_drop_reasons,
-            l7=l7,
-            l7_collapse_paths=l7_collapse_paths,
-            max_samples=evidence_samples if record else 0,
-            default_local_cluster=policy_default_local_cluster,
-            learn=learn,
-            learn_allowed=learn_allowed,
-            allow_localhost=allow_localhost,
-            cluster_service_namespaces=cluster_service_namespaces,
-            exact_peers=exact_peers,
-            include_system_namespaces=include_system_namespaces,
-            dns_rule=dns_rule,
+            max_samples=values["evidence_samples"] if record else 0,
+            **_taken_by(CaptureRequest.build, values),
         )
-        window = TimeWindow.build(since, until)
-        if engine == "dask" and window.relative:
+        window = TimeWindow.build(values["since"], values["until"])
+        if values["engine"] == "dask" and window.relative:
             raise RequestError(
                 "since",
                 "a duration counts back from the newest flow, which this machine would have to "
                 "read the whole archive to find; with the dask engine give RFC 3339 times "
                 "(e.g. 2026-11-30T00:00:00Z)",
             )
-        live = LiveRequest.build(
-            server=server,
-            timeout=timeout,
-            flush_interval=flush_interval,
-            metrics_addr=metrics_addr,
-            duration=duration,
-            cluster_dedup=cluster_dedup,
-        )
-        relay_ns = (relay_namespace or "kube-system").strip()
-        if relay_namespace is not None:
-            check_namespace(relay_ns, "relay_namespace")
-        live = attrs.evolve(
-            live,
-            evidence_interval=(
-                duration_seconds(evidence_interval, "evidence_interval", maximum=MAX_INTERVAL)
-                if evidence_interval
-                else 60.0
-            ),
-            relay_namespace=relay_ns,
-            stable_for=duration_seconds(stable_for, "stable_for") if stable_for else 0.0,
-            max_policies=_cap(max_policies, "max_policies"),
-            max_peers=_cap(max_peers, "max_peers"),
-            max_rules=_cap(max_rules, "max_rules"),
-            max_kinds=_cap(max_kinds, "max_kinds"),
-        )
+        part_size = values["part_size"]
         return cls(
             capture=capture,
             window=window,
-            min_flows=min_flows,
-            shared=shared,
-            baseline_format=baseline_format,
+            min_flows=values["min_flows"],
+            shared=values["shared"],
+            baseline_format=values["baseline_format"],
             flow_filter=flow_filter if flow_filter is not None and not flow_filter.empty else None,
             evidence=EvidencePolicy(
                 record=record,
-                samples=evidence_samples,
-                sessions=evidence_sessions,
-                redact=evidence_redact,
+                samples=values["evidence_samples"],
+                sessions=values["evidence_sessions"],
+                redact=values["evidence_redact"],
             ),
-            dry_run=dry_run,
-            diff=diff,
-            exit_code=exit_code,
-            kustomize=kustomize,
-            max_malformed=max_malformed,
-            identities=identity_sources(identities),
-            fail_on_infra_drops=fail_on_infra_drops,
-            verify=verify,
+            dry_run=values["dry_run"],
+            diff=values["diff"],
+            exit_code=values["exit_code"],
+            kustomize=values["kustomize"],
+            max_malformed=values["max_malformed"],
+            identities=identity_sources(values["identities"]),
+            fail_on_infra_drops=values["fail_on_infra_drops"],
+            verify=values["verify"],
             engine=EngineChoice(
-                kind="dask" if engine == "dask" else "local",
-                jobs=jobs,
-                scheduler=scheduler,
+                kind="dask" if values["engine"] == "dask" else "local",
+                jobs=values["jobs"],
+                scheduler=values["scheduler"],
                 part_bytes=parse_size(part_size, "part_size") if part_size else None,
             ),
-            live=live,
+            live=LiveRequest.build(**_taken_by(LiveRequest.build, values)),
         )
 
     def aggregate_options(self, since: str = "", until: str = "") -> AggregateOptions:
