@@ -4,7 +4,7 @@ one error line naming the file, the line and the limit, never a traceback or an 
 
 - libyaml when it is there (a 10 MB file in seconds, not a minute); it refuses more than a
   thousand nested collections itself, and cpg refuses more than ``MAX_DEPTH`` (no policy is
-  deeper than about a dozen) before anything is built, so building never recurses deep;
+  deeper than about a dozen) as the collections open, and builds without recursion;
 - no anchors or aliases, whose expansion can grow a few hundred bytes into gigabytes (and no
   CiliumNetworkPolicy needs them);
 - no tags but YAML's own (``!!python/…``, ``!anything``: refused, never constructed);
@@ -82,69 +82,10 @@ def _line(event: Any) -> int:
     return mark.line + 1 if mark is not None else 0
 
 
-def check_yaml(text: str, where: str) -> None:
-    """Refuse what cpg does not build: anchors and aliases, tags other than YAML's own,
-    collections nested deeper than MAX_DEPTH, and text that is no YAML (YamlInputError with
-    the line)."""
-    depth = 0
-    try:
-        for event in yaml.parse(text, Loader=_BASE):
-            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-                line = _line(event)
-                raise YamlInputError(
-                    f"{where}: uses YAML anchors or aliases (& or *) (line {line}); cpg does "
-                    "not expand them (a few bytes can expand into gigabytes): write the values "
-                    "out in full",
-                    line=line,
-                )
-            tag = getattr(event, "tag", None)
-            if tag not in _PLAIN_TAGS and not isinstance(event, yaml.DocumentStartEvent):
-                line = _line(event)
-                raise YamlInputError(
-                    f"{where}: line {line}: the tag {tag!r} is not plain YAML; cpg builds no "
-                    "object from a tag: remove it",
-                    line=line,
-                )
-            if isinstance(event, yaml.CollectionStartEvent):
-                depth += 1
-                if depth > MAX_DEPTH:
-                    line = _line(event)
-                    raise YamlInputError(
-                        f"{where}: line {line}: nested deeper than {MAX_DEPTH} levels; no "
-                        "policy is (cpg reads at most that)",
-                        line=line,
-                    )
-            elif isinstance(event, yaml.CollectionEndEvent):
-                depth -= 1
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 0
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise YamlInputError(
-            f"{where}: cannot read it as YAML (not valid YAML: {problem}"
-            + (f", line {line})" if line else ")"),
-            line=line,
-        ) from None
-
-
-def _built(action: Any, where: str) -> Any:
-    try:
-        return action()
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 0
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise YamlInputError(
-            f"{where}: cannot read it as YAML ({problem}" + (f", line {line})" if line else ")"),
-            line=line,
-        ) from None
-    except RecursionError:
-        raise YamlInputError(f"{where}: nested too deep to read") from None
-
-
 def load_all(text: str, where: str) -> list[Any]:
-    """Every document of ``text``, read in one bounded pass (:func:`check_yaml`'s limits,
-    :class:`YamlInputError` with the line); the same values PyYAML's safe loader builds."""
+    """Every document of ``text``, read in one bounded pass (the limits above, checked as
+    the events arrive; :class:`YamlInputError` with the line); the same values PyYAML's safe
+    loader builds."""
     return [document for document, _ in _read(text, where, lines=False)]
 
 
@@ -197,21 +138,21 @@ def _read(text: str, where: str, *, lines: bool) -> list[tuple[Any, dict[Path, i
         return _events_to_documents(loader, where, lines)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 0
         problem = getattr(exc, "problem", None) or str(exc)
-        raise YamlInputError(
-            f"{where}: cannot read it as YAML (not valid YAML: {problem}"
-            + (f", line {line})" if line else ")"),
-            line=line,
+        raise _unreadable(
+            where, f"not valid YAML: {problem}", mark.line + 1 if mark else 0
         ) from None
     except _Unbuildable as exc:
-        raise YamlInputError(
-            f"{where}: cannot read it as YAML ({exc.problem}"
-            + (f", line {exc.line})" if exc.line else ")"),
-            line=exc.line,
-        ) from None
+        raise _unreadable(where, exc.problem, exc.line) from None
     finally:
         loader.dispose()
+
+
+def _unreadable(where: str, problem: str, line: int) -> YamlInputError:
+    return YamlInputError(
+        f"{where}: cannot read it as YAML ({problem}" + (f", line {line})" if line else ")"),
+        line=line,
+    )
 
 
 def _events_to_documents(loader: Any, where: str, lines: bool) -> list[tuple[Any, dict[Path, int]]]:
@@ -227,9 +168,9 @@ def _events_to_documents(loader: Any, where: str, lines: bool) -> list[tuple[Any
         if kind is scalar_event:
             builder.scalar(event)
         elif kind is mapping_start or kind is sequence_start:
-            builder.open(event, kind is mapping_start)
+            builder.begin(event, kind is mapping_start)
         elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
-            builder.close()
+            builder.end()
         elif kind is yaml.AliasEvent:
             _refuse_anchor(event, where)
         elif kind is yaml.DocumentStartEvent:
@@ -288,7 +229,7 @@ class _Builder:
         stack = self.stack
         return bool(stack) and type(stack[-1][0]) is dict and stack[-1][1] is _NO_KEY
 
-    def open(self, event: Any, mapping: bool) -> None:
+    def begin(self, event: Any, mapping: bool) -> None:
         if event.anchor is not None:
             _refuse_anchor(event, self.where)
         tag = event.tag
@@ -313,7 +254,7 @@ class _Builder:
             self.lines[path] = event.start_mark.line + 1
         self.stack.append([{} if mapping else [], _NO_KEY, None, path, ""])
 
-    def close(self) -> None:
+    def end(self) -> None:
         frame = self.stack.pop()
         value = frame[0]
         if frame[2] is not None:
@@ -434,18 +375,6 @@ def _refuse_tag(event: Any, tag: str, where: str) -> None:
         "object from a tag: remove it",
         line=line,
     )
-
-
-def compose_all(text: str, where: str) -> list[Any]:
-    """The nodes of every document of ``text`` (line numbers kept), checked first."""
-    check_yaml(text, where)
-    found: list[Any] = _built(lambda: list(yaml.compose_all(text, Loader=_Loader)), where)
-    return found
-
-
-def construct(node: Any, where: str) -> Any:
-    """The value of a node :func:`compose_all` gave (integers bounded)."""
-    return _built(lambda: _Loader("").construct_document(node), where)
 
 
 def load_one(text: str, where: str) -> Any:
