@@ -327,7 +327,11 @@ def test_deny_wins_across_policies_and_over_default_allow() -> None:
 def test_fqdn_wildcards_span_one_label_or_many() -> None:
     """``*`` matches DNS characters within one label; a leading ``**.`` (Cilium 1.19+) one
     or more labels; ``*`` alone every name."""
-    from cpg_core.policy._matcher import fqdn_matches
+    from cpg_core.policy._matcher import fqdn_matches as matches
+    from cpg_core.policy._model import read_name_match
+
+    def fqdn_matches(names: list[str], written: list[dict[str, str]]) -> bool:
+        return matches(names, [read_name_match(entry) for entry in written])
 
     one = [{"matchPattern": "*.example.com"}]
     many = [{"matchPattern": "**.example.com"}]

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from cpg_core.lint import RULES, invalid_in_cluster, lint_text, parse_version, selects
+from cpg_core.policy._model import read_selector
 
 HEAD = """apiVersion: cilium.io/v2
 kind: CiliumNetworkPolicy
@@ -114,9 +115,11 @@ def test_a_selector_that_selects_no_pod_today() -> None:
         ("CPG012", 5, "spec.endpointSelector")
     ]
     assert found(HEAD + body, pods={"shop": [{"app": "web", "version": "v1"}]}) == []
-    assert selects({"matchLabels": {"app": "web"}}, {"app": "web", "version": "v1"})
+    assert selects(read_selector({"matchLabels": {"app": "web"}}), {"app": "web", "version": "v1"})
     assert not selects(
-        {"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["web"]}]},
+        read_selector(
+            {"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["web"]}]}
+        ),
         {"app": "web"},
     )
 

@@ -10,6 +10,7 @@ import pytest
 from conftest import endpoint, flow_dict
 from cpg_core.base._flow import Endpoint, Flow
 from cpg_core.flows._parse import parse_flow
+from cpg_core.policy._model import read_rule
 from cpg_core.review._plan import plan
 from cpg_core.review._pressure import (
     POLICY_MAP_MAX,
@@ -60,7 +61,7 @@ def _ports(*numbers: int, protocol: str = "TCP") -> list[dict[str, Any]]:
     ],
 )
 def test_the_port_entries_of_a_rule(rule: dict[str, Any], entries: int) -> None:
-    assert rule_ports(rule) == entries
+    assert rule_ports(read_rule(rule, "ingress")) == entries
 
 
 def test_an_entity_times_many_ports_overflows_the_map_and_says_what_to_cut() -> None:

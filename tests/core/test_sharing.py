@@ -14,7 +14,7 @@ from cpg_core.base._flow import Endpoint
 from cpg_core.base._rules import EGRESS, INGRESS, EndpointPeer, EntityPeer, Rule
 from cpg_core.flows._parse import parse_flow
 from cpg_core.flows._synthesis import PolicyTarget
-from cpg_core.policy._matcher import enforces, match_flow, selecting_specs
+from cpg_core.policy._matcher import match_flow, selecting_specs
 from cpg_core.synthesis._aggregate_base import PolicyPlan
 from cpg_core.synthesis._render import is_shared, render_policy
 from cpg_core.synthesis._sharing import (
@@ -101,7 +101,7 @@ def _verdicts(
     out: list[tuple[Any, ...]] = []
     for pod in pods:
         specs = selecting_specs(policies, pod)
-        enforced = tuple(d for d in (INGRESS, EGRESS) if any(enforces(s, d) for _, s, _ in specs))
+        enforced = tuple(d for d in (INGRESS, EGRESS) if any(s.enforces(d) for _, s, _ in specs))
         out.append((pod.namespace, pod.labels, enforced))
         for peer, port, proto in itertools.product(peers, (53, 443, 9090), ("TCP", "UDP")):
             for direction, src, dst in (("INGRESS", peer, pod), ("EGRESS", pod, peer)):

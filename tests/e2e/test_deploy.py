@@ -332,13 +332,14 @@ def test_the_monitoring_overlay_alerts_and_draws_what_cpg_exports() -> None:
 
 def test_the_archive_policy_reaches_regional_endpoints_and_propose_keeps_one_branch() -> None:
     from cpg_core.policy._matcher import fqdn_matches
+    from cpg_core.policy._model import read_name_match
 
     (policy,) = [
         o
         for o in built("archive")
         if o["kind"] == "CiliumNetworkPolicy" and "archive" in o["metadata"]["name"]
     ]
-    selectors = policy["spec"]["egress"][0]["toFQDNs"]
+    selectors = [read_name_match(s) for s in policy["spec"]["egress"][0]["toFQDNs"]]
     for name in (
         "s3.amazonaws.com",
         "s3.eu-west-1.amazonaws.com",

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from cpg_core.policy._matcher import ICMP_TYPE_NAMES, label_key
+from cpg_core.policy._model import ICMP_TYPE_NAMES, label_key
 from cpg_core.policy._port_text import cilium_port
 
 Found = tuple[str, str, tuple[str | int, ...]]

@@ -35,12 +35,7 @@ from cpg_core.base._documents import PolicyDocument
 from cpg_core.base._errors import CpgError
 from cpg_core.base._flow import ICMP_PROTOCOLS, ICMPV4, Direction, Endpoint, Flow
 from cpg_core.base._l7 import url_path
-from cpg_core.base._labels import (
-    CLUSTER_LABEL,
-    NAMESPACE_LABEL,
-    NAMESPACE_LABELS_PREFIX,
-    reserved_names,
-)
+from cpg_core.base._labels import CLUSTER_LABEL, NAMESPACE_LABEL, reserved_names
 from cpg_core.base._rules import (
     DNS,
     EGRESS,
@@ -52,69 +47,29 @@ from cpg_core.base._rules import (
     EntityPeer,
 )
 from cpg_core.flows._synthesis import cluster_of, endpoint_kind
-from cpg_core.policy._policy_set import PolicySet, document_namespace
-from cpg_core.policy._port_text import cilium_port
+from cpg_core.policy._model import (
+    DENY_SECTION,
+    LOCAL_CLUSTER,
+    HttpRule,
+    NameMatch,
+    Policy,
+    PortRule,
+    Requirement,
+    Rule,
+    Selector,
+    Spec,
+    document_namespace,
+    label_key,
+    policy_model,
+    read_rule,
+    selector_model,
+)
+from cpg_core.policy._policy_set import PolicySet
 from cpg_core.policy._tiers import ACCEPT, ADMIN, BASELINE, PASS, TierVerdict, tier_verdict
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 _WORLD_ENTITIES = frozenset({"world", "world-ipv4", "world-ipv6"})
-_POLICY_KINDS = frozenset({"CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy"})
 _EVERYWHERE = frozenset({"0.0.0.0/0", "::/0"})
-LOCAL_CLUSTER = "LocalCluster"
-"""The operator of the requirement policy-default-local-cluster adds: the peer's cluster is
-the local one. A pod whose cluster the capture does not say counts as local (Hubble names a
-pod's cluster only in a mesh); Cilium's own identities (world, host, nodes) carry no cluster
-label, so the term never holds for them, whatever else the selector says (a namespace
-``NotIn`` or ``DoesNotExist`` does not open a selector to the world)."""
-
-ICMP_TYPE_NAMES: dict[str, dict[str, int]] = {
-    "IPv4": {
-        "EchoReply": 0,
-        "DestinationUnreachable": 3,
-        "Redirect": 5,
-        "Echo": 8,
-        "EchoRequest": 8,
-        "RouterAdvertisement": 9,
-        "RouterSelection": 10,
-        "TimeExceeded": 11,
-        "ParameterProblem": 12,
-        "Timestamp": 13,
-        "TimestampReply": 14,
-        "Photuris": 40,
-        "ExtendedEchoRequest": 42,
-        "ExtendedEchoReply": 43,
-    },
-    "IPv6": {
-        "DestinationUnreachable": 1,
-        "PacketTooBig": 2,
-        "TimeExceeded": 3,
-        "ParameterProblem": 4,
-        "EchoRequest": 128,
-        "EchoReply": 129,
-        "MulticastListenerQuery": 130,
-        "MulticastListenerReport": 131,
-        "MulticastListenerDone": 132,
-        "RouterSolicitation": 133,
-        "RouterAdvertisement": 134,
-        "NeighborSolicitation": 135,
-        "NeighborAdvertisement": 136,
-        "RedirectMessage": 137,
-        "RouterRenumbering": 138,
-        "ICMPNodeInformationQuery": 139,
-        "ICMPNodeInformationResponse": 140,
-        "InverseNeighborDiscoverySolicitation": 141,
-        "InverseNeighborDiscoveryAdvertisement": 142,
-        "HomeAgentAddressDiscoveryRequest": 144,
-        "HomeAgentAddressDiscoveryReply": 145,
-        "MobilePrefixSolicitation": 146,
-        "MobilePrefixAdvertisement": 147,
-        "DuplicateAddressRequestCodeSuffix": 157,
-        "DuplicateAddressConfirmationCodeSuffix": 158,
-        "ExtendedEchoRequest": 160,
-        "ExtendedEchoReply": 161,
-    },
-}
-"""The ICMP type names Cilium accepts, per family, and their numbers."""
 
 
 @attrs.frozen(slots=True)
@@ -130,17 +85,6 @@ class MatchResult:
     """``Admin`` or ``Baseline`` when a ClusterNetworkPolicy of that tier decided."""
 
 
-Requirement = tuple[str, str, str, tuple[str, ...]]
-"""One term of a selector as Cilium reads it: (source, key, operator, values). The source is
-``k8s``, ``reserved``, ``any`` (a key written without one) or another label source."""
-
-
-def label_key(key: str) -> tuple[str, str]:
-    """A selector key's source and key: ``k8s:app`` -> (k8s, app), ``app`` -> (any, app)."""
-    source, colon, rest = key.partition(":")
-    return (source, rest) if colon else ("any", key)
-
-
 def strip_source(key: str) -> str:
     return label_key(key)[1]
 
@@ -148,53 +92,8 @@ def strip_source(key: str) -> str:
 def requirements(selector: object) -> list[Requirement] | None:
     """A LabelSelector's terms, or None when it is not one the API server accepts (a term
     that can select nothing: an unknown operator, In/NotIn without values)."""
-    if not isinstance(selector, Mapping):
-        return None
-    raw_labels = selector.get("matchLabels") or {}
-    expressions = selector.get("matchExpressions") or []
-    if not isinstance(raw_labels, Mapping) or not isinstance(expressions, list):
-        return None
-    out: list[Requirement] = []
-    for key, value in raw_labels.items():
-        source, name = label_key(str(key))
-        out.append((source, name, "In", ("" if value is None else str(value),)))
-    for expression in expressions:
-        if not isinstance(expression, Mapping):
-            return None
-        source, name = label_key(str(expression.get("key", "")))
-        op = expression.get("operator")
-        values = expression.get("values") or []
-        if not isinstance(values, list) or op not in ("In", "NotIn", "Exists", "DoesNotExist"):
-            return None
-        if op in ("In", "NotIn") and not values:
-            return None
-        out.append((source, name, str(op), tuple(str(v) for v in values)))
-    return out
-
-
-def _names(reqs: Iterable[Requirement], key: str) -> bool:
-    return any(k == key and source in ("k8s", "any") for source, k, _, _ in reqs)
-
-
-def peer_requirements(
-    reqs: list[Requirement], policy_ns: str | None, local_cluster: str | None
-) -> list[Requirement]:
-    """What a peer selector of a policy in ``policy_ns`` (None: clusterwide) selects, with the
-    terms Cilium adds: the namespace (or "has a namespace"), and the local cluster."""
-    if any(source == "reserved" for source, _, _, _ in reqs):
-        return reqs  # Cilium's own identities: no namespace, no cluster
-    out = list(reqs)
-    if not _names(reqs, NAMESPACE_LABEL):
-        if policy_ns is None:
-            out.append(("k8s", NAMESPACE_LABEL, "Exists", ()))
-        elif not any(
-            k.startswith(NAMESPACE_LABELS_PREFIX) and source in ("k8s", "any")
-            for source, k, _, _ in reqs
-        ):
-            out.append(("k8s", NAMESPACE_LABEL, "In", (policy_ns,)))
-    if local_cluster is not None and not _names(reqs, CLUSTER_LABEL):
-        out.append(("k8s", CLUSTER_LABEL, LOCAL_CLUSTER, (local_cluster,)))
-    return out
+    terms = selector_model(selector).terms
+    return None if terms is None else list(terms)
 
 
 def endpoint_labels(endpoint: Endpoint) -> dict[str, str]:
@@ -255,40 +154,15 @@ def selector_matches(
     reserved: Iterable[str] = (),
     clusterwide: bool = False,
 ) -> bool:
-    """A peer selector against endpoint labels: of a policy in ``default_namespace``, or of
-    a clusterwide policy (``clusterwide``); with neither, the selector as written (an
-    endpointSelector)."""
-    reqs = _compiled(selector, default_namespace, clusterwide, local_cluster)
+    """A peer selector (written, or read) against endpoint labels: of a policy in
+    ``default_namespace``, or of a clusterwide policy (``clusterwide``); with neither, the
+    selector as written (an endpointSelector)."""
+    read = selector if isinstance(selector, Selector) else selector_model(selector)
+    reqs = read.peer_terms(default_namespace, clusterwide, local_cluster)
     if reqs is None:
         return False
     names = reserved if isinstance(reserved, frozenset) else frozenset(reserved)
     return all(requirement_holds(r, labels, names, complete=complete) for r in reqs)
-
-
-_COMPILED: dict[tuple[int, str | None, bool, str | None], tuple[object, Any]] = {}
-_COMPILED_MAX = 1 << 16
-
-
-def _compiled(
-    selector: object, namespace: str | None, clusterwide: bool, local_cluster: str | None
-) -> tuple[Requirement, ...] | None:
-    """A selector's terms as :func:`selector_matches` reads them, kept per selector object:
-    a policy's rules are read once and judged against every flow, and reading the terms
-    again each time was most of a large plan's time. The selector is kept with its terms,
-    so its id cannot stand for another object while the entry lives; policy documents are
-    not changed once read (the matcher never writes to them)."""
-    key = (id(selector), namespace, clusterwide, local_cluster)
-    known = _COMPILED.get(key)
-    if known is not None and known[0] is selector:
-        return known[1]  # type: ignore[no-any-return]
-    reqs = requirements(selector)
-    if reqs is not None and (namespace is not None or clusterwide):
-        reqs = peer_requirements(reqs, namespace, local_cluster)
-    terms = None if reqs is None else tuple(reqs)
-    if len(_COMPILED) >= _COMPILED_MAX:
-        _COMPILED.clear()
-    _COMPILED[key] = (selector, terms)
-    return terms
 
 
 def _same_cluster(peer: Endpoint, cluster: str | None) -> bool:
@@ -379,17 +253,13 @@ def fqdn_regex(pattern: str) -> re.Pattern[str]:
     return re.compile(prefix + body, re.IGNORECASE)
 
 
-def fqdn_matches(names: Iterable[str], fqdns: Iterable[object]) -> bool:
+def fqdn_matches(names: Iterable[str], matches: Iterable[NameMatch]) -> bool:
     wanted = [n.lower().rstrip(".") for n in names]
-    for entry in fqdns:
-        if not isinstance(entry, Mapping):
-            continue
-        name = entry.get("matchName")
-        pattern = entry.get("matchPattern")
-        if name and str(name).lower().rstrip(".") in wanted:
+    for entry in matches:
+        if entry.name and entry.name.lower().rstrip(".") in wanted:
             return True
-        if pattern:
-            regex = fqdn_regex(str(pattern))
+        if entry.pattern:
+            regex = fqdn_regex(entry.pattern)
             if any(regex.fullmatch(n) for n in wanted):
                 return True
     return False
@@ -430,38 +300,22 @@ class Request:
     hands to the proxy)."""
 
 
-PEER_FIELDS = {
-    "from": ("fromEndpoints", "fromEntities", "fromCIDR", "fromCIDRSet", "fromNodes", "fromGroups"),
-    "to": (
-        "toEndpoints",
-        "toEntities",
-        "toCIDR",
-        "toCIDRSet",
-        "toNodes",
-        "toGroups",
-        "toFQDNs",
-        "toServices",
-    ),
-}
-
-
-def has_l4(rule: Mapping[str, Any]) -> bool:
-    return bool(rule.get("toPorts")) or bool(rule.get("icmps"))
-
-
-def has_l3(rule: Mapping[str, Any], prefix: str) -> bool:
-    return any(key in rule for key in PEER_FIELDS.get(prefix, ()))
-
-
-def peer_matches(
-    rule: Mapping[str, Any], prefix: str, peer: PeerView, policy_ns: str | None
-) -> bool:
+def peer_matches(rule: Rule, peer: PeerView, policy_ns: str | None) -> bool:
     """Whether a rule's L3 part selects the peer (``policy_ns`` None: a clusterwide policy).
     A rule with no L3 part selects every peer when it names ports or ICMP types, and no
     peer at all when it is empty (``{}``: Cilium's default-deny idiom)."""
-    if not has_l3(rule, prefix):
-        return has_l4(rule)
-    for selector in rule.get(prefix + "Endpoints") or []:
+    if not rule.has_l3:
+        return rule.has_l4
+    if labels_or_entities_match(rule, peer, policy_ns):
+        return True
+    if any(_cidr_selects(peer, entry.cidr, entry.excepts) for entry in rule.cidrs):
+        return True
+    return rule.side == "to" and peer.world and fqdn_matches(peer.names, rule.fqdns)
+
+
+def labels_or_entities_match(rule: Rule, peer: PeerView, policy_ns: str | None) -> bool:
+    """Whether an endpoint selector or an entity of the rule selects the peer."""
+    for selector in rule.endpoints:
         if selector_matches(
             selector,
             peer.labels,
@@ -472,44 +326,29 @@ def peer_matches(
             clusterwide=policy_ns is None,
         ):
             return True
-    if peer.entities & {str(e) for e in rule.get(prefix + "Entities") or []}:
-        return True
-    if any(_cidr_selects(peer, cidr) for cidr in rule.get(prefix + "CIDR") or []):
-        return True
-    for entry in rule.get(prefix + "CIDRSet") or []:
-        if isinstance(entry, Mapping) and _cidr_selects(
-            peer, entry.get("cidr"), entry.get("except") or []
-        ):
-            return True
-    return prefix == "to" and peer.world and fqdn_matches(peer.names, rule.get("toFQDNs") or [])
+    return bool(rule.entities) and not peer.entities.isdisjoint(rule.entities)
 
 
-def l7_matches(port_rule: Mapping[str, Any], request: Request) -> bool:
-    rules = port_rule.get("rules")
-    if not isinstance(rules, Mapping) or not rules:
+def l7_matches(port_rule: PortRule, request: Request) -> bool:
+    if not port_rule.has_l7:
         return True
-    http_rules = rules.get("http")
-    if http_rules and request.http_method is not None:
-        for rule in http_rules:
-            if isinstance(rule, Mapping) and _http_matches(rule, request):
-                return True
-        return False
-    dns_rules = rules.get("dns")
-    if dns_rules and request.dns_name is not None:
-        return fqdn_matches([request.dns_name], dns_rules)
+    if port_rule.has_http and request.http_method is not None:
+        return any(_http_matches(rule, request) for rule in port_rule.http)
+    if port_rule.has_dns and request.dns_name is not None:
+        return fqdn_matches([request.dns_name], port_rule.dns)
     return not request.every_request
 
 
-def _http_matches(rule: Mapping[str, Any], request: Request) -> bool:
-    want_method, want_path = rule.get("method"), rule.get("path")
+def _http_matches(rule: HttpRule, request: Request) -> bool:
+    want_method, want_path = rule.method, rule.path
     method, path = request.http_method or "", request.http_path or "/"
     if request.regex:  # an allow entry: only the same pattern (or none) covers it
-        return (not want_method or _fullmatch(str(want_method), method)) and (
-            not want_path or str(want_path) == path
+        return (not want_method or _fullmatch(want_method, method)) and (
+            not want_path or want_path == path
         )
-    if want_method and not _fullmatch(str(want_method), method):
+    if want_method and not _fullmatch(want_method, method):
         return False
-    return not want_path or _fullmatch(str(want_path), path)
+    return not want_path or _fullmatch(want_path, path)
 
 
 def _fullmatch(pattern: str, text: str) -> bool:
@@ -519,61 +358,18 @@ def _fullmatch(pattern: str, text: str) -> bool:
         return False  # a pattern Cilium refuses (lint names it) admits nothing
 
 
-def icmp_type(field: Mapping[str, Any]) -> tuple[str, int] | None:
-    """An ICMP field's family and type number (a name read in its family), or None when
-    Cilium would refuse it."""
-    family = str(field.get("family") or "IPv4")
-    raw = field.get("type")
-    if family not in ICMP_TYPE_NAMES or raw is None or isinstance(raw, bool):
-        return None
-    text = str(raw)
-    if text.isdigit():
-        number = int(text)
-        return (family, number) if number <= 255 else None
-    number_of = ICMP_TYPE_NAMES[family].get(text)
-    return None if number_of is None else (family, number_of)
-
-
-def port_range(port: Mapping[str, Any]) -> tuple[int, int] | None:
-    """A port entry's range as Cilium normalises it: the port read as Go reads a literal
-    (``"0100"`` is 64), ``port: 0`` (or none) every port unless an ``endPort`` closes the
-    range (``0``-``endPort``), an ``endPort`` below ``port`` the single port; None for a
-    named port cpg cannot resolve."""
-    raw = port.get("port")
-    low = 0 if raw in (None, "") else cilium_port(str(raw))
-    end = port.get("endPort")
-    try:
-        high = int(end) if end not in (None, "") else 0
-    except (TypeError, ValueError):
-        return None
-    if low is None:
-        return None
-    if low == 0:
-        return (0, high if high > 0 else 65535)
-    return (low, high if high > low else low)
-
-
-def ports_match(rule: Mapping[str, Any], request: Request) -> bool:
-    to_ports = rule.get("toPorts")
-    icmps = rule.get("icmps")
-    if not to_ports and not icmps:
+def ports_match(rule: Rule, request: Request) -> bool:
+    if not rule.has_l4:
         return True
     if request.protocol in ICMP_PROTOCOLS:
         family = "IPv4" if request.protocol == ICMPV4 else "IPv6"
-        for icmp in icmps or []:
-            for field in (icmp or {}).get("fields") or []:
-                if isinstance(field, Mapping) and icmp_type(field) == (family, request.port):
-                    return True
-        return False
-    for port_rule in to_ports or []:
-        if not isinstance(port_rule, Mapping):
-            continue
-        for port in port_rule.get("ports") or [{}]:
+        return any(field.number == (family, request.port) for field in rule.icmps)
+    for port_rule in rule.port_rules:
+        for port in port_rule.effective_ports:
             # The CRD spells protocols in capitals; anything else never reaches a cluster.
-            proto = str(port.get("protocol") or "ANY")
-            if proto not in (request.protocol, "ANY"):
+            if port.protocol not in (request.protocol, "ANY"):
                 continue
-            span = port_range(port)
+            span = port.span
             if span is None:
                 continue  # a named port: cpg cannot resolve it from a flow
             if span[0] <= request.port <= span[1] and l7_matches(port_rule, request):
@@ -581,15 +377,9 @@ def ports_match(rule: Mapping[str, Any], request: Request) -> bool:
     return False
 
 
-def rule_admits(
-    rule: object, prefix: str, peer: PeerView, request: Request, policy_ns: str | None
-) -> bool:
+def rule_admits(rule: Rule, peer: PeerView, request: Request, policy_ns: str | None) -> bool:
     """Whether one ingress/egress (or deny) rule selects the peer and the request."""
-    return (
-        isinstance(rule, Mapping)
-        and peer_matches(rule, prefix, peer, policy_ns)
-        and ports_match(rule, request)
-    )
+    return peer_matches(rule, peer, policy_ns) and ports_match(rule, request)
 
 
 def flow_request(flow: Flow) -> Request:
@@ -691,39 +481,43 @@ def atom_request(atom: Atom) -> Request:
 
 
 def covered_by(atom: Atom, rules: Iterable[object], namespace: str) -> bool:
-    """Whether one of ``rules`` (of a policy in ``namespace``, in the atom's direction)
-    already allows the allow entry, by the same semantics verify uses for flows."""
-    prefix = "from" if atom.direction == INGRESS else "to"
+    """Whether one of ``rules`` (written rules of a policy in ``namespace``, in the atom's
+    direction) already allows the allow entry, by the same semantics verify uses for flows."""
     assert atom.direction in (INGRESS, EGRESS)
     peer, request = atom_peer(atom), atom_request(atom)
-    return any(rule_admits(rule, prefix, peer, request, namespace) for rule in rules)
+    for written in rules:
+        rule = read_rule(written, atom.direction)
+        if rule is not None and rule_admits(rule, peer, request, namespace):
+            return True
+    return False
 
 
-def _policy_name(policy: PolicyDocument) -> str:
-    meta = policy.get("metadata")
-    meta = meta if isinstance(meta, Mapping) else {}
-    return f"{meta.get('namespace', '')}/{meta.get('name', '?')}"
+def _policy_name(policy: PolicyDocument | Policy) -> str:
+    return (policy if isinstance(policy, Policy) else policy_model(policy)).label
 
 
 class PolicyShapeError(CpgError):
     """A policy document has a field of a shape the CRD does not allow."""
 
 
-Selected = tuple[PolicyDocument, Mapping[str, Any], str | None]
+Selected = tuple[Policy, Spec, str | None]
 """A policy, one of its specs that selects an endpoint, and its namespace (None: clusterwide)."""
 
 
 policy_namespace = document_namespace
 
 
-def selecting_specs(policies: Iterable[PolicyDocument], endpoint: Endpoint) -> list[Selected]:
+def selecting_specs(
+    policies: Iterable[PolicyDocument] | PolicySet, endpoint: Endpoint
+) -> list[Selected]:
     """Every spec of ``policies`` whose endpointSelector selects ``endpoint`` (of a
     PolicySet: looked up in its index, and kept; the caller does not change the list)."""
     if isinstance(policies, PolicySet):
         # What selection reads of an endpoint: pods of one workload share the answer.
         key = ("selecting", endpoint.namespace, endpoint.labels, endpoint.cluster_name)
         return policies.remembered(key, lambda: _indexed_selecting(policies, endpoint))
-    return _selecting_specs(_specs_of(policies, endpoint.namespace), endpoint)
+    models = (policy_model(p) for p in policies)
+    return _selecting_specs(_specs_of(models, endpoint.namespace), endpoint)
 
 
 def _selecting_specs(candidates: Iterable[Selected], endpoint: Endpoint) -> list[Selected]:
@@ -732,24 +526,22 @@ def _selecting_specs(candidates: Iterable[Selected], endpoint: Endpoint) -> list
     return [
         (policy, spec, namespace)
         for policy, spec, namespace in candidates
-        if selector_matches(spec.get("endpointSelector"), labels, None, reserved=reserved)
+        if spec.subject is not None
+        and selector_matches(spec.subject, labels, None, reserved=reserved)
     ]
 
 
-def _specs_of(policies: Iterable[PolicyDocument], namespace: str) -> Iterator[Selected]:
+def _specs_of(policies: Iterable[Policy], namespace: str) -> Iterator[Selected]:
     """Every spec of ``policies`` that may select an endpoint of ``namespace``: the specs of
     the clusterwide policies and of that namespace's, in order."""
     for policy in policies:
-        if not isinstance(policy, dict | Mapping) or policy.get("kind") not in _POLICY_KINDS:
+        if not policy.cilium:
             continue
-        own = document_namespace(policy)
+        own = policy.namespace
         if own is not None and own != namespace:
             continue
-        specs = [policy.get("spec")] if policy.get("spec") else []
-        specs += list(policy.get("specs") or [])
-        for spec in specs:
-            if isinstance(spec, dict | Mapping):
-                yield policy, spec, own
+        for spec in policy.specs:
+            yield policy, spec, own
 
 
 SpecIndex = tuple[list[tuple[int, Selected]], dict[tuple[str, str], list[tuple[int, Selected]]]]
@@ -761,7 +553,8 @@ def _spec_index(specs: Iterable[Selected]) -> SpecIndex:
     always: list[tuple[int, Selected]] = []
     anchored: dict[tuple[str, str], list[tuple[int, Selected]]] = {}
     for position, selected in enumerate(specs):
-        terms = _compiled(selected[1].get("endpointSelector"), None, False, None)
+        subject = selected[1].subject
+        terms = None if subject is None else subject.terms
         if terms is None:
             continue  # selects nothing
         anchor = next(
@@ -785,7 +578,9 @@ def _indexed_selecting(policies: PolicySet, endpoint: Endpoint) -> list[Selected
     name, so an endpoint without the label is never selected by them)."""
     always, anchored = policies.remembered(
         ("spec-index", endpoint.namespace),
-        lambda: _spec_index(_specs_of(policies.near(endpoint.namespace), endpoint.namespace)),
+        lambda: _spec_index(
+            _specs_of(policies.models_near(endpoint.namespace), endpoint.namespace)
+        ),
     )
     candidates = list(always)
     for item in endpoint_labels(endpoint).items():
@@ -794,22 +589,7 @@ def _indexed_selecting(policies: PolicySet, endpoint: Endpoint) -> list[Selected
     return _selecting_specs((selected for _, selected in candidates), endpoint)
 
 
-def polices(spec: Mapping[str, Any], direction: str) -> bool:
-    """Whether a spec has rules for ``direction`` (``ingress`` or ``egress``), allow or deny:
-    an endpoint it selects is policed in that direction."""
-    return bool(spec.get(direction)) or bool(spec.get(direction + "Deny"))
-
-
-def enforces(spec: Mapping[str, Any], direction: str) -> bool:
-    """Whether a spec that selects an endpoint puts it into default-deny for ``direction``:
-    it polices that direction and does not turn default-deny off with ``enableDefaultDeny``."""
-    if not polices(spec, direction):
-        return False
-    default_deny = spec.get("enableDefaultDeny")
-    return not (isinstance(default_deny, Mapping) and default_deny.get(direction) is False)
-
-
-def policy_name(policy: PolicyDocument) -> str:
+def policy_name(policy: PolicyDocument | Policy) -> str:
     """``namespace/name`` (or ``name`` for a clusterwide policy)."""
     return _policy_name(policy).lstrip("/")
 
@@ -859,8 +639,8 @@ def judge_flow(
     direction = "ingress" if flow.direction == Direction.INGRESS else "egress"
     target = flow.destination if direction == "ingress" else flow.source
     selected = selecting_specs(policies, target)
-    policed = sorted({policy_name(p) for p, spec, _ in selected if polices(spec, direction)})
-    default_deny = any(enforces(spec, direction) for _, spec, _ in selected)
+    policed = sorted({p.display_name for p, spec, _ in selected if spec.polices(direction)})
+    default_deny = any(spec.enforces(direction) for _, spec, _ in selected)
     return Judgement(result, tuple(policed), default_deny)
 
 
@@ -921,14 +701,9 @@ def _match_flow(
     allow_localhost: bool = True,
 ) -> MatchResult:
     if flow.direction == Direction.INGRESS:
-        direction, target, target_ip, prefix = (
-            "ingress",
-            flow.destination,
-            flow.destination_ip,
-            "from",
-        )
+        direction, target, target_ip = ("ingress", flow.destination, flow.destination_ip)
     elif flow.direction == Direction.EGRESS:
-        direction, target, target_ip, prefix = ("egress", flow.source, flow.source_ip, "to")
+        direction, target, target_ip = ("egress", flow.source, flow.source_ip)
     else:
         return MatchResult(False, "the flow has no traffic direction")
     peer = flow_peer(flow, ip_names, default_local_cluster)
@@ -938,13 +713,13 @@ def _match_flow(
     selecting = selecting_specs(policies, target)
     request = flow_request(flow)
     for policy, spec, namespace in selecting:  # deny rules win over any allow
-        for index, rule in enumerate(spec.get(direction + "Deny") or []):
-            if rule_admits(rule, prefix, peer, request, namespace):
+        for rule in spec.rules(DENY_SECTION[direction]):
+            if rule_admits(rule, peer, request, namespace):
                 return MatchResult(
                     False,
-                    f"denied by {_policy_name(policy)} {direction}Deny[{index}]",
-                    _policy_name(policy),
-                    index,
+                    f"denied by {policy.label} {rule.where}",
+                    policy.label,
+                    rule.index,
                     denied=True,
                 )
     if allow_localhost and from_own_node(flow):
@@ -952,20 +727,13 @@ def _match_flow(
     # The ports first: they are cheap to compare and rule most rules out, while selecting
     # the peer reads label selectors.
     for policy, spec, namespace in selecting:
-        for index, rule in enumerate(spec.get(direction) or []):
-            if (
-                isinstance(rule, Mapping)
-                and ports_match(rule, request)
-                and peer_matches(rule, prefix, peer, namespace)
-            ):
+        for rule in spec.rules(direction):
+            if ports_match(rule, request) and peer_matches(rule, peer, namespace):
                 return MatchResult(
-                    True,
-                    f"allowed by {_policy_name(policy)} {direction}[{index}]",
-                    _policy_name(policy),
-                    index,
+                    True, f"allowed by {policy.label} {rule.where}", policy.label, rule.index
                 )
     who = f"{target.namespace}/{target.pod_name or ','.join(target.labels) or target_ip}"
-    if not any(polices(spec, direction) for _, spec, _ in selecting):
+    if not any(spec.polices(direction) for _, spec, _ in selecting):
         # Only a pod no namespaced policy selects for this direction reaches the Baseline
         # tier; without a rule there, Kubernetes' default (allow) is left to the caller.
         baseline = tier_verdict(policies, BASELINE, flow, peer.names)
@@ -974,21 +742,19 @@ def _match_flow(
     if not selecting:
         return MatchResult(False, f"no policy selects {who} for {direction}")
     traffic = f"{flow.protocol}/{flow.port}" if flow.protocol else "this traffic"
-    peer_hit = _first_peer_hit(selecting, direction, prefix, peer)
+    peer_hit = _first_peer_hit(selecting, direction, peer)
     if peer_hit:
         return MatchResult(False, f"{peer_hit} selects the peer but not {traffic}")
     return MatchResult(False, f"no {direction} rule selects the peer ({direction} {traffic})")
 
 
-def _first_peer_hit(
-    selecting: Sequence[Selected], direction: str, prefix: str, peer: PeerView
-) -> str:
+def _first_peer_hit(selecting: Sequence[Selected], direction: str, peer: PeerView) -> str:
     """The first allow rule that selects the peer (its ports do not admit the traffic), for
     the reason a flow is refused."""
     for policy, spec, namespace in selecting:
-        for index, rule in enumerate(spec.get(direction) or []):
-            if isinstance(rule, Mapping) and peer_matches(rule, prefix, peer, namespace):
-                return f"{_policy_name(policy)} {direction}[{index}]"
+        for rule in spec.rules(direction):
+            if peer_matches(rule, peer, namespace):
+                return f"{policy.label} {rule.where}"
     return ""
 
 

@@ -9,10 +9,11 @@ flow, which made the review commands quadratic in the size of the cluster."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar, overload
 
 from cpg_core.base._documents import PolicyDocument
+from cpg_core.policy._model import Policy, Source, policy_model, read_policy
 
 MEMO_LIMIT = 65536
 """Answers kept per set at most; all are forgotten together when there are more (a long
@@ -21,33 +22,31 @@ shadow session sees endless endpoints)."""
 _T = TypeVar("_T")
 
 
-def document_namespace(policy: object) -> str | None:
-    """The namespace a CiliumNetworkPolicy applies in (``default`` when its file names none,
-    as kubectl applies it), or None for every other kind (clusterwide)."""
-    if not isinstance(policy, dict | Mapping) or policy.get("kind") != "CiliumNetworkPolicy":
-        return None
-    meta = policy.get("metadata")
-    namespace = meta.get("namespace") if isinstance(meta, dict | Mapping) else None
-    return str(namespace) if namespace else "default"
-
-
 class PolicySet(Sequence[PolicyDocument]):
     """Policy documents with their indexes; a read-only sequence of the documents (in the
     order given) for whatever reads them all."""
 
-    __slots__ = ("_all", "_by_namespace", "_clusterwide", "_memo")
+    __slots__ = ("_all", "_by_namespace", "_clusterwide", "_memo", "_models")
 
-    def __init__(self, policies: Iterable[PolicyDocument]) -> None:
+    def __init__(
+        self,
+        policies: Iterable[PolicyDocument],
+        sources: Sequence[Source | None] | None = None,
+    ) -> None:
         self._all: list[PolicyDocument] = list(policies)
-        self._by_namespace: dict[str, list[PolicyDocument]] = {}
-        self._clusterwide: list[PolicyDocument] = []
+        self._models: list[Policy] = (
+            [read_policy(doc, source) for doc, source in zip(self._all, sources, strict=True)]
+            if sources is not None
+            else [policy_model(doc) for doc in self._all]
+        )
+        self._by_namespace: dict[str, list[Policy]] = {}
+        self._clusterwide: list[Policy] = []
         self._memo: dict[Hashable, Any] = {}
-        for policy in self._all:
-            namespace = document_namespace(policy)
-            if namespace is None:
-                self._clusterwide.append(policy)
+        for model in self._models:
+            if model.namespace is None:
+                self._clusterwide.append(model)
             else:
-                self._by_namespace.setdefault(namespace, []).append(policy)
+                self._by_namespace.setdefault(model.namespace, []).append(model)
 
     @classmethod
     def of(cls, policies: Iterable[PolicyDocument]) -> PolicySet:
@@ -67,18 +66,27 @@ class PolicySet(Sequence[PolicyDocument]):
     def __iter__(self) -> Iterator[PolicyDocument]:
         return iter(self._all)
 
-    def near(self, namespace: str) -> list[PolicyDocument]:
+    @property
+    def models(self) -> Sequence[Policy]:
+        """Every policy, read (in the order given)."""
+        return self._models
+
+    def models_near(self, namespace: str) -> list[Policy]:
         """The policies that can select a pod of ``namespace`` (a new list)."""
         return self._by_namespace.get(namespace, []) + self._clusterwide
 
-    def namespaced(self, namespace: str) -> Sequence[PolicyDocument]:
+    def near(self, namespace: str) -> list[PolicyDocument]:
+        """The documents of :meth:`models_near`."""
+        return [model.document for model in self.models_near(namespace)]
+
+    def namespaced(self, namespace: str) -> list[PolicyDocument]:
         """The CiliumNetworkPolicies of ``namespace``."""
-        return self._by_namespace.get(namespace, ())
+        return [model.document for model in self._by_namespace.get(namespace, ())]
 
     @property
-    def clusterwide(self) -> Sequence[PolicyDocument]:
+    def clusterwide(self) -> list[PolicyDocument]:
         """Every document that is not a CiliumNetworkPolicy."""
-        return self._clusterwide
+        return [model.document for model in self._clusterwide]
 
     def remembered(self, key: Hashable, work: Callable[[], _T]) -> _T:
         """``work()``, kept under ``key`` for the set's life (bounded by MEMO_LIMIT)."""

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 import attrs
 
 from cpg_core.base._documents import PolicyDocument, PolicyEvidence
-from cpg_core.policy._matcher import polices
+from cpg_core.policy._model import read_policy
 from cpg_core.reports._graph import target_node
 from cpg_core.review._plan import Plan
 from cpg_core.synthesis._baseline import member_view
@@ -83,20 +83,16 @@ def coverage(
     everything: dict[str, set[str]] = {"ingress": set(), "egress": set()}
     """Namespaces a policy covers whole (an empty endpointSelector); ``*`` every one."""
     targets: set[tuple[str, str]] = set()
-    for policy in policies:
-        if isinstance(policy, Mapping):
-            policy = member_view(policy)  # a shared policy: its member workloads, one by one
-        if not isinstance(policy, Mapping) or not str(policy.get("kind", "")).startswith("Cilium"):
+    for document in policies:
+        # A shared policy: its member workloads, one by one.
+        policy = read_policy(member_view(document) if isinstance(document, Mapping) else document)
+        if not policy.cilium:
             continue
-        clusterwide = "Clusterwide" in str(policy.get("kind") or "")
-        specs = [policy.get("spec")] if policy.get("spec") else []
-        specs += list(policy.get("specs") or [])
-        for spec in specs:
-            if not isinstance(spec, Mapping):
-                continue
+        clusterwide = policy.namespace is None
+        for spec in policy.specs:
             node = target_node(policy, spec)
             for direction in ("ingress", "egress"):
-                if not polices(spec, direction):
+                if not spec.polices(direction):
                     continue
                 if node.kind == "selector" and node.label == _ALL:
                     everything[direction].add("*" if clusterwide else node.namespace)

@@ -5,12 +5,12 @@ ports it allows. The Markdown and HTML reports draw the same graph."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 import attrs
 
 from cpg_core.base._documents import PolicyDocument
 from cpg_core.base._labels import NAMESPACE_LABEL, PRIORITY_KEYS, workload_name
+from cpg_core.policy._model import Policy, Rule, Selector, Spec, read_policy
 from cpg_core.review._plan import Plan
 from cpg_core.synthesis._baseline import member_view
 
@@ -54,64 +54,56 @@ class TrafficGraph:
         return sorted({n.namespace for n in self.nodes if n.namespace})
 
 
-def _selected(match_labels: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+def _selected(labels: Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
     return tuple(
         sorted(
-            (str(k).removeprefix("k8s:"), str(v))
-            for k, v in match_labels.items()
-            if str(k).removeprefix("k8s:") != NAMESPACE_LABEL
-            and not str(k).removeprefix("k8s:").startswith("io.cilium.k8s.")
+            (k.removeprefix("k8s:"), v)
+            for k, v in labels
+            if k.removeprefix("k8s:") != NAMESPACE_LABEL
+            and not k.removeprefix("k8s:").startswith("io.cilium.k8s.")
         )
     )
 
 
-def _endpoint_node(selector: Mapping[str, Any], namespace: str) -> Node:
-    labels = selector.get("matchLabels") or {}
+def _endpoint_node(selector: Selector | None, namespace: str) -> Node:
+    labels = dict(selector.labels) if selector is not None else {}
+    expressions = bool(selector.expressions) if selector is not None else False
     ns = str(labels.get(NAMESPACE_LABEL) or labels.get("k8s:" + NAMESPACE_LABEL) or namespace)
-    items = _selected(labels)
-    if selector.get("matchExpressions") or not items:
+    items = _selected(labels.items())
+    if expressions or not items:
         shown = ",".join(f"{k}={v}" for k, v in items) or "all"
-        extra = " +expr" if selector.get("matchExpressions") else ""
+        extra = " +expr" if expressions else ""
         return Node(f"sel:{ns}/{shown}{extra}", f"{shown}{extra}", "selector", ns)
     name = workload_name(items) if any(k in PRIORITY_KEYS for k, _ in items) else ""
     name = name or ",".join(f"{k}={v}" for k, v in items)
     return Node(f"wl:{ns}/{name}", name, "workload", ns, workload_name(items))
 
 
-def target_node(policy: PolicyDocument, spec: Mapping[str, Any]) -> Node:
-    meta = policy.get("metadata") or {}
-    namespace = str(meta.get("namespace") or "")
-    return _endpoint_node(spec.get("endpointSelector") or {}, namespace)
+def target_node(policy: Policy, spec: Spec) -> Node:
+    return _endpoint_node(spec.subject, policy.written_namespace)
 
 
-def _peer_nodes(rule: Mapping[str, Any], prefix: str, namespace: str) -> list[Node]:
-    nodes = [_endpoint_node(s or {}, namespace) for s in rule.get(prefix + "Endpoints") or []]
-    nodes += [Node(f"entity:{e}", str(e), "entity") for e in rule.get(prefix + "Entities") or []]
-    nodes += [Node(f"cidr:{c}", str(c), "cidr") for c in rule.get(prefix + "CIDR") or []]
-    nodes += [
-        Node(f"cidr:{c.get('cidr')}", str(c.get("cidr")), "cidr")
-        for c in rule.get(prefix + "CIDRSet") or []
-        if isinstance(c, Mapping)
-    ]
-    if prefix == "to":
-        for fqdn in rule.get("toFQDNs") or []:
-            name = str(fqdn.get("matchName") or fqdn.get("matchPattern") or "")
-            nodes.append(Node(f"fqdn:{name}", name, "fqdn"))
+def _peer_nodes(rule: Rule, namespace: str) -> list[Node]:
+    nodes = [_endpoint_node(s, namespace) for s in rule.endpoints]
+    nodes += [Node(f"entity:{e}", e, "entity") for e in rule.entities]
+    nodes += [Node(f"cidr:{c.cidr}", str(c.cidr), "cidr") for c in rule.cidrs]
+    for fqdn in rule.fqdns:
+        nodes.append(Node(f"fqdn:{fqdn.text}", fqdn.text, "fqdn"))
     return nodes or [Node("entity:all", "all", "entity")]
 
 
-def _ports(rule: Mapping[str, Any]) -> list[str]:
+def _ports(rule: Rule) -> list[str]:
     out = []
-    for port_rule in rule.get("toPorts") or []:
-        rules = port_rule.get("rules") or {}
-        l7 = " (HTTP)" if rules.get("http") else " (DNS)" if rules.get("dns") else ""
-        for port in port_rule.get("ports") or []:
-            text = f"{port.get('protocol', 'ANY')}/{port.get('port', '*')}"
-            if port.get("endPort"):
-                text += f"-{port['endPort']}"
+    for port_rule in rule.port_rules:
+        l7 = " (HTTP)" if port_rule.has_http else " (DNS)" if port_rule.has_dns else ""
+        for port in port_rule.ports:
+            protocol = port.protocol_written if "protocol" in port.written else "ANY"
+            number = port.port_written if "port" in port.written else "*"
+            text = f"{protocol}/{number}"
+            if port.end_written:
+                text += f"-{port.end_written}"
             out.append(text + l7)
-    for icmp in rule.get("icmps") or []:
-        out += [f"ICMP type {f.get('type')}" for f in icmp.get("fields") or []]
+    out += [f"ICMP type {icmp.type_written}" for icmp in rule.icmps]
     return out or ["any port"]
 
 
@@ -120,26 +112,20 @@ def traffic_graph(policies: Iterable[PolicyDocument]) -> TrafficGraph:
     nodes: dict[str, Node] = {}
     edges: dict[tuple[str, str], tuple[set[str], set[str]]] = {}
     selected_by: dict[str, set[str]] = {}
-    for policy in policies:
-        if isinstance(policy, Mapping):
-            policy = member_view(policy)  # a shared policy: drawn at each workload it serves
-        if not isinstance(policy, Mapping) or not str(policy.get("kind", "")).startswith("Cilium"):
-            continue  # a ClusterNetworkPolicy selects by namespace and tier: not drawn here
-        meta = policy.get("metadata") or {}
-        name = f"{meta.get('namespace', '')}/{meta.get('name', '')}".lstrip("/")
-        specs = [policy.get("spec")] if policy.get("spec") else []
-        specs += list(policy.get("specs") or [])
-        for spec in specs:
-            if not isinstance(spec, Mapping):
-                continue
+    for document in policies:
+        # A shared policy is drawn at each workload it serves; a ClusterNetworkPolicy
+        # selects by namespace and tier: not drawn here.
+        policy = read_policy(member_view(document) if isinstance(document, Mapping) else document)
+        if not policy.cilium:
+            continue
+        name = f"{policy.written_namespace}/{policy.name}".lstrip("/")
+        for spec in policy.specs:
             target = target_node(policy, spec)
             nodes.setdefault(target.id, target)
             selected_by.setdefault(target.id, set()).add(name)
-            for section, prefix in (("ingress", "from"), ("egress", "to")):
-                for rule in spec.get(section) or []:
-                    if not isinstance(rule, Mapping):
-                        continue
-                    for peer in _peer_nodes(rule, prefix, target.namespace):
+            for section in ("ingress", "egress"):
+                for rule in spec.rules(section):
+                    for peer in _peer_nodes(rule, target.namespace):
                         nodes.setdefault(peer.id, peer)
                         key = (peer.id, target.id) if section == "ingress" else (target.id, peer.id)
                         ports, names = edges.setdefault(key, (set(), set()))

@@ -30,6 +30,7 @@ from cpg_core.base._flow import Direction, Endpoint, Flow
 from cpg_core.base._labels import NAMESPACE_LABEL
 from cpg_core.base._rules import EGRESS, INGRESS
 from cpg_core.policy._matcher import judge_flow, policy_name, selecting_specs
+from cpg_core.policy._model import NAMESPACED_KIND, Policy, Rule, Selector, Spec, policy_model
 from cpg_core.policy._policy_set import PolicySet
 from cpg_core.policy._tiers import is_cluster_network_policy
 from cpg_core.synthesis._scope import DEFAULT_SERVICE_NAMESPACES, SYSTEM_NAMESPACES
@@ -116,25 +117,22 @@ class Policies(PolicySet):
         return True
 
 
-def workload_subjects(policy: Mapping[str, Any]) -> list[Endpoint]:
+def workload_subjects(policy: PolicyDocument | Policy) -> list[Endpoint]:
     """The pods a namespaced policy's plain selector is written for (none for a selector of
     expressions, such as a shared policy's: its members have policies of their own)."""
-    metadata = policy.get("metadata")
-    namespace = metadata.get("namespace") if isinstance(metadata, Mapping) else None
-    if policy.get("kind") != "CiliumNetworkPolicy" or not isinstance(namespace, str):
+    model = policy if isinstance(policy, Policy) else policy_model(policy)
+    if model.kind != NAMESPACED_KIND or not model.written_namespace:
         return []
-    spec = policy.get("spec")
-    selector = spec.get("endpointSelector") if isinstance(spec, Mapping) else None
-    labels = selector.get("matchLabels") if isinstance(selector, Mapping) else None
-    if not isinstance(labels, Mapping) or not isinstance(selector, Mapping):
+    spec = model.specs[0] if model.specs and not model.specs[0].in_specs else None
+    subject = spec.subject if spec is not None else None
+    if subject is None or not subject.labels_only:
         return []
-    if set(selector) != {"matchLabels"} or not labels:
-        return []
+    namespace = model.written_namespace
     return [
         Endpoint(
             namespace=namespace,
             labels=(
-                *(f"k8s:{k}={v}" for k, v in labels.items()),
+                *(f"k8s:{k}={v}" for k, v in subject.labels_written),
                 f"k8s:{NAMESPACE_LABEL}={namespace}",
             ),
         )
@@ -152,43 +150,39 @@ def dns_servers(policies: Policies) -> list[Endpoint]:
     on port 53 in a system namespace or with a DNS app's label, the pods they police that
     serve it), else as the usual installations label it."""
     found: dict[Endpoint, None] = {}
-    for policy in policies.all:
-        namespace = str((policy.get("metadata") or {}).get("namespace") or "")
-        for spec in _spec_list(policy):
-            for rule in spec.get("egress") or []:
-                if not isinstance(rule, Mapping) or not _has_port(rule, 53):
+    for document in policies.all:
+        policy = policy_model(document)
+        for spec in policy.specs:
+            for rule in spec.rules(EGRESS):
+                if not _has_port(rule, 53):
                     continue
-                for selector in rule.get("toEndpoints") or []:
-                    pod = _selected_pod(selector, namespace)
+                for selector in rule.endpoints:
+                    pod = _selected_pod(selector, policy.written_namespace)
                     if pod is not None and _dns_like(pod):
                         found[pod] = None
         for pod in workload_subjects(policy):
-            spec = policy.get("spec") or {}
-            if _is_dns_service(pod, spec) and _dns_like(pod):
+            if _is_dns_service(pod, _single_spec(policy)) and _dns_like(pod):
                 found[pod] = None
     return list(found) or list(DNS_PODS)
 
 
-def _spec_list(policy: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    specs = [policy.get("spec"), *(policy.get("specs") or [])]
-    return [s for s in specs if isinstance(s, Mapping)]
+def _single_spec(policy: Policy) -> Spec | None:
+    """The policy's ``spec`` (None when it has only ``specs``)."""
+    return policy.specs[0] if policy.specs and not policy.specs[0].in_specs else None
 
 
-def _has_port(rule: Mapping[str, Any], number: int) -> bool:
+def _has_port(rule: Rule, number: int) -> bool:
     return any(
-        str((port or {}).get("port")) == str(number)
-        for ports in rule.get("toPorts") or []
-        for port in (ports or {}).get("ports") or []
+        str(port.port_written) == str(number)
+        for port_rule in rule.port_rules
+        for port in port_rule.ports
     )
 
 
-def _selected_pod(selector: object, namespace: str) -> Endpoint | None:
-    labels = selector.get("matchLabels") if isinstance(selector, Mapping) else None
-    if not isinstance(labels, Mapping) or not isinstance(selector, Mapping):
+def _selected_pod(selector: Selector, namespace: str) -> Endpoint | None:
+    if not selector.labels_only:
         return None
-    if set(selector) != {"matchLabels"}:
-        return None
-    plain = {str(k): str(v) for k, v in labels.items()}
+    plain = selector.label_map
     ns = plain.pop(NAMESPACE_LABEL, namespace)
     if not ns or not plain:
         return None
@@ -203,15 +197,17 @@ def _dns_like(pod: Endpoint) -> bool:
     return pod.namespace in SYSTEM_NAMESPACES or bool(values & set(_DNS_APPS))
 
 
-def _is_dns_service(pod: Endpoint, spec: Mapping[str, Any]) -> bool:
+def _is_dns_service(pod: Endpoint, spec: Spec | None) -> bool:
     """A DNS app's pod, or a system namespace's pod its policy lets others reach on 53 (an
     application pod with a rule on port 53 is no resolver of the cluster's: a learned reply,
     its own sidecar)."""
     values = {label.split("=", 1)[1] for label in pod.labels if "=" in label}
     if values & set(_DNS_APPS):
         return True
-    return pod.namespace in SYSTEM_NAMESPACES and any(
-        isinstance(rule, Mapping) and _has_port(rule, 53) for rule in spec.get("ingress") or []
+    return (
+        pod.namespace in SYSTEM_NAMESPACES
+        and spec is not None
+        and any(_has_port(rule, 53) for rule in spec.rules(INGRESS))
     )
 
 
@@ -232,23 +228,24 @@ def availability(
     chosen = None if only is None else set(only)
     servers = dns_servers(index)
     found: list[Availability] = []
-    for policy in index.all:
-        name = policy_name(policy)
+    for document in index.all:
+        name = policy_name(document)
         if chosen is not None and name not in chosen:
             continue
-        spec = policy.get("spec")
-        if is_cluster_network_policy(policy):
-            found += _baseline(policy, name, baseline_enforced) if baseline else []
+        if is_cluster_network_policy(document):
+            found += _baseline(document, name, baseline_enforced) if baseline else []
             continue
-        if not isinstance(spec, Mapping):
+        policy = policy_model(document)
+        spec = _single_spec(policy)
+        if spec is None:
             continue
         for pod in workload_subjects(policy):
             found += _egress_dns(index, pod, spec, name, servers)
             if _is_dns_service(pod, spec):
                 found += _dns_service(index, pod, spec, name)
-            elif spec.get("ingress"):
+            elif spec.rules(INGRESS):
                 found += _cluster_service(index, pod, spec, name, service_namespaces)
-            if spec.get("egress"):
+            if spec.rules(EGRESS):
                 found += _cluster_service(index, pod, spec, name, service_namespaces, EGRESS)
     return found
 
@@ -256,11 +253,11 @@ def availability(
 def _egress_dns(
     policies: Policies,
     pod: Endpoint,
-    spec: Mapping[str, Any],
+    spec: Spec,
     name: str,
     servers: Sequence[Endpoint],
 ) -> list[Availability]:
-    if not spec.get("egress") or pod in servers or not _egress_default_deny(policies, pod):
+    if not spec.written_rules(EGRESS) or pod in servers or not _egress_default_deny(policies, pod):
         return []
     # its own egress (the DNS service's ingress is that service's finding, CPG041)
     udp = _resolves(policies, pod, "UDP", servers, ends=1)
@@ -283,11 +280,9 @@ def _egress_default_deny(policies: Policies, pod: Endpoint) -> bool:
     return bool(policies.judge(probe, pod).default_deny)
 
 
-def _dns_service(
-    policies: Policies, pod: Endpoint, spec: Mapping[str, Any], name: str
-) -> list[Availability]:
+def _dns_service(policies: Policies, pod: Endpoint, spec: Spec, name: str) -> list[Availability]:
     found = []
-    if spec.get("ingress"):
+    if spec.written_rules(INGRESS):
         closed = [p for p in ("UDP", "TCP") if not policies.admits(NEW_POD, pod, p, 53)]
         if closed:
             found.append(
@@ -299,12 +294,11 @@ def _dns_service(
                     "today's callers resolve names",
                 )
             )
-    for index, rule in enumerate(spec.get("egress") or []):
-        for ports in (rule or {}).get("toPorts") or []:
-            names = ((ports or {}).get("rules") or {}).get("dns")
-            if names and not any(
-                isinstance(entry, Mapping) and entry.get("matchPattern") == "*" for entry in names
-            ):
+    for rule in spec.rules(EGRESS):
+        index = rule.index
+        for port_rule in rule.port_rules:
+            names = port_rule.dns
+            if port_rule.has_dns and not any(entry.pattern == "*" for entry in names):
                 found.append(
                     _found(
                         "CPG042",
@@ -321,7 +315,7 @@ def _dns_service(
 def _cluster_service(
     policies: Policies,
     pod: Endpoint,
-    spec: Mapping[str, Any],
+    spec: Spec,
     name: str,
     threshold: int,
     section: str = INGRESS,
@@ -331,22 +325,16 @@ def _cluster_service(
     if threshold <= 0:
         return []
     namespace = pod.namespace
-    peers = "fromEndpoints" if section == INGRESS else "toEndpoints"
     by_port: dict[tuple[str, int], set[str]] = {}
-    for rule in spec.get(section) or []:
-        if not isinstance(rule, Mapping):
-            continue
-        spaces = {
-            str(((s or {}).get("matchLabels") or {}).get(NAMESPACE_LABEL, namespace))
-            for s in rule.get(peers) or []
-        }
-        for ports in rule.get("toPorts") or []:
-            for port in (ports or {}).get("ports") or []:
+    for rule in spec.rules(section):
+        spaces = {s.label_map.get(NAMESPACE_LABEL, namespace) for s in rule.endpoints}
+        for port_rule in rule.port_rules:
+            for entry in port_rule.ports:
                 try:
-                    number = int(str(port.get("port")))
+                    number = int(str(entry.port_written))
                 except (TypeError, ValueError):
                     continue
-                key = (str(port.get("protocol") or "TCP"), number)
+                key = (str(entry.protocol_written or "TCP"), number)
                 by_port.setdefault(key, set()).update(spaces)
     found = []
     for (proto, port), spaces in sorted(by_port.items()):

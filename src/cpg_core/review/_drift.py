@@ -254,12 +254,10 @@ class DriftJudge:
             if not mine or any(dict(subject) == mine for subject in known):
                 continue
             unseen = {k: v for k, v in mine.items() if all(s.get(k) != v for s in known)}
-            selector = spec.get("endpointSelector", {}) if isinstance(spec, Mapping) else {}
-            match = selector.get("matchLabels", {}) if isinstance(selector, Mapping) else {}
             found.append(
                 UnseenPods(
                     policy=name,
-                    selector={str(k): str(v) for k, v in dict(match or {}).items()},
+                    selector=spec.subject.label_map if spec.subject is not None else {},
                     labels=mine,
                     unseen=unseen,
                     pods=tuple(sorted(pods))[:MAX_PODS],

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -15,8 +15,21 @@ from cpg_core.base._cilium_version import Version, format_version
 from cpg_core.base._errors import CpgError
 from cpg_core.base._labels import NAMESPACE_LABEL, label_problem
 from cpg_core.policy._acceptance import refusals
+from cpg_core.policy._model import (
+    DENY_SECTION,
+    EGRESS,
+    INGRESS,
+    NAMESPACED_KIND,
+    SECTIONS,
+    PortEntry,
+    Rule,
+    Selector,
+    Spec,
+    policy_model,
+    read_policy,
+    selector_labels,
+)
 from cpg_core.policy._policy_docs import policies_in
-from cpg_core.policy._policy_set import document_namespace
 from cpg_core.policy._port_text import cilium_port, read_differently
 from cpg_core.policy._tiers import is_cluster_network_policy
 from cpg_core.policy._yamlread import YamlInputError, load_all, load_all_with_lines
@@ -604,7 +617,7 @@ def _cluster_network_policy_findings(policy: Mapping[str, Any], version: Version
                 ("kind",),
             )
         )
-    for path, key, value in _labels(policy, ()):
+    for path, key, value in selector_labels(policy):
         label = label_problem(key, value)
         if label:
             found.append(("CPG003", label, path))
@@ -617,53 +630,44 @@ def _cilium_policy_findings(
     version: Version,
 ) -> list[Found]:
     found = refusals(policy) + version_findings(policy, version)
-    for path, key, value in _labels(policy, ()):
+    for path, key, value in selector_labels(policy):
         label = label_problem(_unsourced(key), value)
         if label:
             found.append(("CPG003", label, path))
-    specs: list[tuple[tuple[str | int, ...], Any]] = []
-    if isinstance(policy.get("spec"), Mapping):
-        specs.append((("spec",), policy["spec"]))
-    if isinstance(policy.get("specs"), list):
-        specs += [
-            (("specs", n), s) for n, s in enumerate(policy["specs"]) if isinstance(s, Mapping)
-        ]
-    home = document_namespace(policy)
-    for path, spec in specs:
-        found += [(c, m, (*path, *where)) for c, m, where in _spec_findings(spec, networks)]
-        other = _subject_namespaces(spec.get("endpointSelector"), home)
-        if other:
+    model = read_policy(policy)
+    home = model.namespace
+    for spec in model.specs:
+        found += _spec_findings(spec, networks)
+        other = _subject_namespaces(spec.subject, home)
+        if other and spec.subject is not None:
             found.append(
                 (
                     "CPG028",
                     f"the endpointSelector names namespace {other}, but the policy lives in "
                     f"{home}: Cilium adds {home}, so it selects no pod",
-                    (*path, "endpointSelector"),
+                    spec.subject.path,
                 )
             )
     return found
 
 
-def _subject_namespaces(selector: object, home: str | None) -> str:
+def _subject_namespaces(selector: Selector | None, home: str | None) -> str:
     """The namespaces a namespaced policy's subject selector requires when none of them is
     the policy's own (so it can select nothing), spelled for a message; "" otherwise."""
-    if home is None or not isinstance(selector, Mapping):
+    if home is None or selector is None or not isinstance(selector.written, Mapping):
         return ""
     wanted: list[str] = []
-    labels = selector.get("matchLabels")
-    for key, value in (labels if isinstance(labels, Mapping) else {}).items():
-        if _unsourced(str(key)) == NAMESPACE_LABEL and str(value) != home:
-            wanted.append(str(value))
-    expressions = selector.get("matchExpressions")
-    for term in expressions if isinstance(expressions, list) else []:
+    for key, value in selector.labels:
+        if _unsourced(key) == NAMESPACE_LABEL and value != home:
+            wanted.append(value)
+    for term in selector.expressions:
         if (
-            isinstance(term, Mapping)
-            and _unsourced(str(term.get("key", ""))) == NAMESPACE_LABEL
-            and term.get("operator") == "In"
-            and isinstance(term.get("values"), list)
-            and home not in [str(v) for v in term["values"]]
+            _unsourced(term.key) == NAMESPACE_LABEL
+            and term.operator == "In"
+            and term.listed
+            and home not in term.values
         ):
-            wanted += [str(v) for v in term["values"]]
+            wanted += list(term.values)
     return ", ".join(sorted(set(wanted)))
 
 
@@ -701,17 +705,13 @@ def _selects_nothing(
 ) -> list[LintFinding]:
     """CPG012 for a namespaced policy whose endpointSelector selects none of ``pods`` (the
     labels of the pods of each namespace, as the cluster has them today)."""
-    meta = policy.get("metadata")
-    namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
-    spec = policy.get("spec")
-    if (
-        policy.get("kind") != "CiliumNetworkPolicy"
-        or not namespace
-        or not isinstance(spec, Mapping)
-    ):
+    model = policy_model(policy)
+    namespace = model.written_namespace
+    spec = model.specs[0] if model.specs and not model.specs[0].in_specs else None
+    if model.kind != NAMESPACED_KIND or not namespace or spec is None:
         return []
-    selector = spec.get("endpointSelector")
-    if not isinstance(selector, Mapping):
+    selector = spec.subject
+    if selector is None or not isinstance(selector.written, Mapping):
         return []
     namespaced = [
         {**labels, "io.kubernetes.pod.namespace": str(namespace)}  # Cilium adds it to each pod
@@ -719,23 +719,21 @@ def _selects_nothing(
     ]
     if any(selects(selector, labels) for labels in namespaced):
         return []
-    where = (*base, "spec", "endpointSelector")
+    where = (*base, *selector.path)
     count = len(pods.get(str(namespace), []))
     message = f"selects none of the {count} pods in {namespace} today"
     return [finding("CPG012", message, file, lines.of(where), _field(where), policy_label(policy))]
 
 
-def selects(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    """Whether a label selector (matchLabels, matchExpressions) selects a pod's labels."""
-    for key, value in (selector.get("matchLabels") or {}).items():
+def selects(selector: Selector, labels: Mapping[str, str]) -> bool:
+    """Whether a label selector (its labels and expressions) selects a pod's labels."""
+    for key, value in selector.labels_written:
         if labels.get(_unsourced(str(key))) != str(value):
             return False
-    for expression in selector.get("matchExpressions") or []:
-        if not isinstance(expression, Mapping):
-            continue
-        key = _unsourced(str(expression.get("key", "")))
-        operator = str(expression.get("operator", ""))
-        values = {str(v) for v in expression.get("values") or []}
+    for expression in selector.expressions:
+        key = _unsourced(expression.key)
+        operator = expression.operator
+        values = set(expression.values)
         present = key in labels
         if operator == "In" and not (present and labels[key] in values):
             return False
@@ -755,61 +753,41 @@ def _unsourced(key: str) -> str:
     return key
 
 
-def _labels(
-    node: Any, path: tuple[str | int, ...]
-) -> Iterable[tuple[tuple[str | int, ...], str, str]]:
-    """Every selector label of a document: (path, key, value)."""
-    if isinstance(node, Mapping):
-        for key, value in node.items():
-            here = (*path, str(key))
-            if key == "matchLabels" and isinstance(value, Mapping):
-                for k, v in value.items():
-                    yield (*here, str(k)), str(k), "" if v is None else str(v)
-            elif key == "matchExpressions" and isinstance(value, list):
-                for n, expression in enumerate(value):
-                    if isinstance(expression, Mapping):
-                        for v in expression.get("values") or [""]:
-                            yield (*here, n), str(expression.get("key", "")), str(v)
-            elif key != "metadata":
-                yield from _labels(value, here)
-    elif isinstance(node, list):
-        for n, item in enumerate(node):
-            yield from _labels(item, (*path, n))
-
-
 Found = tuple[str, str, tuple[str | int, ...]]
 
 
 def _spec_findings(
-    spec: Mapping[str, Any], networks: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network]
+    spec: Spec, networks: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network]
 ) -> list[Found]:
     found: list[Found] = []
-    selector = spec.get("endpointSelector")
-    if isinstance(selector, Mapping) and _empty_selector(selector) and not _default_deny(spec):
-        found.append(("CPG004", "endpointSelector: {} selects every pod", ("endpointSelector",)))
+    subject = spec.subject
+    if (
+        subject is not None
+        and isinstance(subject.written, Mapping)
+        and _empty_selector(subject)
+        and not _default_deny(spec)
+    ):
+        found.append(("CPG004", "endpointSelector: {} selects every pod", subject.path))
     fqdn_rules: list[tuple[str | int, ...]] = []
     dns_visible = False
-    for direction in ("ingress", "egress", "ingressDeny", "egressDeny"):
-        rules = spec.get(direction)
-        if not isinstance(rules, list):
-            continue
+    for section in SECTIONS:
+        rules = spec.rules(section)
         seen: dict[str, int] = {}
-        for n, rule in enumerate(rules):
-            if not isinstance(rule, Mapping):
-                continue
-            where: tuple[str | int, ...] = (direction, n)
-            canonical = json.dumps(rule, sort_keys=True, default=str)
+        for rule in rules:
+            canonical = json.dumps(rule.written, sort_keys=True, default=str)
             if canonical in seen:
-                found.append(("CPG011", f"the same rule as {direction}[{seen[canonical]}]", where))
+                found.append(
+                    ("CPG011", f"the same rule as {section}[{seen[canonical]}]", rule.path)
+                )
             else:
-                seen[canonical] = n
-            found += [(c, m, (*where, *p)) for c, m, p in _rule_findings(rule, networks)]
-            if rule.get("toFQDNs"):
-                fqdn_rules.append((*where, "toFQDNs"))
-            if direction == "egress" and _has_dns_rule(rule):
+                seen[canonical] = rule.index
+            found += _rule_findings(rule, networks)
+            if rule.has_fqdn_field:
+                fqdn_rules.append(rule.fqdn_path)
+            if section == EGRESS and any(p.has_dns for p in rule.port_rules):
                 dns_visible = True
-        if direction in ("ingress", "egress"):
-            found += [(c, m, (direction, *p)) for c, m, p in _l4_beside_l7(rules)]
+        if section in (INGRESS, EGRESS):
+            found += _l4_beside_l7(rules)
     if fqdn_rules and not dns_visible:
         for where in fqdn_rules:
             found.append(
@@ -818,82 +796,64 @@ def _spec_findings(
     return found
 
 
-def _default_deny(spec: Mapping[str, Any]) -> bool:
+def _default_deny(spec: Spec) -> bool:
     """Whether every rule of the spec is empty: Cilium's default-deny idiom, which is meant
     to select every pod of the namespace."""
-    rules = [r for d in ("ingress", "egress") for r in spec.get(d) or []]
+    rules = [*spec.written_rules(INGRESS), *spec.written_rules(EGRESS)]
     return (
         bool(rules)
         and all(r == {} for r in rules)
-        and not any(spec.get(d) for d in ("ingressDeny", "egressDeny"))
+        and not any(spec.written_rules(DENY_SECTION[d]) for d in (INGRESS, EGRESS))
     )
 
 
-def _empty_selector(selector: Mapping[str, Any]) -> bool:
-    return not selector.get("matchLabels") and not selector.get("matchExpressions")
-
-
-_PEERS = ("fromEndpoints", "toEndpoints")
-_ENTITIES = ("fromEntities", "toEntities")
-_CIDRS = ("fromCIDR", "toCIDR")
-_CIDR_SETS = ("fromCIDRSet", "toCIDRSet")
+def _empty_selector(selector: Selector) -> bool:
+    return not selector.labels_written and not selector.expressions_written
 
 
 def _rule_findings(
-    rule: Mapping[str, Any], networks: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network]
+    rule: Rule, networks: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network]
 ) -> list[Found]:
     return (
         _open_peer_findings(rule)
         + _cidr_findings(rule, networks)
         + [
-            (code, problem, ("toPorts", n, "ports", m))
-            for n, m, port in _port_entries(rule)
+            (code, problem, port.path)
+            for port_rule in rule.port_rules
+            for port in port_rule.ports
             for code, problem in [_port_problem(port)]
             if code
         ]
     )
 
 
-def _open_peer_findings(rule: Mapping[str, Any]) -> list[Found]:
+def _open_peer_findings(rule: Rule) -> list[Found]:
     """Empty peer selectors (every pod) and world entities (the whole world)."""
     found: list[Found] = []
-    for key in _PEERS:
-        peers = rule.get(key)
-        for n, peer in enumerate(peers if isinstance(peers, list) else []):
-            if isinstance(peer, Mapping) and _empty_selector(peer):
-                found.append(("CPG005", f"{key}: {{}} selects every pod", (key, n)))
-    for key in _ENTITIES:
-        entities = rule.get(key)
-        for n, entity in enumerate(entities if isinstance(entities, list) else []):
-            if str(entity) in _WORLD_ENTITIES:
-                found.append(("CPG006", f"{key}: {entity} admits the whole world", (key, n)))
+    for peer in rule.endpoints:
+        if isinstance(peer.written, Mapping) and _empty_selector(peer):
+            found.append(("CPG005", f"{rule.endpoint_field}: {{}} selects every pod", peer.path))
+    for n, entity in enumerate(rule.entities):
+        if entity in _WORLD_ENTITIES:
+            found.append(
+                (
+                    "CPG006",
+                    f"{rule.entity_field}: {entity} admits the whole world",
+                    (*rule.path, rule.entity_field, n),
+                )
+            )
     return found
 
 
-def _rule_cidrs(rule: Mapping[str, Any]) -> list[tuple[str, tuple[str | int, ...]]]:
-    """Every CIDR a rule names (toCIDR and the cidr of toCIDRSet), with its path."""
-    cidrs: list[tuple[str, tuple[str | int, ...]]] = []
-    for key in _CIDRS:
-        values = rule.get(key)
-        if isinstance(values, list):
-            cidrs += [(str(v), (key, n)) for n, v in enumerate(values)]
-    for key in _CIDR_SETS:
-        values = rule.get(key)
-        if isinstance(values, list):
-            cidrs += [
-                (str(v.get("cidr")), (key, n, "cidr"))
-                for n, v in enumerate(values)
-                if isinstance(v, Mapping) and v.get("cidr")
-            ]
-    return cidrs
-
-
 def _cidr_findings(
-    rule: Mapping[str, Any], networks: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network]
+    rule: Rule, networks: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network]
 ) -> list[Found]:
     """CIDRs that admit the whole world, or that lie inside the pod range (dead rules)."""
     found: list[Found] = []
-    for cidr, where in _rule_cidrs(rule):
+    for entry in rule.cidrs:
+        if entry.from_set and not entry.cidr:
+            continue
+        cidr, where = str(entry.cidr), entry.path
         if cidr in _EVERYWHERE:
             found.append(("CPG006", f"{cidr} admits the whole world", where))
             continue
@@ -908,16 +868,6 @@ def _cidr_findings(
     return found
 
 
-def _port_entries(rule: Mapping[str, Any]) -> Iterator[tuple[int, int, Mapping[str, Any]]]:
-    """(toPorts index, ports index, entry) of every port entry of a rule."""
-    port_rules = rule.get("toPorts")
-    for n, port_rule in enumerate(port_rules if isinstance(port_rules, list) else []):
-        ports = port_rule.get("ports") if isinstance(port_rule, Mapping) else None
-        for m, port in enumerate(ports if isinstance(ports, list) else []):
-            if isinstance(port, Mapping):
-                yield n, m, port
-
-
 def _number(value: Any) -> int | None:
     try:
         return int(str(value))
@@ -925,10 +875,10 @@ def _number(value: Any) -> int | None:
         return None
 
 
-def _port_problem(port: Mapping[str, Any]) -> tuple[str, str]:
-    text = str(port.get("port", "") or "")
+def _port_problem(port: PortEntry) -> tuple[str, str]:
+    text = str(port.port_written or "")
     number = cilium_port(text)
-    end = _number(port.get("endPort")) if port.get("endPort") is not None else None
+    end = _number(port.end_written) if port.end_written is not None else None
     if text.isdigit() and number is None:
         return "CPG009", f"port {text} is not a port Cilium parses (0-65535)"
     if end is not None and not 0 <= end <= 65535:
@@ -943,48 +893,22 @@ def _port_problem(port: Mapping[str, Any]) -> tuple[str, str]:
     return "", ""
 
 
-def _has_dns_rule(rule: Mapping[str, Any]) -> bool:
-    for port_rule in rule.get("toPorts") or []:
-        rules = port_rule.get("rules") if isinstance(port_rule, Mapping) else None
-        if isinstance(rules, Mapping) and rules.get("dns"):
-            return True
-    return False
-
-
-def _peer_key(rule: Mapping[str, Any]) -> str:
-    """The peers of a rule, as one comparable value (every peer field but the ports)."""
-    peers = {k: v for k, v in rule.items() if k not in ("toPorts", "icmps", "authentication")}
-    return json.dumps(peers, sort_keys=True, default=str)
-
-
-def _ports_of(port_rule: Mapping[str, Any]) -> set[tuple[str, str]]:
-    out = set()
-    for port in port_rule.get("ports") or []:
-        if isinstance(port, Mapping):
-            protocol = str(port.get("protocol") or "ANY").upper()
-            out.add((str(port.get("port", "0")), protocol))
-    return out
-
-
-def _l4_beside_l7(rules: Sequence[Any]) -> list[Found]:
+def _l4_beside_l7(rules: Sequence[Rule]) -> list[Found]:
     """An L4-only port and an L7 port for the same peers and port, in any two rules."""
     plain: dict[tuple[str, str, str], tuple[str | int, ...]] = {}
     layered: dict[tuple[str, str, str], tuple[str | int, ...]] = {}
-    for n, rule in enumerate(rules):
-        if not isinstance(rule, Mapping):
-            continue
-        peers = _peer_key(rule)
-        for m, port_rule in enumerate(rule.get("toPorts") or []):
-            if not isinstance(port_rule, Mapping):
-                continue
-            target = layered if port_rule.get("rules") else plain
-            for port, protocol in _ports_of(port_rule):
+    for rule in rules:
+        peers = rule.peers_key
+        for port_rule in rule.port_rules:
+            target = layered if port_rule.has_l7 else plain
+            for port in port_rule.ports:
+                protocol = str(port.protocol_written or "ANY").upper()
                 for proto in ("TCP", "UDP", "SCTP") if protocol == "ANY" else (protocol,):
-                    target.setdefault((peers, port, proto), (n, "toPorts", m))
+                    target.setdefault((peers, port.port_text, proto), port_rule.path)
     found: list[Found] = []
     for key, where in sorted(layered.items(), key=lambda item: item[1]):
         if key in plain:
-            rule_n = plain[key][0]
+            rule_n = plain[key][-3]
             found.append(
                 (
                     "CPG008",

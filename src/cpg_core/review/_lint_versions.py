@@ -4,13 +4,21 @@ fields, features that release lacks, defaults it changed, and annotations that d
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from cpg_core.base._cilium_version import LOCAL_CLUSTER_DEFAULT_SINCE, Version, format_version
 from cpg_core.base._labels import CLUSTER_LABEL
-from cpg_core.policy._acceptance import Found, spec_rules
-from cpg_core.policy._matcher import label_key
+from cpg_core.policy._acceptance import Found
+from cpg_core.policy._model import (
+    SECTIONS_BY_DIRECTION,
+    NameMatch,
+    Rule,
+    Selector,
+    Spec,
+    label_key,
+    policy_model,
+)
 
 SUPPORTED: tuple[Version, ...] = tuple((1, minor, 0) for minor in range(16, 21))
 """The Cilium releases lint knows, oldest first (1.16: the first with enableDefaultDeny)."""
@@ -54,60 +62,59 @@ def version_findings(policy: Mapping[str, Any], version: Version) -> list[Found]
                 ("metadata", "annotations", AUDIT_MODE_ANNOTATION),
             )
         )
-    for path, section, rule in spec_rules(policy):
-        found += _peer_version_findings(rule, version, shown, path)
-        if section == "egress":
-            for n, fqdn in enumerate(rule.get("toFQDNs") or []):
-                found += _wildcard(fqdn, version, shown, (*path, "toFQDNs", n))
-        found += _l7_version_findings(rule, version, shown, path)
+    for _spec, rule in _rules(policy):
+        found += _peer_version_findings(rule, version, shown)
+        if rule.section == "egress":
+            for fqdn in rule.fqdns:
+                found += _wildcard(fqdn, version, shown)
+        found += _l7_version_findings(rule, version, shown)
     return found + _cluster_scope_findings(policy, version, shown)
 
 
-def _peer_version_findings(
-    rule: Mapping[str, Any], version: Version, shown: str, path: tuple[str | int, ...]
-) -> list[Found]:
+def _rules(policy: Mapping[str, Any]) -> Iterator[tuple[Spec, Rule]]:
+    for spec in policy_model(policy).specs:
+        for section in SECTIONS_BY_DIRECTION:
+            for rule in spec.rules(section):
+                yield spec, rule
+
+
+def _peer_version_findings(rule: Rule, version: Version, shown: str) -> list[Found]:
     """Deprecated requirement peers and entities a release does not have."""
     found: list[Found] = []
-    for key in ("fromRequires", "toRequires"):
-        if rule.get(key) and version >= DEPRECATED_REQUIRES_SINCE:
+    for key in rule.requires_fields_written:
+        if version >= DEPRECATED_REQUIRES_SINCE:
             found.append(
                 (
                     "CPG030",
                     f"{key} is deprecated in Cilium {shown} and being removed: select the "
                     "peers with fromEndpoints/toEndpoints instead",
-                    (*path, key),
+                    (*rule.path, key),
                 )
             )
-    for key in ("fromEntities", "toEntities"):
-        for n, entity in enumerate(rule.get(key) or []):
-            if entity == "cluster-mesh" and version < CLUSTER_MESH_ENTITY_SINCE:
-                found.append(
-                    (
-                        "CPG031",
-                        f"the cluster-mesh entity is new in Cilium 1.20: {shown} refuses it",
-                        (*path, key, n),
-                    )
+    for key, n, entity in rule.entities_written:
+        if entity == "cluster-mesh" and version < CLUSTER_MESH_ENTITY_SINCE:
+            found.append(
+                (
+                    "CPG031",
+                    f"the cluster-mesh entity is new in Cilium 1.20: {shown} refuses it",
+                    (*rule.path, key, n),
                 )
+            )
     return found
 
 
-def _l7_version_findings(
-    rule: Mapping[str, Any], version: Version, shown: str, path: tuple[str | int, ...]
-) -> list[Found]:
+def _l7_version_findings(rule: Rule, version: Version, shown: str) -> list[Found]:
     """DNS wildcards a release reads otherwise, and Kafka rules."""
     found: list[Found] = []
-    for n, port_rule in enumerate(rule.get("toPorts") or []):
-        rules = port_rule.get("rules") if isinstance(port_rule, Mapping) else None
-        if not isinstance(rules, Mapping):
-            continue
-        for m, dns in enumerate(rules.get("dns") or []):
-            found += _wildcard(dns, version, shown, (*path, "toPorts", n, "rules", "dns", m))
-        if rules.get("kafka") and version < KAFKA_GONE_SINCE:
+    for port_rule in rule.port_rules:
+        for dns in port_rule.dns:
+            found += _wildcard(dns, version, shown)
+        if port_rule.has_kafka and version < KAFKA_GONE_SINCE:
             found.append(
                 (
                     "CPG030",
                     f"Kafka rules are deprecated in Cilium {shown} and gone in 1.20",
-                    (*path, "toPorts", n, "rules", "kafka"),
+                    port_rule.l7_path("kafka"),
                 )
             )
     return found
@@ -120,15 +127,14 @@ def _cluster_scope_findings(policy: Mapping[str, Any], version: Version, shown: 
         return []
     names_cluster = False
     unscoped: list[tuple[str | int, ...]] = []
-    for path, _section, rule in spec_rules(policy):
-        for key in ("fromEndpoints", "toEndpoints"):
-            for n, selector in enumerate(rule.get(key) or []):
-                if not isinstance(selector, Mapping):
-                    continue
-                if _names_cluster(selector):
-                    names_cluster = True
-                elif not _names_reserved(selector):
-                    unscoped.append((*path, key, n))
+    for _spec, rule in _rules(policy):
+        for selector in rule.endpoints_both_sides:
+            if not isinstance(selector.written, Mapping):
+                continue
+            if _names_cluster(selector):
+                names_cluster = True
+            elif not _names_reserved(selector):
+                unscoped.append(selector.path)
     if not names_cluster:
         return []
     return [
@@ -142,10 +148,8 @@ def _cluster_scope_findings(policy: Mapping[str, Any], version: Version, shown: 
     ]
 
 
-def _wildcard(
-    entry: Any, version: Version, shown: str, where: tuple[str | int, ...]
-) -> list[Found]:
-    pattern = entry.get("matchPattern") if isinstance(entry, Mapping) else None
+def _wildcard(entry: NameMatch, version: Version, shown: str) -> list[Found]:
+    pattern = entry.pattern_written
     if (
         isinstance(pattern, str)
         and pattern.startswith("**.")
@@ -156,25 +160,21 @@ def _wildcard(
                 "CPG031",
                 f"{pattern}: the multi-level wildcard is new in Cilium 1.19; {shown} reads "
                 "** as *, one DNS label",
-                (*where, "matchPattern"),
+                entry.pattern_path,
             )
         ]
     return []
 
 
-def _keys(selector: Mapping[str, Any]) -> list[tuple[str, str]]:
-    keys = [label_key(str(k)) for k in selector.get("matchLabels") or {}]
-    keys += [
-        label_key(str(e.get("key", "")))
-        for e in selector.get("matchExpressions") or []
-        if isinstance(e, Mapping)
-    ]
+def _keys(selector: Selector) -> list[tuple[str, str]]:
+    keys = [label_key(str(k)) for k, _ in selector.labels_written]
+    keys += [label_key(e.key) for e in selector.expressions]
     return keys
 
 
-def _names_cluster(selector: Mapping[str, Any]) -> bool:
+def _names_cluster(selector: Selector) -> bool:
     return any(key == CLUSTER_LABEL for _source, key in _keys(selector))
 
 
-def _names_reserved(selector: Mapping[str, Any]) -> bool:
+def _names_reserved(selector: Selector) -> bool:
     return any(source == "reserved" for source, _key in _keys(selector))

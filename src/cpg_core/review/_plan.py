@@ -33,16 +33,14 @@ from cpg_core.flows._synthesis import (
     with_known_pod,
 )
 from cpg_core.policy._matcher import (
-    enforces,
     from_own_node,
-    has_l3,
-    has_l4,
     judge_flow,
     match_flow,
     note_dns_names,
     policy_name,
     selecting_specs,
 )
+from cpg_core.policy._model import SECTIONS, Rule, Selector, policy_model
 from cpg_core.policy._policy_set import PolicySet
 from cpg_core.policy._tiers import is_cluster_network_policy
 from cpg_core.review._availability import (
@@ -329,7 +327,7 @@ class PolicyIndex(PolicySet):
                 {
                     policy_name(p)
                     for p, spec, _ in self.selecting(endpoint)
-                    if enforces(spec, direction)
+                    if spec.enforces(direction)
                 }
             )
         return found
@@ -633,23 +631,19 @@ class PlanJudge:
         seen = frozenset().union(*(tally.labels_of(name) for name in dict.fromkeys(names)))
         return _with_fix(item, flow, intended, narrowable or [], seen if intended else None)
 
-    def _narrowable(self, target: Endpoint) -> list[tuple[str, str, object]] | None:
+    def _narrowable(self, target: Endpoint) -> list[tuple[str, str, Selector | None]] | None:
         """(policy, where in it, endpointSelector) of every proposed spec that selects
         ``target`` and polices a direction; None when one of them is a person's (cpg does
         not change it, so narrowing cpg's own would not take)."""
         found = []
         for policy, spec, _ in self._proposed.selecting(target):
-            if not (enforces(spec, "ingress") or enforces(spec, "egress")):
+            if not (spec.enforces("ingress") or spec.enforces("egress")):
                 continue
-            if not is_cpgs(policy):
+            if not is_cpgs(policy.document):
                 return None
-            name = policy_name(policy)
-            specs = policy.get("specs") or []
-            where = name
-            for index, candidate in enumerate(specs):
-                if candidate is spec:
-                    where = f"{name} specs[{index}]"
-            found.append((name, where, spec.get("endpointSelector")))
+            name = policy.display_name
+            where = f"{name} specs[{spec.path[1]}]" if spec.in_specs else name
+            found.append((name, where, spec.subject))
         return found
 
     def _judge_drop(self, ask: _Questions, tally: _Tally, flow: Flow, flows: int) -> None:
@@ -848,9 +842,8 @@ def _own_policy(shared: frozenset[str], names: Sequence[str]) -> str:
 
 def _selector(index: PolicyIndex, name: str, target: Endpoint) -> dict[str, str]:
     for policy, spec, _ in index.selecting(target):
-        if policy_name(policy) == name:
-            labels = (spec.get("endpointSelector") or {}).get("matchLabels") or {}
-            return {str(k): str(v) for k, v in labels.items()}
+        if policy.display_name == name:
+            return spec.subject.label_map if spec.subject is not None else {}
     return {}
 
 
@@ -938,7 +931,7 @@ class _Questions:
         ingress = flow.direction == Direction.INGRESS
         policies: Sequence[PolicyDocument] = index
         if target is not (flow.destination if ingress else flow.source):
-            policies = list({id(p): p for p, _, _ in index.selecting(target)}.values())
+            policies = list({id(p): p.document for p, _, _ in index.selecting(target)}.values())
             policies += index.tiered
         result = match_flow(
             policies,
@@ -1045,7 +1038,7 @@ def _with_fix(
     item: WouldBreak,
     flow: Flow,
     intended: list[Endpoint],
-    narrowable: Sequence[tuple[str, str, object]] = (),
+    narrowable: Sequence[tuple[str, str, Selector | None]] = (),
     seen: AbstractSet[str] | None = None,
 ) -> WouldBreak:
     """The fixes, best first: the selectors of every proposed policy that would newly select
@@ -1075,7 +1068,7 @@ def _with_fix(
         if rule_text
         else ""
     )
-    keys = {key for _, _, selector in narrowable for key in _match_labels(selector)}
+    keys = {key for _, _, selector in narrowable if selector for key in selector.label_map}
     excluded = (
         exclusion(intended, item.labels, keys | set(item.selector), seen) if narrowable else None
     )
@@ -1092,7 +1085,10 @@ def _with_fix(
             policy=own,
             fix=fix,
             narrow_yaml=narrowing_yaml(
-                [(where, excluding(selector, key, value)) for _, where, selector in narrowable]
+                [
+                    (where, excluding(selector.written if selector else None, key, value))
+                    for _, where, selector in narrowable
+                ]
             ),
             narrow_policies=policies,
             narrow_label=(key, value),
@@ -1114,59 +1110,46 @@ def _with_fix(
     )
 
 
-def _match_labels(selector: object) -> dict[str, Any]:
-    labels = selector.get("matchLabels") if isinstance(selector, Mapping) else None
-    return dict(labels) if isinstance(labels, Mapping) else {}
-
-
 # --- semantic diff ---------------------------------------------------------------------------
 
 
-def _peers(rule: Mapping[str, Any], prefix: str) -> list[str]:
+def _peers(rule: Rule) -> list[str]:
     peers: list[str] = []
-    for selector in rule.get(prefix + "Endpoints") or []:
-        labels = (selector or {}).get("matchLabels") or {}
+    for selector in rule.endpoints:
+        labels = selector.label_map
         shown = ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or "all endpoints"
-        if (selector or {}).get("matchExpressions"):
+        if selector.expressions:
             shown += " (+expressions)"
         peers.append(f"endpoints {shown}")
-    peers += [f"entity {e}" for e in rule.get(prefix + "Entities") or []]
-    peers += [f"cidr {c}" for c in rule.get(prefix + "CIDR") or []]
-    for entry in rule.get(prefix + "CIDRSet") or []:
-        excepted = entry.get("except") or []
-        peers.append(
-            f"cidr {entry.get('cidr')}" + (f" except {', '.join(excepted)}" if excepted else "")
-        )
-    if prefix == "to":
-        for fqdn in rule.get("toFQDNs") or []:
-            peers.append(
-                f"fqdn {fqdn.get('matchName') or ''}{fqdn.get('matchPattern') or ''}".rstrip()
-            )
-        for service in rule.get("toServices") or []:
-            peers.append(f"service {service}")
+    peers += [f"entity {e}" for e in rule.entities]
+    for entry in rule.cidrs:
+        excepted = [str(e) for e in entry.excepts]
+        peers.append(f"cidr {entry.cidr}" + (f" except {', '.join(excepted)}" if excepted else ""))
+    for fqdn in rule.fqdns:
+        peers.append(f"fqdn {fqdn.name}{fqdn.pattern}".rstrip())
+    for service in rule.services:
+        peers.append(f"service {service}")
     return peers or ["any peer"]
 
 
-def _ports(rule: Mapping[str, Any]) -> list[str]:
+def _ports(rule: Rule) -> list[str]:
     out: list[str] = []
-    for port_rule in rule.get("toPorts") or []:
-        l7 = port_rule.get("rules") or {}
+    for port_rule in rule.port_rules:
         extras = [
-            f"HTTP {h.get('method', '*')} {h.get('path', '/*')}" for h in l7.get("http") or []
+            f"HTTP {h.written.get('method', '*')} {h.written.get('path', '/*')}"
+            for h in port_rule.http
         ]
-        extras += [
-            f"DNS {d.get('matchName') or d.get('matchPattern')}" for d in l7.get("dns") or []
-        ]
-        for port in port_rule.get("ports") or [{}]:
-            base = f"{port.get('protocol', 'ANY')}/{port.get('port', 'any')}"
-            if port.get("endPort"):
-                base += f"-{port['endPort']}"
+        extras += [f"DNS {d.text or None}" for d in port_rule.dns]
+        for port in port_rule.effective_ports:
+            protocol = port.protocol_written if "protocol" in port.written else "ANY"
+            number = port.port_written if "port" in port.written else "any"
+            base = f"{protocol}/{number}"
+            if port.end_written:
+                base += f"-{port.end_written}"
             out += [f"{base} {extra}" for extra in extras] or [base]
-    for icmp in rule.get("icmps") or []:
-        out += [
-            f"ICMP{f.get('family', 'IPv4')[2:]} type {f.get('type')}"
-            for f in icmp.get("fields") or []
-        ]
+    for icmp in rule.icmps:
+        family = str(icmp.family_written or "IPv4") if icmp.family_written is not None else "IPv4"
+        out.append(f"ICMP{family[2:]} type {icmp.type_written}")
     return out or ["any port"]
 
 
@@ -1186,22 +1169,15 @@ def policy_entries(policy: PolicyDocument) -> set[str]:
                         f" ({where})"
                     )
         return entries
-    specs = [policy.get("spec")] if policy.get("spec") else []
-    specs += list(policy.get("specs") or [])
-    for spec in specs:
-        if not isinstance(spec, Mapping):
-            continue
-        for section in ("ingress", "ingressDeny", "egress", "egressDeny"):
-            prefix = "from" if section.startswith("ingress") else "to"
-            for rule in spec.get(section) or []:
-                if not isinstance(rule, Mapping):
-                    continue
-                if not has_l3(rule, prefix) and not has_l4(rule):
+    for spec in policy_model(policy).specs:
+        for section in SECTIONS:
+            for rule in spec.rules(section):
+                if rule.empty:
                     entries.add(f"{section} nothing (an empty rule selects no peer: default-deny)")
                     continue
-                for peer in _peers(rule, prefix):
+                for peer in _peers(rule):
                     for port in _ports(rule):
-                        entries.add(f"{section} {prefix} {peer} {port}")
+                        entries.add(f"{section} {rule.side} {peer} {port}")
     return entries
 
 

@@ -25,13 +25,13 @@ from cpg_core.base._documents import PolicyDocument
 from cpg_core.base._flow import Endpoint
 from cpg_core.base._labels import NAMESPACE_LABEL
 from cpg_core.policy._matcher import (
-    PEER_FIELDS,
     PeerView,
-    peer_matches,
+    fqdn_matches,
+    labels_or_entities_match,
     peer_side,
-    policy_name,
     selecting_specs,
 )
+from cpg_core.policy._model import DENY_SECTION, Policy, Rule, Selector, Spec
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -93,33 +93,26 @@ def _prefix_blocks(first: int, last: int) -> int:
     return blocks
 
 
-def rule_ports(rule: Mapping[str, Any]) -> int:
+def rule_ports(rule: Rule) -> int:
     """The port entries of a rule: each port (or range, in blocks) per protocol, each ICMP
     type; 1 for a rule without ports (every port: one wildcard entry)."""
     count = 0
-    for port_rule in rule.get("toPorts") or []:
-        if not isinstance(port_rule, Mapping):
-            continue
-        for port in port_rule.get("ports") or []:
-            if not isinstance(port, Mapping):
-                continue
-            protocols = 1 if str(port.get("protocol") or "ANY") != "ANY" else _PROTOCOLS_OF_ANY
+    for port_rule in rule.port_rules:
+        for port in port_rule.ports:
+            protocols = 1 if port.protocol != "ANY" else _PROTOCOLS_OF_ANY
             try:
-                first = int(port.get("port") or 0)
-                last = max(first, int(port.get("endPort") or first))
+                first = int(port.port_written or 0)
+                last = max(first, int(port.end_written or first))
             except (TypeError, ValueError):  # a named port: one entry once resolved
                 first = last = 1
             count += protocols * (_prefix_blocks(first, last) if first else 1)
-    for icmp in rule.get("icmps") or []:
-        if isinstance(icmp, Mapping):
-            count += len(icmp.get("fields") or [])
+    count += len(rule.icmps)
     return count or 1
 
 
-def _describe_peer(rule: Mapping[str, Any], prefix: str) -> str:
+def _describe_peer(rule: Rule) -> str:
     parts = []
-    for key in PEER_FIELDS[prefix]:
-        value = rule.get(key)
+    for key, value in rule.peers_written:
         if value:
             parts.append(f"{key}: {value}" if key.endswith("Entities") else f"{key} ({len(value)})")
     return "; ".join(parts) or "every peer"
@@ -151,13 +144,10 @@ class AddressIndex:
         return count
 
 
-def _cidr_identities(rule: Mapping[str, Any], prefix: str, addresses: AddressIndex) -> int:
+def _cidr_identities(rule: Rule, addresses: AddressIndex) -> int:
     """A CIDR rule's identities: each prefix it names, and each other address the cluster
     knows (of CIDR and FQDN rules) that falls inside one of them."""
-    networks = [str(c) for c in rule.get(prefix + "CIDR") or []]
-    for entry in rule.get(prefix + "CIDRSet") or []:
-        if isinstance(entry, Mapping) and entry.get("cidr"):
-            networks.append(str(entry["cidr"]))
+    networks = [str(e.cidr) for e in rule.cidrs if not e.from_set or e.cidr]
     if not networks:
         return 0
     parsed = []
@@ -170,15 +160,12 @@ def _cidr_identities(rule: Mapping[str, Any], prefix: str, addresses: AddressInd
     return len(parsed) + (addresses.inside(wide) if wide else 0)
 
 
-def _fqdn_identities(rule: Mapping[str, Any], names: Mapping[str, Sequence[str]]) -> int:
+def _fqdn_identities(rule: Rule, names: Mapping[str, Sequence[str]]) -> int:
     """An FQDN rule's identities: an address per name it matches (at least one a name)."""
-    from cpg_core.policy._matcher import fqdn_matches
-
-    fqdns = rule.get("toFQDNs") or []
-    if not fqdns:
+    if not rule.fqdns:
         return 0
-    matched = sum(1 for _ip, known in names.items() if fqdn_matches(known, fqdns))
-    return max(matched, len(fqdns))
+    matched = sum(1 for _ip, known in names.items() if fqdn_matches(known, rule.fqdns))
+    return max(matched, len(rule.fqdns))
 
 
 class IdentityIndex:
@@ -199,16 +186,14 @@ class IdentityIndex:
                 if value:
                     self.by_label.setdefault((identity.namespace, key, value), []).append(view)
 
-    def candidates(
-        self, rule: Mapping[str, Any], prefix: str, namespace: str | None
-    ) -> list[PeerView]:
+    def candidates(self, rule: Rule, namespace: str | None) -> list[PeerView]:
         """The identities the rule's endpoint selectors and entities could select: those of
         the namespaces they select in, and of those only the ones with a label a selector
         requires (an identity without it is never selected by that selector)."""
-        if rule.get(prefix + "Entities"):
+        if rule.entities:
             return self.views
         found: dict[int, PeerView] = {}
-        for selector in rule.get(prefix + "Endpoints") or []:
+        for selector in rule.endpoints:
             named = _selector_namespace(selector)
             if named is _ANY or (named is None and namespace is None):
                 return self.views
@@ -228,76 +213,64 @@ _ANY = object()
 """A selector that may select pods of any namespace."""
 
 
-def _required_label(selector: object) -> tuple[str, str] | None:
+def _required_label(selector: Selector) -> tuple[str, str] | None:
     """A pod label (key without its source, non-empty value) a selector requires, if any."""
-    if not isinstance(selector, Mapping):
-        return None
-    labels = selector.get("matchLabels")
-    for key, value in (labels if isinstance(labels, Mapping) else {}).items():
-        source, _, plain = str(key).rpartition(":")
+    for key, value in selector.labels:
+        source, _, plain = key.rpartition(":")
         if source in ("", "k8s", "any") and plain != NAMESPACE_LABEL and value:
-            return plain, str(value)
+            return plain, value
     return None
 
 
-def _selector_namespace(selector: object) -> object:
+def _selector_namespace(selector: Selector) -> object:
     """The namespace a selector's labels pin (a str), None when it names none (a namespaced
     policy's own namespace then), or :data:`_ANY` when it may reach others."""
-    if not isinstance(selector, Mapping):
+    if not isinstance(selector.written, Mapping):
         return _ANY
-    labels = selector.get("matchLabels") or {}
+    labels = selector.label_map
     for key in ("io.kubernetes.pod.namespace", "k8s:io.kubernetes.pod.namespace"):
         if key in labels:
-            return str(labels[key])
+            return labels[key]
     for key in labels:
-        if "io.cilium.k8s.namespace.labels" in str(key) or str(key).startswith("reserved:"):
+        if "io.cilium.k8s.namespace.labels" in key or key.startswith("reserved:"):
             return _ANY
-    for expression in selector.get("matchExpressions") or []:
-        key = str((expression or {}).get("key", "")) if isinstance(expression, Mapping) else ""
-        if "namespace" in key or key.startswith("reserved:"):
+    for expression in selector.expressions:
+        if "namespace" in expression.key or expression.key.startswith("reserved:"):
             return _ANY
     return None
 
 
 def rule_identities(
-    rule: Mapping[str, Any],
-    prefix: str,
+    rule: Rule,
     namespace: str | None,
     index: IdentityIndex,
     addresses: AddressIndex,
     names: Mapping[str, Sequence[str]],
 ) -> int:
     """How many identities a rule's peer selects (1 for every peer: the wildcard)."""
-    if not any(rule.get(key) for key in PEER_FIELDS[prefix]):
+    if not any(value for _key, value in rule.peers_written):
         return 1
     count = 0
-    if any(rule.get(prefix + key) for key in ("Endpoints", "Entities")):
-        only = {
-            prefix + "Endpoints": rule.get(prefix + "Endpoints") or [],
-            prefix + "Entities": rule.get(prefix + "Entities") or [],
-        }
-        for view in index.candidates(rule, prefix, namespace):
-            if peer_matches(only, prefix, view, namespace):
+    if rule.endpoints or rule.entities:
+        for view in index.candidates(rule, namespace):
+            if labels_or_entities_match(rule, view, namespace):
                 count += 1
         count = max(count, 1)  # a rule cpg wrote came from a flow: one identity at least
-    count += _cidr_identities(rule, prefix, addresses)
-    if prefix == "to":
+    count += _cidr_identities(rule, addresses)
+    if rule.side == "to":
         count += _fqdn_identities(rule, names)
     return count
 
 
-def _peer_key(rule: Mapping[str, Any], prefix: str, namespace: str | None) -> tuple[Any, ...]:
+def _peer_key(rule: Rule, namespace: str | None) -> tuple[Any, ...]:
     """What a rule's identity count depends on: its peer fields, and its policy's namespace
     (or being clusterwide) only when an endpoint selector of it does not name the namespace
     it selects in."""
     fields = tuple(
-        (key, json.dumps(rule[key], sort_keys=True, default=str))
-        for key in PEER_FIELDS[prefix]
-        if key in rule
+        (key, json.dumps(value, sort_keys=True, default=str)) for key, value in rule.peers_written
     )
-    selectors = rule.get(prefix + "Endpoints") or []
-    pinned = all(isinstance(_selector_namespace(s), str) for s in selectors)
-    return (prefix, "" if pinned else (namespace,), fields)
+    pinned = all(isinstance(_selector_namespace(s), str) for s in rule.endpoints)
+    return (rule.side, "" if pinned else (namespace,), fields)
 
 
 def _advice(largest: Sequence[RuleEntries], entries: int, limit: int) -> tuple[str, ...]:
@@ -331,7 +304,7 @@ def _advice(largest: Sequence[RuleEntries], entries: int, limit: int) -> tuple[s
     return tuple(out)
 
 
-Selecting = Callable[[Endpoint], Sequence[tuple[PolicyDocument, Mapping[str, Any], str | None]]]
+Selecting = Callable[[Endpoint], Sequence[tuple[Policy, Spec, str | None]]]
 """The specs that select an endpoint (policy, spec, namespace), as the matcher finds them."""
 
 
@@ -352,28 +325,28 @@ def endpoint_pressure(
     rules: list[RuleEntries] = []
     counted = _counted if _counted is not None else {}
     for policy, spec, namespace in selecting(endpoint):
-        for direction, prefix in (("ingress", "from"), ("egress", "to")):
-            for section in (direction, direction + "Deny"):
-                for index, rule in enumerate(spec.get(section) or []):
-                    if not isinstance(rule, Mapping) or not rule:
+        for direction in ("ingress", "egress"):
+            for section in (direction, DENY_SECTION[direction]):
+                for rule in spec.rules(section):
+                    if not rule.written:
                         continue  # {} selects no peer: no entry
                     # A rule counts the same for every endpoint, and so does every rule
                     # with the same peer (kube-dns, a shared backend: written many times).
                     count = counted.get(id(rule))
                     if count is None:
-                        peer = _peer_key(rule, prefix, namespace)
+                        peer = _peer_key(rule, namespace)
                         count = counted.get(peer)
                         if count is None:
                             count = counted[peer] = rule_identities(
-                                rule, prefix, namespace, identities, addresses, names or {}
+                                rule, namespace, identities, addresses, names or {}
                             )
                         counted[id(rule)] = count
                     ports = rule_ports(rule)
                     rules.append(
                         RuleEntries(
-                            policy=policy_name(policy),
-                            rule=f"{section}[{index}]",
-                            peer=_describe_peer(rule, prefix),
+                            policy=policy.display_name,
+                            rule=rule.where,
+                            peer=_describe_peer(rule),
                             identities=count,
                             ports=ports,
                             entries=count * ports,

@@ -21,27 +21,28 @@ from cpg_core.base._request_error import RequestError
 from cpg_core.flows._decide import DecideOptions, Decision, decide
 from cpg_core.flows._synthesis import endpoint_name
 from cpg_core.policy._matcher import (
-    LOCAL_CLUSTER,
     PeerView,
     Request,
-    Requirement,
     Selected,
     dns_names,
     flow_peer,
     flow_request,
     from_own_node,
-    has_l3,
-    has_l4,
     judge_flow,
     match_flow,
     peer_matches,
-    peer_requirements,
-    policy_name,
     ports_match,
     requirement_holds,
-    requirements,
     rule_admits,
     selecting_specs,
+)
+from cpg_core.policy._model import (
+    DENY_SECTION,
+    LOCAL_CLUSTER,
+    Requirement,
+    Rule,
+    Selector,
+    peer_requirements,
 )
 from cpg_core.review._verify import traffic_line
 from cpg_core.synthesis._fixes import rule_yaml
@@ -103,13 +104,14 @@ class Why:
     fix: str
 
 
-def _labels_diff(selector: Any, peer: PeerView, namespace: str | None) -> tuple[list[str], int]:
+def _labels_diff(
+    selector: Selector, peer: PeerView, namespace: str | None
+) -> tuple[list[str], int]:
     """What a peer selector wants that the peer lacks, term by term as Cilium reads the
     selector (with the namespace and cluster it adds): ``key=want (peer: have)``."""
-    reqs = requirements(selector)
-    if reqs is None:
+    if selector.terms is None:
         return ["a selector Cilium would refuse (an unknown operator, In without values)"], 9
-    reqs = peer_requirements(reqs, namespace, peer.local_cluster)
+    reqs = peer_requirements(list(selector.terms), namespace, peer.local_cluster)
     misses = [
         _term_miss(req, peer)
         for req in sorted(reqs, key=lambda r: (r[1] in (NAMESPACE_LABEL, CLUSTER_LABEL), r[1]))
@@ -143,13 +145,13 @@ def _term_miss(req: Requirement, peer: PeerView) -> str:
     return f"{key} {op}{listed} (the peer has {has})"
 
 
-def _peer_miss(rule: Mapping[str, Any], prefix: str, peer: PeerView, ns: str | None) -> list[str]:
+def _peer_miss(rule: Rule, peer: PeerView, ns: str | None) -> list[str]:
     """Why the rule's L3 part does not select the peer (the nearest selector's differences)."""
-    if not has_l3(rule, prefix) and not has_l4(rule):
+    if rule.empty:
         return ["nothing: an empty rule selects no peer (Cilium's default-deny idiom)"]
     best: tuple[int, list[str]] | None = None
-    for selector in rule.get(prefix + "Endpoints") or []:
-        reqs = requirements(selector) or []
+    for selector in rule.endpoints:
+        reqs = selector.terms or ()
         if peer.world and not any(source == "reserved" for source, *_ in reqs):
             candidate = (5, ["endpoint selectors, but the peer is outside the cluster (world)"])
         else:
@@ -157,15 +159,11 @@ def _peer_miss(rule: Mapping[str, Any], prefix: str, peer: PeerView, ns: str | N
             candidate = (distance, misses)
         if best is None or candidate[0] < best[0]:
             best = candidate
-    entities = [str(e) for e in rule.get(prefix + "Entities") or []]
-    if entities:
+    if rule.entities:
         shown = ", ".join(sorted(peer.entities - {"all"})) or "none"
-        candidate = (4, [f"entities {', '.join(entities)} (the peer is {shown})"])
+        candidate = (4, [f"entities {', '.join(rule.entities)} (the peer is {shown})"])
         best = candidate if best is None or candidate[0] < best[0] else best
-    cidrs = [str(c) for c in rule.get(prefix + "CIDR") or []]
-    cidrs += [
-        str(e.get("cidr")) for e in rule.get(prefix + "CIDRSet") or [] if isinstance(e, Mapping)
-    ]
+    cidrs = [str(entry.cidr) for entry in rule.cidrs]
     if cidrs:
         where = str(peer.network) if peer.network is not None else "no IP"
         text = f"CIDRs {', '.join(cidrs)} (the peer is {where}" + (
@@ -173,43 +171,34 @@ def _peer_miss(rule: Mapping[str, Any], prefix: str, peer: PeerView, ns: str | N
         )
         candidate = (4, [text])
         best = candidate if best is None or candidate[0] < best[0] else best
-    fqdns = rule.get("toFQDNs") or [] if prefix == "to" else []
-    if fqdns:
+    if rule.fqdns:
         names = ", ".join(peer.names) or "no DNS name seen for its IP"
-        candidate = (4, [f"FQDNs {fqdns} (the peer: {names})"])
+        candidate = (4, [f"FQDNs {rule.fqdns_written} (the peer: {names})"])
         best = candidate if best is None or candidate[0] < best[0] else best
     return best[1] if best is not None else ["a peer of another kind"]
 
 
-def _port_text(rule: Mapping[str, Any]) -> str:
+def _port_text(rule: Rule) -> str:
     shown = []
-    for port_rule in rule.get("toPorts") or []:
-        for port in (port_rule or {}).get("ports") or []:
-            end = f"-{port['endPort']}" if port.get("endPort") else ""
-            shown.append(f"{port.get('protocol', 'ANY')}/{port.get('port', 'any')}{end}")
-    for icmp in rule.get("icmps") or []:
-        for field in (icmp or {}).get("fields") or []:
-            shown.append(f"ICMP type {field.get('type')}")
+    for port_rule in rule.port_rules:
+        for port in port_rule.ports:
+            end = f"-{port.end_written}" if port.end_written else ""
+            protocol = "ANY" if "protocol" not in port.written else port.protocol_written
+            number = "any" if "port" not in port.written else port.port_written
+            shown.append(f"{protocol}/{number}{end}")
+    for field in rule.icmps:
+        shown.append(f"ICMP type {field.type_written}")
     return ", ".join(shown) or "no port"
 
 
-def _l7_text(rule: Mapping[str, Any]) -> str:
+def _l7_text(rule: Rule) -> str:
     shown = []
-    for port_rule in rule.get("toPorts") or []:
-        rules = (port_rule or {}).get("rules") or {}
-        for http in rules.get("http") or []:
-            shown.append(f"{http.get('method', '*')} {http.get('path', '*')}")
-        for dns in rules.get("dns") or []:
-            shown.append(f"DNS {dns.get('matchName') or dns.get('matchPattern')}")
+    for port_rule in rule.port_rules:
+        for http in port_rule.http:
+            shown.append(f"{http.written.get('method', '*')} {http.written.get('path', '*')}")
+        for dns in port_rule.dns:
+            shown.append(f"DNS {dns.text or None}")
     return ", ".join(shown)
-
-
-def _without_l7(rule: Mapping[str, Any]) -> dict[str, Any]:
-    plain = dict(rule)
-    plain["toPorts"] = [
-        {k: v for k, v in (p or {}).items() if k != "rules"} for p in rule.get("toPorts") or []
-    ]
-    return plain
 
 
 def _request_text(flow: Flow, request: Request) -> str:
@@ -224,22 +213,19 @@ def _rule_miss(
     policy: str,
     section: str,
     index: int,
-    rule: Any,
-    prefix: str,
+    rule: Rule,
     peer: PeerView,
     request: Request,
     flow: Flow,
     ns: str | None,
 ) -> RuleMiss | None:
-    if not isinstance(rule, Mapping):
-        return None
     misses: list[str] = []
     distance = 0
-    if not peer_matches(rule, prefix, peer, ns):
-        peer_misses = _peer_miss(rule, prefix, peer, ns)
+    if not peer_matches(rule, peer, ns):
+        peer_misses = _peer_miss(rule, peer, ns)
         misses += [f"peer: wants {m}" for m in peer_misses]
         distance += 2 * max(1, len(peer_misses))
-    if not ports_match(_without_l7(rule), request):
+    if not ports_match(rule.without_l7(), request):
         want = _port_text(rule)
         misses.append(f"port: {flow.protocol}/{flow.port} is not in {want}")
         distance += 1
@@ -280,11 +266,11 @@ def explain_denial(
     if traced:
         drop_class = "traced"
     if flow.direction == Direction.INGRESS:
-        direction, subject_ep, prefix = "ingress", flow.destination, "from"
+        direction, subject_ep = "ingress", flow.destination
     elif flow.direction == Direction.EGRESS:
-        direction, subject_ep, prefix = "egress", flow.source, "to"
+        direction, subject_ep = "egress", flow.source
     else:
-        direction, subject_ep, prefix = "unknown", flow.destination, ""
+        direction, subject_ep = "unknown", flow.destination
     subject = endpoint_name(subject_ep)
     traffic = traffic_line(flow)
 
@@ -334,12 +320,12 @@ def explain_denial(
             f"change that rule of ClusterNetworkPolicy {result.policy} (or Pass this traffic "
             "to the namespaced policies) if it should pass",
         )
-    deny = _deny_read(selected, direction, prefix, peer, request)
+    deny = _deny_read(selected, direction, peer, request)
     # No policy puts the subject into default-deny for this direction: Cilium allows; a deny
     # rule still wins. What admits an allowed flow is said; the rules that do not are noise,
     # and reading them was most of the time of a why over a whole capture.
     allowed = judged.allowed
-    misses = [] if allowed else _misses_read(selected, direction, prefix, peer, request, flow)
+    misses = [] if allowed else _misses_read(selected, direction, peer, request, flow)
     recorded_deny = decision is Decision.EXPLICIT_DENY
     admit = "" if allowed or deny or recorded_deny else rule_yaml(flow)
     kind = _FINDING_KIND.get(decision)
@@ -411,21 +397,20 @@ def _plain_fix(
 
 
 def _deny_read(
-    selected: Sequence[Selected], direction: str, prefix: str, peer: PeerView, request: Request
+    selected: Sequence[Selected], direction: str, peer: PeerView, request: Request
 ) -> list[RuleMiss]:
     """The deny rules of the policies selecting the subject that match the flow."""
     deny: list[RuleMiss] = []
     for policy, spec, namespace in selected:
-        for index, rule in enumerate(spec.get(direction + "Deny") or []):
-            if rule_admits(rule, prefix, peer, request, namespace):
-                deny.append(RuleMiss(policy_name(policy), direction + "Deny", index, (), 0))
+        for rule in spec.rules(DENY_SECTION[direction]):
+            if rule_admits(rule, peer, request, namespace):
+                deny.append(RuleMiss(policy.display_name, rule.section, rule.index, (), 0))
     return deny
 
 
 def _misses_read(
     selected: Sequence[Selected],
     direction: str,
-    prefix: str,
     peer: PeerView,
     request: Request,
     flow: Flow,
@@ -434,9 +419,9 @@ def _misses_read(
     first."""
     misses: list[RuleMiss] = []
     for policy, spec, namespace in selected:
-        name = policy_name(policy)
-        for index, rule in enumerate(spec.get(direction) or []):
-            miss = _rule_miss(name, direction, index, rule, prefix, peer, request, flow, namespace)
+        name = policy.display_name
+        for rule in spec.rules(direction):
+            miss = _rule_miss(name, direction, rule.index, rule, peer, request, flow, namespace)
             if miss is not None:
                 misses.append(miss)
     misses.sort(key=lambda m: (m.distance, m.policy, m.index))
