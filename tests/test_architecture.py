@@ -405,3 +405,97 @@ def test_every_benchmark_imports_against_this_tree() -> None:
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         assert callable(getattr(module, "main", None)), f"{path.name} has no main()"
+
+
+CNP_KEYS = frozenset(
+    {
+        "endpointSelector",
+        "nodeSelector",
+        "ingressDeny",
+        "egressDeny",
+        "enableDefaultDeny",
+        "fromEndpoints",
+        "toEndpoints",
+        "fromEntities",
+        "toEntities",
+        "fromCIDR",
+        "toCIDR",
+        "fromCIDRSet",
+        "toCIDRSet",
+        "fromNodes",
+        "toNodes",
+        "fromGroups",
+        "toGroups",
+        "fromRequires",
+        "toRequires",
+        "toFQDNs",
+        "toServices",
+        "toPorts",
+        "endPort",
+        "icmps",
+        "matchLabels",
+        "matchExpressions",
+        "matchName",
+        "matchPattern",
+        "serverNames",
+        "cidrGroupRef",
+        "originatingTLS",
+        "terminatingTLS",
+    }
+)
+"""The field names of the CiliumNetworkPolicy grammar that mean nothing else (``port``,
+``rules`` or ``ingress`` are words flows and reports use too)."""
+CNP_KEY_PARTS = frozenset({"Endpoints", "Entities", "CIDRSet", "Nodes", "Groups", "Requires"})
+"""The halves a key is built from (``side + "Endpoints"``)."""
+GRAMMAR_FOLDER = SRC / "cpg_core" / "policy"
+
+
+def _grammar_strings(tree: object) -> list[tuple[int, str]]:
+    """The string constants of a module that spell a key of the grammar: the key itself, as
+    a YAML key (``"    toPorts:"``, ``"- matchLabels:"``), or half of one; prose that
+    names a field in a message is left alone."""
+    import ast
+
+    found = []
+    for node in ast.walk(tree):  # type: ignore[arg-type]
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            bare = node.value.lstrip().removeprefix("- ").removesuffix(":")
+            if bare in CNP_KEYS or bare in CNP_KEY_PARTS:
+                found.append((node.lineno, node.value))
+    return found
+
+
+def test_only_the_policy_folder_spells_the_cilium_policy_grammar() -> None:
+    """Every key of the CiliumNetworkPolicy grammar is read and written in
+    ``cpg_core/policy`` (the model, the acceptance checks, the writer): a change in how
+    Cilium reads a field is made in one folder, not found in a dozen modules."""
+    import ast
+
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        if GRAMMAR_FOLDER in path.parents:
+            continue
+        tree = ast.parse(path.read_text())
+        found += [
+            f"{path.relative_to(SRC)}:{line}: {text!r}" for line, text in _grammar_strings(tree)
+        ]
+    assert found == [], "spell these through cpg_core.policy's model or writer"
+
+
+def test_the_grammar_test_sees_a_key_however_it_is_written() -> None:
+    """The check above is not blind: each way a module could spell a key is caught."""
+    import ast
+
+    sample = ast.parse(
+        'rule.get("toPorts")\n'
+        'lines.append("    - matchLabels:")\n'
+        'key = side + "Endpoints"\n'
+        'f"  - {side}Entities:"\n'
+        'message = "add a label to spec.endpointSelector.matchLabels"\n'
+    )
+    assert [text for _, text in _grammar_strings(sample)] == [
+        "toPorts",
+        "    - matchLabels:",
+        "Endpoints",
+        "Entities:",
+    ]

@@ -32,7 +32,14 @@ from cpg_core import (
     render_bootstrap,
     to_data,
 )
-from cpg_core.cilium import below_floor, format_version, load_all, minimum_version, versions_seen
+from cpg_core.cilium import (
+    DEFAULT_DENY_FIELD,
+    below_floor,
+    format_version,
+    load_all,
+    minimum_version,
+    versions_seen,
+)
 from cpg_core.identities import CLUSTER
 from cpg_core.reports import (
     DroppedFlowFilter,
@@ -495,7 +502,7 @@ def bootstrap_policy(namespace: str, text: str, agent_images: list[str]) -> Boot
             version_warning="Cilium version undetermined; enableDefaultDeny requires "
             ">= 1.16 — proceeding",
         )
-    if below_floor(version, ["enableDefaultDeny"]):
+    if below_floor(version, [DEFAULT_DENY_FIELD]):
         raise ToolError(
             f"cluster Cilium version {format_version(version)} is below the "
             "enableDefaultDeny floor (>= 1.16.0 required); refusing to generate a bootstrap "

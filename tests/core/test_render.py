@@ -13,17 +13,15 @@ from cpg_core.base._rules import (
     EntityPeer,
     Rule,
     describe_rule,
-    rule_from_dict,
-    rule_to_dict,
     rules_from_atoms,
 )
+from cpg_core.base._yaml_text import emit, yaml_scalar
+from cpg_core.policy._write import rule_from_dict, rule_to_dict
 from cpg_core.synthesis._render import (
-    emit,
     policy_document,
     render_policy,
     rule_lines,
     rule_lines_generic,
-    yaml_scalar,
 )
 
 SELECTOR = (("app", "api"),)

@@ -8,9 +8,6 @@ from collections.abc import Iterable
 
 Version = tuple[int, int, int]
 
-# Fields cpg can write that older Cilium CRDs drop, with the first version that keeps them.
-FIELD_FLOORS: dict[str, Version] = {"enableDefaultDeny": (1, 16, 0)}
-
 _TAG = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+].*)?$")
 
 
@@ -45,15 +42,6 @@ def minimum_version(images: Iterable[str]) -> Version | None:
     """The oldest agent version: during a rolling upgrade the old agents still enforce."""
     versions = [v for v in map(image_version, images) if v is not None]
     return min(versions) if versions else None
-
-
-def below_floor(version: Version, fields: Iterable[str]) -> list[str]:
-    """The fields among ``fields`` that ``version`` would prune, as readable notes."""
-    return [
-        f"{field} CNP field (requires >= {format_version(FIELD_FLOORS[field])})"
-        for field in fields
-        if field in FIELD_FLOORS and version < FIELD_FLOORS[field]
-    ]
 
 
 LOCAL_CLUSTER_DEFAULT_SINCE: Version = (1, 19, 0)

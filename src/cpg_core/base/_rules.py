@@ -8,7 +8,7 @@ set, which is what makes output independent of flow order and of how runs were s
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
 import attrs
@@ -251,7 +251,7 @@ def _cidr_order(cidr: str) -> tuple[Any, ...]:
     return peer_sort_key(CidrPeer(cidr))
 
 
-def _chunks(items: Sequence[T]) -> list[Sequence[T]]:
+def chunks(items: Sequence[T]) -> list[Sequence[T]]:
     return [items[i : i + MAX_PORTS_PER_RULE] for i in range(0, len(items), MAX_PORTS_PER_RULE)]
 
 
@@ -262,10 +262,6 @@ def peer_selector(peer: EndpointPeer, policy_namespace: str) -> dict[str, str]:
     if peer.cluster:
         labels[CLUSTER_LABEL] = peer.cluster
     return dict(sorted(labels.items()))
-
-
-def _port(port: int, proto: str) -> dict[str, str]:
-    return {"port": str(port), "protocol": proto}
 
 
 MIN_PORT_RANGE = 3
@@ -296,146 +292,6 @@ def port_entries(ports: Iterable[tuple[int, str]]) -> list[tuple[int, int, str]]
             start = i
     entries.sort(key=lambda e: (e[0], e[2]))
     return entries
-
-
-def _port_entry(first: int, last: int, proto: str) -> dict[str, Any]:
-    if first == last:
-        return {"port": str(first), "protocol": proto}
-    return {"port": str(first), "endPort": last, "protocol": proto}
-
-
-def _entry_ports(entry: Mapping[str, Any]) -> set[tuple[int, str]]:
-    """The ports of one cpg-shaped ``ports`` entry (ValueError for any other shape)."""
-    first = int(entry["port"])
-    proto = str(entry["protocol"])
-    if "endPort" not in entry:
-        return {(first, proto)}
-    last = entry["endPort"]
-    if type(last) is not int or not first < last <= first + MAX_PORT_RANGE_READ:
-        raise ValueError("not a range cpg writes")
-    return {(n, proto) for n in range(first, last + 1)}
-
-
-def rule_to_dict(rule: Rule, policy_namespace: str) -> dict[str, Any]:
-    """The CRD shape of a rule, keys in the order they are rendered."""
-    prefix = "from" if rule.direction == INGRESS else "to"
-    out: dict[str, Any] = {}
-    peer = rule.peer
-    if isinstance(peer, EntityPeer):
-        out[prefix + "Entities"] = [peer.entity]
-    elif isinstance(peer, CidrPeer):
-        out[prefix + "CIDR"] = list(rule.cidrs)
-    elif isinstance(peer, FqdnPeer):
-        out["toFQDNs"] = [{"matchName": peer.name}]
-    else:
-        out[prefix + "Endpoints"] = [{"matchLabels": peer_selector(peer, policy_namespace)}]
-    if rule.http:
-        by_port: dict[tuple[int, str], list[dict[str, str]]] = {}
-        for port, proto, method, path in rule.http:
-            by_port.setdefault((port, proto), []).append({"method": method, "path": path})
-        port_rules: list[dict[str, Any]] = []
-        for port, proto in rule.ports:
-            entry: dict[str, Any] = {"ports": [_port(port, proto)]}
-            if (port, proto) in by_port:
-                entry["rules"] = {"http": by_port[(port, proto)]}
-            port_rules.append(entry)
-        out["toPorts"] = port_rules
-    elif rule.ports:
-        out["toPorts"] = [
-            {"ports": [_port_entry(*entry) for entry in chunk]}
-            for chunk in _chunks(port_entries(rule.ports))
-        ]
-    if rule.icmps:
-        out["icmps"] = [
-            {"fields": [{"family": fam, "type": t} for fam, t in chunk]}
-            for chunk in _chunks(rule.icmps)
-        ]
-    if rule.dns:
-        out["toPorts"] = [
-            {
-                "ports": [_port(DNS_PORT, "UDP"), _port(DNS_PORT, "TCP")],
-                "rules": {"dns": [_dns_match(name) for name in rule.dns]},
-            }
-        ]
-    return out
-
-
-def _dns_match(name: str) -> dict[str, str]:
-    return {"matchPattern": name} if name == ANY_NAME else {"matchName": name}
-
-
-def _dns_name(match: Mapping[str, Any]) -> str:
-    """The name of a DNS match cpg writes (ValueError for any other)."""
-    if set(match) == {"matchPattern"} and match["matchPattern"] == ANY_NAME:
-        return ANY_NAME
-    return str(match["matchName"])
-
-
-def rule_from_dict(data: object, direction: str, policy_namespace: str) -> Rule | None:
-    """The Rule whose ``rule_to_dict`` is exactly ``data``; None for any other shape
-    (a rule a human wrote or changed)."""
-    if not isinstance(data, Mapping):
-        return None
-    prefix = "from" if direction == INGRESS else "to"
-    peer: Peer | None = None
-    more: tuple[str, ...] = ()
-    rest = dict(data)
-    try:
-        if prefix + "Entities" in rest:
-            (entity,) = rest.pop(prefix + "Entities")
-            peer = EntityPeer(str(entity))
-        elif prefix + "CIDR" in rest:
-            first, *others = rest.pop(prefix + "CIDR")
-            peer = CidrPeer(str(first))
-            more = tuple(str(c) for c in others)
-        elif direction != INGRESS and "toFQDNs" in rest:
-            (fqdn,) = rest.pop("toFQDNs")
-            if set(fqdn) != {"matchName"}:
-                return None
-            peer = FqdnPeer(str(fqdn["matchName"]))
-        elif prefix + "Endpoints" in rest:
-            (selector,) = rest.pop(prefix + "Endpoints")
-            labels = dict(selector["matchLabels"])
-            if set(selector) != {"matchLabels"}:
-                return None
-            namespace = labels.pop(NAMESPACE_LABEL, policy_namespace)
-            cluster = labels.pop(CLUSTER_LABEL, "")
-            peer = EndpointPeer(str(namespace), tuple(sorted(labels.items())), str(cluster))
-        else:
-            return None
-        ports: set[tuple[int, str]] = set()
-        http: set[tuple[int, str, str, str]] = set()
-        names: set[str] = set()
-        for port_rule in rest.pop("toPorts", ()):
-            found: set[tuple[int, str]] = set()
-            for entry in port_rule["ports"]:
-                found |= _entry_ports(entry)
-            l7 = port_rule.get("rules") or {}
-            if "dns" in l7:
-                names.update(_dns_name(d) for d in l7["dns"])
-            else:
-                ports |= found
-                for (port, proto), h in ((pp, h) for pp in found for h in l7.get("http", ())):
-                    http.add((port, proto, str(h["method"]), str(h["path"])))
-        icmps = tuple(
-            (f["family"], int(f["type"])) for icmp in rest.pop("icmps", ()) for f in icmp["fields"]
-        )
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return None
-    if rest or sum(bool(x) for x in (ports, icmps, names)) != 1:
-        return None
-    rule = Rule(
-        direction,
-        peer,
-        ports=tuple(sorted(ports)),
-        icmps=tuple(sorted(set(icmps))),
-        http=tuple(sorted(http)),
-        dns=tuple(sorted(names)),
-        more_cidrs=more,
-    )
-    if rule_to_dict(rule, policy_namespace) != dict(data):
-        return None
-    return rule
 
 
 def describe_peer(peer: Peer) -> str:

@@ -24,6 +24,7 @@ from typing import Any
 
 import attrs
 
+from cpg_core.base._cilium_version import Version, format_version
 from cpg_core.base._documents import PolicyDocument
 from cpg_core.base._labels import CLUSTER_LABEL, NAMESPACE_LABEL, NAMESPACE_LABELS_PREFIX
 from cpg_core.policy._port_text import cilium_port
@@ -70,6 +71,32 @@ def label_key(key: str) -> tuple[str, str]:
     """A selector key's source and key: ``k8s:app`` -> (k8s, app), ``app`` -> (any, app)."""
     source, colon, rest = key.partition(":")
     return (source, rest) if colon else ("any", key)
+
+
+FIELD_FLOORS: dict[str, Version] = {DEFAULT_DENY_FIELD: (1, 16, 0)}
+"""Fields cpg can write that older Cilium CRDs drop, with the first version that keeps them."""
+
+
+def below_floor(version: Version, fields: Iterable[str]) -> list[str]:
+    """The fields among ``fields`` that ``version`` would prune, as readable notes."""
+    return [
+        f"{field} CNP field (requires >= {format_version(FIELD_FLOORS[field])})"
+        for field in fields
+        if field in FIELD_FLOORS and version < FIELD_FLOORS[field]
+    ]
+
+
+def specs_police(document: object, direction: str) -> bool:
+    """Whether a spec written in ``document`` (``spec`` or ``specs``, of any kind) has rules
+    for ``direction``, allow or deny."""
+    doc = _map(document)
+    specs = [doc.get("spec"), *_seq(doc.get("specs"))]
+    return any(isinstance(spec, Mapping) and read_spec(spec).polices(direction) for spec in specs)
+
+
+def is_entity_field(name: str) -> bool:
+    """Whether a field name is a rule's entities (either direction's)."""
+    return name in ("fromEntities", "toEntities")
 
 
 def side_of(section: str) -> str:

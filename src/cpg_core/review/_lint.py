@@ -25,6 +25,7 @@ from cpg_core.policy._model import (
     Rule,
     Selector,
     Spec,
+    is_entity_field,
     policy_model,
     read_policy,
     selector_labels,
@@ -679,7 +680,7 @@ def _known_to(problem: SchemaProblem, version: Version) -> bool:
     if problem.unknown_field and path == ("description",):
         return True
     if problem.validator == "enum" and problem.value == "cluster-mesh":
-        return len(path) >= 2 and str(path[-2]).endswith("Entities")
+        return len(path) >= 2 and is_entity_field(str(path[-2]))
     if version < KAFKA_GONE_SINCE and "rules" in path:
         tail = path[path.index("rules") + 1 :]
         if problem.unknown_field and tail[:1] in (("kafka",), ("l7proto",), ("l7",)):

@@ -43,6 +43,7 @@ from cpg_core.policy._matcher import (
 from cpg_core.policy._model import SECTIONS, Rule, Selector, policy_model
 from cpg_core.policy._policy_set import PolicySet
 from cpg_core.policy._tiers import is_cluster_network_policy
+from cpg_core.policy._write import excluding
 from cpg_core.review._availability import (
     BASELINE_GAPS,
     BASELINE_NOTE,
@@ -57,7 +58,6 @@ from cpg_core.review._pressure import POLICY_MAP_MAX, EndpointPressure, policy_m
 from cpg_core.review._verify import traffic_line
 from cpg_core.synthesis._fixes import (
     discriminator,
-    excluding,
     exclusion,
     narrowed_yaml,
     narrowing_yaml,

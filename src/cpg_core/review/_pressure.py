@@ -114,7 +114,7 @@ def _describe_peer(rule: Rule) -> str:
     parts = []
     for key, value in rule.peers_written:
         if value:
-            parts.append(f"{key}: {value}" if key.endswith("Entities") else f"{key} ({len(value)})")
+            parts.append(f"{key}: {value}" if key == rule.entity_field else f"{key} ({len(value)})")
     return "; ".join(parts) or "every peer"
 
 
@@ -273,11 +273,19 @@ def _peer_key(rule: Rule, namespace: str | None) -> tuple[Any, ...]:
     return (rule.side, "" if pinned else (namespace,), fields)
 
 
-def _advice(largest: Sequence[RuleEntries], entries: int, limit: int) -> tuple[str, ...]:
+def _advice(
+    largest: Sequence[RuleEntries],
+    entries: int,
+    limit: int,
+    kinds: Mapping[RuleEntries, tuple[bool, bool]],
+) -> tuple[str, ...]:
+    """What would shrink the map most; ``kinds``: whether each rule selects through an
+    entity, and through CIDRs."""
     out = []
     for item in largest[:3]:
         where = f"{item.policy} {item.rule}"
-        if item.identities >= 50 and "Entities" in item.peer:
+        entity, cidr = kinds.get(item, (False, False))
+        if item.identities >= 50 and entity:
             out.append(
                 f"{where} selects {item.identities} identities through an entity: name the "
                 "peers it is for instead"
@@ -291,7 +299,7 @@ def _advice(largest: Sequence[RuleEntries], entries: int, limit: int) -> tuple[s
             out.append(
                 f"{where} has {item.ports} port entries: fewer ports, or aligned port ranges"
             )
-        elif "CIDR" in item.peer and item.identities >= 20:
+        elif cidr and item.identities >= 20:
             out.append(
                 f"{where} covers {item.identities} CIDR identities: one wider prefix "
                 "(toCIDRSet) if that is acceptable"
@@ -323,6 +331,7 @@ def endpoint_pressure(
     if not isinstance(addresses, AddressIndex):
         addresses = AddressIndex(addresses)
     rules: list[RuleEntries] = []
+    kinds: dict[RuleEntries, tuple[bool, bool]] = {}
     counted = _counted if _counted is not None else {}
     for policy, spec, namespace in selecting(endpoint):
         for direction in ("ingress", "egress"):
@@ -342,16 +351,16 @@ def endpoint_pressure(
                             )
                         counted[id(rule)] = count
                     ports = rule_ports(rule)
-                    rules.append(
-                        RuleEntries(
-                            policy=policy.display_name,
-                            rule=rule.where,
-                            peer=_describe_peer(rule),
-                            identities=count,
-                            ports=ports,
-                            entries=count * ports,
-                        )
+                    entry = RuleEntries(
+                        policy=policy.display_name,
+                        rule=rule.where,
+                        peer=_describe_peer(rule),
+                        identities=count,
+                        ports=ports,
+                        entries=count * ports,
                     )
+                    rules.append(entry)
+                    kinds[entry] = (bool(rule.entities), bool(rule.cidrs))
     entries = sum(r.entries for r in rules)
     largest = tuple(sorted(rules, key=lambda r: (-r.entries, r.policy, r.rule))[:5])
     return EndpointPressure(
@@ -360,7 +369,7 @@ def endpoint_pressure(
         limit=limit,
         identities=len(identities.all),
         largest=largest,
-        advice=_advice(largest, entries, limit),
+        advice=_advice(largest, entries, limit, kinds),
     )
 
 

@@ -31,10 +31,18 @@ from cpg_core.base._rules import (
     Rule,
     describe_rule,
     port_entries,
-    rule_to_dict,
 )
+from cpg_core.base._yaml_text import yaml_string
 from cpg_core.flows._synthesis import PolicyTarget
 from cpg_core.policy._tiers import METADATA_NAME
+from cpg_core.policy._write import (
+    deny_everything,
+    in_selection,
+    rule_to_dict,
+    selector_lines,
+    selector_of,
+    spec_document,
+)
 from cpg_core.synthesis._aggregate_base import PolicyPlan
 from cpg_core.synthesis._render import (
     MANAGED_BY_LABEL,
@@ -42,7 +50,6 @@ from cpg_core.synthesis._render import (
     SHARED_LABEL,
     SHARED_VALUE,
     is_shared,
-    yaml_string,
 )
 from cpg_core.synthesis._sharing import (
     CLUSTERWIDE_KIND,
@@ -175,18 +182,7 @@ def move_to_baseline(
 def _selector_lines(
     labels: Mapping[str, str], key: str, values: Sequence[str], pad: str
 ) -> list[str]:
-    lines: list[str] = []
-    if labels:
-        lines.append(f"{pad}matchLabels:")
-        lines += [f"{pad}  {yaml_string(k)}: {yaml_string(v)}" for k, v in sorted(labels.items())]
-    if key:
-        lines += [
-            f"{pad}matchExpressions:",
-            f"{pad}- key: {yaml_string(key)}",
-            f"{pad}  operator: In",
-            f"{pad}  values:",
-            *(f"{pad}  - {yaml_string(v)}" for v in values),
-        ]
+    lines = selector_lines(labels, [(key, values)] if key else [], pad)
     assert lines, "a member or a peer always has labels"
     return lines
 
@@ -332,19 +328,11 @@ def _read_pods(entry: object) -> _Selection | None:
 def _read_selector(
     selector: object,
 ) -> tuple[tuple[tuple[str, str], ...], str, tuple[str, ...]] | None:
-    if not isinstance(selector, Mapping):
+    read = in_selection(selector, other_fields=True)
+    if read is None or len(read[1]) > 1:
         return None
-    fixed = tuple(sorted((str(k), str(v)) for k, v in (selector.get("matchLabels") or {}).items()))
-    expressions = selector.get("matchExpressions") or []
-    if len(expressions) > 1:
-        return None
-    key = ""
-    values: tuple[str, ...] = ()
-    for expression in expressions:
-        if not isinstance(expression, Mapping) or expression.get("operator") != "In":
-            return None
-        key = str(expression.get("key"))
-        values = tuple(str(v) for v in expression.get("values") or ())
+    fixed, expressions = read
+    key, values = expressions[0] if expressions else ("", ())
     return fixed, key, values
 
 
@@ -393,16 +381,14 @@ def member_view(doc: Mapping[str, Any]) -> Mapping[str, Any]:
     if found is None:
         return doc
     if found.rule is None:
-        section, rules = "egressDeny", [{"toEntities": ["all"]}]
+        section, rules = deny_everything()
     else:
         section, rules = found.rule.direction, [rule_to_dict(found.rule, "")]
     specs = [
-        {
-            "endpointSelector": {
-                "matchLabels": {**dict(member.selector), NAMESPACE_LABEL: member.namespace}
-            },
-            section: rules,
-        }
+        spec_document(
+            selector_of({**dict(member.selector), NAMESPACE_LABEL: member.namespace}),
+            {section: rules},
+        )
         for member in sorted(found.members)
     ]
     view = {key: value for key, value in doc.items() if key not in ("spec", "specs")}

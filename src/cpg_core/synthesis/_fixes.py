@@ -6,16 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
-from typing import Any
 
 import attrs
 
 from cpg_core.base._flow import Direction, Endpoint, Flow
 from cpg_core.base._l7 import dns_name, http_method, path_regex, valid_dns_name
 from cpg_core.base._labels import is_stable_key, stable_labels
-from cpg_core.base._rules import DNS, HTTP, rule_to_dict, rules_from_atoms
+from cpg_core.base._rules import DNS, HTTP, rules_from_atoms
+from cpg_core.base._yaml_text import emit
 from cpg_core.flows._synthesis import Resolved, Resolver, endpoint_kind
-from cpg_core.synthesis._render import emit
+from cpg_core.policy._write import rule_to_dict, selector_of, subject_document
 
 DISCRIMINATORS = (
     "version",
@@ -87,7 +87,7 @@ def _best(choices: list[tuple[str, str]]) -> tuple[str, str] | None:
 def narrowed_yaml(selector: Mapping[str, str], key: str, value: str) -> str:
     """The endpointSelector with the discriminating label added."""
     labels = {**selector, key: value}
-    return "\n".join(emit({"spec": {"endpointSelector": {"matchLabels": labels}}})) + "\n"
+    return "\n".join(emit(subject_document(selector_of(labels), under_spec=True))) + "\n"
 
 
 def exclusion(
@@ -123,21 +123,12 @@ def exclusion(
     return _best(choices)
 
 
-def excluding(selector: object, key: str, value: str) -> dict[str, Any]:
-    """``selector`` (an endpointSelector) that no longer selects pods with ``key=value``."""
-    out = dict(selector) if isinstance(selector, Mapping) else {}
-    expressions = list(out.get("matchExpressions") or [])
-    expressions.append({"key": key, "operator": "NotIn", "values": [value]})
-    out["matchExpressions"] = expressions
-    return out
-
-
 def narrowing_yaml(narrowed: Iterable[tuple[str, object]]) -> str:
     """Each ``(policy, narrowed endpointSelector)`` as YAML to paste, its policy above it."""
     lines: list[str] = []
     for where, selector in narrowed:
         lines.append(f"# {where}")
-        lines += emit({"endpointSelector": selector})
+        lines += emit(subject_document(selector))
     return "\n".join(lines) + "\n" if lines else ""
 
 

@@ -26,17 +26,15 @@ from cpg_core.base._rules import (
     Atom,
     Rule,
     describe_rule,
-    rule_from_dict,
     rule_sort_key,
     rules_from_atoms,
 )
 from cpg_core.policy._matcher import covered_by
+from cpg_core.policy._write import is_narrowed, labels_selector, rule_from_dict, subject_of
 from cpg_core.policy._yamlread import BOUNDED_LOADER, YamlInputError, load_all
-from cpg_core.synthesis._narrow import is_narrowed
 from cpg_core.synthesis._render import (
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,
-    endpoint_selector,
     render_policy,
     rule_lines,
 )
@@ -256,12 +254,12 @@ def merge_policy_text(
 
 
 def _check_selector(spec: Mapping[str, Any], selector: LabelItems, path: str) -> None:
-    written = endpoint_selector(selector)
-    found = spec.get("endpointSelector")
+    written = labels_selector(selector)
+    found = subject_of(spec)
     if found != written and not is_narrowed(found, written):  # narrowed: pods left out, kept
         raise SelectorMismatchError(
-            f"{path}: its endpointSelector {spec.get('endpointSelector')!r} differs from the "
-            f"one cpg generated ({endpoint_selector(selector)!r}); restore it or move the file aside"
+            f"{path}: its endpointSelector {found!r} differs from the "
+            f"one cpg generated ({labels_selector(selector)!r}); restore it or move the file aside"
         )
 
 

@@ -14,32 +14,18 @@ import yaml
 
 from cpg_core.base._errors import PolicyMergeError
 from cpg_core.base._flow import Endpoint
+from cpg_core.base._yaml_text import emit
 from cpg_core.policy._matcher import endpoint_labels, policy_name, selector_matches
+from cpg_core.policy._model import SUBJECT_FIELD
+from cpg_core.policy._write import (
+    Exclusion,
+    excluding,
+    subject_of,
+    with_subject,
+    without_exclusions,
+)
+from cpg_core.policy._write import with_exclusions as narrowed_again
 from cpg_core.policy._yamlread import BOUNDED_LOADER, YamlInputError, load_all
-from cpg_core.synthesis._fixes import excluding
-from cpg_core.synthesis._render import emit
-
-EXCLUDING = frozenset({"NotIn", "DoesNotExist"})
-
-
-def is_narrowed(selector: object, written: Mapping[str, Any]) -> bool:
-    """Whether ``selector`` is cpg's ``written`` selector with pods left out: the same
-    ``matchLabels`` and only ``NotIn``/``DoesNotExist`` expressions on other keys besides."""
-    if not isinstance(selector, Mapping) or set(selector) - {"matchLabels", "matchExpressions"}:
-        return False
-    labels = written.get("matchLabels") or {}
-    if (selector.get("matchLabels") or {}) != labels:
-        return False
-    expressions = selector.get("matchExpressions")
-    if not isinstance(expressions, list) or not expressions:
-        return False
-    return all(
-        isinstance(e, Mapping)
-        and e.get("operator") in EXCLUDING
-        and isinstance(e.get("key"), str)
-        and e["key"] not in labels
-        for e in expressions
-    )
 
 
 def narrow_in_text(
@@ -60,10 +46,10 @@ def narrow_in_text(
         if not isinstance(doc, Mapping) or policy_name(doc) != policy:
             continue
         for spec, spec_node in _specs(doc, node):
-            selector = spec.get("endpointSelector")
+            selector = subject_of(spec)
             if not selector_matches(selector, labels, None, reserved=()):
                 continue
-            found = _value(spec_node, "endpointSelector")
+            found = _value(spec_node, SUBJECT_FIELD)
             if found is None or not isinstance(found, yaml.MappingNode):
                 raise PolicyMergeError(f"{path}: the endpointSelector of {policy} is not a block")
             edits.append(_edit(text, found, excluding(selector, key, value)))
@@ -77,9 +63,6 @@ def narrow_in_text(
     return out
 
 
-Exclusion = tuple[str, str, tuple[str, ...]]
-"""``(key, operator, values)`` of a ``NotIn``/``DoesNotExist`` expression a selector of
-cpg's was narrowed by."""
 Exclusions = tuple[tuple[str, tuple[Exclusion, ...]], ...]
 """Per selector (its JSON without the exclusions), the exclusions a narrowing added."""
 
@@ -99,21 +82,12 @@ def split_exclusions(doc: Mapping[str, Any]) -> tuple[dict[str, Any], Exclusions
     specs = [doc["spec"]] if single else list(doc.get("specs") or [])
     kept_specs = []
     for spec in specs:
-        selector = spec.get("endpointSelector") if isinstance(spec, Mapping) else None
+        selector = subject_of(spec) if isinstance(spec, Mapping) else None
         if not isinstance(selector, Mapping):
             kept_specs.append(spec)
             continue
-        kept, left_out = [], []
-        for expression in selector.get("matchExpressions") or []:
-            if isinstance(expression, Mapping) and expression.get("operator") in EXCLUDING:
-                values = tuple(str(v) for v in expression.get("values") or [])
-                left_out.append((str(expression.get("key")), str(expression["operator"]), values))
-            else:
-                kept.append(expression)
-        plain = {k: v for k, v in selector.items() if k != "matchExpressions"}
-        if kept:
-            plain["matchExpressions"] = kept
-        kept_specs.append({**spec, "endpointSelector": plain})
+        plain, left_out = without_exclusions(selector)
+        kept_specs.append(with_subject(spec, plain))
         if left_out:
             found.append((_selector_key(plain), tuple(left_out)))
     if single:
@@ -136,22 +110,14 @@ def with_exclusions(text: str, path: str, exclusions: Exclusions) -> str:
         if not isinstance(doc, Mapping):
             continue
         for spec, spec_node in _specs(doc, node):
-            found = _value(spec_node, "endpointSelector")
-            selector = spec.get("endpointSelector")
+            found = _value(spec_node, SUBJECT_FIELD)
+            selector = subject_of(spec)
             if found is None or not isinstance(selector, Mapping):
                 continue
             left_out = wanted.get(_selector_key(selector))
             if not left_out:
                 continue
-            narrowed = dict(selector)
-            expressions = list(narrowed.get("matchExpressions") or [])
-            for key, operator, values in left_out:
-                entry: dict[str, Any] = {"key": key, "operator": operator}
-                if operator == "NotIn":
-                    entry["values"] = list(values)
-                expressions.append(entry)
-            narrowed["matchExpressions"] = expressions
-            edits.append(_edit(text, found, narrowed))
+            edits.append(_edit(text, found, narrowed_again(selector, left_out)))
     lines = text.split("\n")
     for first, last, block in sorted(edits, reverse=True):
         lines[first:last] = block
@@ -208,9 +174,9 @@ def _check_edit(
     for doc in expected:
         if isinstance(doc, dict) and policy_name(doc) == policy:
             for spec in _spec_values(doc):
-                selector = spec.get("endpointSelector")
+                selector = subject_of(spec)
                 if selector_matches(selector, labels, None, reserved=()):
-                    spec["endpointSelector"] = excluding(selector, key, value)
+                    spec.update(with_subject(spec, excluding(selector, key, value)))
     try:
         got = load_all(after, path)
     except YamlInputError:

@@ -35,11 +35,13 @@ from cpg_core.base._rules import (
     FqdnPeer,
     Rule,
     describe_rule,
-    rule_from_dict,
 )
+from cpg_core.base._yaml_text import yaml_string
 from cpg_core.flows._attribution import RuleStats
 from cpg_core.flows._synthesis import PolicyTarget
 from cpg_core.policy._matcher import policy_name as matcher_name
+from cpg_core.policy._model import SUBJECT_FIELD
+from cpg_core.policy._write import in_selection, rule_from_dict, subject_lines
 from cpg_core.synthesis._aggregate_base import PolicyPlan
 from cpg_core.synthesis._render import (
     API_VERSION,
@@ -50,7 +52,6 @@ from cpg_core.synthesis._render import (
     SHARED_VALUE,
     is_shared,
     rule_lines,
-    yaml_string,
 )
 
 CLUSTERWIDE_KIND = "CiliumClusterwideNetworkPolicy"
@@ -264,24 +265,7 @@ def _selector_lines(selection: _Selection, clusterwide: bool, indent: str) -> li
             labels[selection.key] = selection.values[0]
         else:
             expressions.append((selection.key, selection.values))
-    lines = [f"{indent}endpointSelector:"]
-    if labels:
-        lines.append(f"{indent}  matchLabels:")
-        lines += [
-            f"{indent}    {yaml_string(k)}: {yaml_string(v)}" for k, v in sorted(labels.items())
-        ]
-    if expressions:
-        lines.append(f"{indent}  matchExpressions:")
-        for key, values in sorted(expressions):
-            lines += [
-                f"{indent}  - key: {yaml_string(key)}",
-                f"{indent}    operator: In",
-                f"{indent}    values:",
-                *(f"{indent}    - {yaml_string(v)}" for v in values),
-            ]
-    if not labels and not expressions:  # pragma: no cover - a member always has labels
-        lines[-1] += " {}"
-    return lines
+    return subject_lines(labels, sorted(expressions), indent)
 
 
 def _members_of(selection: _Selection) -> set[PolicyTarget]:
@@ -352,13 +336,13 @@ def read_shared(doc: Mapping[str, Any]) -> SharedPolicy | None:
         if not isinstance(spec, Mapping):
             return None
         directions = [d for d in (INGRESS, EGRESS) if d in spec]
-        if len(directions) != 1 or set(spec) != {"endpointSelector", directions[0]}:
+        if len(directions) != 1 or set(spec) != {SUBJECT_FIELD, directions[0]}:
             return None
         items = spec[directions[0]]
         if not isinstance(items, list) or len(items) != 1:
             return None
         rule = rule_from_dict(items[0], directions[0], namespace)
-        selection = _read_selection(spec["endpointSelector"], namespace)
+        selection = _read_selection(spec[SUBJECT_FIELD], namespace)
         if rule is None or selection is None:
             return None
         rules.add(rule)
@@ -369,18 +353,16 @@ def read_shared(doc: Mapping[str, Any]) -> SharedPolicy | None:
 
 
 def _read_selection(selector: object, namespace: str) -> _Selection | None:
-    if not isinstance(selector, Mapping) or set(selector) - {"matchLabels", "matchExpressions"}:
+    read = in_selection(selector)
+    if read is None:
         return None
-    labels = {str(k): str(v) for k, v in (selector.get("matchLabels") or {}).items()}
+    labels = dict(read[0])
     namespaces: tuple[str, ...] = (namespace,) if namespace else ()
     if not namespace and NAMESPACE_LABEL in labels:
         namespaces = (labels.pop(NAMESPACE_LABEL),)
     key = ""
     values: tuple[str, ...] = ()
-    for expression in selector.get("matchExpressions") or []:
-        if not isinstance(expression, Mapping) or expression.get("operator") != "In":
-            return None
-        found = (str(expression.get("key")), tuple(str(v) for v in expression.get("values") or ()))
+    for found in read[1]:
         if found[0] == NAMESPACE_LABEL and not namespace and not namespaces:
             namespaces = found[1]
         elif not key:

@@ -31,7 +31,7 @@ from cpg_core import (
     redact_ips,
     render_or_merge,
 )
-from cpg_core.cilium import foreign_policy, load_all, load_one
+from cpg_core.cilium import foreign_policy, load_all, load_one, specs_police
 from cpg_core.reading import ReadStats
 from cpg_core.reports import FileOutcome, RunReport, WaitingPolicy
 from cpg_core.sharing import (
@@ -397,11 +397,7 @@ def _polices_egress(store: PolicyStore, plan: PolicyPlan, on_disk: _OnDisk) -> b
         return True
     if not isinstance(doc, Mapping):
         return True
-    specs = [doc.get("spec"), *(doc.get("specs") or [])]
-    return any(
-        isinstance(spec, Mapping) and (spec.get("egress") or spec.get("egressDeny"))
-        for spec in specs
-    )
+    return specs_police(doc, "egress")
 
 
 def plan_sharing(

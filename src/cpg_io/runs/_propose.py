@@ -25,7 +25,7 @@ from typing import Any
 import attrs
 
 from cpg_core import CheckRequest, CpgError, Setting
-from cpg_core.cilium import foreign_policy, load_one
+from cpg_core.cilium import SECTIONS, foreign_policy, load_one
 from cpg_core.reports import Review, render
 from cpg_io.errors import IoError
 from cpg_io.evidence_store import REPO_EVIDENCE, EvidenceStore, default_evidence_root
@@ -123,7 +123,7 @@ def _run_name(source: Path, store: EvidenceStore) -> str:
 def _rules(document: Any) -> dict[str, list[str]]:
     spec = document.get("spec") if isinstance(document, Mapping) else None
     found: dict[str, list[str]] = {}
-    for direction in ("ingress", "egress", "ingressDeny", "egressDeny"):
+    for direction in SECTIONS:
         rules = spec.get(direction) if isinstance(spec, Mapping) else None
         if isinstance(rules, list):
             found[direction] = [json.dumps(rule, sort_keys=True) for rule in rules]
