@@ -44,11 +44,12 @@ def _keywords(builder: type) -> set[str]:
     if len(named) == len(parameters):
         return named
     request = "run" if builder is RunRequest else "check"
+    required = {} if builder is RunRequest else {"inputs": ["capture.jsonl"]}
     table = {o.name: o.default for o in OPTIONS if o.request == request}
     for name, default in table.items():
-        builder.build(**{name: default})  # type: ignore[attr-defined]
+        builder.build(**required, **{name: default})  # type: ignore[attr-defined]
     with pytest.raises(TypeError, match="no_such_option"):
-        builder.build(no_such_option=1)  # type: ignore[attr-defined]
+        builder.build(**required, no_such_option=1)  # type: ignore[attr-defined]
     return named | set(table)
 
 

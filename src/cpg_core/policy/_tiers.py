@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 import attrs
 
@@ -130,48 +129,212 @@ def _holds(selector: object, labels: Mapping[str, str]) -> bool:
     return True
 
 
-def _selects_pod(entry: Mapping[str, Any], endpoint: Endpoint) -> bool | None:
-    """Whether a subject or a namespaces/pods peer selects ``endpoint`` (None: a kind cpg
-    does not know)."""
+@attrs.frozen(slots=True, eq=False)
+class TierPeer:
+    """A subject or a peer of a ClusterNetworkPolicy rule, read: its kind (``namespaces``,
+    ``pods``, ``networks``, ``domainNames``; "" for one cpg does not know) and selectors."""
+
+    kind: str
+    namespaces: object = None
+    """The namespace selector as written (``namespaces``, or a ``pods`` peer's)."""
+    pods: object = None
+    """A ``pods`` peer's pod selector as written (None: a ``pods`` value that is no mapping)."""
+    networks: tuple[str, ...] = ()
+    domains: frozenset[str] = frozenset()
+
+
+def read_tier_peer(entry: object, *, subject: bool = False) -> TierPeer:
+    """A rule's peer, or (``subject``) a policy's subject, which selects pods only."""
+    if not isinstance(entry, Mapping):
+        return TierPeer("")
+    if not subject and "networks" in entry:
+        return TierPeer("networks", networks=tuple(str(c) for c in entry["networks"] or []))
+    if not subject and "domainNames" in entry:
+        names = frozenset(str(n).lower().rstrip(".") for n in entry["domainNames"] or [])
+        return TierPeer("domainNames", domains=names)
     if "namespaces" in entry:
-        return is_pod_endpoint(endpoint) and _holds(
-            entry["namespaces"] or {}, _namespace_labels(endpoint)
-        )
+        return TierPeer("namespaces", namespaces=entry["namespaces"] or {})
     if "pods" in entry:
         pods = entry["pods"] or {}
         if not isinstance(pods, Mapping):
+            return TierPeer("pods")
+        return TierPeer(
+            "pods",
+            namespaces=pods.get("namespaceSelector") or {},
+            pods=pods.get("podSelector") or {},
+        )
+    return TierPeer("")
+
+
+@attrs.frozen(slots=True)
+class PortMatch:
+    """One protocol entry of a rule: the protocol and its destination port (``number`` as
+    written, or a range; neither: every port)."""
+
+    protocol: str
+    number: object = None
+    has_number: bool = False
+    span: tuple[object, object] | None = None
+    every_port: bool = False
+
+
+@attrs.frozen(slots=True, eq=False)
+class TierRule:
+    index: int
+    name: str
+    action: str
+    action_written: object
+    peers: tuple[TierPeer, ...]
+    every_port: bool
+    """No protocols listed: every port."""
+    ports: tuple[PortMatch, ...] | None
+    """The protocols listed (None: a value that is not a list, which selects no port)."""
+    peers_written: object
+    protocols_written: object
+
+
+def _read_ports(protocols: object) -> tuple[PortMatch, ...] | None:
+    if not isinstance(protocols, list):
+        return None
+    out = []
+    for entry in protocols:
+        if not isinstance(entry, Mapping):
+            continue
+        for name in ("tcp", "udp", "sctp"):
+            match = entry.get(name)
+            if not isinstance(match, Mapping):
+                continue
+            port = match.get("destinationPort")
+            if not isinstance(port, Mapping):
+                out.append(PortMatch(name.upper(), every_port=True))
+                continue
+            span = port.get("range")
+            out.append(
+                PortMatch(
+                    name.upper(),
+                    number=port.get("number"),
+                    has_number="number" in port,
+                    span=(span.get("start"), span.get("end"))
+                    if isinstance(span, Mapping)
+                    else None,
+                )
+            )
+    return tuple(out)
+
+
+@attrs.frozen(slots=True, eq=False)
+class TierPolicy:
+    """A ClusterNetworkPolicy, read once."""
+
+    name: str
+    tier: str
+    tier_written: object
+    priority: int
+    priority_written: object
+    subject: TierPeer | None
+    """None: a subject that is not a mapping (it selects nothing)."""
+    sections: Mapping[str, tuple[TierRule, ...]]
+    document: PolicyDocument
+
+    def rules(self, section: str) -> tuple[TierRule, ...]:
+        return self.sections.get(section, ())
+
+
+def read_tier_policy(policy: PolicyDocument) -> TierPolicy:
+    spec = policy.get("spec") or {}
+    try:
+        priority = int(spec.get("priority", 1000))
+    except (TypeError, ValueError):
+        priority = 1000
+    meta = policy.get("metadata") or {}
+    subject = spec.get("subject")
+    sections = {}
+    for section, side in (("ingress", "from"), ("egress", "to")):
+        rules = []
+        for index, rule in enumerate(spec.get(section) or []):
+            if not isinstance(rule, Mapping):
+                continue
+            protocols = rule.get("protocols")
+            rules.append(
+                TierRule(
+                    index=index,
+                    name=str(rule.get("name", "")),
+                    action=str(rule.get("action", "")),
+                    action_written=rule.get("action"),
+                    peers=tuple(read_tier_peer(e) for e in rule.get(side) or []),
+                    every_port=not protocols,
+                    ports=_read_ports(protocols) if protocols else (),
+                    peers_written=rule.get(side),
+                    protocols_written=protocols,
+                )
+            )
+        sections[section] = tuple(rules)
+    return TierPolicy(
+        name=str(meta.get("name", "")),
+        tier=str(spec.get("tier") or ""),
+        tier_written=spec.get("tier"),
+        priority=priority,
+        priority_written=spec.get("priority"),
+        subject=read_tier_peer(subject, subject=True) if isinstance(subject, Mapping) else None,
+        sections=sections,
+        document=policy,
+    )
+
+
+_READ: dict[int, tuple[object, TierPolicy]] = {}
+_READ_MAX = 1 << 12
+
+
+def tier_policy(policy: PolicyDocument) -> TierPolicy:
+    """The model of a ClusterNetworkPolicy document, read once and kept while it lives."""
+    key = id(policy)
+    known = _READ.get(key)
+    if known is not None and known[0] is policy:
+        return known[1]
+    model = read_tier_policy(policy)
+    if len(_READ) >= _READ_MAX:
+        _READ.clear()
+    _READ[key] = (policy, model)
+    return model
+
+
+def _selects_pod(entry: TierPeer, endpoint: Endpoint) -> bool | None:
+    """Whether a subject or a namespaces/pods peer selects ``endpoint`` (None: a kind cpg
+    does not know)."""
+    if entry.kind == "namespaces":
+        return is_pod_endpoint(endpoint) and _holds(entry.namespaces, _namespace_labels(endpoint))
+    if entry.kind == "pods":
+        if entry.pods is None:
             return None
         return (
             is_pod_endpoint(endpoint)
-            and _holds(pods.get("namespaceSelector") or {}, _namespace_labels(endpoint))
-            and _holds(pods.get("podSelector") or {}, _pod_labels(endpoint))
+            and _holds(entry.namespaces, _namespace_labels(endpoint))
+            and _holds(entry.pods, _pod_labels(endpoint))
         )
     return None
 
 
 def _peer_selects(
-    peer: object, endpoint: Endpoint, ip: str, names: Sequence[str], local: str = ""
+    peer: TierPeer, endpoint: Endpoint, ip: str, names: Sequence[str], local: str = ""
 ) -> bool | None:
     """Whether a rule's peer selects ``endpoint`` (None: a kind cpg does not know). Cilium
     scopes ``namespaces`` and ``pods`` peers to the local cluster (``local``, the subject's;
     "" when unknown): a pod of another ClusterMesh cluster is never one of them."""
-    if not isinstance(peer, Mapping):
+    if not peer.kind:
         return None
     remote = bool(local) and cluster_of(endpoint) not in ("", local)
-    if remote and ("namespaces" in peer or "pods" in peer):
+    if remote and peer.kind in ("namespaces", "pods"):
         return False
-    if "networks" in peer:
+    if peer.kind == "networks":
         try:
             address = ipaddress.ip_address(ip)
             return any(
-                address in ipaddress.ip_network(str(cidr), strict=False)
-                for cidr in peer["networks"] or []
+                address in ipaddress.ip_network(cidr, strict=False) for cidr in peer.networks
             )
         except ValueError:
             return False
-    if "domainNames" in peer:
-        wanted = {str(n).lower().rstrip(".") for n in peer["domainNames"] or []}
-        return any(_domain_matches(name.lower().rstrip("."), wanted) for name in names)
+    if peer.kind == "domainNames":
+        return any(_domain_matches(name.lower().rstrip("."), peer.domains) for name in names)
     return _selects_pod(peer, endpoint)
 
 
@@ -186,52 +349,36 @@ def _domain_matches(name: str, patterns: Iterable[str]) -> bool:
     return False
 
 
-def _protocols_match(protocols: object, flow: Flow) -> bool:
+def _protocols_match(rule: TierRule, flow: Flow) -> bool:
     """Whether one of a rule's protocols selects the flow's port (none listed: every
     port). A named port cannot be resolved from a flow: it selects nothing here."""
-    if not protocols:
+    if rule.every_port:
         return True
-    if not isinstance(protocols, list):
+    if rule.ports is None:
         return False
-    for entry in protocols:
-        if not isinstance(entry, Mapping):
+    for match in rule.ports:
+        if match.protocol != flow.protocol:
             continue
-        for name in ("tcp", "udp", "sctp"):
-            match = entry.get(name)
-            if not isinstance(match, Mapping) or flow.protocol != name.upper():
+        if match.every_port:
+            return True
+        if match.has_number and match.number == flow.port:
+            return True
+        if match.span is not None:
+            try:
+                if int(match.span[0]) <= flow.port <= int(match.span[1]):  # type: ignore[call-overload]
+                    return True
+            except (TypeError, ValueError):
                 continue
-            port = match.get("destinationPort")
-            if not isinstance(port, Mapping):
-                return True
-            if "number" in port and port["number"] == flow.port:
-                return True
-            span = port.get("range")
-            if isinstance(span, Mapping):
-                try:
-                    if int(span["start"]) <= flow.port <= int(span["end"]):
-                        return True
-                except (KeyError, TypeError, ValueError):
-                    continue
     return False
 
 
-def _priority(policy: Mapping[str, Any]) -> tuple[int, str]:
-    spec = policy.get("spec") or {}
-    try:
-        priority = int(spec.get("priority", 1000))
-    except (TypeError, ValueError):
-        priority = 1000
-    meta = policy.get("metadata") or {}
-    return priority, str(meta.get("name", ""))
-
-
 def _in_tier(policy: PolicyDocument, tier: str) -> bool:
-    return is_cluster_network_policy(policy) and (policy.get("spec") or {}).get("tier") == tier
+    return is_cluster_network_policy(policy) and tier_policy(policy).tier == tier
 
 
-def _ordered(policies: list[PolicyDocument]) -> list[PolicyDocument]:
+def _ordered(policies: list[PolicyDocument]) -> list[TierPolicy]:
     """A tier's policies in the order they are judged: priority, then name."""
-    return sorted(policies, key=_priority)
+    return sorted((tier_policy(p) for p in policies), key=lambda p: (p.priority, p.name))
 
 
 def tier_verdict(
@@ -244,10 +391,10 @@ def tier_verdict(
     that tier selects it. Policies of one priority are taken in name order (Kubernetes
     leaves their order to the implementation)."""
     if flow.direction == Direction.INGRESS:
-        section, side = "ingress", "from"
+        section = "ingress"
         subject, peer, ip = flow.destination, flow.source, flow.source_ip
     elif flow.direction == Direction.EGRESS:
-        section, side = "egress", "to"
+        section = "egress"
         subject, peer, ip = flow.source, flow.destination, flow.destination_ip
     else:
         return None
@@ -258,31 +405,26 @@ def tier_verdict(
     else:
         chosen = _ordered([p for p in policies if _in_tier(p, tier)])
     for policy in chosen:
-        spec = policy.get("spec") or {}
-        subject_entry = spec.get("subject")
-        if not isinstance(subject_entry, Mapping) or not _selects_pod(subject_entry, subject):
+        if policy.subject is None or not _selects_pod(policy.subject, subject):
             continue
-        for index, rule in enumerate(spec.get(section) or []):
-            if not isinstance(rule, Mapping):
-                continue
-            action = str(rule.get("action", ""))
-            if action not in (ACCEPT, DENY, PASS):
+        for rule in policy.rules(section):
+            if rule.action not in (ACCEPT, DENY, PASS):
                 continue
             selected = False
-            for entry in rule.get(side) or []:
+            for entry in rule.peers:
                 found = _peer_selects(entry, peer, ip, names, cluster_of(subject))
                 if found is None:  # fail closed
-                    found = action != ACCEPT
+                    found = rule.action != ACCEPT
                 if found:
                     selected = True
                     break
-            if selected and _protocols_match(rule.get("protocols"), flow):
+            if selected and _protocols_match(rule, flow):
                 return TierVerdict(
-                    action=action,
+                    action=rule.action,
                     tier=tier,
-                    policy=_priority(policy)[1],
+                    policy=policy.name,
                     section=section,
-                    rule=index,
-                    rule_name=str(rule.get("name", "")),
+                    rule=rule.index,
+                    rule_name=rule.name,
                 )
     return None

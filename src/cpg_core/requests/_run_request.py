@@ -29,9 +29,6 @@ from cpg_core.requests._requests import (
 from cpg_core.synthesis._aggregate import AggregateOptions
 from cpg_core.text import shown
 
-_CHECK = defaults("check")
-"""The builders' defaults are the option table's (one declaration, read by both roots)."""
-
 EngineKind = Literal["local", "dask"]
 ENGINES: tuple[EngineKind, ...] = ("local", "dask")
 """Byte ranges a Dask worker reads of a plain object (64 MiB)."""
@@ -329,16 +326,13 @@ class CheckRequest:
         *,
         inputs: Iterable[str],
         policies: str | None = "policies",
-        current: str | None = _CHECK["current"],
-        cluster: bool = _CHECK["cluster"],
-        include_audit: bool = _CHECK["include_audit"],
-        default_local_cluster: bool | str | None = _CHECK["default_local_cluster"],
-        allow_localhost: bool | str = _CHECK["allow_localhost"],
-        learn: str | None = _CHECK["learn"],
-        include_system_namespaces: bool = _CHECK["include_system_namespaces"],
-        identities: Iterable[str] | None = _CHECK["identities"],
-        policy_map_max: int = _CHECK["policy_map_max"],
+        **given: Any,
     ) -> CheckRequest:
+        """Validate the user's values, named as the option table names the check options
+        (the table gives each its default); RequestError names the first bad one."""
+        values = _table_values("check", given)
+        current, cluster = values["current"], values["cluster"]
+        policy_map_max = values["policy_map_max"]
         chosen = tuple(inputs)
         if policy_map_max < 1:
             raise RequestError("policy_map_max", f"{policy_map_max}: must be 1 or more")
@@ -346,7 +340,7 @@ class CheckRequest:
             raise RequestError("inputs", "give the capture to check (files, folders or -)")
         if current is not None and cluster:
             raise RequestError("current", "give the current policies or the cluster, not both")
-        local = default_local_cluster
+        local = values["default_local_cluster"]
         if isinstance(local, str):
             word = local.strip().lower()
             if word not in ("true", "false", "auto"):
@@ -358,7 +352,7 @@ class CheckRequest:
                     ", else true)",
                 )
             local = None if word == "auto" else word == "true"
-        localhost = allow_localhost
+        localhost = values["allow_localhost"]
         if isinstance(localhost, str):
             word = localhost.strip().lower()
             if word not in ("always", "policy"):
@@ -373,12 +367,12 @@ class CheckRequest:
             policies=policies,
             current=current,
             cluster=cluster,
-            include_audit=include_audit,
+            include_audit=values["include_audit"],
             default_local_cluster=local,
             allow_localhost=localhost,
-            learn=CaptureRequest.build(learn=learn).learn,
-            include_system=include_system_namespaces,
-            identities=identity_sources(identities),
+            learn=CaptureRequest.build(learn=values["learn"]).learn,
+            include_system=values["include_system_namespaces"],
+            identities=identity_sources(values["identities"]),
             policy_map_max=policy_map_max,
         )
 

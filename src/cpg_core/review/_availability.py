@@ -32,7 +32,7 @@ from cpg_core.base._rules import EGRESS, INGRESS
 from cpg_core.policy._matcher import judge_flow, policy_name, selecting_specs
 from cpg_core.policy._model import NAMESPACED_KIND, Policy, Rule, Selector, Spec, policy_model
 from cpg_core.policy._policy_set import PolicySet
-from cpg_core.policy._tiers import is_cluster_network_policy
+from cpg_core.policy._tiers import BASELINE, DENY, is_cluster_network_policy, tier_policy
 from cpg_core.synthesis._scope import DEFAULT_SERVICE_NAMESPACES, SYSTEM_NAMESPACES
 
 NEW_NAMESPACE = "a-new-namespace"
@@ -376,16 +376,12 @@ BASELINE_GAPS = (
 
 
 def has_baseline(policies: Iterable[Mapping[str, Any]]) -> bool:
-    return any(
-        is_cluster_network_policy(p) and (p.get("spec") or {}).get("tier") == "Baseline"
-        for p in policies
-    )
+    return any(is_cluster_network_policy(p) and tier_policy(p).tier == BASELINE for p in policies)
 
 
 def _baseline(policy: Mapping[str, Any], name: str, enforced: bool) -> list[Availability]:
-    spec = policy.get("spec") if isinstance(policy.get("spec"), Mapping) else {}
-    assert isinstance(spec, Mapping)
-    if spec.get("tier") != "Baseline":
+    model = tier_policy(policy)
+    if model.tier != BASELINE:
         return []
     found = []
     if not enforced:
@@ -400,8 +396,8 @@ def _baseline(policy: Mapping[str, Any], name: str, enforced: bool) -> list[Avai
     denies = [
         section
         for section in ("ingress", "egress")
-        for rule in spec.get(section) or []
-        if isinstance(rule, Mapping) and rule.get("action") == "Deny"
+        for rule in model.rules(section)
+        if rule.action == DENY
     ]
     if denies:
         found.append(

@@ -42,7 +42,7 @@ from cpg_core.policy._matcher import (
 )
 from cpg_core.policy._model import SECTIONS, Rule, Selector, policy_model
 from cpg_core.policy._policy_set import PolicySet
-from cpg_core.policy._tiers import is_cluster_network_policy
+from cpg_core.policy._tiers import is_cluster_network_policy, tier_policy
 from cpg_core.policy._write import excluding
 from cpg_core.review._availability import (
     BASELINE_GAPS,
@@ -1158,16 +1158,15 @@ def policy_entries(policy: PolicyDocument) -> set[str]:
     ClusterNetworkPolicy: each rule with its tier, priority and action)."""
     entries: set[str] = set()
     if is_cluster_network_policy(policy):
-        spec = policy.get("spec") or {}
-        where = f"{spec.get('tier')} tier, priority {spec.get('priority')}"
+        tiered = tier_policy(policy)
+        where = f"{tiered.tier_written} tier, priority {tiered.priority_written}"
         for section, side in (("ingress", "from"), ("egress", "to")):
-            for index, rule in enumerate(spec.get(section) or []):
-                if isinstance(rule, Mapping):
-                    entries.add(
-                        f"{section}[{index}] {rule.get('action')} {side} "
-                        f"{_compact(rule.get(side))} {_compact(rule.get('protocols') or 'any port')}"
-                        f" ({where})"
-                    )
+            for tier_rule in tiered.rules(section):
+                entries.add(
+                    f"{section}[{tier_rule.index}] {tier_rule.action_written} {side} "
+                    f"{_compact(tier_rule.peers_written)} "
+                    f"{_compact(tier_rule.protocols_written or 'any port')} ({where})"
+                )
         return entries
     for spec in policy_model(policy).specs:
         for section in SECTIONS:
