@@ -6,6 +6,7 @@ Only labels that survive pod restarts and rollouts may appear in a selector: a s
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -55,12 +56,20 @@ def parse_label(text: str) -> Label:
     return Label(source=source, key=key, value=value)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def is_stable_key(key: str) -> bool:
     return key not in UNSTABLE_KEYS and not key.startswith(UNSTABLE_PREFIXES)
 
 
 def stable_labels(labels: Iterable[str]) -> dict[str, str]:
-    """All ``k8s:`` labels a selector may rely on."""
+    """All ``k8s:`` labels a selector may rely on (a new dict: the caller may change it)."""
+    if isinstance(labels, tuple):  # an endpoint's: the same few thousand, asked again
+        return dict(_stable_items(labels))
+    return dict(_stable_items(tuple(labels)))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _stable_items(labels: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     out: dict[str, str] = {}
     for text in labels:
         if not text.startswith("k8s:"):
@@ -68,7 +77,7 @@ def stable_labels(labels: Iterable[str]) -> dict[str, str]:
         key, _, value = text[4:].partition("=")
         if key and is_stable_key(key):
             out[key] = value
-    return out
+    return tuple(out.items())
 
 
 def select_labels(labels: Iterable[str]) -> LabelItems:

@@ -24,6 +24,7 @@ and plan ask of a flow whose endpoint enforces policy: does a rule admit it?
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -96,8 +97,10 @@ def requirements(selector: object) -> list[Requirement] | None:
     return None if terms is None else list(terms)
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def endpoint_labels(endpoint: Endpoint) -> dict[str, str]:
-    """The k8s labels a selector sees, with plain keys (namespace and cluster included)."""
+    """The k8s labels a selector sees, with plain keys (namespace and cluster included).
+    Kept per endpoint (the pods of a workload ask again and again): callers only read it."""
     out: dict[str, str] = {}
     for text in endpoint.labels:
         source, _, rest = text.partition(":")
@@ -112,13 +115,9 @@ def endpoint_labels(endpoint: Endpoint) -> dict[str, str]:
     return out
 
 
-def _found(source: str, key: str, labels: Mapping[str, str], reserved: Iterable[str]) -> list[str]:
-    values = []
-    if source in ("k8s", "any") and key in labels:
-        values.append(labels[key])
-    if source in ("reserved", "any") and key in reserved:
-        values.append("")
-    return values
+_POD_SOURCES = frozenset({"k8s", "any"})
+_RESERVED_SOURCES = frozenset({"reserved", "any"})
+_ABSENT = object()
 
 
 def requirement_holds(
@@ -130,18 +129,27 @@ def requirement_holds(
 ) -> bool:
     """One term against an endpoint's labels. With ``complete`` False the endpoint may carry
     labels beyond ``labels`` (an allow entry knows only the selected ones): a term that
-    needs a label to be absent does not hold."""
+    needs a label to be absent does not hold. A reserved name the term's source reaches
+    counts as the label, with the empty value."""
     source, key, op, values = req
-    found = _found(source, key, labels, reserved)
-    if op == LOCAL_CLUSTER:
-        return found[0] == values[0] if found else NAMESPACE_LABEL in labels
+    value = labels.get(key, _ABSENT) if source in _POD_SOURCES else _ABSENT
+    has = value is not _ABSENT
+    named = source in _RESERVED_SOURCES and key in reserved
     if op == "In":
-        return any(v in values for v in found)
+        return (has and value in values) or (named and "" in values)
+    if op == LOCAL_CLUSTER:
+        if has:
+            return value == values[0]
+        return values[0] == "" if named else NAMESPACE_LABEL in labels
     if op == "NotIn":
-        return all(v not in values for v in found) and (complete or bool(found))
+        return (
+            (not has or value not in values)
+            and (not named or "" not in values)
+            and (complete or has or named)
+        )
     if op == "Exists":
-        return bool(found)
-    return not found and complete  # DoesNotExist
+        return has or named
+    return not has and not named and complete  # DoesNotExist
 
 
 def selector_matches(

@@ -5,6 +5,7 @@ differ there, so the matcher judges by this reading and lint says when it surpri
 
 from __future__ import annotations
 
+import functools
 import re
 
 _GO_UINT = re.compile(
@@ -19,6 +20,7 @@ _GO_UINT = re.compile(
 leading 0 for octal), underscores only between digits or after the prefix, no sign."""
 
 
+@functools.lru_cache(maxsize=4096)
 def cilium_port(text: str) -> int | None:
     """The port number Cilium reads from ``text``, or None when it is not a number it parses
     (out of 0-65535, not a literal: then it may be a named port)."""

@@ -27,7 +27,6 @@ from cpg_core.policy._model import (
     Spec,
     is_entity_field,
     policy_model,
-    read_policy,
     selector_labels,
 )
 from cpg_core.policy._policy_docs import policies_in
@@ -476,6 +475,17 @@ def lint_text(
         documents = load_all_with_lines(text, file)
     except YamlInputError as exc:
         return [finding("CPG001", _unreadable(exc, file), file, exc.line, "", "")]
+    return _documents_findings(documents, file, schema, pod_cidrs, pods, cilium_version)
+
+
+def _documents_findings(
+    documents: Sequence[tuple[Any, dict[tuple[str | int, ...], int]]],
+    file: str,
+    schema: SchemaCheck | None,
+    pod_cidrs: Iterable[str],
+    pods: Mapping[str, Sequence[Mapping[str, str]]] | None,
+    cilium_version: Version,
+) -> list[LintFinding]:
     networks = [ipaddress.ip_network(c, strict=False) for c in pod_cidrs]
     found: list[LintFinding] = []
     for document, where in documents:
@@ -505,13 +515,19 @@ def lint_together(
     """The availability findings of the policies of every ``(file, text)`` taken together
     (§D47), each on the file and line of the policy it is about, and the notes they need;
     files cpg cannot read are left to :func:`lint_text` (CPG001)."""
-    policies: list[Mapping[str, Any]] = []
-    where: dict[str, tuple[str, int]] = {}
+    read: list[tuple[str, str, Sequence[Any]]] = []
     for file, text in texts:
         try:  # libyaml: lint_text has read the file its own way already, with lines
-            documents = load_all(text, file)
+            read.append((file, text, load_all(text, file)))
         except CpgError:
             continue
+    return _together(read, cilium_version)
+
+
+def _together(read: Sequence[tuple[str, str, Sequence[Any]]], cilium_version: Version) -> Together:
+    policies: list[Mapping[str, Any]] = []
+    where: dict[str, tuple[str, int]] = {}
+    for file, text, documents in read:
         for document in documents:
             for _path, policy in _policies(document):
                 try:
@@ -527,6 +543,29 @@ def lint_together(
         file, line = where.get(item.policy, ("", 0))
         found.append(finding(item.code, item.message, file, line, "", item.policy))
     return Together(found, (BASELINE_NOTE,) if enforced and has_baseline(policies) else ())
+
+
+def lint_texts(
+    texts: Sequence[tuple[str, str]],
+    *,
+    schema: SchemaCheck | None = None,
+    pod_cidrs: Iterable[str] = (),
+    pods: Mapping[str, Sequence[Mapping[str, str]]] | None = None,
+    cilium_version: Version = NEWEST,
+) -> tuple[list[LintFinding], Together]:
+    """:func:`lint_text` of every ``(file, text)`` and :func:`lint_together` of them all,
+    each file read once (its documents and their models serve both)."""
+    found: list[LintFinding] = []
+    read: list[tuple[str, str, Sequence[Any]]] = []
+    for file, text in texts:
+        try:
+            documents = load_all_with_lines(text, file)
+        except YamlInputError as exc:
+            found.append(finding("CPG001", _unreadable(exc, file), file, exc.line, "", ""))
+            continue
+        found += _documents_findings(documents, file, schema, pod_cidrs, pods, cilium_version)
+        read.append((file, text, [document for document, _lines in documents]))
+    return found, _together(read, cilium_version)
 
 
 def unreadable_file(file: str, reason: str) -> LintFinding:
@@ -635,7 +674,7 @@ def _cilium_policy_findings(
         label = label_problem(_unsourced(key), value)
         if label:
             found.append(("CPG003", label, path))
-    model = read_policy(policy)
+    model = policy_model(policy)
     home = model.namespace
     for spec in model.specs:
         found += _spec_findings(spec, networks)

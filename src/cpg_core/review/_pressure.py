@@ -427,7 +427,7 @@ def policy_map_pressure(
 def _distinct(identities: Iterable[Endpoint]) -> list[Endpoint]:
     """One endpoint per identity (its labels): pods of one workload share an identity."""
     seen: dict[tuple[str, tuple[str, ...]], Endpoint] = {}
-    for endpoint in identities:
+    for endpoint in dict.fromkeys(identities):  # equal endpoints: one sort of their labels
         if endpoint.labels:
             seen.setdefault((endpoint.namespace, tuple(sorted(endpoint.labels))), endpoint)
     return [seen[key] for key in sorted(seen)]

@@ -58,6 +58,30 @@ class _UnknownTag(ValueError):
 
 converter = cattrs.Converter(unstruct_collection_overrides={Sequence: list, tuple: list})
 
+
+def _is_homogeneous_tuple(cls: Any) -> bool:
+    args: tuple[Any, ...] = getattr(cls, "__args__", None) or ()
+    return getattr(cls, "__origin__", None) is tuple and len(args) == 2 and args[-1] is ...
+
+
+def _homogeneous_tuple(cls: Any) -> Callable[[Any, Any], Any]:
+    """``tuple[X, ...]`` read item by item with X's hook found once: evidence holds
+    thousands of them, and cattrs' own loop looks the hook up and notes each index as it
+    goes. A value it cannot read is read again by cattrs, for the message naming the item."""
+    inner = cls.__args__[0]
+    hook = converter.get_structure_hook(inner)
+
+    def structure(value: Any, wanted: Any) -> Any:
+        try:
+            return tuple([hook(item, inner) for item in value])
+        except Exception:
+            return converter._structure_tuple(value, wanted)
+
+    return structure
+
+
+converter.register_structure_hook_factory(_is_homogeneous_tuple, _homogeneous_tuple)
+
 _PLAIN = (str, int, bool)
 _OMITTED: dict[type, tuple[str, ...]] = {
     SampleSide: ("namespace", "workload", "pod", "ip"),

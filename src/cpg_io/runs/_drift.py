@@ -22,6 +22,7 @@ from cpg_io.metrics import family
 from cpg_io.policy_files import load_policies
 from cpg_io.relay_receiver import StreamSettings
 from cpg_io.runs._access import RelayAccess, open_relay
+from cpg_io.runs._heap import reads_in_bulk
 from cpg_io.runs._relay import RelayReader, every_verdict_stream
 from cpg_io.runs._session import rfc3339, utc_now
 from cpg_io.sources import CaptureFlows
@@ -193,6 +194,7 @@ class DriftSession:
             self._stream.close()
 
 
+@reads_in_bulk
 def drift(
     request: DriftRequest,
     access: RelayAccess | None = None,

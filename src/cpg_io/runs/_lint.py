@@ -13,8 +13,7 @@ from cpg_core.lint import (
     NEWEST,
     LintFinding,
     invalid_in_cluster,
-    lint_text,
-    lint_together,
+    lint_texts,
     policy_namespaces,
     unreadable_file,
 )
@@ -23,6 +22,7 @@ from cpg_io.crd_schema import crd_schema_errors
 from cpg_io.errors import IoError
 from cpg_io.kube import cluster_policies, namespace_pod_labels
 from cpg_io.policy_files import MAX_FILE_BYTES
+from cpg_io.runs._heap import reads_in_bulk
 from cpg_io.store import RefusedFile, read_bounded
 from cpg_io.version import cpg_version
 
@@ -50,6 +50,7 @@ def lint_files(paths: Sequence[str]) -> list[Path]:
     return files
 
 
+@reads_in_bulk
 def lint_run(
     paths: Sequence[str],
     *,
@@ -77,19 +78,14 @@ def lint_run(
         namespaces = sorted({ns for _path, text in texts for ns in policy_namespaces(text)})
         pods = namespace_pod_labels(namespaces, kubeconfig, context)
     findings = list(unreadable)
-    for path, text in texts:
-        findings += lint_text(
-            text,
-            str(path),
-            schema=crd_schema_errors,
-            pod_cidrs=pod_cidrs,
-            pods=pods,
-            cilium_version=cilium_version,
-        )
-    together = lint_together(
-        [(str(path), text) for path, text in texts], cilium_version=cilium_version
+    per_file, together = lint_texts(
+        [(str(path), text) for path, text in texts],
+        schema=crd_schema_errors,
+        pod_cidrs=pod_cidrs,
+        pods=pods,
+        cilium_version=cilium_version,
     )
-    findings += together.findings
+    findings += per_file + together.findings
     if cluster:
         findings += invalid_in_cluster(cluster_policies(kubeconfig, context))
     return LintRun(

@@ -42,6 +42,7 @@ from cpg_io.identities import check_identities
 from cpg_io.kube import cluster_state
 from cpg_io.policy_files import load_policies
 from cpg_io.progress import ReviewTally
+from cpg_io.runs._heap import reads_in_bulk
 from cpg_io.runs._output import EvidenceSettings, write_outputs
 from cpg_io.runs._report import no_evidence
 from cpg_io.runs._session import new_session_id, rfc3339, utc_now
@@ -165,6 +166,7 @@ def judged_policies(
     return JudgedPolicies(folder, proposal, current, source, origin, local, problems, book)
 
 
+@reads_in_bulk
 def plan_run(
     request: CheckRequest,
     *,

@@ -20,6 +20,7 @@ from cpg_io.identities import check_identities
 from cpg_io.kube import cluster_state
 from cpg_io.policy_files import load_policies
 from cpg_io.progress import ReviewTally
+from cpg_io.runs._heap import reads_in_bulk
 from cpg_io.sources import CaptureFlows, ReadStats
 
 log = logging.getLogger("cpg")
@@ -82,6 +83,7 @@ class VerifyRun:
     stats: ReadStats
 
 
+@reads_in_bulk
 def verify_run(
     request: CheckRequest,
     *,

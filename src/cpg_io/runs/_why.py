@@ -29,6 +29,7 @@ from cpg_io.identities import check_identities
 from cpg_io.kube import cluster_state
 from cpg_io.policy_files import load_policies
 from cpg_io.progress import ReviewTally
+from cpg_io.runs._heap import reads_in_bulk
 from cpg_io.sources import CaptureFlows, ReadStats
 
 _DENIED = (int(Verdict.DROPPED), int(Verdict.AUDIT))
@@ -108,6 +109,7 @@ def _answer(flow: Flow, count: int, judged: _Judged, request: CheckRequest, name
     )
 
 
+@reads_in_bulk
 def why_run(
     request: CheckRequest,
     flow_filter: FlowFilter,
@@ -165,6 +167,7 @@ def why_run(
     return WhyRun(view=view, stats=capture.stats, problems=judged.problems)
 
 
+@reads_in_bulk
 def trace_run(
     request: CheckRequest,
     flows: Sequence[Flow],
