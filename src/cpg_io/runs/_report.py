@@ -12,9 +12,11 @@ from cpg_core.reports import ReviewInputs
 from cpg_io.errors import PolicyLoadError, ReviewInputError, StoreError
 from cpg_io.evidence_store import EvidenceStore
 from cpg_io.policy_files import read_policy_folder
+from cpg_io.runs._heap import reads_in_bulk
 from cpg_io.store import RefusedFile, read_bounded
 
 
+@reads_in_bulk
 def read_review(
     output_dir: Path,
     store: EvidenceStore,
