@@ -2,8 +2,10 @@
 and the pre-commit hook): the rules, each with a code and a fix, the check of one file, and
 the availability checks of the files linted together."""
 
-from cpg_core.review._lint import (
+from cpg_core.review import (
+    NEWEST,
     RULES,
+    SUPPORTED,
     LintFinding,
     LintRule,
     SchemaCheck,
@@ -12,11 +14,12 @@ from cpg_core.review._lint import (
     lint_text,
     lint_texts,
     lint_together,
+    parse_version,
     policy_namespaces,
     selects,
+    supported_text,
     unreadable_file,
 )
-from cpg_core.review._lint_versions import NEWEST, SUPPORTED, parse_version, supported_text
 
 __all__ = [
     "NEWEST",

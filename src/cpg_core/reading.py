@@ -1,9 +1,8 @@
 """Reading captures fast: the one hot-path call every engine uses (:class:`LineAggregator`),
 the line limits readers must respect, and how to say what an unreadable input looks like."""
 
-from cpg_core.flows._attribution import time_key
-from cpg_core.flows._sniff import CAPTURE_HINT, describe_unreadable
-from cpg_core.synthesis._lines import (
+from cpg_core.flows import CAPTURE_HINT, describe_unreadable, time_key
+from cpg_core.synthesis import (
     MAX_LINE_BYTES,
     MAX_REPORTED,
     OVERSIZED,

@@ -2,9 +2,16 @@
 shadow``, a cpg-mcp shadow session), the drift of applied policies (``cpg drift``), and the
 requests that say what to watch."""
 
-from cpg_core.requests._run_request import DriftRequest, ShadowRequest
-from cpg_core.review._drift import Drift, DriftJudge, NeedsRule, StaleRule, UnseenPods
-from cpg_core.review._plan import PlanJudge, WouldBreak
+from cpg_core.requests import DriftRequest, ShadowRequest
+from cpg_core.review import (
+    Drift,
+    DriftJudge,
+    NeedsRule,
+    PlanJudge,
+    StaleRule,
+    UnseenPods,
+    WouldBreak,
+)
 
 __all__ = [
     "Drift",

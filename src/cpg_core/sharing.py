@@ -1,26 +1,25 @@
 """Shared rules: a rule many workloads need, written once in a policy that selects exactly
 their pods (the write stage of replay and generate)."""
 
-from cpg_core.base._names import SHARED_FOLDER
-from cpg_core.base._rules import EGRESS, Rule
-from cpg_core.review._availability import BASELINE_GAPS, BASELINE_NOTE
-from cpg_core.synthesis._baseline import KIND as BASELINE_KIND
-from cpg_core.synthesis._baseline import (
+from cpg_core.base import EGRESS, SHARED_FOLDER, Rule
+from cpg_core.review import BASELINE_GAPS, BASELINE_NOTE
+from cpg_core.synthesis import KIND as BASELINE_KIND
+from cpg_core.synthesis import (
     BaselinePolicy,
-    move_to_baseline,
-    read_baseline,
-    render_baseline,
-    with_baseline_rules,
-)
-from cpg_core.synthesis._narrow import Exclusions, split_exclusions, with_exclusions
-from cpg_core.synthesis._sharing import (
+    Exclusions,
     SharedPolicy,
     Sharing,
     evidence_by_policy,
+    move_to_baseline,
+    read_baseline,
     read_shared,
+    render_baseline,
     render_shared,
     share_rules,
     shared_evidence_plan,
+    split_exclusions,
+    with_baseline_rules,
+    with_exclusions,
 )
 
 __all__ = [

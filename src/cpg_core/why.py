@@ -7,12 +7,11 @@ from typing import TYPE_CHECKING
 from cpg_core.lazy import lazy_face
 
 if TYPE_CHECKING:
-    from cpg_core.flows._filters import VERDICTS, FlowFilter
-    from cpg_core.flows._synthesis import note_pod, with_known_pod
-    from cpg_core.review._verify import check_key
-    from cpg_core.review._why import (
+    from cpg_core.flows import VERDICTS, FlowFilter, note_pod, with_known_pod
+    from cpg_core.review import (
         RuleMiss,
         Why,
+        check_key,
         explain_denial,
         merged_answers,
         traced_endpoint,
@@ -21,18 +20,18 @@ if TYPE_CHECKING:
     )
 
 _WHERE = {
-    "FlowFilter": "cpg_core.flows._filters",
-    "RuleMiss": "cpg_core.review._why",
-    "VERDICTS": "cpg_core.flows._filters",
-    "Why": "cpg_core.review._why",
-    "check_key": "cpg_core.review._verify",
-    "explain_denial": "cpg_core.review._why",
-    "merged_answers": "cpg_core.review._why",
-    "note_pod": "cpg_core.flows._synthesis",
-    "traced_endpoint": "cpg_core.review._why",
-    "traced_flows": "cpg_core.review._why",
-    "why_names": "cpg_core.review._why",
-    "with_known_pod": "cpg_core.flows._synthesis",
+    "FlowFilter": "cpg_core.flows",
+    "RuleMiss": "cpg_core.review",
+    "VERDICTS": "cpg_core.flows",
+    "Why": "cpg_core.review",
+    "check_key": "cpg_core.review",
+    "explain_denial": "cpg_core.review",
+    "merged_answers": "cpg_core.review",
+    "note_pod": "cpg_core.flows",
+    "traced_endpoint": "cpg_core.review",
+    "traced_flows": "cpg_core.review",
+    "why_names": "cpg_core.review",
+    "with_known_pod": "cpg_core.flows",
 }
 __getattr__ = lazy_face(__name__, _WHERE)
 

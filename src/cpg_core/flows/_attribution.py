@@ -10,11 +10,20 @@ from typing import Any, NamedTuple
 
 import attrs
 
-from cpg_core.base._documents import ZERO_TIME, SampleFlow, SampleSide
-from cpg_core.base._dropreasons import classify_reason, reason_name
-from cpg_core.base._flow import Endpoint, Flow, Verdict
-from cpg_core.base._l7 import dns_name, url_path
-from cpg_core.base._labels import select_labels, workload_name
+from cpg_core.base import (
+    ZERO_TIME,
+    Endpoint,
+    Flow,
+    SampleFlow,
+    SampleSide,
+    Verdict,
+    classify_reason,
+    dns_name,
+    reason_name,
+    select_labels,
+    url_path,
+    workload_name,
+)
 
 NO_TIME = ""
 _AUDIT = int(Verdict.AUDIT)

@@ -9,15 +9,18 @@ from enum import StrEnum
 
 import attrs
 
-from cpg_core.base._dropreasons import (
+from cpg_core.base import (
     AUTH_REQUIRED,
     DENIED_BY_LB_SRC_RANGE_CHECK,
     POLICY_DENIED,
     POLICY_DENY,
+    Direction,
     DropClass,
+    Endpoint,
+    Flow,
+    Verdict,
     classify_reason,
 )
-from cpg_core.base._flow import Direction, Endpoint, Flow, Verdict
 
 
 class Decision(StrEnum):

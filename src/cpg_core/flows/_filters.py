@@ -9,8 +9,7 @@ from collections.abc import Iterable
 
 import attrs
 
-from cpg_core.base._flow import Endpoint, Flow, Verdict
-from cpg_core.base._request_error import RequestError, split_values
+from cpg_core.base import Endpoint, Flow, RequestError, Verdict, split_values
 from cpg_core.text import shown
 
 VERDICTS = tuple(v.name for v in Verdict if v.name != "VERDICT_UNKNOWN")

@@ -21,9 +21,7 @@ from typing import Any
 
 import attrs
 
-from cpg_core.base._errors import CpgError
-from cpg_core.base._flow import Endpoint, Flow, endpoint_of
-from cpg_core.base._labels import select_labels
+from cpg_core.base import CpgError, Endpoint, Flow, endpoint_of, select_labels
 from cpg_core.flows._attribution import NO_TIME, time_key
 from cpg_core.flows._synthesis import endpoint_kind
 

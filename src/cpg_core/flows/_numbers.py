@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Hashable
 
-from cpg_core.base._flow import Endpoint, EntryKey
+from cpg_core.base import Endpoint, EntryKey
 
 QuickKey = tuple[int, int, int, str, int]
 """An allow-entry key as a quick reader gives it: (direction, source, destination, protocol,

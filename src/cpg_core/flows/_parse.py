@@ -11,16 +11,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cpg_core.base._dropreasons import REASON_CODES, UNRECOGNISED_REASON
-from cpg_core.base._errors import FlowParseError
-from cpg_core.base._flow import (
+from cpg_core.base import (
     EMPTY_ENDPOINT,
     ICMP_PROTOCOLS,
     L4_PROTOCOLS,
     PORT_PROTOCOLS,
+    REASON_CODES,
+    UNRECOGNISED_REASON,
     DNSInfo,
     Endpoint,
     Flow,
+    FlowParseError,
     HTTPInfo,
     L7Info,
     LostEvents,

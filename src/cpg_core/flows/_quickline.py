@@ -23,8 +23,15 @@ from typing import Annotated
 
 import msgspec
 
-from cpg_core.base._dropreasons import POLICY_DENIED, REASON_CODES
-from cpg_core.base._flow import EMPTY_ENDPOINT, Endpoint, EntryKey, Flow, Verdict
+from cpg_core.base import (
+    EMPTY_ENDPOINT,
+    POLICY_DENIED,
+    REASON_CODES,
+    Endpoint,
+    EntryKey,
+    Flow,
+    Verdict,
+)
 from cpg_core.flows._decide import Decision
 from cpg_core.flows._numbers import EndpointNumbers, QuickKey
 from cpg_core.flows._parse import _DIRECTIONS as _DIRECTION_NUMBERS  # one table for both readers

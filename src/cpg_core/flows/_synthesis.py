@@ -12,26 +12,28 @@ from enum import StrEnum
 
 import attrs
 
-from cpg_core.base._flow import ICMP_PROTOCOLS, PORT_PROTOCOLS, Direction, Endpoint, Flow
-from cpg_core.base._labels import (
+from cpg_core.base import (
     CLUSTER_LABEL,
+    EGRESS,
+    ICMP_PROTOCOLS,
+    INGRESS,
+    PORT_PROTOCOLS,
+    Atom,
+    CidrPeer,
+    Direction,
+    Endpoint,
+    EndpointPeer,
+    EntityPeer,
+    Flow,
     LabelItems,
+    Peer,
     cluster_problem,
+    host_cidr,
     namespace_problem,
     reserved_names,
     select_labels,
     selector_problem,
     workload_name,
-)
-from cpg_core.base._rules import (
-    EGRESS,
-    INGRESS,
-    Atom,
-    CidrPeer,
-    EndpointPeer,
-    EntityPeer,
-    Peer,
-    host_cidr,
 )
 
 

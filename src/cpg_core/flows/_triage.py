@@ -9,23 +9,24 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
-from cpg_core.base._documents import (
+from cpg_core.base import (
+    CLASSIFIER_VERSION,
     CaptureWindow,
     ClusterHealth,
+    Direction,
+    DropClass,
     DropRecord,
     Finding,
+    Flow,
     HealthSessionRecord,
+    PolicyRef,
     SkippedFlows,
-)
-from cpg_core.base._dropreasons import (
-    CLASSIFIER_VERSION,
-    DropClass,
     classify_reason,
     reason_name,
     remediation,
+    select_labels,
+    workload_name,
 )
-from cpg_core.base._flow import Direction, Flow, PolicyRef
-from cpg_core.base._labels import select_labels, workload_name
 from cpg_core.flows._attribution import NO_TIME, sample_of, sample_record
 from cpg_core.flows._synthesis import traffic_subject
 

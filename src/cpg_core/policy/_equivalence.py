@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from cpg_core.base._documents import PolicyDocument
+from cpg_core.base import PolicyDocument
 
 _SORTABLE_LISTS = frozenset(
     {

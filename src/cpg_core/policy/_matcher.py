@@ -32,22 +32,28 @@ from typing import Any
 
 import attrs
 
-from cpg_core.base._documents import PolicyDocument
-from cpg_core.base._errors import CpgError
-from cpg_core.base._flow import ICMP_PROTOCOLS, ICMPV4, Direction, Endpoint, Flow
-from cpg_core.base._l7 import url_path
-from cpg_core.base._labels import CLUSTER_LABEL, NAMESPACE_LABEL, reserved_names
-from cpg_core.base._rules import (
+from cpg_core.base import (
+    CLUSTER_LABEL,
     DNS,
     EGRESS,
     HTTP,
+    ICMP_PROTOCOLS,
+    ICMPV4,
     INGRESS,
+    NAMESPACE_LABEL,
     Atom,
     CidrPeer,
+    CpgError,
+    Direction,
+    Endpoint,
     EndpointPeer,
     EntityPeer,
+    Flow,
+    PolicyDocument,
+    reserved_names,
+    url_path,
 )
-from cpg_core.flows._synthesis import cluster_of, endpoint_kind
+from cpg_core.flows import cluster_of, endpoint_kind
 from cpg_core.policy._model import (
     DENY_SECTION,
     LOCAL_CLUSTER,

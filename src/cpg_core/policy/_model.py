@@ -24,9 +24,14 @@ from typing import Any
 
 import attrs
 
-from cpg_core.base._cilium_version import Version, format_version
-from cpg_core.base._documents import PolicyDocument
-from cpg_core.base._labels import CLUSTER_LABEL, NAMESPACE_LABEL, NAMESPACE_LABELS_PREFIX
+from cpg_core.base import (
+    CLUSTER_LABEL,
+    NAMESPACE_LABEL,
+    NAMESPACE_LABELS_PREFIX,
+    PolicyDocument,
+    Version,
+    format_version,
+)
 from cpg_core.policy._port_text import cilium_port
 
 INGRESS = "ingress"

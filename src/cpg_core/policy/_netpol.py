@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cpg_core.base._labels import NAMESPACE_LABEL, NAMESPACE_LABELS_PREFIX
+from cpg_core.base import NAMESPACE_LABEL, NAMESPACE_LABELS_PREFIX
 
 KIND = "NetworkPolicy"
 API_GROUP = "networking.k8s.io/"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cpg_core.base._errors import CpgError
+from cpg_core.base import CpgError
 from cpg_core.policy._netpol import as_cilium, is_network_policy
 
 _KINDS = frozenset({"CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy"})

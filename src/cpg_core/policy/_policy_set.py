@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar, overload
 
-from cpg_core.base._documents import PolicyDocument
+from cpg_core.base import PolicyDocument
 from cpg_core.policy._model import Policy, Source, policy_model, read_policy
 
 MEMO_LIMIT = 65536

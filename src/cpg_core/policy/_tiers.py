@@ -25,10 +25,15 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
 
-from cpg_core.base._documents import PolicyDocument
-from cpg_core.base._flow import Direction, Endpoint, Flow
-from cpg_core.base._labels import NAMESPACE_LABEL, NAMESPACE_LABELS_PREFIX
-from cpg_core.flows._synthesis import cluster_of, is_pod_endpoint
+from cpg_core.base import (
+    NAMESPACE_LABEL,
+    NAMESPACE_LABELS_PREFIX,
+    Direction,
+    Endpoint,
+    Flow,
+    PolicyDocument,
+)
+from cpg_core.flows import cluster_of, is_pod_endpoint
 from cpg_core.policy._policy_set import PolicySet
 
 KIND = "ClusterNetworkPolicy"

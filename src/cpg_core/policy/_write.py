@@ -8,13 +8,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from cpg_core.base._labels import CLUSTER_LABEL, NAMESPACE_LABEL
-from cpg_core.base._rules import (
+from cpg_core.base import (
     ANY_NAME,
+    CLUSTER_LABEL,
     DNS_PORT,
     INGRESS,
     MAX_PORT_RANGE_READ,
     MAX_PORTS_PER_RULE,
+    NAMESPACE_LABEL,
     CidrPeer,
     EndpointPeer,
     EntityPeer,
@@ -24,8 +25,8 @@ from cpg_core.base._rules import (
     chunks,
     peer_selector,
     port_entries,
+    yaml_string,
 )
-from cpg_core.base._yaml_text import yaml_string
 from cpg_core.policy._model import EGRESS_DENY, SUBJECT_FIELD, read_selector
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 import yaml
 
-from cpg_core.base._errors import CpgError
+from cpg_core.base import CpgError
 
 _BASE: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 MAX_DEPTH = 64

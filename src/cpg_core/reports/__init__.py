@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING
 from cpg_core.lazy import lazy_face
 
 if TYPE_CHECKING:
-    from cpg_core.flows._decide import DECISION_LABELS
-    from cpg_core.flows._triage import capped_breakdowns, severity_order, top_entries
+    from cpg_core.flows import DECISION_LABELS, capped_breakdowns, severity_order, top_entries
     from cpg_core.reports._checks import (
         PlanView,
         VerifyView,
@@ -37,7 +36,7 @@ if TYPE_CHECKING:
     from cpg_core.reports._why import WhyView, why_text
 
 _WHERE = {
-    "DECISION_LABELS": "cpg_core.flows._decide",
+    "DECISION_LABELS": "cpg_core.flows",
     "DriftView": "cpg_core.reports._drift",
     "DroppedFlowFilter": "cpg_core.reports._dropped",
     "ExplainView": "cpg_core.reports._formats",
@@ -54,7 +53,7 @@ _WHERE = {
     "WaitingPolicy": "cpg_core.reports._run",
     "WhyView": "cpg_core.reports._why",
     "aggregate_rows": "cpg_core.reports._dropped",
-    "capped_breakdowns": "cpg_core.flows._triage",
+    "capped_breakdowns": "cpg_core.flows",
     "compose": "cpg_core.reports._dropped",
     "confidence": "cpg_core.reports._markdown",
     "flow_samples": "cpg_core.reports._dropped",
@@ -66,8 +65,8 @@ _WHERE = {
     "run_data": "cpg_core.reports._run",
     "run_json": "cpg_core.reports._run",
     "run_text": "cpg_core.reports._run",
-    "severity_order": "cpg_core.flows._triage",
-    "top_entries": "cpg_core.flows._triage",
+    "severity_order": "cpg_core.flows",
+    "top_entries": "cpg_core.flows",
     "traffic_graph": "cpg_core.reports._graph",
     "verify_text": "cpg_core.reports._checks",
     "why_text": "cpg_core.reports._why",

@@ -7,8 +7,8 @@ from collections.abc import Iterable
 
 import attrs
 
-from cpg_core.base._documents import VerifyReport
-from cpg_core.review._plan import CANNOT_JUDGE, Plan, WouldBreak
+from cpg_core.base import VerifyReport
+from cpg_core.review import CANNOT_JUDGE, Plan, WouldBreak
 from cpg_core.text import one_line_each
 
 MAX_SHOWN = 20

@@ -10,11 +10,11 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
-from cpg_core.base._documents import PolicyDocument, PolicyEvidence
-from cpg_core.policy._model import read_policy
+from cpg_core.base import PolicyDocument, PolicyEvidence
+from cpg_core.policy import read_policy
 from cpg_core.reports._graph import target_node
-from cpg_core.review._plan import Plan
-from cpg_core.synthesis._baseline import member_view
+from cpg_core.review import Plan
+from cpg_core.synthesis import member_view
 
 _ALL = "all"
 """The label of an endpoint selector that selects every pod of its namespace."""

@@ -7,8 +7,7 @@ import json
 
 import attrs
 
-from cpg_core.review._drift import Drift
-from cpg_core.review._wire import to_data
+from cpg_core.review import Drift, to_data
 from cpg_core.text import one_line_each
 
 MAX_SHOWN = 20

@@ -8,14 +8,16 @@ from collections.abc import Iterable
 
 import attrs
 
-from cpg_core.base._documents import (
+from cpg_core.base import (
+    REASON_CODES,
     ClusterHealth,
+    DropClass,
     DroppedFlowCount,
     DroppedFlowRow,
     DroppedFlowSample,
     PolicyEvidence,
+    classify_reason,
 )
-from cpg_core.base._dropreasons import REASON_CODES, DropClass, classify_reason
 
 UNKNOWN_NAMESPACE = "_unknown"
 

@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 import yaml
 
-from cpg_core.base._documents import PolicyEvidence
+from cpg_core.base import PolicyEvidence
 from cpg_core.reports._checks import (
     PlanView,
     VerifyView,
@@ -27,13 +27,14 @@ from cpg_core.reports._markdown import markdown_report
 from cpg_core.reports._run import RunReport, run_json, run_text
 from cpg_core.reports._summary import review_summary
 from cpg_core.reports._why import WhyView, why_text
-from cpg_core.review._explain import (
+from cpg_core.review import (
     ExplainFilter,
     explain_lines,
     explain_record,
     render_explain_json,
+    to_data,
+    to_json,
 )
-from cpg_core.review._wire import to_data, to_json
 
 
 @attrs.frozen(slots=True, kw_only=True)

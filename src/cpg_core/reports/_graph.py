@@ -8,11 +8,10 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
 
-from cpg_core.base._documents import PolicyDocument
-from cpg_core.base._labels import NAMESPACE_LABEL, PRIORITY_KEYS, workload_name
-from cpg_core.policy._model import Policy, Rule, Selector, Spec, read_policy
-from cpg_core.review._plan import Plan
-from cpg_core.synthesis._baseline import member_view
+from cpg_core.base import NAMESPACE_LABEL, PRIORITY_KEYS, PolicyDocument, workload_name
+from cpg_core.policy import Policy, Rule, Selector, Spec, read_policy
+from cpg_core.review import Plan
+from cpg_core.synthesis import member_view
 
 OUTSIDE = "outside the cluster"
 WHOLE_CLUSTER = "the whole cluster"

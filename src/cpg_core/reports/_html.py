@@ -39,8 +39,8 @@ from cpg_core.reports._layout import (
 )
 from cpg_core.reports._markdown import confidence, learned
 from cpg_core.reports._matrix import Matrix, namespace_matrix, newly_enforced
-from cpg_core.review._wire import to_data
-from cpg_core.synthesis._render import MANAGED_BY_LABEL, MANAGED_BY_VALUE
+from cpg_core.review import to_data
+from cpg_core.synthesis import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from cpg_core.text import clean_text
 
 NODE_W, NODE_H = 160, 30

@@ -6,8 +6,8 @@ from typing import Any
 
 import attrs
 
-from cpg_core.base._documents import ClusterHealth, PolicyEvidence
-from cpg_core.review._plan import Plan
+from cpg_core.base import ClusterHealth, PolicyEvidence
+from cpg_core.review import Plan
 
 
 @attrs.frozen

@@ -7,8 +7,7 @@ from typing import Any
 
 import attrs
 
-from cpg_core.review._lint import RULES, LintFinding
-from cpg_core.review._wire import to_data
+from cpg_core.review import RULES, LintFinding, to_data
 from cpg_core.text import one_line_each
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from cpg_core.base._documents import (
+from cpg_core.base import (
     ClusterHealth,
     DropRecord,
     Finding,
@@ -19,9 +19,8 @@ from cpg_core.reports._checks import plan_cannot_judge, plan_verdict
 from cpg_core.reports._coverage import Coverage, coverage
 from cpg_core.reports._graph import TrafficGraph, traffic_graph
 from cpg_core.reports._mermaid import mermaid_graphs
-from cpg_core.review._owners import also_selected
-from cpg_core.review._plan import Plan
-from cpg_core.synthesis._scope import FOR_CLUSTER
+from cpg_core.review import Plan, also_selected
+from cpg_core.synthesis import FOR_CLUSTER
 from cpg_core.text import clean_text
 
 MAX_ROWS = 30

@@ -21,7 +21,7 @@ from cpg_core.reports._graph import (
     port_label,
 )
 from cpg_core.reports._layout import natural_key
-from cpg_core.review._plan import Plan
+from cpg_core.review import Plan
 from cpg_core.text import clean_text
 
 WHOLE_UP_TO = (24, 36)

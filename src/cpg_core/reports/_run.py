@@ -11,13 +11,10 @@ from typing import Any
 
 import attrs
 
-from cpg_core.base._documents import ClusterHealth, DropRecord, Finding, VerifyReport
-from cpg_core.flows._decide import DECISION_LABELS, Decision
-from cpg_core.flows._triage import severity_order, top_entries
-from cpg_core.review._wire import converter, to_data
-from cpg_core.synthesis._aggregate import HeldBack
-from cpg_core.synthesis._lines import ReadStats
-from cpg_core.synthesis._scope import ScopeReport
+from cpg_core.base import ClusterHealth, DropRecord, Finding, VerifyReport
+from cpg_core.flows import DECISION_LABELS, Decision, severity_order, top_entries
+from cpg_core.review import converter, to_data
+from cpg_core.synthesis import HeldBack, ReadStats, ScopeReport
 from cpg_core.text import one_line_each
 
 MAX_FINDINGS_SHOWN = 20

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import attrs
 
-from cpg_core.policy._matcher import policy_name
+from cpg_core.policy import policy_name
 from cpg_core.reports._coverage import Coverage, coverage
 from cpg_core.reports._graph import links_with_plan, traffic_graph
 from cpg_core.reports._inputs import ReviewInputs
 from cpg_core.reports._matrix import MatrixCell, namespace_matrix, newly_enforced
-from cpg_core.review._pressure import EndpointPressure
+from cpg_core.review import EndpointPressure
 
 
 @attrs.frozen(slots=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import attrs
 
-from cpg_core.review._why import Why
+from cpg_core.review import Why
 from cpg_core.text import one_line_each
 
 MAX_SHOWN = 20

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 import attrs
 
-from cpg_core.base._documents import (
+from cpg_core.base import (
     ZERO_TIME,
     ClusterHealth,
     PolicyEvidence,
@@ -16,10 +16,8 @@ from cpg_core.base._documents import (
     SessionSource,
 )
 from cpg_core.requests._requests import CaptureRequest
-from cpg_core.review._evidence import plan_evidence
-from cpg_core.synthesis._aggregate import Aggregator, PolicyPlan
-from cpg_core.synthesis._lines import LineAggregator, ReadStats
-from cpg_core.synthesis._render import render_policy
+from cpg_core.review import plan_evidence
+from cpg_core.synthesis import Aggregator, LineAggregator, PolicyPlan, ReadStats, render_policy
 
 
 @attrs.frozen(slots=True)

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import attrs
 
-from cpg_core.base._flow import PROTOCOLS
+from cpg_core.base import PROTOCOLS
 
 Request = Literal["run", "check", "relay", "kube"]
 """The typed request an option belongs to: :class:`RunRequest`, :class:`CheckRequest`, the

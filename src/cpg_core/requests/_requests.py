@@ -13,16 +13,21 @@ from typing import Any
 
 import attrs
 
-from cpg_core.base._dropreasons import DropClass, classify_reason, parse_reason_name, reason_name
-from cpg_core.base._flow import PROTOCOLS
-from cpg_core.base._names import SHARED_FOLDER, is_dns1123_label, path_component_problem
-from cpg_core.base._request_error import RequestError, split_values
-from cpg_core.flows._attribution import NO_TIME, time_key
-from cpg_core.flows._decide import DecideOptions
-from cpg_core.flows._filters import FlowFilter
-from cpg_core.review._explain import ExplainFilter
-from cpg_core.synthesis._aggregate import AggregateOptions
-from cpg_core.synthesis._scope import DEFAULT_SERVICE_NAMESPACES, ClusterScope
+from cpg_core.base import (
+    PROTOCOLS,
+    SHARED_FOLDER,
+    DropClass,
+    RequestError,
+    classify_reason,
+    is_dns1123_label,
+    parse_reason_name,
+    path_component_problem,
+    reason_name,
+    split_values,
+)
+from cpg_core.flows import NO_TIME, DecideOptions, FlowFilter, time_key
+from cpg_core.review import ExplainFilter
+from cpg_core.synthesis import DEFAULT_SERVICE_NAMESPACES, AggregateOptions, ClusterScope
 from cpg_core.text import shown
 
 MAX_SECONDS = 10 * 365 * 86400

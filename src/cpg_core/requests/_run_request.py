@@ -14,11 +14,8 @@ from typing import Any, Literal
 
 import attrs
 
-from cpg_core.base._errors import Setting
-from cpg_core.base._request_error import RequestError
-from cpg_core.flows._attribution import time_key
-from cpg_core.flows._decide import DecideOptions
-from cpg_core.flows._filters import FlowFilter
+from cpg_core.base import RequestError, Setting
+from cpg_core.flows import DecideOptions, FlowFilter, time_key
 from cpg_core.requests._options import Request, defaults
 from cpg_core.requests._requests import (
     CaptureRequest,
@@ -26,7 +23,7 @@ from cpg_core.requests._requests import (
     TimeWindow,
     duration_seconds,
 )
-from cpg_core.synthesis._aggregate import AggregateOptions
+from cpg_core.synthesis import AggregateOptions
 from cpg_core.text import shown
 
 EngineKind = Literal["local", "dask"]

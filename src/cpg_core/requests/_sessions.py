@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
 
-from cpg_core.base._documents import InputDigest, SessionInfo
+from cpg_core.base import InputDigest, SessionInfo
 
 REPLAY_PREFIX = "replay-"
 

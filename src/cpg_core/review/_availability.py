@@ -25,15 +25,32 @@ from typing import Any
 
 import attrs
 
-from cpg_core.base._documents import PolicyDocument
-from cpg_core.base._flow import Direction, Endpoint, Flow
-from cpg_core.base._labels import NAMESPACE_LABEL
-from cpg_core.base._rules import EGRESS, INGRESS
-from cpg_core.policy._matcher import judge_flow, policy_name, selecting_specs
-from cpg_core.policy._model import NAMESPACED_KIND, Policy, Rule, Selector, Spec, policy_model
-from cpg_core.policy._policy_set import PolicySet
-from cpg_core.policy._tiers import BASELINE, DENY, is_cluster_network_policy, tier_policy
-from cpg_core.synthesis._scope import DEFAULT_SERVICE_NAMESPACES, SYSTEM_NAMESPACES
+from cpg_core.base import (
+    EGRESS,
+    INGRESS,
+    NAMESPACE_LABEL,
+    Direction,
+    Endpoint,
+    Flow,
+    PolicyDocument,
+)
+from cpg_core.policy import (
+    BASELINE,
+    DENY,
+    NAMESPACED_KIND,
+    Policy,
+    PolicySet,
+    Rule,
+    Selector,
+    Spec,
+    is_cluster_network_policy,
+    judge_flow,
+    policy_model,
+    policy_name,
+    selecting_specs,
+    tier_policy,
+)
+from cpg_core.synthesis import DEFAULT_SERVICE_NAMESPACES, SYSTEM_NAMESPACES
 
 NEW_NAMESPACE = "a-new-namespace"
 NEW_POD = Endpoint(

@@ -13,18 +13,19 @@ from typing import Any
 
 import attrs
 
-from cpg_core.base._documents import PolicyDocument, PolicyEvidence
-from cpg_core.base._dropreasons import reason_name
-from cpg_core.base._flow import Direction, Endpoint, Flow
-from cpg_core.base._names import policy_name as named_policy
-from cpg_core.flows._decide import DecideOptions, Decision, decide, looks_like_reply
-from cpg_core.flows._synthesis import (
+from cpg_core.base import Direction, Endpoint, Flow, PolicyDocument, PolicyEvidence, reason_name
+from cpg_core.base import policy_name as named_policy
+from cpg_core.flows import (
+    DecideOptions,
+    Decision,
     Resolved,
     Resolver,
+    decide,
     is_pod_endpoint,
+    looks_like_reply,
     with_known_pod,
 )
-from cpg_core.policy._matcher import match_flow, policy_name
+from cpg_core.policy import match_flow, policy_name
 from cpg_core.review._evidence import rule_key, subject_labels
 from cpg_core.review._plan import (
     WORKS,
@@ -36,7 +37,7 @@ from cpg_core.review._plan import (
     group_key,
     traffic_of,
 )
-from cpg_core.synthesis._fixes import rule_yaml
+from cpg_core.synthesis import rule_yaml
 
 _WAYS = {int(Direction.INGRESS): "ingress", int(Direction.EGRESS): "egress"}
 MAX_PODS = 5

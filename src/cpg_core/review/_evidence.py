@@ -14,16 +14,26 @@ from typing import Any, TypeVar
 import attrs
 import orjson
 
-from cpg_core.base._documents import (
+from cpg_core.base import (
+    CLUSTER_LABEL,
     EVIDENCE_SCHEMA_VERSION,
+    HTTP,
+    INGRESS,
     ZERO_TIME,
+    Atom,
+    CidrPeer,
     CidrPeerRecord,
+    CpgError,
     DnsRecord,
+    EndpointPeer,
     EndpointPeerRecord,
+    EntityPeer,
     EntityPeerRecord,
+    FqdnPeer,
     FqdnPeerRecord,
     HttpRecord,
     L7Record,
+    Peer,
     PeerRecord,
     PolicyEvidence,
     PolicyIdentity,
@@ -31,22 +41,11 @@ from cpg_core.base._documents import (
     SampleFlow,
     SampleSide,
     SessionInfo,
+    stable_labels,
 )
-from cpg_core.base._errors import CpgError
-from cpg_core.base._labels import CLUSTER_LABEL, stable_labels
-from cpg_core.base._rules import (
-    HTTP,
-    INGRESS,
-    Atom,
-    CidrPeer,
-    EndpointPeer,
-    EntityPeer,
-    FqdnPeer,
-    Peer,
-)
-from cpg_core.flows._attribution import RuleStats, sample_record
+from cpg_core.flows import RuleStats, sample_record
 from cpg_core.review._wire import DocumentError, from_data, to_data
-from cpg_core.synthesis._aggregate import PolicyPlan
+from cpg_core.synthesis import PolicyPlan
 
 SCHEMA_VERSION = EVIDENCE_SCHEMA_VERSION
 _PROTOCOL_NAMES = {

@@ -8,13 +8,16 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from cpg_core.base._documents import (
+from cpg_core.base import (
     ZERO_TIME,
     CidrPeerRecord,
+    Direction,
     DnsRecord,
+    Endpoint,
     EndpointPeerRecord,
     EntityPeerRecord,
     ExplainResult,
+    Flow,
     FqdnPeerRecord,
     HttpRecord,
     PeerRecord,
@@ -22,13 +25,13 @@ from cpg_core.base._documents import (
     RuleEvidence,
     SampleFlow,
     SampleSide,
+    Verdict,
 )
-from cpg_core.base._flow import Direction, Endpoint, Flow, Verdict
 from cpg_core.review._wire import to_json
-from cpg_core.synthesis._scope import CLUSTER_WHY, FOR_CLUSTER
+from cpg_core.synthesis import CLUSTER_WHY, FOR_CLUSTER
 
 if TYPE_CHECKING:  # _filters reads requests, which read this module
-    from cpg_core.flows._filters import FlowFilter
+    from cpg_core.flows import FlowFilter
 
 
 @attrs.frozen(slots=True)

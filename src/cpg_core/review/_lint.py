@@ -11,11 +11,8 @@ from typing import Any, Literal
 
 import attrs
 
-from cpg_core.base._cilium_version import Version, format_version
-from cpg_core.base._errors import CpgError
-from cpg_core.base._labels import NAMESPACE_LABEL, label_problem
-from cpg_core.policy._acceptance import refusals
-from cpg_core.policy._model import (
+from cpg_core.base import NAMESPACE_LABEL, CpgError, Version, format_version, label_problem
+from cpg_core.policy import (
     DENY_SECTION,
     EGRESS,
     INGRESS,
@@ -25,14 +22,18 @@ from cpg_core.policy._model import (
     Rule,
     Selector,
     Spec,
+    YamlInputError,
+    cilium_port,
+    is_cluster_network_policy,
     is_entity_field,
+    load_all,
+    load_all_with_lines,
+    policies_in,
     policy_model,
+    read_differently,
+    refusals,
     selector_labels,
 )
-from cpg_core.policy._policy_docs import policies_in
-from cpg_core.policy._port_text import cilium_port, read_differently
-from cpg_core.policy._tiers import is_cluster_network_policy
-from cpg_core.policy._yamlread import YamlInputError, load_all, load_all_with_lines
 from cpg_core.review._availability import BASELINE_NOTE, FIXES, availability, has_baseline
 from cpg_core.review._lint_versions import (
     CLUSTER_NETWORK_POLICY_SINCE,

@@ -7,11 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from cpg_core.base._cilium_version import LOCAL_CLUSTER_DEFAULT_SINCE, Version, format_version
-from cpg_core.base._labels import CLUSTER_LABEL
-from cpg_core.policy._acceptance import Found
-from cpg_core.policy._model import (
+from cpg_core.base import CLUSTER_LABEL, LOCAL_CLUSTER_DEFAULT_SINCE, Version, format_version
+from cpg_core.policy import (
     SECTIONS_BY_DIRECTION,
+    Found,
     NameMatch,
     Rule,
     Selector,

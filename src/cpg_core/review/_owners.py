@@ -13,9 +13,9 @@ from typing import Any
 
 import attrs
 
-from cpg_core.policy._matcher import policy_name, selecting_specs
+from cpg_core.policy import policy_name, selecting_specs
 from cpg_core.review._availability import workload_subjects
-from cpg_core.synthesis._render import MANAGED_BY_LABEL, MANAGED_BY_VALUE
+from cpg_core.synthesis import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 
 
 @attrs.frozen(slots=True)

@@ -19,31 +19,44 @@ from typing import Any, Literal
 
 import attrs
 
-from cpg_core.base._documents import PolicyDocument, PolicyEvidence
-from cpg_core.base._flow import Direction, Endpoint, Flow, Verdict
-from cpg_core.base._labels import stable_labels
-from cpg_core.base._names import policy_name as name_for
-from cpg_core.flows._decide import DecideOptions, Decision, decide, looks_like_reply
-from cpg_core.flows._synthesis import (
+from cpg_core.base import (
+    Direction,
+    Endpoint,
+    Flow,
+    PolicyDocument,
+    PolicyEvidence,
+    Verdict,
+    stable_labels,
+)
+from cpg_core.base import policy_name as name_for
+from cpg_core.flows import (
+    DecideOptions,
+    Decision,
+    decide,
     endpoint_kind,
     endpoint_name,
     endpoint_order,
     is_pod_endpoint,
+    looks_like_reply,
     note_pod,
     with_known_pod,
 )
-from cpg_core.policy._matcher import (
+from cpg_core.policy import (
+    SECTIONS,
+    PolicySet,
+    Rule,
+    Selector,
+    excluding,
     from_own_node,
+    is_cluster_network_policy,
     judge_flow,
     match_flow,
     note_dns_names,
+    policy_model,
     policy_name,
     selecting_specs,
+    tier_policy,
 )
-from cpg_core.policy._model import SECTIONS, Rule, Selector, policy_model
-from cpg_core.policy._policy_set import PolicySet
-from cpg_core.policy._tiers import is_cluster_network_policy, tier_policy
-from cpg_core.policy._write import excluding
 from cpg_core.review._availability import (
     BASELINE_GAPS,
     BASELINE_NOTE,
@@ -56,16 +69,16 @@ from cpg_core.review._availability import (
 from cpg_core.review._owners import AlsoSelected, also_selected, is_cpgs
 from cpg_core.review._pressure import POLICY_MAP_MAX, EndpointPressure, policy_map_pressure
 from cpg_core.review._verify import traffic_line
-from cpg_core.synthesis._fixes import (
+from cpg_core.synthesis import (
+    DEFAULT_SERVICE_NAMESPACES,
     discriminator,
     exclusion,
+    is_shared,
     narrowed_yaml,
     narrowing_yaml,
     rule_yaml,
     unknown_pod_peer,
 )
-from cpg_core.synthesis._render import is_shared
-from cpg_core.synthesis._scope import DEFAULT_SERVICE_NAMESPACES
 
 CurrentSource = Literal["current", "cluster", "flows"]
 

@@ -21,17 +21,19 @@ from typing import Any
 
 import attrs
 
-from cpg_core.base._documents import PolicyDocument
-from cpg_core.base._flow import Endpoint
-from cpg_core.base._labels import NAMESPACE_LABEL
-from cpg_core.policy._matcher import (
+from cpg_core.base import NAMESPACE_LABEL, Endpoint, PolicyDocument
+from cpg_core.policy import (
+    DENY_SECTION,
     PeerView,
+    Policy,
+    Rule,
+    Selector,
+    Spec,
     fqdn_matches,
     labels_or_entities_match,
     peer_side,
     selecting_specs,
 )
-from cpg_core.policy._model import DENY_SECTION, Policy, Rule, Selector, Spec
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network

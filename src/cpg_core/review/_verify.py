@@ -6,22 +6,29 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from cpg_core.base._documents import PolicyDocument, VerifyCheck, VerifyReport
-from cpg_core.base._flow import Direction, Endpoint, Flow
-from cpg_core.base._rules import CidrPeer
-from cpg_core.flows._decide import DecideOptions, Decision, decide
-from cpg_core.flows._synthesis import (
+from cpg_core.base import (
+    CidrPeer,
+    Direction,
+    Endpoint,
+    Flow,
+    PolicyDocument,
+    VerifyCheck,
+    VerifyReport,
+)
+from cpg_core.flows import (
+    DecideOptions,
+    Decision,
     Resolved,
     Resolver,
+    decide,
     endpoint_kind,
     endpoint_name,
     mesh_flow,
     note_pod,
     with_known_pod,
 )
-from cpg_core.policy._matcher import dns_names, from_own_node, match_flow
-from cpg_core.policy._policy_set import PolicySet
-from cpg_core.synthesis._scope import SYSTEM_NAMESPACES
+from cpg_core.policy import PolicySet, dns_names, from_own_node, match_flow
+from cpg_core.synthesis import SYSTEM_NAMESPACES
 
 
 def check_key(flow: Flow) -> tuple[object, ...]:

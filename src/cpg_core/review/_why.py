@@ -12,18 +12,34 @@ from typing import Any
 
 import attrs
 
-from cpg_core.base._advice import advice_for
-from cpg_core.base._documents import PolicyDocument
-from cpg_core.base._dropreasons import classify_reason, reason_name, remediation
-from cpg_core.base._flow import Direction, DNSInfo, Endpoint, Flow, HTTPInfo, L7Info, Verdict
-from cpg_core.base._labels import CLUSTER_LABEL, NAMESPACE_LABEL, stable_labels
-from cpg_core.base._request_error import RequestError
-from cpg_core.flows._decide import DecideOptions, Decision, decide
-from cpg_core.flows._synthesis import endpoint_name
-from cpg_core.policy._matcher import (
+from cpg_core.base import (
+    CLUSTER_LABEL,
+    NAMESPACE_LABEL,
+    Direction,
+    DNSInfo,
+    Endpoint,
+    Flow,
+    HTTPInfo,
+    L7Info,
+    PolicyDocument,
+    RequestError,
+    Verdict,
+    advice_for,
+    classify_reason,
+    reason_name,
+    remediation,
+    stable_labels,
+)
+from cpg_core.flows import DecideOptions, Decision, decide, endpoint_name
+from cpg_core.policy import (
+    DENY_SECTION,
+    LOCAL_CLUSTER,
     PeerView,
     Request,
+    Requirement,
+    Rule,
     Selected,
+    Selector,
     dns_names,
     flow_peer,
     flow_request,
@@ -31,21 +47,14 @@ from cpg_core.policy._matcher import (
     judge_flow,
     match_flow,
     peer_matches,
+    peer_requirements,
     ports_match,
     requirement_holds,
     rule_admits,
     selecting_specs,
 )
-from cpg_core.policy._model import (
-    DENY_SECTION,
-    LOCAL_CLUSTER,
-    Requirement,
-    Rule,
-    Selector,
-    peer_requirements,
-)
 from cpg_core.review._verify import traffic_line
-from cpg_core.synthesis._fixes import rule_yaml
+from cpg_core.synthesis import rule_yaml
 from cpg_core.text import shown
 
 _UNFIXABLE = {

@@ -18,10 +18,11 @@ import orjson
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 from cattrs.v import format_exception
 
-from cpg_core.base._documents import (
+from cpg_core.base import (
     AdmittedCount,
     CidrPeerRecord,
     ClusterHealth,
+    CpgError,
     DnsRecord,
     DroppedFlowCount,
     DroppedFlowSample,
@@ -42,7 +43,6 @@ from cpg_core.base._documents import (
     VerifyCheck,
     VerifyReport,
 )
-from cpg_core.base._errors import CpgError
 from cpg_core.review._plan import Plan
 
 T = TypeVar("T")

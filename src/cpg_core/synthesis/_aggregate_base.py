@@ -9,39 +9,39 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from cpg_core.base._flow import (
+from cpg_core.base import (
+    Atom,
+    CidrPeer,
     Direction,
     Endpoint,
     EntryKey,
     Flow,
-    Verdict,
-)
-from cpg_core.base._labels import format_labels
-from cpg_core.base._names import policy_name, short_hash
-from cpg_core.base._rules import (
-    Atom,
-    CidrPeer,
     Rule,
+    Verdict,
+    format_labels,
+    policy_name,
     rules_from_atoms,
+    short_hash,
 )
-from cpg_core.flows._attribution import NO_TIME, RuleStats
-from cpg_core.flows._decide import FINDING_DECISIONS, DecideOptions, Decision, candidate_by_key
-from cpg_core.flows._numbers import QuickKey
-from cpg_core.flows._synthesis import (
-    PolicyTarget,
-    Resolver,
-    Unhandled,
-)
-from cpg_core.flows._triage import (
+from cpg_core.flows import (
+    FINDING_DECISIONS,
+    NO_TIME,
+    DecideOptions,
+    Decision,
     DropTally,
     FindingTally,
+    PolicyTarget,
+    QuickKey,
+    Resolver,
+    RuleStats,
+    Unhandled,
+    candidate_by_key,
 )
 from cpg_core.synthesis._pending import PendingCount
 from cpg_core.synthesis._scope import ClusterScope, ReachIndex, ScopeReport
 
 if TYPE_CHECKING:  # _filters reads requests, which read this module
-    from cpg_core.flows._filters import FlowFilter
-    from cpg_core.flows._identities import IdentityBook
+    from cpg_core.flows import FlowFilter, IdentityBook
 
 
 AtomKey = tuple[Any, ...]

@@ -5,42 +5,48 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from cpg_core.base._dropreasons import POLICY_DENIED, is_known_reason, reason_name
-from cpg_core.base._flow import (
-    ICMP_PROTOCOLS,
-    PORT_PROTOCOLS,
-    Endpoint,
-    Flow,
-)
-from cpg_core.base._l7 import dns_name, http_method, path_regex, valid_dns_name
-from cpg_core.base._rules import (
+from cpg_core.base import (
     DNS,
     DNS_PORT,
     EGRESS,
     HTTP,
+    ICMP_PROTOCOLS,
     INGRESS,
+    POLICY_DENIED,
+    PORT_PROTOCOLS,
     Atom,
     CidrPeer,
+    Endpoint,
     EndpointPeer,
+    Flow,
+    dns_name,
+    http_method,
+    is_known_reason,
+    path_regex,
+    reason_name,
+    valid_dns_name,
 )
-from cpg_core.flows._attribution import NO_TIME, RuleStats, flow_class, time_key
-from cpg_core.flows._decide import Decision, decide, not_a_drop_by_verdict
-from cpg_core.flows._numbers import QuickKey
-from cpg_core.flows._synthesis import (
-    PolicyTarget,
-    Resolved,
-    Unresolved,
-    endpoint_order,
-    mesh_peer,
-)
-from cpg_core.flows._triage import (
+from cpg_core.flows import (
+    NO_TIME,
+    Decision,
     DropTally,
     FindingTally,
+    PolicyTarget,
+    QuickKey,
+    Resolved,
+    RuleStats,
+    Unresolved,
+    decide,
     deny_finding_key,
+    endpoint_order,
+    flow_class,
+    mesh_peer,
+    not_a_drop_by_verdict,
+    time_key,
 )
 
 if TYPE_CHECKING:  # _filters reads requests, which read this module
-    from cpg_core.flows._identities import IdentityBook
+    from cpg_core.flows import IdentityBook
 from cpg_core.synthesis._aggregate_base import (
     _AUDIT,
     _CANDIDATE,

@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from cpg_core.flows._attribution import RuleStats
-from cpg_core.flows._synthesis import (
+from cpg_core.flows import (
     PolicyTarget,
+    RuleStats,
 )
 
 if TYPE_CHECKING:  # _filters reads requests, which read this module

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from cpg_core.base._flow import (
+from cpg_core.base import (
     EntryKey,
     Flow,
 )
-from cpg_core.flows._numbers import QuickKey
+from cpg_core.flows import QuickKey
 from cpg_core.synthesis._pending import PendingCount, fold_pending
 
 if TYPE_CHECKING:  # _filters reads requests, which read this module

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cpg_core.flows._synthesis import (
+from cpg_core.flows import (
     endpoint_order,
 )
 

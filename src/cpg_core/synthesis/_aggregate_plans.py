@@ -8,33 +8,31 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from cpg_core.base._documents import ClusterHealth
-from cpg_core.base._labels import select_labels
-from cpg_core.base._names import policy_name
-from cpg_core.base._rules import (
+from cpg_core.base import (
     DNS,
     DNS_PORTS,
     EGRESS,
     Atom,
     CidrPeer,
+    ClusterHealth,
     EndpointPeer,
     FqdnPeer,
     Peer,
     describe_rule,
     peer_sort_key,
+    policy_name,
     rules_from_atoms,
+    select_labels,
 )
-from cpg_core.flows._attribution import RuleStats
-from cpg_core.flows._decide import Decision
-from cpg_core.flows._synthesis import (
-    PolicyTarget,
-    Unhandled,
-    is_pod_endpoint,
-)
-from cpg_core.flows._triage import (
+from cpg_core.flows import (
+    Decision,
     FindingTally,
     HealthSession,
+    PolicyTarget,
+    RuleStats,
+    Unhandled,
     health_document,
+    is_pod_endpoint,
 )
 from cpg_core.synthesis._scope import SYSTEM_NAMESPACE, Reach, for_the_cluster
 

@@ -23,19 +23,19 @@ from typing import Any
 
 import attrs
 
-from cpg_core.base._labels import NAMESPACE_LABEL
-from cpg_core.base._rules import (
+from cpg_core.base import (
     EGRESS,
+    NAMESPACE_LABEL,
     CidrPeer,
     EndpointPeer,
     Rule,
     describe_rule,
     port_entries,
+    yaml_string,
 )
-from cpg_core.base._yaml_text import yaml_string
-from cpg_core.flows._synthesis import PolicyTarget
-from cpg_core.policy._tiers import METADATA_NAME
-from cpg_core.policy._write import (
+from cpg_core.flows import PolicyTarget
+from cpg_core.policy import (
+    METADATA_NAME,
     deny_everything,
     in_selection,
     rule_to_dict,

@@ -3,7 +3,7 @@ turns on default deny both ways without allowing anything (Cilium ≥ 1.16)."""
 
 from __future__ import annotations
 
-from cpg_core.base._names import is_dns1123_label
+from cpg_core.base import is_dns1123_label
 from cpg_core.synthesis._render import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from cpg_core.text import shown
 

@@ -9,13 +9,23 @@ from collections.abc import Set as AbstractSet
 
 import attrs
 
-from cpg_core.base._flow import Direction, Endpoint, Flow
-from cpg_core.base._l7 import dns_name, http_method, path_regex, valid_dns_name
-from cpg_core.base._labels import is_stable_key, stable_labels
-from cpg_core.base._rules import DNS, HTTP, rules_from_atoms
-from cpg_core.base._yaml_text import emit
-from cpg_core.flows._synthesis import Resolved, Resolver, endpoint_kind
-from cpg_core.policy._write import rule_to_dict, selector_of, subject_document
+from cpg_core.base import (
+    DNS,
+    HTTP,
+    Direction,
+    Endpoint,
+    Flow,
+    dns_name,
+    emit,
+    http_method,
+    is_stable_key,
+    path_regex,
+    rules_from_atoms,
+    stable_labels,
+    valid_dns_name,
+)
+from cpg_core.flows import Resolved, Resolver, endpoint_kind
+from cpg_core.policy import rule_to_dict, selector_of, subject_document
 
 DISCRIMINATORS = (
     "version",

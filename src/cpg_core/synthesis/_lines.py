@@ -11,13 +11,8 @@ from typing import Any
 import attrs
 import orjson
 
-from cpg_core.base._errors import FlowParseError
-from cpg_core.base._flow import Flow, LostEvents, OtherRecord
-from cpg_core.flows._decide import Decision
-from cpg_core.flows._numbers import QuickKey
-from cpg_core.flows._parse import FlowParser
-from cpg_core.flows._quickline import QuickReader
-from cpg_core.flows._synthesis import Resolver
+from cpg_core.base import Flow, FlowParseError, LostEvents, OtherRecord
+from cpg_core.flows import Decision, FlowParser, QuickKey, QuickReader, Resolver
 from cpg_core.synthesis._aggregate import AggregateOptions, Aggregator
 
 MAX_LINE_BYTES = 16 * 1024 * 1024

@@ -18,20 +18,28 @@ from typing import Any
 import attrs
 import yaml
 
-from cpg_core.base._errors import PolicyMergeError, SelectorMismatchError
-from cpg_core.base._labels import LabelItems
-from cpg_core.base._rules import (
+from cpg_core.base import (
     EGRESS,
     INGRESS,
     Atom,
+    LabelItems,
+    PolicyMergeError,
     Rule,
+    SelectorMismatchError,
     describe_rule,
     rule_sort_key,
     rules_from_atoms,
 )
-from cpg_core.policy._matcher import covered_by
-from cpg_core.policy._write import is_narrowed, labels_selector, rule_from_dict, subject_of
-from cpg_core.policy._yamlread import BOUNDED_LOADER, YamlInputError, load_all
+from cpg_core.policy import (
+    BOUNDED_LOADER,
+    YamlInputError,
+    covered_by,
+    is_narrowed,
+    labels_selector,
+    load_all,
+    rule_from_dict,
+    subject_of,
+)
 from cpg_core.synthesis._render import (
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,

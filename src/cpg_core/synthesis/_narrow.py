@@ -12,20 +12,22 @@ from typing import Any
 
 import yaml
 
-from cpg_core.base._errors import PolicyMergeError
-from cpg_core.base._flow import Endpoint
-from cpg_core.base._yaml_text import emit
-from cpg_core.policy._matcher import endpoint_labels, policy_name, selector_matches
-from cpg_core.policy._model import SUBJECT_FIELD
-from cpg_core.policy._write import (
+from cpg_core.base import Endpoint, PolicyMergeError, emit
+from cpg_core.policy import (
+    BOUNDED_LOADER,
+    SUBJECT_FIELD,
     Exclusion,
+    YamlInputError,
+    endpoint_labels,
     excluding,
+    load_all,
+    policy_name,
+    selector_matches,
     subject_of,
     with_subject,
     without_exclusions,
 )
-from cpg_core.policy._write import with_exclusions as narrowed_again
-from cpg_core.policy._yamlread import BOUNDED_LOADER, YamlInputError, load_all
+from cpg_core.policy import with_exclusions as narrowed_again
 
 
 def narrow_in_text(

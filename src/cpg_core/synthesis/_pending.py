@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from cpg_core.base._flow import Endpoint, Flow
-from cpg_core.flows._attribution import NO_TIME, RuleStats
+from cpg_core.base import Endpoint, Flow
+from cpg_core.flows import NO_TIME, RuleStats
 
 
 class PendingCount:

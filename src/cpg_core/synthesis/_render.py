@@ -6,20 +6,23 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from cpg_core.base._rules import (
+from cpg_core.base import (
     EGRESS,
     INGRESS,
     FqdnPeer,
     Rule,
     describe_rule,
-)
-from cpg_core.base._yaml_text import (
     emit_sequence,
     emit_value,
     escape_char,
 )
-from cpg_core.policy._model import SUBJECT_FIELD
-from cpg_core.policy._write import labels_selector, rule_item_lines, rule_to_dict, spec_document
+from cpg_core.policy import (
+    SUBJECT_FIELD,
+    labels_selector,
+    rule_item_lines,
+    rule_to_dict,
+    spec_document,
+)
 
 API_VERSION = "cilium.io/v2"
 KIND = "CiliumNetworkPolicy"

@@ -28,21 +28,20 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
 
-from cpg_core.base._flow import PORT_PROTOCOLS
-from cpg_core.base._labels import format_labels
-from cpg_core.base._rules import (
+from cpg_core.base import (
     DNS,
     DNS_PORT,
     EGRESS,
     INGRESS,
+    PORT_PROTOCOLS,
     Atom,
     EndpointPeer,
     EntityPeer,
+    format_labels,
     peer_sort_key,
     rules_from_atoms,
 )
-from cpg_core.flows._attribution import RuleStats
-from cpg_core.flows._synthesis import PolicyTarget
+from cpg_core.flows import PolicyTarget, RuleStats
 
 CLUSTER = EntityPeer("cluster")
 """Every endpoint of the local cluster: its pods, nodes and Cilium's own identities."""

@@ -23,25 +23,27 @@ from typing import Any
 
 import attrs
 
-from cpg_core.base._documents import PolicyDocument, PolicyEvidence
-from cpg_core.base._labels import NAMESPACE_LABEL, LabelItems
-from cpg_core.base._names import SHARED_FOLDER, policy_name, short_hash
-from cpg_core.base._rules import (
+from cpg_core.base import (
     EGRESS,
     INGRESS,
+    NAMESPACE_LABEL,
+    SHARED_FOLDER,
     CidrPeer,
     EndpointPeer,
     EntityPeer,
     FqdnPeer,
+    LabelItems,
+    PolicyDocument,
+    PolicyEvidence,
     Rule,
     describe_rule,
+    policy_name,
+    short_hash,
+    yaml_string,
 )
-from cpg_core.base._yaml_text import yaml_string
-from cpg_core.flows._attribution import RuleStats
-from cpg_core.flows._synthesis import PolicyTarget
-from cpg_core.policy._matcher import policy_name as matcher_name
-from cpg_core.policy._model import SUBJECT_FIELD
-from cpg_core.policy._write import in_selection, rule_from_dict, subject_lines
+from cpg_core.flows import PolicyTarget, RuleStats
+from cpg_core.policy import SUBJECT_FIELD, in_selection, rule_from_dict, subject_lines
+from cpg_core.policy import policy_name as matcher_name
 from cpg_core.synthesis._aggregate_base import PolicyPlan
 from cpg_core.synthesis._render import (
     API_VERSION,
