@@ -10,8 +10,8 @@ read with Cilium's defaults filled in: a port as Go parses it, ``port: 0`` with 
 shows a policy (the matcher, why, plan, verify, drift, pressure, lint's semantic checks,
 the reports) reads these values; no other module of the core spells a key of the grammar
 (a repository test holds that). What a value was written as is kept beside it
-(``written``), for messages that quote the document, and so is where it came from
-(:class:`Source`) when the reader knew it.
+(``written``), for messages that quote the document, and so is where it is in its
+document (``path``: ``spec.ingress[0].toPorts[1]``), which lint turns into a line.
 
 A model is made once per document object and kept (the documents are never changed once
 read; a :class:`~cpg_core.policy._policy_set.PolicySet` keeps its models for the run)."""
@@ -121,17 +121,6 @@ def _seq(value: object) -> list[Any]:
 
 def _map(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
-
-
-@attrs.frozen(slots=True)
-class Source:
-    """Where a document was read: its file and the line it starts on (0: unknown)."""
-
-    path: str
-    line: int = 0
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}" if self.line else self.path
 
 
 @attrs.frozen(slots=True)
@@ -835,7 +824,6 @@ class Policy:
     written_namespace: str
     specs: tuple[Spec, ...]
     document: PolicyDocument
-    source: Source | None = None
 
     @property
     def cilium(self) -> bool:
@@ -858,7 +846,7 @@ class Policy:
                 yield spec, rule
 
 
-def read_policy(document: PolicyDocument, source: Source | None = None) -> Policy:
+def read_policy(document: PolicyDocument) -> Policy:
     """A policy document as typed values (a document of another kind: a Policy with no
     specs, so judging skips it)."""
     doc: Mapping[str, Any] = document if isinstance(document, Mapping) else {}
@@ -884,7 +872,6 @@ def read_policy(document: PolicyDocument, source: Source | None = None) -> Polic
         written_namespace=str(written_ns or ""),
         specs=tuple(specs),
         document=document,
-        source=source,
     )
 
 

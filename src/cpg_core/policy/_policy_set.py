@@ -13,7 +13,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar, overload
 
 from cpg_core.base import PolicyDocument
-from cpg_core.policy._model import Policy, Source, policy_model, read_policy
+from cpg_core.policy._model import Policy, policy_model
 
 MEMO_LIMIT = 65536
 """Answers kept per set at most; all are forgotten together when there are more (a long
@@ -28,17 +28,9 @@ class PolicySet(Sequence[PolicyDocument]):
 
     __slots__ = ("_all", "_by_namespace", "_clusterwide", "_memo", "_models")
 
-    def __init__(
-        self,
-        policies: Iterable[PolicyDocument],
-        sources: Sequence[Source | None] | None = None,
-    ) -> None:
+    def __init__(self, policies: Iterable[PolicyDocument]) -> None:
         self._all: list[PolicyDocument] = list(policies)
-        self._models: list[Policy] = (
-            [read_policy(doc, source) for doc, source in zip(self._all, sources, strict=True)]
-            if sources is not None
-            else [policy_model(doc) for doc in self._all]
-        )
+        self._models: list[Policy] = [policy_model(doc) for doc in self._all]
         self._by_namespace: dict[str, list[Policy]] = {}
         self._clusterwide: list[Policy] = []
         self._memo: dict[Hashable, Any] = {}
