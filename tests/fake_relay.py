@@ -44,6 +44,8 @@ class FakeRelay(observer_pb2_grpc.ObserverServicer):
         """The common name of each request's client certificate (mutual TLS), in order."""
         self.done = threading.Event()
         self.closed = threading.Event()
+        self.break_now = threading.Event()
+        """Set: the open stream ends as a restarting relay ends it (once per set)."""
 
     def GetFlows(self, request: Any, context: Any) -> Iterator[Any]:
         names = context.auth_context().get("x509_common_name") or [b""]
@@ -71,6 +73,9 @@ class FakeRelay(observer_pb2_grpc.ObserverServicer):
             sent += 1
         self.done.set()
         while context.is_active() and not self.closed.is_set():  # follow: keep the stream open
+            if self.break_now.is_set():
+                self.break_now.clear()
+                context.abort(grpc.StatusCode.UNAVAILABLE, "relay restarting")
             self.closed.wait(0.05)
 
 

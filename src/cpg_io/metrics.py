@@ -9,7 +9,9 @@ not reconnecting."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -151,12 +153,50 @@ class SessionMetrics:
 
 
 def parse_address(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``:PORT`` or ``[::1]:PORT``) as a bind address; IoError names what is
-    wrong."""
+    """``HOST:PORT``, ``:PORT`` (every address of both families) or ``[IPv6]:PORT`` as a
+    bind address (host "" for every address); IoError names what is wrong."""
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise IoError(f"metrics address {text!r}: give HOST:PORT, e.g. 0.0.0.0:9090 or :9090")
-    return host.strip("[]") or "0.0.0.0", int(port)
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise IoError(
+            f"metrics address {text!r}: write an IPv6 address in brackets, e.g. [::1]:9090"
+        )
+    return host, int(port)
+
+
+class _DualStackServer(ThreadingHTTPServer):
+    """Every address of both families: an IPv6 socket that takes IPv4 too (as ``:PORT``
+    means to Go programs and kubelet alike), for IPv4-only, IPv6-only and dual-stack pods."""
+
+    address_family = socket.AF_INET6
+
+    def server_bind(self) -> None:
+        with contextlib.suppress(OSError, AttributeError):
+            self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        super().server_bind()
+
+
+class _IPv6Server(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+
+def _listen(host: str, port: int, handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
+    """A server on ``host`` (every address when "" or ``::``; IPv4 only when ``0.0.0.0``),
+    in the family the host is written or resolves in."""
+    if host in ("", "::"):
+        if socket.has_ipv6:
+            try:
+                return _DualStackServer(("::", port), handler)
+            except OSError:
+                if host == "::":
+                    raise
+        return ThreadingHTTPServer(("0.0.0.0", port), handler)  # no IPv6 on this node
+    family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    server_class = _IPv6Server if family == socket.AF_INET6 else ThreadingHTTPServer
+    return server_class((host, port), handler)
 
 
 class MetricsServer:
@@ -166,7 +206,12 @@ class MetricsServer:
         host, port = parse_address(address)
         handler = _handler(metrics, ready)
         try:
-            self._server = ThreadingHTTPServer((host, port), handler)
+            self._server = _listen(host, port, handler)
+        except socket.gaierror as exc:
+            raise IoError(
+                f"metrics address {address}: cannot resolve {host} ({exc.strerror}); give an "
+                "address of this pod, :PORT for every address, or [::1]:PORT"
+            ) from None
         except OSError as exc:
             raise IoError(
                 f"metrics address {address}: cannot listen there ({exc.strerror})"
@@ -181,10 +226,14 @@ class MetricsServer:
         host, port = self._server.server_address[:2]
         return str(host), int(port)
 
+    @property
+    def url(self) -> str:
+        host, port = self.address
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
     def __enter__(self) -> MetricsServer:
         self._thread.start()
-        host, port = self.address
-        log.info("metrics on http://%s:%d/metrics (health: /healthz, /readyz)", host, port)
+        log.info("metrics on %s/metrics (health: /healthz, /readyz)", self.url)
         return self
 
     def __exit__(self, *exc: object) -> None:

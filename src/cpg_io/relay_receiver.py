@@ -335,8 +335,9 @@ class _Receiver:
         channel = open_channel(settings.server, settings.tls)
         try:
             wait_ready(channel, settings.server, settings.timeout)
-            if first:
-                self.outbox.event(CONNECTED)
+            # every connection, not only the first: readiness and cpg_relay_connected follow
+            # the stream back after a relay restart
+            self.outbox.event(CONNECTED)
             filters = flow_filters(
                 list(settings.namespaces), settings.include_audit, settings.every_verdict
             )

@@ -12,7 +12,9 @@ import subprocess
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import CPG, wait_for
@@ -112,3 +114,73 @@ def test_a_bad_metrics_address_is_a_usage_error(tmp_path: Path) -> None:
     ran = cpg("generate", "--server", "127.0.0.1:1", "-d", str(tmp_path), "--metrics-addr", "9090")
     assert ran.returncode == 2
     assert "--metrics-addr" in ran.stderr and "HOST:PORT" in ran.stderr
+
+
+def test_ready_again_after_every_relay_restart(tmp_path: Path) -> None:
+    """A relay restart breaks the stream; once cpg is connected again, ``/readyz`` and
+    ``cpg_relay_connected`` say so, every time (they stayed 503 and 0 after the first)."""
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    out = tmp_path / "policies"
+    with fake_relay(example_responses()) as (relay, address):
+        command = [CPG, "generate", "--server", address, "-d", str(out), "--no-evidence", "-q"]
+        proc = subprocess.Popen(
+            [*command, "--flush-interval", "0.2s", "--metrics-addr", f"127.0.0.1:{port}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            assert wait_for(lambda: _get(base + "/readyz")[0] == 200, 30)
+            assert wait_for(relay.done.is_set, 30)
+            for restart in (1, 2):
+                relay.break_now.set()
+                assert wait_for(
+                    lambda n=restart: _samples(base).get("cpg_relay_reconnects_total") == n, 30
+                ), _get(base + "/metrics")
+                assert wait_for(lambda: _samples(base).get("cpg_relay_connected") == 1, 30)
+                assert wait_for(lambda: _get(base + "/readyz")[0] == 200, 30), _get(
+                    base + "/readyz"
+                )
+                assert len(relay.requests) == restart + 1
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            _stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr.decode()[-2000:]
+
+
+def _answers(url: str) -> bool:
+    return _get(url + "/healthz")[0] in (200, 503)
+
+
+def _server(address: str) -> Any:
+    from cpg_io.metrics import MetricsServer, SessionMetrics
+
+    return MetricsServer(address, SessionMetrics(lambda: ()), lambda: True)
+
+
+def test_the_metrics_address_takes_both_families() -> None:
+    """``:PORT`` and ``[::]:PORT`` listen on IPv4 and IPv6 (an IPv6-only or dual-stack pod's
+    probes reach it), ``[::1]:PORT`` on IPv6 loopback only, ``0.0.0.0:PORT`` on IPv4 only."""
+    for written, v4, v6 in (
+        (":0", True, True),
+        ("[::]:0", True, True),
+        ("[::1]:0", False, True),
+        ("0.0.0.0:0", True, False),
+        ("127.0.0.1:0", True, False),
+    ):
+        with _server(written) as server:
+            port = server.address[1]
+            assert _answers(f"http://127.0.0.1:{port}") is v4, written
+            assert _answers(f"http://[::1]:{port}") is v6, written
+            assert server.url.endswith(f":{port}")
+
+
+def test_an_ipv6_address_without_brackets_is_refused_with_the_fix() -> None:
+    from cpg_core import LiveRequest, RequestError
+    from cpg_io.errors import IoError
+
+    with pytest.raises(IoError, match=r"in brackets, e.g. \[::1\]:9090"):
+        _server("::1:9090")
+    with pytest.raises(RequestError, match=r"in brackets"):
+        LiveRequest.build(metrics_addr="::1:9090")
+    assert LiveRequest.build(metrics_addr="[::]:9090").metrics_addr == "[::]:9090"

@@ -725,7 +725,7 @@ OPTIONS: tuple[Option, ...] = (
         None,
         "Serve Prometheus metrics at http://HOST:PORT/metrics, with /healthz (the session's "
         "loop flushed within three intervals) and /readyz (receiving from the relay), for "
-        "the probes of a pod; e.g. :9090.",
+        "the probes of a pod; e.g. :9090 (every address, IPv4 and IPv6), [::1]:9090.",
         "--metrics-addr",
         metavar="HOST:PORT",
         panel="Hubble Relay",

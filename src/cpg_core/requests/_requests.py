@@ -289,10 +289,17 @@ class LiveRequest:
         max_kinds: int = 20_000,
     ) -> LiveRequest:
         address = (metrics_addr or "").strip()
-        _host, sep, port = address.rpartition(":")
+        host, sep, port = address.rpartition(":")
         if address and (not sep or not port.isdigit() or int(port) > 65535):
             raise RequestError(
-                "metrics_addr", f"{shown(address)}: give HOST:PORT, e.g. 0.0.0.0:9090 or :9090"
+                "metrics_addr",
+                f"{shown(address)}: give HOST:PORT, e.g. :9090 (every address, IPv4 and IPv6), "
+                "0.0.0.0:9090 or [::1]:9090",
+            )
+        if ":" in host and not (host.startswith("[") and host.endswith("]")):
+            raise RequestError(
+                "metrics_addr",
+                f"{shown(address)}: write an IPv6 address in brackets, e.g. [::1]:9090 or [::]:9090",
             )
         return cls(
             metrics_addr=address,
