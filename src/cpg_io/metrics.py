@@ -14,7 +14,7 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -50,6 +50,11 @@ CATALOGUE: dict[str, tuple[str, str]] = {
         "(policies, peers, kinds).",
     ),
     "cpg_last_flush_timestamp_seconds": ("gauge", "When the last flush finished (Unix time)."),
+    "cpg_write_failures": (
+        "counter",
+        "Policy and evidence files a flush could not write, by reason (no_space, permission, "
+        "in_the_way, other); each is tried again at the next flush.",
+    ),
     "cpg_flush_duration_seconds": (
         "histogram",
         "Time a flush took (merging and writing policies, judging the plan so far).",
@@ -132,12 +137,23 @@ class SessionMetrics:
         self.started = time.monotonic()
         self.last_flush: float | None = None
         self.interval = 5.0
+        self.write_failures: dict[str, int] = {}
+        self.failing = ""
 
     def flushed(self, seconds: float) -> None:
         self.flush_seconds.observe(seconds)
         self.last_flush = time.monotonic()
 
+    def wrote(self, failures: Mapping[str, int], problem: str = "") -> None:
+        """What a flush that had files to write could not write: counts by reason, and the
+        problem ``/healthz`` reports until a flush writes everything it has to."""
+        for reason, count in failures.items():
+            self.write_failures[reason] = self.write_failures.get(reason, 0) + count
+        self.failing = problem if failures else ""
+
     def healthy(self, now: float | None = None) -> tuple[bool, str]:
+        if self.failing:
+            return False, f"the last flush could not write everything: {self.failing}"
         now = time.monotonic() if now is None else now
         since = self.last_flush if self.last_flush is not None else self.started
         allowed = HEALTHY_FLUSHES * self.interval + min(
@@ -150,6 +166,28 @@ class SessionMetrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+def failure_reason(problem: str) -> str:
+    """The reason label of a write that failed, from its message: a full volume, no
+    permission, something else at the path (a folder, a link out), or other."""
+    text = problem.lower()
+    if "no space left" in text or "disk quota" in text:
+        return "no_space"
+    if "permission denied" in text or "read-only file system" in text:
+        return "permission"
+    if any(
+        word in text
+        for word in (
+            "is a folder",
+            "is a directory",
+            "not a directory",
+            "symbolic link",
+            "stands where",
+        )
+    ):
+        return "in_the_way"
+    return "other"
 
 
 def parse_address(text: str) -> tuple[str, int]:

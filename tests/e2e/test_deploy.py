@@ -311,6 +311,7 @@ def test_the_monitoring_overlay_alerts_and_draws_what_cpg_exports() -> None:
         "CpgLostEvents",
         "CpgShadowWouldBreak",
         "CpgDriftFound",
+        "CpgWriteFailures",
     }
     for rule in rules:
         names = _metric_names(rule["expr"])

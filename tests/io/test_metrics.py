@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import CPG, wait_for
+from conftest import CPG, EXAMPLE, cpg, policies, wait_for
 from fake_relay import example_responses, fake_relay
 
 
@@ -184,3 +184,39 @@ def test_an_ipv6_address_without_brackets_is_refused_with_the_fix() -> None:
     with pytest.raises(RequestError, match=r"in brackets"):
         LiveRequest.build(metrics_addr="::1:9090")
     assert LiveRequest.build(metrics_addr="[::]:9090").metrics_addr == "[::]:9090"
+
+
+def test_a_flush_that_cannot_write_says_so_at_once(tmp_path: Path) -> None:
+    """A folder where a policy file should go: every flush that has to write it fails. The
+    session says so as it happens (an ERROR line naming the file, the failure counter by
+    reason, ``/healthz`` 503 with the problem), and recovers once the path is free."""
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    out = tmp_path / "policies"
+    blocked = out / "shop" / "cart.yaml"
+    blocked.mkdir(parents=True)
+    with fake_relay(example_responses()) as (_relay, address):
+        command = [CPG, "generate", "--server", address, "-d", str(out), "--no-evidence"]
+        proc = subprocess.Popen(
+            [*command, "--flush-interval", "0.2s", "--metrics-addr", f"127.0.0.1:{port}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            failed = 'cpg_write_failures_total{reason="in_the_way"}'
+            assert wait_for(lambda: _samples(base).get(failed, 0) >= 1, 30), _get(base + "/metrics")
+            health = _get(base + "/healthz")
+            assert health[0] == 503 and "cart.yaml" in health[1], health
+            assert (out / "shop" / "frontend.yaml").is_file(), "the other files are written"
+            blocked.rmdir()  # the path is free again: the next flush writes it
+            assert wait_for(lambda: _get(base + "/healthz")[0] == 200, 30)
+            assert (out / "shop" / "cart.yaml").is_file()
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            _stdout, stderr = proc.communicate(timeout=60)
+    said = [line for line in stderr.decode().splitlines() if "could not write" in line]
+    assert said and "cart.yaml" in said[0], stderr.decode()[-2000:]
+    # nothing the failed flushes held was lost: the folder is what a replay writes
+    replayed = tmp_path / "replayed"
+    assert cpg("replay", str(EXAMPLE), "-d", str(replayed), "--no-evidence").returncode == 0
+    assert policies(out) == policies(replayed)

@@ -39,7 +39,7 @@ from cpg_io.hubble import TLSSettings
 from cpg_io.identities import identity_refresh, read_identities
 from cpg_io.kube import RelayConnection
 from cpg_io.kustomize import update_kustomizations
-from cpg_io.metrics import family
+from cpg_io.metrics import failure_reason, family
 from cpg_io.relay_receiver import StreamSettings
 from cpg_io.runs._access import RelayAccess, open_relay
 from cpg_io.runs._output import EvidenceSettings, FileResult, RunResult, Written, write_outputs
@@ -245,6 +245,10 @@ class LiveCapture(RelayReader):
         self._pending: dict[PolicyTarget, PolicyPlan] = {}
         """Evidence drained with a policy that turned out unchanged, not written yet."""
         self._retry: set[PolicyTarget] = set()
+        self._unwritten: list[PolicyPlan] = []
+        """Plans a flush could not write (a full volume, a folder in the way): the entries
+        were drained from the aggregator, so the plans themselves are written again, before
+        the next flush's own."""
         """Policies whose last write failed: drained again at the next flush."""
         self._evidence_due = time.monotonic()
         self._unstable: dict[PolicyTarget, PolicyPlan] = {}
@@ -358,7 +362,8 @@ class LiveCapture(RelayReader):
         if self.settings.stable_for > 0:
             plans = self._stabilized(plans)
         quiet = self._evidence_to_write(quiet, due)
-        if not plans and not quiet:
+        retry, self._unwritten = self._unwritten, []
+        if not plans and not quiet and not retry:
             return
         with self._lock:
             flows, rule_flows = self.totals.total_flows, self.totals.rule_flows
@@ -373,7 +378,24 @@ class LiveCapture(RelayReader):
         if on_start is not None:
             on_start(len(plans) + len(quiet))
         self.progress.flushing = len(plans) + len(quiet)
+        attempts: list[Written] = []
         try:
+            if retry:  # first, so that the new plans merge into what they hold
+                again = write_outputs(
+                    retry,
+                    self.settings.output_dir,
+                    evidence=self.settings.evidence,
+                    session=session,
+                    health=None,
+                    dry_run=self.settings.dry_run,
+                    diff=self.settings.diff,
+                    jobs=1,
+                    in_cluster=self.settings.in_cluster,
+                    share=self.settings.share,
+                    baseline=self.settings.baseline,
+                )
+                self._note_written(retry, again)
+                attempts.append(again)
             written = write_outputs(
                 plans,
                 self.settings.output_dir,
@@ -400,9 +422,37 @@ class LiveCapture(RelayReader):
                     evidence_only=True,
                 )
                 written.evidence_errors += evidence_only.evidence_errors
+            attempts.append(written)
         finally:
             self.progress.flushing = 0
+            self._say_failures(attempts)
         self._note_written(plans, written)
+
+    def _say_failures(self, attempts: list[Written]) -> None:
+        """What the writes of one flush could not write: an ERROR line, the counter by
+        reason, and ``/healthz`` failing until a flush writes everything it has to."""
+        problems = []
+        for written in attempts:
+            for item in written.files:
+                if item.outcome == "failed":
+                    error = item.error
+                    path = str(item.path)
+                    problems.append(error if path in error else f"{path}: {error}")
+            problems += list(written.evidence_errors)
+        reasons: dict[str, int] = {}
+        for problem in problems:
+            reason = failure_reason(problem)
+            reasons[reason] = reasons.get(reason, 0) + 1
+        first = problems[0] if problems else ""
+        self.metrics.wrote(reasons, first)
+        if problems:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            log.error(
+                "a flush could not write %d file(s): %s%s; tried again at the next flush",
+                len(problems),
+                first,
+                more,
+            )
 
     def _drained_plans(self, due: bool) -> list[PolicyPlan]:
         """The plans of what this flush moves out of the aggregator."""
@@ -445,13 +495,16 @@ class LiveCapture(RelayReader):
 
     def _note_written(self, plans: list[PolicyPlan], written: Written) -> None:
         """Remember what a flush wrote: the allow entries now in each file (a failed file is
-        tried again next flush), each file's strongest outcome, errors and kustomizations."""
+        tried again next flush), each file's strongest outcome, errors and kustomizations;
+        what it could not write is said at once (an ERROR line, the failure counter, and
+        ``/healthz`` until a flush writes everything)."""
         if not self.settings.dry_run:
             failed = {item.path for item in written.files if item.outcome == "failed"}
             store = PolicyStore(self.settings.output_dir)
             for plan in plans:
                 if store.path_for(plan.namespace, plan.workload) in failed:
                     self._retry.add(plan.target)
+                    self._unwritten.append(plan)
                 else:
                     self._written.setdefault(plan.target, set()).update(plan.attribution)
         for item in written.files:

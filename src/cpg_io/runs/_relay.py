@@ -356,6 +356,10 @@ class RelayReader:
         for cap, count in sorted(not_kept.items()):
             dropped.add_metric([cap], count)
         yield dropped
+        failures = family("cpg_write_failures", ["reason"])
+        for reason, count in sorted(self.metrics.write_failures.items()):
+            failures.add_metric([reason], count)
+        yield failures
         last = self.metrics.last_flush
         if last is not None:
             wall = time.time() - (time.monotonic() - last)
