@@ -75,6 +75,7 @@ def generate(
         verb="Received",
         live=capture,
         evidence_dir=evidence_dir,
+        relay=server,
     )
     if code:
         raise typer.Exit(code)

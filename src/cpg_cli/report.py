@@ -55,6 +55,7 @@ def print_run(
     verb: str = "Read",
     live: LiveCapture | None = None,
     evidence_dir: Path | None = None,
+    relay: str = "",
 ) -> None:
     """The report on stdout (text or JSON), then every write error and tripped check on
     stderr."""
@@ -67,6 +68,7 @@ def print_run(
         verb=verb,
         extra=extra_json,
         evidence_flag=str(evidence_dir) if evidence_dir is not None else "",
+        relay=relay,
     )
     dry_run = request.dry_run
     if as_json:

@@ -477,3 +477,22 @@ def test_generate_learns_what_replay_learns(tmp_path: Path) -> None:
     assert sorted(policies(tmp_path / "live")) == ["shop/cart.yaml", "shop/frontend.yaml"]
     # FORWARDED, DROPPED, AUDIT (traffic an audit-mode policy let through), REDIRECTED
     assert [sorted(f.verdict) for f in relay.requests[0].whitelist] == [[1, 2, 4, 5]]
+
+
+def test_a_live_runs_next_steps_run(tmp_path: Path) -> None:
+    """After a live run there is no capture file to verify against: the check it prints is
+    a shadow session on the same relay, which runs as printed (here cut to a second)."""
+    import shlex
+
+    out = tmp_path / "live"
+    with fake_relay(example_responses()) as (_relay, address):
+        ran = cpg("generate", "--server", address, "-d", str(out), "--duration", "2s")
+        assert ran.returncode == 0, ran.stderr
+        (check,) = [line for line in ran.stdout.splitlines() if line.strip().startswith("check:")]
+        assert "Hubble Relay" not in check
+        printed = shlex.split(check.split("check:", 1)[1].split("   (", 1)[0])
+        assert printed[:4] == ["cpg", "shadow", "--server", address], printed
+        printed[printed.index("--duration") + 1] = "1s"  # as printed, a shorter watch
+        shadow = cpg(*printed[1:])
+    assert shadow.returncode in (0, 3, 4), shadow.stderr
+    assert "Error" not in shadow.stderr and "Usage" not in shadow.stderr

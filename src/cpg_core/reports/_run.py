@@ -89,6 +89,8 @@ class RunReport:
     """Recorded sessions whose inputs this replay read again: their counts were replaced."""
     recorded_by: str = ""
     """A recorded session that already counted every input of this replay (evidence left)."""
+    relay: str = ""
+    """The relay a live run received from (its Next steps judge the policies there)."""
     waiting: tuple[WaitingPolicy, ...] = ()
     evidence_flag: str = ""
     """The --evidence-dir the run was given ("" for the default), repeated in "Next steps"."""
@@ -462,9 +464,17 @@ def _next_steps(report: RunReport, first: FileOutcome) -> list[str]:
         "",
         "Next steps:",
         f"  review:  kubectl diff {apply} {output_dir}   (reads the cluster, changes nothing)",
-        f"  check:   cpg verify {capture} -d {output_dir}{same}",
-        f"  plan:    cpg plan CAPTURE-WITH-EVERY-VERDICT -d {output_dir}{evidence}",
     ]
+    if report.relay:  # no capture file to check against: judge on the relay's traffic
+        lines.append(
+            f"  check:   cpg shadow --server {shlex.quote(report.relay)} -d {output_dir} "
+            "--duration 10m   (the plan of live traffic; changes nothing)"
+        )
+    else:
+        lines += [
+            f"  check:   cpg verify {capture} -d {output_dir}{same}",
+            f"  plan:    cpg plan CAPTURE-WITH-EVERY-VERDICT -d {output_dir}{evidence}",
+        ]
     if report.evidence_dir is not None:
         lines.append(f"  explain: cpg explain {target} -d {output_dir}{evidence}")
     lines.append(f"  apply:   kubectl apply {apply} {output_dir}   (yourself, once reviewed)")

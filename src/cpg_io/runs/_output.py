@@ -585,10 +585,12 @@ def run_report(
     verb: str = "Read",
     extra: Mapping[str, Any] | None = None,
     evidence_flag: str = "",
+    relay: str = "",
 ) -> RunReport:
     """The run's report document (rendered as text or JSON by cpg_core.reports)."""
     agg = result.aggregator
     return RunReport(
+        relay=relay,
         source=source,
         output_dir=str(output_dir),
         dry_run=request.dry_run,
