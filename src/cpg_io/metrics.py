@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import platform
 import socket
 import threading
 import time
@@ -18,7 +19,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Histogram,
+    ProcessCollector,
+    generate_latest,
+)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -50,6 +57,11 @@ CATALOGUE: dict[str, tuple[str, str]] = {
         "(policies, peers, kinds).",
     ),
     "cpg_last_flush_timestamp_seconds": ("gauge", "When the last flush finished (Unix time)."),
+    "cpg_build_info": (
+        "gauge",
+        "1, labelled with the cpg version and the Python it runs on (join it to a series to "
+        "see which version reported it).",
+    ),
     "cpg_write_failures": (
         "counter",
         "Policy and evidence files a flush could not write, by reason (no_space, permission, "
@@ -84,10 +96,23 @@ CATALOGUE: dict[str, tuple[str, str]] = {
 and dashboard are checked against it."""
 
 
+PROCESS_SERIES = frozenset(
+    {
+        "process_virtual_memory_bytes",
+        "process_resident_memory_bytes",
+        "process_start_time_seconds",
+        "process_cpu_seconds_total",
+        "process_open_fds",
+        "process_max_fds",
+    }
+)
+"""The process collector's series (Linux): memory, CPU, start time, file descriptors."""
+
+
 def exported_names() -> set[str]:
     """The sample names Prometheus stores for the catalogue (``_total`` for counters, the
-    three series of a histogram)."""
-    names = set()
+    three series of a histogram), and the process collector's."""
+    names = set(PROCESS_SERIES)
     for name, (kind, _help) in CATALOGUE.items():
         if kind == "counter":
             names.add(name + "_total")
@@ -115,6 +140,14 @@ class _Families(Collector):
         yield from self._families()
 
 
+def _build_info() -> Iterator[Metric]:
+    from cpg_io.version import cpg_version
+
+    info = family("cpg_build_info", ["version", "python"])
+    info.add_metric([cpg_version(), platform.python_version()], 1)
+    yield info
+
+
 class SessionMetrics:
     """The histograms a session observes and the registry ``/metrics`` renders; the rest of
     the families come from ``families`` (the session's own counters, read at scrape)."""
@@ -134,6 +167,8 @@ class SessionMetrics:
             registry=self.registry,
         )
         self.registry.register(_Families(families))
+        ProcessCollector(registry=self.registry)  # memory and CPU of this process
+        self.registry.register(_Families(_build_info))
         self.started = time.monotonic()
         self.last_flush: float | None = None
         self.interval = 5.0

@@ -220,3 +220,25 @@ def test_a_flush_that_cannot_write_says_so_at_once(tmp_path: Path) -> None:
     replayed = tmp_path / "replayed"
     assert cpg("replay", str(EXAMPLE), "-d", str(replayed), "--no-evidence").returncode == 0
     assert policies(out) == policies(replayed)
+
+
+def test_the_metrics_say_the_version_and_the_process() -> None:
+    """``cpg_build_info`` names the version that reports; the process collector gives the
+    memory and CPU a team watches (and sizes the pod's limit by)."""
+    import platform
+
+    from cpg_io.metrics import SessionMetrics, exported_names
+    from cpg_io.version import cpg_version
+
+    text = SessionMetrics(lambda: ()).render().decode()
+    samples = {
+        sample.name: sample
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+    info = samples["cpg_build_info"]
+    assert info.value == 1
+    assert info.labels == {"version": cpg_version(), "python": platform.python_version()}
+    assert samples["process_resident_memory_bytes"].value > 10_000_000
+    assert samples["process_cpu_seconds_total"].value > 0
+    assert set(samples) <= exported_names()
