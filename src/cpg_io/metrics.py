@@ -62,6 +62,10 @@ CATALOGUE: dict[str, tuple[str, str]] = {
         "1, labelled with the cpg version and the Python it runs on (join it to a series to "
         "see which version reported it).",
     ),
+    "cpg_policies_in_folder": (
+        "gauge",
+        "Policy files in the output folder after the last flush that wrote (every session's).",
+    ),
     "cpg_write_failures": (
         "counter",
         "Policy and evidence files a flush could not write, by reason (no_space, permission, "

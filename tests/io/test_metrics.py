@@ -94,6 +94,8 @@ def test_metrics_move_with_the_stream_and_health_follows_the_loop(tmp_path: Path
             assert done["cpg_lost_events_total"] == 3  # the example capture reports three
             assert done["cpg_flush_duration_seconds_count"] >= 2
             assert done["cpg_rules_written"] > 0
+            # files only grow: what the last flush counted is there, and at least one
+            assert 1 <= done["cpg_policies_in_folder"] <= len(list(out.rglob("*.yaml")))
             assert _get(base + "/nothing")[0] == 404
             # every series is in the catalogue the deploy/ alerts and dashboard are held to
             from cpg_io.metrics import exported_names

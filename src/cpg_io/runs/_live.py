@@ -245,6 +245,9 @@ class LiveCapture(RelayReader):
         self._pending: dict[PolicyTarget, PolicyPlan] = {}
         """Evidence drained with a policy that turned out unchanged, not written yet."""
         self._retry: set[PolicyTarget] = set()
+        self._in_folder: int | None = None
+        """Policy files in the output folder after the last flush that wrote (whatever
+        session wrote them): unlike ``cpg_policies_written``, it survives a restart."""
         self._unwritten: list[PolicyPlan] = []
         """Plans a flush could not write (a full volume, a folder in the way): the entries
         were drained from the aggregator, so the plans themselves are written again, before
@@ -274,6 +277,8 @@ class LiveCapture(RelayReader):
         yield family("cpg_policies_written", value=self.progress.policies_written)
         yield family("cpg_rules_written", value=sum(len(atoms) for atoms in written.values()))
         yield family("cpg_policies_waiting", value=len(self._unstable))
+        if self._in_folder is not None:
+            yield family("cpg_policies_in_folder", value=self._in_folder)
 
     def flows_not_kept(self) -> dict[str, int]:
         return dict(self.totals.overflow)
@@ -516,6 +521,9 @@ class LiveCapture(RelayReader):
         self.progress.policies_written = sum(
             1 for f in self._files.values() if f.outcome in ("created", "updated")
         )
+        folder = self.settings.output_dir
+        if not self.settings.dry_run and folder.is_dir():
+            self._in_folder = sum(1 for path in folder.rglob("*.yaml") if path.is_file())
         self.result.evidence_errors += written.evidence_errors
         if (
             self.settings.kustomize
