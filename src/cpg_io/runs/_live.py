@@ -386,34 +386,10 @@ class LiveCapture(RelayReader):
         attempts: list[Written] = []
         try:
             if retry:  # first, so that the new plans merge into what they hold
-                again = write_outputs(
-                    retry,
-                    self.settings.output_dir,
-                    evidence=self.settings.evidence,
-                    session=session,
-                    health=None,
-                    dry_run=self.settings.dry_run,
-                    diff=self.settings.diff,
-                    jobs=1,
-                    in_cluster=self.settings.in_cluster,
-                    share=self.settings.share,
-                    baseline=self.settings.baseline,
-                )
+                again = self._write(retry, session)
                 self._note_written(retry, again)
                 attempts.append(again)
-            written = write_outputs(
-                plans,
-                self.settings.output_dir,
-                evidence=self.settings.evidence,
-                session=session,
-                health=None,
-                dry_run=self.settings.dry_run,
-                diff=self.settings.diff,
-                jobs=1,
-                in_cluster=self.settings.in_cluster,
-                share=self.settings.share,
-                baseline=self.settings.baseline,
-            )
+            written = self._write(plans, session)
             if quiet:
                 evidence_only = write_outputs(
                     quiet,
@@ -432,6 +408,23 @@ class LiveCapture(RelayReader):
             self.progress.flushing = 0
             self._say_failures(attempts)
         self._note_written(plans, written)
+
+    def _write(self, plans: list[PolicyPlan], session: SessionInfo) -> Written:
+        """The policies (and evidence) of ``plans``, merged into the output folder."""
+        settings = self.settings
+        return write_outputs(
+            plans,
+            settings.output_dir,
+            evidence=settings.evidence,
+            session=session,
+            health=None,
+            dry_run=settings.dry_run,
+            diff=settings.diff,
+            jobs=1,
+            in_cluster=settings.in_cluster,
+            share=settings.share,
+            baseline=settings.baseline,
+        )
 
     def _say_failures(self, attempts: list[Written]) -> None:
         """What the writes of one flush could not write: an ERROR line, the counter by
