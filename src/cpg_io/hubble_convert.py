@@ -123,16 +123,19 @@ def _refs(policies: Any) -> tuple[PolicyRef, ...]:
     return tuple(PolicyRef(p.name, p.namespace, p.kind) for p in policies)
 
 
-_ENDPOINT_CACHE_LIMIT = 65536
+_ENDPOINT_CACHE_LIMIT = 16384
+"""Endpoints remembered at most: a pod that is gone leaves with the next clearing."""
 
 
 class ProtoConverter:
     """Converts GetFlowsResponse messages; caches endpoints like the JSON parser does."""
 
-    __slots__ = ("_endpoints", "_numbered", "_numbers", "_second")
+    __slots__ = ("_endpoints", "_labels", "_numbered", "_numbers", "_second")
 
     def __init__(self) -> None:
         self._endpoints: dict[bytes, Endpoint] = {}
+        self._labels: dict[tuple[str, ...], tuple[str, ...]] = {}
+        """One copy of each label set: a workload's pods share it."""
         self._second: tuple[int | None, str] = (None, "")
         # The numbers of QuickKey, by the endpoint's encoding (only the stream's thread
         # uses them).
@@ -211,8 +214,11 @@ class ProtoConverter:
             msg = flow_pb2.Endpoint.FromString(encoded)
             if len(self._endpoints) >= _ENDPOINT_CACHE_LIMIT:
                 self._endpoints.clear()
+                self._labels.clear()
+            labels = tuple(msg.labels)
+            labels = self._labels.setdefault(labels, labels)
             found = self._endpoints[encoded] = endpoint_of(
-                msg.namespace, tuple(msg.labels), msg.identity, msg.pod_name, msg.cluster_name
+                msg.namespace, labels, msg.identity, msg.pod_name, msg.cluster_name
             )
         return found
 

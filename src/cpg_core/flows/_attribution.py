@@ -280,7 +280,7 @@ def _workload_of(labels: tuple[str, ...]) -> str:
     return workload_name(select_labels(labels))
 
 
-@functools.lru_cache(maxsize=65536)
+@functools.lru_cache(maxsize=4096)  # per pod: small, so that pods that are gone leave (§D56)
 def _side(endpoint: Endpoint, ip: str) -> SampleSide:
     return SampleSide(
         namespace=endpoint.namespace,

@@ -14,7 +14,7 @@ QuickKey = tuple[int, int, int, str, int]
 port) with the two endpoints as the reader's numbers for them (:meth:`EndpointNumbers.entry_key`
 gives the EntryKey)."""
 
-ENDPOINT_CACHE_LIMIT = 65536
+ENDPOINT_CACHE_LIMIT = 16384
 """The raw endpoints remembered at most; all are forgotten together when there are more."""
 
 

@@ -9,7 +9,7 @@ unknown fields (ignored). Anything else raises :class:`FlowParseError` naming th
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from cpg_core.base import (
     EMPTY_ENDPOINT,
@@ -61,7 +61,8 @@ _FLOW_KEYS = frozenset(
         "Summary",
     }
 )
-_ENDPOINT_CACHE_LIMIT = 65536
+_ENDPOINT_CACHE_LIMIT = 16384
+_T = TypeVar("_T")
 _NO_IP: dict[str, str] = {}
 # Fields most flows lack: looked up only when one of them is there.
 _RARE_KEYS = frozenset(
@@ -215,10 +216,13 @@ class FlowParser:
     """Parses decoded JSON objects into records. Keeps a bounded cache of endpoints so that
     repeated endpoints are built once; results are plain values either way."""
 
-    __slots__ = ("_endpoints",)
+    __slots__ = ("_endpoints", "_shared")
 
     def __init__(self) -> None:
         self._endpoints: dict[tuple[object, ...], Endpoint] = {}
+        self._shared: dict[object, object] = {}
+        """One copy of each label set and namespace: a workload's pods share them, so a pod
+        costs its name and little more (§D56)."""
 
     def parse(self, obj: object) -> Record:
         """Parse one decoded JSON value. Raises FlowParseError when it is not a Hubble record."""
@@ -256,9 +260,18 @@ class FlowParser:
         cached = self._endpoints.get(key)
         if cached is None:
             cached = self._remember(
-                key, endpoint_of(namespace, labels, identity, pod_name, cluster)
+                key,
+                endpoint_of(
+                    self._share(namespace), self._share(labels), identity, pod_name, cluster
+                ),
             )
         return cached
+
+    def _share(self, value: _T) -> _T:
+        shared = self._shared.setdefault(value, value)
+        if len(self._shared) >= _ENDPOINT_CACHE_LIMIT:
+            self._shared.clear()
+        return shared  # type: ignore[return-value]
 
     def _remember(self, key: tuple[object, ...], endpoint: Endpoint) -> Endpoint:
         if len(self._endpoints) >= _ENDPOINT_CACHE_LIMIT:
@@ -287,8 +300,8 @@ class FlowParser:
         if cached is not None:
             return cached
         endpoint = endpoint_of(
-            _as_str(namespace, f"{field}.namespace"),
-            _as_str_tuple(labels, f"{field}.labels"),
+            self._share(_as_str(namespace, f"{field}.namespace")),
+            self._share(_as_str_tuple(labels, f"{field}.labels")),
             _as_int(identity, f"{field}.identity"),
             _as_str(pod_name, f"{field}.pod_name"),
             _as_str(cluster, f"{field}.cluster_name"),

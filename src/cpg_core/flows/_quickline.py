@@ -440,4 +440,8 @@ class QuickReader:
         endpoint = self._parser.endpoint(
             raw.namespace, raw.labels, raw.identity, raw.pod_name, raw.cluster_name
         )
+        if raw.namespace == endpoint.namespace and (
+            raw.labels is not endpoint.labels or raw.namespace is not endpoint.namespace
+        ):  # kept with the workload's one copy of them (§D56)
+            raw = msgspec.structs.replace(raw, labels=endpoint.labels, namespace=endpoint.namespace)
         return self._numbers.number(raw, endpoint), endpoint

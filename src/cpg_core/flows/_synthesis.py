@@ -75,7 +75,7 @@ _ENTITY_NAMES = frozenset(
 _WORLD_NAMES = frozenset({"world", "world-ipv4", "world-ipv6"})
 _LOCAL_SCOPE_MIN = 1 << 24  # identities of CIDR/FQDN selectors (0x01xxxxxx)
 _LOCAL_SCOPE_MAX = (2 << 24) - 1
-_CACHE_LIMIT = 65536
+_CACHE_LIMIT = 16384
 
 
 @attrs.frozen(slots=True, order=True, cache_hash=True)
@@ -99,11 +99,15 @@ class EndpointKind:
     world: bool
 
 
-@functools.lru_cache(maxsize=65536)
 def endpoint_kind(endpoint: Endpoint) -> EndpointKind:
-    """Kept per endpoint (a few thousand in a cluster): the matcher asks for each peer of
-    each flow it judges."""
-    reserved = reserved_names(endpoint.labels)
+    """Kept per labels and identity, not per pod (a workload's pods share one, and a pod
+    that is gone holds nothing: §D56): the matcher asks for each peer of each flow."""
+    return _kind(endpoint.labels, endpoint.identity)
+
+
+@functools.lru_cache(maxsize=65536)
+def _kind(labels: tuple[str, ...], identity: int) -> EndpointKind:
+    reserved = reserved_names(labels)
     entity = ""
     world = False
     if "kube-apiserver" in reserved:
@@ -117,16 +121,16 @@ def endpoint_kind(endpoint: Endpoint) -> EndpointKind:
                 world = True
                 break
     if not entity and not world:
-        ident = _RESERVED_IDENTITIES.get(endpoint.identity)
+        ident = _RESERVED_IDENTITIES.get(identity)
         if ident in _ENTITY_NAMES:
             entity = ident
         elif (
             ident in _WORLD_NAMES
-            or _LOCAL_SCOPE_MIN <= endpoint.identity <= _LOCAL_SCOPE_MAX
-            or any(label.startswith(("cidr:", "fqdn:")) for label in endpoint.labels)
+            or _LOCAL_SCOPE_MIN <= identity <= _LOCAL_SCOPE_MAX
+            or any(label.startswith(("cidr:", "fqdn:")) for label in labels)
         ):
             world = True
-    return EndpointKind(select_labels(endpoint.labels), entity, world)
+    return EndpointKind(select_labels(labels), entity, world)
 
 
 @attrs.frozen(slots=True)
@@ -255,10 +259,13 @@ class Resolver:
     """Maps candidate flows to (target, atom). Caches what depends only on an endpoint;
     results are plain values either way."""
 
-    __slots__ = ("_cidrs", "_roles")
+    __slots__ = ("_cidrs", "_roles", "_shared")
 
     def __init__(self) -> None:
         self._roles: dict[Endpoint, Roles] = {}
+        self._shared: dict[tuple[str, tuple[str, ...], int, str], Roles] = {}
+        """Roles that do not name the pod, by what they depend on: a workload's pods share
+        one (§D56)."""
         self._cidrs: dict[str, CidrPeer | None] = {}
 
     def roles(self, endpoint: Endpoint) -> Roles:
@@ -266,7 +273,15 @@ class Resolver:
         if roles is None:
             if len(self._roles) >= _CACHE_LIMIT:
                 self._roles.clear()
-            roles = self._roles[endpoint] = _roles(endpoint)
+            key = (endpoint.namespace, endpoint.labels, endpoint.identity, endpoint.cluster_name)
+            roles = self._shared.get(key)
+            if roles is None:
+                roles = _roles(endpoint)
+                if type(roles.target) is not Unresolved and type(roles.peer) is not Unresolved:
+                    if len(self._shared) >= _CACHE_LIMIT:
+                        self._shared.clear()
+                    self._shared[key] = roles
+            self._roles[endpoint] = roles
         return roles
 
     def cidr_peer(self, ip: str) -> CidrPeer | None:

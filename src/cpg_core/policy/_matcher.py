@@ -103,21 +103,26 @@ def requirements(selector: object) -> list[Requirement] | None:
     return None if terms is None else list(terms)
 
 
-@functools.lru_cache(maxsize=1 << 14)
 def endpoint_labels(endpoint: Endpoint) -> dict[str, str]:
     """The k8s labels a selector sees, with plain keys (namespace and cluster included).
-    Kept per endpoint (the pods of a workload ask again and again): callers only read it."""
+    Kept per set of labels, not per pod (the pods of a workload share one, and a pod that is
+    gone holds nothing: §D56): callers only read it."""
+    return _selector_labels(endpoint.labels, endpoint.namespace, endpoint.cluster_name)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _selector_labels(labels: tuple[str, ...], namespace: str, cluster: str) -> dict[str, str]:
     out: dict[str, str] = {}
-    for text in endpoint.labels:
+    for text in labels:
         source, _, rest = text.partition(":")
         if source != "k8s":
             continue
         key, _, value = rest.partition("=")
         out[key] = value
-    if endpoint.namespace:
-        out.setdefault(NAMESPACE_LABEL, endpoint.namespace)
-    if endpoint.cluster_name:
-        out.setdefault(CLUSTER_LABEL, endpoint.cluster_name)
+    if namespace:
+        out.setdefault(NAMESPACE_LABEL, namespace)
+    if cluster:
+        out.setdefault(CLUSTER_LABEL, cluster)
     return out
 
 

@@ -13,7 +13,6 @@ from cpg_core.base import (
     Atom,
     CidrPeer,
     Direction,
-    Endpoint,
     EntryKey,
     Flow,
     Rule,
@@ -38,6 +37,7 @@ from cpg_core.flows import (
     candidate_by_key,
 )
 from cpg_core.synthesis._pending import PendingCount
+from cpg_core.synthesis._pods import PodMemory
 from cpg_core.synthesis._scope import ClusterScope, ReachIndex, ScopeReport
 
 if TYPE_CHECKING:  # _filters reads requests, which read this module
@@ -62,7 +62,7 @@ _LEARNED_VERDICTS = frozenset({int(Verdict.FORWARDED), int(Verdict.REDIRECTED), 
 NAMED_CIDR = "cidr_for_dns_name"
 """A toCIDR rule written for an address Hubble knew a DNS name of (without ``--l7``)."""
 _FINDINGS = FINDING_DECISIONS
-_ENTRY_CACHE_LIMIT = 65536
+_ENTRY_CACHE_LIMIT = 16384
 _CANDIDATE = Decision.CANDIDATE
 _AUDIT = int(Verdict.AUDIT)
 _DROPPED = int(Verdict.DROPPED)
@@ -213,8 +213,7 @@ class AggregateState:
     last_seen: str
     l7_records: int
     ip_names: dict[str, set[str]]
-    pod_ips: set[str] = attrs.Factory(set)
-    pod_endpoints: dict[str, Endpoint] = attrs.Factory(dict)
+    pods: PodMemory = attrs.Factory(PodMemory)
     drained: DrainedTotals = attrs.Factory(DrainedTotals)
     identities: dict[str, int] = attrs.Factory(dict)
 
@@ -259,12 +258,10 @@ class _AggregatorBase:
         """Flows with an HTTP or DNS record (seen only with ``l7``)."""
         self.ip_names: dict[str, set[str]] = {}
         """IP -> DNS names learned from the capture (only with ``l7``)."""
-        self.pod_ips: set[str] = set()
-        self.pod_endpoints: dict[str, Endpoint] = {}
-        """IP -> the pod the capture shows with it (labels known), for a world peer Hubble
-        gave a pod's IP: the rule names that pod (§D22)."""
-        """IPs the capture shows as a pod's (an endpoint with a pod name): a world peer with
-        one of them is a pod Hubble could not identify, never a CIDR rule (§D22)."""
+        self.pods = PodMemory()
+        """IPs the capture shows as a pod's (an endpoint with a pod name), and the pod when
+        its labels are known: a world peer with one of them is a pod Hubble could not
+        identify, never a CIDR rule; the rule names that pod (§D22). Bounded (§D56)."""
         # (direction, source, destination, protocol, port) -> stats of its allow entry, for
         # endpoint and entity peers (a world peer's entry also depends on the flow's IP).
         self._entries: dict[EntryKey, RuleStats] = {}

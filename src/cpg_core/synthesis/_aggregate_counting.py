@@ -38,7 +38,6 @@ from cpg_core.flows import (
     Unresolved,
     decide,
     deny_finding_key,
-    endpoint_order,
     flow_class,
     mesh_peer,
     not_a_drop_by_verdict,
@@ -168,22 +167,33 @@ class _Counting(_Folds):
         return (not self._since or key >= self._since) and (not self._until or key <= self._until)
 
     def _note_pods(self, flow: Flow) -> None:
+        pods = self.pods
+        when = ""
         for endpoint, ip in (
             (flow.source, flow.source_ip),
             (flow.destination, flow.destination_ip),
         ):
             if endpoint.pod_name and ip:
-                self.pod_ips.add(ip)
-                known = self.pod_endpoints.get(ip)
-                if known is endpoint:
-                    continue
+                if not when:
+                    text = flow.time
+                    when = text if (len(text) == 30 and text[-1] == "Z") else time_key(text)
                 # Cheap here, checked in full where used (:meth:`_pod_peer`): a pod with
                 # labels that is not the world (an L7 record's world peer names its pod too).
                 labels = endpoint.labels
-                if not labels or labels[0].startswith("reserved:") or endpoint.identity == 2:
-                    continue
-                if known is None or endpoint_order(endpoint) < endpoint_order(known):
-                    self.pod_endpoints[ip] = endpoint
+                usable = labels and not labels[0].startswith("reserved:") and endpoint.identity != 2
+                pods.note(ip, when, endpoint if usable else None)
+        if pods.full:
+            pods.forget(self._world_ips())
+
+    def _world_ips(self) -> set[str]:
+        """The IPs of world peers the allow entries hold (the pods seen with them are kept)."""
+        ips = set()
+        for atoms in (*self._atoms.values(), *self._drained.world.values()):
+            for key in atoms:
+                peer = key[1]
+                if isinstance(peer, CidrPeer):
+                    ips.add(peer.cidr.split("/", 1)[0])
+        return ips
 
     def _slow(self, flow: Flow) -> Decision:
         self._note_pods(flow)

@@ -9,10 +9,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cpg_core.flows import (
-    endpoint_order,
-)
-
 if TYPE_CHECKING:  # _filters reads requests, which read this module
     pass
 from cpg_core.synthesis._aggregate_base import (
@@ -68,8 +64,7 @@ class _HandOver(_Counting):
             ip_names={ip: set(names) for ip, names in self.ip_names.items()}
             if copy
             else self.ip_names,
-            pod_ips=set(self.pod_ips) if copy else self.pod_ips,
-            pod_endpoints=dict(self.pod_endpoints) if copy else self.pod_endpoints,
+            pods=self.pods.copy() if copy else self.pods,
             drained=self._drained.copy() if copy else self._drained,
             identities=dict(self.identities),
         )
@@ -106,11 +101,9 @@ class _HandOver(_Counting):
         self.identities.update(state.identities)
         for ip, names in state.ip_names.items():
             self.ip_names.setdefault(ip, set()).update(names)
-        self.pod_ips |= state.pod_ips
-        for ip, pod in state.pod_endpoints.items():
-            held = self.pod_endpoints.get(ip)
-            if held is None or endpoint_order(pod) < endpoint_order(held):
-                self.pod_endpoints[ip] = pod
+        self.pods.absorb(state.pods)
+        if self.pods.full:
+            self.pods.forget(self._world_ips())
         cap = self._max_samples
         self._drained.absorb(state.drained, cap)
         self._entries.clear()

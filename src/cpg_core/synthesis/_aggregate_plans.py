@@ -334,7 +334,7 @@ class _Plans(_Drain):
     ) -> dict[PolicyTarget, dict[AtomKey, RuleStats]]:
         """Allow entries of ``raw`` to a world peer whose IP the capture ties to a pod."""
         found: dict[PolicyTarget, dict[AtomKey, RuleStats]] = {}
-        if not self.pod_ips:
+        if not self.pods:
             return found
         for target, atoms in raw.items():
             for key, stats in atoms.items():
@@ -342,7 +342,7 @@ class _Plans(_Drain):
                 if (
                     stats.count
                     and isinstance(peer, CidrPeer)
-                    and peer.cidr.split("/", 1)[0] in self.pod_ips
+                    and peer.cidr.split("/", 1)[0] in self.pods
                 ):
                     found.setdefault(target, {})[key] = stats
         return found
@@ -361,7 +361,7 @@ class _Plans(_Drain):
     def _pod_peer(self, peer: object) -> Peer | None:
         """The pod a world peer's IP belongs to, as a peer, when the capture shows its labels."""
         assert isinstance(peer, CidrPeer)
-        endpoint = self.pod_endpoints.get(peer.cidr.split("/", 1)[0])
+        endpoint = self.pods.endpoint(peer.cidr.split("/", 1)[0])
         if endpoint is None or not is_pod_endpoint(endpoint):
             return None
         named = self._resolver.roles(endpoint).peer
