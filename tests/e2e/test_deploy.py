@@ -181,15 +181,28 @@ def test_one_images_entry_names_the_image_of_every_container(overlay: str, tmp_p
     assert images(built_at(copy / "overlays" / overlay)) == {f"ghcr.io/acme/cpg:{cpg_version()}"}
 
 
+def settings(objects: list[dict[str, Any]]) -> dict[str, str]:
+    """The environment the generate container gets from its settings ConfigMap."""
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    (source,) = container["envFrom"]
+    name = source["configMapRef"]["name"]
+    (config,) = [o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == name]
+    return dict(config["data"])
+
+
 def test_each_overlay_runs_what_it_says() -> None:
     live = {o["kind"]: o for o in built("live")}
     args = live["Deployment"]["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert args[0] == "generate" and "--output-dir=/data/policies" in args
+    assert args == ["generate", "--quiet"]  # every setting comes from the ConfigMap
+    assert settings(built("live"))["CPG_OUTPUT_DIR"] == "/data/policies"
     assert live["ServiceAccount"]["automountServiceAccountToken"] is False
     assert "Role" not in live and "ClusterRole" not in live  # no API access at all
     tls_objects = {o["kind"]: o for o in built("live-tls")}
     tls_pod = tls_objects["Deployment"]["spec"]["template"]["spec"]
-    assert "--tls-ca-cert=/etc/hubble-tls/ca.crt" in tls_pod["containers"][0]["args"]
+    tls_settings = settings(built("live-tls"))
+    assert tls_settings["HUBBLE_TLS_CA_CERT_FILES"] == "/etc/hubble-tls/ca.crt"
+    assert tls_settings["HUBBLE_SERVER"].endswith(":443")
     # the client certificate is cert-manager's, renewed, and the Secret the pod mounts
     certificate = tls_objects["Certificate"]["spec"]
     (mounted,) = [v["secret"]["secretName"] for v in tls_pod["volumes"] if "secret" in v]
@@ -281,7 +294,7 @@ def test_every_generate_pod_has_probes_on_its_metrics_port() -> None:
             if obj["kind"] != "Deployment":
                 continue
             (container,) = obj["spec"]["template"]["spec"]["containers"]
-            assert "--metrics-addr=:9090" in container["args"], overlay
+            assert settings(built(overlay))["CPG_METRICS_ADDR"] == ":9090", overlay
             assert container["ports"] == [
                 {"name": "metrics", "containerPort": 9090, "protocol": "TCP"}
             ]
@@ -290,13 +303,13 @@ def test_every_generate_pod_has_probes_on_its_metrics_port() -> None:
 
 
 def _metric_names(expr: str) -> set[str]:
-    return set(re.findall(r"\bcpg_[a-z_]+", expr))
+    return set(re.findall(r"\b(?:cpg|process)_[a-z_]+|\bup\b(?=\{)", expr))
 
 
 def test_the_monitoring_overlay_alerts_and_draws_what_cpg_exports() -> None:
     from cpg_io.metrics import exported_names
 
-    exported = exported_names()
+    exported = exported_names() | {"up"}  # up: Prometheus' own, per scrape target
     objects = {o["kind"]: o for o in built("monitoring")}
     monitor = objects["ServiceMonitor"]
     service = objects["Service"]
@@ -316,8 +329,9 @@ def test_the_monitoring_overlay_alerts_and_draws_what_cpg_exports() -> None:
     for rule in rules:
         names = _metric_names(rule["expr"])
         assert names and names <= exported, (rule["alert"], names - exported)
-    dashboard = json.loads(objects["ConfigMap"]["data"]["cpg.json"])
-    assert objects["ConfigMap"]["metadata"]["labels"]["grafana_dashboard"] == "1"
+    (board,) = [o for o in built("monitoring") if o["metadata"]["name"] == "cpg-dashboard"]
+    dashboard = json.loads(board["data"]["cpg.json"])
+    assert board["metadata"]["labels"]["grafana_dashboard"] == "1"
     assert dashboard["panels"]
     for panel in dashboard["panels"]:
         exprs = [target["expr"] for target in panel["targets"]]
@@ -407,3 +421,146 @@ def test_the_nodelocal_dns_component_lets_every_cpg_policy_resolve_through_the_c
             for r in egress
         )
         assert any(r.get("toEntities") == ["host"] for r in egress)
+
+
+def _mine(
+    tmp_path: Path, overlay: str, *, namespace: str = "", **more: list[str]
+) -> list[dict[str, Any]]:
+    """Built: a user's own overlay over one of deploy/overlays (``more``: its components,
+    transformers…), as docs/in-cluster.md shows it."""
+    mine = tmp_path / f"mine-{overlay}-{namespace or 'cpg'}-{'-'.join(more)}"
+    mine.mkdir()
+    body: dict[str, Any] = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": [os.path.relpath(ROOT / "deploy" / "overlays" / overlay, mine)],
+    }
+    if namespace:
+        body["namespace"] = namespace
+    for field, paths in more.items():
+        body[field] = [os.path.relpath(ROOT / "deploy" / path, mine) for path in paths]
+    (mine / "kustomization.yaml").write_text(yaml.safe_dump(body))
+    return built_at(mine)
+
+
+COMPOSABLE = [o for o in OVERLAYS if o != "monitoring"]  # monitoring is live + the component
+
+
+@pytest.mark.parametrize("overlay", COMPOSABLE)
+def test_the_monitoring_component_composes_with_every_overlay(overlay: str, tmp_path: Path) -> None:
+    objects = _mine(tmp_path, overlay, components=["components/monitoring"])
+    kinds = {obj["kind"]: obj for obj in objects}
+    assert {"ServiceMonitor", "PrometheusRule", "ConfigMap"} <= set(kinds)
+    for kind in ("ServiceMonitor", "PrometheusRule"):
+        jsonschema.validate(kinds[kind], CRD_SCHEMAS[kind])
+        assert kinds[kind]["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+        assert kinds[kind]["metadata"]["namespace"] == "cpg"
+    (policy,) = [
+        o for o in objects if o["kind"] == "CiliumNetworkPolicy" and o["metadata"]["name"] == "cpg"
+    ]
+    assert not crd_schema_errors(policy)
+    assert any(
+        rule.get("fromEndpoints", [{}])[0].get("matchLabels", {}).get("app.kubernetes.io/name")
+        == "prometheus"
+        for rule in policy["spec"]["ingress"]
+    )
+    # what the overlay itself makes is all still there
+    assert {(o["kind"], o["metadata"]["name"]) for o in built(overlay)} <= {
+        (o["kind"], o["metadata"]["name"]) for o in objects
+    }
+
+
+def test_the_selector_labels_are_set_in_one_place(tmp_path: Path) -> None:
+    """One file names the labels Prometheus selects by; both objects follow it."""
+    copy = tmp_path / "deploy"
+    shutil.copytree(ROOT / "deploy", copy)
+    labels = copy / "components" / "monitoring" / "selector-labels.yaml"
+    labels.write_text(labels.read_text().replace("release: kube-prometheus-stack", "release: mon"))
+    objects = built_at(copy / "overlays" / "monitoring")
+    selected = {o["kind"]: o["metadata"].get("labels", {}) for o in objects}
+    assert selected["ServiceMonitor"]["release"] == "mon"
+    assert selected["PrometheusRule"]["release"] == "mon"
+    setting = [
+        str(path.relative_to(ROOT))
+        for path in sorted((ROOT / "deploy").rglob("*.yaml"))
+        if re.search(r"^\s*release:", path.read_text(), re.M)
+    ]
+    assert setting == ["deploy/components/monitoring/selector-labels.yaml"]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_a_user_overlay_with_its_own_namespace_works(overlay: str, tmp_path: Path) -> None:
+    """``namespace: platform-cpg`` over any overlay: every object moves, the bindings follow
+    the service account (a subject left in ``cpg`` is a 403 at start), and with the
+    cluster-names transformer cluster-scoped objects carry the namespace in their names."""
+    plain = _mine(tmp_path, overlay, namespace="platform-cpg")
+    named = _mine(
+        tmp_path, overlay, namespace="platform-cpg", transformers=["transformers/cluster-names"]
+    )
+    monitored = (
+        []
+        if overlay == "monitoring"
+        else _mine(
+            tmp_path, overlay, namespace="platform-cpg", components=["components/monitoring"]
+        )
+    )
+    for objects in (plain, named, monitored):
+        for obj in objects:
+            expected = None if obj["kind"] in CLUSTER_SCOPED else "platform-cpg"
+            assert obj["metadata"].get("namespace") == expected, (obj["kind"], obj["metadata"])
+            for subject in obj.get("subjects") or []:
+                assert subject["namespace"] == "platform-cpg", obj["metadata"]["name"]
+    roles = {o["metadata"]["name"] for o in named if o["kind"] == "ClusterRole"}
+    for obj in named:
+        if obj["kind"] in {"ClusterRole", "ClusterRoleBinding"}:
+            assert obj["metadata"]["name"].startswith("platform-cpg:"), obj["metadata"]["name"]
+        if obj["kind"] == "ClusterRoleBinding":
+            assert obj["roleRef"]["name"] in roles
+    # the default install carries its own namespace too: two installs never share a name
+    assert all(
+        o["metadata"]["name"].startswith("cpg:")
+        for o in built(overlay)
+        if o["kind"] in {"ClusterRole", "ClusterRoleBinding"}
+    )
+
+
+def test_the_settings_configmap_is_what_generate_reads(tmp_path: Path) -> None:
+    """Every key of the settings ConfigMap is an environment variable ``cpg generate``
+    reads (its -h says so), and a real generate run with only that environment (an
+    overlay's CPG_NAMESPACE merged in) follows the relay and writes where it says, only the
+    namespace asked for."""
+    from conftest import CPG, cpg
+    from fake_relay import example_responses, fake_relay
+
+    data = settings(built("live"))
+    helped = cpg("generate", "-h").stdout
+    for key in data:
+        assert f"env var: {key}" in re.sub(r"\s+", " ", helped), key
+    (deployment,) = [o for o in built("live") if o["kind"] == "Deployment"]
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CPG_", "HUBBLE_"))}
+    with fake_relay(example_responses()) as (_relay, address):
+        env.update(
+            {
+                **data,
+                "HUBBLE_SERVER": address,
+                "CPG_NAMESPACE": "shop",
+                "CPG_OUTPUT_DIR": str(tmp_path / "policies"),
+                "CPG_EVIDENCE_DIR": str(tmp_path / "evidence"),
+                "CPG_METRICS_ADDR": "127.0.0.1:0",
+                "CPG_FLUSH_INTERVAL": "1s",
+            }
+        )
+        ran = subprocess.run(
+            [CPG, *args, "--duration", "3s"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+    assert ran.returncode == 0, ran.stderr
+    written = sorted(
+        p.relative_to(tmp_path / "policies") for p in (tmp_path / "policies").rglob("*.yaml")
+    )
+    assert written and {p.parts[0] for p in written} == {"shop"}, written
+    assert list((tmp_path / "evidence").rglob("*.json"))

@@ -112,6 +112,7 @@ OPTIONS: tuple[Option, ...] = (
         metavar="NS",
         panel="Input",
         commands=frozenset({"replay", "generate", "shadow", "drift"}),
+        envvars={"generate": "CPG_NAMESPACE"},  # the Deployment's settings (a ConfigMap)
         tool="namespace",
         tool_help="only flows from or to pods in these namespaces",
     ),
@@ -603,6 +604,7 @@ OPTIONS: tuple[Option, ...] = (
         metavar="DURATION",
         panel="Evidence",
         commands=frozenset({"generate"}),
+        envvar="CPG_EVIDENCE_INTERVAL",
         tool="evidence_interval",
         tool_help="how often the evidence of policies whose rules did not change is written "
         "(live sessions; default 1m)",
@@ -715,6 +717,7 @@ OPTIONS: tuple[Option, ...] = (
         commands=_LIVE,
         helps={"shadow": "How often the plan so far is judged (and the report rewritten)."},
         defaults={c: "5s" for c in _LIVE},
+        envvars={"generate": "CPG_FLUSH_INTERVAL"},
         tool="flush_interval",
         tool_help="how often files are written, e.g. 5s",
     ),
@@ -730,6 +733,7 @@ OPTIONS: tuple[Option, ...] = (
         metavar="HOST:PORT",
         panel="Hubble Relay",
         commands=_RELAYS,
+        envvars={"generate": "CPG_METRICS_ADDR"},
         not_tool="a cpg-mcp session is watched through its tools (session_status), not scraped",
     ),
     _o(
