@@ -32,8 +32,16 @@ from cpg_io.store import (
     read_text,
     safe_component,
 )
+from cpg_io.version import cpg_version
 
 HEALTH_FILE = "cluster-health.json"
+FORMAT_FILE = ".cpg-format"
+"""Beside cluster-health.json: the folder's layout (EVIDENCE_FORMAT) and who wrote it, as
+JSON (not named ``*.json``: a glob for the evidence documents never meets it)."""
+EVIDENCE_FORMAT = 1
+"""The layout of an evidence folder as this cpg writes it: 0 is a folder cpg 0.2 wrote (no
+mark), read as it is and marked at the first write. A newer one is refused: only the cpg that
+wrote it knows what changed (docs/UPGRADING.md)."""
 
 
 REPO_EVIDENCE = ".cpg-evidence"
@@ -114,6 +122,8 @@ class EvidenceStore:
         self.output_dir = Path(os.path.abspath(os.fspath(output_dir)))
         self.base = root / evidence_key(root, output_dir)
         self.batch = batch
+        self._format: int | None = None
+        """The folder's format, once checked (this run reads and writes it)."""
 
     def path_for(self, namespace: str, workload: str) -> Path:
         path = (
@@ -127,9 +137,55 @@ class EvidenceStore:
     def health_path(self) -> Path:
         return self.base / HEALTH_FILE
 
+    @property
+    def format_path(self) -> Path:
+        return self.base / FORMAT_FILE
+
+    def check_format(self) -> int:
+        """The folder's format (0: written by cpg 0.2, before the mark; the same layout).
+        A folder a newer cpg wrote is refused before anything is read or written: what it
+        holds may mean something this cpg would misread, and a rewrite would lose it."""
+        if self._format is not None:
+            return self._format
+        path = self.format_path
+        text = read_text(path, "evidence format", inside=self.base) if self.base.is_dir() else None
+        found = 0
+        if text is not None:
+            try:
+                mark = orjson.loads(text)
+                found = mark["format"]
+                if type(found) is not int or found < 1:
+                    raise ValueError(found)
+            except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+                raise StoreError(
+                    f'{path}: not an evidence format mark (expected {{"format": N}}); '
+                    "restore it from a backup, or move the evidence folder aside and run again"
+                ) from None
+            if found > EVIDENCE_FORMAT:
+                writer = mark.get("written_by") or "a newer cpg"
+                raise StoreError(
+                    f"{self.base}: evidence written by {writer} (format {found}); this cpg "
+                    f"{cpg_version()} reads format {EVIDENCE_FORMAT} and older. Upgrade cpg "
+                    "(docs/UPGRADING.md), or give another ",
+                    Setting("evidence_dir"),
+                )
+        self._format = found
+        return found
+
+    def _mark_format(self) -> None:
+        """Mark the folder with this cpg's format, with its first write (a folder of format
+        0 needs nothing else: the same files; the mark is one atomic write, in the same batch
+        as the documents when there is one)."""
+        if self.check_format() == EVIDENCE_FORMAT:
+            return
+        mark = {"format": EVIDENCE_FORMAT, "written_by": f"cpg {cpg_version()}"}
+        self._format = EVIDENCE_FORMAT
+        self._write(self.format_path, orjson.dumps(mark).decode() + "\n", "the evidence format")
+
     def read(
         self, namespace: str, workload: str, resolved: dict[Path, Path] | None = None
     ) -> PolicyEvidence | None:
+        self.check_format()
         path = self.path_for(namespace, workload)
         text = read_text(path, "evidence", inside=self.base, resolved=resolved)
         return None if text is None else parse_evidence(text, str(path))
@@ -149,6 +205,11 @@ class EvidenceStore:
         (its message names the file) and skipped. Cancelled before the next file once
         ``cancel`` is set."""
         resolved: dict[Path, Path] = {}  # each folder's real path, for this reading only
+        try:
+            self.check_format()
+        except StoreError as exc:
+            on_error(str(exc))
+            return
         for namespace, workload in self.targets():
             if cancel is not None and cancel.is_set():
                 raise Cancelled("the reading was cancelled")
@@ -184,6 +245,7 @@ class EvidenceStore:
 
     def read_health(self) -> ClusterHealth | None:
         """This output dir's cluster-health.json (None when the run wrote none)."""
+        self.check_format()
         path = self.health_path
         text = read_text(path, "cluster health", inside=self.base)
         if text is None:
@@ -209,4 +271,5 @@ class EvidenceStore:
                 atomic_write_text(path, text)
         except OSError as exc:
             raise StoreError(f"{path}: could not write {what} ({exc.strerror or exc})") from None
+        self._mark_format()
         return path

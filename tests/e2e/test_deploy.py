@@ -333,10 +333,25 @@ def test_the_monitoring_overlay_alerts_and_draws_what_cpg_exports() -> None:
     dashboard = json.loads(board["data"]["cpg.json"])
     assert board["metadata"]["labels"]["grafana_dashboard"] == "1"
     assert dashboard["panels"]
+    row = ""
+    sessions = {"shadow": "cpg_shadow_", "drift": "cpg_drift_"}
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
     for panel in dashboard["panels"]:
+        if panel["type"] == "row":
+            row = panel.get("repeat", "")
+            if row:  # shown once per pod the variable's query finds: none, no row
+                assert variables[row]["definition"].startswith(f"label_values({sessions[row]}")
+            continue
         exprs = [target["expr"] for target in panel["targets"]]
         names = set().union(*(_metric_names(e) for e in exprs))
         assert names and names <= exported, (panel["title"], names - exported)
+        # a shadow or drift session's panels are in its row, and show only its pods
+        own = {
+            kind for kind, prefix in sessions.items() if any(n.startswith(prefix) for n in names)
+        }
+        if row:
+            assert all(f'pod=~"${row}"' in e for e in exprs), panel["title"]
+        assert own <= {row} and (not row or own or "evaluation" in " ".join(names)), panel["title"]
     # Prometheus may reach the metrics port; nothing else gets in
     policy = objects["CiliumNetworkPolicy"]
     assert all(

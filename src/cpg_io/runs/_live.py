@@ -121,6 +121,8 @@ def live(
     and closes it (:meth:`LiveCapture.close`), whatever happens."""
     now = now or rfc3339(utc_now())
     request.live_window(now)  # an until in the past: refused before anything is opened
+    if not request.dry_run:  # and an evidence folder a newer cpg wrote (EvidenceError)
+        evidence_settings(request, output_dir, evidence_dir)
     relay = open_relay(request, access)
     try:
         book = read_identities(

@@ -60,12 +60,15 @@ def evidence_settings(
     policy = request.evidence
     if not policy.record:
         return None
-    return EvidenceSettings(
+    settings = EvidenceSettings(
         root=evidence_dir or default_evidence_root(output_dir),
         max_samples=policy.samples,
         max_sessions=policy.sessions,
         redact=policy.redact,
     )
+    # A folder a newer cpg wrote is refused before any flow is read (EvidenceError).
+    EvidenceStore(settings.root, output_dir).check_format()
+    return settings
 
 
 def replay(
