@@ -8,7 +8,9 @@ back only a receipt. When every part is done, each worker hands over what it gat
 labelled with the parts in it, and forgets it. A part is counted exactly once: a worker
 thread that runs a part again (Dask computes lost results again) does not add it twice; a
 worker that dies takes its parts with it, and those parts run again; a part two workers
-both hold stops the run rather than count twice. Line numbers of malformed lines are made
+both hold stops the run rather than count twice. Each round of reading gathers under
+its own key, so a lost task Dask runs again after its round was collected is never mistaken
+for a second reading. Line numbers of malformed lines are made
 absolute here, from each part's line count, exactly as a local run numbers them.
 
 With warm workers small parts cost little, so the default part size gives each worker
@@ -246,9 +248,10 @@ def collect(run: str) -> list[Partial]:
 
 
 def forget(run: str) -> int:
-    """Drop what this worker gathered for ``run`` (a cancelled or failed run)."""
+    """Drop what this worker gathered for ``run`` and each of its rounds (what a cancelled or
+    failed run, or a late task of a round already collected, left behind)."""
     with _RUNS_LOCK:
-        mine = [key for key in _RUNS if key[0] == run]
+        mine = [key for key in _RUNS if key[0] == run or key[0].startswith(f"{run}.")]
         for key in mine:
             del _RUNS[key]
     return len(mine)
@@ -409,8 +412,12 @@ def _read_parts(
     counted: set[tuple[int, int]] = set()
     size = lines = 0
     todo = list(parts)
-    for _round in range(_ROUNDS):
-        futures = [client.submit(replay_part, part, options, run, pure=False) for part in todo]
+    for number in range(_ROUNDS):
+        # Each round gathers under its own key: a task of an earlier round that Dask ran
+        # again after that round was collected (its worker taken for dead) lands where no
+        # later round looks, and is forgotten at the end; its part is read in this round.
+        key = f"{run}.{number}"
+        futures = [client.submit(replay_part, part, options, key, pure=False) for part in todo]
         for future in as_completed(futures):
             if cancel is not None and cancel.is_set():
                 client.cancel(futures)
@@ -424,7 +431,7 @@ def _read_parts(
                     watch.watcher.tasks(len(counted), len(parts))
         client.cancel(futures)  # released: a result lost from now on is not computed again
         # A worker that dies now takes its parts with it: they are read again below.
-        for gathered in client.run(collect, run, on_error="ignore").values():
+        for gathered in client.run(collect, key, on_error="ignore").values():
             for partial in gathered:
                 twice = held & partial.parts.keys()
                 if twice:
