@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import itertools
 import json
 import os
 import resource
@@ -354,3 +355,82 @@ def test_the_image_has_git_and_ssh_for_cpg_propose(image: str) -> None:
     ).stdout  # fmt: skip
     assert "git version" in tools and "OpenSSH" in tools and "\n10001\n" in tools
     assert f"cpg         {cpg_version()}" in tools
+
+
+CALLER = "cpg-caller"
+"""A normal user of this machine, made for the test: the README's rootless line runs as it."""
+
+
+def _readme_podman_lines() -> dict[str, str]:
+    """The README's ``podman run`` lines by the comment above each (rootless, root)."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    found = {}
+    for above, line in itertools.pairwise(lines):
+        if line.startswith("podman run "):
+            found["rootless" if "rootless" in above else "root"] = line
+    return found
+
+
+def _caller() -> tuple[int, int, Path]:
+    """The uid, gid and home of a normal user with subordinate ids (rootless podman's
+    needs), made once."""
+    import pwd
+
+    try:
+        entry = pwd.getpwnam(CALLER)
+    except KeyError:
+        run("useradd", "--create-home", "--shell", "/bin/sh", CALLER)
+        entry = pwd.getpwnam(CALLER)
+    if CALLER not in Path("/etc/subuid").read_text():
+        run("usermod", "--add-subuids", "400000-465535", "--add-subgids", "400000-465535", CALLER)
+    return entry.pw_uid, entry.pw_gid, Path(entry.pw_dir)
+
+
+def test_the_readme_podman_lines_run_as_the_caller(image: str, tmp_path: Path) -> None:
+    """A folder of the caller's own: the README's line writes the policies there, owned by
+    the caller (the image's own user, uid 10001, could not write it): as root, and as a
+    normal user with rootless podman."""
+    lines = _readme_podman_lines()
+    assert set(lines) == {"rootless", "root"}, lines
+    assert all(f"localhost/cpg:{cpg_version()}" in line for line in lines.values())
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    shutil.copy(EXAMPLE, mine / "drops.jsonl")
+    run("sh", "-c", lines["root"], cwd=mine)
+    assert {p.stat().st_uid for p in (mine / "policies").rglob("*")} == {os.getuid()}
+    assert list((mine / "policies").rglob("*.yaml"))
+
+    uid, gid, home = _caller()
+    # A folder the caller can reach (pytest's are root's alone).
+    shared = Path("/tmp") / f"cpg-caller-{os.getpid()}"
+    shutil.rmtree(shared, ignore_errors=True)
+    shared.mkdir(mode=0o755)
+    folder, runtime = shared / "folder", shared / "runtime"
+    conf = shutil.copy(os.environ["CONTAINERS_CONF"], shared / "containers.conf")
+    env = {
+        "HOME": str(home),
+        "XDG_RUNTIME_DIR": str(runtime),
+        "PATH": "/usr/bin:/bin",
+        "CONTAINERS_CONF": str(conf),
+    }
+    as_caller = ["runuser", "-u", CALLER, "--", "env", *(f"{k}={v}" for k, v in env.items())]
+    try:
+        archive = shared / "image.tar"
+        run("podman", "save", "--quiet", "-o", str(archive), image)
+        archive.chmod(0o644)
+        Path(conf).chmod(0o644)
+        folder.mkdir()
+        runtime.mkdir(mode=0o700)
+        shutil.copy(EXAMPLE, folder / "drops.jsonl")
+        for path in (folder, folder / "drops.jsonl", runtime):
+            os.chown(path, uid, gid)
+        run(*as_caller, "podman", "load", "--quiet", "-i", str(archive))
+        run(*as_caller, "sh", "-c", f"cd {folder} && {lines['rootless']}")
+        written = list((folder / "policies").rglob("*"))
+        assert written and {p.stat().st_uid for p in written} == {uid}
+        assert {p.name for p in written} >= {p.name for p in (mine / "policies").rglob("*")}
+    finally:  # the caller's copy of the image goes with its storage
+        subprocess.run(
+            [*as_caller, "podman", "system", "reset", "-f"], capture_output=True, timeout=120
+        )
+        shutil.rmtree(shared, ignore_errors=True)
