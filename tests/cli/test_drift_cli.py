@@ -88,14 +88,26 @@ def test_a_selector_reaching_pods_with_new_labels(tmp_path: Path) -> None:
 def test_rules_no_flow_used_for_longer_than_stale_after(tmp_path: Path) -> None:
     out = _applied(tmp_path)
     now = tmp_path / "now.jsonl"
-    now.write_text(  # web → cart 8080 is in use today; ops/admin → cart 7070 is not
-        jsonl([flow_dict(WEB, cart("v1", "cart-v1-a"), tcp=8080, verdict="FORWARDED", reason=None)])
+    now.write_text(  # web → cart 8080 is in use 18 days later; ops/admin → cart 7070 is not
+        jsonl(
+            [
+                flow_dict(
+                    WEB,
+                    cart("v1", "cart-v1-a"),
+                    tcp=8080,
+                    verdict="FORWARDED",
+                    reason=None,
+                    time="2026-11-20T10:00:00Z",
+                )
+            ]
+        )
     )
     code, drift, text = drift_of(str(now), "-d", str(out), "--stale-after", "7d")
     assert code == 3
     (stale,) = drift["stale_rules"]
     assert stale["policy"] == "shop/cpg-cart" and "ops" in stale["rule"] and "7070" in stale["rule"]
-    assert stale["last_seen"].startswith("2026-11-02") and stale["idle_days"] > 7
+    assert stale["last_seen"].startswith("2026-11-02") and stale["idle_days"] == 18.0
+    assert drift["reference"].startswith("2026-11-20T10:00:00")  # the capture's newest flow
     assert "STALE: 1 rules no flow has used for more than 7 days" in text
     code, drift, text = drift_of(str(now), "-d", str(out), "--stale-after", "3650d")
     assert code == 0 and drift["drifted"] is False and "No drift found." in text
@@ -127,3 +139,32 @@ def test_drift_of_live_traffic_and_bad_flags(tmp_path: Path) -> None:
     assert neither.returncode == 2 and "not both and not neither" in neither.stderr
     bad = cpg("drift", "x.jsonl", "-d", str(out), "--stale-after", "soon")
     assert bad.returncode == 2 and "--stale-after" in bad.stderr
+
+
+def test_a_capture_is_judged_as_of_its_newest_flow(tmp_path: Path) -> None:
+    """Right after a replay, the drift of the same capture finds no rule stale, whatever the
+    day it is read (it counted from the clock: every rule of a month-old capture was stale),
+    and the DNS rules written for the cluster, which no flow asked for, are never stale."""
+    from conftest import EXAMPLE
+
+    out = tmp_path / "policies"
+    assert cpg("replay", str(EXAMPLE), "-d", str(out)).returncode == 0
+    assert "kube-dns" in "".join(p.read_text() for p in out.rglob("*.yaml"))
+    ran = cpg("drift", str(EXAMPLE), "-d", str(out), "-o", "json")
+    drift = json.loads(ran.stdout)
+    assert drift["stale_rules"] == [], drift["stale_rules"]
+    times = [
+        json.loads(line)["flow"].get("time", "")
+        for line in EXAMPLE.read_text().splitlines()
+        if line.startswith('{"flow"')
+    ]
+    assert drift["reference"][:19] == max(times)[:19]
+    # and what the folder admits is not traffic that "needs a rule" (the policies of a
+    # folder were passed to the matcher as models, which selected nothing: every drop the
+    # folder's own rules admit was listed, frontend → cart on 8080 first)
+    needs = {
+        (n["traffic"]["source"], n["traffic"]["destination"], n["traffic"]["port"])
+        for n in drift["needs_rule"]
+    }
+    assert ("shop/frontend", "shop/cart", 8080) not in needs and len(needs) == 3, needs
+    # the three left are drops no allow rule can express (no IP, no port, no usable labels)

@@ -13,7 +13,15 @@ from typing import Any
 
 import attrs
 
-from cpg_core.base import Direction, Endpoint, Flow, PolicyDocument, PolicyEvidence, reason_name
+from cpg_core.base import (
+    ZERO_TIME,
+    Direction,
+    Endpoint,
+    Flow,
+    PolicyDocument,
+    PolicyEvidence,
+    reason_name,
+)
 from cpg_core.base import policy_name as named_policy
 from cpg_core.flows import (
     DecideOptions,
@@ -23,6 +31,7 @@ from cpg_core.flows import (
     decide,
     is_pod_endpoint,
     looks_like_reply,
+    time_key,
     with_known_pod,
 )
 from cpg_core.policy import match_flow, policy_name
@@ -126,6 +135,9 @@ class DriftJudge:
         self.default_local_cluster = default_local_cluster
         self.allow_localhost = allow_localhost
         self.flows = 0
+        self.newest = ""
+        """The newest flow's time (a time key; "" before any flow had one): a capture's drift
+        counts staleness from it, not from the day it is read."""
         self._index = PolicyIndex(self.policies)
         self._world = Worlds()
         self._pods: dict[str, Endpoint] = {}
@@ -137,6 +149,9 @@ class DriftJudge:
 
     def add(self, flow: Flow) -> None:
         self.flows += 1
+        when = time_key(flow.time)
+        if when > self.newest:
+            self.newest = when
         kept = self.kept
         kept.note_pod(self._pods, flow.source, flow.source_ip)
         kept.note_pod(self._pods, flow.destination, flow.destination_ip)
@@ -227,7 +242,8 @@ class DriftJudge:
             policing = self._index.enforcing(target, way)
             if not policing:
                 continue  # no policy of the folder polices it: not this folder's drift
-            selecting = list({id(p): p for p, _, _ in self._index.selecting(target)}.values())
+            models = {id(p): p for p, _, _ in self._index.selecting(target)}.values()
+            selecting = [model.document for model in models]  # match_flow reads documents
             result = match_flow(
                 selecting,
                 flow,
@@ -276,6 +292,8 @@ class DriftJudge:
             for rule in doc.rules:
                 if (name, rule.key) in self._used:
                     continue
+                if rule.last_seen == ZERO_TIME:
+                    continue  # no flow asked for it: written for the cluster (its DNS), not idle
                 last = _moment(rule.last_seen)
                 if last is None:
                     continue

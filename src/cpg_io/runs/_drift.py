@@ -177,8 +177,10 @@ class DriftSession:
             stopped.cancel()
 
     def result(self) -> DriftRun:
-        now = self._now or rfc3339(utc_now())
         stream = self._stream
+        # A capture is judged as of its newest flow (a capture of last month, read today,
+        # has no rule idle for a month); a live stream as of now.
+        now = self._now or (stream is None and self.judge.newest) or rfc3339(utc_now())
         if stream is not None:
             with stream._lock:  # a copy, judged while the stream goes on
                 judge = self.judge.snapshot()
