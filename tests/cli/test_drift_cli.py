@@ -159,12 +159,20 @@ def test_a_capture_is_judged_as_of_its_newest_flow(tmp_path: Path) -> None:
         if line.startswith('{"flow"')
     ]
     assert drift["reference"][:19] == max(times)[:19]
-    # and what the folder admits is not traffic that "needs a rule" (the policies of a
-    # folder were passed to the matcher as models, which selected nothing: every drop the
-    # folder's own rules admit was listed, frontend → cart on 8080 first)
-    needs = {
+    # What the folder admits is not traffic that needs a rule (the policies selecting an
+    # endpoint reached the matcher as models and selected nothing: every drop the folder's
+    # own rules admit was listed), and drops no allow rule can express are not drift: the
+    # drift of the capture a replay just turned into policies is none.
+    assert ran.returncode == 0, ran.stdout
+    assert drift["drifted"] is False and drift["needs_rule"] == []
+    cannot = {
         (n["traffic"]["source"], n["traffic"]["destination"], n["traffic"]["port"])
-        for n in drift["needs_rule"]
+        for n in drift["no_rule_can_fix"]
     }
-    assert ("shop/frontend", "shop/cart", 8080) not in needs and len(needs) == 3, needs
-    # the three left are drops no allow rule can express (no IP, no port, no usable labels)
+    assert cannot == {
+        ("payments/payments-api", "world", 443),  # no IP
+        ("shop/debug-shell", "shop/cart", 8080),  # no usable labels
+        ("shop/frontend", "shop/cart", 0),  # no port
+    }
+    text = cpg("drift", str(EXAMPLE), "-d", str(out)).stdout
+    assert "NO RULE CAN FIX: 3 kinds" in text and "No drift found." in text

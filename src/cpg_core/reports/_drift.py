@@ -28,6 +28,27 @@ def _indented(text: str) -> list[str]:
     return ["      " + line for line in text.rstrip("\n").splitlines()]
 
 
+def _no_rule_can_fix(drift: Drift) -> list[str]:
+    count = len(drift.no_rule_can_fix)
+    if not count:
+        return []
+    out = [
+        "",
+        f"NO RULE CAN FIX: {count} kinds of dropped traffic no allow rule can express "
+        "(not drift; cpg replay lists them as findings):",
+    ]
+    for item in drift.no_rule_can_fix[:MAX_SHOWN]:
+        t = item.traffic
+        out.append(
+            f"  {t.direction:<7} {t.source} → {t.destination} {t.protocol}/{t.port} "
+            f"({t.flows} flow{'s' if t.flows != 1 else ''}, {item.drop_reason}; "
+            f"policy {item.policy})"
+        )
+    if count > MAX_SHOWN:
+        out.append(f"  … and {count - MAX_SHOWN} more (-o json)")
+    return out
+
+
 def drift_text(view: DriftView) -> str:
     drift = view.drift
     out = [f"Drift of the policies in {view.policies}: {drift.flows:,} flows from {view.source}"]
@@ -46,6 +67,7 @@ def drift_text(view: DriftView) -> str:
                 out.extend(_indented(item.rule_yaml))
         if len(drift.needs_rule) > MAX_SHOWN:
             out.append(f"  … and {len(drift.needs_rule) - MAX_SHOWN} more (-o json)")
+    out += _no_rule_can_fix(drift)
     if drift.unseen_pods:
         out += ["", f"NEW PODS: {len(drift.unseen_pods)} selectors reach pods with new labels:"]
         for pods in drift.unseen_pods[:MAX_SHOWN]:

@@ -101,6 +101,10 @@ class Drift:
     unjudged_flows: int = 0
     """Drops of kinds of traffic first seen once a live session's cap on kinds was reached."""
     max_kinds: int = 0
+    no_rule_can_fix: tuple[NeedsRule, ...] = ()
+    """Drops the folder's policies cause that no allow rule can express (no port, a world
+    peer without an IP, a pod without usable labels): what a replay reports as findings. Not
+    drift: no change to the folder would admit them."""
 
     @property
     def drifted(self) -> bool:
@@ -219,11 +223,15 @@ class DriftJudge:
 
     def drift(self, now: str, stale_after_days: float) -> Drift:
         """What drifted, with rules judged stale against ``now`` (RFC 3339)."""
+        dropped = self._needs_rule()
+        needs_rule = tuple(item for item in dropped if item.rule_yaml)
+        no_rule_can_fix = tuple(item for item in dropped if not item.rule_yaml)
         return Drift(
             flows=self.flows,
             reference=now,
             stale_after_days=stale_after_days,
-            needs_rule=self._needs_rule(),
+            needs_rule=needs_rule,
+            no_rule_can_fix=no_rule_can_fix,
             unseen_pods=self._unseen(),
             stale_rules=self._stale(now, stale_after_days),
             without_evidence=tuple(
