@@ -10,6 +10,7 @@ libraries.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import json
 from typing import Annotated, Any
@@ -138,6 +139,22 @@ class CommandGroup(TyperGroup):
         rest = completion_words(self, ctx, args)  # TAB: the words alone (cpg_cli.command)
         ctx._protected_args, ctx.args = rest[:1], rest[1:]
         return list(ctx.args)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """A misspelt command gets the closest one named (``cpg repaly``: did you mean
+        'replay'?), as kubectl and git do."""
+        name = args[0] if args else ""
+        unknown = (
+            name
+            and not name.startswith("-")
+            and not ctx.resilient_parsing
+            and self.get_command(ctx, name) is None
+        )
+        if unknown:
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=1, cutoff=0.6)
+            if close:
+                ctx.fail(f"No such command {name!r}. Did you mean {close[0]!r}?")
+        return super().resolve_command(ctx, args)
 
     def get_command(self, ctx: Any, name: str) -> Any:
         found = super().get_command(ctx, name)

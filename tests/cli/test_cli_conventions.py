@@ -448,3 +448,14 @@ def test_a_file_named_like_an_option_is_refused_before_and_read_after_dashes(
     assert not any(line.startswith("::") for line in ran.stdout.splitlines()), ran.stdout
     gone = cpg_process("verify", str(EXAMPLE), "--policies", odd.name, cwd=tmp_path)
     assert gone.returncode == 1 and len(gone.stderr.strip().splitlines()) == 1, gone.stderr
+
+
+def test_a_misspelt_command_gets_the_closest_one_named() -> None:
+    """``cpg repaly`` said only "No such command"; kubectl and git name the command meant."""
+    misspelt = cpg("repaly", "capture.jsonl")
+    assert misspelt.returncode == 2
+    assert "No such command 'repaly'. Did you mean 'replay'?" in misspelt.stderr
+    assert "Did you mean 'verify'?" in cpg("verfy").stderr
+    unknown = cpg("zzzz")
+    assert unknown.returncode == 2 and "No such command 'zzzz'." in unknown.stderr
+    assert "Did you mean" not in unknown.stderr
