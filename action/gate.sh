@@ -102,8 +102,29 @@ fi
 output verdict "$verdict"
 output would-break "$would_break"
 
-# 3. the report: the step summary, a file, and an output a later step can post as a comment
-report="$work/report.md"
+# 3. the report: the step summary, a file, and an output a later step can post as a comment.
+# The comment stays under GitHub's 65,536 characters: the lint and verify texts are cut to
+# what needs a look, and cpg report is given what is left; the whole texts go to the
+# artifact folder (action.yml uploads it).
+artifacts="$work/artifacts"
+mkdir -p "$artifacts"
+artifact="${CPG_ARTIFACT_NAME-cpg-review}"
+where="report-full.md in the artifact $artifact"
+if [ -z "$artifact" ]; then where="$artifacts/report-full.md"; fi
+budget="${CPG_COMMENT_BUDGET:-60000}"
+for kept in lint.txt lint.sarif verify.txt plan.json; do
+    if [ -e "$work/$kept" ]; then cp "$work/$kept" "$artifacts/$kept"; fi
+done
+# at most $2 lines of a file, then how many more and where they are
+head_of() {
+    local lines
+    lines=$(wc -l < "$1")
+    head -n "$2" -- "$1"
+    if [ "$lines" -gt "$2" ]; then
+        echo "… $((lines - $2)) more lines: the whole text is ${where/report-full.md/$(basename "$1")}"
+    fi
+}
+header="$work/header.md"
 {
     echo "## cpg: policy check"
     echo
@@ -115,28 +136,38 @@ report="$work/report.md"
         echo "**cpg lint**: $lint_findings finding(s)."
         echo
         echo '```'
-        cat "$work/lint.txt"
+        head_of "$work/lint.txt" 40
         echo '```'
     fi
     echo
     if [ -n "$capture" ]; then
         echo "**cpg plan**: \`$verdict\` ($would_break flow(s) would break)."
         echo
-        echo "<details><summary>cpg verify</summary>"
+        # verify: its verdict line and the flows it does not admit (admitted ones are many)
+        grep -v '^  admitted ' "$work/verify.txt" > "$work/verify-short.txt" || true
+        echo "<details><summary>cpg verify: $(tail -n 1 "$work/verify.txt")</summary>"
         echo
         echo '```'
-        cat "$work/verify.txt"
+        head_of "$work/verify-short.txt" 60
         echo '```'
         echo
         echo "</details>"
         echo
     fi
-    if [ -d "$policies" ]; then
-        plan_args=()
-        if [ -s "$work/plan.json" ]; then plan_args=(--plan "$work/plan.json"); fi
-        cpg report -d "$policies" "${plan_args[@]}" 2> "$work/report.err" || cat "$work/report.err"
-    fi
-} > "$report"
+} > "$header"
+report="$work/report.md"
+cp "$header" "$report"
+if [ -d "$policies" ]; then
+    plan_args=()
+    if [ -s "$work/plan.json" ]; then plan_args=(--plan "$work/plan.json"); fi
+    room=$((budget - $(wc -m < "$header")))
+    if [ "$room" -lt 2000 ]; then room=2000; fi
+    cpg report -d "$policies" "${plan_args[@]}" --max-size "$room" \
+        --full-report "$where" \
+        >> "$report" 2> "$work/report.err" || cat "$work/report.err" >> "$report"
+    cpg report -d "$policies" "${plan_args[@]}" --max-size 0 > "$artifacts/report-full.md" 2>/dev/null
+fi
+output artifacts "$artifacts"
 cat "$report" >> "$summary"
 output report-file "$report"
 delimiter="cpg_report_$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"

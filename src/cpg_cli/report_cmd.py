@@ -3,6 +3,7 @@ self-contained HTML file with the namespace matrix and the traffic graph, or JSO
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Annotated
 
@@ -11,7 +12,7 @@ import typer
 from cpg_cli import options as opt
 from cpg_cli.terminal import fail, warn
 from cpg_core import CpgError
-from cpg_core.reports import formats
+from cpg_core.reports import REVIEW_MAX_SIZE, formats
 
 FORMATS = formats("review")
 
@@ -41,11 +42,37 @@ _Plan = Annotated[
 ]
 
 
+_MaxSize = Annotated[
+    int,
+    typer.Option(
+        "--max-size",
+        metavar="CHARS",
+        min=0,
+        help="Markdown only: stop before this many characters, at a whole row or graph, and "
+        "say what was left out (the most urgent comes first: would-break, newly enforced, "
+        "findings). The default fits a GitHub pull-request comment (65,536); 0: no limit.",
+    ),
+]
+
+_FullReport = Annotated[
+    str,
+    typer.Option(
+        "--full-report",
+        metavar="WHERE",
+        help="Where the whole report is (an artifact's name, a URL), named in the note a cut "
+        "Markdown report ends with. Default: the command that writes it.",
+        show_default=False,
+    ),
+]
+
+
 def report(
     output_dir: opt.OutputDir = Path("policies"),
     output: _Output = "markdown",
     plan: _Plan = None,
     evidence_dir: opt.EvidenceDir = None,
+    max_size: _MaxSize = REVIEW_MAX_SIZE,
+    full_report: _FullReport = "",
 ) -> None:
     """Write a review report of the policies, their evidence and the cluster health to stdout.
 
@@ -65,4 +92,13 @@ def report(
         fail(exc)
     for problem in inputs.problems:
         warn(problem)
-    typer.echo(render(Review(title=str(output_dir), inputs=inputs), output), nl=False)
+    if not full_report:
+        full_report = f"cpg report -d {shlex.quote(str(output_dir))} --max-size 0"
+        if plan is not None:
+            full_report += f" --plan {shlex.quote(str(plan))}"
+        if evidence_dir is not None:
+            full_report += f" --evidence-dir {shlex.quote(str(evidence_dir))}"
+    review = Review(
+        title=str(output_dir), inputs=inputs, max_size=max_size, full_report=full_report
+    )
+    typer.echo(render(review, output), nl=False)

@@ -70,7 +70,7 @@ def test_a_reviewers_clone_finds_the_evidence(tmp_path: Path) -> None:
     assert reported.returncode == 0, reported.stderr
     # the second run replayed the same capture: its counts replaced the first's (§D24)
     assert "rules justified by 29 flows" in reported.stdout
-    assert "`ingress:ep:shop/app=frontend:TCP:8080` | 5 |" in reported.stdout
+    assert "| ingress | TCP/8080 from shop/app=frontend | 5 |" in reported.stdout
     assert not (tmp_path / "rc").exists()
 
 

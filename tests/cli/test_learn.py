@@ -64,7 +64,8 @@ def test_learning_writes_the_requests_and_never_the_replies_probes_or_health(
     assert "flows:      2 (forwarded 2)" in explained.stdout
     reported = cpg("report", "-d", str(out), "--evidence-dir", str(tmp_path / "e"))
     assert (
-        "| `ingress:ep:shop/app=frontend:TCP:8080` | 2 (learned: forwarded 2) |" in reported.stdout
+        "| ingress | TCP/8080 from shop/app=frontend | 2 (learned: forwarded 2) |"
+        in reported.stdout
     )
     # plan over the same capture: nothing that works would break; verify agrees
     planned = cpg("plan", str(capture), "-d", str(out), "-o", "json")

@@ -52,6 +52,42 @@ def test_the_markdown_report_with_a_plan(replayed: Path) -> None:
     assert folder.returncode == 2 and "-o is the output format" in folder.stderr
 
 
+@pytest.mark.parametrize("budget", [1_500, 3_000, 6_000])
+def test_max_size_cuts_at_whole_rows_and_names_what_it_left_out(
+    replayed: Path, budget: int
+) -> None:
+    whole = cpg("report", "-d", "policies", "--max-size", "0", cwd=replayed).stdout
+    assert len(whole) > 6_000 and "Cut to stay under" not in whole
+    cut = cpg("report", "-d", "policies", "--max-size", str(budget), cwd=replayed)
+    assert cut.returncode == 0, cut.stderr
+    text = cut.stdout
+    assert len(text) <= budget
+    note = next(line for line in text.splitlines() if line.startswith("> **Cut to stay under"))
+    assert f"under {budget:,} characters" in note
+    assert note.endswith("Full report: cpg report -d policies --max-size 0.")
+    shown = {line for line in text.splitlines() if line.startswith("## ")}
+    named = note.split("not shown here: ")[1].split(". Full report")[0].split(", ")
+    sections = {
+        "findings": "## Findings",
+        "infrastructure drops": "## Infrastructure and transient drops (no policy fixes these)",
+        "coverage": "## Coverage",
+        "policies": "## Policies",
+        "graphs": "## Allowed traffic",
+    }
+    for name, heading in sections.items():  # each is shown, cut (named), or left out (named)
+        if heading in shown:
+            assert name not in named, name
+        else:
+            assert name in named, name
+    assert all(n in sections or n.removeprefix("the rest of ") in sections for n in named)
+    before_note = text.split("\n> **Cut")[0].rstrip("\n")
+    assert whole.startswith(before_note)  # the same report, stopped at a whole row
+    assert before_note.count("```") % 2 == 0
+    assert before_note.splitlines()[-1].startswith(("|", "```", "Confidence", "**", "#"))
+    wide = cpg("report", "-d", "policies", "--max-size", "-1", cwd=replayed)
+    assert wide.returncode == 2 and "--max-size" in wide.stderr
+
+
 def test_the_mermaid_block_renders_in_mermaid(replayed: Path, browser: Any, tmp_path: Path) -> None:
     if not MERMAID.exists():
         missing(f"the mermaid npm package is not at {MERMAID} (.ci/run installs it)")

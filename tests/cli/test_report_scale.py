@@ -78,14 +78,58 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[int, tuple[Path, d
         assert planned.returncode == 3, planned.stderr  # the toolbox's traffic would break
         (root / "plan.json").write_text(planned.stdout)
         pages = {}
-        for fmt in ("html", "json"):
+        for fmt in ("html", "json", "markdown"):
             ran = cpg("report", *common, "--plan", str(root / "plan.json"), "-o", fmt)
             assert ran.returncode == 0, ran.stderr
             pages[fmt] = ran.stdout
         page = root / "report.html"
         page.write_text(pages["html"])
+        (root / "report.md").write_text(pages["markdown"])
         made[workloads] = (page, json.loads(pages["json"]))
     return made
+
+
+@pytest.mark.parametrize("workloads", [10, 45, 500])
+def test_the_markdown_report_fits_a_pull_request_comment(
+    reports: dict[int, tuple[Path, dict[str, Any]]], workloads: int
+) -> None:
+    """GitHub takes 65,536 characters in a comment (the report was 222,608 at 500 workloads,
+    would-break after 725 lines of graphs). What a reviewer acts on comes first, whole rows
+    and graphs only, and a cut report names what it left out and the command for all of it."""
+    page, _summary = reports[workloads]
+    text = page.with_name("report.md").read_text()
+    assert len(text) <= 65_536, len(text)
+    headings = [line for line in text.splitlines() if line.startswith("## ")]
+    assert headings[:2] == ["## Would break (cpg plan)", "## Newly enforced (cpg plan)"]
+    graph = text.find("```mermaid")
+    assert graph < 0 or text.index("## Would break") < text.index("## Policies") < graph
+    assert text.count("```") % 2 == 0, "no graph or fix is cut in half"
+    broken = len(json.loads(page.with_name("plan.json").read_text())["would_break"])
+    listed = [line for line in text.splitlines() if line.startswith("| ingress ops/toolbox → ")]
+    assert len(listed) == min(broken, 30)  # the first 30, with why and fix, then how many more
+    assert (f"| … and {broken - 30} more | | | | |" in text) == (broken > 30)
+    assert "<details><summary>Fix for ingress ops/toolbox → " in text  # YAML to paste
+    assert "first seen" in text and " UTC |" in text and "000Z" not in text  # to the second
+    assert "egress:ep:" not in text and "ingress:ep:" not in text  # rules in words
+    cut = "> **Cut to stay under 60,000 characters**: not shown here: "
+    if workloads == 500:
+        note = next(line for line in text.splitlines() if line.startswith(cut))
+        assert "graphs" in note and "--max-size 0" in note
+        whole = cpg(
+            "report",
+            "-d",
+            str(page.parent / "policies"),
+            "--evidence-dir",
+            str(page.parent / "evidence"),
+            "--plan",
+            str(page.parent / "plan.json"),
+            "--max-size",
+            "0",
+        )
+        assert whole.returncode == 0 and len(whole.stdout) > 200_000
+        assert cut not in whole.stdout and whole.stdout.startswith(text.split(cut)[0].rstrip("\n"))
+    else:
+        assert cut not in text
 
 
 def _viewport(browser: Any) -> None:

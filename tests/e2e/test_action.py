@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
 import os
 import re
 import shutil
@@ -118,7 +119,7 @@ def test_clean_policies_pass_and_the_report_reaches_the_summary_and_outputs(
     assert code == 0, stderr
     assert "**cpg lint**: no findings." in summary
     assert "**cpg plan**: `nothing_breaks` (0 flow(s) would break)." in summary
-    assert "cpg-cart" in summary and "<details><summary>cpg verify</summary>" in summary
+    assert "cpg-cart" in summary and "<details><summary>cpg verify: " in summary
     assert outputs["lint-findings"] == "0" and outputs["verdict"] == "nothing_breaks"
     assert outputs["report"] == Path(outputs["report-file"]).read_text().rstrip("\n")
     assert Path(outputs["sarif"]).is_file()
@@ -193,3 +194,41 @@ def test_a_file_named_like_an_option_is_linted_and_names_cannot_forge_commands(
     stop = next(n for n, line in enumerate(lines) if line.startswith("::stop-commands::"))
     assert lines[-1] == "::" + lines[stop].split("::")[2] + "::", "commands resume at exit"
     assert not any(line.startswith("::error") for line in lines), stderr
+
+
+def test_at_500_workloads_the_comment_fits_and_the_whole_texts_are_artifacts(
+    tmp_path: Path,
+) -> None:
+    """benchmarks/synthetic.py's 500 workloads: the report alone was 222,608 characters and
+    the verify text 423 KB. The comment stays under GitHub's 65,536 with would-break before
+    any graph, and says where the whole report is; the artifact folder holds it whole."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from synthetic import synthetic_capture
+
+    workspace = tmp_path / "repo"
+    workspace.mkdir()
+    synthetic_capture(workspace / "capture.jsonl", 500)
+    assert (
+        cpg(
+            "replay", "capture.jsonl", "-d", str(workspace / "policies"), "-q", cwd=workspace
+        ).returncode
+        == 0
+    )
+    code, summary, outputs, stderr = run_gate(
+        workspace, capture="capture.jsonl", fail_on_break="false"
+    )
+    assert code == 0, stderr
+    comment = outputs["report"]
+    assert len(comment) <= 65_536, len(comment)
+    graph = comment.find("```mermaid")
+    assert comment.index("## Would break") < (graph if graph >= 0 else len(comment))
+    assert "Full report: report-full.md in the artifact cpg-review." in comment
+    # verify: its verdict, not 3,196 admitted lines
+    assert "cpg verify: 3196/3196 candidate flows admitted" in comment
+    assert "  admitted " not in comment
+    artifacts = Path(outputs["artifacts"])
+    whole = (artifacts / "report-full.md").read_text()
+    assert len(whole) > 65_536 and "```mermaid" in whole
+    assert (artifacts / "verify.txt").read_text().count("  admitted ") >= 3_000
+    assert json.loads((artifacts / "plan.json").read_text())["would_break_flows"] > 0
+    assert summary.startswith(comment)

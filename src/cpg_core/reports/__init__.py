@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     )
     from cpg_core.reports._drift import DriftView
     from cpg_core.reports._dropped import DroppedFlowFilter, aggregate_rows, compose, flow_samples
-    from cpg_core.reports._format_names import formats
+    from cpg_core.reports._format_names import REVIEW_MAX_SIZE, formats
     from cpg_core.reports._formats import FORMATS, ExplainView, Review, render
     from cpg_core.reports._graph import Node, TrafficGraph, traffic_graph
     from cpg_core.reports._html import html_report
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 _WHERE = {
     "DECISION_LABELS": "cpg_core.flows",
+    "REVIEW_MAX_SIZE": "cpg_core.reports._format_names",
     "DriftView": "cpg_core.reports._drift",
     "DroppedFlowFilter": "cpg_core.reports._dropped",
     "ExplainView": "cpg_core.reports._formats",
@@ -77,6 +78,7 @@ __getattr__ = lazy_face(__name__, _WHERE)
 __all__ = [
     "DECISION_LABELS",
     "FORMATS",
+    "REVIEW_MAX_SIZE",
     "DriftView",
     "DroppedFlowFilter",
     "ExplainView",

@@ -21,3 +21,8 @@ FORMAT_NAMES: Mapping[str, tuple[str, ...]] = {
 def formats(kind: str) -> tuple[str, ...]:
     """The formats a kind of document can be rendered in, the default first."""
     return FORMAT_NAMES[kind]
+
+
+REVIEW_MAX_SIZE = 60_000
+"""Characters a Markdown review holds unless asked otherwise: under GitHub's 65,536 for a
+pull-request comment, with room for what a gate puts above it."""

@@ -65,6 +65,10 @@ class Review:
 
     title: str
     inputs: ReviewInputs
+    max_size: int = 0
+    """Characters the Markdown report stays under (0: no limit); the other formats are whole."""
+    full_report: str = ""
+    """Where the whole report is, for the note a cut Markdown report ends with."""
 
 
 def _review_markdown(review: Review) -> str:
@@ -75,6 +79,8 @@ def _review_markdown(review: Review) -> str:
         evidence=inputs.evidence,
         health=inputs.health,
         plan=inputs.plan,
+        max_size=review.max_size,
+        full_report=review.full_report,
     )
 
 

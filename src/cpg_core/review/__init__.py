@@ -29,6 +29,8 @@ if TYPE_CHECKING:
         explain_lines,
         explain_record,
         render_explain_json,
+        rule_in_words,
+        seen_at,
     )
     from cpg_core.review._lint import (
         RULES,
@@ -118,6 +120,8 @@ _WHERE = {
     "plan_evidence": "cpg_core.review._evidence",
     "policy_namespaces": "cpg_core.review._lint",
     "render_explain_json": "cpg_core.review._explain",
+    "rule_in_words": "cpg_core.review._explain",
+    "seen_at": "cpg_core.review._explain",
     "selects": "cpg_core.review._lint",
     "supported_text": "cpg_core.review._lint_versions",
     "to_data": "cpg_core.review._wire",
@@ -168,6 +172,8 @@ __all__ = [
     "plan_evidence",
     "policy_namespaces",
     "render_explain_json",
+    "rule_in_words",
+    "seen_at",
     "selects",
     "supported_text",
     "to_data",

@@ -179,7 +179,8 @@ def describe_peer(peer: PeerRecord) -> str:
     return f"{peer.namespace}/{labels}" if peer.namespace else labels or "unknown"
 
 
-def describe_rule(rule: RuleEvidence) -> str:
+def rule_in_words(rule: RuleEvidence) -> str:
+    """A rule as a reviewer reads it: ``TCP/8080 from shop/app=web`` (its key is for machines)."""
     way = "from" if rule.direction == "ingress" else "to"
     traffic = f"{rule.protocol}/{rule.port}"
     if rule.protocol.startswith("ICMP"):
@@ -192,7 +193,8 @@ def describe_rule(rule: RuleEvidence) -> str:
     return text
 
 
-def _when(key: str) -> str:
+def seen_at(key: str) -> str:
+    """A recorded time to the second, in UTC (``never`` for a rule no flow asked for)."""
     if not key or key == ZERO_TIME:
         return "never"
     return key.replace("T", " ").rstrip("Z").split(".")[0] + " UTC"
@@ -239,16 +241,16 @@ def explain_lines(doc: PolicyEvidence, f: ExplainFilter, where: str = "") -> lis
     if not rules:
         lines.append(("warn", "No rule matches these filters. Available rules:"))
         for rule in doc.rules:
-            lines.append(("", f"  {rule.direction}  {describe_rule(rule)}"))
+            lines.append(("", f"  {rule.direction}  {rule_in_words(rule)}"))
         return lines
     for rule in rules:
-        lines.append(("rule", f"{rule.direction.capitalize()}  {describe_rule(rule)}"))
+        lines.append(("rule", f"{rule.direction.capitalize()}  {rule_in_words(rule)}"))
         kinds = ", ".join(f"{k} {v}" for k, v in rule.classes.items())
         lines.append(("", f"  flows:      {rule.flow_count}" + (f" ({kinds})" if kinds else "")))
         if FOR_CLUSTER in rule.classes:
             lines.append(("dim", f"  why:        {CLUSTER_WHY}"))
-        lines.append(("", f"  first seen: {_when(rule.first_seen)}"))
-        lines.append(("", f"  last seen:  {_when(rule.last_seen)}"))
+        lines.append(("", f"  first seen: {seen_at(rule.first_seen)}"))
+        lines.append(("", f"  last seen:  {seen_at(rule.last_seen)}"))
         lines.append(("dim", f"  key:        {rule.key}"))
         if rule.samples:
             lines.append(("", f"  newest {len(rule.samples)} sample(s):"))
@@ -257,7 +259,7 @@ def explain_lines(doc: PolicyEvidence, f: ExplainFilter, where: str = "") -> lis
                 lines.append(
                     (
                         "",
-                        f"    {_when(s.time)}  {_side(s.src)} → {_side(s.dst)}  "
+                        f"    {seen_at(s.time)}  {_side(s.src)} → {_side(s.dst)}  "
                         f"{s.protocol}/{s.port}  {s.verdict} {s.drop_reason}{node}",
                     )
                 )
