@@ -351,6 +351,27 @@ def test_one_header_is_one_kind_of_flow(tmp_path: Path) -> None:
     assert {a["flows"] for a in data["answers"]} == {1, 2}
 
 
+def test_answers_of_one_traffic_line_are_told_apart_by_their_drop_reason(tmp_path: Path) -> None:
+    """The example's first answer was labelled "[another recording of the same traffic]":
+    the answers under that line differ by how Hubble dropped the flows, so that is the
+    label; nothing is called another recording unless an earlier answer is the recording."""
+    from conftest import EXAMPLE
+
+    folder = tmp_path / "policies"
+    assert cpg("replay", str(EXAMPLE), "-d", str(folder), "-q").returncode == 0
+    _code, data = why(EXAMPLE, folder)
+    lines = [a["traffic"] for a in data["answers"]]
+    assert not any("another recording" in line for line in lines)
+    cart = "egress  shop/cart → payments/payments-api TCP/8443"
+    assert [line for line in lines if line.startswith(cart)] == [
+        f"{cart} [dropped with POLICY_DENIED]",
+        f"{cart} [dropped with CT_MAP_INSERTION_FAILED]",
+        f"{cart} [dropped with STALE_OR_UNROUTABLE_IP]",
+    ]
+    first = data["answers"][0]
+    assert first["traffic"].endswith(f"[dropped with {first['drop_reason']}]")
+
+
 def test_a_capture_with_more_kinds_than_are_answered_says_how_many_it_left_out(
     tmp_path: Path,
 ) -> None:

@@ -525,7 +525,14 @@ def merged_answers(answered: Sequence[tuple[Flow, Why]]) -> tuple[Why, ...]:
         same = by_line[why.traffic]
         if len(same) > 1:
             note = _what_differs(flow, [other[1] for other in same])
-            why = attrs.evolve(why, traffic=f"{why.traffic} [{note}]")
+            if not note:
+                reasons = {other[0].drop_reason for other in same}
+                if len(reasons) > 1:
+                    note = f"dropped with {why.drop_reason or 'no reason'}"
+                elif entry is not same[0]:
+                    note = "another recording of the same traffic"
+            if note:
+                why = attrs.evolve(why, traffic=f"{why.traffic} [{note}]")
         out.append(why)
     return tuple(out)
 
@@ -547,7 +554,7 @@ def _what_differs(flow: Flow, flows: Sequence[Flow]) -> str:
                 parts.append(f"{side} pod {pod}")
     if not parts and flow.verdict != flows[0].verdict:
         parts.append(f"verdict {_verdict_name(flow.verdict)}")
-    return "; ".join(parts) or "another recording of the same traffic"
+    return "; ".join(parts)
 
 
 def why_names(flows: Iterable[Flow]) -> dict[str, list[str]]:
