@@ -43,11 +43,12 @@ print(json.dumps(r.get('structuredContent', r)))"
 }
 
 npx -y "$INSPECTOR" --cli -q --method tools/list -- "$server" 2>/dev/null |
-  check "tools/list: eleven tools, read-only queries" \
+  check "tools/list: thirteen tools, read-only queries" \
   "sorted(t['name'] for t in d['tools']) == sorted(['start_session','get_status','stop_session',\
 'list_dropped_flows','list_policies','get_policy','get_evidence','get_cluster_health',\
-'get_bootstrap_policy','get_plan','get_report']) and all(t['annotations']['readOnlyHint'] \
-for t in d['tools'] if t['name'].startswith(('list_','get_')))"
+'get_bootstrap_policy','get_plan','get_report','explain_flow','trace_flow']) and \
+all(t['annotations']['readOnlyHint'] for t in d['tools'] \
+if t['name'].startswith(('list_','get_','explain_','trace_')))"
 
 mcpdo connect --connection "$conn" -- "$server" --allow-replay-dir "$scratch/captures" >/dev/null
 sid="$(call start_session '{"replay_file":"drops.jsonl"}' |
@@ -62,7 +63,8 @@ done
 call get_status "{\"session_id\":\"$sid\"}" | check "get_status: stopped, 6 policies" \
   "d['state'] == 'stopped' and d['policy_file_count'] == 6"
 call list_policies "{\"session_id\":\"$sid\",\"limit\":4}" | check "list_policies: paged" \
-  "d['total_count'] == 6 and d['has_more'] and len(d['policies']) == 4"
+  "d['total_count'] == 6 and d['has_more'] and len(d['policies']) == 4 and \
+not d['policies'][0]['path'].startswith('/')"
 call get_policy "{\"session_id\":\"$sid\",\"namespace\":\"shop\",\"workload\":\"cart\"}" |
   check "get_policy: YAML" "'kind: CiliumNetworkPolicy' in d['yaml']"
 call get_evidence "{\"session_id\":\"$sid\",\"namespace\":\"shop\",\"workload\":\"cart\"}" |
@@ -73,6 +75,15 @@ call list_dropped_flows "{\"session_id\":\"$sid\"}" | check "list_dropped_flows"
   "d['samples'] and d['aggregates']['rows']"
 call get_cluster_health "{\"session_id\":\"$sid\"}" | check "get_cluster_health" \
   "any(x['reason'] == 'CT_MAP_INSERTION_FAILED' for x in d['report']['drops'])"
+call get_plan "{\"session_id\":\"$sid\",\"section\":\"diffs\",\"limit\":2}" |
+  check "get_plan: a section paged, every total" \
+  "d['section'] == 'diffs' and len(d['diffs']) == 2 and d['totals']['diffs'] == 6 and d['has_more']"
+call get_report "{\"session_id\":\"$sid\",\"max_size\":4000}" | check "get_report: paged" \
+  "d['markdown'].startswith('# cpg report') and len(d['markdown']) <= 4000 and d['has_more']"
+call explain_flow "{\"session_id\":\"$sid\",\"to_pod\":\"shop/cart\"}" |
+  check "explain_flow: answers" "d['answers'] and d['total_count'] >= len(d['answers'])"
+call trace_flow "{\"session_id\":\"$sid\",\"source\":\"shop/frontend\",\"destination\":\"shop/cart\",\"port\":\"8080/TCP\"}" |
+  check "trace_flow: admitted" "d['answers'] and all(a['allowed'] for a in d['answers'])"
 call get_policy "{\"session_id\":\"$sid\",\"namespace\":\"..\",\"workload\":\"cart\"}" |
   check "get_policy refuses traversal" "d['isError']"
 mcpdo --connection "$conn" disconnect >/dev/null

@@ -72,8 +72,11 @@ class StopResult(BaseModel):
     audit_verdict_count: int
     infra_drop_total: int
     infra_drops_by_reason: dict[str, int]
-    cluster_health_path: str
-    tmp_dir: str
+    cluster_health_path: str = Field(description="relative to tmp_dir")
+    tmp_dir: str = Field(
+        description="the session's folder on the server's host (temporary: it goes with the "
+        "session); the paths results give are relative to it"
+    )
 
 
 class PolicyRow(BaseModel):
@@ -83,7 +86,9 @@ class PolicyRow(BaseModel):
     directions: list[str]
     ingress_rule_count: int
     egress_rule_count: int
-    path: str
+    path: str = Field(
+        description="the file, relative to the session's folder (tmp_dir): get_policy reads it"
+    )
 
 
 class PolicyList(BaseModel):
@@ -147,7 +152,7 @@ class PolicyResult(BaseModel):
     workload: str
     name: str
     yaml: str
-    path: str
+    path: str = Field(description="the file, relative to the session's folder (tmp_dir)")
     ingress_rule_count: int
     egress_rule_count: int
 
@@ -178,6 +183,11 @@ class HealthResult(BaseModel):
         description="true when a by_node/by_workload breakdown was capped at 100 entries "
         "(highest counts kept; each count stays the true total)",
     )
+    total_count: int | None = Field(
+        default=None, description="findings across all pages (report.findings is this page)"
+    )
+    has_more: bool | None = None
+    next_cursor: str | None = None
 
 
 class BootstrapResult(BaseModel):
@@ -213,20 +223,44 @@ class PlanResult(BaseModel):
     )
     message: str | None = Field(default=None, description="why the plan cannot judge")
     would_break_flows: int = Field(description="forwarded flows the proposal would drop")
+    section: str = Field(description="the list this page is of (the section argument)")
+    totals: dict[str, int] = Field(
+        description="how many items each list holds (get_plan with section=NAME pages it)"
+    )
     would_break: _field_of(Plan, "would_break") = Field(  # type: ignore[valid-type]
-        description="this page of the traffic that works today and would break, most flows "
-        "first, each with why, the selector that captures the endpoint and a fix"
+        default=None,
+        description="section would_break: traffic that works today and would break, most "
+        "flows first, each with why, the selector that captures the endpoint and a fix",
     )
-    newly_enforced: _field_of(Plan, "newly_enforced")  # type: ignore[valid-type]
+    newly_enforced: _field_of(Plan, "newly_enforced") = Field(  # type: ignore[valid-type]
+        default=None, description="section newly_enforced: endpoints policed for the first time"
+    )
+    availability: _field_of(Plan, "availability") = Field(  # type: ignore[valid-type]
+        default=None,
+        description="section availability: what the proposal would take from traffic the "
+        "capture does not hold (DNS, shared services, new workloads)",
+    )
+    not_fixed: _field_of(Plan, "not_fixed") = Field(  # type: ignore[valid-type]
+        default=None, description="section not_fixed: denied traffic the proposal leaves denied"
+    )
     diffs: _field_of(Plan, "diffs") = Field(  # type: ignore[valid-type]
-        description="per proposed policy, entries added/removed"
+        default=None, description="section diffs: per proposed policy, entries added/removed"
     )
-    policies: _field_of(Plan, "policies")  # type: ignore[valid-type]
+    policies: _field_of(Plan, "policies") = Field(  # type: ignore[valid-type]
+        default=None, description="section policies: per proposed policy, what it fixes/breaks"
+    )
     policy_map: _field_of(Plan, "policy_map") = Field(  # type: ignore[valid-type]
-        default_factory=list,
-        description="pods whose estimated policy map entries reach 80 % of policy_map_max "
-        "(over it: the agent cannot apply the policies), fullest first, with the rules that "
-        "add the most entries and what would cut them",
+        default=None,
+        description="section policy_map: pods whose estimated policy map entries reach 80 % "
+        "of policy_map_max (over it: the agent cannot apply the policies), fullest first",
+    )
+    also_selected: _field_of(Plan, "also_selected") = Field(  # type: ignore[valid-type]
+        default=None,
+        description="section also_selected: proposed policies whose pods a person's policy "
+        "selects too",
+    )
+    confidence: _field_of(Plan, "confidence") = Field(  # type: ignore[valid-type]
+        default=None, description="section confidence: the traffic behind each proposed rule"
     )
     policy_map_max: int = Field(default=16_384, description="the bpf-policy-map-max judged against")
     so_far: bool | None = Field(
@@ -234,16 +268,30 @@ class PlanResult(BaseModel):
         description="true while a shadow session runs: the plan of the flows received so far; "
         "final after stop_session",
     )
-    total_count: int = Field(description="would-break items across all pages")
+    total_count: int = Field(description="items of this section across all pages")
     has_more: bool
     next_cursor: str | None = None
 
 
+class ReportSection(BaseModel):
+    name: str = Field(description="get_report's section argument for it")
+    blocks: int = Field(description="its whole rows, graphs and headings")
+    characters: int
+
+
 class ReportResult(BaseModel):
     markdown: str = Field(
-        description="the review report as Markdown (summary, Mermaid graph of the allowed "
-        "traffic, rules with flows and confidence, findings and infra drops with fixes)"
+        description="this page of the review report as Markdown, whole rows and graphs only: "
+        "the summary, would-break, newly enforced, findings and infra drops with fixes first, "
+        "then coverage, each policy's rules with flows and confidence, and Mermaid graphs"
     )
+    section: str | None = Field(
+        default=None, description="the section paged (none: the whole report in order)"
+    )
+    sections: list[ReportSection] = Field(description="every section, and how big it is")
+    total_count: int = Field(description="blocks of the section (or report) across all pages")
+    has_more: bool
+    next_cursor: str | None = None
 
 
 class WhyResult(BaseModel):
@@ -256,6 +304,12 @@ class WhyResult(BaseModel):
         "as recorded, the policies that police the subject, each near miss with what differs, "
         "deny rules that match, and admit_yaml, the rule that would admit it"
     )
+    unanswered_flows: int | None = Field(
+        default=None,
+        description="distinct flows not answered before the deadline (the most frequent "
+        "were answered first): narrow the filters to have them answered",
+    )
+    message: str | None = None
     total_count: int
     has_more: bool
     next_cursor: str | None = None

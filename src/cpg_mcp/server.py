@@ -48,6 +48,10 @@ _HEAVY = anyio.CapacityLimiter(2)
 
 T = TypeVar("T")
 
+ANSWER_SHARE = 0.5
+"""Of a call's deadline, the share explain_flow spends answering (reading the capture
+included) before it returns the answers it has, the most frequent kinds of flow first."""
+
 
 async def offload(fn: Callable[..., T], *args: Any, heavy: bool = False, **kwargs: Any) -> T:
     """Run file-reading work in a thread of its lane (``heavy``: a whole capture or folder).
@@ -287,7 +291,49 @@ _TracePath = Annotated[str, Field(description="an HTTP path, for L7 rules")]
 _TraceDns = Annotated[str, Field(description="a DNS query name, for DNS rules")]
 
 
-_GetPlanLimit = Annotated[int, Field(ge=1, le=200, description="max would-break items per page")]
+_GetPlanLimit = Annotated[
+    int,
+    Field(
+        ge=1,
+        le=200,
+        description="max items of the section per page (a page also stops "
+        "before ~60,000 characters)",
+    ),
+]
+_PlanSection = Annotated[
+    Literal[
+        "would_break",
+        "newly_enforced",
+        "availability",
+        "not_fixed",
+        "diffs",
+        "policies",
+        "policy_map",
+        "also_selected",
+        "confidence",
+    ],
+    Field(description="the list to page; totals says how many each holds"),
+]
+
+
+_HealthLimit = Annotated[int, Field(ge=1, le=200, description="max findings per page")]
+_ReportSection = Annotated[
+    Literal[
+        "would_break",
+        "newly_enforced",
+        "findings",
+        "infrastructure_drops",
+        "policy_map_pressure",
+        "coverage",
+        "policies",
+        "graphs",
+    ]
+    | None,
+    Field(description="one part of the report to page (none: all of it, in order)"),
+]
+_ReportMaxSize = Annotated[
+    int, Field(ge=2_000, le=90_000, description="characters of Markdown per page at most")
+]
 
 
 _GetEvidenceDirection = Annotated[
@@ -467,6 +513,7 @@ def _query_tools(mcp: GuardedServer, manager: SessionManager) -> None:
         from_cluster: _FromCluster = False,
         allow_localhost: _PlanAllowLocalhost = "always",
         policy_map_max: _PlanPolicyMapMax = 16_384,
+        section: _PlanSection = "would_break",
         limit: _GetPlanLimit = 50,
         cursor: CURSOR = None,
     ) -> models.PlanResult:
@@ -477,7 +524,8 @@ def _query_tools(mcp: GuardedServer, manager: SessionManager) -> None:
         policy's changes in Cilium terms, and the pods whose estimated policy map entries
         reach 80 % of policy_map_max (policy_map). Judged on capture, else on the session's
         own replay; verdict cannot_judge when that capture has no forwarded traffic.
-        Paginated over would_break."""
+        Every result has the verdict and totals (how many items each list holds); section
+        picks the list this call pages (would_break first), the cursor pages on within it."""
         return await offload(
             tools.get_plan,
             session_of(session_id),
@@ -487,6 +535,7 @@ def _query_tools(mcp: GuardedServer, manager: SessionManager) -> None:
             allow_localhost=allow_localhost,
             policy_map_max=policy_map_max,
             kube_dir=manager.kube_dir(),
+            section=section,
             limit=limit,
             cursor=cursor,
         )
@@ -533,6 +582,7 @@ def _review_tools(mcp: GuardedServer, manager: SessionManager) -> None:
             heavy=True,
             capture=capture_path,
             kube_dir=manager.kube_dir(),
+            answer_seconds=mcp.tool_timeout * ANSWER_SHARE,
             **arguments,
         )
 
@@ -557,11 +607,25 @@ def _review_tools(mcp: GuardedServer, manager: SessionManager) -> None:
         )
 
     @mcp.tool(title="Review report (Markdown)", annotations=QUERY)
-    async def get_report(session_id: SESSION_ID) -> models.ReportResult:
-        """The Markdown review report of a stopped session, as cpg report prints it: a
-        summary, a Mermaid graph of the allowed traffic, each policy's rules with flows,
-        first/last seen and confidence, findings and infra drops with their fixes."""
-        return await offload(tools.get_report, session_of(session_id), heavy=True)
+    async def get_report(
+        session_id: SESSION_ID,
+        section: _ReportSection = None,
+        max_size: _ReportMaxSize = 60_000,
+        cursor: CURSOR = None,
+    ) -> models.ReportResult:
+        """The Markdown review report of a stopped session, as cpg report prints it, a page
+        of whole rows and graphs at a time (at most max_size characters): the summary,
+        findings and infra drops with their fixes, coverage, each policy's rules with flows,
+        first/last seen and confidence, and Mermaid graphs of the allowed traffic. sections
+        names each part and its size; section pages one of them."""
+        return await offload(
+            tools.get_report,
+            session_of(session_id),
+            heavy=True,
+            section=section,
+            max_size=max_size,
+            cursor=cursor,
+        )
 
 
 def _detail_tools(
@@ -605,11 +669,16 @@ def _detail_tools(
         return await offload(tools.get_evidence, session, **arguments)
 
     @mcp.tool(title="Cluster health of the session", annotations=QUERY)
-    async def get_cluster_health(session_id: SESSION_ID) -> models.HealthResult:
+    async def get_cluster_health(
+        session_id: SESSION_ID, limit: _HealthLimit = 50, cursor: CURSOR = None
+    ) -> models.HealthResult:
         """Infrastructure and transient drops (by reason, node and workload, with fix links) and
-        findings. While a live capture runs, the report covers the flows so far (`so_far` is
-        true); after stop_session it is final. No report after stop means no such drops."""
-        return await offload(tools.get_cluster_health, session_of(session_id))
+        findings (paged: total_count counts them). While a live capture runs, the report covers
+        the flows so far (`so_far` is true); after stop_session it is final. No report after
+        stop means no such drops."""
+        return await offload(
+            tools.get_cluster_health, session_of(session_id), limit=limit, cursor=cursor
+        )
 
     @mcp.tool(title="Default-deny policy for a namespace", annotations=QUERY)
     async def get_bootstrap_policy(

@@ -63,6 +63,7 @@ from cpg_mcp.models import (
     PolicyResult,
     PolicyRow,
     ReportResult,
+    ReportSection,
     StartResult,
     StatusResult,
     StopResult,
@@ -240,13 +241,23 @@ def stop_summary(session: Session, already_stopped: bool) -> StopResult:
         audit_verdict_count=agg.audit_flows if agg else 0,
         infra_drop_total=agg.infra_drops if agg else 0,
         infra_drops_by_reason={d.reason: d.count for d in health.drops} if health else {},
-        cluster_health_path=str(
+        cluster_health_path=in_session(
+            session,
             result.health_path
             if result and result.health_path
-            else session.evidence_store.health_path
+            else session.evidence_store.health_path,
         ),
         tmp_dir=str(session.tmp),
     )
+
+
+def in_session(session: Session, path: Path) -> str:
+    """``path`` relative to the session's folder (``tmp_dir``): the part an agent can use
+    anywhere (the folder is the server's, and temporary)."""
+    try:
+        return path.relative_to(session.tmp).as_posix()
+    except ValueError:
+        return path.name
 
 
 def health_of(session: Session) -> ClusterHealth | None:
@@ -373,7 +384,7 @@ def _policy_row(session: Session, namespace: str, workload: str) -> tuple[Policy
         directions=[d for d in ("ingress", "egress") if spec.get(d)],
         ingress_rule_count=len(spec.get("ingress") or []),
         egress_rule_count=len(spec.get("egress") or []),
-        path=str(path),
+        path=in_session(session, path),
     )
     return row, text
 
@@ -449,7 +460,11 @@ HEALTH_CAPTURING = (
 )
 
 
-def get_cluster_health(session: Session) -> HealthResult:
+def get_cluster_health(
+    session: Session, *, limit: int = 50, cursor: str | None = None
+) -> HealthResult:
+    """The session's cluster health; its findings (one per subject, so many) are paged."""
+    paging.decode(cursor)
     so_far = None
     if session.state == "capturing":
         if session.capture is None:  # a replay still reading
@@ -473,11 +488,14 @@ def get_cluster_health(session: Session) -> HealthResult:
             + (" so far (the capture is still running)" if so_far else ""),
         )
     capped, truncated = capped_breakdowns(report)
+    data = to_data(capped)
+    findings, meta = paging.page(data["findings"], cursor, limit)
     return HealthResult(
-        report=clean(to_data(capped)),
+        report=clean({**data, "findings": findings}),
         truncated=truncated or None,
         so_far=so_far,
         message=DROPPED_FLOWS_SO_FAR if so_far else None,
+        **meta,
     )
 
 
@@ -525,6 +543,7 @@ def get_plan(
     allow_localhost: str = "always",
     policy_map_max: int = 16_384,
     kube_dir: Path | None = None,
+    section: str = "would_break",
     limit: int = 50,
     cursor: str | None = None,
 ) -> PlanResult:
@@ -541,7 +560,7 @@ def get_plan(
         view = session.shadow.so_far() if running else session.shadow_plan
         if view is None:
             raise ToolError(f"the shadow session ended without a plan: {session.error}")
-        return _plan_result(view.plan, limit, cursor, so_far=running)
+        return _plan_result(view.plan, limit, cursor, section=section, so_far=running)
     if session.state != "stopped":
         raise ToolError("the session is still running; call stop_session first")
     result = session.result
@@ -575,7 +594,22 @@ def get_plan(
         session.plans[cache_key] = planned
     made = planned  # the plan's wire form, once: each call pages it
     data = session.memo(f"plan {cache_key!r}", lambda: to_data(made))
-    return _plan_result(planned, limit, cursor, data=data)
+    return _plan_result(planned, limit, cursor, section=section, data=data)
+
+
+PLAN_LISTS = (
+    "would_break",
+    "newly_enforced",
+    "availability",
+    "not_fixed",
+    "diffs",
+    "policies",
+    "policy_map",
+    "also_selected",
+    "confidence",
+)
+"""The plan's lists, each paged on its own (``section``): the first is what a reviewer acts
+on first."""
 
 
 def _plan_result(
@@ -583,11 +617,14 @@ def _plan_result(
     limit: int,
     cursor: str | None,
     *,
+    section: str = "would_break",
     so_far: bool = False,
     data: dict[str, Any] | None = None,
 ) -> PlanResult:
     data = to_data(plan) if data is None else data
-    chunk, meta = paging.page(data["would_break"], cursor, limit)
+    if section not in PLAN_LISTS:
+        raise ToolError(f"section {section!r}: one of {', '.join(PLAN_LISTS)}")
+    chunk, meta = paging.page(data[section], cursor, limit)
     return PlanResult.model_validate(
         clean(
             {
@@ -601,33 +638,68 @@ def _plan_result(
                 "verdict": data["verdict"],
                 "message": CANNOT_JUDGE if data["verdict"] == "cannot_judge" else None,
                 "would_break_flows": data["would_break_flows"],
-                "would_break": chunk,
-                "newly_enforced": data["newly_enforced"][:100],
-                "diffs": data["diffs"][:100],
-                "policies": data["policies"][:200],
-                "policy_map": data["policy_map"][:100],
                 "policy_map_max": data["policy_map_max"],
                 "so_far": True if so_far else None,
+                "totals": {name: len(data[name]) for name in PLAN_LISTS},
+                "section": section,
+                section: chunk,
                 **meta,
             }
         )
     )
 
 
-def get_report(session: Session) -> ReportResult:
-    """The Markdown review report of a stopped session (what cpg report prints)."""
+REPORT_BUDGET = 60_000
+"""Characters of Markdown a get_report page holds unless asked otherwise."""
+
+
+def get_report(
+    session: Session,
+    *,
+    section: str | None = None,
+    max_size: int = REPORT_BUDGET,
+    cursor: str | None = None,
+) -> ReportResult:
+    """The Markdown review report of a stopped session (what cpg report prints), one page of
+    whole rows and graphs at a time: all of it in order, or one section."""
+    from cpg_core.reports import markdown_page
+
+    start = paging.decode(cursor)
     if session.state != "stopped":
         raise ToolError("the session is still running; call stop_session first")
     if not session.policies.is_dir():
         raise ToolError("the session wrote no policy; there is nothing to report")
-    text = workers.run(
+    head, sections = session.memo(
         "report",
-        session.policies,
-        session.evidence_store,
-        f"session {session.id}",
-        cancel=CANCEL.get(),
+        lambda: workers.run(
+            "report",
+            session.policies,
+            session.evidence_store,
+            f"session {session.id}",
+            cancel=CANCEL.get(),
+        ),
     )
-    return ReportResult(markdown=text)
+    names = {name.replace(" ", "_"): blocks for name, blocks in sections}
+    if section is not None and section not in names:
+        raise ToolError(f"section {section!r}: one of {', '.join(names)}")
+    blocks = (
+        [head] + [b for bs in names.values() for b in bs] if section is None else names[section]
+    )
+    text, end = markdown_page(blocks, start, max_size)
+    meta: dict[str, Any] = {"total_count": len(blocks), "has_more": end < len(blocks)}
+    if end < len(blocks):
+        meta["next_cursor"] = paging.encode(end)
+    return ReportResult(
+        markdown=text,
+        section=section,
+        sections=[
+            ReportSection(
+                name=name, blocks=len(bs), characters=sum(len(x) + 1 for b in bs for x in b)
+            )
+            for name, bs in names.items()
+        ],
+        **meta,
+    )
 
 
 def _why_request(session: Session, inputs: list[str], from_cluster: bool) -> Any:
@@ -642,12 +714,32 @@ def _why_request(session: Session, inputs: list[str], from_cluster: bool) -> Any
     )
 
 
-def _why_result(answered: tuple[str, int, list[Any]], limit: int, cursor: str | None) -> WhyResult:
-    origin, selected, answers = answered
+def _why_result(
+    answered: tuple[str, int, list[Any], int], limit: int, cursor: str | None
+) -> WhyResult:
+    origin, selected, answers, unanswered = answered
     chunk, meta = paging.page(answers, cursor, limit)
-    return WhyResult.model_validate(
-        clean({"origin": origin, "selected_flows": selected, "answers": chunk, **meta})
-    )
+    data: dict[str, Any] = {"origin": origin, "selected_flows": selected, "answers": chunk}
+    if unanswered:
+        data["unanswered_flows"] = unanswered
+        data["message"] = (
+            f"answered the most frequent kinds of flow before the deadline; {unanswered:,} "
+            "distinct flows were left: narrow the filters (from_namespace, to_pod, port…) to "
+            "have them answered"
+        )
+    return WhyResult.model_validate(clean({**data, **meta}))
+
+
+def _stamps(inputs: list[str]) -> list[tuple[str, int, int]]:
+    """Each input with its size and time of change: a memo of answers holds while they do."""
+    out = []
+    for name in inputs:
+        try:
+            stat = Path(name).stat()
+            out.append((name, stat.st_size, stat.st_mtime_ns))
+        except OSError:
+            out.append((name, -1, -1))
+    return out
 
 
 def explain_flow(
@@ -658,6 +750,7 @@ def explain_flow(
     kube_dir: Path | None = None,
     limit: int = 20,
     cursor: str | None = None,
+    answer_seconds: float | None = None,
     **filters: Any,
 ) -> WhyResult:
     """Why the flows the filters select (denied ones unless verdict is given) were denied,
@@ -682,7 +775,12 @@ def explain_flow(
     request = validated(lambda: _why_request(session, inputs, from_cluster))
     chosen = {name: [value] for name, value in filters.items() if value is not None}
     selection = validated(lambda: FlowFilter.build(**chosen))
-    answered = workers.run("why", request, selection, kube_dir, cancel=CANCEL.get())
+    answered = session.memo(
+        f"why {_stamps(inputs)!r} {from_cluster} {sorted(chosen.items())!r}",
+        lambda: workers.run(
+            "why", request, selection, kube_dir, answer_seconds, cancel=CANCEL.get()
+        ),
+    )
     return _why_result(answered, limit, cursor)
 
 

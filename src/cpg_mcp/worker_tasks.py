@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from cpg_core import CheckRequest, CpgError, Plan, to_data
-from cpg_core.reports import Review, render
+from cpg_core.reports import markdown_sections
 from cpg_core.text import clean
 from cpg_core.why import FlowFilter
 from cpg_io.errors import IoError
@@ -16,8 +16,8 @@ from cpg_io.evidence_store import EvidenceStore
 from cpg_io.runs import plan_run, read_review, trace_run, why_run
 from cpg_mcp.words import in_tool_words
 
-WhyAnswers = tuple[str, int, list[Any]]
-"""(origin, flows selected, each answer's wire form)."""
+WhyAnswers = tuple[str, int, list[Any], int]
+"""(origin, flows selected, each answer's wire form, distinct flows left unanswered)."""
 
 
 def worded(exc: BaseException) -> str:
@@ -31,19 +31,44 @@ def plan(request: CheckRequest, evidence: EvidenceStore, kube_dir: Path | None) 
     return plan_run(request, evidence=evidence, kube_dir=kube_dir).view.plan
 
 
-def why(request: CheckRequest, selection: FlowFilter, kube_dir: Path | None) -> WhyAnswers:
-    return _answers(why_run(request, selection, kube_dir=kube_dir))
+def why(
+    request: CheckRequest,
+    selection: FlowFilter,
+    kube_dir: Path | None,
+    answer_seconds: float | None = None,
+) -> WhyAnswers:
+    return _answers(why_run(request, selection, kube_dir=kube_dir, answer_seconds=answer_seconds))
 
 
 def trace(request: CheckRequest, flows: Any, kube_dir: Path | None) -> WhyAnswers:
     return _answers(trace_run(request, flows, kube_dir=kube_dir))
 
 
-def report(policies: Path, evidence: EvidenceStore, title: str) -> str:
+ReportSections = tuple[list[str], list[tuple[str, list[list[str]]]]]
+"""The Markdown report's head and its sections of blocks (``markdown_sections``)."""
+
+
+def report(policies: Path, evidence: EvidenceStore, title: str) -> ReportSections:
     inputs = read_review(policies, evidence, None, None)
-    return str(clean(render(Review(title=title, inputs=inputs), "markdown"), keep_newlines=True))
+    head, sections = markdown_sections(
+        title=title,
+        policies=inputs.policies,
+        evidence=inputs.evidence,
+        health=inputs.health,
+        plan=inputs.plan,
+    )
+    tidy = [str(clean(line, keep_newlines=True)) for line in head]
+    return tidy, [
+        (name, [[str(clean(line, keep_newlines=True)) for line in block] for block in blocks])
+        for name, blocks in sections
+    ]
 
 
 def _answers(answered: Any) -> WhyAnswers:
     view = answered.view
-    return (f"{view.origin}", view.selected, [to_data(why) for why in view.answers])
+    return (
+        f"{view.origin}",
+        view.selected,
+        [to_data(why) for why in view.answers],
+        view.unanswered,
+    )

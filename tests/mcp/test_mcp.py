@@ -6,7 +6,7 @@ import json
 import re
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import anyio
 import pytest
@@ -578,9 +578,16 @@ async def test_get_plan_over_a_stopped_replay_session(replay_dir: Path, mode: st
         assert "version NotIn (v2)" in broken["fix"]
         assert plan["would_break_flows"] == 12 and plan["total_count"] == 1
         assert not plan["has_more"]
-        (newly,) = plan["newly_enforced"]
+        assert plan["section"] == "would_break" and "newly_enforced" not in plan
+        assert plan["totals"]["would_break"] == 1 and plan["totals"]["newly_enforced"] == 1
+        newly_page = await call(client, "get_plan", session_id=sid, section="newly_enforced")
+        (newly,) = newly_page.structured_content["newly_enforced"]
         assert newly["labels"]["version"] == "v2"
-        assert {d["policy"]: d["status"] for d in plan["diffs"]} == {"shop/cpg-api": "new"}
+        diffs = await call(client, "get_plan", session_id=sid, section="diffs")
+        assert {d["policy"]: d["status"] for d in diffs.structured_content["diffs"]} == {
+            "shop/cpg-api": "new"
+        }
+        assert diffs.structured_content["total_count"] == plan["totals"]["diffs"] == 1
         bad = await call(client, "get_plan", session_id=sid, cursor="garbage")
         assert bad.is_error
 
@@ -894,3 +901,128 @@ async def test_a_heavy_call_past_its_deadline_is_killed_while_cheap_calls_answer
         with anyio.fail_after(2):  # killed, not left running
             while workers.running():
                 await anyio.sleep(0.01)
+
+
+async def test_at_500_workloads_every_result_fits_an_agents_context(tmp_path: Path) -> None:
+    """benchmarks/synthetic.py's 500 workloads: get_report was 437 KB in one result and
+    get_plan with limit 3 130 KB. Every result stays under 100 KB (about 25k tokens), every
+    list is paged with its total, paging walks all of it, and paths are the session's own."""
+    import sys
+
+    from conftest import ROOT
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from cpg_mcp.server import _PlanSection, _ReportSection
+    from cpg_mcp.tools import PLAN_LISTS
+    from synthetic import synthetic_capture
+
+    folder = tmp_path / "captures"
+    folder.mkdir()
+    synthetic_capture(folder / "capture.jsonl", 500)
+    budget = 100_000
+    async with Client(build_server(folder, tool_timeout=120), mode="legacy") as client:
+
+        async def fitting(tool: str, **args: Any) -> dict[str, Any]:
+            result = await call(client, tool, session_id=sid, **args)
+            assert not result.is_error, result.content[0].text
+            size = len(json.dumps(result.structured_content, ensure_ascii=False))
+            assert size <= budget, (tool, args, size)
+            return dict(result.structured_content)
+
+        async def every_page(tool: str, **args: Any) -> list[dict[str, Any]]:
+            pages = [await fitting(tool, **args)]
+            while pages[-1].get("has_more"):
+                pages.append(await fitting(tool, cursor=pages[-1]["next_cursor"], **args))
+            return pages
+
+        started = await call(client, "start_session", replay_file="capture.jsonl")
+        sid = started.structured_content["session_id"]
+        status = await wait_stopped(client, sid)
+        assert status["policy_file_count"] == 260
+
+        # the report: every page whole rows, all pages together the whole report
+        pages = await every_page("get_report")
+        assert len(pages) > 2 and all(p["total_count"] == pages[0]["total_count"] for p in pages)
+        whole = "\n".join(p["markdown"] for p in pages)
+        assert whole.count("```") % 2 == 0 and all(
+            p["markdown"].count("```") % 2 == 0 for p in pages
+        )
+        names = [s["name"] for s in pages[0]["sections"]]
+        assert set(names) <= set(get_args(get_args(_ReportSection)[0])[0].__args__)
+        assert sum(s["characters"] for s in pages[0]["sections"]) < len(whole)
+        policies = await every_page("get_report", section="policies")
+        assert all(p["markdown"].startswith(("## Policies", "### ")) for p in policies)
+        assert "\n".join(p["markdown"] for p in policies) in whole
+        headed = [line for line in whole.splitlines() if line.startswith("### ")]
+        assert sum("/cpg-" in line for line in headed) == 260  # each policy, once
+        assert "## Allowed traffic" in whole and "```mermaid" in whole  # graphs too
+
+        # the plan: every list paged, with the totals of all of them in each result
+        plan = await fitting("get_plan")
+        assert set(plan["totals"]) == set(PLAN_LISTS) == set(get_args(get_args(_PlanSection)[0]))
+        for section in PLAN_LISTS:
+            paged = await every_page("get_plan", section=section)
+            items = [item for page in paged for item in page.get(section, [])]
+            assert len(items) == plan["totals"][section] == paged[0]["total_count"], section
+        assert plan["totals"]["confidence"] > 1_000  # 371 KB as one list
+
+        # list_policies: paths relative to the session's folder, a real file in it
+        listed = await every_page("list_policies", limit=200)
+        rows = [row for page in listed for row in page["policies"]]
+        assert len(rows) == 260
+        tmp = Path(status["tmp_dir"])
+        for row in rows:
+            assert not row["path"].startswith("/") and (tmp / row["path"]).is_file()
+        one = await fitting(
+            "get_policy", namespace=rows[-1]["namespace"], workload=rows[-1]["workload"]
+        )
+        assert one["path"] == rows[-1]["path"]
+
+        await every_page("get_cluster_health")
+        await every_page("list_dropped_flows", limit=200)
+        answers = await every_page("explain_flow", limit=100)
+        assert sum(len(p["answers"]) for p in answers) == answers[0]["total_count"]
+        stopped = await fitting("stop_session")
+        assert not stopped["cluster_health_path"].startswith("/")
+
+
+async def test_explain_flow_answers_a_page_within_its_deadline(
+    replay_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unfiltered explain_flow on a large capture ran past the call's deadline. It
+    answers the most frequent kinds of flow first and stops at its share of the deadline,
+    saying how many it left and how to have them answered; here the share is 0, so it
+    answers exactly the most frequent one."""
+    from cpg_mcp import server
+
+    async with Client(build_server(replay_dir), mode="legacy") as client:
+        sid = (await call(client, "start_session", replay_file="drops.jsonl")).structured_content[
+            "session_id"
+        ]
+        await wait_stopped(client, sid)
+        whole = (await call(client, "explain_flow", session_id=sid, limit=100)).structured_content
+        assert whole["total_count"] > 20 and "unanswered_flows" not in whole
+        monkeypatch.setattr(server, "ANSWER_SHARE", 0.0)
+        cut = await call(client, "explain_flow", session_id=sid, port="8443")
+        assert not cut.is_error, cut.content[0].text
+        page = cut.structured_content
+        (answer,) = page["answers"]
+        first_8443 = next(a for a in whole["answers"] if "TCP/8443" in a["traffic"])
+        assert answer["traffic"].split(" [")[0] == first_8443["traffic"].split(" [")[0]
+        assert page["unanswered_flows"] >= 2 and "narrow the filters" in page["message"]
+        assert page["total_count"] == 1 and not page["has_more"]
+
+
+async def test_the_inspector_smoke_script_expects_the_tools_the_server_lists() -> None:
+    """scripts/inspector-smoke.sh (run by hand with the MCP Inspector, which npx fetches)
+    expected 11 tools when there were 13: it checks the names the server lists now."""
+    from conftest import ROOT
+
+    script = (ROOT / "scripts" / "inspector-smoke.sh").read_text()
+    check = script[script.index('check "tools/list') : script.index("mcpdo connect")]
+    expected = set(re.findall(r"'([a-z_]+)'", check.split("sorted([", 1)[1].split("])", 1)[0]))
+    async with Client(build_server(None), mode="legacy") as client:
+        listed = {t.name for t in (await client.list_tools()).tools}
+    assert expected == listed
+    for tool in listed - {"start_session", "get_status", "stop_session", "get_bootstrap_policy"}:
+        assert f"call {tool} " in script, f"the smoke script calls {tool}"

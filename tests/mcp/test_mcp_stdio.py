@@ -523,7 +523,11 @@ def test_get_plan_through_the_sdk_stdio_client(tmp_path: Path) -> None:
                     await anyio.sleep(0.05)
             result = await client.call_tool("get_plan", {"session_id": sid})
             assert not result.is_error, result.content[0].text
-            return result.structured_content
+            newly = await client.call_tool(
+                "get_plan", {"session_id": sid, "section": "newly_enforced"}
+            )
+            assert not newly.is_error, newly.content[0].text
+            return {**result.structured_content, **newly.structured_content}
 
     plan = anyio.run(drive)
     assert plan["would_break_flows"] == 12

@@ -24,7 +24,12 @@ if TYPE_CHECKING:
     from cpg_core.reports._html import html_report
     from cpg_core.reports._inputs import ReviewInputs
     from cpg_core.reports._lint import LintView
-    from cpg_core.reports._markdown import confidence, markdown_report
+    from cpg_core.reports._markdown import (
+        confidence,
+        markdown_page,
+        markdown_report,
+        markdown_sections,
+    )
     from cpg_core.reports._run import (
         FileOutcome,
         RunReport,
@@ -60,7 +65,9 @@ _WHERE = {
     "flow_samples": "cpg_core.reports._dropped",
     "formats": "cpg_core.reports._format_names",
     "html_report": "cpg_core.reports._html",
+    "markdown_page": "cpg_core.reports._markdown",
     "markdown_report": "cpg_core.reports._markdown",
+    "markdown_sections": "cpg_core.reports._markdown",
     "plan_text": "cpg_core.reports._checks",
     "render": "cpg_core.reports._formats",
     "run_data": "cpg_core.reports._run",
@@ -100,7 +107,9 @@ __all__ = [
     "flow_samples",
     "formats",
     "html_report",
+    "markdown_page",
     "markdown_report",
+    "markdown_sections",
     "plan_text",
     "render",
     "run_data",

@@ -101,6 +101,10 @@ Block = list[str]
 """Lines that stand or fall together: a heading, a table row, a graph."""
 
 
+Sections = list[tuple[str, list[Block]]]
+"""Each section's name and its blocks, in the order a reviewer reads them."""
+
+
 def markdown_report(
     *,
     title: str,
@@ -117,6 +121,22 @@ def markdown_report(
     ``plan`` is what ``cpg plan`` found. With ``max_size`` the report stops before that many
     characters at a whole row or graph and says what it left out and where ``full_report``
     is."""
+    head, sections = markdown_sections(
+        title=title, policies=policies, evidence=evidence, health=health, plan=plan
+    )
+    return "\n".join(_fit(head, sections, max_size, full_report))
+
+
+def markdown_sections(
+    *,
+    title: str,
+    policies: Sequence[PolicyDocument],
+    evidence: Mapping[str, PolicyEvidence],
+    health: ClusterHealth | None = None,
+    plan: Plan | None = None,
+) -> tuple[list[str], Sections]:
+    """The report's head (title and summary) and its sections as blocks, for a reader that
+    pages them (cpg-mcp's get_report) rather than cuts them."""
     names = sorted(
         f"{(p.get('metadata') or {}).get('namespace', '')}/{(p.get('metadata') or {}).get('name', '')}"
         for p in policies
@@ -132,7 +152,7 @@ def markdown_report(
     )
     head = [f"# cpg report: {_cell(title)}", ""]
     head += _summary_lines(names, evidence, findings, drops, plan)
-    sections: list[tuple[str, list[Block]]] = []
+    sections: Sections = []
     if plan is not None:
         sections += [
             ("would break", _would_break_blocks(plan)),
@@ -149,7 +169,23 @@ def markdown_report(
         ("policies", _policy_blocks(names, policies, evidence)),
         ("graphs", _graph_blocks(graph, plan)),
     ]
-    return "\n".join(_fit(head, sections, max_size, full_report))
+    return head, sections
+
+
+def markdown_page(blocks: Sequence[Block], start: int, max_size: int) -> tuple[str, int]:
+    """Whole blocks from ``start`` while they fit in ``max_size`` characters (at least one):
+    the page's text and where the next page starts (``len(blocks)`` at the end)."""
+    out: list[str] = []
+    used = 0
+    end = start
+    for block in blocks[start:]:
+        size = _size(block)
+        if out and used + size > max_size:
+            break
+        out += block
+        used += size
+        end += 1
+    return "\n".join(out), end
 
 
 def _fit(

@@ -22,6 +22,9 @@ class WhyView:
     """Flows of the capture the filters selected (0 for a traced flow)."""
     kinds: int = 0
     """Kinds of flow answered before the list was cut to the most frequent (0: not cut)."""
+    unanswered: int = 0
+    """Distinct flows left unanswered when the time to answer ran out (the most frequent were
+    answered first)."""
 
 
 def why_text(view: WhyView) -> str:

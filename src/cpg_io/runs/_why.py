@@ -4,6 +4,7 @@ ones, the cluster) and, for why, the capture; the answers are cpg_core's (§D26)
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -120,10 +121,14 @@ def why_run(
     cancel: threading.Event | None = None,
     limit: int = 1000,
     tally: ReviewTally | None = None,
+    answer_seconds: float | None = None,
 ) -> WhyRun:
     """Every distinct flow of the capture the filters select (denied flows when no verdict is
     given), each answered against the policies judged, most flows first; ``tally`` follows
-    the reading and the answering."""
+    the reading and the answering. With ``answer_seconds`` the answering stops once that
+    long has passed since the call began (one kind is always answered): the most frequent
+    come first, and ``unanswered`` says how many distinct flows were left."""
+    began = time.monotonic()
     judged = _judged(request, kubeconfig, context, kube_dir)
     tally = tally or ReviewTally()
     capture = CaptureFlows(request.inputs, cancel, identities=judged.identities, tally=tally)
@@ -152,8 +157,10 @@ def why_run(
     names = why_names(kept)
     ordered = sorted(groups.values(), key=lambda g: -g[1])
     tally.total = len(ordered)
-    answered = []
+    answered: list[tuple[Flow, Any]] = []
     for flow, count in ordered:
+        if answer_seconds is not None and answered and time.monotonic() - began > answer_seconds:
+            break
         answered.append((flow, _answer(with_known_pod(flow, pods), count, judged, request, names)))
         tally.done += 1
     merged = merged_answers(answered)
@@ -163,6 +170,7 @@ def why_run(
         policies=len(judged.policies),
         selected=selected,
         kinds=len(merged),
+        unanswered=len(ordered) - len(answered),
     )
     return WhyRun(view=view, stats=capture.stats, problems=judged.problems)
 
