@@ -182,10 +182,20 @@ def _say_result(result: runs.ProposeResult, path: str) -> None:
         for item in result.files:
             say(f"  {item.status:<8} {item.path}: {item.note}")
         return
-    say(f"Proposed on branch {result.branch} (against {result.base}), commit {result.commit[:12]}:")
+    if result.pushed:
+        say(
+            f"Proposed on branch {result.branch} (against {result.base}), commit "
+            f"{result.commit[:12]}:"
+        )
+    else:
+        say(
+            f"Would propose on branch {result.branch} (against {result.base}); --no-push: the "
+            "commit was made in a throwaway checkout and is not kept, no branch was made:"
+        )
     for item in result.files:
         say(f"  {item.status:<8} {item.path}" + (f": {item.note}" if item.note else ""))
-    say("  pushed" if result.pushed else "  not pushed (--no-push)")
+    if result.pushed:
+        say("  pushed")
     if result.body_file:
         say(f"Pull-request body: {result.body_file}")
     if result.pull_request:

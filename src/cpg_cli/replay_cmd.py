@@ -100,6 +100,7 @@ def replay(
         as_json=output == "json",
         exit_code=code,
         evidence_dir=evidence_dir,
+        inputs=[str(name) for name in inputs],
     )
     if code:
         raise typer.Exit(code)

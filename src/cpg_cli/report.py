@@ -56,6 +56,7 @@ def print_run(
     live: LiveCapture | None = None,
     evidence_dir: Path | None = None,
     relay: str = "",
+    inputs: list[str] | None = None,
 ) -> None:
     """The report on stdout (text or JSON), then every write error and tripped check on
     stderr."""
@@ -69,6 +70,7 @@ def print_run(
         extra=extra_json,
         evidence_flag=str(evidence_dir) if evidence_dir is not None else "",
         relay=relay,
+        inputs=inputs,
     )
     dry_run = request.dry_run
     if as_json:

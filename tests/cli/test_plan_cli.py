@@ -68,7 +68,7 @@ def test_a_selector_that_reaches_unpoliced_pods_would_break_their_traffic(tmp_pa
     assert code == 0, text
     assert plan["would_break"] == [] and plan["newly_enforced"] == []
     assert plan["fixed"] == 2
-    assert "Nothing that works today would break." in text
+    assert "Nothing that works today would break (" in text
 
 
 def test_the_same_on_the_egress_side(tmp_path: Path) -> None:
@@ -357,7 +357,7 @@ def test_write_fixes_adds_the_would_break_rules_and_marks_their_evidence(tmp_pat
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     # the first fix: the v1 pods stay unpoliced, as today; no rule is opened
     assert "--write-fixes: narrowed 1 selector(s) and added 0 rule(s)" in fixed.stderr
-    assert "Nothing would break" in fixed.stdout
+    assert "Nothing that works today would break" in fixed.stdout
     policy = yaml.safe_load((out / "bookinfo" / "reviews.yaml").read_text())
     assert policy["spec"]["endpointSelector"]["matchExpressions"] == [
         {"key": "version", "operator": "NotIn", "values": ["v1"]}
@@ -586,3 +586,25 @@ def test_a_policy_map_that_would_overflow_is_named_and_fails_the_plan(tmp_path: 
     assert summary["policy_map"][0]["entries"] == 121
     bad = cpg("plan", str(capture), "-d", str(out), "--policy-map-max", "0")
     assert bad.returncode == 2 and "--policy-map-max" in bad.stderr
+
+
+def test_replay_verify_and_plan_count_the_same_candidates(tmp_path: Path) -> None:
+    """Replay said 34 candidates, verify checked 29 of 34, plan "29/33 denied flows
+    admitted" (it left out the flow Hubble gave no direction) and said nothing breaks twice."""
+    from conftest import EXAMPLE
+
+    out = tmp_path / "p"
+    replayed = json.loads(cpg("replay", str(EXAMPLE), "-d", str(out), "-o", "json").stdout)
+    candidates = replayed["flows"]["candidate"]
+    checked = json.loads(cpg("verify", str(EXAMPLE), "-d", str(out), "-o", "json").stdout)
+    planned = cpg("plan", str(EXAMPLE), "-d", str(out))
+    plan = json.loads(cpg("plan", str(EXAMPLE), "-d", str(out), "-o", "json").stdout)
+    assert candidates == 34 == plan["candidates"]
+    assert checked["candidates"]["total"] + checked["unexpressible"] == candidates  # 29 + 5
+    assert f"Fixes: 29/{candidates} candidate flows admitted" in planned.stdout
+    assert planned.stdout.count("Nothing") == 1  # the verdict, said once
+    assert "Nothing that works today would break (7 forwarded flows checked)." in planned.stdout
+    unknown = [t for t in plan["not_fixed"] if t["direction"] == "?"]
+    assert [(t["source"], t["destination"], t["port"]) for t in unknown] == [
+        ("shop/frontend", "shop/cart", 8080)
+    ]

@@ -272,6 +272,11 @@ def test_propose_takes_d_and_a_base_when_the_remotes_head_names_no_branch(
     assert wrong.returncode == 1 and "has no such branch" in wrong.stderr
     both = cpg("propose", str(source), "-d", str(tmp_path), *common)
     assert both.returncode == 2 and "give the run's folder once" in both.stderr
+    said = cpg("propose", "-d", str(source), "--base", "main", "--repo", str(bare), "--no-push")
+    assert said.returncode == 0, said.stderr
+    branch = said.stdout.split("Would propose on branch ", 1)[1].split(" ", 1)[0]
+    assert "is not kept, no branch was made" in said.stdout and "pushed" not in said.stdout
+    assert branch not in git(bare, "branch", "--list")  # named, and truly not made
     git(bare, "branch", "-D", "other")  # one branch left: it is the default
     alone = cpg("propose", str(source), *common)
     assert alone.returncode == 0, alone.stderr

@@ -115,7 +115,7 @@ def plan_text(view: PlanView) -> str:
         for also in plan.also_selected[:MAX_SHOWN]:
             out.append(f"  {also.policy}: also selected by your policy {', '.join(also.by)}")
     out.append("")
-    out.append(f"Fixes: {plan.fixed}/{plan.candidates} denied flows admitted")
+    out.append(f"Fixes: {plan.fixed}/{plan.candidates} candidate flows admitted")
     for t in plan.not_fixed[:MAX_SHOWN]:
         out.append(f"  not admitted: {t.sample} ({t.flows} flows)")
     out += _change_lines(plan)
@@ -124,7 +124,10 @@ def plan_text(view: PlanView) -> str:
     if plan.breaks:
         out.append(f"Would break {plan.would_break_flows} flows: review before applying.")
     elif plan.can_judge:
-        out.append("Nothing that works today would break.")
+        out.append(
+            f"Nothing that works today would break ({plan.forwarded_flows} forwarded flows "
+            "checked)."
+        )
     else:
         out.append("Cannot judge: no forwarded traffic in the capture (exit 4).")
     return one_line_each(out)
@@ -138,11 +141,8 @@ def _breaking_lines(plan: Plan) -> list[str]:
                 f"forwarded flows judged, but {plan.unjudged_flows} flows were not judged "
                 "(see the note above)."
             ]
-        return [
-            f"Nothing would break: {plan.forwarded_flows} forwarded flows checked."
-            if plan.can_judge
-            else f"Cannot judge: {CANNOT_JUDGE.split(': ', 1)[1]}"
-        ]
+        # nothing breaks: the verdict at the end says so, once
+        return [] if plan.can_judge else [f"Cannot judge: {CANNOT_JUDGE.split(': ', 1)[1]}"]
     out = [
         f"WOULD BREAK: {len(plan.would_break)} kinds of traffic, {plan.would_break_flows} flows "
         "that work today would be dropped:"

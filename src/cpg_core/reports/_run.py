@@ -110,6 +110,9 @@ class RunReport:
     (``policies``, ``peers``)."""
     caps: Mapping[str, int] = attrs.Factory(dict)
     """The caps themselves (``--max-policies``, ``--max-peers``), for the words."""
+    inputs: tuple[str, ...] = ()
+    """The files and folders read, as given (``-`` for standard input): Next steps name
+    them so that each command runs as printed."""
 
     def count(self, outcome: str) -> int:
         return sum(1 for f in self.files if f.outcome == outcome)
@@ -180,7 +183,15 @@ def _no_drops_lines(report: RunReport) -> list[str]:
     decisions = report.decisions
     if decisions.get(Decision.CANDIDATE, 0) or not decisions.get(Decision.NOT_A_DROP, 0):
         return []
-    return ["", *NO_DROPS_HINT]
+    captured = _inputs_words(report)
+    if not captured:
+        return ["", *NO_DROPS_HINT]
+    learn = (
+        f"  learn from today's traffic:  cpg replay {captured} --learn forwarded -d "
+        f"{shlex.quote(report.output_dir)}, then cpg plan (README: Learning from the traffic "
+        "that works today)"
+    )
+    return ["", NO_DROPS_HINT[0], learn, *NO_DROPS_HINT[2:]]
 
 
 def _reading_lines(report: RunReport) -> list[str]:
@@ -334,7 +345,7 @@ def _policy_lines(report: RunReport, changed: list[FileOutcome]) -> list[str]:
             )
         if len(report.waiting) > MAX_FILES_SHOWN:
             lines.append(f"  … and {len(report.waiting) - MAX_FILES_SHOWN} more (-o json)")
-    if report.evidence_dir is not None:
+    if report.evidence_dir is not None and report.files:
         lines.append(
             f"Evidence in {report.evidence_dir} (see: cpg explain NAMESPACE/WORKLOAD -d {output_dir})"
         )
@@ -451,10 +462,17 @@ _FLOW_PATH_FLAGS = {
 }
 
 
+def _inputs_words(report: RunReport) -> str:
+    """The run's inputs as a shell reads them ("" when one was standard input or there
+    were none: no command can read those flows again)."""
+    if not report.inputs or "-" in report.inputs:
+        return ""
+    return " ".join(shlex.quote(name) for name in report.inputs)
+
+
 def _next_steps(report: RunReport, first: FileOutcome) -> list[str]:
-    output_dir = report.output_dir
-    capture = report.source if report.source != "standard input" else "CAPTURE"
-    target = f"{first.namespace}/{first.workload}" if first.namespace else "NAMESPACE/WORKLOAD"
+    output_dir = shlex.quote(report.output_dir)
+    target = shlex.quote(f"{first.namespace}/{first.workload}") if first.namespace else ""
     apply = "-k" if report.kustomized else "-R -f"
     evidence = (
         f" --evidence-dir {shlex.quote(report.evidence_flag)}" if report.evidence_flag else ""
@@ -465,17 +483,27 @@ def _next_steps(report: RunReport, first: FileOutcome) -> list[str]:
         "Next steps:",
         f"  review:  kubectl diff {apply} {output_dir}   (reads the cluster, changes nothing)",
     ]
+    captured = _inputs_words(report)
     if report.relay:  # no capture file to check against: judge on the relay's traffic
         lines.append(
             f"  check:   cpg shadow --server {shlex.quote(report.relay)} -d {output_dir} "
             "--duration 10m   (the plan of live traffic; changes nothing)"
         )
+    elif not captured:
+        lines.append(
+            "  check:   keep the flows in a file (they came on standard input) to check the "
+            "policies with cpg verify and cpg plan"
+        )
     else:
-        lines += [
-            f"  check:   cpg verify {capture} -d {output_dir}{same}",
-            f"  plan:    cpg plan CAPTURE-WITH-EVERY-VERDICT -d {output_dir}{evidence}",
-        ]
-    if report.evidence_dir is not None:
+        lines.append(f"  check:   cpg verify {captured} -d {output_dir}{same}")
+        if report.decisions.get(Decision.NOT_A_DROP, 0) or "learn" in report.flow_path:
+            lines.append(f"  plan:    cpg plan {captured} -d {output_dir}{evidence}")
+        else:
+            lines.append(
+                "  plan:    this capture holds only drops; cpg plan judges what would break "
+                "on one with every verdict (hubble observe without --verdict)"
+            )
+    if report.evidence_dir is not None and target:
         lines.append(f"  explain: cpg explain {target} -d {output_dir}{evidence}")
     lines.append(f"  apply:   kubectl apply {apply} {output_dir}   (yourself, once reviewed)")
     return lines

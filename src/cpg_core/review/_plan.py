@@ -426,6 +426,9 @@ class PlanJudge:
         self.flows = 0
         self._groups: dict[tuple[Any, ...], FlowGroup] = {}
         self._mirrored: dict[tuple[Any, ...], FlowGroup] = {}
+        self._undirected: dict[str, FlowGroup] = {}
+        """Candidates Hubble gave no direction: counted with the others (replay and verify
+        count them), and never fixed (no rule is written for them)."""
         """Traffic judged at its other end too (see :func:`_other_end`)."""
         self._world = Worlds()
         self._policed: set[tuple[Endpoint, str]] = set()
@@ -458,6 +461,14 @@ class PlanJudge:
         kept.note_pod(self._pods, flow.destination, flow.destination_ip)
         way = _WAYS.get(flow.direction)
         if way is None:
+            if decide(flow, self.options) is Decision.CANDIDATE:
+                line = traffic_line(flow)
+                group = self._undirected.get(line)
+                if group is None:
+                    if not kept.room(self._undirected):
+                        return
+                    group = self._undirected[line] = FlowGroup(flow)
+                group.flows += 1
             return
         target = flow.destination if way == "ingress" else flow.source
         allowed_by = flow.ingress_allowed_by if way == "ingress" else flow.egress_allowed_by
@@ -497,6 +508,7 @@ class PlanJudge:
         copied = copy.copy(self)
         copied._groups = {k: FlowGroup(g.first, g.flows) for k, g in self._groups.items()}
         copied._mirrored = {k: FlowGroup(g.first, g.flows) for k, g in self._mirrored.items()}
+        copied._undirected = {k: FlowGroup(g.first, g.flows) for k, g in self._undirected.items()}
         copied._policed = set(self._policed)
         copied._pods = dict(self._pods)
         copied._names = {ip: list(names) for ip, names in self._names.items()}
@@ -526,6 +538,9 @@ class PlanJudge:
         observed = {key[1:] for key in self._groups}
         judged = list(self._groups.items())
         judged += [(k, g) for k, g in self._mirrored.items() if k[1:] not in observed]
+        for group in self._undirected.values():
+            tally.candidates += group.flows
+            tally.not_fixed.append(traffic_of(group.first, group.flows))
         for (is_candidate, *_), group in judged:
             # a pod Hubble called world: judged as the pod
             flow = with_known_pod(group.first, self._pods)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -586,8 +586,10 @@ def run_report(
     extra: Mapping[str, Any] | None = None,
     evidence_flag: str = "",
     relay: str = "",
+    inputs: Sequence[str] | None = None,
 ) -> RunReport:
-    """The run's report document (rendered as text or JSON by cpg_core.reports)."""
+    """The run's report document (rendered as text or JSON by cpg_core.reports);
+    ``inputs`` as the user gave them (folders unexpanded), else the files read."""
     agg = result.aggregator
     return RunReport(
         relay=relay,
@@ -634,6 +636,7 @@ def run_report(
         replaced=tuple(sorted(result.identity.replaces)),
         recorded_by=result.identity.recorded_by,
         flow_path=_flow_path(request),
+        inputs=tuple(result.inputs if inputs is None else inputs),
         scope=agg.scope,
         overflow=dict(agg.overflow),
         caps={
