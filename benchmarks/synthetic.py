@@ -173,6 +173,15 @@ def records(workloads: int) -> Iterator[dict[str, Any]]:
 
 
 OUTSIDE = "outside the cluster"
+CLUSTER_OWN = "nodes and API server"
+
+
+def _group(endpoint: dict[str, Any]) -> str:
+    """The report's group of an endpoint: its namespace, the cluster's own entities, or
+    outside."""
+    if "namespace" in endpoint:
+        return str(endpoint["namespace"])
+    return CLUSTER_OWN if endpoint is API_SERVER else OUTSIDE
 
 
 def canaries(workloads: int) -> dict[str, list[str]]:
@@ -187,11 +196,9 @@ def canaries(workloads: int) -> dict[str, list[str]]:
 
 def namespace_pairs(workloads: int) -> set[tuple[str, str]]:
     """(source, destination) namespaces with traffic between them (the peers outside the
-    cluster as one): what the capture holds, for a test to hold a report to."""
-    pairs = {
-        (src.get("namespace", OUTSIDE), dst.get("namespace", OUTSIDE))
-        for src, dst, _protocol, _port in connections(workloads)
-    }
+    cluster as one, the API server as the cluster's): what the capture holds, for a test to
+    hold a report to."""
+    pairs = {(_group(src), _group(dst)) for src, dst, _protocol, _port in connections(workloads)}
     pairs |= {(TOOLBOX["namespace"], namespace) for namespace in canaries(workloads)}
     return pairs
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -249,6 +250,17 @@ _OutputFormat = Annotated[
 _AsJson = Annotated[bool, typer.Option("--json", help="Same as -o json.")]
 
 
+def _near_folder(folder: Path) -> str:
+    """`` (did you mean 'policies'?)`` for a misspelt folder beside one that exists."""
+    parent = folder.parent if str(folder.parent) else Path(".")
+    try:
+        siblings = [p.name for p in parent.iterdir() if p.is_dir()]
+    except OSError:
+        return ""
+    close = difflib.get_close_matches(folder.name, siblings, n=1, cutoff=0.75)
+    return f" (did you mean {str(parent / close[0])!r}?)" if close else ""
+
+
 @opt.with_flow_filters
 def explain(
     target: _Target,
@@ -306,8 +318,19 @@ def explain(
         raise _fail(exc.render(flag)) from None
     doc, flt = explained.evidence, explained.filter
     if doc is None:
+        asked = f"{request.namespace}/{request.workload}"
+        if explained.near:
+            raise _fail(
+                f"no policy {asked} in {out_dir}: did you mean "
+                f"{' or '.join(repr(name) for name in explained.near)}?"
+            )
+        if not out_dir.is_dir():
+            raise _fail(
+                f"{os.path.abspath(out_dir)}: no such folder{_near_folder(out_dir)}; run "
+                f"'cpg replay CAPTURE -d {out_dir}' first, or pass the -d that run used"
+            )
         raise _fail(
-            f"no evidence for {request.namespace}/{request.workload} at {explained.path} "
+            f"no evidence for {asked} at {explained.path} "
             f"(evidence is keyed by the output dir {os.path.abspath(out_dir)}); run 'cpg replay "
             f"CAPTURE -d {out_dir}' first, or pass the -d and --evidence-dir that run used"
         )

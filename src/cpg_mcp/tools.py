@@ -6,6 +6,7 @@ return is stripped of control characters."""
 from __future__ import annotations
 
 import contextvars
+import difflib
 import logging
 import threading
 from collections.abc import Callable
@@ -117,7 +118,7 @@ def session_of(manager: SessionManager, session_id: str) -> Session:
     try:
         return manager.get(session_id)
     except SessionError as exc:
-        raise ToolError(str(exc)) from None
+        raise ToolError(in_tool_words(exc)) from None
 
 
 def allowed_capture(manager: SessionManager, capture: str | None) -> Path | None:
@@ -127,7 +128,7 @@ def allowed_capture(manager: SessionManager, capture: str | None) -> Path | None
     try:
         return manager.replay_path(capture, "capture")
     except SessionError as exc:
-        raise ToolError(str(exc)) from None
+        raise ToolError(in_tool_words(exc)) from None
 
 
 def duration_text(seconds: float) -> str:
@@ -183,7 +184,7 @@ async def start_session(
         try:
             confined[name] = manager.tls_path(value, name) if value else None
         except SessionError as exc:
-            raise ToolError(str(exc)) from None
+            raise ToolError(in_tool_words(exc)) from None
     settings = TLSSettings(
         enabled=wants_tls,
         ca_cert=confined["tls_ca_cert"],
@@ -368,8 +369,11 @@ def _policy_row(session: Session, namespace: str, workload: str) -> tuple[Policy
     path = store.path_for(namespace, workload)
     text = store.read(path)
     if text is None:
+        known = [f"{ns}/{wl}" for ns, wl in store.targets()]
+        near = difflib.get_close_matches(f"{namespace}/{workload}", known, n=3, cutoff=0.8)
+        hint = f"did you mean {' or '.join(near)}? " if near else ""
         raise ToolError(
-            f"no policy for {namespace}/{workload}; call list_policies to see what exists"
+            f"no policy for {namespace}/{workload}; {hint}call list_policies to see what exists"
         )
     try:
         docs = load_all(text, path.name)
@@ -413,7 +417,7 @@ def get_policy(session: Session, *, namespace: str, workload: str) -> PolicyResu
     try:
         row, text = _policy_row(session, namespace, workload)
     except StoreError as exc:
-        raise ToolError(str(exc)) from None
+        raise ToolError(in_tool_words(exc)) from None
     return PolicyResult(
         namespace=namespace,
         workload=workload,
@@ -444,7 +448,7 @@ def get_evidence(
     try:
         explained = validated(lambda: explain(request, session.evidence_store))
     except (EvidenceError, StoreError) as exc:
-        raise ToolError(str(exc)) from None
+        raise ToolError(in_tool_words(exc)) from None
     if explained.evidence is None:
         raise ToolError(
             f"no evidence for {namespace}/{workload}; call list_policies to see available targets"
@@ -506,7 +510,7 @@ def bootstrap_text(namespace: str) -> str:
     try:
         return render_bootstrap(namespace)
     except ValueError as exc:
-        raise ToolError(str(exc)) from None
+        raise ToolError(in_tool_words(exc)) from None
 
 
 def bootstrap_policy(namespace: str, text: str, agent_images: list[str]) -> BootstrapResult:

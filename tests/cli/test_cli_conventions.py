@@ -4,6 +4,7 @@ policy folder, a folder given to -o is a usage error with the hint, and a versio
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -459,3 +460,24 @@ def test_a_misspelt_command_gets_the_closest_one_named() -> None:
     unknown = cpg("zzzz")
     assert unknown.returncode == 2 and "No such command 'zzzz'." in unknown.stderr
     assert "Did you mean" not in unknown.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("report", "-d", "nope"),
+        ("verify", "CAPTURE", "-d", "nope"),
+        ("plan", "CAPTURE", "-d", "nope"),
+        ("why", "CAPTURE", "-d", "nope"),
+        ("drift", "CAPTURE", "-d", "nope"),
+        ("explain", "shop/cart", "-d", "nope"),
+    ],
+)
+def test_errors_name_flags_not_python_names(tmp_path: Path, args: tuple[str, ...]) -> None:
+    """``cpg report -d nope`` said "give the output_dir the policies were written to"."""
+    from conftest import EXAMPLE
+
+    ran = cpg(*(str(EXAMPLE) if a == "CAPTURE" else a for a in args), cwd=tmp_path)
+    assert ran.returncode in (1, 2), ran.stderr
+    assert "nope" in ran.stderr
+    assert not re.search(r"\b(output|evidence)_dir\b", ran.stderr), ran.stderr

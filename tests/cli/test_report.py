@@ -178,7 +178,8 @@ def test_the_html_report_in_a_real_browser(replayed: Path, browser: Any, tmp_pat
     assert all("faded" in _classes(e) for e in edges if e not in touching)
     panel = browser.find_element(By.ID, "panel").text
     assert "kind: CiliumNetworkPolicy" in panel and "name: cpg-cart" in panel
-    assert "ingress:ep:shop/app=frontend:TCP:8080" in panel, "each rule with its evidence"
+    assert "ingress TCP/8080 from shop/app=frontend" in panel, "each rule with its evidence"
+    assert " UTC" in panel and "000Z" not in panel  # times to the second
     cart.click()  # again: the highlight goes
     assert not any("faded" in _classes(e) for e in edges)
     resources = browser.execute_script("return performance.getEntriesByType('resource').length")

@@ -132,6 +132,47 @@ def test_the_markdown_report_fits_a_pull_request_comment(
         assert cut not in text
 
 
+def _panel_is_not_cut(browser: Any) -> None:
+    """Nothing in the side panel is wider than the panel (the YAML and tables were cut)."""
+    cut = browser.execute_script(
+        "const aside = document.querySelector('aside');"
+        "return Array.from(aside.querySelectorAll('pre, table, p, div'))"
+        ".filter(e => e.scrollWidth > e.clientWidth + 1 || "
+        "e.getBoundingClientRect().right > aside.getBoundingClientRect().right + 1)"
+        ".map(e => e.tagName + ': ' + e.textContent.slice(0, 60));"
+    )
+    assert not cut, cut
+
+
+@pytest.mark.parametrize("workloads", [10, 45, 500])
+def test_the_page_says_what_would_break_and_the_fix(
+    browser: Any, reports: dict[int, tuple[Path, dict[str, Any]]], workloads: int
+) -> None:
+    """The side panel listed no would-break item ("Findings: None" under "72 flows would
+    break"): it lists each, why and the fix, as text in the page itself; cluster entities
+    are the cluster's, not "outside the cluster"."""
+    from selenium.webdriver.common.by import By
+
+    page, summary = reports[workloads]
+    plan = json.loads(page.with_name("plan.json").read_text())
+    html = page.read_text()
+    section = html[html.index('<section id="would-break">') : html.index("</section>")]
+    assert f"Would break ({len(plan['would_break'])})" in section
+    for item in plan["would_break"][:100]:
+        t = item["traffic"]
+        assert f"{t['direction']} {t['source']} → {t['destination']} TCP/{t['port']}" in section
+    assert section.count("Why: ") == section.count("Fix: ") == min(100, len(plan["would_break"]))
+    assert "nodes and API server" in summary["namespaces"]
+    _viewport(browser)
+    _open(browser, page)
+    browser.find_element(By.CSS_SELECTOR, "header a.breaks").click()
+    listed = browser.find_element(By.ID, "would-break")
+    assert listed.is_displayed() and "Why: " in listed.text
+    listed.find_element(By.TAG_NAME, "summary").click()  # the YAML to paste unfolds
+    assert "endpointSelector" in listed.find_element(By.CSS_SELECTOR, "pre.fix-yaml").text
+    _panel_is_not_cut(browser)
+
+
 def _viewport(browser: Any) -> None:
     browser.execute_cdp_cmd(
         "Emulation.setDeviceMetricsOverride",
@@ -232,10 +273,26 @@ def test_every_view_is_readable(
         for td in pair.find_elements(By.CSS_SELECTOR, "td.cell")
     )
     _no_overlaps(browser, "a pair")
-    # …and a workload of it shows its policy and evidence in the side panel.
+    # A red cell says why that traffic breaks and how to fix it, with the YAML to paste.
+    pair.find_element(By.CSS_SELECTOR, "td.cell.breaks").click()
+    panel = browser.find_element(By.ID, "panel").text
+    assert panel.startswith("Would break: 1")
+    assert f"ops/toolbox → {target}/{destinations[0]} TCP/22" in panel
+    assert "Why: " in panel and "was not policed for ingress" in panel
+    assert "Fix: narrow " in panel and "operator: NotIn" in panel  # the narrower selector
+    _panel_is_not_cut(browser)
+    # …and a workload of it shows its policy and evidence in the side panel, every policy
+    # whole (a clusterwide shared one was an empty box).
     pair.find_element(By.CSS_SELECTOR, "th.col").click()
     panel = browser.find_element(By.ID, "panel").text
     assert f"{target}/cpg-{destinations[0]}" in panel and "flows" in panel
+    boxes = [
+        box.get_attribute("textContent")
+        for box in browser.find_elements(By.CSS_SELECTOR, "#panel pre.yaml")
+    ]
+    assert boxes and all("apiVersion: cilium.io/v2" in box for box in boxes), boxes
+    assert any("name: cpg-shared-" in box for box in boxes)
+    _panel_is_not_cut(browser)
     browser.find_element(By.ID, "pair-back").click()
     assert matrix.is_displayed() and not pair.is_displayed()
 

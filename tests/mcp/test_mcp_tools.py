@@ -45,6 +45,9 @@ def test_the_tools_answer_what_the_cli_answers(tmp_path: Path) -> None:
         assert listed.total_count == 6
         policy = tools.get_policy(session, namespace="shop", workload="cart")
         assert policy.yaml == (session.policies / "shop" / "cart.yaml").read_text()
+        assert policy.path == "policies/shop/cart.yaml"  # relative to tmp_dir
+        with pytest.raises(ToolError, match=r"no policy for shop/cartt; did you mean shop/cart\?"):
+            tools.get_policy(session, namespace="shop", workload="cartt")
 
         # get_evidence's records are cpg explain --json's, for the same evidence.
         evidence = tools.get_evidence(session, namespace="shop", workload="cart", port="8080")

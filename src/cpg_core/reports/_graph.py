@@ -14,11 +14,17 @@ from cpg_core.review import Plan
 from cpg_core.synthesis import member_view
 
 OUTSIDE = "outside the cluster"
+"""The group of peers beyond the cluster: world, CIDRs, FQDNs."""
 WHOLE_CLUSTER = "the whole cluster"
 """The group of the ``cluster`` entity: every pod and node, which no namespace holds (§D47)."""
-PEER_GROUPS = frozenset({OUTSIDE, WHOLE_CLUSTER})
+CLUSTER_OWN = "nodes and API server"
+"""The group of the entities that are the cluster's own machinery, not outside it."""
+CLUSTER_ENTITIES = frozenset(
+    {"host", "remote-node", "kube-apiserver", "health", "ingress", "init", "unmanaged"}
+)
+"""Cilium's reserved identities inside the cluster (world and its halves are outside)."""
+PEER_GROUPS = frozenset({OUTSIDE, WHOLE_CLUSTER, CLUSTER_OWN})
 """Groups of peers, not namespaces: no workload of their own, no namespace view."""
-"""The group of peers that are not workloads (entities, CIDRs, FQDNs)."""
 
 
 @attrs.frozen(slots=True)
@@ -161,7 +167,19 @@ class Link:
 def group_of(node: Node) -> str:
     if node.kind in ("workload", "selector") and node.namespace:
         return node.namespace
-    return WHOLE_CLUSTER if node.id == "entity:cluster" else OUTSIDE
+    if node.id == "entity:cluster":
+        return WHOLE_CLUSTER
+    if node.kind == "entity" and node.id.removeprefix("entity:") in CLUSTER_ENTITIES:
+        return CLUSTER_OWN
+    return OUTSIDE
+
+
+def plan_node(name: str) -> Node:
+    """The node of an end of a plan's traffic (``namespace/workload`` or an entity)."""
+    if "/" in name:
+        ns, workload = name.split("/", 1)
+        return Node(f"wl:{ns}/{workload}", workload, "workload", ns, workload)
+    return Node(f"entity:{name}", name, "entity")
 
 
 def links_with_plan(graph: TrafficGraph, plan: Plan | None) -> tuple[list[Node], list[Link]]:
@@ -172,11 +190,7 @@ def links_with_plan(graph: TrafficGraph, plan: Plan | None) -> tuple[list[Node],
     links = []
 
     def node(name: str) -> str:
-        if "/" in name:
-            ns, workload = name.split("/", 1)
-            found = Node(f"wl:{ns}/{workload}", workload, "workload", ns, workload)
-        else:
-            found = Node(f"entity:{name}", name, "entity")
+        found = plan_node(name)
         if found.id not in known:
             extra.setdefault(found.id, found)
         return found.id

@@ -20,8 +20,10 @@ from cpg_core.reports._graph import (
     PEER_GROUPS,
     Link,
     Node,
+    TrafficGraph,
     group_of,
     links_with_plan,
+    plan_node,
     plural,
     port_label,
     traffic_graph,
@@ -39,7 +41,7 @@ from cpg_core.reports._layout import (
 )
 from cpg_core.reports._markdown import confidence, learned
 from cpg_core.reports._matrix import Matrix, namespace_matrix, newly_enforced
-from cpg_core.review import to_data
+from cpg_core.review import Plan, rule_in_words, seen_at, to_data
 from cpg_core.synthesis import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from cpg_core.text import clean_text
 
@@ -248,6 +250,84 @@ def _coverage_rows(found: Coverage) -> list[dict[str, Any]]:
     ]
 
 
+BREAKS_LISTED = 100
+"""Would-break items the side panel lists as page text (each also opens from its cell)."""
+
+
+def _would_break(plan: Plan | None) -> list[dict[str, Any]]:
+    """Each would-break item of the plan with why, the fix in words, and the YAML to paste
+    (the narrower selector first where the plan offers one), keyed by the ends' node ids."""
+    out = []
+    for item in plan.would_break if plan else ():
+        t = item.traffic
+        out.append(
+            {
+                "traffic": clean_text(
+                    f"{t.direction} {t.source} → {t.destination} {t.protocol}/{t.port}"
+                ),
+                "flows": t.flows,
+                "why": clean_text(item.why),
+                "fix": clean_text(item.fix),
+                "narrow": clean_text(item.narrow_yaml, keep_newlines=True),
+                "narrowed": clean_text(", ".join(item.narrow_policies) or item.policy),
+                "rule": clean_text(item.rule_yaml, keep_newlines=True),
+                "policy": clean_text(item.policy),
+                "source": plan_node(t.source).id,
+                "target": plan_node(t.destination).id,
+            }
+        )
+    return out
+
+
+def _policy_entry(name: str, inputs: ReviewInputs) -> dict[str, Any]:
+    """A policy as the side panel shows it: its whole YAML and each rule's evidence."""
+    doc = inputs.evidence.get(name)
+    rules = [
+        {
+            "key": f"{rule.direction} {rule_in_words(rule)}",
+            "flows": rule.flow_count,
+            "learned": learned(rule).strip(" ()"),
+            "first": seen_at(rule.first_seen),
+            "last": seen_at(rule.last_seen),
+            "confidence": confidence(rule),
+            "samples": [
+                {**sample, "time": seen_at(str(sample.get("time", "")))}
+                for sample in to_data(list(rule.samples[:5]))
+            ],
+        }
+        for rule in (doc.rules if doc else ())
+    ]
+    text = inputs.texts.get(name, "")
+    return {
+        "policy": name,
+        "yaml": text,
+        "rules": rules,
+        "yours": bool(text) and _CPG_MARK not in text,
+    }
+
+
+def _details(graph: TrafficGraph, inputs: ReviewInputs) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Each node's label and the names of the policies selecting it; each policy once (a
+    shared policy selects hundreds of nodes: its YAML is in the page once)."""
+    details: dict[str, Any] = {}
+    policies: dict[str, Any] = {}
+    for node in graph.nodes:
+        names = []
+        for selecting in graph.selected_by.get(node.id, ()):
+            # a clusterwide policy is "/name" in the folder's texts and evidence
+            name = selecting if selecting in inputs.texts else f"/{selecting}"
+            if name not in policies:
+                policies[name] = _policy_entry(name, inputs)
+            names.append(name)
+        details[node.id] = {
+            "label": node.label,
+            "namespace": node.namespace,
+            "kind": node.kind,
+            "policies": names,
+        }
+    return details, policies
+
+
 def html_report(*, title: str, inputs: ReviewInputs) -> str:
     graph = traffic_graph(inputs.policies)
     nodes, links = links_with_plan(graph, inputs.plan)
@@ -260,39 +340,7 @@ def html_report(*, title: str, inputs: ReviewInputs) -> str:
         inputs.plan,
         [(n.namespace, n.workload) for n in nodes if n.kind == "workload"],
     )
-    details: dict[str, Any] = {}
-    for node in graph.nodes:
-        entries = []
-        for name in graph.selected_by.get(node.id, ()):
-            doc = inputs.evidence.get(name)
-            rules = []
-            for rule in doc.rules if doc else ():
-                rules.append(
-                    {
-                        "key": rule.key,
-                        "flows": rule.flow_count,
-                        "learned": learned(rule).strip(" ()"),
-                        "first": rule.first_seen,
-                        "last": rule.last_seen,
-                        "confidence": confidence(rule),
-                        "samples": to_data(list(rule.samples[:5])),
-                    }
-                )
-            text = inputs.texts.get(name, "")
-            entries.append(
-                {
-                    "policy": name,
-                    "yaml": text,
-                    "rules": rules,
-                    "yours": bool(text) and _CPG_MARK not in text,
-                }
-            )
-        details[node.id] = {
-            "label": node.label,
-            "namespace": node.namespace,
-            "kind": node.kind,
-            "policies": entries,
-        }
+    details, policies = _details(graph, inputs)
     findings = []
     health = inputs.health
     namespaces = sorted(graph.namespaces(), key=natural_key)
@@ -323,6 +371,7 @@ def html_report(*, title: str, inputs: ReviewInputs) -> str:
         {"reason": d.reason, "class": d.drop_class, "count": d.count, "fix": d.remediation}
         for d in sorted(health.drops if health else (), key=lambda d: (-d.count, d.reason))
     ]
+    breaks = _would_break(inputs.plan)
     import jinja2  # only an HTML report needs it: every other command starts without it
 
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
@@ -342,7 +391,15 @@ def html_report(*, title: str, inputs: ReviewInputs) -> str:
         drops=drops,
         would_break=would_break,
         cannot_judge=cannot_judge,
-        data={"details": details, "findings": findings, **matrix_data},
+        data={
+            "details": details,
+            "policies": policies,
+            "findings": findings,
+            "breaks": breaks,
+            **matrix_data,
+        },
+        breaks=breaks[:BREAKS_LISTED],
+        breaks_more=max(0, len(breaks) - BREAKS_LISTED),
         policies=len(inputs.policies),
         matrix_rows=matrix_rows,
         groups=matrix.groups,
@@ -377,11 +434,15 @@ header { flex: none; padding: 5px 12px; background: #1f2937; color: #fff; displa
 header select, header button { font-size: 12px; max-width: 260px; }
 header .legend { margin-left: auto; color: #cbd5e1; }
 header .breaks { color: #fca5a5; }
-main { flex: 1; min-height: 0; display: grid; grid-template-columns: 1fr 380px; }
+main { flex: 1; min-height: 0; display: grid; grid-template-columns: 1fr minmax(380px, 34vw); }
 #canvas { overflow: hidden; background: #f8fafc; cursor: grab; position: relative; }
 #canvas svg { width: 100%; height: 100%; display: block; }
 #where { position: absolute; left: 10px; top: 8px; font-weight: 600; color: #334155; }
-aside { overflow: auto; border-left: 1px solid #cbd5e1; padding: 8px 12px; }
+aside { overflow-y: auto; overflow-x: hidden; border-left: 1px solid #cbd5e1; padding: 8px 12px; overflow-wrap: anywhere; }
+aside table { width: 100%; table-layout: fixed; }
+.break { background: #fef2f2; border: 1px solid #dc2626; padding: 4px 8px; margin: 6px 0; }
+.break p { margin: 3px 0; }
+header a.breaks { color: #fca5a5; }
 .box rect { fill: #e2e8f0; stroke: #94a3b8; }
 .box text { font-weight: 600; fill: #334155; font-size: 13px; }
 .box.hit rect { fill: #fde68a; stroke: #d97706; }
@@ -404,7 +465,7 @@ aside { overflow: auto; border-left: 1px solid #cbd5e1; padding: 8px 12px; }
 .port.spare { display: none; }
 .port.spare.hot { display: inline; }
 .dim, .faded { opacity: 0.12; }
-pre { background: #0f172a; color: #e2e8f0; padding: 8px; overflow: auto; font-size: 12px; }
+pre { background: #0f172a; color: #e2e8f0; padding: 8px; font-size: 12px; white-space: pre-wrap; overflow-wrap: anywhere; }
 table { border-collapse: collapse; font-size: 12px; }
 td, th { border: 1px solid #cbd5e1; padding: 2px 4px; text-align: left; }
 h2 { font-size: 16px; margin: 12px 0 4px; }
@@ -430,7 +491,7 @@ td.cell:hover { outline: 2px solid #1d4ed8; }
 <body>
 <header>
   <strong>cpg report: {{ title }}</strong>
-  <span>{{ policies }} policies · {{ node_count }} nodes · {{ edge_count }} connections{% if would_break %} · <span class="breaks">{{ would_break }} flows would break</span>{% endif %}{% if cannot_judge %} · <span class="breaks" title="{{ cannot_judge }}">the plan cannot judge what would break</span>{% endif %}</span>
+  <span>{{ policies }} policies · {{ node_count }} nodes · {{ edge_count }} connections{% if would_break %} · <a class="breaks" href="#would-break">{{ would_break }} flows would break</a>{% endif %}{% if cannot_judge %} · <span class="breaks" title="{{ cannot_judge }}">the plan cannot judge what would break</span>{% endif %}</span>
   <label>namespace <select id="ns"><option value="">all</option>{% for ns in namespaces %}<option>{{ ns }}</option>{% endfor %}</select></label>
   <label>finding <select id="finding"><option value="">none</option>{% for f in findings %}<option value="{{ loop.index0 }}">{{ f.label }}: {{ f.subject[:50] }}</option>{% endfor %}</select></label>
   <button id="mode" type="button">{% if matrix_first %}graph view{% else %}matrix view{% endif %}</button>
@@ -460,6 +521,10 @@ td.cell:hover { outline: 2px solid #1d4ed8; }
 {% for v in views[1:] %}<template class="later" data-view="{{ v.name }}"><svg xmlns="http://www.w3.org/2000/svg">{{ draw(v) }}</svg></template>
 {% endfor %}<aside>
   <div id="panel"><p>{% if overview %}Click a namespace to see its workloads and their peers; {% endif %}Click a workload to see its policy and the evidence behind each rule.</p></div>
+  {% if breaks %}<section id="would-break"><h2>Would break ({{ data.breaks|length }})</h2>
+  <p>Traffic that works today and would stop: why, and the fix (a narrower selector first where there is one, else the rule to add).</p>
+  {% for b in breaks %}<div class="break"><p><strong>{{ b.traffic }}</strong> ({{ b.flows }} flows)</p><p>Why: {{ b.why }}</p><p>Fix: {{ b.fix }}</p>{% if b.narrow or b.rule %}<details><summary>YAML to paste</summary>{% if b.narrow %}<p>Narrow {{ b.narrowed }}:</p><pre class="fix-yaml">{{ b.narrow }}</pre>{% endif %}{% if b.rule %}<p>{% if b.narrow %}Or add{% else %}Add{% endif %} to {{ b.policy }}:</p><pre class="fix-yaml">{{ b.rule }}</pre>{% endif %}</details>{% endif %}</div>
+  {% endfor %}{% if breaks_more %}<p>… and {{ breaks_more }} more: cpg plan lists every one.</p>{% endif %}</section>{% endif %}
   <h2>Coverage</h2>
   <p id="coverage">Of {{ coverage.workloads }} workloads, policies select {{ coverage.ingress }} for ingress ({{ coverage.share("ingress") }}) and {{ coverage.egress }} for egress ({{ coverage.share("egress") }}).</p>
   {% if coverage_rows %}<details id="coverage-namespaces"><summary>per namespace</summary><table><tr><th>namespace</th><th>workloads</th><th>ingress</th><th>egress</th><th>open</th></tr>{% for r in coverage_rows %}<tr><td>{{ r.namespace }}</td><td>{{ r.workloads }}</td><td>{{ r.ingress }}</td><td>{{ r.egress }}</td><td>{{ r.open }}</td></tr>{% endfor %}</table></details>{% endif %}
@@ -542,13 +607,36 @@ td.cell:hover { outline: 2px solid #1d4ed8; }
   });
   function el(tag, text) { var e = document.createElement(tag); if (text !== undefined) e.textContent = text; return e; }
   function panel() { var p = document.getElementById("panel"); p.replaceChildren(); return p; }
+  function breakCard(b) {
+    var card = el("div"); card.className = "break";
+    var head = el("p"); head.appendChild(el("strong", b.traffic)); head.appendChild(document.createTextNode(" (" + b.flows + " flows)")); card.appendChild(head);
+    card.appendChild(el("p", "Why: " + b.why));
+    card.appendChild(el("p", "Fix: " + b.fix));
+    if (b.narrow) { card.appendChild(el("p", "Narrow " + b.narrowed + ":")); var n = el("pre", b.narrow); n.className = "fix-yaml"; card.appendChild(n); }
+    if (b.rule) { card.appendChild(el("p", (b.narrow ? "Or add" : "Add") + " to " + b.policy + ":")); var r = el("pre", b.rule); r.className = "fix-yaml"; card.appendChild(r); }
+    return card;
+  }
+  function breaking(match) {
+    var found = data.breaks.filter(match);
+    if (!found.length) return false;
+    var p = panel();
+    p.appendChild(el("h2", "Would break: " + found.length));
+    found.forEach(function (b) { p.appendChild(breakCard(b)); });
+    return true;
+  }
   function details(id) {
     var d = data.details[id];
+    var mine = data.breaks.filter(function (b) { return b.source === id || b.target === id; });
     var p = panel();
+    if (mine.length) {
+      p.appendChild(el("h2", "Would break: " + mine.length));
+      mine.forEach(function (b) { p.appendChild(breakCard(b)); });
+    }
     if (!d) { p.appendChild(el("h2", id.replace(/^[a-z]+:/, ""))); p.appendChild(el("p", "No policy of this folder selects it (a peer, or traffic a plan found).")); return; }
     p.appendChild(el("h2", (d.namespace ? d.namespace + "/" : "") + d.label));
     if (!d.policies.length) p.appendChild(el("p", "No policy selects it here (a peer)."));
-    d.policies.forEach(function (pol) {
+    d.policies.forEach(function (name) {
+      var pol = data.policies[name];
       p.appendChild(el("h2", pol.policy));
       if (pol.yours) p.appendChild(el("p", "Your policy (cpg did not write it and leaves it as it is); Cilium applies it with cpg's."));
       var pre = el("pre", pol.yaml); pre.className = "yaml"; p.appendChild(pre);
@@ -692,7 +780,10 @@ td.cell:hover { outline: 2px solid #1d4ed8; }
         if (!l) { td.className = "none"; tr.appendChild(td); return; }
         td.className = "cell " + l[4]; td.textContent = l[2];
         td.title = (data.names[r] || r) + " \u2192 " + (data.names[c] || c) + ": " + l[3] + (l[4] === "breaks" ? " (would break)" : l[4] === "newly" ? " (newly enforced)" : "");
-        td.addEventListener("click", function () { details(data.details[c] ? c : r); });
+        td.addEventListener("click", function () {
+          if (l[4] === "breaks" && breaking(function (b) { return b.source === r && b.target === c; })) return;
+          details(data.details[c] ? c : r);
+        });
         tr.appendChild(td);
       });
       pair.appendChild(tr);

@@ -3,6 +3,7 @@ with their time window counted back from its newest rule."""
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 
 import attrs
@@ -19,6 +20,9 @@ class ExplainRun:
     """The request's filters, the window resolved against the newest evidence."""
     path: Path
     """Where the evidence is, or would be."""
+    near: tuple[str, ...] = ()
+    """When there is none: the ``namespace/workload`` names with evidence closest to the one
+    asked for (a typo's fix)."""
 
 
 def explain(request: ExplainRequest, store: EvidenceStore) -> ExplainRun:
@@ -29,4 +33,9 @@ def explain(request: ExplainRequest, store: EvidenceStore) -> ExplainRun:
     doc = store.read(request.namespace, request.workload)
     rules = doc.rules if doc is not None else []
     newest = max((rule.last_seen for rule in rules if rule.last_seen), default=None)
-    return ExplainRun(evidence=doc, filter=request.filter_for(newest), path=path)
+    near: tuple[str, ...] = ()
+    if doc is None:
+        known = [f"{namespace}/{workload}" for namespace, workload in store.targets()]
+        asked = f"{request.namespace}/{request.workload}"
+        near = tuple(difflib.get_close_matches(asked, known, n=3, cutoff=0.8))
+    return ExplainRun(evidence=doc, filter=request.filter_for(newest), path=path, near=near)

@@ -28,7 +28,7 @@ def read_review(
     try:
         folder = read_policy_folder(output_dir, cancel)
     except PolicyLoadError as exc:
-        raise ReviewInputError(str(exc)) from None
+        raise ReviewInputError(*exc.parts) from None  # keeps the setting for each root to name
     files = folder.files
     policies = [policy for _text, found in files for policy in found]
     texts = {
