@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 RUNTIME_STAMP := $(VENV)/.runtime-stamp
 EXAMPLE_OUT ?= policies-example
 
-.PHONY: install lint typecheck test test-fast example bench clean proto image
+.PHONY: install lint typecheck docs test test-fast example bench clean proto image
 
 # cpg and its runtime dependencies only (what `make example` needs).
 $(RUNTIME_STAMP): pyproject.toml
@@ -33,8 +33,13 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# The whole suite: lint, types, then every test.
-test: lint typecheck
+# The manual as a site (mkdocs.yml): strict, so a broken link or a page left out fails.
+# scripts/docs_reference.py makes the command reference and the exit codes again.
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site
+
+# The whole suite: lint, types, the manual, then every test.
+test: lint typecheck docs
 	$(BIN)/pytest
 
 # The unit tests only (tests/core and the repository rules): seconds, for the edit loop.

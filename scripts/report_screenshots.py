@@ -3,8 +3,10 @@
 
     python scripts/report_screenshots.py [OUT_DIR] [SIZES...]     (docs, 10 45 500)
 
-Each size gives ``report-<N>-workloads.png`` (the page as it opens) and, when the report
-opens on its matrix, ``report-<N>-workloads-pair.png`` (the last red cell clicked) and
+``report-example.png`` is the example capture's, shop/cart selected. Each size gives
+``report-<N>-workloads.png`` (the page as it opens) and, when the report
+opens on its matrix, ``report-<N>-workloads-pair.png`` (the last red cell opened, and a red cell of it clicked: why
+and the fix) and
 ``report-<N>-workloads-graph.png`` (the graph view, namespace app-02 opened). It prints how
 long each page took to load. Needs Debian's chromium and
 chromium-driver, and selenium (the test extras).
@@ -37,6 +39,27 @@ def _report(work: Path, workloads: int) -> Path:
     )
     plan.write_text(ran.stdout)
     page = work / f"report-{workloads}.html"
+    ran = subprocess.run(
+        [CPG, "report", *common, "--plan", str(plan), "-o", "html"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    page.write_text(ran.stdout)
+    return page
+
+
+def _example(work: Path) -> Path:
+    """The example capture's report, with its plan."""
+    common = ["-d", str(work / "policies-example"), "--evidence-dir", str(work / "ev-example")]
+    capture = str(ROOT / "examples" / "drops.jsonl")
+    subprocess.run([CPG, "replay", capture, *common, "-q"], check=True, capture_output=True)
+    plan = work / "plan-example.json"
+    ran = subprocess.run(
+        [CPG, "plan", capture, *common, "-o", "json"], capture_output=True, text=True
+    )
+    plan.write_text(ran.stdout)
+    page = work / "report-example.html"
     ran = subprocess.run(
         [CPG, "report", *common, "--plan", str(plan), "-o", "html"],
         capture_output=True,
@@ -81,6 +104,11 @@ def main(argv: list[str]) -> int:
     browser = _browser()
     try:
         with tempfile.TemporaryDirectory() as tmp:
+            browser.get(_example(Path(tmp)).as_uri())
+            browser.find_element("css selector", 'g.node[data-id="wl:shop/cart"]').click()
+            shot = out / "report-example.png"
+            browser.save_screenshot(str(shot))
+            print(f"the example, cart selected -> {shot}")
             for workloads in sizes:
                 page = _report(Path(tmp), workloads)
                 began = time.monotonic()
@@ -93,6 +121,8 @@ def main(argv: list[str]) -> int:
                 cells = browser.find_elements("css selector", "td.cell.breaks")
                 if cells and cells[0].is_displayed():
                     cells[-1].click()
+                    # a red cell of the pair: why it breaks and the fix, in the side panel
+                    browser.find_element("css selector", "#pair td.cell.breaks").click()
                     pair = out / f"report-{workloads}-workloads-pair.png"
                     browser.save_screenshot(str(pair))
                     print(f"{workloads} workloads: a pair opened -> {pair}")

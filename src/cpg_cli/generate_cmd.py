@@ -32,6 +32,10 @@ def generate(
     SIGTERM (final flush, then the report) or after --duration. A second Ctrl+C exits at once.
     A lost stream is resumed from the last flow's time, with growing pauses; flows with a uuid
     are never counted twice.
+
+    Exit codes: 0 stopped with everything written, 1 the relay could not be followed or a
+    file could not be written, 2 bad flags, 3 --fail-on-infra-drops and infrastructure or
+    transient drops were seen, or --dry-run --exit-code and a file would change.
     """
     from cpg_cli.progress import GenerateProgress, on_terminal
     from cpg_cli.report import print_run, warn_about_run

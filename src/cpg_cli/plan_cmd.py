@@ -67,7 +67,7 @@ def plan(
     flows fixed, and each policy's changes in Cilium terms. Without --current or --cluster,
     what is policed today is inferred from the flows (*_allowed_by, policy drops).
 
-    Exit codes: 0 nothing would break, 3 something would, 4 cannot judge (the capture has no
+    Exit codes: 0 nothing would break, 3 something would break, 4 cannot judge (the capture has no
     forwarded traffic to check), 1 unreadable input, 2 bad flags.
     """
     from cpg_core import CANNOT_JUDGE

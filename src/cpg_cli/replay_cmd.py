@@ -57,7 +57,8 @@ def replay(
 
     Exit codes: 0 done (an empty input writes nothing), 1 something could not be read or
     written (an input that is not a Hubble capture, or mostly not: see --max-malformed), 2 bad
-    flags, 3 --fail-on-infra-drops and infrastructure or transient drops were seen.
+    flags, 3 --fail-on-infra-drops and infrastructure or transient drops were seen, --verify
+    and a candidate is not admitted, or --dry-run --exit-code and a file would change.
     """
     from cpg_cli.progress import ReplayProgress, on_terminal
     from cpg_cli.report import print_run, warn_about_run

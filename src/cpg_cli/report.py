@@ -28,7 +28,7 @@ def warn_about_run(agg: Any, source: str, request: RunRequest) -> None:
     if request.capture.l7 and agg.total_flows and not agg.l7_records:
         log.warning(
             "--l7 is set but no flow in %s carried an HTTP or DNS record, so the policies are "
-            "L4 only; L7 records need Cilium's L7 proxy on that traffic (see the README section "
+            "L4 only; L7 records need Cilium's L7 proxy on that traffic (see docs/no-policies-yet.md, "
             "'L7 rules: the two-step workflow')",
             source,
         )

@@ -56,7 +56,7 @@ def shadow(
     proposal admits are counted. Stops on Ctrl+C, SIGTERM, --duration or --until and prints
     the plan of everything seen: the same as cpg plan on those flows as a file.
 
-    Exit codes: 0 nothing would break, 3 something would, 4 no forwarded traffic was seen
+    Exit codes: 0 nothing would break, 3 something would break, 4 no forwarded traffic was seen
     to judge, 1 relay or policy errors, 2 bad flags.
     """
     from cpg_cli.progress import ShadowProgress, on_terminal

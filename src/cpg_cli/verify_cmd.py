@@ -53,8 +53,10 @@ def verify(
     For each candidate flow (denied for lack of an allow rule) it says which rule admits it or
     why none does; for each flow an explicit deny rule dropped, it says whether these policies
     would allow it (they must not). The endpoint that dropped a flow is taken to enforce policy
-    in that direction. Exit codes: 0 all admitted and no deny admitted, 3 otherwise, 1 unreadable
-    input, 2 bad flags.
+    in that direction.
+
+    Exit codes: 0 all admitted and no deny admitted, 3 a candidate not admitted or a deny
+    admitted, 1 unreadable input, 2 bad flags.
     """
     from cpg_core.reports import render
     from cpg_io.sources import describe_source

@@ -70,8 +70,8 @@ def why(
     the rule that would admit it as YAML to paste. Judged against -d DIR, or --current or
     --cluster (then -d says whether cpg's policy already admits it: apply it).
 
-    Exit codes: 0 every flow is admitted by the policies judged, 3 some is not, 1 unreadable
-    input, 2 bad flags.
+    Exit codes: 0 every flow is admitted by the policies judged, 3 some flow is not, 1
+    unreadable input, 2 bad flags.
     """
     request = opt.check_request(options, capture, policies=policies)
     kubeconfig, context = options.kube_access()
@@ -139,7 +139,7 @@ def trace(
     local cluster by default, entities, CIDR rules for IPs, allow-localhost. The source's
     egress and the destination's ingress are judged, each where a pod is policed.
 
-    Exit codes: 0 admitted, 3 not, 2 bad flags.
+    Exit codes: 0 admitted, 3 not admitted, 2 bad flags.
     """
     from cpg_core.why import traced_flows
 

@@ -1,5 +1,5 @@
-"""The README says only what is true: every flag it names exists in the help of the command
-it is given to (code blocks), or of some cpg command (tables)."""
+"""The README and the manual (docs/) say only what is true: every flag they name exists in the
+help of the command it is given to (code blocks), or of some cpg command (tables)."""
 
 from __future__ import annotations
 
@@ -37,12 +37,29 @@ def _help(command: str) -> str:
     return ran.stdout
 
 
+MANUAL = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+"""The README and every page of the manual (the generated reference too)."""
+
+
+def _manual() -> str:
+    return "\n".join(path.read_text() for path in MANUAL)
+
+
 def _code_lines() -> list[str]:
-    text = (ROOT / "README.md").read_text()
+    """The cpg command lines of the shell code blocks (``sh``, ``bash``, ``console`` or no
+    language), block by block: a ``text`` block is output, not a command."""
     lines = []
-    for block in re.findall(r"```(?:bash|sh|console)?\n(.*?)```", text, re.S):
-        for line in block.splitlines():
-            line = line.split("#", 1)[0].strip()
+    for path in MANUAL:
+        language = None
+        # a line ending in a backslash goes on on the next one
+        text = re.sub(r"\\\n\s*", " ", path.read_text())
+        for raw in text.splitlines():
+            if raw.startswith("```"):
+                language = raw[3:].strip() if language is None else None
+                continue
+            if language not in ("", "sh", "bash", "console"):
+                continue
+            line = raw.split("#", 1)[0].strip()
             if re.match(r"^(\S*/)?cpg ", line):
                 lines.append(line)
     return lines
@@ -50,7 +67,7 @@ def _code_lines() -> list[str]:
 
 def test_flags_in_code_blocks_exist_for_their_command() -> None:
     lines = _code_lines()
-    assert len(lines) >= 8, "the README shows cpg commands"
+    assert len(lines) >= 40, "the manual shows cpg commands"
     helps = {c: _help(c) for c in COMMANDS}
     missing = []
     for line in lines:
@@ -69,7 +86,7 @@ def test_flags_in_code_blocks_exist_for_their_command() -> None:
 
 
 def test_flags_in_tables_exist() -> None:
-    text = (ROOT / "README.md").read_text()
+    text = _manual()
     every = "\n".join(_help(c) for c in COMMANDS)
     missing = []
     for row in re.findall(r"^\|\s*`([^`]+)`", text, re.M):

@@ -171,7 +171,7 @@ NO_DROPS_HINT = (
     "hubble observe --verdict DROPPED -o jsonpb (longer, or with --follow). Without any, three "
     "ways on:",
     "  learn from today's traffic:  cpg replay CAPTURE --learn forwarded, then cpg plan "
-    "(README: Learning from the traffic that works today)",
+    "(docs/no-policies-yet.md: Learning from the traffic that works today)",
     "  start from a default-deny:   cpg bootstrap -n NAMESPACE",
     "  or Cilium's audit mode:      apply a default-deny with policy audit mode on, capture "
     "again, cpg replay --include-audit",
@@ -188,8 +188,8 @@ def _no_drops_lines(report: RunReport) -> list[str]:
         return ["", *NO_DROPS_HINT]
     learn = (
         f"  learn from today's traffic:  cpg replay {captured} --learn forwarded -d "
-        f"{shlex.quote(report.output_dir)}, then cpg plan (README: Learning from the traffic "
-        "that works today)"
+        f"{shlex.quote(report.output_dir)}, then cpg plan (docs/no-policies-yet.md: Learning from "
+        "the traffic that works today)"
     )
     return ["", NO_DROPS_HINT[0], learn, *NO_DROPS_HINT[2:]]
 

@@ -286,7 +286,7 @@ OPTIONS: tuple[Option, ...] = (
         "flag",
         False,
         "Turn HTTP requests into per-port HTTP rules and DNS queries into toFQDNs with a DNS "
-        "rule on the resolver (needs L7 visibility: see README 'L7 rules').",
+        "rule on the resolver (needs L7 visibility: see docs/no-policies-yet.md, 'L7 rules').",
         "--l7",
         panel="L7",
         commands=_CAPTURES,
