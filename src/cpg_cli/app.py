@@ -248,7 +248,7 @@ def _root(
 
 @app.command(cls=StrictCommand)
 def version(
-    output: Annotated[str, output_option("text", "json", help="text or json.")] = "text",
+    output: Annotated[str, output_option("text", "json", help="text, json or yaml.")] = "text",
 ) -> None:
     """Print the versions of cpg and of the libraries it talks to Hubble and MCP with."""
     import platform
@@ -264,6 +264,10 @@ def version(
             versions[package] = "not installed"
     if output == "json":
         typer.echo(json.dumps(versions, indent=2))
+    elif output == "yaml":
+        import yaml
+
+        typer.echo(yaml.safe_dump(versions, sort_keys=False), nl=False)
     else:
         for name, number in versions.items():
             typer.echo(f"{name:<11} {number}")

@@ -26,7 +26,7 @@ def bootstrap(
         opt.output_option(
             "yaml",
             "json",
-            help="yaml (to pipe into kubectl apply -f -) or json.",
+            help="yaml (also -o text; to pipe into kubectl apply -f -) or json.",
         ),
     ] = "yaml",
 ) -> None:

@@ -121,13 +121,28 @@ def _known_formats() -> frozenset[str]:
     return frozenset({"yaml", *(name for kind in FORMATS.values() for name in kind)})
 
 
-def output_format(*allowed: str) -> Callable[[str], str]:
-    """A ``-o/--output`` parser for a command that prints ``allowed`` formats. A value that
-    looks like a folder gets the hint kubectl and hubble users need: ``-o`` is a format."""
+def shared_formats(allowed: tuple[str, ...]) -> list[str]:
+    """``allowed`` and the words every command takes: ``text`` (its format for people: a
+    report's Markdown, bootstrap's YAML) and ``yaml`` (the JSON document as YAML)."""
     names = list(allowed)
+    if "text" not in names:
+        names.append("text")
+    if "json" in names and "yaml" not in names:
+        names.append("yaml")
+    return names
+
+
+def output_format(*allowed: str) -> Callable[[str], str]:
+    """A ``-o/--output`` parser for a command that prints ``allowed`` formats (and the shared
+    ``text``, ``json``, ``yaml``). ``text`` comes back as the command's format for people
+    (the first of ``allowed``). A value that looks like a folder gets the hint kubectl and
+    hubble users need: ``-o`` is a format."""
+    names = shared_formats(allowed)
 
     def parse(value: str) -> str:
         text = str(value).strip().lower()
+        if text == "text" and "text" not in allowed:
+            return allowed[0]
         if text in names:
             return text
         hint = ""
@@ -142,7 +157,7 @@ def output_option(*formats: str, help: str, rich_help_panel: str | None = None) 
     """The ``-o/--output FORMAT`` option of a command that prints ``formats``."""
 
     def complete(incomplete: str) -> list[str]:
-        return [name for name in formats if name.startswith(incomplete)]
+        return [name for name in shared_formats(formats) if name.startswith(incomplete)]
 
     return typer.Option(
         "-o",

@@ -47,7 +47,7 @@ def drift(
     policies: _Applied = Path("policies"),
     stale_after: _StaleAfter = "30d",
     evidence_dir: opt.EvidenceDir = None,
-    output: Annotated[str, opt.output_option("text", "json", help="text or json.")] = "text",
+    output: Annotated[str, opt.output_option("text", "json", help="text, json or yaml.")] = "text",
     log_level: opt.LogLevel = "warning",
 ) -> None:
     """Show how the cluster drifted away from the policies applied.
@@ -94,7 +94,7 @@ def drift(
     if result.stream_error:
         say(f"cpg: warning: the stream ended early: {result.stream_error}", err=True)
     text = render(result.view, output)
-    if output == "json":
+    if output in ("json", "yaml"):
         typer.echo(text)
     else:
         say(text)

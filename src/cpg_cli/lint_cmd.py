@@ -75,7 +75,7 @@ def lint(
     output: Annotated[
         str,
         opt.output_option(
-            "text", "json", "sarif", help="text, json, or sarif (GitHub code scanning)."
+            "text", "json", "sarif", help="text, json, yaml, or sarif (GitHub code scanning)."
         ),
     ] = "text",
     list_rules: _ListRules = False,

@@ -87,7 +87,7 @@ Output = Annotated[
     str,
     output_option(
         *formats("run"),
-        help="The report: text (for people) or json (for machines).",
+        help="The report: text (for people), json or yaml (for machines).",
         rich_help_panel="Output",
     ),
 ]

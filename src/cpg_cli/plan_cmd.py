@@ -109,7 +109,7 @@ def plan(
     for problem in planned.problems:
         warn(problem)
     text = render(planned.view, output)
-    if output == "json":
+    if output in ("json", "yaml"):
         typer.echo(text)
     else:
         say(text)

@@ -128,7 +128,7 @@ def propose(
     github_api: _GitHubApi = None,
     no_push: _NoPush = False,
     evidence_dir: opt.EvidenceDir = None,
-    output: Annotated[str, opt.output_option("text", "json", help="text or json.")] = "text",
+    output: Annotated[str, opt.output_option("text", "json", help="text, json or yaml.")] = "text",
 ) -> None:
     """Propose a run's policies as a pull request: branch, commit, push, body.
 
@@ -172,6 +172,10 @@ def propose(
         fail(exc)
     if output == "json":
         typer.echo(json.dumps(attrs.asdict(result), indent=2))
+    elif output == "yaml":
+        import yaml
+
+        typer.echo(yaml.safe_dump(attrs.asdict(result), sort_keys=False), nl=False)
     else:
         _say_result(result, path)
 

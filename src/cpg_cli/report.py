@@ -50,6 +50,7 @@ def print_run(
     source: str,
     output_dir: Path,
     as_json: bool,
+    machine_format: str = "json",
     exit_code: int,
     extra_json: dict[str, Any] | None = None,
     verb: str = "Read",
@@ -74,7 +75,7 @@ def print_run(
     )
     dry_run = request.dry_run
     if as_json:
-        typer.echo(render(report, "json"))
+        typer.echo(render(report, machine_format).rstrip("\n"))
     else:
         # A dry run's stdout is the diff alone (for patch or a review tool); the summary goes
         # to stderr. On a terminal the diff is cleaned like any other text.

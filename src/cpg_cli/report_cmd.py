@@ -24,9 +24,9 @@ _Output = Annotated[
         "--output",
         metavar="FORMAT",
         callback=opt.output_format(*FORMATS),
-        help="markdown (a pull-request body; GitHub draws its Mermaid graph), html (one "
-        "self-contained file that works offline: a namespace matrix and the traffic graph) or "
-        "json (the coverage and the namespace matrix, as data).",
+        help="markdown (also -o text: a pull-request body; GitHub draws its Mermaid graph), "
+        "html (one self-contained file that works offline: a namespace matrix and the traffic "
+        "graph), or json or yaml (the coverage and the namespace matrix, as data).",
     ),
 ]
 

@@ -43,7 +43,7 @@ def shadow(
     report: _Report = None,
     evidence_dir: opt.EvidenceDir = None,
     output: Annotated[
-        str, opt.output_option("text", "json", help="The final plan: text or json.")
+        str, opt.output_option("text", "json", help="The final plan: text, json or yaml.")
     ] = "text",
     quiet: opt.Quiet = False,
     log_level: opt.LogLevel = "warning",
@@ -100,7 +100,7 @@ def shadow(
         say(f"cpg: warning: the stream ended early: {capture.error}", err=True)
     say(f"cpg: shadow of {server_name}: {capture.progress.flows:,} flows judged", err=True)
     text = render(view, output)
-    if output == "json":
+    if output in ("json", "yaml"):
         typer.echo(text)
     else:
         say(text)

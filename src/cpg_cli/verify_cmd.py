@@ -85,7 +85,7 @@ def verify(
             err=True,
         )
     text = render(verified.view, output)
-    if output == "json":
+    if output in ("json", "yaml"):
         typer.echo(text, nl=False)
     else:
         say(text)

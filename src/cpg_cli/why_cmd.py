@@ -33,7 +33,7 @@ _Policies = Annotated[
     ),
 ]
 _Output = Annotated[
-    str, opt.output_option(*formats("why"), help="text (for people) or json (for machines).")
+    str, opt.output_option(*formats("why"), help="text (for people), json or yaml (for machines).")
 ]
 
 
@@ -43,7 +43,7 @@ def _show(answered: WhyRun, output: str) -> None:
     for problem in answered.problems:
         warn(problem)
     text = render(answered.view, output)
-    if output == "json":
+    if output in ("json", "yaml"):
         typer.echo(text)
     else:
         say(text)

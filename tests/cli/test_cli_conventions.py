@@ -405,7 +405,7 @@ def test_tab_on_a_commands_flags_loads_none_of_its_libraries() -> None:
     # the words typed still steer it: a value after -d, and -o's formats
     env = {"_CPG_COMPLETE": "complete_bash", "COMP_WORDS": "cpg replay -o ", "COMP_CWORD": "3"}
     ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
-    assert ran.stdout.split() == ["text", "json"], ran.stdout + ran.stderr
+    assert ran.stdout.split() == ["text", "json", "yaml"], ran.stdout + ran.stderr
 
 
 def test_a_logged_message_names_its_settings_as_flags(capsys: pytest.CaptureFixture[str]) -> None:
@@ -481,3 +481,41 @@ def test_errors_name_flags_not_python_names(tmp_path: Path, args: tuple[str, ...
     assert ran.returncode in (1, 2), ran.stderr
     assert "nope" in ran.stderr
     assert not re.search(r"\b(output|evidence)_dir\b", ran.stderr), ran.stderr
+
+
+def test_one_output_vocabulary(tmp_path: Path) -> None:
+    """-o took three vocabularies (text/json, markdown/html/json, yaml/json): every command
+    takes text (its format for people), json and yaml (the same data as the json)."""
+    import json
+
+    import yaml
+
+    from conftest import EXAMPLE
+
+    capture = str(EXAMPLE)
+    assert cpg("replay", capture, "-d", "p", "-q", cwd=tmp_path).returncode == 0
+    commands = [
+        ("replay", capture, "-d", "p", "-q"),
+        ("verify", capture, "-d", "p"),
+        ("plan", capture, "-d", "p"),
+        ("why", capture, "-d", "p"),
+        ("drift", capture, "-d", "p"),
+        ("lint", "p"),
+        ("explain", "shop/cart", "-d", "p"),
+        ("report", "-d", "p"),
+        ("bootstrap", "-n", "shop"),
+        ("version",),
+    ]
+    for command in commands:
+        ran = {fmt: cpg(*command, "-o", fmt, cwd=tmp_path) for fmt in ("text", "json", "yaml")}
+        for fmt, done in ran.items():
+            assert done.returncode in (0, 3), (command, fmt, done.stderr)
+        data = json.loads(ran["json"].stdout)
+        as_yaml = yaml.safe_load(ran["yaml"].stdout)
+        if command[0] in ("replay", "drift"):  # timings and times of the run itself differ
+            assert set(as_yaml) == set(data), command
+        else:
+            assert as_yaml == data, command
+        assert ran["text"].stdout and not ran["text"].stdout.lstrip().startswith("{"), command
+    bad = cpg("plan", capture, "-d", "p", "-o", "xml", cwd=tmp_path)
+    assert bad.returncode == 2 and "text, json, yaml" in bad.stderr

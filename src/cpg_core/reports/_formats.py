@@ -136,6 +136,11 @@ _KINDS: Mapping[type, str] = {
 }
 
 
+def _as_yaml(text: str) -> str:
+    """A JSON document as YAML (``-o yaml``): the same data, keys in the same order."""
+    return str(yaml.safe_dump(json.loads(text), sort_keys=False, allow_unicode=True))
+
+
 def render(
     document: RunReport
     | Review
@@ -150,6 +155,8 @@ def render(
     """The document in format ``fmt``; ValueError naming the formats it has."""
     kind = _KINDS[type(document)]
     renderer = FORMATS[kind].get(fmt)
+    if renderer is None and fmt == "yaml" and "json" in FORMATS[kind]:
+        return _as_yaml(FORMATS[kind]["json"](document))
     if renderer is None:
         raise ValueError(f"{fmt!r}: a {kind} report is one of {', '.join(formats(kind))}")
     return renderer(document)
