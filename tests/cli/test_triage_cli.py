@@ -116,7 +116,7 @@ def test_exit_codes(tmp_path: Path) -> None:
     bad = cpg("replay", str(capture), "--ignore-drop-reason", "CT_MAP_INSERT_FAIL")
     assert bad.returncode == 2
     assert "did you mean CT_MAP_INSERTION_FAILED" in bad.stderr
-    assert cpg("replay", str(capture), "--output", "yaml").returncode == 2
+    assert cpg("replay", str(capture), "--output", "xml").returncode == 2
 
 
 def test_unknown_reason_numbers_warn_once(tmp_path: Path) -> None:
@@ -224,3 +224,27 @@ def test_a_pod_hubble_called_world_is_a_finding_not_a_cidr_rule(tmp_path: Path) 
             [{"matchLabels": {"io.kubernetes.pod.namespace": "kube-system", "k8s-app": "kube-dns"}}]
         ),
     }
+
+
+def test_a_field_masked_capture_is_told_to_widen_the_mask(tmp_path: Path) -> None:
+    """A Hubble exporter with a field mask leaves out traffic_direction and the labels: the
+    finding said "capture again with a Cilium that sets traffic_direction"; it names the
+    mask now. A flow that only lacks the direction keeps the old advice."""
+    from conftest import endpoint
+
+    masked = flow_dict(endpoint("shop", "web"), endpoint("shop", "api"), tcp=8080)
+    del masked["flow"]["traffic_direction"]
+    for side in ("source", "destination"):
+        del masked["flow"][side]["labels"]
+    plain = flow_dict(endpoint("shop", "web"), endpoint("shop", "cart"), tcp=8080)
+    del plain["flow"]["traffic_direction"]
+    capture = tmp_path / "exported.jsonl"
+    capture.write_text(jsonl([masked, plain]))
+    ran = cpg("replay", str(capture), "-d", str(tmp_path / "p"), "--no-evidence", "-o", "json")
+    findings = {f["kind"]: f for f in json.loads(ran.stdout)["findings"]}
+    assert set(findings) == {"masked_direction", "unknown_direction"}, findings
+    text = cpg("replay", str(capture), "-d", str(tmp_path / "q"), "--no-evidence").stdout
+    assert "add traffic_direction, source.labels and destination.labels to the exporter's " in text
+    why = cpg("why", str(capture), "-d", str(tmp_path / "p"))
+    assert "exporter's field mask" in why.stdout
+    assert "capture again with a Cilium that sets traffic_direction" in text  # the other flow

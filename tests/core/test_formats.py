@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+import yaml
 
 from cpg_core import Decision, VerifyCheck, VerifyReport, to_data
 from cpg_core.reading import ReadStats
@@ -54,7 +55,9 @@ def test_every_kind_lists_its_formats_and_renders_each() -> None:
     assert formats("why") == ("text", "json")
     assert formats("explain") == ("text", "json", "yaml")
     with pytest.raises(ValueError, match="a run report is one of text, json"):
-        render(_report(), "yaml")
+        render(_report(), "xml")
+    # yaml is the json document as YAML, for every kind that has json
+    assert yaml.safe_load(render(_report(), "yaml")) == json.loads(render(_report(), "json"))
 
 
 def test_the_run_report_json_is_its_wire_form() -> None:

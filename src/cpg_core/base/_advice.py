@@ -87,6 +87,13 @@ ADVICE: dict[str, Advice] = {
         "{subject}: Hubble did not say whether this was ingress or egress",
         "capture again with a Cilium that sets traffic_direction, or allow it by hand",
     ),
+    "masked_direction": Advice(
+        "direction and labels masked",
+        "{subject}: the flow has neither a direction nor the pods' labels, as a field mask "
+        "(a Hubble exporter's --hubble-export-fieldmask) leaves them out",
+        "add traffic_direction, source.labels and destination.labels to the exporter's field "
+        "mask (hubble-export-fieldmask) and capture again, or allow it by hand",
+    ),
     "world_is_pod": Advice(
         "pod reported as world",
         "{subject}: Hubble reported this peer as world, but the capture shows its IP is a "

@@ -48,6 +48,9 @@ class Unhandled(StrEnum):
     """Port 0 would mean "every port" in a CNP: never emitted."""
     UNSUPPORTED_PROTOCOL = "unsupported_protocol"
     UNKNOWN_DIRECTION = "unknown_direction"
+    MASKED_DIRECTION = "masked_direction"
+    """No direction, and a pod without labels: the capture went through a field mask (a
+    Hubble exporter's) that left out traffic_direction and the labels."""
     WORLD_NO_IP = "world_no_ip"
     WORLD_IS_POD = "world_is_pod"
     """Hubble gave a pod the world identity (an L7 record, a stale ipcache): a CIDR rule
@@ -325,7 +328,9 @@ class Resolver:
                 flow.destination_ip,
             )
         else:
-            return Unresolved(Unhandled.UNKNOWN_DIRECTION, traffic_subject(flow))
+            masked = any(e.namespace and not e.labels for e in (flow.source, flow.destination))
+            reason = Unhandled.MASKED_DIRECTION if masked else Unhandled.UNKNOWN_DIRECTION
+            return Unresolved(reason, traffic_subject(flow))
         protocol = flow.protocol
         port = flow.port
         if protocol in PORT_PROTOCOLS:

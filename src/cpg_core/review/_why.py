@@ -306,9 +306,11 @@ def explain_denial(
         label, what, fix = advice_for(_FINDING_KIND[decision], traffic)
         return plain(f"{what} ({reason}): a {label} drop, which no allow rule fixes.", fix)
     if direction == "unknown":
+        masked = any(e.namespace and not e.labels for e in (flow.source, flow.destination))
+        kind = "masked_direction" if masked else "unknown_direction"
         return plain(
             f"{traffic}: Hubble did not record the traffic direction, so no policy can be named.",
-            "capture with a Cilium that sets traffic_direction",
+            advice_for(kind, traffic)[2],
         )
     peer = flow_peer(flow, ip_names, default_local_cluster)
     request = flow_request(flow)
