@@ -307,10 +307,9 @@ def explain_denial(
         return plain(f"{what} ({reason}): a {label} drop, which no allow rule fixes.", fix)
     if direction == "unknown":
         masked = any(e.namespace and not e.labels for e in (flow.source, flow.destination))
-        kind = "masked_direction" if masked else "unknown_direction"
         return plain(
             f"{traffic}: Hubble did not record the traffic direction, so no policy can be named.",
-            advice_for(kind, traffic)[2],
+            advice_for("masked_direction" if masked else "unknown_direction", traffic)[2],
         )
     peer = flow_peer(flow, ip_names, default_local_cluster)
     request = flow_request(flow)
