@@ -257,3 +257,20 @@ def test_a_newline_in_a_capture_value_cannot_forge_a_line_of_output(tmp_path: Pa
         printed = (ran.stdout + ran.stderr).splitlines()
         assert forged not in [line.strip() for line in printed], ran.stdout
     assert any("shop/web " + forged in line for ran in runs[1:] for line in ran.stdout.splitlines())
+
+
+def test_exclude_namespace_writes_no_policy_there_and_keeps_the_other_end(
+    tmp_path: Path,
+) -> None:
+    """hubble observe's --not --namespace: no policy for shop's workloads, but shop's
+    traffic still gives payments its rules (ledger admits shop/worker)."""
+    out = tmp_path / "p"
+    ran = cpg("replay", str(EXAMPLE), "-d", str(out), "--exclude-namespace", "shop", "-o", "json")
+    assert ran.returncode == 0, ran.stderr
+    written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.yaml"))
+    assert written and not any(name.startswith("shop/") for name in written)
+    ledger = (out / "payments" / "ledger.yaml").read_text()
+    assert "io.kubernetes.pod.namespace: shop" in ledger
+    assert json.loads(ran.stdout)["outside_namespaces"] > 0
+    both = cpg("replay", str(EXAMPLE), "-d", str(out), "-n", "shop", "--exclude-namespace", "shop")
+    assert both.returncode == 2 and "shop is both asked for and excluded" in both.stderr

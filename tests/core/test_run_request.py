@@ -79,6 +79,7 @@ def test_a_check_takes_current_or_cluster_and_a_boolean_default() -> None:
 RUN_SAMPLES: dict[str, tuple[object, dict[str, object]]] = {
     "namespace": (["shop"], {}),
     "all_namespaces": (True, {}),
+    "exclude_namespace": (["kube-system"], {}),
     "include_audit": (True, {}),
     "ignore_protocols": (["udp"], {}),
     "ignore_drop_reasons": (["POLICY_DENIED"], {}),

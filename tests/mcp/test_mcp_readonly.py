@@ -103,6 +103,12 @@ async def test_a_session_writes_only_inside_its_temp_dir(tmp_path: Path) -> None
     responses = responses_from_lines(EXAMPLE.read_text().splitlines())
     with fake_relay(responses) as (_, address):
         tempfile.gettempdir()  # its one-off probe of /tmp is the standard library's, not ours
+        from cpg_mcp import workers
+
+        # so is the forkserver's socket, made once per process (by an earlier test, in a full
+        # run; here when this test runs alone)
+        workers.socket_folder()
+        workers.start()
         RECORDER.events.clear()
         RECORDER.active.set()
         try:

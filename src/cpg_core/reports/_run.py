@@ -230,7 +230,7 @@ def _decision_lines(report: RunReport) -> list[str]:
         ignored = ", ".join(f"{r} {n}" for r, n in sorted(report.ignored_reasons.items()))
         lines.append(f"    by reason: {ignored}")
     if report.filtered_namespace:
-        lines.append(f"  candidates outside --namespace: {report.filtered_namespace}")
+        lines.append(f"  candidates outside the namespaces chosen: {report.filtered_namespace}")
     if report.identities:
         lines.append(f"Identities filled in: {identity_summary(report.identities)}")
     return lines

@@ -131,6 +131,21 @@ OPTIONS: tuple[Option, ...] = (
         "cannot be combined with namespace",
     ),
     _o(
+        "exclude_namespace",
+        "run",
+        "texts",
+        (),
+        "Never write policies for workloads in this namespace (repeat or comma-separate), as "
+        "hubble observe's --not --namespace; their flows still give the other end its rules.",
+        "--exclude-namespace",
+        metavar="NS",
+        panel="Input",
+        commands=frozenset({"replay", "generate"}),
+        tool="exclude_namespace",
+        tool_help="namespaces whose workloads get no policy (their traffic still gives the "
+        "other end its rules)",
+    ),
+    _o(
         "include_audit",
         "run",
         "flag",

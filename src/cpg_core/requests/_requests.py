@@ -113,6 +113,8 @@ class CaptureRequest:
     """What a capture (replay, live, an MCP session) should turn into policies."""
 
     namespaces: tuple[str, ...] = ()
+    exclude_namespaces: tuple[str, ...] = ()
+    """Namespaces whose workloads get no policy (hubble observe's ``--not --namespace``)."""
     include_audit: bool = False
     ignore_protocols: tuple[str, ...] = ()
     ignore_drop_reasons: tuple[int, ...] = ()
@@ -138,6 +140,7 @@ class CaptureRequest:
         *,
         namespace: Iterable[str] | None = None,
         all_namespaces: bool = False,
+        exclude_namespace: Iterable[str] | None = None,
         include_audit: bool = False,
         ignore_protocols: Iterable[str] | None = None,
         ignore_drop_reasons: Iterable[str] | None = None,
@@ -162,6 +165,14 @@ class CaptureRequest:
             )
         for ns in chosen:
             check_namespace(ns)
+        excluded = split_values(exclude_namespace or ())
+        for ns in excluded:
+            check_namespace(ns, "exclude_namespace")
+        both = sorted(set(chosen) & set(excluded))
+        if both:
+            raise RequestError(
+                "exclude_namespace", f"{', '.join(both)} is both asked for and excluded"
+            )
         protocols = _protocols(ignore_protocols)
         reasons = _reasons(ignore_drop_reasons)
         if l7_collapse_paths and not l7:
@@ -192,6 +203,7 @@ class CaptureRequest:
         exact = _exact_peers(exact_peers)
         return cls(
             namespaces=tuple(dict.fromkeys(chosen)),
+            exclude_namespaces=tuple(dict.fromkeys(excluded)),
             include_audit=include_audit,
             ignore_protocols=tuple(dict.fromkeys(protocols)),
             ignore_drop_reasons=tuple(dict.fromkeys(reasons)),
@@ -231,6 +243,7 @@ class CaptureRequest:
         return AggregateOptions(
             decide=self.decide_options(),
             namespaces=frozenset(self.namespaces),
+            excluded=frozenset(self.exclude_namespaces),
             max_samples=self.max_samples,
             l7=self.l7,
             collapse_paths=self.l7_collapse_paths,

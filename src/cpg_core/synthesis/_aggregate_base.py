@@ -75,6 +75,8 @@ class AggregateOptions:
     decide: DecideOptions = attrs.Factory(DecideOptions)
     namespaces: frozenset[str] = frozenset()
     """Policy-target namespaces to keep; empty keeps every namespace."""
+    excluded: frozenset[str] = frozenset()
+    """Policy-target namespaces never kept (their flows still give the other end rules)."""
     max_samples: int = 10
     """Sample flows kept per allow entry (0 keeps none)."""
     l7: bool = False

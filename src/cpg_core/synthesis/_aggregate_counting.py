@@ -401,7 +401,9 @@ class _Counting(_Folds):
         atoms = self._atoms.get(target)
         if atoms is None:
             namespaces = self.options.namespaces
-            if namespaces and target.namespace not in namespaces:
+            if (namespaces and target.namespace not in namespaces) or (
+                target.namespace in self.options.excluded
+            ):
                 if new:
                     self.filtered_namespace += 1
                 return None
