@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -39,6 +39,20 @@ _Policies = Annotated[
 ]
 
 
+if TYPE_CHECKING:
+    from cpg_io.evidence_store import EvidenceStore
+
+
+def _evidence(policies: str | None, evidence_dir: Path | None) -> EvidenceStore | None:
+    """The evidence of cpg's folder, read to say what stands behind an admitting rule."""
+    from cpg_io.evidence_store import EvidenceStore, default_evidence_root
+
+    if policies is None or not Path(policies).is_dir():
+        return None
+    folder = Path(policies)
+    return EvidenceStore(evidence_dir or default_evidence_root(folder), folder)
+
+
 @opt.with_flow_filters
 @opt.with_options("verify")
 def verify(
@@ -47,13 +61,15 @@ def verify(
     policies: _Policies = None,
     flow_filter: FlowFilter = opt.NO_FILTER,
     output: opt.Output = "text",
+    evidence_dir: opt.EvidenceDir = None,
 ) -> None:
     """Check that policies admit every denied flow cpg can express, and no explicitly denied one.
 
     For each candidate flow (denied for lack of an allow rule) it says which rule admits it or
     why none does; for each flow an explicit deny rule dropped, it says whether these policies
     would allow it (they must not). The endpoint that dropped a flow is taken to enforce policy
-    in that direction.
+    in that direction; an admitted one, what cpg's evidence holds for the rule that admits
+    it.
 
     Exit codes: 0 all admitted and no deny admitted, 3 a candidate not admitted or a deny
     admitted, 1 unreadable input, 2 bad flags.
@@ -75,6 +91,7 @@ def verify(
                 context=context,
                 flow_filter=selection,
                 tally=progress.tally,
+                evidence=_evidence(request.policies, evidence_dir),
             )
     except CpgError as exc:
         fail(exc)

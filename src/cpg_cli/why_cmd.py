@@ -32,9 +32,22 @@ _Policies = Annotated[
         "already admits the flow.",
     ),
 ]
+if TYPE_CHECKING:
+    from cpg_io.evidence_store import EvidenceStore
+
 _Output = Annotated[
     str, opt.output_option(*formats("why"), help="text (for people), json or yaml (for machines).")
 ]
+
+
+def _evidence(policies: Path, evidence_dir: Path | None) -> EvidenceStore | None:
+    """The evidence of cpg's folder, read to say what stands behind a rule that admits a
+    flow (none when -d is not a folder)."""
+    from cpg_io.evidence_store import EvidenceStore, default_evidence_root
+
+    if not policies.is_dir():
+        return None
+    return EvidenceStore(evidence_dir or default_evidence_root(policies), policies)
 
 
 def _show(answered: WhyRun, output: str) -> None:
@@ -59,6 +72,7 @@ def why(
     policies: _Policies = Path("policies"),
     flow_filter: FlowFilter = opt.NO_FILTER,
     output: _Output = "text",
+    evidence_dir: opt.EvidenceDir = None,
 ) -> None:
     """Say why each kind of flow the filters select was denied, and what would admit it.
 
@@ -68,7 +82,8 @@ def why(
     that could have admitted it and exactly what it misses (the peer label, namespace or
     cluster, the port, the L7 rule; nearest first), deny rules that match (they win), and
     the rule that would admit it as YAML to paste. Judged against -d DIR, or --current or
-    --cluster (then -d says whether cpg's policy already admits it: apply it).
+    --cluster (then -d says whether cpg's policy already admits it: apply it). An admitted
+    flow says what cpg's evidence holds for the rule that admits it.
 
     Exit codes: 0 every flow is admitted by the policies judged, 3 some flow is not, 1
     unreadable input, 2 bad flags.
@@ -81,7 +96,12 @@ def why(
     try:
         with ReviewProgress("judging", show=on_terminal(False)) as progress:
             answered = runs.why_run(
-                request, selection, kubeconfig=kubeconfig, context=context, tally=progress.tally
+                request,
+                selection,
+                kubeconfig=kubeconfig,
+                context=context,
+                tally=progress.tally,
+                evidence=_evidence(policies, evidence_dir),
             )
     except CpgError as exc:
         fail(exc)
@@ -131,6 +151,7 @@ def trace(
     ] = "",
     policies: _Policies = Path("policies"),
     output: _Output = "text",
+    evidence_dir: opt.EvidenceDir = None,
 ) -> None:
     """Say whether the policies would admit a flow nobody captured, and why not.
 
@@ -149,7 +170,13 @@ def trace(
         lambda: traced_flows(source, destination, port, method=method, path=path, dns=dns)
     )
     try:
-        answered = runs.trace_run(request, flows, kubeconfig=kubeconfig, context=context)
+        answered = runs.trace_run(
+            request,
+            flows,
+            kubeconfig=kubeconfig,
+            context=context,
+            evidence=_evidence(policies, evidence_dir),
+        )
     except CpgError as exc:
         fail(exc)
     _show(answered, output)

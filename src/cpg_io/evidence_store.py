@@ -273,3 +273,20 @@ class EvidenceStore:
             raise StoreError(f"{path}: could not write {what} ({exc.strerror or exc})") from None
         self._mark_format()
         return path
+
+
+def lenient_reader(store: EvidenceStore) -> Callable[[str, str], PolicyEvidence | None]:
+    """The store's documents for a question that goes on without one it cannot read (what
+    stands behind a rule, said by why, trace and verify): read once each, a broken one is
+    none (``cpg explain`` says what is wrong with it)."""
+    cache: dict[tuple[str, str], PolicyEvidence | None] = {}
+
+    def read(namespace: str, workload: str) -> PolicyEvidence | None:
+        if (namespace, workload) not in cache:
+            try:
+                cache[(namespace, workload)] = store.read(namespace, workload)
+            except (EvidenceError, StoreError, OSError):
+                cache[(namespace, workload)] = None
+        return cache[(namespace, workload)]
+
+    return read

@@ -782,7 +782,13 @@ def explain_flow(
     answered = session.memo(
         f"why {_stamps(inputs)!r} {from_cluster} {sorted(chosen.items())!r}",
         lambda: workers.run(
-            "why", request, selection, kube_dir, answer_seconds, cancel=CANCEL.get()
+            "why",
+            request,
+            selection,
+            kube_dir,
+            answer_seconds,
+            session.evidence_store,
+            cancel=CANCEL.get(),
         ),
     )
     return _why_result(answered, limit, cursor)
@@ -809,5 +815,7 @@ def trace_flow(
     flows = validated(
         lambda: traced_flows(source, destination, port, method=method, path=path, dns=dns)
     )
-    answered = workers.run("trace", request, flows, kube_dir, cancel=CANCEL.get())
+    answered = workers.run(
+        "trace", request, flows, kube_dir, session.evidence_store, cancel=CANCEL.get()
+    )
     return _why_result(answered, 200, None)

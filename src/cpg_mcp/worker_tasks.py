@@ -36,12 +36,23 @@ def why(
     selection: FlowFilter,
     kube_dir: Path | None,
     answer_seconds: float | None = None,
+    evidence: EvidenceStore | None = None,
 ) -> WhyAnswers:
-    return _answers(why_run(request, selection, kube_dir=kube_dir, answer_seconds=answer_seconds))
+    return _answers(
+        why_run(
+            request,
+            selection,
+            kube_dir=kube_dir,
+            answer_seconds=answer_seconds,
+            evidence=evidence,
+        )
+    )
 
 
-def trace(request: CheckRequest, flows: Any, kube_dir: Path | None) -> WhyAnswers:
-    return _answers(trace_run(request, flows, kube_dir=kube_dir))
+def trace(
+    request: CheckRequest, flows: Any, kube_dir: Path | None, evidence: EvidenceStore | None = None
+) -> WhyAnswers:
+    return _answers(trace_run(request, flows, kube_dir=kube_dir, evidence=evidence))
 
 
 ReportSections = tuple[list[str], list[tuple[str, list[list[str]]]]]

@@ -388,3 +388,38 @@ def test_a_capture_with_more_kinds_than_are_answered_says_how_many_it_left_out(
     code, answered = why(capture, folder)
     assert code == 3 and answered["kinds"] == 1003 and len(answered["answers"]) == 1000
     assert answered["answers"][0]["traffic"].endswith("TCP/5000")
+
+
+def test_why_trace_and_verify_take_the_evidence_and_say_what_stands_behind_a_rule(
+    tmp_path: Path,
+) -> None:
+    """why, verify and trace refused the --evidence-dir plan, report and explain take: they
+    take it now, and an admitted flow says how much traffic stands behind its rule."""
+    from conftest import EXAMPLE
+
+    common = ["-d", "p", "--evidence-dir", "ev"]
+    assert cpg("replay", str(EXAMPLE), *common, "-q", cwd=tmp_path).returncode == 0
+    for command in ("verify", "plan", "why", "trace", "report", "explain", "drift"):
+        assert "--evidence-dir" in cpg(command, "-h").stdout, command
+    behind = "5 flows, first seen 2026-11-02 09:30:07 UTC, last seen 2026-11-02 09:33:02 UTC"
+    where = "(evidence of shop/cpg-cart)"
+    _code, data = why(EXAMPLE, tmp_path / "p", "--evidence-dir", str(tmp_path / "ev"))
+    first = data["answers"][0]
+    assert first["allowed"] and first["evidence"] == f"{behind} {where}"
+    traced = cpg(
+        "trace",
+        "--from",
+        "shop/frontend",
+        "--to",
+        "shop/cart",
+        "--port",
+        "8080",
+        *common,
+        cwd=tmp_path,
+    )
+    assert f"  evidence: {behind} {where}" in traced.stdout
+    checked = cpg("verify", str(EXAMPLE), *common, cwd=tmp_path)
+    line = next(x for x in checked.stdout.splitlines() if "shop/frontend → shop/cart TCP/8080" in x)
+    assert line.endswith(f"; evidence: {behind} {where}")
+    elsewhere = cpg("verify", str(EXAMPLE), "-d", "p", "--evidence-dir", "none", cwd=tmp_path)
+    assert elsewhere.returncode == 0 and "evidence:" not in elsewhere.stdout

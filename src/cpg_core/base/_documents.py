@@ -295,6 +295,8 @@ class VerifyCheck:
     flows: int
     allowed: bool
     reason: str
+    evidence: str = ""
+    """For an admitted candidate, what cpg's evidence holds for the rule that admits it."""
 
 
 @attrs.frozen(slots=True)

@@ -242,7 +242,7 @@ def verify_text(view: VerifyView) -> str:
             )
         else:
             label = "admitted" if check.allowed else "NOT admitted"
-            why = check.reason
+            why = f"{check.reason}; evidence: {check.evidence}" if check.evidence else check.reason
         key = (label, check.traffic, why)
         lines[key] = lines.get(key, 0) + check.flows
     for (label, traffic, why), count in lines.items():

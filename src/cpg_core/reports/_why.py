@@ -46,6 +46,8 @@ def why_text(view: WhyView) -> str:
         out.append(f"{why.traffic}{count}")
         out.append(f"  verdict: {_verdict(why)}")
         out.append(f"  answer:  {why.answer}")
+        if why.evidence:
+            out.append(f"  evidence: {why.evidence}")
         if why.policed_by:
             out.append(f"  policed: {why.subject} {why.direction} by {', '.join(why.policed_by)}")
         for rule in why.deny:

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
         UnseenPods,
     )
     from cpg_core.review._evidence import (
+        EvidenceReader,
+        evidence_behind,
         plan_evidence,
     )
     from cpg_core.review._explain import (
@@ -89,6 +91,7 @@ _WHERE = {
     "Drift": "cpg_core.review._drift",
     "DriftJudge": "cpg_core.review._drift",
     "EndpointPressure": "cpg_core.review._pressure",
+    "EvidenceReader": "cpg_core.review._evidence",
     "ExplainFilter": "cpg_core.review._explain",
     "LintFinding": "cpg_core.review._lint",
     "LintRule": "cpg_core.review._lint",
@@ -108,6 +111,7 @@ _WHERE = {
     "also_selected": "cpg_core.review._owners",
     "check_key": "cpg_core.review._verify",
     "converter": "cpg_core.review._wire",
+    "evidence_behind": "cpg_core.review._evidence",
     "explain_denial": "cpg_core.review._why",
     "explain_lines": "cpg_core.review._explain",
     "explain_record": "cpg_core.review._explain",
@@ -144,6 +148,7 @@ __all__ = [
     "Drift",
     "DriftJudge",
     "EndpointPressure",
+    "EvidenceReader",
     "ExplainFilter",
     "LintFinding",
     "LintRule",
@@ -160,6 +165,7 @@ __all__ = [
     "also_selected",
     "check_key",
     "converter",
+    "evidence_behind",
     "explain_denial",
     "explain_lines",
     "explain_record",

@@ -8,7 +8,7 @@ fills ``samples[].src.ip``/``dst.ip``; readers of the Go schema can ignore them.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, TypeVar
 
 import attrs
@@ -29,6 +29,7 @@ from cpg_core.base import (
     EndpointPeerRecord,
     EntityPeer,
     EntityPeerRecord,
+    Flow,
     FqdnPeer,
     FqdnPeerRecord,
     HttpRecord,
@@ -43,7 +44,7 @@ from cpg_core.base import (
     SessionInfo,
     stable_labels,
 )
-from cpg_core.flows import RuleStats, sample_record
+from cpg_core.flows import Resolved, Resolver, RuleStats, sample_record
 from cpg_core.review._wire import DocumentError, from_data, to_data
 from cpg_core.synthesis import PolicyPlan
 
@@ -415,3 +416,32 @@ def redact_ips(doc: T) -> tuple[T, int]:
         return value
 
     return walk(doc), removed
+
+
+EvidenceReader = Callable[[str, str], "PolicyEvidence | None"]
+"""(namespace, workload) → that workload's evidence, or None: how a root lends its store."""
+
+
+def evidence_behind(flow: Flow, read: EvidenceReader, resolver: Resolver | None = None) -> str:
+    """What cpg's evidence holds for the rule it writes for ``flow``'s traffic, in words
+    (``5 flows, first seen …, last seen … (evidence of shop/cpg-cart)``); "" when it holds
+    none. ``why``, ``trace`` and ``verify`` say it beside an answer, so a reviewer sees how
+    much traffic stands behind the rule that admits a flow."""
+    resolved = (resolver or Resolver()).resolve(flow)
+    if not isinstance(resolved, Resolved):
+        return ""
+    target = resolved.target
+    doc = read(target.namespace, target.workload)
+    if doc is None:
+        return ""
+    key = rule_key(resolved.atom)
+    rule = next((r for r in doc.rules if r.key == key), None)
+    if rule is None:
+        return ""
+    where = f"evidence of {target.namespace}/{doc.policy.name}"
+    if not rule.flow_count:
+        return f"written for the cluster, not seen in a capture ({where})"
+    first = rule.first_seen.replace("T", " ").split(".")[0].rstrip("Z")
+    last = rule.last_seen.replace("T", " ").split(".")[0].rstrip("Z")
+    flows = f"{rule.flow_count:,} flow{'s' if rule.flow_count != 1 else ''}"
+    return f"{flows}, first seen {first} UTC, last seen {last} UTC ({where})"

@@ -4,7 +4,7 @@ deny rule dropped? Pure: flows and policy documents in, a :class:`VerifyReport` 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from cpg_core.base import (
     CidrPeer,
@@ -29,6 +29,9 @@ from cpg_core.flows import (
 )
 from cpg_core.policy import PolicySet, dns_names, from_own_node, match_flow
 from cpg_core.synthesis import SYSTEM_NAMESPACES
+
+if TYPE_CHECKING:
+    from cpg_core.review._evidence import EvidenceReader
 
 
 def check_key(flow: Flow) -> tuple[object, ...]:
@@ -74,6 +77,16 @@ def _pod_as_world(resolved: object, pod_ips: set[str]) -> bool:
     return resolved.atom.peer.cidr.split("/", 1)[0] in pod_ips
 
 
+def _behind(evidence: EvidenceReader | None, flow: Flow, resolver: Resolver, admitted: bool) -> str:
+    """What the evidence holds for the rule that admits a candidate ("" for the others)."""
+    if evidence is None or not admitted:
+        return ""
+    # imported here: the evidence module reads plans, and the plan module this one
+    from cpg_core.review._evidence import evidence_behind
+
+    return evidence_behind(flow, evidence, resolver)
+
+
 def verify_flows(
     flows: Iterable[Flow],
     policies: Sequence[PolicyDocument],
@@ -82,12 +95,14 @@ def verify_flows(
     default_local_cluster: bool = True,
     allow_localhost: bool = True,
     include_system: bool = False,
+    evidence: EvidenceReader | None = None,
 ) -> VerifyReport:
     """A check for every distinct candidate that cpg can express and every explicit-deny flow.
     A denied flow from a pod's own node shows the agents police it (allow-localhost: policy),
     so such a capture is checked that way whatever ``allow_localhost`` says. A candidate of a
     system-namespace workload the policies do not admit is counted apart, not as a miss,
-    unless ``include_system`` (replay leaves those rules to the user by default, §D47)."""
+    unless ``include_system`` (replay leaves those rules to the user by default, §D47).
+    With ``evidence``, an admitted candidate says what the evidence holds for its rule."""
     options = options or DecideOptions()
     policies = PolicySet.of(policies)
     resolver = Resolver()
@@ -149,8 +164,9 @@ def verify_flows(
         if not result.allowed and key in left:
             system += counter[0]
             continue
+        behind = _behind(evidence, flow, resolver, result.allowed and kind == "candidate")
         checks.append(
-            VerifyCheck(kind, traffic_line(flow), counter[0], result.allowed, result.reason)
+            VerifyCheck(kind, traffic_line(flow), counter[0], result.allowed, result.reason, behind)
         )
     checks.sort(key=lambda c: (c.kind, c.allowed, c.traffic))
     return VerifyReport(checks=tuple(checks), unexpressible=unexpressible, system=system)

@@ -111,6 +111,9 @@ class Why:
     answer: str
     """The whole story in one or two sentences."""
     fix: str
+    evidence: str = ""
+    """For an admitted flow, the evidence behind cpg's rule for it, in words ("" when the
+    evidence was not asked for or holds none)."""
 
 
 def _labels_diff(

@@ -16,6 +16,7 @@ from cpg_core.identities import IdentityBook
 from cpg_core.reading import time_key
 from cpg_core.reports import VerifyView
 from cpg_core.why import FlowFilter
+from cpg_io.evidence_store import EvidenceStore, lenient_reader
 from cpg_io.identities import check_identities
 from cpg_io.kube import cluster_state
 from cpg_io.policy_files import load_policies
@@ -48,6 +49,7 @@ def verify_capture(
     identities: IdentityBook | None = None,
     include_system: bool = False,
     tally: ReviewTally | None = None,
+    evidence: EvidenceStore | None = None,
 ) -> VerifiedCapture:
     """Check ``policies`` against a capture (files, folders, globs: as cpg replay reads
     them); UnreadableInput when it holds no Hubble record. Only flows inside ``window``
@@ -70,6 +72,7 @@ def verify_capture(
         default_local_cluster=default_local_cluster,
         allow_localhost=allow_localhost,
         include_system=include_system,
+        evidence=lenient_reader(evidence) if evidence is not None else None,
     )
     capture.check_readable()
     return VerifiedCapture(stats=capture.stats, report=report)
@@ -91,6 +94,7 @@ def verify_run(
     context: str | None = None,
     flow_filter: FlowFilter | None = None,
     tally: ReviewTally | None = None,
+    evidence: EvidenceStore | None = None,
 ) -> VerifyRun:
     """The verify use case: the policies of ``request.policies`` (and the cluster's, with
     ``request.cluster``) against every denied flow of the capture."""
@@ -117,6 +121,7 @@ def verify_run(
         identities=book,
         include_system=request.include_system,
         tally=tally,
+        evidence=evidence,
     )
     view = VerifyView(report=verified.report, policies=len(documents), origin=" and ".join(sources))
     return VerifyRun(view=view, stats=verified.stats)

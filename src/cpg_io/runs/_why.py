@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from cpg_core import CheckRequest, Flow, Verdict
+from cpg_core import CheckRequest, Flow, PolicyEvidence, Verdict
 from cpg_core.cilium import PolicySet, local_cluster_default
 from cpg_core.identities import IdentityBook
 from cpg_core.reports import WhyView
+from cpg_core.review import evidence_behind
 from cpg_core.why import (
     FlowFilter,
     Why,
@@ -26,6 +27,7 @@ from cpg_core.why import (
     with_known_pod,
 )
 from cpg_io.errors import Cancelled
+from cpg_io.evidence_store import EvidenceStore, lenient_reader
 from cpg_io.identities import check_identities
 from cpg_io.kube import cluster_state
 from cpg_io.policy_files import load_policies
@@ -122,12 +124,14 @@ def why_run(
     limit: int = 1000,
     tally: ReviewTally | None = None,
     answer_seconds: float | None = None,
+    evidence: EvidenceStore | None = None,
 ) -> WhyRun:
     """Every distinct flow of the capture the filters select (denied flows when no verdict is
     given), each answered against the policies judged, most flows first; ``tally`` follows
     the reading and the answering. With ``answer_seconds`` the answering stops once that
     long has passed since the call began (one kind is always answered): the most frequent
-    come first, and ``unanswered`` says how many distinct flows were left."""
+    come first, and ``unanswered`` says how many distinct flows were left. With ``evidence``
+    an admitted answer says what the evidence holds for cpg's rule for it."""
     began = time.monotonic()
     judged = _judged(request, kubeconfig, context, kube_dir)
     tally = tally or ReviewTally()
@@ -158,10 +162,13 @@ def why_run(
     ordered = sorted(groups.values(), key=lambda g: -g[1])
     tally.total = len(ordered)
     answered: list[tuple[Flow, Any]] = []
+    behind = _reader(evidence)
     for flow, count in ordered:
         if answer_seconds is not None and answered and time.monotonic() - began > answer_seconds:
             break
-        answered.append((flow, _answer(with_known_pod(flow, pods), count, judged, request, names)))
+        known = with_known_pod(flow, pods)
+        answer = _with_evidence(_answer(known, count, judged, request, names), known, behind)
+        answered.append((flow, answer))
         tally.done += 1
     merged = merged_answers(answered)
     view = WhyView(
@@ -183,15 +190,33 @@ def trace_run(
     kubeconfig: Path | None = None,
     context: str | None = None,
     kube_dir: Path | None = None,
+    evidence: EvidenceStore | None = None,
 ) -> WhyRun:
-    """The answer for flows described by hand (``cpg_core.why.traced_flows``)."""
+    """The answer for flows described by hand (``cpg_core.why.traced_flows``); with
+    ``evidence``, what it holds for cpg's rule of an admitted one."""
     judged = _judged(request, kubeconfig, context, kube_dir)
     book = judged.identities
     if book is not None:
         flows = [book.resolve(flow)[0] for flow in flows]
-    answers = tuple(_answer(flow, 0, judged, request, {}) for flow in flows)
+    behind = _reader(evidence)
+    answers = tuple(
+        _with_evidence(_answer(flow, 0, judged, request, {}), flow, behind) for flow in flows
+    )
     view = WhyView(answers=answers, origin=judged.origin, policies=len(judged.policies))
     return WhyRun(view=view, stats=None, problems=judged.problems)
+
+
+def _reader(store: EvidenceStore | None) -> Callable[[str, str], PolicyEvidence | None] | None:
+    return lenient_reader(store) if store is not None else None
+
+
+def _with_evidence(
+    why: Why, flow: Flow, read: Callable[[str, str], PolicyEvidence | None] | None
+) -> Why:
+    if read is None or not why.allowed:
+        return why
+    said = evidence_behind(flow, read)
+    return attrs.evolve(why, evidence=said) if said else why
 
 
 def _group(flow: Flow) -> tuple[Any, ...]:
