@@ -15,11 +15,11 @@ from cpg_core import CheckRequest, Flow, PolicyEvidence, Verdict
 from cpg_core.cilium import PolicySet, local_cluster_default
 from cpg_core.identities import IdentityBook
 from cpg_core.reports import WhyView
-from cpg_core.review import evidence_behind
 from cpg_core.why import (
     FlowFilter,
     Why,
     check_key,
+    evidence_behind,
     explain_denial,
     merged_answers,
     note_pod,
