@@ -28,17 +28,17 @@ from synthetic import synthetic_capture  # noqa: E402
 CPG = str(Path(sys.executable).with_name("cpg"))
 
 
-def _report(work: Path, workloads: int) -> Path:
-    capture = synthetic_capture(work / f"cluster-{workloads}.jsonl", workloads)
-    policies, evidence = work / f"policies-{workloads}", work / f"evidence-{workloads}"
-    common = ["-d", str(policies), "--evidence-dir", str(evidence)]
-    subprocess.run([CPG, "replay", str(capture), *common, "-q"], check=True)
-    plan = work / f"plan-{workloads}.json"
+def _page(work: Path, capture: Path, name: str) -> Path:
+    """The HTML report a reviewer opens: the capture replayed, planned, and reported with
+    its plan (files named after ``name`` in ``work``)."""
+    common = ["-d", str(work / f"policies-{name}"), "--evidence-dir", str(work / f"ev-{name}")]
+    subprocess.run([CPG, "replay", str(capture), *common, "-q"], check=True, capture_output=True)
+    plan = work / f"plan-{name}.json"
     ran = subprocess.run(
         [CPG, "plan", str(capture), *common, "-o", "json"], capture_output=True, text=True
     )
     plan.write_text(ran.stdout)
-    page = work / f"report-{workloads}.html"
+    page = work / f"report-{name}.html"
     ran = subprocess.run(
         [CPG, "report", *common, "--plan", str(plan), "-o", "html"],
         capture_output=True,
@@ -47,27 +47,16 @@ def _report(work: Path, workloads: int) -> Path:
     )
     page.write_text(ran.stdout)
     return page
+
+
+def _report(work: Path, workloads: int) -> Path:
+    capture = synthetic_capture(work / f"cluster-{workloads}.jsonl", workloads)
+    return _page(work, capture, str(workloads))
 
 
 def _example(work: Path) -> Path:
     """The example capture's report, with its plan."""
-    common = ["-d", str(work / "policies-example"), "--evidence-dir", str(work / "ev-example")]
-    capture = str(ROOT / "examples" / "drops.jsonl")
-    subprocess.run([CPG, "replay", capture, *common, "-q"], check=True, capture_output=True)
-    plan = work / "plan-example.json"
-    ran = subprocess.run(
-        [CPG, "plan", capture, *common, "-o", "json"], capture_output=True, text=True
-    )
-    plan.write_text(ran.stdout)
-    page = work / "report-example.html"
-    ran = subprocess.run(
-        [CPG, "report", *common, "--plan", str(plan), "-o", "html"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    page.write_text(ran.stdout)
-    return page
+    return _page(work, ROOT / "examples" / "drops.jsonl", "example")
 
 
 def _browser():  # type: ignore[no-untyped-def]

@@ -24,6 +24,7 @@ from cpg_core.why import FlowFilter
 
 if TYPE_CHECKING:  # loaded when a command runs, not when its flags are listed (completion)
     from cpg_core import CheckRequest, RunRequest
+    from cpg_io.evidence_store import EvidenceStore
     from cpg_io.hubble import TLSSettings
     from cpg_io.runs import RelayAccess
 
@@ -91,6 +92,17 @@ Output = Annotated[
         rich_help_panel="Output",
     ),
 ]
+
+
+def folder_evidence(policies: Path | str | None, evidence_dir: Path | None) -> EvidenceStore | None:
+    """The evidence of cpg's policy folder (``--evidence-dir``, else the folder's default),
+    read to say what stands behind a rule that admits a flow; none when -d is no folder."""
+    from cpg_io.evidence_store import EvidenceStore, default_evidence_root
+
+    if policies is None or not Path(policies).is_dir():
+        return None
+    folder = Path(policies)
+    return EvidenceStore(evidence_dir or default_evidence_root(folder), folder)
 
 
 def policy_folder(help: str, **extra: Any) -> Any:

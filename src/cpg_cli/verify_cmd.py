@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -37,20 +37,6 @@ _Policies = Annotated[
         show_default=False,
     ),
 ]
-
-
-if TYPE_CHECKING:
-    from cpg_io.evidence_store import EvidenceStore
-
-
-def _evidence(policies: str | None, evidence_dir: Path | None) -> EvidenceStore | None:
-    """The evidence of cpg's folder, read to say what stands behind an admitting rule."""
-    from cpg_io.evidence_store import EvidenceStore, default_evidence_root
-
-    if policies is None or not Path(policies).is_dir():
-        return None
-    folder = Path(policies)
-    return EvidenceStore(evidence_dir or default_evidence_root(folder), folder)
 
 
 @opt.with_flow_filters
@@ -91,7 +77,7 @@ def verify(
                 context=context,
                 flow_filter=selection,
                 tally=progress.tally,
-                evidence=_evidence(request.policies, evidence_dir),
+                evidence=opt.folder_evidence(request.policies, evidence_dir),
             )
     except CpgError as exc:
         fail(exc)

@@ -32,22 +32,9 @@ _Policies = Annotated[
         "already admits the flow.",
     ),
 ]
-if TYPE_CHECKING:
-    from cpg_io.evidence_store import EvidenceStore
-
 _Output = Annotated[
     str, opt.output_option(*formats("why"), help="text (for people), json or yaml (for machines).")
 ]
-
-
-def _evidence(policies: Path, evidence_dir: Path | None) -> EvidenceStore | None:
-    """The evidence of cpg's folder, read to say what stands behind a rule that admits a
-    flow (none when -d is not a folder)."""
-    from cpg_io.evidence_store import EvidenceStore, default_evidence_root
-
-    if not policies.is_dir():
-        return None
-    return EvidenceStore(evidence_dir or default_evidence_root(policies), policies)
 
 
 def _show(answered: WhyRun, output: str) -> None:
@@ -101,7 +88,7 @@ def why(
                 kubeconfig=kubeconfig,
                 context=context,
                 tally=progress.tally,
-                evidence=_evidence(policies, evidence_dir),
+                evidence=opt.folder_evidence(policies, evidence_dir),
             )
     except CpgError as exc:
         fail(exc)
@@ -175,7 +162,7 @@ def trace(
             flows,
             kubeconfig=kubeconfig,
             context=context,
-            evidence=_evidence(policies, evidence_dir),
+            evidence=opt.folder_evidence(policies, evidence_dir),
         )
     except CpgError as exc:
         fail(exc)

@@ -201,6 +201,21 @@ class BootstrapResult(BaseModel):
     version_warning: str | None = None
 
 
+PlanSection = Literal[
+    "would_break",
+    "newly_enforced",
+    "availability",
+    "not_fixed",
+    "diffs",
+    "policies",
+    "policy_map",
+    "also_selected",
+    "confidence",
+]
+"""The plan's lists, each paged on its own (get_plan's ``section``): the first is what a
+reviewer acts on first."""
+
+
 class PlanResult(BaseModel):
     current_source: str = Field(
         description="where the current policies came from: 'cluster' or 'flows' (inferred)"

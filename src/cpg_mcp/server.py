@@ -301,17 +301,7 @@ _GetPlanLimit = Annotated[
     ),
 ]
 _PlanSection = Annotated[
-    Literal[
-        "would_break",
-        "newly_enforced",
-        "availability",
-        "not_fixed",
-        "diffs",
-        "policies",
-        "policy_map",
-        "also_selected",
-        "confidence",
-    ],
+    models.PlanSection,
     Field(description="the list to page; totals says how many each holds"),
 ]
 

@@ -11,7 +11,7 @@ import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 import yaml
 from mcp.server.mcpserver.exceptions import ToolError
@@ -60,6 +60,7 @@ from cpg_mcp.models import (
     EvidenceResult,
     HealthResult,
     PlanResult,
+    PlanSection,
     PolicyList,
     PolicyResult,
     PolicyRow,
@@ -601,19 +602,8 @@ def get_plan(
     return _plan_result(planned, limit, cursor, section=section, data=data)
 
 
-PLAN_LISTS = (
-    "would_break",
-    "newly_enforced",
-    "availability",
-    "not_fixed",
-    "diffs",
-    "policies",
-    "policy_map",
-    "also_selected",
-    "confidence",
-)
-"""The plan's lists, each paged on its own (``section``): the first is what a reviewer acts
-on first."""
+PLAN_LISTS: tuple[str, ...] = get_args(PlanSection)
+"""The plan's lists, as get_plan's ``section`` names them."""
 
 
 def _plan_result(
