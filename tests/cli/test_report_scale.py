@@ -132,6 +132,28 @@ def test_the_markdown_report_fits_a_pull_request_comment(
         assert cut not in text
 
 
+def test_a_fan_of_edges_with_the_same_ports_has_one_label(
+    reports: dict[int, tuple[Path, dict[str, Any]]],
+) -> None:
+    """At 10 workloads the labels between two namespace columns stacked into a block: the
+    scraper's TCP/9090 to every pod, every pod's DNS to kube-dns. A fan of three or more edges
+    with the same ports from one node (or into one) shows one label; the others show when
+    an edge is highlighted (their tooltips say them all the while)."""
+    import re
+
+    html = reports[10][0].read_text()
+    first = html.split("<template", 1)[0]
+
+    def drawn(text: str, spare: bool) -> int:
+        kind = r"[^\"]* spare" if spare else r"(?: breaks)?"
+        return len(re.findall(rf'<text class="port{kind}"[^>]*>{re.escape(text)}</text>', first))
+
+    for text, fan in (("TCP/9090", 10), ("TCP/53 +1", 13)):
+        assert drawn(text, spare=False) == 1, text
+        assert drawn(text, spare=True) == fan - 1, text
+    assert drawn("TCP/22", spare=False) == 2  # what would break keeps every label
+
+
 def _panel_is_not_cut(browser: Any) -> None:
     """Nothing in the side panel is wider than the panel (the YAML and tables were cut)."""
     cut = browser.execute_script(

@@ -64,6 +64,29 @@ def _short(text: str, limit: int = 24) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+FAN_OUT = 3
+"""Edges from one node (or into one) with the same ports, at or above which one label says
+it for all: a scraper reaching ten pods on TCP/9090 is one label, not a column of ten, and
+so is every pod's DNS to the cluster's resolver."""
+
+
+def _fans(links: Sequence[Link], texts: Sequence[str]) -> list[object]:
+    """Each edge's fan, or None: allowed edges from one source with the same ports, groups of
+    ``FAN_OUT`` or more; then, of the edges left, those into one target likewise. A fan shares
+    one label (an edge that would break keeps its own)."""
+    fans: list[object] = [None] * len(links)
+    for end in ("source", "target"):
+        groups: dict[tuple[str, str], list[int]] = {}
+        for i, link in enumerate(links):
+            if not link.breaks and fans[i] is None:
+                groups.setdefault((getattr(link, end), texts[i]), []).append(i)
+        for key, members in groups.items():
+            if len(members) >= FAN_OUT:
+                for i in members:
+                    fans[i] = (end, *key)
+    return fans
+
+
 def _view(
     name: str, title: str, nodes: Sequence[Node], links: Sequence[Link], *, overview: bool
 ) -> dict[str, Any]:
@@ -106,10 +129,17 @@ def _view(
         taken.append((b.x, b.y, b.x + max(b.w, title_w), b.y + BOX_HEAD))
     curves = [bezier(drawing, link.source, link.target) for link in links]
     texts = [port_label(link.ports) for link in links]
-    # The labels that matter most are placed first: traffic that would break, then the rest
-    # in the drawing's order. A label with no free place left is drawn only on highlight.
-    order = sorted(range(len(links)), key=lambda i: (not links[i].breaks, i))
-    places = place_labels([curves[i] for i in order], [texts[i] for i in order], taken)
+    # The labels that matter most are placed first: traffic that would break, then those that
+    # speak for a fan of edges, then the rest in the drawing's order. A label with no free
+    # place left is drawn only on highlight.
+    fans = _fans(links, texts)
+    order = sorted(range(len(links)), key=lambda i: (not links[i].breaks, fans[i] is None, i))
+    places = place_labels(
+        [curves[i] for i in order],
+        [texts[i] for i in order],
+        taken,
+        [fans[i] for i in order],
+    )
     spots = dict(zip(order, places, strict=True))
     drawn_links = []
     for i, link in enumerate(links):

@@ -260,16 +260,25 @@ class _Taken:
 
 
 def place_labels(
-    curves: Sequence[Bezier], texts: Sequence[str], obstacles: Sequence[Rect] = ()
+    curves: Sequence[Bezier],
+    texts: Sequence[str],
+    obstacles: Sequence[Rect] = (),
+    groups: Sequence[object] | None = None,
 ) -> list[Point | None]:
     """A place for each edge's label on its edge, clear of ``obstacles`` (the nodes and the
     boxes' titles) and of the labels placed before it; None where the edge has no free
     place left (its ports stay in its tooltip, and show when the edge is highlighted). The
-    labels are placed in the order given: put the ones that matter most first."""
+    labels are placed in the order given: put the ones that matter most first. Edges of one
+    of ``groups`` (None: an edge of its own) share one label: the first that finds a place."""
     taken = _Taken(obstacles)
+    placed: set[object] = set()
     out: list[Point | None] = []
-    for curve, text in zip(curves, texts, strict=True):
+    for index, (curve, text) in enumerate(zip(curves, texts, strict=True)):
+        group = groups[index] if groups is not None else None
         spot: Point | None = None
+        if group is not None and group in placed:
+            out.append(None)
+            continue
         for t in _ALONG:
             x, y = point_on(curve, t)
             for nudge in _NUDGE:
@@ -280,5 +289,7 @@ def place_labels(
                     break
             if spot is not None:
                 break
+        if spot is not None and group is not None:
+            placed.add(group)
         out.append(spot)
     return out
