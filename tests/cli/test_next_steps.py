@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CPG, EXAMPLE, cpg, endpoint, flow_dict, jsonl
-from fake_relay import example_responses, fake_relay
+from conftest import CPG, EXAMPLE, cpg, endpoint, flow_dict, jsonl, wait_for
+from fake_relay import FakeRelay, example_responses, fake_relay
 
 PLACEHOLDER = re.compile(r"\b[A-Z][A-Z-]{3,}\b")
 """A word in capitals standing for something the reader must fill in (CAPTURE, NAMESPACE)."""
@@ -37,7 +37,9 @@ def next_steps(text: str) -> list[tuple[str, str]]:
     return steps
 
 
-def run_each(steps: list[tuple[str, str]], cwd: Path, relay: str = "") -> list[str]:
+def run_each(
+    steps: list[tuple[str, str]], cwd: Path, relay: str = "", served: FakeRelay | None = None
+) -> list[str]:
     """Run every cpg command as printed (kubectl ones need a cluster: their folder must
     exist); the commands run, in order."""
     ran = []
@@ -51,7 +53,8 @@ def run_each(steps: list[tuple[str, str]], cwd: Path, relay: str = "") -> list[s
             continue
         assert not PLACEHOLDER.search(command), command
         if words[1] == "shadow":
-            _shadow(words, cwd, relay)
+            assert served is not None
+            _shadow(words, cwd, relay, served)
         else:
             done = cpg(*words[1:], cwd=cwd)
             assert done.returncode in (0, 3), (label, command, done.stderr)
@@ -59,19 +62,24 @@ def run_each(steps: list[tuple[str, str]], cwd: Path, relay: str = "") -> list[s
     return ran
 
 
-def _shadow(words: list[str], cwd: Path, relay: str) -> None:
-    """``cpg shadow --server RELAY … --duration 10m`` as printed, stopped once it reads."""
-    assert relay and words[words.index("--server") + 1] == relay
+def _shadow(words: list[str], cwd: Path, relay: str, served: FakeRelay) -> None:
+    """``cpg shadow --server RELAY … --duration 10m`` as printed, stopped (Ctrl+C) once the
+    relay has its request: it says what it judged."""
+    assert words[words.index("--server") + 1] == relay
+    asked = len(served.requests)
     proc = subprocess.Popen(
         [CPG, *words[1:]], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
-        proc.wait(timeout=8)  # still running after 8 s: it follows the relay
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode in (0, 3), err
-    assert "Shadow" in out + err or "shadow" in out + err, out + err
+        assert wait_for(lambda: len(served.requests) > asked or proc.poll() is not None, 120)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode in (0, 3, 4), err
+    assert "shadow of" in err, out + err
 
 
 def _replayed(cwd: Path, *args: str, stdin: bytes | None = None) -> str:
@@ -151,7 +159,7 @@ def test_a_replay_that_writes_nothing_names_no_evidence(workdir: Path) -> None:
 
 def test_after_a_live_generate(tmp_path: Path) -> None:
     env = {**os.environ, "NO_COLOR": "1"}
-    with fake_relay(example_responses()) as (_relay, address):
+    with fake_relay(example_responses()) as (relay, address):
         done = subprocess.run(
             [CPG, "generate", "--server", address, "-d", "live", "--duration", "3s"],
             cwd=tmp_path,
@@ -164,4 +172,4 @@ def test_after_a_live_generate(tmp_path: Path) -> None:
         text = done.stdout + done.stderr
         steps = dict(next_steps(text))
         assert steps["check"].startswith(f"cpg shadow --server {address} -d live")
-        assert len(run_each(next_steps(text), tmp_path, relay=address)) == 2
+        assert len(run_each(next_steps(text), tmp_path, relay=address, served=relay)) == 2

@@ -132,6 +132,53 @@ def test_the_markdown_report_fits_a_pull_request_comment(
         assert cut not in text
 
 
+@pytest.mark.parametrize("workloads", [10, 45, 500])
+def test_the_comments_graphs_render_in_a_browser(
+    browser: Any, reports: dict[int, tuple[Path, dict[str, Any]]], workloads: int, tmp_path: Path
+) -> None:
+    """Every Mermaid graph the comment-sized Markdown holds renders in Mermaid in Chromium, as
+    GitHub draws it; at 500 workloads the comment holds none (cut before them), so the graphs
+    of the whole report, which the cut note points to, are rendered instead."""
+    from browsing import MERMAID, missing
+
+    if not MERMAID.exists():
+        missing(f"the mermaid npm package is not at {MERMAID} (.ci/run installs it)")
+    page = reports[workloads][0]
+    text = page.with_name("report.md").read_text()
+    if workloads == 500:
+        assert "```mermaid" not in text
+        text = cpg(
+            "report",
+            "-d",
+            str(page.parent / "policies"),
+            "--evidence-dir",
+            str(page.parent / "evidence"),
+            "--plan",
+            str(page.parent / "plan.json"),
+            "--max-size",
+            "0",
+        ).stdout
+    blocks = [b.split("\n```", 1)[0] for b in text.split("```mermaid\n")[1:]]
+    assert blocks
+    holder = tmp_path / "mermaid.html"
+    holder.write_text(
+        f'<!DOCTYPE html><html><body><script src="{MERMAID.as_uri()}"></script></body></html>'
+    )
+    browser.get(holder.as_uri())
+    for index, block in enumerate(blocks):
+        result = browser.execute_async_script(
+            """
+            const [source, id, done] = arguments;
+            mermaid.initialize({startOnLoad: false});
+            mermaid.render(id, source).then(() => done({ok: true}))
+              .catch(e => done({ok: false, error: String(e && e.message || e)}));
+            """,
+            block,
+            f"g{index}",
+        )
+        assert result["ok"], (index, result.get("error"))
+
+
 def test_a_fan_of_edges_with_the_same_ports_has_one_label(
     reports: dict[int, tuple[Path, dict[str, Any]]],
 ) -> None:
