@@ -60,6 +60,12 @@ class Unhandled(StrEnum):
     policy, so the traffic is a finding (ARCHITECTURE §D20)."""
 
 
+def looks_masked(flow: Flow) -> bool:
+    """A pod without a single label: the capture went through a field mask (a Hubble
+    exporter's) that left the labels out, and with them, likely, the direction."""
+    return any(e.namespace and not e.labels for e in (flow.source, flow.destination))
+
+
 _RESERVED_IDENTITIES = {
     1: "host",
     2: "world",
@@ -328,8 +334,9 @@ class Resolver:
                 flow.destination_ip,
             )
         else:
-            masked = any(e.namespace and not e.labels for e in (flow.source, flow.destination))
-            reason = Unhandled.MASKED_DIRECTION if masked else Unhandled.UNKNOWN_DIRECTION
+            reason = (
+                Unhandled.MASKED_DIRECTION if looks_masked(flow) else Unhandled.UNKNOWN_DIRECTION
+            )
             return Unresolved(reason, traffic_subject(flow))
         protocol = flow.protocol
         port = flow.port

@@ -274,6 +274,10 @@ def _summary_lines(
     return out
 
 
+FIXES_SHOWN = 3
+"""Would-break items whose fix the report spells out as YAML to paste."""
+
+
 def _would_break_blocks(plan: Plan) -> list[Block]:
     rows = []
     for item in plan.would_break[:MAX_ROWS]:
@@ -289,10 +293,6 @@ def _would_break_blocks(plan: Plan) -> list[Block]:
     for item in plan.would_break[:FIXES_SHOWN]:
         blocks.append(_fix_block(item))
     return blocks
-
-
-FIXES_SHOWN = 3
-"""Would-break items whose fix the report spells out as YAML to paste."""
 
 
 def _fix_block(item: WouldBreak) -> Block:

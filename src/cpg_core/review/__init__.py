@@ -14,6 +14,11 @@ if TYPE_CHECKING:
         BASELINE_GAPS,
         BASELINE_NOTE,
     )
+    from cpg_core.review._behind import (
+        EvidenceReader,
+        evidence_behind,
+        seen_at,
+    )
     from cpg_core.review._drift import (
         Drift,
         DriftJudge,
@@ -22,8 +27,6 @@ if TYPE_CHECKING:
         UnseenPods,
     )
     from cpg_core.review._evidence import (
-        EvidenceReader,
-        evidence_behind,
         plan_evidence,
     )
     from cpg_core.review._explain import (
@@ -32,7 +35,6 @@ if TYPE_CHECKING:
         explain_record,
         render_explain_json,
         rule_in_words,
-        seen_at,
     )
     from cpg_core.review._lint import (
         RULES,
@@ -91,7 +93,7 @@ _WHERE = {
     "Drift": "cpg_core.review._drift",
     "DriftJudge": "cpg_core.review._drift",
     "EndpointPressure": "cpg_core.review._pressure",
-    "EvidenceReader": "cpg_core.review._evidence",
+    "EvidenceReader": "cpg_core.review._behind",
     "ExplainFilter": "cpg_core.review._explain",
     "LintFinding": "cpg_core.review._lint",
     "LintRule": "cpg_core.review._lint",
@@ -111,7 +113,7 @@ _WHERE = {
     "also_selected": "cpg_core.review._owners",
     "check_key": "cpg_core.review._verify",
     "converter": "cpg_core.review._wire",
-    "evidence_behind": "cpg_core.review._evidence",
+    "evidence_behind": "cpg_core.review._behind",
     "explain_denial": "cpg_core.review._why",
     "explain_lines": "cpg_core.review._explain",
     "explain_record": "cpg_core.review._explain",
@@ -125,7 +127,7 @@ _WHERE = {
     "policy_namespaces": "cpg_core.review._lint",
     "render_explain_json": "cpg_core.review._explain",
     "rule_in_words": "cpg_core.review._explain",
-    "seen_at": "cpg_core.review._explain",
+    "seen_at": "cpg_core.review._behind",
     "selects": "cpg_core.review._lint",
     "supported_text": "cpg_core.review._lint_versions",
     "to_data": "cpg_core.review._wire",

@@ -35,7 +35,7 @@ from cpg_core.flows import (
     with_known_pod,
 )
 from cpg_core.policy import match_flow, policy_name
-from cpg_core.review._evidence import rule_key, subject_labels
+from cpg_core.review._evidence import subject_labels
 from cpg_core.review._plan import (
     WORKS,
     FlowGroup,
@@ -46,6 +46,7 @@ from cpg_core.review._plan import (
     group_key,
     traffic_of,
 )
+from cpg_core.review._rule_keys import rule_key
 from cpg_core.synthesis import rule_yaml
 
 _WAYS = {int(Direction.INGRESS): "ingress", int(Direction.EGRESS): "egress"}

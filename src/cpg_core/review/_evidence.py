@@ -8,14 +8,13 @@ fills ``samples[].src.ip``/``dst.ip``; readers of the Go schema can ignore them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any, TypeVar
 
 import attrs
 import orjson
 
 from cpg_core.base import (
-    CLUSTER_LABEL,
     EVIDENCE_SCHEMA_VERSION,
     HTTP,
     INGRESS,
@@ -29,7 +28,6 @@ from cpg_core.base import (
     EndpointPeerRecord,
     EntityPeer,
     EntityPeerRecord,
-    Flow,
     FqdnPeer,
     FqdnPeerRecord,
     HttpRecord,
@@ -44,7 +42,8 @@ from cpg_core.base import (
     SessionInfo,
     stable_labels,
 )
-from cpg_core.flows import Resolved, Resolver, RuleStats, sample_record
+from cpg_core.flows import RuleStats, sample_record
+from cpg_core.review._rule_keys import record_labels, rule_key
 from cpg_core.review._wire import DocumentError, from_data, to_data
 from cpg_core.synthesis import PolicyPlan
 
@@ -60,31 +59,6 @@ _PROTOCOL_NAMES = {
 
 class EvidenceError(CpgError):
     """An evidence file cannot be used; the message names it and says what to do."""
-
-
-def peer_key(peer: Peer) -> str:
-    if isinstance(peer, EntityPeer):
-        return f"entity:{peer.entity}"
-    if isinstance(peer, CidrPeer):
-        return f"cidr:{peer.cidr}"
-    if isinstance(peer, FqdnPeer):
-        return f"fqdn:{peer.name}"
-    labels = ",".join(f"{k}={v}" for k, v in _record_labels(peer))
-    return f"ep:{peer.namespace}/{labels}"
-
-
-def _record_labels(peer: EndpointPeer) -> list[tuple[str, str]]:
-    """The selected labels, and the cluster label for a peer in another cluster."""
-    if not peer.cluster:
-        return list(peer.labels)
-    return sorted([*peer.labels, (CLUSTER_LABEL, peer.cluster)])
-
-
-def rule_key(atom: Atom) -> str:
-    """``<direction>:<peer>:<protocol>:<port>`` plus ``:l7=...`` for L7 entries, e.g.
-    ``ingress:ep:shop/app=web:TCP:8080:l7=http:GET:^/api$``."""
-    key = f"{atom.direction}:{peer_key(atom.peer)}:{atom.protocol}:{atom.port}"
-    return key + (":l7=" + ":".join(atom.l7) if atom.l7 else "")
 
 
 def l7_record(atom: Atom) -> L7Record | None:
@@ -104,7 +78,7 @@ def peer_record(peer: Peer) -> PeerRecord:
     if isinstance(peer, CidrPeer):
         return CidrPeerRecord(peer.cidr)
     assert isinstance(peer, EndpointPeer)
-    return EndpointPeerRecord(peer.namespace, dict(_record_labels(peer)))
+    return EndpointPeerRecord(peer.namespace, dict(record_labels(peer)))
 
 
 def rule_records(
@@ -416,32 +390,3 @@ def redact_ips(doc: T) -> tuple[T, int]:
         return value
 
     return walk(doc), removed
-
-
-EvidenceReader = Callable[[str, str], "PolicyEvidence | None"]
-"""(namespace, workload) → that workload's evidence, or None: how a root lends its store."""
-
-
-def evidence_behind(flow: Flow, read: EvidenceReader, resolver: Resolver | None = None) -> str:
-    """What cpg's evidence holds for the rule it writes for ``flow``'s traffic, in words
-    (``5 flows, first seen …, last seen … (evidence of shop/cpg-cart)``); "" when it holds
-    none. ``why``, ``trace`` and ``verify`` say it beside an answer, so a reviewer sees how
-    much traffic stands behind the rule that admits a flow."""
-    resolved = (resolver or Resolver()).resolve(flow)
-    if not isinstance(resolved, Resolved):
-        return ""
-    target = resolved.target
-    doc = read(target.namespace, target.workload)
-    if doc is None:
-        return ""
-    key = rule_key(resolved.atom)
-    rule = next((r for r in doc.rules if r.key == key), None)
-    if rule is None:
-        return ""
-    where = f"evidence of {target.namespace}/{doc.policy.name}"
-    if not rule.flow_count:
-        return f"written for the cluster, not seen in a capture ({where})"
-    first = rule.first_seen.replace("T", " ").split(".")[0].rstrip("Z")
-    last = rule.last_seen.replace("T", " ").split(".")[0].rstrip("Z")
-    flows = f"{rule.flow_count:,} flow{'s' if rule.flow_count != 1 else ''}"
-    return f"{flows}, first seen {first} UTC, last seen {last} UTC ({where})"

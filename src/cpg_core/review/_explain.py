@@ -27,6 +27,7 @@ from cpg_core.base import (
     SampleSide,
     Verdict,
 )
+from cpg_core.review._behind import seen_at
 from cpg_core.review._wire import to_json
 from cpg_core.synthesis import CLUSTER_WHY, FOR_CLUSTER
 
@@ -191,13 +192,6 @@ def rule_in_words(rule: RuleEvidence) -> str:
     elif isinstance(rule.l7, DnsRecord):
         text += f"  DNS {rule.l7.dns_matchname}"
     return text
-
-
-def seen_at(key: str) -> str:
-    """A recorded time to the second, in UTC (``never`` for a rule no flow asked for)."""
-    if not key or key == ZERO_TIME:
-        return "never"
-    return key.replace("T", " ").rstrip("Z").split(".")[0] + " UTC"
 
 
 def _side(side: SampleSide) -> str:

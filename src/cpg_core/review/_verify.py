@@ -4,7 +4,7 @@ deny rule dropped? Pure: flows and policy documents in, a :class:`VerifyReport` 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from cpg_core.base import (
     CidrPeer,
@@ -28,10 +28,8 @@ from cpg_core.flows import (
     with_known_pod,
 )
 from cpg_core.policy import PolicySet, dns_names, from_own_node, match_flow
+from cpg_core.review._behind import EvidenceReader, evidence_behind
 from cpg_core.synthesis import SYSTEM_NAMESPACES
-
-if TYPE_CHECKING:
-    from cpg_core.review._evidence import EvidenceReader
 
 
 def check_key(flow: Flow) -> tuple[object, ...]:
@@ -79,12 +77,7 @@ def _pod_as_world(resolved: object, pod_ips: set[str]) -> bool:
 
 def _behind(evidence: EvidenceReader | None, flow: Flow, resolver: Resolver, admitted: bool) -> str:
     """What the evidence holds for the rule that admits a candidate ("" for the others)."""
-    if evidence is None or not admitted:
-        return ""
-    # imported here: the evidence module reads plans, and the plan module this one
-    from cpg_core.review._evidence import evidence_behind
-
-    return evidence_behind(flow, evidence, resolver)
+    return evidence_behind(flow, evidence, resolver) if evidence is not None and admitted else ""
 
 
 def verify_flows(

@@ -30,7 +30,7 @@ from cpg_core.base import (
     remediation,
     stable_labels,
 )
-from cpg_core.flows import DecideOptions, Decision, decide, endpoint_name
+from cpg_core.flows import DecideOptions, Decision, decide, endpoint_name, looks_masked
 from cpg_core.policy import (
     DENY_SECTION,
     LOCAL_CLUSTER,
@@ -309,10 +309,10 @@ def explain_denial(
         label, what, fix = advice_for(_FINDING_KIND[decision], traffic)
         return plain(f"{what} ({reason}): a {label} drop, which no allow rule fixes.", fix)
     if direction == "unknown":
-        masked = any(e.namespace and not e.labels for e in (flow.source, flow.destination))
+        missing = "masked_direction" if looks_masked(flow) else "unknown_direction"
         return plain(
             f"{traffic}: Hubble did not record the traffic direction, so no policy can be named.",
-            advice_for("masked_direction" if masked else "unknown_direction", traffic)[2],
+            advice_for(missing, traffic)[2],
         )
     peer = flow_peer(flow, ip_names, default_local_cluster)
     request = flow_request(flow)
