@@ -121,6 +121,7 @@ def lint(
             kubeconfig=kubeconfig,
             context=context,
             cilium_version=version,
+            declarations=options.check["declarations"],
         )
     except CpgError as exc:
         fail(exc)

@@ -66,7 +66,9 @@ _FullReport = Annotated[
 ]
 
 
+@opt.with_options("report")
 def report(
+    options: opt.Values,
     output_dir: opt.OutputDir = Path("policies"),
     output: _Output = "markdown",
     plan: _Plan = None,
@@ -82,12 +84,17 @@ def report(
     their evidence and the plan show, those some policy selects for ingress and for egress.
     """
     from cpg_core.reports import Review, render
+    from cpg_io.declarations import read_declarations
     from cpg_io.evidence_store import EvidenceStore, default_evidence_root
     from cpg_io.runs import read_review
 
     try:
         store = EvidenceStore(evidence_dir or default_evidence_root(output_dir), output_dir)
-        inputs = read_review(output_dir, store, plan)
+        kubeconfig, context = options.kube_access()
+        declared = read_declarations(
+            options.check["declarations"], kubeconfig=kubeconfig, context=context
+        )
+        inputs = read_review(output_dir, store, plan, declarations=declared)
     except CpgError as exc:
         fail(exc)
     for problem in inputs.problems:

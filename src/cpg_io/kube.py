@@ -252,6 +252,128 @@ def cluster_identities(
             forget_temp_dir(folder)
 
 
+DECLARATION_LISTS = (
+    (
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingwebhookconfigurations",
+        "ValidatingWebhookConfiguration",
+        False,
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "v1",
+        "mutatingwebhookconfigurations",
+        "MutatingWebhookConfiguration",
+        False,
+    ),
+    ("apiregistration.k8s.io", "v1", "apiservices", "APIService", False),
+    ("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False),
+    ("", "v1", "namespaces", "Namespace", False),
+    ("", "v1", "services", "Service", True),
+    ("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True),
+    ("", "v1", "pods", "Pod", True),
+    ("monitoring.coreos.com", "v1", "servicemonitors", "ServiceMonitor", True),
+    ("monitoring.coreos.com", "v1", "podmonitors", "PodMonitor", True),
+    ("monitoring.coreos.com", "v1", "prometheuses", "Prometheus", True),
+)
+"""(group, version, plural, kind, namespaced) of each list ``--declarations cluster`` reads
+(verb ``list`` only; the manifests' ClusterRole grants exactly these)."""
+MAX_LIST_BYTES = 512 << 20
+"""The largest list answer read (a big cluster's pods or CRDs with their schemas)."""
+
+
+def cluster_declarations(
+    kubeconfig: Path | None, context: str | None, temp_dir: Path | None = None
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The objects that declare what the cluster depends on (read-only: ``list`` on each
+    of :data:`DECLARATION_LISTS`), and one line for each list that could not be read (no
+    right to list it, or an error): the others are still used. A server that does not
+    answer within the timeout stops the reading (KubeError): one wait, not one per list."""
+    import tempfile
+
+    own = temp_dir is None
+    folder = Path(tempfile.mkdtemp(prefix="cpg-kube-")) if temp_dir is None else temp_dir
+    found: list[dict[str, Any]] = []
+    notes: list[str] = []
+    try:
+        api = api_client(kubeconfig, context, temp_dir=folder)
+        for group, version, plural, kind, _namespaced in DECLARATION_LISTS:
+            items, problem = _list_raw(api, group, version, plural)
+            if problem:
+                notes.append(problem)
+            found += [{**item, "kind": kind} for item in items]
+        return found, notes
+    finally:
+        if own:
+            forget_temp_dir(folder)
+
+
+def _list_raw(api: Any, group: str, version: str, plural: str) -> tuple[list[dict[str, Any]], str]:
+    """The items of one cluster-wide list, or why not (a 404 is a kind the cluster does not
+    have: no items, no note). KubeError when the server cannot be reached or stays silent."""
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
+
+    what = f"{plural}.{group}" if group else plural
+    path = f"/apis/{group}/{version}/{plural}" if group else f"/api/{version}/{plural}"
+    try:
+        response = api.call_api(
+            path,
+            "GET",
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _request_timeout=REQUEST_TIMEOUT,
+        )
+        raw = response[0] if isinstance(response, tuple) else response
+        data = _read_capped(raw, MAX_LIST_BYTES, what)
+    except ApiException as exc:
+        if exc.status == 404:
+            return [], ""
+        if exc.status == 403:
+            return [], (
+                f"not allowed to list {what} (the ClusterRole needs 'list' on it); what it "
+                "declares is left out"
+            )
+        return [], f"listing {what} failed: HTTP {exc.status} {exc.reason}; left out"
+    except _TooLarge as exc:
+        return [], f"{exc}; left out"
+    except (HTTPError, OSError) as exc:
+        host = getattr(api.configuration, "host", "the API server")
+        raise KubeError(
+            f"cannot reach {host} or no answer within {REQUEST_TIMEOUT:g} s while listing "
+            f"{what} ({exc}); check ",
+            Setting("kubeconfig"),
+            " and ",
+            Setting("context"),
+        ) from None
+    try:
+        return list_items(data, what), ""
+    except KubeError as exc:
+        return [], f"{exc}; left out"
+
+
+class _TooLarge(ValueError):
+    pass
+
+
+def _read_capped(response: Any, limit: int, what: str) -> bytes:
+    """The body of a raw answer, refused past ``limit`` bytes."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = response.read(1 << 20)
+        if not chunk:
+            break
+        size += len(chunk)
+        if size > limit:
+            response.close()
+            raise _TooLarge(f"the answer to listing {what} is larger than {limit >> 20} MiB")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def list_cilium_policies(
     api: Any, namespaces: list[str] | None = None, label_selector: str | None = None
 ) -> list[dict[str, Any]]:

@@ -311,6 +311,7 @@ _ReportSection = Annotated[
     Literal[
         "would_break",
         "newly_enforced",
+        "declared_dependencies_denied",
         "findings",
         "infrastructure_drops",
         "policy_map_pressure",

@@ -51,6 +51,8 @@ class Session:
     error: str = ""
     identities: tuple[str, ...] = ()
     """The identity sources the session was started with: its checks take them too."""
+    declarations: tuple[str, ...] = ()
+    """The sources of the cluster's objects the session was started with (likewise)."""
     stop_calls: int = 0
     result: runs.RunResult | None = None
     capture: runs.LiveCapture | None = None
@@ -298,6 +300,7 @@ class SessionManager:
             tmp=tmp,
             source=str(source_path or request.live.server),
             identities=request.identities,
+            declarations=request.declarations,
         )
         self.current = session
         if source_path is not None:
@@ -314,6 +317,7 @@ class SessionManager:
                     default_local_cluster=capture.default_local_cluster,
                     allow_localhost=capture.allow_localhost,
                     identities=request.identities,
+                    declarations=request.declarations,
                 ),
                 live=request,
             )

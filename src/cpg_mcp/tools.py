@@ -41,6 +41,7 @@ from cpg_core.cilium import (
     minimum_version,
     versions_seen,
 )
+from cpg_core.declarations import NO_CATALOGUE
 from cpg_core.identities import CLUSTER
 from cpg_core.reports import (
     DroppedFlowFilter,
@@ -153,12 +154,16 @@ async def start_session(
 ) -> StartResult:
     """``arguments`` are the tool's run arguments, named as :meth:`RunRequest.build` names
     them and checked by it exactly as the CLI's flags are."""
-    sources = arguments.get("identities") or []
     try:  # files only from the folder the operator allowed, as replay_file
-        arguments["identities"] = [
-            s if s.strip() == CLUSTER else str(manager.replay_path(s, "identities"))
-            for s in sources
-        ]
+        for argument, word in (
+            ("identities", CLUSTER),
+            ("declarations", CLUSTER),
+            ("catalogue", NO_CATALOGUE),
+        ):
+            arguments[argument] = [
+                s if s.strip() == word else str(manager.replay_path(s, argument))
+                for s in arguments.get(argument) or []
+            ]
     except CpgError as exc:
         raise ToolError(in_tool_words(exc)) from None
     request = validated(lambda: RunRequest.build(**arguments))
@@ -591,6 +596,7 @@ def get_plan(
             default_local_cluster=None,
             allow_localhost=allow_localhost,
             identities=session.identities,
+            declarations=session.declarations,
             policy_map_max=policy_map_max,
         )
         planned = workers.run(
@@ -670,6 +676,7 @@ def get_report(
             session.policies,
             session.evidence_store,
             f"session {session.id}",
+            session.declarations,
             cancel=CANCEL.get(),
         ),
     )
@@ -705,6 +712,7 @@ def _why_request(session: Session, inputs: list[str], from_cluster: bool) -> Any
         cluster=from_cluster,
         default_local_cluster=None,
         identities=session.identities,
+        declarations=session.declarations,
     )
 
 

@@ -11,6 +11,7 @@ from cpg_core import CheckRequest, CpgError, Plan, to_data
 from cpg_core.reports import markdown_sections
 from cpg_core.text import clean
 from cpg_core.why import FlowFilter
+from cpg_io.declarations import read_declarations
 from cpg_io.errors import IoError
 from cpg_io.evidence_store import EvidenceStore
 from cpg_io.runs import plan_run, read_review, trace_run, why_run
@@ -59,14 +60,18 @@ ReportSections = tuple[list[str], list[tuple[str, list[list[str]]]]]
 """The Markdown report's head and its sections of blocks (``markdown_sections``)."""
 
 
-def report(policies: Path, evidence: EvidenceStore, title: str) -> ReportSections:
-    inputs = read_review(policies, evidence, None, None)
+def report(
+    policies: Path, evidence: EvidenceStore, title: str, declarations: tuple[str, ...] = ()
+) -> ReportSections:
+    declared = read_declarations(declarations) if declarations else None
+    inputs = read_review(policies, evidence, None, None, declared)
     head, sections = markdown_sections(
         title=title,
         policies=inputs.policies,
         evidence=inputs.evidence,
         health=inputs.health,
         plan=inputs.plan,
+        declared=inputs.declared,
     )
     tidy = [str(clean(line, keep_newlines=True)) for line in head]
     return tidy, [

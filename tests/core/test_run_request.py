@@ -89,6 +89,8 @@ RUN_SAMPLES: dict[str, tuple[object, dict[str, object]]] = {
     "since": ("1h", {}),
     "until": ("2026-12-01T00:00:00Z", {}),
     "identities": (["cluster"], {}),
+    "declarations": (["objects.yaml", "cluster"], {}),
+    "catalogue": (["none", "mine.yaml"], {}),
     "l7": (True, {}),
     "l7_collapse_paths": (True, {"l7": True}),
     "policy_default_local_cluster": ("false", {}),
@@ -138,6 +140,8 @@ CHECK_SAMPLES: dict[str, tuple[object, dict[str, object]]] = {
     "learn": ("forwarded", {}),
     "include_system_namespaces": (True, {}),
     "identities": (["cluster"], {}),
+    "declarations": (["cluster"], {}),
+    "catalogue": (["none"], {}),
 }
 
 

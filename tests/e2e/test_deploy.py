@@ -217,9 +217,21 @@ def test_each_overlay_runs_what_it_says() -> None:
     assert {verb for rule in role["rules"] for verb in rule["verbs"]} == {"get", "list"}
     readable = {r for rule in role["rules"] for r in rule["resources"]}
     assert {"ciliumendpoints", "ciliumidentities", "pods"} <= readable  # --identities=cluster
+    listable = {
+        (group, resource)
+        for rule in role["rules"]
+        if "list" in rule["verbs"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+    }
+    from cpg_io.kube import DECLARATION_LISTS
+
+    # --declarations=cluster lists exactly these, and may list each of them
+    assert {(group, plural) for group, _v, plural, _k, _n in DECLARATION_LISTS} <= listable
     (deployment,) = [o for o in dedup if o["kind"] == "Deployment"]
     pod = deployment["spec"]["template"]["spec"]
-    assert {"--cluster-dedup", "--identities=cluster"} <= set(pod["containers"][0]["args"])
+    wanted = {"--cluster-dedup", "--identities=cluster", "--declarations=cluster"}
+    assert wanted <= set(pod["containers"][0]["args"])
     assert pod["automountServiceAccountToken"] is True  # the API through its service account
     archive = {o["kind"] for o in built("archive")}
     assert "CronJob" in archive and "Deployment" not in archive

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         CaptureWindow,
         CidrPeerRecord,
         ClusterHealth,
+        DeclaredBy,
         DnsRecord,
         DroppedFlowCount,
         DroppedFlowRow,
@@ -136,6 +137,7 @@ if TYPE_CHECKING:
     )
     from cpg_core.base._rules import (
         ANY_NAME,
+        DECLARED_BY,
         DNS,
         DNS_PORT,
         DNS_PORTS,
@@ -152,6 +154,9 @@ if TYPE_CHECKING:
         Peer,
         Rule,
         chunks,
+        declared_pieces,
+        declared_suffix,
+        describe_peer,
         describe_rule,
         host_cidr,
         peer_selector,
@@ -159,6 +164,7 @@ if TYPE_CHECKING:
         port_entries,
         rule_sort_key,
         rules_from_atoms,
+        with_declared,
     )
     from cpg_core.base._yaml_text import (
         emit,
@@ -179,6 +185,7 @@ _WHERE = {
     "CidrPeer": "cpg_core.base._rules",
     "CidrPeerRecord": "cpg_core.base._documents",
     "ClusterHealth": "cpg_core.base._documents",
+    "DeclaredBy": "cpg_core.base._documents",
     "CpgError": "cpg_core.base._errors",
     "DENIED_BY_LB_SRC_RANGE_CHECK": "cpg_core.base._dropreasons",
     "DNS": "cpg_core.base._rules",
@@ -302,6 +309,11 @@ _WHERE = {
     "versions_seen": "cpg_core.base._cilium_version",
     "workload_name": "cpg_core.base._labels",
     "yaml_string": "cpg_core.base._yaml_text",
+    "DECLARED_BY": "cpg_core.base._rules",
+    "declared_suffix": "cpg_core.base._rules",
+    "declared_pieces": "cpg_core.base._rules",
+    "with_declared": "cpg_core.base._rules",
+    "describe_peer": "cpg_core.base._rules",
 }
 """Each name other folders take from this layer, and the module that has it."""
 
@@ -311,6 +323,7 @@ __all__ = [
     "AUTH_REQUIRED",
     "CLASSIFIER_VERSION",
     "CLUSTER_LABEL",
+    "DECLARED_BY",
     "DENIED_BY_LB_SRC_RANGE_CHECK",
     "DNS",
     "DNS_PORT",
@@ -346,6 +359,7 @@ __all__ = [
     "ClusterHealth",
     "CpgError",
     "DNSInfo",
+    "DeclaredBy",
     "Direction",
     "DnsRecord",
     "DropClass",
@@ -400,6 +414,9 @@ __all__ = [
     "chunks",
     "classify_reason",
     "cluster_problem",
+    "declared_pieces",
+    "declared_suffix",
+    "describe_peer",
     "describe_rule",
     "dns_name",
     "emit",
@@ -438,6 +455,7 @@ __all__ = [
     "url_path",
     "valid_dns_name",
     "versions_seen",
+    "with_declared",
     "workload_name",
     "yaml_string",
 ]

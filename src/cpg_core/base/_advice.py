@@ -42,6 +42,14 @@ ADVICE: dict[str, Advice] = {
         "review that traffic and write its rules by hand, or have cpg write them (the "
         "include-system-namespaces option)",
     ),
+    "platform_workload": Advice(
+        "platform workload",
+        "{subject} of a platform workload left out: cpg's catalogue recognised it (a mesh "
+        "control plane, a scraper, a collector, an ingress controller or a webhook), which "
+        "breaks when policed peer by peer",
+        "review that traffic and write its rules by hand, keeping what the cluster declares "
+        "open (the declarations option), or have cpg write them (the catalogue option: none)",
+    ),
     "unselectable": Advice(
         "no stable label",
         "{subject} has no stable label to select it by",

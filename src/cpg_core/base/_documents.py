@@ -92,6 +92,29 @@ L7Record = HttpRecord | DnsRecord
 """On the wire, ``{"protocol": "http" | "dns", ...}``."""
 
 
+@attrs.frozen(slots=True, order=True)
+class DeclaredBy:
+    """The cluster object that declares a dependency a rule keeps open: no flow asked for
+    the rule, the object says the cluster depends on it (a webhook the API server calls, a
+    target a Prometheus scrapes, a DNS cache)."""
+
+    kind: str
+    namespace: str
+    """"" for an object of the whole cluster (a webhook configuration, an APIService)."""
+    name: str
+    what: str = ""
+    """What it declares, in words (``admission webhook sidecar-injector.istio.io``)."""
+
+    @property
+    def ref(self) -> str:
+        """``Kind namespace/name`` (``Kind name`` for an object of the whole cluster)."""
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.kind} {where}"
+
+    def text(self) -> str:
+        return f"{self.ref} ({self.what})" if self.what else self.ref
+
+
 @attrs.frozen(slots=True)
 class RuleEvidence:
     """Why one allow entry (direction, peer, protocol, port[, L7]) exists."""
@@ -113,6 +136,9 @@ class RuleEvidence:
     """What each replay session identified by its inputs added (flows by class), so that
     replaying those inputs again replaces it instead of adding to it. Live sessions and
     unidentified inputs (stdin, URLs) add without an entry here."""
+    declared_by: tuple[DeclaredBy, ...] = ()
+    """The cluster objects that declare this entry (sorted; empty for traffic only a flow
+    asked for): a rule kept open for what the cluster says it depends on."""
 
 
 @attrs.frozen(slots=True)

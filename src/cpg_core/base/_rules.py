@@ -122,6 +122,9 @@ class Rule:
     more_cidrs: tuple[str, ...] = ()
     """For a CIDR peer: the other CIDRs on exactly the same ports, written as one ``toCIDR``
     list (sorted; the peer holds the first)."""
+    declared: tuple[str, ...] = attrs.field(default=(), eq=False, order=False)
+    """What cluster objects declare this rule for (``Kind ns/name (TCP/9443)``, sorted): said
+    in its comment; not part of what the rule is (two rules that differ only here are one)."""
 
     @property
     def cidrs(self) -> tuple[str, ...]:
@@ -331,6 +334,42 @@ def describe_rule(rule: Rule) -> str:
     if rule.peer == CLUSTER_ENTITY and rule.ports:
         peer += _CLUSTER_WHY[rule.direction]
     return printable(f"{', '.join(traffic)} {way} {peer}")
+
+
+DECLARED_BY = "; declared by "
+"""Where a rule's comment says which cluster objects declare it (ARCHITECTURE §D58)."""
+
+
+def declared_suffix(declared: Sequence[str]) -> str:
+    """The end of a rule's comment naming the objects that declare it ("" for none)."""
+    if not declared:
+        return ""
+    shown = "; ".join(declared[:COMMENT_ITEMS])
+    more = len(declared) - COMMENT_ITEMS
+    return printable(DECLARED_BY + shown + (f"; and {more} more" if more > 0 else ""))
+
+
+def declared_pieces(suffix: str) -> tuple[str, ...]:
+    """The objects a comment's :func:`declared_suffix` names (what a merge keeps)."""
+    if not suffix.startswith(DECLARED_BY):
+        return ()
+    return tuple(p for p in suffix[len(DECLARED_BY) :].split("; ") if not p.startswith("and "))
+
+
+def with_declared(rules: Iterable[Rule], sources: Iterable[Rule]) -> list[Rule]:
+    """``rules`` each with what ``sources`` of the same direction, peer and kind say
+    declares it (a merge's rules are made again from atoms, which carry no words)."""
+    said: dict[tuple[str, Peer, str], set[str]] = {}
+    for rule in sources:
+        if rule.declared:
+            said.setdefault((rule.direction, rule.peer, rule.kind), set()).update(rule.declared)
+    if not said:
+        return list(rules)
+    out = []
+    for rule in rules:
+        found = said.get((rule.direction, rule.peer, rule.kind))
+        out.append(attrs.evolve(rule, declared=tuple(sorted(found))) if found else rule)
+    return out
 
 
 COMMENT_ITEMS = 12

@@ -12,6 +12,7 @@ import attrs
 
 from cpg_core.base import (
     ZERO_TIME,
+    DeclaredBy,
     Endpoint,
     Flow,
     SampleFlow,
@@ -159,6 +160,9 @@ class RuleStats:
     last: str = NO_TIME
     classes: dict[str, int] = attrs.Factory(dict)
     samples: dict[tuple[Endpoint, Endpoint], Sample] = attrs.Factory(dict)
+    declared: tuple[DeclaredBy, ...] = ()
+    """The cluster objects that declare this entry (sorted): it is kept open for them, not
+    (only) for the flows counted."""
 
     def add(self, flow: Flow, flow_cls: str, max_samples: int) -> None:
         self.count += 1
@@ -236,7 +240,9 @@ class RuleStats:
         """What this entry gathered, moved into a new RuleStats, and this one empty again: a
         live capture hands an entry's flows to the writer without copying or parsing them,
         while the fast path keeps adding to this object."""
-        taken = RuleStats(self.count, self.first, self.last, self.classes, self.samples)
+        taken = RuleStats(
+            self.count, self.first, self.last, self.classes, self.samples, self.declared
+        )
         self.count = 0
         self.first = self.last = NO_TIME
         self.classes = {}
@@ -245,7 +251,12 @@ class RuleStats:
 
     def copy(self) -> RuleStats:
         return RuleStats(
-            self.count, self.first, self.last, dict(self.classes), dict(self._settle())
+            self.count,
+            self.first,
+            self.last,
+            dict(self.classes),
+            dict(self._settle()),
+            self.declared,
         )
 
     def absorb(self, other: RuleStats, max_samples: int) -> None:
@@ -255,6 +266,8 @@ class RuleStats:
         self.last = max(self.last, other.last)
         for cls, n in other.classes.items():
             self.classes[cls] = self.classes.get(cls, 0) + n
+        if other.declared and other.declared != self.declared:
+            self.declared = tuple(sorted({*self.declared, *other.declared}))
         mine = self.samples
         for pair, sample in other.samples.items():
             current = mine.get(pair)
@@ -266,7 +279,8 @@ class RuleStats:
 
     def __reduce__(self) -> tuple[type[RuleStats], tuple[object, ...]]:
         # Positional: a worker hands back one of these per allow entry.
-        return (RuleStats, (self.count, self.first, self.last, self.classes, self.samples))
+        fields = (self.count, self.first, self.last, self.classes, self.samples)
+        return (RuleStats, (*fields, self.declared) if self.declared else fields)
 
     def newest(self, limit: int) -> list[SampleKey]:
         """The ``limit`` newest samples (one per endpoint pair), oldest first."""

@@ -14,6 +14,11 @@ if TYPE_CHECKING:
         Found,
         refusals,
     )
+    from cpg_core.policy._label_selector import (
+        LabelSelector,
+        LabelSelectorError,
+        label_selector,
+    )
     from cpg_core.policy._matcher import (
         PeerView,
         Request,
@@ -196,6 +201,9 @@ _WHERE = {
     "with_exclusions": "cpg_core.policy._write",
     "with_subject": "cpg_core.policy._write",
     "without_exclusions": "cpg_core.policy._write",
+    "LabelSelector": "cpg_core.policy._label_selector",
+    "LabelSelectorError": "cpg_core.policy._label_selector",
+    "label_selector": "cpg_core.policy._label_selector",
 }
 """Each name other folders take from this layer, and the module that has it."""
 
@@ -217,6 +225,8 @@ __all__ = [
     "Exclusion",
     "Found",
     "JsonInputError",
+    "LabelSelector",
+    "LabelSelectorError",
     "NameMatch",
     "PeerView",
     "Policy",
@@ -247,6 +257,7 @@ __all__ = [
     "is_narrowed",
     "judge_flow",
     "label_key",
+    "label_selector",
     "labels_or_entities_match",
     "labels_selector",
     "load_all",

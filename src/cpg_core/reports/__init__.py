@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         markdown_sections,
     )
     from cpg_core.reports._run import (
+        DeclaredRead,
         FileOutcome,
         RunReport,
         WaitingPolicy,
@@ -79,6 +80,7 @@ _WHERE = {
     "verify_text": "cpg_core.reports._checks",
     "why_text": "cpg_core.reports._why",
     "would_break_text": "cpg_core.reports._checks",
+    "DeclaredRead": "cpg_core.reports._run",
 }
 __getattr__ = lazy_face(__name__, _WHERE)
 
@@ -86,6 +88,7 @@ __all__ = [
     "DECISION_LABELS",
     "FORMATS",
     "REVIEW_MAX_SIZE",
+    "DeclaredRead",
     "DriftView",
     "DroppedFlowFilter",
     "ExplainView",

@@ -42,9 +42,11 @@ def _indented(text: str) -> list[str]:
 
 def _would_break_lines(item: WouldBreak) -> list[str]:
     t = item.traffic
+    seen = f"{t.flows} flow{'s' if t.flows != 1 else ''}"
+    if item.declared_by:
+        seen = "declared, " + ", ".join(by.ref for by in item.declared_by)
     out = [
-        f"  {t.direction:<7} {t.source} → {t.destination} {t.protocol}/{t.port} "
-        f"({t.flows} flow{'s' if t.flows != 1 else ''})",
+        f"  {t.direction:<7} {t.source} → {t.destination} {t.protocol}/{t.port} ({seen})",
         f"    why:      {item.why}",
     ]
     if item.selector:
@@ -122,7 +124,7 @@ def plan_text(view: PlanView) -> str:
     out += _per_policy_lines(plan)
     out.append("")
     if plan.breaks:
-        out.append(f"Would break {plan.would_break_flows} flows: review before applying.")
+        out.append(f"Would break {_broken_words(plan)}: review before applying.")
     elif plan.can_judge:
         out.append(
             f"Nothing that works today would break ({plan.forwarded_flows} forwarded flows "
@@ -131,6 +133,18 @@ def plan_text(view: PlanView) -> str:
     else:
         out.append("Cannot judge: no forwarded traffic in the capture (exit 4).")
     return one_line_each(out)
+
+
+def _broken_words(plan: Plan) -> str:
+    """``12 flows that work today`` and/or ``2 dependencies the cluster declares``."""
+    declared = sum(1 for item in plan.would_break if item.declared_by)
+    parts = []
+    if plan.would_break_flows or not declared:
+        parts.append(f"{plan.would_break_flows} flows that work today")
+    if declared:
+        word = "dependency" if declared == 1 else "dependencies"
+        parts.append(f"{declared} {word} the cluster declares")
+    return " and ".join(parts)
 
 
 def _breaking_lines(plan: Plan) -> list[str]:
@@ -144,8 +158,8 @@ def _breaking_lines(plan: Plan) -> list[str]:
         # nothing breaks: the verdict at the end says so, once
         return [] if plan.can_judge else [f"Cannot judge: {CANNOT_JUDGE.split(': ', 1)[1]}"]
     out = [
-        f"WOULD BREAK: {len(plan.would_break)} kinds of traffic, {plan.would_break_flows} flows "
-        "that work today would be dropped:"
+        f"WOULD BREAK: {len(plan.would_break)} kinds of traffic, {_broken_words(plan)} "
+        "would be dropped:"
     ]
     for item in plan.would_break[:MAX_SHOWN]:
         out.extend(_would_break_lines(item))

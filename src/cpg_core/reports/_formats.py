@@ -81,6 +81,7 @@ def _review_markdown(review: Review) -> str:
         plan=inputs.plan,
         max_size=review.max_size,
         full_report=review.full_report,
+        declared=inputs.declared,
     )
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import attrs
 
 from cpg_core.base import ClusterHealth, PolicyEvidence
-from cpg_core.review import Plan
+from cpg_core.review import Availability, Plan
 
 
 @attrs.frozen
@@ -23,3 +23,5 @@ class ReviewInputs:
     """Evidence files that could not be read (the report goes on without them)."""
     texts: dict[str, str] = attrs.Factory(dict)
     """``namespace/name`` of each policy -> the text of its file, comments and all."""
+    declared: list[Availability] = attrs.Factory(list)
+    """The dependencies the cluster's objects declare that the policies deny (CPG045)."""

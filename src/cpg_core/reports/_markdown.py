@@ -19,7 +19,14 @@ from cpg_core.reports._checks import plan_cannot_judge, plan_verdict
 from cpg_core.reports._coverage import Coverage, coverage
 from cpg_core.reports._graph import TrafficGraph, traffic_graph
 from cpg_core.reports._mermaid import mermaid_graphs
-from cpg_core.review import Plan, WouldBreak, also_selected, rule_in_words, seen_at
+from cpg_core.review import (
+    Availability,
+    Plan,
+    WouldBreak,
+    also_selected,
+    rule_in_words,
+    seen_at,
+)
 from cpg_core.synthesis import FOR_CLUSTER
 from cpg_core.text import clean_text
 
@@ -44,6 +51,8 @@ def confidence(rule: RuleEvidence) -> str:
         return "medium"
     if FOR_CLUSTER in rule.classes:
         return "for the cluster"
+    if rule.declared_by:
+        return "declared by " + ", ".join(by.ref for by in rule.declared_by)
     return "low"
 
 
@@ -114,6 +123,7 @@ def markdown_report(
     plan: Plan | None = None,
     max_size: int = 0,
     full_report: str = "",
+    declared: Sequence[Availability] = (),
 ) -> str:
     """The report, what a reviewer acts on first: the verdict, what would break (with why and
     the fix), what the proposal newly enforces, the findings; then coverage, the policies' rules
@@ -122,7 +132,12 @@ def markdown_report(
     characters at a whole row or graph and says what it left out and where ``full_report``
     is."""
     head, sections = markdown_sections(
-        title=title, policies=policies, evidence=evidence, health=health, plan=plan
+        title=title,
+        policies=policies,
+        evidence=evidence,
+        health=health,
+        plan=plan,
+        declared=declared,
     )
     return "\n".join(_fit(head, sections, max_size, full_report))
 
@@ -134,6 +149,7 @@ def markdown_sections(
     evidence: Mapping[str, PolicyEvidence],
     health: ClusterHealth | None = None,
     plan: Plan | None = None,
+    declared: Sequence[Availability] = (),
 ) -> tuple[list[str], Sections]:
     """The report's head (title and summary) and its sections as blocks, for a reader that
     pages them (cpg-mcp's get_report) rather than cuts them."""
@@ -158,6 +174,8 @@ def markdown_sections(
             ("would break", _would_break_blocks(plan)),
             ("newly enforced", _newly_enforced_blocks(plan)),
         ]
+    if declared:
+        sections.append(("declared dependencies denied", _declared_blocks(declared)))
     sections += [
         ("findings", _findings_blocks(findings)),
         ("infrastructure drops", _drops_blocks(drops)),
@@ -252,10 +270,14 @@ def _summary_lines(
     rules = [rule for name in names if name in evidence for rule in evidence[name].rules]
     flows = sum(rule.flow_count for rule in rules)
     added = sum(1 for rule in rules if FOR_CLUSTER in rule.classes)
-    summary = [
-        f"**{len(names)} policies**, {len(rules) - added} rules justified by {flows:,} flows"
-        + (f" and {added} written for the cluster (DNS for every egress policy)" if added else "")
-    ]
+    declared = sum(1 for rule in rules if rule.declared_by and not rule.flow_count)
+    parts = [f"{len(rules) - added - declared} rules justified by {flows:,} flows"]
+    if added:
+        parts.append(f"{added} written for the cluster (DNS for every egress policy)")
+    if declared:
+        parts.append(f"{declared} kept open for what the cluster's objects declare")
+    said = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
+    summary = [f"**{len(names)} policies**, {said}"]
     if plan is not None:
         statuses: dict[str, int] = {}
         for diff in plan.diffs:
@@ -283,7 +305,8 @@ def _would_break_blocks(plan: Plan) -> list[Block]:
     for item in plan.would_break[:MAX_ROWS]:
         t = item.traffic
         traffic = f"{t.direction} {t.source} → {t.destination} {t.protocol}/{t.port}"
-        rows.append(f"| {_cell(traffic)} | {t.flows:,} | {_cell(item.why)} | {_cell(item.fix)} |")
+        flows = f"{t.flows:,}" if not item.declared_by else "declared"
+        rows.append(f"| {_cell(traffic)} | {flows} | {_cell(item.why)} | {_cell(item.fix)} |")
     blocks = _table(
         ["## Would break (cpg plan)", "", "Traffic that works today and would stop.", ""],
         "| traffic | flows | why | fix |",
@@ -293,6 +316,22 @@ def _would_break_blocks(plan: Plan) -> list[Block]:
     for item in plan.would_break[:FIXES_SHOWN]:
         blocks.append(_fix_block(item))
     return blocks
+
+
+def _declared_blocks(declared: Sequence[Availability]) -> list[Block]:
+    rows = [f"| {_cell(a.policy)} | {_cell(a.message)} |" for a in declared[:MAX_ROWS]]
+    return _table(
+        [
+            "## Declared dependencies the policies deny (CPG045)",
+            "",
+            "What the cluster's own objects say it depends on (no capture needs to show it). "
+            f"Fix: {_cell(declared[0].fix)}.",
+            "",
+        ],
+        "| policy | what it denies |",
+        rows,
+        max(0, len(declared) - MAX_ROWS),
+    )
 
 
 def _fix_block(item: WouldBreak) -> Block:
@@ -425,7 +464,7 @@ def _policy_blocks(
             )
             block.append(
                 f"| {rule.direction} | {_cell(rule_in_words(rule))} | {rule.flow_count:,}"
-                f"{learned(rule)} | {_cell(first)} | {_cell(last)} | {confidence(rule)} |"
+                f"{learned(rule)} | {_cell(first)} | {_cell(last)} | {_cell(confidence(rule))} |"
             )
         if len(doc.rules) > MAX_ROWS:
             block.append(f"| … and {len(doc.rules) - MAX_ROWS} more | | | | | |")

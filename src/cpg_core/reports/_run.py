@@ -54,6 +54,17 @@ class WaitingPolicy:
 
 
 @attrs.frozen(slots=True, kw_only=True)
+class DeclaredRead:
+    """The cluster's objects a run read (ARCHITECTURE §D58): from where, how many of each
+    kind, and what could not be used (one line each)."""
+
+    sources: tuple[str, ...]
+    objects: Mapping[str, int]
+    notes: tuple[str, ...] = ()
+    dependencies: int = 0
+
+
+@attrs.frozen(slots=True, kw_only=True)
 class RunReport:
     """One run, as its report shows it."""
 
@@ -113,6 +124,8 @@ class RunReport:
     inputs: tuple[str, ...] = ()
     """The files and folders read, as given (``-`` for standard input): Next steps name
     them so that each command runs as printed."""
+    declared: DeclaredRead | None = None
+    """What was read of the cluster's own objects (``--declarations``), when given."""
 
     def count(self, outcome: str) -> int:
         return sum(1 for f in self.files if f.outcome == outcome)
@@ -154,6 +167,7 @@ def run_text(report: RunReport) -> str:
     lines += _drop_lines(drops) + _finding_lines(findings)
     lines += _policy_lines(report, changed)
     lines += _scope_lines(report.scope)
+    lines += declared_lines(report.declared, report.scope)
     if drops or findings or report.stats.lost_events:
         lines.append(f"cluster-health.json: {_health_location(report)}")
     if changed and not report.dry_run:
@@ -422,6 +436,23 @@ def _scope_lines(scope: ScopeReport) -> list[str]:
             f"{'policy' if len(scope.dns_added) == 1 else 'policies'} the capture showed no "
             "DNS for (--no-dns-rule: none)"
         )
+    for known in scope.platform[:MAX_FILES_SHOWN]:
+        name = f"{known.namespace}/{known.workload}"
+        done = (
+            f"{_plural(known.rules, 'rule')} ({_plural(known.flows, 'flow')}) not written"
+            if known.treatment == "system"
+            else f"{_plural(known.rules, 'rule')} written for the whole cluster ({known.treatment})"
+        )
+        lines.append(
+            f"  {name}: recognised as {known.name} ({known.recognised_by}): {known.why}; {done}"
+        )
+    if scope.platform:
+        lines.append(
+            "    the catalogue: docs/catalogue.md; --catalogue FILE adds entries, --catalogue none "
+            "turns it off, --exact-peers NS/WORKLOAD writes one workload's rules"
+        )
+    if len(scope.platform) > MAX_FILES_SHOWN:
+        lines.append(f"  … and {len(scope.platform) - MAX_FILES_SHOWN} more (-o json)")
     for skipped in scope.system[:MAX_FILES_SHOWN]:
         lines.append(
             f"  {skipped.namespace}/{skipped.workload}: {_plural(skipped.rules, 'rule')} "
@@ -430,6 +461,46 @@ def _scope_lines(scope: ScopeReport) -> list[str]:
         )
     if len(scope.system) > MAX_FILES_SHOWN:
         lines.append(f"  … and {len(scope.system) - MAX_FILES_SHOWN} more (-o json)")
+    return lines
+
+
+MAX_DECLARED_SHOWN = 20
+
+
+def declared_lines(read: DeclaredRead | None, scope: ScopeReport) -> list[str]:
+    """What the cluster declares and what was kept open for it (§D58)."""
+    if read is None:
+        return []
+    objects = ", ".join(f"{n} {kind}" for kind, n in sorted(read.objects.items())) or "nothing"
+    lines = [
+        "",
+        f"What the cluster declares ({', '.join(read.sources)}: {objects}; "
+        f"{read.dependencies} {'dependency' if read.dependencies == 1 else 'dependencies'}):",
+    ]
+    kept = scope.declared
+    policies = {(d.namespace, d.workload) for d in kept}
+    if kept:
+        lines.append(
+            f"  kept open: {_plural(len(kept), 'rule')} in {_plural(len(policies), 'policy')}".replace(
+                "policys", "policies"
+            )
+        )
+    elif read.dependencies:
+        lines.append("  kept open: nothing (no policy written polices an end of a dependency)")
+    for item in kept[:MAX_DECLARED_SHOWN]:
+        lines.append(
+            f"    {item.namespace}/{item.workload} {item.direction} {item.traffic}: {item.by}"
+        )
+    if len(kept) > MAX_DECLARED_SHOWN:
+        lines.append(f"    … and {len(kept) - MAX_DECLARED_SHOWN} more (-o json)")
+    if scope.dns_caches:
+        lines.append(
+            f"  every DNS rule also admits the node-local cache: {', '.join(scope.dns_caches)}"
+        )
+    for note in read.notes[:MAX_DECLARED_SHOWN]:
+        lines.append(f"  left out: {note}")
+    if len(read.notes) > MAX_DECLARED_SHOWN:
+        lines.append(f"  … and {len(read.notes) - MAX_DECLARED_SHOWN} more left out (-o json)")
     return lines
 
 
@@ -598,6 +669,13 @@ def run_data(report: RunReport) -> dict[str, Any]:
         data["identities"] = dict(sorted(report.identities.items()))
     if not report.scope.empty:
         data["cluster_scope"] = attrs.asdict(report.scope)
+    if report.declared is not None:
+        data["declarations"] = {
+            "sources": list(report.declared.sources),
+            "objects": dict(sorted(report.declared.objects.items())),
+            "dependencies": report.declared.dependencies,
+            "notes": list(report.declared.notes),
+        }
     if report.notes:
         data["notes"] = list(report.notes)
     if any(report.overflow.values()):

@@ -31,6 +31,8 @@ class ReviewSummary:
     """None without a plan."""
     policy_map: tuple[EndpointPressure, ...] = ()
     """The plan's pods near or over their policy map's limit."""
+    declared_denied: tuple[str, ...] = ()
+    """``policy: what it denies`` of each declared dependency the policies deny (CPG045)."""
 
 
 def review_summary(title: str, inputs: ReviewInputs) -> ReviewSummary:
@@ -55,4 +57,5 @@ def review_summary(title: str, inputs: ReviewInputs) -> ReviewSummary:
         matrix=matrix.cells,
         would_break_flows=inputs.plan.would_break_flows if inputs.plan else None,
         policy_map=inputs.plan.policy_map if inputs.plan else (),
+        declared_denied=tuple(f"{a.policy}: {a.message}" for a in inputs.declared),
     )

@@ -48,6 +48,8 @@ def why_text(view: WhyView) -> str:
         out.append(f"  answer:  {why.answer}")
         if why.evidence:
             out.append(f"  evidence: {why.evidence}")
+        for by in why.declared_by:
+            out.append(f"  declared: by {by} (the cluster depends on it)")
         if why.policed_by:
             out.append(f"  policed: {why.subject} {why.direction} by {', '.join(why.policed_by)}")
         for rule in why.deny:

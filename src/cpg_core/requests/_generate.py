@@ -17,7 +17,14 @@ from cpg_core.base import (
 )
 from cpg_core.requests._requests import CaptureRequest
 from cpg_core.review import plan_evidence
-from cpg_core.synthesis import Aggregator, LineAggregator, PolicyPlan, ReadStats, render_policy
+from cpg_core.synthesis import (
+    Aggregator,
+    Declarations,
+    LineAggregator,
+    PolicyPlan,
+    ReadStats,
+    render_policy,
+)
 
 
 @attrs.frozen(slots=True)
@@ -45,11 +52,17 @@ def generate(
     session_id: str = "cpg-core",
     source: str = "",
     cpg_version: str = "",
+    declarations: Declarations | None = None,
 ) -> Generated:
     """Policies, evidence and cluster health from the JSON lines of ``hubble observe -o
-    jsonpb`` (``{"flow": ...}`` or bare flows; malformed lines are counted in ``stats``)."""
+    jsonpb`` (``{"flow": ...}`` or bare flows; malformed lines are counted in ``stats``).
+    ``declarations``: what the cluster's objects declare (``cpg_core.declarations``), kept
+    open as replay --declarations keeps it."""
     request = request or CaptureRequest()
-    feeder = LineAggregator(request.aggregate_options())
+    options = request.aggregate_options()
+    if declarations is not None:
+        options = attrs.evolve(options, declarations=declarations)
+    feeder = LineAggregator(options)
     aggregator = feeder.aggregator
     stats = ReadStats()
     feeder.feed(lines, 1, stats)

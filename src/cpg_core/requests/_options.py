@@ -27,7 +27,7 @@ _LIVE = frozenset({"generate", "shadow"})
 _RELAYS = frozenset({"generate", "shadow", "drift"})
 _CHECKS = frozenset({"plan", "verify", "why", "trace", "shadow"})
 _KUBE = frozenset(
-    {"replay", "generate", "plan", "verify", "why", "trace", "shadow", "drift", "lint"}
+    {"replay", "generate", "plan", "verify", "why", "trace", "shadow", "drift", "lint", "report"}
 )
 
 
@@ -294,6 +294,30 @@ OPTIONS: tuple[Option, ...] = (
         "the operator allowed with --allow-replay-dir, or cluster (the environment's "
         "kubeconfig, read-only)",
     ),
+    _o(
+        "declarations",
+        "run",
+        "texts",
+        (),
+        "What the cluster declares it depends on, kept open in every policy that polices one "
+        "of its ends: files or folders of its objects ('kubectl get validatingwebhookconfigurations,"
+        "mutatingwebhookconfigurations,apiservices,crds,services,endpointslices,pods,"
+        "deployments,daemonsets,statefulsets,namespaces,servicemonitors,podmonitors,"
+        "prometheuses -A -o yaml', rendered Helm or kustomize output), or cluster to list them "
+        "(read-only); repeatable. Admission webhooks, aggregated APIs and CRD conversion "
+        "webhooks (from kube-apiserver, on the Service's target port), Prometheus scrapes "
+        "and discovery, and the node-local DNS cache beside every DNS rule.",
+        "--declarations",
+        metavar="FILE|DIR|cluster",
+        panel="Input",
+        commands=_CAPTURES,
+        tool="declarations",
+        tool_help="the cluster's own objects (webhook configurations, APIServices, CRDs, "
+        "Services, EndpointSlices, workloads, namespaces, ServiceMonitors, PodMonitors, "
+        "Prometheus resources) as YAML or JSON files inside the folder the operator allowed "
+        "with --allow-replay-dir, or cluster (the environment's kubeconfig, read-only): what "
+        "they declare the cluster depends on is kept open",
+    ),
     # --- L7 and Cilium's semantics ------------------------------------------------------------
     _o(
         "l7",
@@ -492,6 +516,25 @@ OPTIONS: tuple[Option, ...] = (
         tool="dns_rule",
         tool_help="give every policy with egress rules DNS (UDP and TCP 53) to the cluster's "
         "DNS service (default true)",
+    ),
+    _o(
+        "catalogue",
+        "run",
+        "texts",
+        (),
+        "Platform workloads recognised by their labels (service mesh control planes, "
+        "Prometheus, collectors, ingress controllers, certificate and policy webhooks) are "
+        "left alone as a system namespace's are (docs/catalogue.md lists them): a YAML file of "
+        "more entries, or none to leave the built-in ones out; repeatable.",
+        "--catalogue",
+        metavar="FILE|none",
+        panel="Cluster safety",
+        commands=_CAPTURES,
+        tool="catalogue",
+        tool_help="none to leave out the built-in catalogue of platform workloads (mesh "
+        "control planes, Prometheus, collectors, ingress controllers, webhooks), which cpg "
+        "otherwise leaves alone as a system namespace's; or catalogue files inside the "
+        "folder the operator allowed with --allow-replay-dir",
     ),
     _o(
         "baseline_format",
@@ -1089,6 +1132,45 @@ OPTIONS: tuple[Option, ...] = (
         panel="Input",
         commands=frozenset({*_CHECKS, "drift"}),
         not_tool="a session's own identities decide what its checks take",
+    ),
+    _o(
+        "declarations",
+        "check",
+        "texts",
+        (),
+        "What the cluster declares it depends on, as replay --declarations: files or folders "
+        "of its objects, or cluster (read-only); a declared dependency the policies deny is "
+        "reported with the object that declares it.",
+        "--declarations",
+        metavar="FILE|DIR|cluster",
+        panel="Input",
+        commands=frozenset({"plan", "verify", "why", "trace", "lint", "report"}),
+        helps={
+            "plan": "What the cluster declares it depends on, as replay --declarations: files "
+            "or folders of its objects, or cluster (read-only). Each declared dependency the "
+            "proposal denies is traffic that would break (exit 3), with the object that "
+            "declares it and the fix.",
+            "lint": "What the cluster declares it depends on, as replay --declarations: files "
+            "or folders of its objects, or cluster (read-only). A policy that denies a "
+            "declared dependency is a finding (CPG045), naming the declaring object.",
+            "report": "What the cluster declares it depends on, as replay --declarations: "
+            "files or folders of its objects, or cluster (read-only). The report lists each "
+            "declared dependency the policies deny.",
+        },
+        not_tool="a session's own declarations decide what its checks take",
+    ),
+    _o(
+        "catalogue",
+        "check",
+        "texts",
+        (),
+        "The catalogue of platform workloads replay used (--catalogue FILE, or none): their "
+        "denied flows the policies do not admit are counted as left to you, not checked.",
+        "--catalogue",
+        metavar="FILE|none",
+        panel="Input",
+        commands=frozenset({"verify"}),
+        not_tool="a session's own catalogue decides what its checks take",
     ),
     # --- Kubernetes access --------------------------------------------------------------------
     _o(

@@ -27,7 +27,13 @@ from cpg_core.base import (
 )
 from cpg_core.flows import NO_TIME, DecideOptions, FlowFilter, time_key
 from cpg_core.review import ExplainFilter
-from cpg_core.synthesis import DEFAULT_SERVICE_NAMESPACES, AggregateOptions, ClusterScope
+from cpg_core.synthesis import (
+    BUILTIN,
+    DEFAULT_SERVICE_NAMESPACES,
+    AggregateOptions,
+    Catalogue,
+    ClusterScope,
+)
 from cpg_core.text import shown
 
 MAX_SECONDS = 10 * 365 * 86400
@@ -133,6 +139,9 @@ class CaptureRequest:
     """Cilium's allow-localhost: always: the node's own traffic to its pods needs no rule."""
     scope: ClusterScope = attrs.Factory(ClusterScope)
     """How far the rules reach beyond the capture (§D47)."""
+    catalogue: tuple[str, ...] = ()
+    """Catalogue files of platform workloads (read by the run layer into ``scope``), and
+    ``none`` when the built-in entries are left out (§D58)."""
 
     @classmethod
     def build(
@@ -155,6 +164,7 @@ class CaptureRequest:
         exact_peers: Iterable[str] | None = None,
         include_system_namespaces: bool = False,
         dns_rule: bool = True,
+        catalogue: Iterable[str] | None = None,
     ) -> CaptureRequest:
         """Validate the user's values (lists may repeat or comma-separate); RequestError names
         the first bad one."""
@@ -201,6 +211,7 @@ class CaptureRequest:
                 f"{cluster_service_namespaces}: must be 0 or more (0: only the DNS service)",
             )
         exact = _exact_peers(exact_peers)
+        sources = catalogue_sources(catalogue)
         return cls(
             namespaces=tuple(dict.fromkeys(chosen)),
             exclude_namespaces=tuple(dict.fromkeys(excluded)),
@@ -219,7 +230,9 @@ class CaptureRequest:
                 exact=frozenset(exact),
                 include_system=include_system_namespaces,
                 dns=dns_rule,
+                catalogue=Catalogue() if NO_CATALOGUE in sources else BUILTIN,
             ),
+            catalogue=sources,
         )
 
     @property
@@ -559,6 +572,25 @@ def _flag(value: bool | str, field: str, words: tuple[str, str], problem: str) -
     if word not in words:
         raise RequestError(field, f"{shown(value)} {problem}")
     return word == words[0]
+
+
+NO_CATALOGUE = "none"
+"""The catalogue source that leaves the built-in platform workloads out."""
+
+
+def catalogue_sources(given: Iterable[str] | None) -> tuple[str, ...]:
+    """The catalogue sources as given (files, ``none``), each once; RequestError for a
+    blank one."""
+    chosen: list[str] = []
+    for source in given or ():
+        text = source.strip()
+        if not text or "\x00" in text:
+            raise RequestError(
+                "catalogue", f"{shown(source)} is not a catalogue file or {NO_CATALOGUE}"
+            )
+        if text not in chosen:
+            chosen.append(text)
+    return tuple(chosen)
 
 
 def _exact_peers(values: Iterable[str] | None) -> list[str]:

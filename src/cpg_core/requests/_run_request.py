@@ -21,6 +21,7 @@ from cpg_core.requests._requests import (
     CaptureRequest,
     LiveRequest,
     TimeWindow,
+    catalogue_sources,
     duration_seconds,
 )
 from cpg_core.synthesis import AggregateOptions
@@ -170,7 +171,9 @@ class RunRequest:
     max_malformed: float = 50.0
     identities: tuple[str, ...] = ()
     """Identity sources: files of CiliumEndpoints, CiliumIdentities and pods, or ``cluster``."""
-    """Percent of lines that may be malformed before the run fails and writes nothing."""
+    declarations: tuple[str, ...] = ()
+    """Where the cluster's own objects come from (files, folders, or ``cluster``): what they
+    declare the cluster depends on is kept open (§D58)."""
     fail_on_infra_drops: bool = False
     verify: bool = False
     """After writing, check that the policies admit every candidate flow."""
@@ -219,6 +222,7 @@ class RunRequest:
             kustomize=values["kustomize"],
             max_malformed=values["max_malformed"],
             identities=identity_sources(values["identities"]),
+            declarations=identity_sources(values["declarations"], "declarations"),
             fail_on_infra_drops=values["fail_on_infra_drops"],
             verify=values["verify"],
             engine=EngineChoice(
@@ -266,13 +270,14 @@ class RunRequest:
         return self.live.duration, left
 
 
-def identity_sources(given: Iterable[str] | None) -> tuple[str, ...]:
-    """The identity sources as given (each once, in order); RequestError for a blank one."""
+def identity_sources(given: Iterable[str] | None, field: str = "identities") -> tuple[str, ...]:
+    """The identity (or declaration) sources as given (each once, in order); RequestError
+    for a blank one."""
     chosen: list[str] = []
     for source in given or ():
         text = source.strip()
         if not text or "\x00" in text:
-            raise RequestError("identities", f"{shown(source)} is not a file or cluster")
+            raise RequestError(field, f"{shown(source)} is not a file, folder or cluster")
         if text not in chosen:
             chosen.append(text)
     return tuple(chosen)
@@ -316,6 +321,12 @@ class CheckRequest:
     """Identity sources (files, or ``cluster``); with ``cluster`` set, the cluster is one."""
     policy_map_max: int = 16_384
     """The agents' bpf-policy-map-max: the plan's policy map pressure is judged against it."""
+    declarations: tuple[str, ...] = ()
+    """Where the cluster's own objects come from (files, folders, or ``cluster``): a declared
+    dependency the policies deny is reported (§D58)."""
+    catalogue: tuple[str, ...] = ()
+    """Catalogue files of platform workloads, and ``none`` to leave out the built-in ones:
+    verify counts their candidates apart, as replay left their rules out."""
 
     @classmethod
     def build(
@@ -371,6 +382,8 @@ class CheckRequest:
             include_system=values["include_system_namespaces"],
             identities=identity_sources(values["identities"]),
             policy_map_max=policy_map_max,
+            declarations=identity_sources(values["declarations"], "declarations"),
+            catalogue=catalogue_sources(values["catalogue"]),
         )
 
     @property

@@ -13,6 +13,9 @@ if TYPE_CHECKING:
     from cpg_core.review._availability import (
         BASELINE_GAPS,
         BASELINE_NOTE,
+        Availability,
+        declared_denials,
+        dependency_ends,
     )
     from cpg_core.review._behind import (
         EvidenceReader,
@@ -136,6 +139,9 @@ _WHERE = {
     "traced_flows": "cpg_core.review._why",
     "unreadable_file": "cpg_core.review._lint",
     "why_names": "cpg_core.review._why",
+    "declared_denials": "cpg_core.review._availability",
+    "dependency_ends": "cpg_core.review._availability",
+    "Availability": "cpg_core.review._availability",
 }
 """Each name other folders take from this layer, and the module that has it."""
 
@@ -147,6 +153,7 @@ __all__ = [
     "NEWEST",
     "RULES",
     "SUPPORTED",
+    "Availability",
     "Drift",
     "DriftJudge",
     "EndpointPressure",
@@ -167,6 +174,8 @@ __all__ = [
     "also_selected",
     "check_key",
     "converter",
+    "declared_denials",
+    "dependency_ends",
     "evidence_behind",
     "explain_denial",
     "explain_lines",

@@ -16,6 +16,9 @@ reports them for the files it reads together, ``plan`` for the policies after th
   hand, which every output that holds them says once (``BASELINE_NOTE``).
 - CPG044 a Baseline deny's gaps: it holds pods and addresses only; the host, remote nodes,
   the API server, health checks and Cilium's ingress stay open to the pods it keeps.
+- CPG045 a declared dependency denied: the policies police an end of a connection the
+  cluster's own objects declare (a webhook the API server calls, a target a Prometheus
+  scrapes, the node-local DNS cache) and no rule admits it (§D58).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from cpg_core.base import (
     NAMESPACE_LABEL,
     Direction,
     Endpoint,
+    EntityPeer,
     Flow,
     PolicyDocument,
 )
@@ -50,7 +54,12 @@ from cpg_core.policy import (
     selecting_specs,
     tier_policy,
 )
-from cpg_core.synthesis import DEFAULT_SERVICE_NAMESPACES, SYSTEM_NAMESPACES
+from cpg_core.synthesis import (
+    DEFAULT_SERVICE_NAMESPACES,
+    SYSTEM_NAMESPACES,
+    Declarations,
+    Pods,
+)
 
 NEW_NAMESPACE = "a-new-namespace"
 NEW_POD = Endpoint(
@@ -91,6 +100,8 @@ FIXES = {
     "(the ccnp baseline format)",
     "CPG044": "police those peers in a Cilium policy of the pods (toEntities/fromEntities), or "
     "accept that the Baseline tier leaves them open",
+    "CPG045": "admit exactly what the object declares (its peer and port) in the policy of "
+    "that end (cpg replay --declarations writes it), or fix the object if it is stale",
 }
 
 
@@ -265,6 +276,88 @@ def availability(
             if spec.rules(EGRESS):
                 found += _cluster_service(index, pod, spec, name, service_namespaces, EGRESS)
     return found
+
+
+def dependency_ends(party: Pods | EntityPeer) -> list[Endpoint]:
+    """The endpoints one end of a declared dependency is: an entity's identity, or a pod of
+    each label set the objects declare (the selector's labels when they declare none)."""
+    if isinstance(party, EntityPeer):
+        number = ENTITY_IDENTITIES.get(party.entity, 0)
+        return [Endpoint(labels=(f"reserved:{party.entity}",), identity=number)]
+    if party.host_network:
+        return [Endpoint(labels=("reserved:host",), identity=1)]
+    sets = [dict(labels) for labels in party.known] or [dict(party.selector.labels)]
+    return [
+        Endpoint(
+            namespace=party.namespace,
+            labels=(
+                *(f"k8s:{k}={v}" for k, v in sorted(labels.items())),
+                f"k8s:{NAMESPACE_LABEL}={party.namespace}",
+            ),
+        )
+        for labels in sets
+        if party.selector.matches(labels)
+    ]
+
+
+ENTITY_IDENTITIES = {
+    "host": 1,
+    "world": 2,
+    "health": 4,
+    "init": 5,
+    "remote-node": 6,
+    "kube-apiserver": 7,
+    "ingress": 8,
+}
+"""Cilium's reserved identity numbers of the entities a declared dependency names."""
+
+
+def declared_denials(
+    policies: Iterable[PolicyDocument] | Policies,
+    declarations: Declarations,
+    *,
+    only: Iterable[str] | None = None,
+) -> list[Availability]:
+    """CPG045: each dependency the cluster's objects declare that the policies deny, at each
+    end they police (``only``: findings about these policies)."""
+    index = policies if isinstance(policies, Policies) else Policies(policies)
+    chosen = None if only is None else set(only)
+    found: dict[tuple[str, str], Availability] = {}
+    for dependency in declarations.dependencies:
+        by = dependency.declared_by
+        for source in dependency_ends(dependency.source):
+            for destination in dependency_ends(dependency.destination):
+                for direction, pod in (
+                    (Direction.EGRESS, source),
+                    (Direction.INGRESS, destination),
+                ):
+                    if not pod.namespace:
+                        continue  # an entity: no Cilium policy of the linted set polices it
+                    flow = _flow(
+                        direction, source, destination, dependency.protocol, dependency.port
+                    )
+                    judged = index.judge(flow, pod)
+                    if judged.allowed or not judged.policed_by:
+                        continue
+                    name = judged.policed_by[0]
+                    if chosen is not None and name not in chosen:
+                        continue
+                    way = "ingress" if direction == Direction.INGRESS else "egress"
+                    message = (
+                        f"{', '.join(judged.policed_by)} "
+                        f"{'polices' if len(judged.policed_by) == 1 else 'police'} "
+                        f"{pod.namespace}/{_workload(pod)} "
+                        f"for {way} and deny {_end_name(source)} → {_end_name(destination)} "
+                        f"{dependency.protocol}/{dependency.port}, which {by.text()} declares"
+                    )
+                    found.setdefault((name, message), _found("CPG045", name, message))
+    return list(found.values())
+
+
+def _end_name(endpoint: Endpoint) -> str:
+    if not endpoint.namespace:
+        return endpoint.labels[0].split(":", 1)[-1] if endpoint.labels else "?"
+    return f"{endpoint.namespace}/{_workload(endpoint)}"
 
 
 def _egress_dns(

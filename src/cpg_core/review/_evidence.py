@@ -112,6 +112,7 @@ def rule_records(
                 ),
                 classes=classes,
                 by_session={session_id: dict(classes)} if identified else {},
+                declared_by=stats.declared,
             )
         )
     records.sort(key=_rule_order)
@@ -179,6 +180,7 @@ def merge_rule(old: RuleEvidence, new: RuleEvidence, max_samples: int) -> RuleEv
         samples=merge_samples(old.samples, new.samples, max_samples),
         classes=dict(sorted(classes.items())),
         by_session=dict(sorted({**old.by_session, **new.by_session}.items())),
+        declared_by=tuple(sorted({*old.declared_by, *new.declared_by})),
     )
 
 

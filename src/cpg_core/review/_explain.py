@@ -243,6 +243,8 @@ def explain_lines(doc: PolicyEvidence, f: ExplainFilter, where: str = "") -> lis
         lines.append(("", f"  flows:      {rule.flow_count}" + (f" ({kinds})" if kinds else "")))
         if FOR_CLUSTER in rule.classes:
             lines.append(("dim", f"  why:        {CLUSTER_WHY}"))
+        for by in rule.declared_by:
+            lines.append(("", f"  declared:   by {by.text()}, not observed"))
         lines.append(("", f"  first seen: {seen_at(rule.first_seen)}"))
         lines.append(("", f"  last seen:  {seen_at(rule.last_seen)}"))
         lines.append(("dim", f"  key:        {rule.key}"))

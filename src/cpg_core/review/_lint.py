@@ -34,13 +34,20 @@ from cpg_core.policy import (
     refusals,
     selector_labels,
 )
-from cpg_core.review._availability import BASELINE_NOTE, FIXES, availability, has_baseline
+from cpg_core.review._availability import (
+    BASELINE_NOTE,
+    FIXES,
+    availability,
+    declared_denials,
+    has_baseline,
+)
 from cpg_core.review._lint_versions import (
     CLUSTER_NETWORK_POLICY_SINCE,
     KAFKA_GONE_SINCE,
     NEWEST,
     version_findings,
 )
+from cpg_core.synthesis import Declarations
 
 Level = Literal["error", "warning"]
 
@@ -405,6 +412,15 @@ RULES: dict[str, LintRule] = {
             FIXES["CPG044"],
         ),
         LintRule(
+            "CPG045",
+            "declared-dependency-denied",
+            "warning",
+            "A policy polices an end of a connection the cluster's own objects declare (a "
+            "webhook or aggregated API the API server calls, a target a Prometheus scrapes, the "
+            "node-local DNS cache) and no rule admits it (with --declarations).",
+            FIXES["CPG045"],
+        ),
+        LintRule(
             "CPG034",
             "invalid-in-cluster",
             "error",
@@ -498,7 +514,7 @@ def _documents_findings(
     return found
 
 
-AVAILABILITY_CODES = ("CPG040", "CPG041", "CPG042", "CPG043", "CPG044")
+AVAILABILITY_CODES = ("CPG040", "CPG041", "CPG042", "CPG043", "CPG044", "CPG045")
 """The rules judged over every file linted together (a workload's DNS may be in another)."""
 
 
@@ -525,7 +541,11 @@ def lint_together(
     return _together(read, cilium_version)
 
 
-def _together(read: Sequence[tuple[str, str, Sequence[Any]]], cilium_version: Version) -> Together:
+def _together(
+    read: Sequence[tuple[str, str, Sequence[Any]]],
+    cilium_version: Version,
+    declarations: Declarations | None = None,
+) -> Together:
     policies: list[Mapping[str, Any]] = []
     where: dict[str, tuple[str, int]] = {}
     for file, text, documents in read:
@@ -540,7 +560,10 @@ def _together(read: Sequence[tuple[str, str, Sequence[Any]]], cilium_version: Ve
                     where.setdefault(policy_label(each), (file, _line_of(text, each)))
     enforced = cilium_version >= (1, 20, 0)
     found = []
-    for item in availability(policies, baseline_enforced=enforced):
+    judged = availability(policies, baseline_enforced=enforced)
+    if declarations is not None:
+        judged += declared_denials(policies, declarations)
+    for item in judged:
         file, line = where.get(item.policy, ("", 0))
         found.append(finding(item.code, item.message, file, line, "", item.policy))
     return Together(found, (BASELINE_NOTE,) if enforced and has_baseline(policies) else ())
@@ -553,9 +576,11 @@ def lint_texts(
     pod_cidrs: Iterable[str] = (),
     pods: Mapping[str, Sequence[Mapping[str, str]]] | None = None,
     cilium_version: Version = NEWEST,
+    declarations: Declarations | None = None,
 ) -> tuple[list[LintFinding], Together]:
     """:func:`lint_text` of every ``(file, text)`` and :func:`lint_together` of them all,
-    each file read once (its documents and their models serve both)."""
+    each file read once (its documents and their models serve both); with
+    ``declarations``, what the cluster declares is judged with them (CPG045)."""
     found: list[LintFinding] = []
     read: list[tuple[str, str, Sequence[Any]]] = []
     for file, text in texts:
@@ -566,7 +591,7 @@ def lint_texts(
             continue
         found += _documents_findings(documents, file, schema, pod_cidrs, pods, cilium_version)
         read.append((file, text, [document for document, _lines in documents]))
-    return found, _together(read, cilium_version)
+    return found, _together(read, cilium_version, declarations)
 
 
 def unreadable_file(file: str, reason: str) -> LintFinding:

@@ -20,12 +20,14 @@ from typing import Any, Literal
 import attrs
 
 from cpg_core.base import (
+    DeclaredBy,
     Direction,
     Endpoint,
     Flow,
     PolicyDocument,
     PolicyEvidence,
     Verdict,
+    select_labels,
     stable_labels,
 )
 from cpg_core.base import policy_name as name_for
@@ -63,6 +65,7 @@ from cpg_core.review._availability import (
     Availability,
     Policies,
     availability,
+    dependency_ends,
     has_baseline,
     new_workload_losses,
 )
@@ -71,6 +74,7 @@ from cpg_core.review._pressure import POLICY_MAP_MAX, EndpointPressure, policy_m
 from cpg_core.review._verify import traffic_line
 from cpg_core.synthesis import (
     DEFAULT_SERVICE_NAMESPACES,
+    Declarations,
     discriminator,
     exclusion,
     is_shared,
@@ -131,6 +135,9 @@ class WouldBreak:
     that would newly select the endpoint."""
     narrow_label: tuple[str, ...] = ()
     """``(key, value)``: the label they stop selecting (``key NotIn (value)``)."""
+    declared_by: tuple[DeclaredBy, ...] = ()
+    """The cluster objects that declare this traffic (§D58): no flow of the capture showed
+    it; the cluster depends on it all the same."""
 
 
 @attrs.frozen(slots=True)
@@ -362,9 +369,11 @@ def plan(
     default_local_cluster: bool = True,
     allow_localhost: bool = True,
     policy_map_max: int = POLICY_MAP_MAX,
+    declarations: Declarations | None = None,
 ) -> Plan:
     """The plan of applying ``proposal`` on top of ``current`` (None: infer what is policed
-    from the flows), judged on ``flows`` (a capture with every verdict). ``evidence`` maps
+    from the flows), judged on ``flows`` (a capture with every verdict), and on what the
+    cluster's objects declare it depends on (``declarations``). ``evidence`` maps
     ``namespace/name`` of a proposed policy to its evidence, for the confidence of its rules.
     ``default_local_cluster`` and ``allow_localhost`` are the Cilium agent settings of those
     names (ARCHITECTURE §D23); a capture where the node's own traffic to a pod was denied by
@@ -378,6 +387,7 @@ def plan(
         default_local_cluster=default_local_cluster,
         allow_localhost=allow_localhost,
         policy_map_max=policy_map_max,
+        declarations=declarations,
     )
     for flow in flows:
         judge.add(flow)
@@ -412,8 +422,12 @@ class PlanJudge:
         allow_localhost: bool = True,
         policy_map_max: int = POLICY_MAP_MAX,
         max_kinds: int = 0,
+        declarations: Declarations | None = None,
     ) -> None:
         self.policy_map_max = policy_map_max
+        self.declarations = declarations
+        """What the cluster's objects declare it depends on: each dependency the policies
+        after the proposal deny would break (§D58)."""
         self.kept = Kept(max_kinds)
         """The cap on what is kept (0: none), and the flows past it."""
         self.proposal = list(proposal)
@@ -549,6 +563,8 @@ class PlanJudge:
             else:
                 mirrored = group.first.verdict == _MIRRORED
                 self._judge_working(ask, tally, flow, group.flows, mirrored)
+        if self.declarations is not None:
+            self._judge_declared(ask, tally)
         tier_names = {policy_name(p) for p in self._proposed.tiered}
         breaks = [
             item if item.policy in tier_names else self._with_fix(item, flow, tally)
@@ -646,11 +662,65 @@ class PlanJudge:
 
         return wide(callers), wide(reached)
 
+    def _judge_declared(self, ask: _Questions, tally: _Tally) -> None:
+        """Each declared dependency, at each end a policy after the proposal polices: a
+        rule there must admit it, or it would break (§D58)."""
+        assert self.declarations is not None
+        for dependency in self.declarations.dependencies:
+            by = dependency.declared_by
+            for source in dependency_ends(dependency.source):
+                for destination in dependency_ends(dependency.destination):
+                    for direction in (Direction.INGRESS, Direction.EGRESS):
+                        flow = Flow(
+                            direction=int(direction),
+                            source=source,
+                            destination=destination,
+                            protocol=dependency.protocol,
+                            port=dependency.port,
+                            verdict=int(Verdict.FORWARDED),
+                        )
+                        self._declared_at(ask, tally, flow, by)
+
+    def _declared_at(self, ask: _Questions, tally: _Tally, flow: Flow, by: DeclaredBy) -> None:
+        way = _WAYS[flow.direction]
+        target = flow.destination if way == "ingress" else flow.source
+        if not is_pod_endpoint(target):
+            return
+        enforcing = self._after.enforcing(target, way)
+        if not enforcing or ask.admitted(self._after, flow, target)[0]:
+            return
+        own = _own_policy(self._shared_names, enforcing)
+        today = ""
+        if self.current is not None and not ask.admitted(self._today, flow, target)[0]:
+            today = " (the current policies deny it too)"
+        tally.broken(
+            flow,
+            0,
+            attrs.evolve(
+                _would_break(
+                    flow,
+                    target,
+                    policy=own,
+                    selector=_selector(self._after, own, target) if own else {},
+                    why=f"declared by {by.text()}, not seen in the capture; "
+                    f"{', '.join(enforcing)} {'polices' if len(enforcing) == 1 else 'police'} "
+                    f"{_who(target)} for {way} and no rule admits it{today}",
+                ),
+                declared_by=(by,),
+            ),
+        )
+
     def _with_fix(self, item: WouldBreak, flow: Flow, tally: _Tally) -> WouldBreak:
         """The fixes of traffic that would break: first the narrower selectors of the
         proposed policies that would newly select the endpoint, when a label tells it from
-        the pods they were made for; else, or as the alternative, the rule to add."""
+        the pods they were made for; else, or as the alternative, the rule to add, in a
+        policy that selects no pod beyond the endpoint's workload (a new one of its own when
+        the policy that holds its traffic is a person's, a shared one, or wider)."""
         target = flow.destination if item.traffic.direction == "ingress" else flow.source
+        if item.policy and self._wider(item.policy, target):
+            item = attrs.evolve(
+                item, policy="", selector={}, why=f"{item.why} ({item.policy} selects more pods)"
+            )
         narrowable = self._narrowable(target) if not item.narrow_policies else None
         names = [name for name, _, _ in narrowable or []]
         intended = [pod for name in dict.fromkeys(names) for pod in tally.intended.get(name, [])]
@@ -658,6 +728,19 @@ class PlanJudge:
             intended = tally.intended.get(item.policy, [])
         seen = frozenset().union(*(tally.labels_of(name) for name in dict.fromkeys(names)))
         return _with_fix(item, flow, intended, narrowable or [], seen if intended else None)
+
+    def _wider(self, name: str, target: Endpoint) -> bool:
+        """Whether a rule in policy ``name`` would reach pods beyond ``target``'s workload:
+        a person's policy, a shared one, or one whose selector is not the workload's."""
+        mine = dict(select_labels(target.labels))
+        for policy, spec, _ in self._after.selecting(target):
+            if policy.display_name != name:
+                continue
+            if not is_cpgs(policy.document) or is_shared(policy.document):
+                return True
+            written = spec.subject.label_map if spec.subject is not None else {}
+            return not mine or any(written.get(k) != v for k, v in mine.items())
+        return False
 
     def _narrowable(self, target: Endpoint) -> list[tuple[str, str, Selector | None]] | None:
         """(policy, where in it, endpointSelector) of every proposed spec that selects
@@ -1084,10 +1167,10 @@ def _with_fix(
         return attrs.evolve(item, fix=fix)
     rule_text = rule_yaml(flow)
     own = item.policy
-    if not own:  # selected by shared policies only: a rule there would admit every member
+    if not own:  # a rule in the policies that hold it would admit pods beyond the endpoint
         namespace, _, workload = item.endpoint.partition("/")
         own = f"{namespace}/{name_for(workload or namespace)}"
-        target = f"{own} (a new policy of {item.endpoint}'s own, not the shared ones)"
+        target = f"{own} (a new policy of {item.endpoint}'s own: the policies that select it select more pods)"
     else:
         target = own
     rule = (

@@ -14,10 +14,12 @@ from cpg_core.base import (
     PolicyDocument,
     VerifyCheck,
     VerifyReport,
+    stable_labels,
 )
 from cpg_core.flows import (
     DecideOptions,
     Decision,
+    PolicyTarget,
     Resolved,
     Resolver,
     decide,
@@ -29,7 +31,7 @@ from cpg_core.flows import (
 )
 from cpg_core.policy import PolicySet, dns_names, from_own_node, match_flow
 from cpg_core.review._behind import EvidenceReader, evidence_behind
-from cpg_core.synthesis import SYSTEM_NAMESPACES
+from cpg_core.synthesis import BUILTIN, SYSTEM_NAMESPACES, Catalogue
 
 
 def check_key(flow: Flow) -> tuple[object, ...]:
@@ -80,6 +82,16 @@ def _behind(evidence: EvidenceReader | None, flow: Flow, resolver: Resolver, adm
     return evidence_behind(flow, evidence, resolver) if evidence is not None and admitted else ""
 
 
+def _platform(catalogue: Catalogue, target: PolicyTarget, flow: Flow) -> bool:
+    """Whether the catalogue leaves ``target`` alone (its rules were not written)."""
+    if not catalogue.entries:
+        return False
+    subject = flow.destination if flow.direction == int(Direction.INGRESS) else flow.source
+    seen = [dict(target.selector), stable_labels(subject.labels)]
+    entry = catalogue.recognise(target.namespace, seen)
+    return entry is not None and entry.treatment == "system"
+
+
 def verify_flows(
     flows: Iterable[Flow],
     policies: Sequence[PolicyDocument],
@@ -89,14 +101,18 @@ def verify_flows(
     allow_localhost: bool = True,
     include_system: bool = False,
     evidence: EvidenceReader | None = None,
+    catalogue: Catalogue | None = None,
 ) -> VerifyReport:
     """A check for every distinct candidate that cpg can express and every explicit-deny flow.
     A denied flow from a pod's own node shows the agents police it (allow-localhost: policy),
     so such a capture is checked that way whatever ``allow_localhost`` says. A candidate of a
     system-namespace workload the policies do not admit is counted apart, not as a miss,
     unless ``include_system`` (replay leaves those rules to the user by default, §D47).
+    The same holds for a platform workload the ``catalogue`` recognises (the built-in one
+    when None), as replay leaves its per-peer rules out (§D58).
     With ``evidence``, an admitted candidate says what the evidence holds for its rule."""
     options = options or DecideOptions()
+    catalogue = BUILTIN if catalogue is None else catalogue
     policies = PolicySet.of(policies)
     resolver = Resolver()
     seen: dict[tuple[object, ...], tuple[Literal["candidate", "explicit_deny"], Flow, list[int]]]
@@ -126,7 +142,9 @@ def verify_flows(
                 unexpressible += 1
                 continue
             kind = "candidate"
-            if not include_system and resolved.target.namespace in SYSTEM_NAMESPACES:
+            if (not include_system and resolved.target.namespace in SYSTEM_NAMESPACES) or _platform(
+                catalogue, resolved.target, flow
+            ):
                 left.add((kind, *check_key(flow)))
         elif decision is Decision.EXPLICIT_DENY:
             kind = "explicit_deny"

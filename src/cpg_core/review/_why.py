@@ -114,6 +114,9 @@ class Why:
     evidence: str = ""
     """For an admitted flow, the evidence behind cpg's rule for it, in words ("" when the
     evidence was not asked for or holds none)."""
+    declared_by: tuple[str, ...] = ()
+    """The cluster objects that declare this connection (``Kind ns/name (what)``): the
+    cluster depends on it whether or not a capture shows it (§D58)."""
 
 
 def _labels_diff(

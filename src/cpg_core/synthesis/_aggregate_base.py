@@ -4,7 +4,7 @@ drain leaves behind and a worker hands over, and the entries it keeps (ARCHITECT
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -42,6 +42,7 @@ from cpg_core.synthesis._scope import ClusterScope, ReachIndex, ScopeReport
 
 if TYPE_CHECKING:  # _filters reads requests, which read this module
     from cpg_core.flows import FlowFilter, IdentityBook
+    from cpg_core.synthesis._declarations import Declarations
 
 
 AtomKey = tuple[Any, ...]
@@ -95,6 +96,9 @@ class AggregateOptions:
     identities: IdentityBook | None = None
     """What CiliumEndpoints, CiliumIdentities and pods say of the endpoints Hubble left
     without identity (ARCHITECTURE §D40)."""
+    declarations: Declarations | None = None
+    """What the cluster's objects declare it depends on (ARCHITECTURE §D58): kept open
+    wherever a plan polices one of its ends."""
     scope: ClusterScope = attrs.Factory(ClusterScope)
     """How far the plans reach beyond the capture: cluster services, DNS, system
     namespaces (ARCHITECTURE §D47)."""
@@ -106,6 +110,36 @@ class AggregateOptions:
     max_rules: int = 0
     """Allow entries kept in all, likewise (0: no cap): the caps above multiply, this one
     bounds what they allow together."""
+
+
+def rules_of(attribution: Mapping[Atom, RuleStats]) -> list[Rule]:
+    """The canonical rules of a plan's entries, each saying which cluster objects declare
+    it (``Kind ns/name (TCP/9443)``, from the entries' ``declared``: §D58)."""
+    rules = rules_from_atoms(attribution)
+    said: dict[tuple[str, Any], dict[str, set[str]]] = {}
+    for atom, stats in attribution.items():
+        for by in stats.declared:
+            ports = said.setdefault((atom.direction, atom.peer), {}).setdefault(by.ref, set())
+            ports.add(f"{atom.protocol}/{atom.port}")
+    if not said:
+        return rules
+    out = []
+    for rule in rules:
+        found = said.get((rule.direction, rule.peer))
+        if found:
+            mine = {f"{proto}/{port}" for port, proto in rule.ports} | (
+                {"UDP/53", "TCP/53"} if rule.dns else set()
+            )
+            words = tuple(
+                sorted(
+                    f"{ref} ({', '.join(sorted(ports & mine))})"
+                    for ref, ports in found.items()
+                    if ports & mine
+                )
+            )
+            rule = attrs.evolve(rule, declared=words) if words else rule
+        out.append(rule)
+    return out
 
 
 @attrs.frozen(slots=True)
@@ -140,7 +174,7 @@ class PolicyPlan:
         """This plan and an earlier one of the same target that was never written: the rules
         of both, with the flows of both (``--stable-for`` keeps a policy back this way)."""
         merged = self.absorbing(earlier, max_samples)
-        return attrs.evolve(merged, rules=tuple(rules_from_atoms(merged.attribution)))
+        return attrs.evolve(merged, rules=tuple(rules_of(merged.attribution)))
 
     def beside_foreign(self, taken: frozenset[str] = frozenset()) -> PolicyPlan:
         """The plan under a file of its own beside a person's policy that holds its path

@@ -15,9 +15,12 @@ from cpg_core.base import (
     Atom,
     CidrPeer,
     ClusterHealth,
+    DeclaredBy,
     EndpointPeer,
+    Flow,
     FqdnPeer,
     Peer,
+    Rule,
     describe_rule,
     peer_sort_key,
     policy_name,
@@ -29,12 +32,20 @@ from cpg_core.flows import (
     FindingTally,
     HealthSession,
     PolicyTarget,
+    Resolved,
+    Resolver,
     RuleStats,
     Unhandled,
     health_document,
     is_pod_endpoint,
 )
-from cpg_core.synthesis._scope import SYSTEM_NAMESPACE, Reach, for_the_cluster
+from cpg_core.synthesis._scope import (
+    PLATFORM_WORKLOAD,
+    SYSTEM_NAMESPACE,
+    Reach,
+    declare,
+    for_the_cluster,
+)
 
 if TYPE_CHECKING:  # _filters reads requests, which read this module
     pass
@@ -42,6 +53,7 @@ from cpg_core.synthesis._aggregate_base import (
     AtomKey,
     PolicyPlan,
     _is_other_end,
+    rules_of,
 )
 from cpg_core.synthesis._aggregate_drain import _Drain
 
@@ -116,9 +128,7 @@ def hold_back(
             else:
                 held[(plan.target, atom)] = stats
         if kept:
-            kept_plans.append(
-                attrs.evolve(plan, rules=tuple(rules_from_atoms(kept)), attribution=kept)
-            )
+            kept_plans.append(attrs.evolve(plan, rules=tuple(rules_of(kept)), attribution=kept))
     return kept_plans, held
 
 
@@ -153,12 +163,35 @@ def plan_policies(
                 target=target,
                 workload=workload,
                 name=policy_name(workload),
-                rules=tuple(rules_from_atoms(atoms[target])),
+                rules=tuple(_rules_of(atoms[target])),
                 attribution=_stats_of(atoms[target]),
             )
             plans.append(plan.with_selector_suffix() if len(targets) > 1 else plan)
     plans.sort(key=lambda p: (p.target.namespace, p.workload))
     return plans
+
+
+def with_declared_entries(
+    plans: Iterable[PolicyPlan], declared: Iterable[tuple[Flow, tuple[DeclaredBy, ...]]]
+) -> list[PolicyPlan]:
+    """``plans`` with an entry for each declared dependency (a flow that stands for it, and
+    the objects that declare it): no flow counted, the objects named (§D58). What
+    ``cpg plan --write-fixes`` writes for the declared dependencies a plan says would
+    break."""
+    resolver = Resolver()
+    attribution = {plan.target: dict(plan.attribution) for plan in plans}
+    for flow, objects in declared:
+        resolved = resolver.resolve(flow)
+        if not isinstance(resolved, Resolved):
+            continue
+        atoms = attribution.setdefault(resolved.target, {})
+        for by in objects:
+            declare(atoms, resolved.atom, by)
+    return plan_policies(attribution)
+
+
+def _rules_of(atoms: Collection[Atom] | Mapping[Atom, RuleStats]) -> list[Rule]:
+    return rules_of(atoms) if isinstance(atoms, Mapping) else rules_from_atoms(atoms)
 
 
 def _stats_of(atoms: Collection[Atom] | Mapping[Atom, RuleStats]) -> dict[Atom, RuleStats]:
@@ -243,6 +276,7 @@ class _Plans(_Drain):
                 l7=self._l7,
                 dns_known=self._dns_pods_known(),
                 max_samples=self._max_samples,
+                declared=self.options.declarations,
             )
             self.scope = self.scope.joined(report)
         return plan_policies(attribution)
@@ -327,6 +361,14 @@ class _Plans(_Drain):
                 count=item.flows,
             )
             for item in self.scope.system
+        ] + [
+            FindingTally(
+                PLATFORM_WORKLOAD,
+                f"{item.namespace}/{item.workload} ({item.name}): {item.rules} rule(s)",
+                count=item.flows,
+            )
+            for item in self.scope.platform
+            if item.treatment == "system"
         ]
 
     def _pods_as_world(

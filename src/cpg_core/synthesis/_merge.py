@@ -19,6 +19,7 @@ import attrs
 import yaml
 
 from cpg_core.base import (
+    DECLARED_BY,
     EGRESS,
     INGRESS,
     Atom,
@@ -26,9 +27,11 @@ from cpg_core.base import (
     PolicyMergeError,
     Rule,
     SelectorMismatchError,
+    declared_pieces,
     describe_rule,
     rule_sort_key,
     rules_from_atoms,
+    with_declared,
 )
 from cpg_core.policy import (
     BOUNDED_LOADER,
@@ -197,9 +200,15 @@ def _classify(section: _Section, namespace: str) -> int:
         if not item.preamble:
             continue
         rendered = [shift + line for line in rule_lines(rule, namespace)] if rule else []
-        if rule is not None and item.preamble[-1] == rendered[0] and item.lines == rendered[1:]:
-            item.rule = rule
-            continue
+        if rule is not None and item.lines == rendered[1:]:
+            last = item.preamble[-1]
+            if last == rendered[0]:
+                item.rule = rule
+                continue
+            if last.startswith(rendered[0] + DECLARED_BY):  # cpg's words on who declares it
+                declared = declared_pieces(last[len(rendered[0]) :])
+                item.rule = attrs.evolve(rule, declared=declared)
+                continue
         last = item.preamble[-1]
         if not _CPG_COMMENT.match(last.strip()):
             continue  # a person's own comment: theirs to keep
@@ -208,6 +217,11 @@ def _classify(section: _Section, namespace: str) -> int:
             item.preamble = item.preamble[:-1] + fresh
             corrected += 1
     return corrected
+
+
+def _said(rules: Sequence[Rule]) -> dict[tuple[str, Any, str], tuple[str, ...]]:
+    """What each rule's comment says declares it."""
+    return {_rule_key(rule): rule.declared for rule in rules if rule.declared}
 
 
 def _rule_key(rule: Rule) -> tuple[str, Any, str]:
@@ -249,11 +263,11 @@ def merge_policy_text(
                 atom, by_direction[atom.direction], namespace
             ):
                 atoms.add(atom)
-    if atoms == managed_atoms and not corrected:
+    managed = [item.rule for sec in sections.values() for item in sec.items if item.rule]
+    merged = with_declared(rules_from_atoms(atoms), [*rules, *managed])
+    if atoms == managed_atoms and not corrected and _said(merged) == _said(managed):
         return existing
-    edits = _section_edits(
-        rules_from_atoms(atoms), sections, attached, namespace, lines, (spec_start, spec_end)
-    )
+    edits = _section_edits(merged, sections, attached, namespace, lines, (spec_start, spec_end))
     out = list(lines)
     for start, stop, block in sorted(edits, key=lambda e: e[0], reverse=True):
         out[start:stop] = block  # bottom-up, so earlier line indexes stay valid
@@ -471,7 +485,10 @@ def render_or_merge(
     holds merge to that too), so a flush that adds 4,000 peers costs what writing them does."""
     known = _recall(name, namespace, selector, existing) if existing else None
     if known is not None:  # asked first: the fresh rendering need not be made at all
-        union = rules_from_atoms({atom for rule in (*known, *rules) for atom in rule.atoms()})
+        union = with_declared(
+            rules_from_atoms({atom for rule in (*known, *rules) for atom in rule.atoms()}),
+            [*known, *rules],
+        )
         text = render_policy(name, namespace, selector, union)
         _remember(name, namespace, selector, text, union)
         return existing if text == existing else text

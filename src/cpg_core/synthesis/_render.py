@@ -11,6 +11,7 @@ from cpg_core.base import (
     INGRESS,
     FqdnPeer,
     Rule,
+    declared_suffix,
     describe_rule,
     emit_sequence,
     emit_value,
@@ -43,7 +44,7 @@ def is_shared(policy: Mapping[str, Any]) -> bool:
 def rule_comment(rule: Rule) -> str:
     """The comment above a rule: printable ASCII only, so no label or path can end the comment
     line (and write YAML of its own) or hide a character from the reviewer."""
-    text = describe_rule(rule)
+    text = describe_rule(rule) + declared_suffix(rule.declared)
     if not (text.isascii() and text.isprintable()):
         text = "".join(c if " " <= c < "\x7f" else escape_char(c) for c in text)
     return f"  # {text}"

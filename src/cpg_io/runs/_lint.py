@@ -19,6 +19,7 @@ from cpg_core.lint import (
 )
 from cpg_core.reports import LintView
 from cpg_io.crd_schema import crd_schema_errors
+from cpg_io.declarations import read_declarations
 from cpg_io.errors import IoError
 from cpg_io.kube import cluster_policies, namespace_pod_labels
 from cpg_io.policy_files import MAX_FILE_BYTES
@@ -59,10 +60,12 @@ def lint_run(
     kubeconfig: Path | None = None,
     context: str | None = None,
     cilium_version: Version = NEWEST,
+    declarations: Sequence[str] = (),
 ) -> LintRun:
     """Every finding of every file, for Cilium ``cilium_version``; with ``cluster``,
     selectors that select no pod today and the cluster's policies its operator marked
-    invalid."""
+    invalid; with ``declarations`` (sources of the cluster's objects), each declared
+    dependency the files deny (CPG045)."""
     texts: list[tuple[Path, str]] = []
     unreadable: list[LintFinding] = []
     files = lint_files(paths)
@@ -77,6 +80,7 @@ def lint_run(
     if cluster:
         namespaces = sorted({ns for _path, text in texts for ns in policy_namespaces(text)})
         pods = namespace_pod_labels(namespaces, kubeconfig, context)
+    declared = read_declarations(declarations, kubeconfig=kubeconfig, context=context)
     findings = list(unreadable)
     per_file, together = lint_texts(
         [(str(path), text) for path, text in texts],
@@ -84,6 +88,7 @@ def lint_run(
         pod_cidrs=pod_cidrs,
         pods=pods,
         cilium_version=cilium_version,
+        declarations=declared,
     )
     findings += per_file + together.findings
     if cluster:
@@ -93,6 +98,7 @@ def lint_run(
             findings=tuple(findings),
             files=len(texts) + len(unreadable),
             version=cpg_version(),
-            notes=together.notes,
+            notes=together.notes
+            + tuple(f"declarations: {note}" for note in (declared.notes if declared else ())),
         )
     )

@@ -33,8 +33,10 @@ from cpg_core import (
     held_back,
     hold_back,
 )
+from cpg_core.declarations import Declarations
 from cpg_core.identities import IdentityBook
 from cpg_core.reports import WaitingPolicy
+from cpg_io.declarations import read_declarations, with_catalogue
 from cpg_io.hubble import TLSSettings
 from cpg_io.identities import identity_refresh, read_identities
 from cpg_io.kube import RelayConnection
@@ -131,6 +133,12 @@ def live(
             context=access.context,
             temp_dir=relay.temp_dir,
         )
+        declared = read_declarations(
+            request.declarations,
+            kubeconfig=access.kubeconfig,
+            context=access.context,
+            temp_dir=relay.temp_dir,
+        )
         settings = live_settings(
             request,
             output_dir,
@@ -139,6 +147,7 @@ def live(
             tls=access.tls,
             evidence_dir=evidence_dir,
             identities=book,
+            declarations=declared,
         )
     except BaseException:
         relay.close()
@@ -172,6 +181,7 @@ def live_settings(
     tls: TLSSettings | None = None,
     evidence_dir: Path | None = None,
     identities: IdentityBook | None = None,
+    declarations: Declarations | None = None,
 ) -> LiveSettings:
     """The one place a live capture's settings are built from a request (cpg generate and a
     cpg-mcp session alike); ``now`` (RFC 3339) anchors a relative since and bounds until."""
@@ -181,8 +191,9 @@ def live_settings(
         server=relay.server,
         output_dir=output_dir,
         options=attrs.evolve(
-            request.aggregate_options(since, until),
+            with_catalogue(request.aggregate_options(since, until), request.capture.catalogue),
             identities=identities,
+            declarations=declarations,
             max_policies=request.live.max_policies,
             max_peers=request.live.max_peers,
             max_rules=request.live.max_rules,

@@ -32,8 +32,9 @@ from cpg_core import (
     render_or_merge,
 )
 from cpg_core.cilium import foreign_policy, load_all, load_one, specs_police
+from cpg_core.declarations import Declarations
 from cpg_core.reading import ReadStats
-from cpg_core.reports import FileOutcome, RunReport, WaitingPolicy
+from cpg_core.reports import DeclaredRead, FileOutcome, RunReport, WaitingPolicy
 from cpg_core.sharing import (
     BASELINE_GAPS,
     BASELINE_KIND,
@@ -638,6 +639,7 @@ def run_report(
         flow_path=_flow_path(request),
         inputs=tuple(result.inputs if inputs is None else inputs),
         scope=agg.scope,
+        declared=declared_read(agg.options.declarations),
         overflow=dict(agg.overflow),
         caps={
             "policies": agg.options.max_policies,
@@ -650,6 +652,18 @@ def run_report(
             for f in result.files
         )
         else (),
+    )
+
+
+def declared_read(found: Declarations | None) -> DeclaredRead | None:
+    """What a run read of the cluster's objects, for its report."""
+    if found is None:
+        return None
+    return DeclaredRead(
+        sources=found.sources,
+        objects=dict(found.objects),
+        notes=found.notes,
+        dependencies=len(found.dependencies) + len(found.dns_caches),
     )
 
 

@@ -24,6 +24,7 @@ from cpg_core import (
     SessionInfo,
     SessionSource,
     plan,
+    with_declared_entries,
 )
 from cpg_core.cilium import (
     MANAGED_BY_VALUE,
@@ -32,11 +33,13 @@ from cpg_core.cilium import (
     local_cluster_default,
     narrow_in_text,
 )
+from cpg_core.declarations import Declarations
 from cpg_core.identities import IdentityBook
 from cpg_core.reports import PlanView
 from cpg_core.shadow import WouldBreak
 from cpg_core.sharing import evidence_by_policy
 from cpg_core.why import FlowFilter
+from cpg_io.declarations import read_declarations
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
 from cpg_io.identities import check_identities
 from cpg_io.kube import cluster_state
@@ -74,6 +77,7 @@ def plan_capture(
     identities: IdentityBook | None = None,
     policy_map_max: int = 16_384,
     tally: ReviewTally | None = None,
+    declarations: Declarations | None = None,
 ) -> PlannedCapture:
     """The plan of ``proposal`` over a capture; UnreadableInput when it holds no record;
     Cancelled soon after ``cancel`` is set."""
@@ -94,6 +98,7 @@ def plan_capture(
         default_local_cluster=default_local_cluster,
         allow_localhost=allow_localhost,
         policy_map_max=policy_map_max,
+        declarations=declarations,
     )
     capture.check_readable()
     if evidence is not None and proposal and not found and not problems:
@@ -125,6 +130,7 @@ class JudgedPolicies:
     local: bool | None
     problems: list[str]
     identities: IdentityBook | None = None
+    declarations: Declarations | None = None
 
 
 def judged_policies(
@@ -145,6 +151,11 @@ def judged_policies(
         request, kubeconfig=kubeconfig, context=context, temp_dir=kube_dir
     )
     problems += [problem] if problem else []
+    declared = read_declarations(
+        request.declarations, kubeconfig=kubeconfig, context=context, temp_dir=kube_dir
+    )
+    if declared is not None:
+        problems += [f"declarations: {note}" for note in declared.notes]
     if request.current is not None:
         current = load_policies(Path(request.current), setting="current")
         origin = f"the current policies {request.current} ({len(current)})"
@@ -163,7 +174,9 @@ def judged_policies(
             problems += [unknown] if unknown else []
     elif request.current is None:
         origin = "inferred from the flows (no current policies given, from files or the cluster)"
-    return JudgedPolicies(folder, proposal, current, source, origin, local, problems, book)
+    return JudgedPolicies(
+        folder, proposal, current, source, origin, local, problems, book, declared
+    )
 
 
 @reads_in_bulk
@@ -202,6 +215,7 @@ def plan_run(
         identities=judged.identities,
         policy_map_max=request.policy_map_max,
         tally=tally,
+        declarations=judged.declarations,
     )
     view = PlanView(plan=planned.plan, proposal=str(folder), origin=origin, policies=len(proposal))
     return PlanRun(view=view, stats=planned.stats, problems=problems + planned.problems)
@@ -236,12 +250,15 @@ def write_fixes(
     # a fix is exactly the traffic that broke: nothing widened or added (§D47)
     exact = CaptureRequest.build(exact_peers=["*"], include_system_namespaces=True, dns_rule=False)
     aggregator = Aggregator(exact.aggregate_options())
+    declared = []
     for item, (flow, count) in zip(plan_found.would_break, plan_found.fixes, strict=True):
         if item.narrow_label:
             continue
+        if item.declared_by:  # no flow: an entry kept open for what the cluster declares
+            declared.append((flow, item.declared_by))
         for _ in range(count):
             aggregator.admit(flow, "plan")
-    plans = aggregator.plans()
+    plans = with_declared_entries(aggregator.plans(), declared)
     if not plans:
         return WrittenFixes(rules=0, files=files, errors=errors, narrowed=narrowed)
     started = clock()

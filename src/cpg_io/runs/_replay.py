@@ -32,6 +32,7 @@ from cpg_core import (
     hold_back,
 )
 from cpg_core.reading import ReadStats
+from cpg_io.declarations import read_catalogue, read_declarations, with_catalogue
 from cpg_io.engines import Engine, InProcess, choose_engine
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
 from cpg_io.identities import read_identities
@@ -94,10 +95,15 @@ def replay(
         reference = newest_time(files) if request.window.relative else None
         since, until = request.window.resolve(reference)
     book = read_identities(request.identities, kubeconfig=kubeconfig, context=context)
+    declared = read_declarations(request.declarations, kubeconfig=kubeconfig, context=context)
     result = replay_capture(
         files,
         output_dir,
-        attrs.evolve(request.aggregate_options(since, until), identities=book),
+        attrs.evolve(
+            with_catalogue(request.aggregate_options(since, until), request.capture.catalogue),
+            identities=book,
+            declarations=declared,
+        ),
         engine=engine or choose_engine(request.engine),
         evidence=None if request.dry_run else evidence_settings(request, output_dir, evidence_dir),
         dry_run=request.dry_run,
@@ -121,6 +127,7 @@ def replay(
                 window=(since, until),
                 identities=book,
                 include_system=request.capture.scope.include_system,
+                catalogue=read_catalogue(request.capture.catalogue),
             ).report
         except CpgError as exc:
             result.verify_error = str(exc)

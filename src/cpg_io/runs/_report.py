@@ -8,6 +8,8 @@ from pathlib import Path
 
 from cpg_core import DocumentError, EvidenceError, Message, Plan, Setting, from_data
 from cpg_core.cilium import JsonInputError, load_json
+from cpg_core.declarations import Declarations
+from cpg_core.lint import declared_denials
 from cpg_core.reports import ReviewInputs
 from cpg_io.errors import PolicyLoadError, ReviewInputError, StoreError
 from cpg_io.evidence_store import EvidenceStore
@@ -22,9 +24,11 @@ def read_review(
     store: EvidenceStore,
     plan: Path | None,
     cancel: threading.Event | None = None,
+    declarations: Declarations | None = None,
 ) -> ReviewInputs:
-    """The policies, their evidence, the cluster health and the plan a report shows;
-    Cancelled soon after ``cancel`` is set (a deadline that expired)."""
+    """The policies, their evidence, the cluster health and the plan a report shows, and
+    what the cluster declares that they deny; Cancelled soon after ``cancel`` is set (a
+    deadline that expired)."""
     try:
         folder = read_policy_folder(output_dir, cancel)
     except PolicyLoadError as exc:
@@ -67,7 +71,10 @@ def read_review(
             raise ReviewInputError(
                 f"{exc}; write the plan with this cpg's 'cpg plan -o json'"
             ) from None
-    return ReviewInputs(policies, evidence, health, planned, problems, texts)
+    denied = declared_denials(policies, declarations) if declarations is not None else []
+    if declarations is not None:
+        problems += [f"declarations: {note}" for note in declarations.notes]
+    return ReviewInputs(policies, evidence, health, planned, problems, texts, denied)
 
 
 def no_evidence(policies: int, store: EvidenceStore, what: str = "policies") -> str:

@@ -94,6 +94,7 @@ def shadow(
         allow_localhost=check.allow_localhost,
         policy_map_max=check.policy_map_max,
         max_kinds=live.live.max_kinds,
+        declarations=judged.declarations,
     )
     stream = every_verdict_stream(
         live, relay.server, since=since, tls=access.tls, include_audit=check.include_audit

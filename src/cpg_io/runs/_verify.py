@@ -12,10 +12,12 @@ import attrs
 
 from cpg_core import CheckRequest, DecideOptions, Flow, VerifyReport, verify_flows
 from cpg_core.cilium import local_cluster_default
+from cpg_core.declarations import Catalogue
 from cpg_core.identities import IdentityBook
 from cpg_core.reading import time_key
 from cpg_core.reports import VerifyView
 from cpg_core.why import FlowFilter
+from cpg_io.declarations import read_catalogue
 from cpg_io.evidence_store import EvidenceStore, lenient_reader
 from cpg_io.identities import check_identities
 from cpg_io.kube import cluster_state
@@ -50,6 +52,7 @@ def verify_capture(
     include_system: bool = False,
     tally: ReviewTally | None = None,
     evidence: EvidenceStore | None = None,
+    catalogue: Catalogue | None = None,
 ) -> VerifiedCapture:
     """Check ``policies`` against a capture (files, folders, globs: as cpg replay reads
     them); UnreadableInput when it holds no Hubble record. Only flows inside ``window``
@@ -73,6 +76,7 @@ def verify_capture(
         allow_localhost=allow_localhost,
         include_system=include_system,
         evidence=lenient_reader(evidence) if evidence is not None else None,
+        catalogue=catalogue,
     )
     capture.check_readable()
     return VerifiedCapture(stats=capture.stats, report=report)
@@ -122,6 +126,7 @@ def verify_run(
         include_system=request.include_system,
         tally=tally,
         evidence=evidence,
+        catalogue=read_catalogue(request.catalogue),
     )
     view = VerifyView(report=verified.report, policies=len(documents), origin=" and ".join(sources))
     return VerifyRun(view=view, stats=verified.stats)

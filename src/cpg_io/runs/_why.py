@@ -13,6 +13,7 @@ import attrs
 
 from cpg_core import CheckRequest, Flow, PolicyEvidence, Verdict
 from cpg_core.cilium import PolicySet, local_cluster_default
+from cpg_core.declarations import Declarations, declaring
 from cpg_core.identities import IdentityBook
 from cpg_core.reports import WhyView
 from cpg_core.why import (
@@ -26,6 +27,7 @@ from cpg_core.why import (
     why_names,
     with_known_pod,
 )
+from cpg_io.declarations import read_declarations
 from cpg_io.errors import Cancelled
 from cpg_io.evidence_store import EvidenceStore, lenient_reader
 from cpg_io.identities import check_identities
@@ -55,6 +57,7 @@ class _Judged:
     local_cluster: bool
     problems: list[str]
     identities: IdentityBook | None = None
+    declarations: Declarations | None = None
 
 
 def _judged(
@@ -71,6 +74,10 @@ def _judged(
         request, kubeconfig=kubeconfig, context=context, temp_dir=kube_dir
     )
     problems += [problem] if problem else []
+    declared = read_declarations(
+        request.declarations, kubeconfig=kubeconfig, context=context, temp_dir=kube_dir
+    )
+    problems += [f"declarations: {note}" for note in (declared.notes if declared else ())]
     if request.current is not None:
         current = load_policies(Path(request.current), setting="current")
         judged, origin = current, f"the current policies {request.current} ({len(current)})"
@@ -85,7 +92,14 @@ def _judged(
             load_policies(folder_path)  # the error that names the folder and the fix
         origin = f"{folder_path} ({len(folder)})"
         return _Judged(
-            PolicySet(folder), origin, PolicySet(()), "", local is not False, problems, book
+            PolicySet(folder),
+            origin,
+            PolicySet(()),
+            "",
+            local is not False,
+            problems,
+            book,
+            declared,
         )
     return _Judged(
         PolicySet(judged),
@@ -95,10 +109,19 @@ def _judged(
         local is not False,
         problems,
         book,
+        declared,
     )
 
 
 def _answer(flow: Flow, count: int, judged: _Judged, request: CheckRequest, names: Any) -> Why:
+    why = _explained(flow, count, judged, request, names)
+    if judged.declarations is None:
+        return why
+    found = declaring(judged.declarations, flow.source, flow.destination, flow.protocol, flow.port)
+    return attrs.evolve(why, declared_by=tuple(by.text() for by in found)) if found else why
+
+
+def _explained(flow: Flow, count: int, judged: _Judged, request: CheckRequest, names: Any) -> Why:
     return explain_denial(
         flow,
         judged.policies,

@@ -1,0 +1,50 @@
+"""What the cluster declares it depends on (ARCHITECTURE §D58): the dependencies its own
+objects name (admission webhooks, aggregated APIs, conversion webhooks, Prometheus scrapes
+and discovery, node-local DNS caches), read from Kubernetes objects as plain values."""
+
+from cpg_core.synthesis import (
+    BUILTIN,
+    KUBE_APISERVER,
+    Catalogue,
+    CatalogueError,
+    Declarations,
+    Dependency,
+    DnsCache,
+    PlatformWorkload,
+    Pods,
+    PodShape,
+    catalogue_from,
+    declarations,
+    declares_anything,
+    declaring,
+    is_dns_cache,
+    joined_declarations,
+)
+
+BUILTIN_CATALOGUE = BUILTIN
+"""The platform workloads cpg recognises unless told otherwise."""
+CLUSTER = "cluster"
+"""The source that lists the objects from the cluster instead of reading a file."""
+NO_CATALOGUE = "none"
+"""The catalogue source that leaves the built-in entries out."""
+
+__all__ = [
+    "BUILTIN_CATALOGUE",
+    "CLUSTER",
+    "KUBE_APISERVER",
+    "NO_CATALOGUE",
+    "Catalogue",
+    "CatalogueError",
+    "Declarations",
+    "Dependency",
+    "DnsCache",
+    "PlatformWorkload",
+    "PodShape",
+    "Pods",
+    "catalogue_from",
+    "declarations",
+    "declares_anything",
+    "declaring",
+    "is_dns_cache",
+    "joined_declarations",
+]
