@@ -24,6 +24,15 @@ _IDENTITY_PATHS = {
 }
 
 
+def _declared_paths() -> dict[str, str]:
+    from cpg_io.kube import DECLARATION_LISTS
+
+    return {
+        (f"/apis/{group}/{version}/{plural}" if group else f"/api/{version}/{plural}"): kind
+        for group, version, plural, kind, _namespaced in DECLARATION_LISTS
+    }
+
+
 class FakeKube:
     def __init__(self) -> None:
         self.policies: list[dict[str, Any]] = []
@@ -42,8 +51,21 @@ class FakeKube:
         self.hang = threading.Event()
         """Set: every request is accepted and never answered (until the server stops)."""
         self.stopping = threading.Event()
+        self.declared: list[dict[str, Any]] | None = None
+        """The objects that declare dependencies, each served by its kind's list (None: not
+        served, 404 as a cluster without those kinds)."""
+        self.forbidden: set[str] = set()
+        """Paths answered 403 (a ClusterRole without them)."""
 
     def items(self, path: str) -> list[dict[str, Any]] | None:
+        declared = _declared_paths().get(path)
+        if declared is not None and self.declared is not None:
+            # as the API serves them: list items carry no kind
+            return [
+                {k: v for k, v in o.items() if k != "kind"}
+                for o in self.declared
+                if o.get("kind") == declared
+            ]
         served = _IDENTITY_PATHS.get(path)
         if served is not None and self.identity_objects is not None:
             return [o for o in self.identity_objects if o.get("kind") == served]
@@ -111,7 +133,9 @@ def fake_kube(
                 self.wfile.write(state.raw)
                 return
             items = state.items(path)
-            if state.status != 200:
+            if path in state.forbidden:
+                self._send(403, {"kind": "Status", "code": 403, "reason": "Forbidden"})
+            elif state.status != 200:
                 self._send(
                     state.status, {"kind": "Status", "code": state.status, "reason": "Forbidden"}
                 )

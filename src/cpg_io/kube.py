@@ -312,21 +312,19 @@ def cluster_declarations(
 def _list_raw(api: Any, group: str, version: str, plural: str) -> tuple[list[dict[str, Any]], str]:
     """The items of one cluster-wide list, or why not (a 404 is a kind the cluster does not
     have: no items, no note). KubeError when the server cannot be reached or stays silent."""
+    from kubernetes import client
     from kubernetes.client.exceptions import ApiException
     from urllib3.exceptions import HTTPError
 
     what = f"{plural}.{group}" if group else plural
-    path = f"/apis/{group}/{version}/{plural}" if group else f"/api/{version}/{plural}"
+    options: dict[str, Any] = {"_preload_content": False, "_request_timeout": REQUEST_TIMEOUT}
     try:
-        response = api.call_api(
-            path,
-            "GET",
-            header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _request_timeout=REQUEST_TIMEOUT,
-        )
-        raw = response[0] if isinstance(response, tuple) else response
+        if group:  # any group's list is GET /apis/GROUP/VERSION/PLURAL
+            custom: Any = client.CustomObjectsApi(api)
+            raw = custom.list_cluster_custom_object(group, version, plural, **options)
+        else:
+            core: Any = client.CoreV1Api(api)
+            raw = getattr(core, _CORE_LISTS[plural])(**options)
         data = _read_capped(raw, MAX_LIST_BYTES, what)
     except ApiException as exc:
         if exc.status == 404:
@@ -352,6 +350,13 @@ def _list_raw(api: Any, group: str, version: str, plural: str) -> tuple[list[dic
         return list_items(data, what), ""
     except KubeError as exc:
         return [], f"{exc}; left out"
+
+
+_CORE_LISTS = {
+    "namespaces": "list_namespace",
+    "services": "list_service_for_all_namespaces",
+    "pods": "list_pod_for_all_namespaces",
+}
 
 
 class _TooLarge(ValueError):
