@@ -22,6 +22,7 @@ TASKS = (
     "why-was-this-denied.md",
     "ci-gate.md",
     "in-the-cluster.md",
+    "what-the-cluster-declares.md",
     "at-scale.md",
     "agents.md",
 )
@@ -89,3 +90,16 @@ def test_the_check_fails_when_a_page_drifts(
     assert docs_reference.main(["--check"]) == 1
     page.write_text(made)
     assert docs_reference.main(["--check"]) == 0
+
+
+def test_the_catalogue_page_lists_every_built_in_entry() -> None:
+    """docs/catalogue.md is what cpg recognises: a new entry without its row fails."""
+    from cpg_core.declarations import BUILTIN_CATALOGUE
+
+    text = (ROOT / "docs" / "catalogue.md").read_text()
+    missing = [
+        entry.text()
+        for entry in BUILTIN_CATALOGUE.entries
+        if f"| {entry.name} | `{entry.text()}` | {entry.treatment} | {entry.why} |" not in text
+    ]
+    assert missing == []

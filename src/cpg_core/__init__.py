@@ -88,9 +88,6 @@ if TYPE_CHECKING:
         held_back,
         hold_back,
     )
-    from cpg_core.synthesis._aggregate_plans import (
-        with_declared_entries,
-    )
     from cpg_core.synthesis._bootstrap import render_bootstrap
     from cpg_core.synthesis._lines import ReadStats, feed_lines
     from cpg_core.synthesis._merge import render_or_merge
@@ -176,7 +173,6 @@ _WHERE = {
     "to_data": "cpg_core.review._wire",
     "to_json": "cpg_core.review._wire",
     "verify_flows": "cpg_core.review._verify",
-    "with_declared_entries": "cpg_core.synthesis._aggregate_plans",
 }
 __getattr__ = lazy_face(__name__, _WHERE)
 
@@ -260,5 +256,4 @@ __all__ = [
     "to_data",
     "to_json",
     "verify_flows",
-    "with_declared_entries",
 ]

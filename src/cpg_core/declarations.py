@@ -19,6 +19,7 @@ from cpg_core.synthesis import (
     declaring,
     is_dns_cache,
     joined_declarations,
+    with_declared_entries,
 )
 
 BUILTIN_CATALOGUE = BUILTIN
@@ -47,4 +48,5 @@ __all__ = [
     "declaring",
     "is_dns_cache",
     "joined_declarations",
+    "with_declared_entries",
 ]

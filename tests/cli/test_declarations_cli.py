@@ -171,6 +171,10 @@ def test_a_folder_written_before_lists_each_declared_dependency_it_denies(
     assert "(declared, MutatingWebhookConfiguration api-defaults)" in text.stdout
     lint = cpg("lint", str(out), "--declarations", str(objects))
     assert lint.returncode == 3 and "CPG045" in lint.stdout
+    verify = cpg("verify", str(capture), "-d", str(out), "--declarations", str(objects))
+    assert verify.returncode == 3, verify.stdout
+    assert "NOT admitted  (declared) app-01/cpg-api" in verify.stdout
+    assert cpg("verify", str(capture), "-d", str(out)).returncode == 0  # the drops: admitted
     report = cpg("report", "-d", str(out), "--declarations", str(objects))
     assert "## Declared dependencies the policies deny (CPG045)" in report.stdout
     fixed = cpg(
@@ -179,6 +183,8 @@ def test_a_folder_written_before_lists_each_declared_dependency_it_denies(
     assert fixed.returncode == 0, fixed.stderr  # the plan with the fixes written
     again = cpg("plan", str(capture), "-d", str(out), "--declarations", str(objects))
     assert again.returncode == 0, again.stdout
+    verified = cpg("verify", str(capture), "-d", str(out), "--declarations", str(objects))
+    assert verified.returncode == 0, verified.stdout
 
 
 @pytest.mark.skipif(SHARED_MISSING, reason="../shared/corpus is not there")
@@ -365,3 +371,31 @@ def test_the_cluster_s_declarations_are_listed_read_only(
         )
     assert odd.returncode == 0, odd.stderr
     assert "is not a Kubernetes list" in odd.stdout
+
+
+def test_a_live_capture_keeps_what_the_cluster_declares(
+    synthetic: tuple[Path, Path], tmp_path: Path
+) -> None:
+    from fake_relay import fake_relay, responses_from_lines
+
+    capture, objects = synthetic
+    out = tmp_path / "live"
+    with fake_relay(responses_from_lines(capture.read_text().splitlines())) as (_r, address):
+        ran = cpg(
+            "generate",
+            "--server",
+            address,
+            "-d",
+            str(out),
+            "--no-evidence",
+            "--duration",
+            "1s",
+            "--declarations",
+            str(objects),
+        )
+    assert ran.returncode == 0, ran.stderr
+    assert (
+        "declared by MutatingWebhookConfiguration api-defaults"
+        in (out / "app-01" / "api.yaml").read_text()
+    )
+    assert _trace(out, "kube-apiserver", "app-01:app=api", "8443/TCP") == 0

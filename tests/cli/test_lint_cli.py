@@ -13,8 +13,10 @@ import pytest
 import yaml
 
 from conftest import cpg
+from cpg_core.declarations import declarations
 from cpg_core.lint import RULES, lint_text
 from cpg_io.crd_schema import crd_schema_errors
+from declared_objects import istio_webhook
 
 
 def policy(spec: dict[str, Any], name: str = "api", namespace: str = "shop") -> dict[str, Any]:
@@ -549,6 +551,30 @@ BASELINE_DENY = cluster_network_policy(
     egress=[{"name": "deny", "action": "Deny", "to": [{"networks": ["0.0.0.0/0"]}]}]
 )
 
+
+def _port(number: int) -> dict[str, Any]:
+    return {"ports": [{"port": str(number), "protocol": "TCP"}]}
+
+
+def _galley(more: list[dict[str, Any]]) -> dict[str, Any]:
+    """Istio's galley policed for ingress (telemetry's 9901), and ``more`` rules."""
+    return {
+        "apiVersion": "cilium.io/v2",
+        "kind": "CiliumNetworkPolicy",
+        "metadata": {"name": "galley", "namespace": "istio-system"},
+        "spec": {
+            "endpointSelector": {"matchLabels": {"app": "galley"}},
+            "ingress": [
+                {
+                    "fromEndpoints": [{"matchLabels": {"app": "telemetry"}}],
+                    "toPorts": [_port(9901)],
+                },
+                *more,
+            ],
+        },
+    }
+
+
 # code → (files that break the rule, the same files put right, lint options)
 TOGETHER: dict[str, tuple[list[Any], list[Any], dict[str, Any]]] = {
     "CPG040": (
@@ -608,6 +634,11 @@ TOGETHER: dict[str, tuple[list[Any], list[Any], dict[str, Any]]] = {
         {"cilium_version": (1, 19, 0)},
     ),
     "CPG044": ([BASELINE_DENY], [cluster_network_policy()], {}),
+    "CPG045": (
+        [_galley([])],
+        [_galley([{"fromEntities": ["kube-apiserver"], "toPorts": [_port(9443)]}])],
+        {"declarations": declarations(istio_webhook())},
+    ),
 }
 
 

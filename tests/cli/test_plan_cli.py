@@ -424,7 +424,9 @@ def test_a_namespace_default_deny_breaks_the_traffic_that_works_there(tmp_path: 
         "shop/frontend",
         "shop/cart",
     )
-    assert broken["traffic"]["flows"] == 6 and broken["policy"] == "shop/default-deny-shop"
+    # the default-deny selects every pod of shop: its rule would let them all through
+    assert broken["traffic"]["flows"] == 6 and broken["policy"] == "shop/cpg-frontend"
+    assert "a new policy of shop/frontend's own" in broken["fix"]
     assert plan["forwarded_flows"] == 7  # what the capture shows, each flow once
     assert "egress nothing (an empty rule selects no peer: default-deny)" in text
     assert "any peer any port" not in text

@@ -341,6 +341,9 @@ class VerifyReport:
     system: int = 0
     """Candidates of workloads in the system namespaces the policies do not admit: replay
     leaves those rules to the user by default (§D47), so they are reported, not misses."""
+    declared: tuple[str, ...] = ()
+    """Dependencies the cluster's objects declare that the policies deny (CPG045, with the
+    declaring object): a verify given the objects fails on each (§D58)."""
 
     def _count(self, kind: str) -> AdmittedCount:
         picked = [c for c in self.checks if c.kind == kind]
@@ -359,7 +362,8 @@ class VerifyReport:
     @property
     def passed(self) -> bool:
         candidates = self.candidates
-        return candidates.admitted == candidates.total and self.explicit_deny.admitted == 0
+        admitted = candidates.admitted == candidates.total
+        return admitted and self.explicit_deny.admitted == 0 and not self.declared
 
     def summary(self) -> str:
         candidates, denied = self.candidates, self.explicit_deny
@@ -369,6 +373,8 @@ class VerifyReport:
         )
         if self.unexpressible:
             line += f" ({self.unexpressible} candidates no rule can express were not checked)"
+        if self.declared:
+            line += f", {len(self.declared)} declared dependencies denied"
         if self.system:
             line += (
                 f" ({self.system} candidates of system-namespace workloads not admitted: left to "

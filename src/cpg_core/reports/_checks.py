@@ -262,6 +262,8 @@ def verify_text(view: VerifyView) -> str:
     for (label, traffic, why), count in lines.items():
         flows = f"({count} flow{'s' if count != 1 else ''})"
         out.append(f"  {label:<13} {traffic} {flows}: {why}")
+    for denied in report.declared:
+        out.append(f"  {'NOT admitted':<13} (declared) {denied}")
     out.append(report.summary())
     return one_line_each(out)
 

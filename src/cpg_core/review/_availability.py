@@ -101,7 +101,8 @@ FIXES = {
     "CPG044": "police those peers in a Cilium policy of the pods (toEntities/fromEntities), or "
     "accept that the Baseline tier leaves them open",
     "CPG045": "admit exactly what the object declares (its peer and port) in the policy of "
-    "that end (cpg replay --declarations writes it), or fix the object if it is stale",
+    "that end (cpg replay given the cluster's declarations writes it), or fix the object if "
+    "it is stale",
 }
 
 

@@ -417,7 +417,7 @@ RULES: dict[str, LintRule] = {
             "warning",
             "A policy polices an end of a connection the cluster's own objects declare (a "
             "webhook or aggregated API the API server calls, a target a Prometheus scrapes, the "
-            "node-local DNS cache) and no rule admits it (with --declarations).",
+            "node-local DNS cache) and no rule admits it (given the cluster's declarations).",
             FIXES["CPG045"],
         ),
         LintRule(
@@ -527,18 +527,22 @@ class Together:
 
 
 def lint_together(
-    texts: Sequence[tuple[str, str]], *, cilium_version: Version = NEWEST
+    texts: Sequence[tuple[str, str]],
+    *,
+    cilium_version: Version = NEWEST,
+    declarations: Declarations | None = None,
 ) -> Together:
     """The availability findings of the policies of every ``(file, text)`` taken together
-    (§D47), each on the file and line of the policy it is about, and the notes they need;
-    files cpg cannot read are left to :func:`lint_text` (CPG001)."""
+    (§D47; with ``declarations``, the dependencies they deny: §D58), each on the file and
+    line of the policy it is about, and the notes they need; files cpg cannot read are left
+    to :func:`lint_text` (CPG001)."""
     read: list[tuple[str, str, Sequence[Any]]] = []
     for file, text in texts:
         try:  # libyaml: lint_text has read the file its own way already, with lines
             read.append((file, text, load_all(text, file)))
         except CpgError:
             continue
-    return _together(read, cilium_version)
+    return _together(read, cilium_version, declarations)
 
 
 def _together(

@@ -20,6 +20,7 @@ from typing import Any, Literal
 import attrs
 
 from cpg_core.base import (
+    NAMESPACE_LABEL,
     DeclaredBy,
     Direction,
     Endpoint,
@@ -44,6 +45,7 @@ from cpg_core.flows import (
     with_known_pod,
 )
 from cpg_core.policy import (
+    NAMESPACED_KIND,
     SECTIONS,
     PolicySet,
     Rule,
@@ -718,8 +720,12 @@ class PlanJudge:
         the policy that holds its traffic is a person's, a shared one, or wider)."""
         target = flow.destination if item.traffic.direction == "ingress" else flow.source
         if item.policy and self._wider(item.policy, target):
+            own = self._own_fit(target, item.traffic.direction)
             item = attrs.evolve(
-                item, policy="", selector={}, why=f"{item.why} ({item.policy} selects more pods)"
+                item,
+                policy=own,
+                selector=_selector(self._after, own, target) if own else {},
+                why=f"{item.why} ({item.policy} selects more pods)",
             )
         narrowable = self._narrowable(target) if not item.narrow_policies else None
         names = [name for name, _, _ in narrowable or []]
@@ -736,11 +742,22 @@ class PlanJudge:
         for policy, spec, _ in self._after.selecting(target):
             if policy.display_name != name:
                 continue
-            if not is_cpgs(policy.document) or is_shared(policy.document):
-                return True
+            if is_shared(policy.document):
+                return True  # its members' pods, by definition
             written = spec.subject.label_map if spec.subject is not None else {}
+            clusterwide = policy.document.get("kind") != NAMESPACED_KIND
+            if clusterwide and written.get(NAMESPACE_LABEL) != target.namespace:
+                return True  # the same labels in every namespace
             return not mine or any(written.get(k) != v for k, v in mine.items())
         return False
+
+    def _own_fit(self, target: Endpoint, way: str) -> str:
+        """The policy of ``target``'s workload's own that selects no pod beyond it and
+        polices ``way`` ("" when none does: the fix names a new one)."""
+        for name in self._after.enforcing(target, way):
+            if not self._wider(name, target):
+                return name
+        return ""
 
     def _narrowable(self, target: Endpoint) -> list[tuple[str, str, Selector | None]] | None:
         """(policy, where in it, endpointSelector) of every proposed spec that selects

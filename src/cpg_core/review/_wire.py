@@ -191,6 +191,7 @@ def _unstructure_verify(report: VerifyReport) -> dict[str, Any]:
         "system_namespaces": report.system,
         "passed": report.passed,
         "checks": [converter.unstructure(c) for c in report.checks],
+        **({"declared_denied": list(report.declared)} if report.declared else {}),
     }
 
 
@@ -199,6 +200,7 @@ def _structure_verify(data: Any, _: Any) -> VerifyReport:
         checks=converter.structure(data.get("checks") or [], tuple[VerifyCheck, ...]),
         unexpressible=int(data.get("unexpressible", 0)),
         system=int(data.get("system_namespaces", 0)),
+        declared=tuple(str(d) for d in data.get("declared_denied") or ()),
     )
 
 

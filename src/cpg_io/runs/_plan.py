@@ -24,7 +24,6 @@ from cpg_core import (
     SessionInfo,
     SessionSource,
     plan,
-    with_declared_entries,
 )
 from cpg_core.cilium import (
     MANAGED_BY_VALUE,
@@ -33,7 +32,7 @@ from cpg_core.cilium import (
     local_cluster_default,
     narrow_in_text,
 )
-from cpg_core.declarations import Declarations
+from cpg_core.declarations import Declarations, with_declared_entries
 from cpg_core.identities import IdentityBook
 from cpg_core.reports import PlanView
 from cpg_core.shadow import WouldBreak

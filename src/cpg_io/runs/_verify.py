@@ -14,10 +14,11 @@ from cpg_core import CheckRequest, DecideOptions, Flow, VerifyReport, verify_flo
 from cpg_core.cilium import local_cluster_default
 from cpg_core.declarations import Catalogue
 from cpg_core.identities import IdentityBook
+from cpg_core.lint import declared_denials
 from cpg_core.reading import time_key
 from cpg_core.reports import VerifyView
 from cpg_core.why import FlowFilter
-from cpg_io.declarations import read_catalogue
+from cpg_io.declarations import read_catalogue, read_declarations
 from cpg_io.evidence_store import EvidenceStore, lenient_reader
 from cpg_io.identities import check_identities
 from cpg_io.kube import cluster_state
@@ -128,5 +129,12 @@ def verify_run(
         evidence=evidence,
         catalogue=read_catalogue(request.catalogue),
     )
-    view = VerifyView(report=verified.report, policies=len(documents), origin=" and ".join(sources))
+    report = verified.report
+    declared = read_declarations(request.declarations, kubeconfig=kubeconfig, context=context)
+    if declared is not None:
+        for note in declared.notes:
+            log.warning("declarations: %s", note)
+        denied = declared_denials(documents, declared)
+        report = attrs.evolve(report, declared=tuple(f"{a.policy}: {a.message}" for a in denied))
+    view = VerifyView(report=report, policies=len(documents), origin=" and ".join(sources))
     return VerifyRun(view=view, stats=verified.stats)
