@@ -134,6 +134,20 @@ def test_declared_dependencies_stay_open_on_the_synthetic_cluster(
         "# TCP/8443 from entity kube-apiserver; declared by MutatingWebhookConfiguration "
         "api-defaults (TCP/8443)"
     ) in said
+    traced = cpg(
+        "trace",
+        "--from",
+        "kube-apiserver",
+        "--to",
+        "app-01:app=api",
+        "--port",
+        "8443/TCP",
+        "-d",
+        str(out),
+        "--declarations",
+        str(objects),
+    )
+    assert "declared: by MutatingWebhookConfiguration api-defaults" in traced.stdout
     lint = cpg("lint", str(out), "--declarations", str(objects))
     assert lint.returncode == 0, lint.stdout  # no CPG045: every declared dependency is open
     explained = cpg("explain", "app-01/api", "-d", str(out))

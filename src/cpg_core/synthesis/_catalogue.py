@@ -78,6 +78,11 @@ class Catalogue:
                 return entry
         return None
 
+    @property
+    def widens(self) -> bool:
+        """Whether an entry writes ports for the whole cluster (not only leaves rules out)."""
+        return any(entry.treatment != "system" for entry in self.entries)
+
     def joined(self, other: Catalogue) -> Catalogue:
         return Catalogue((*self.entries, *other.entries))
 

@@ -375,7 +375,7 @@ def for_the_cluster(
     out = {}
     for target, entries in attribution.items():
         entry = None
-        if scope.catalogue.entries and not scope.is_exact(target):
+        if _may_recognise(scope, target, entries):
             seen = known_labels(target, entries, declared)
             entry = scope.catalogue.recognise(target.namespace, seen)
         wide = _WIDE.get(entry.treatment, "") if entry is not None else ""
@@ -435,6 +435,20 @@ def policed_today(entries: Mapping[Atom, RuleStats]) -> set[str]:
     catalogue leaves a platform workload's rules out only where writing them would police
     it for the first time (learned from traffic that works), never where they fix drops."""
     return {a.direction for a, s in entries.items() if POLICED_CLASSES & s.classes.keys()}
+
+
+def _may_recognise(
+    scope: ClusterScope, target: PolicyTarget, entries: Mapping[Atom, RuleStats]
+) -> bool:
+    """Whether the catalogue could change ``target``'s entries: a treatment that widens, or
+    a direction they would police for the first time (what ``system`` leaves out). A replay
+    of drops, whose every direction is policed today, pays nothing for it."""
+    catalogue = scope.catalogue
+    if not catalogue.entries or scope.is_exact(target):
+        return False
+    if catalogue.widens:
+        return True
+    return bool({a.direction for a in entries} - policed_today(entries))
 
 
 _WIDE = {"cluster-client": EGRESS, "cluster-service": INGRESS}
