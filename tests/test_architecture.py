@@ -105,6 +105,7 @@ PUBLIC_CORE = frozenset(
         "cpg_core.cilium",
         "cpg_core.lazy",
         "cpg_core.declarations",
+        "cpg_core.readiness",
         "cpg_core.identities",
         "cpg_core.lint",
         "cpg_core.model",

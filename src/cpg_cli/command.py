@@ -14,6 +14,7 @@ SECTION_ORDER = (
     "Input",
     "Output",
     "Cluster safety",
+    "Readiness",
     "Evidence",
     "L7",
     "Time window",

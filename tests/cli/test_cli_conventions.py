@@ -305,6 +305,7 @@ def test_help_groups_the_options_and_o_completes_its_formats(tmp_path: Path) -> 
         "Input",
         "Output",
         "Cluster safety",
+        "Readiness",
         "Evidence",
         "L7",
         "Time window",

@@ -91,6 +91,10 @@ RUN_SAMPLES: dict[str, tuple[object, dict[str, object]]] = {
     "identities": (["cluster"], {}),
     "declarations": (["objects.yaml", "cluster"], {}),
     "catalogue": (["none", "mine.yaml"], {}),
+    "ready_min_span": ("2h", {}),
+    "ready_stable_for": ("0", {}),
+    "ready_min_flows": (5, {}),
+    "only_ready": (True, {}),
     "l7": (True, {}),
     "l7_collapse_paths": (True, {"l7": True}),
     "policy_default_local_cluster": ("false", {}),
@@ -142,6 +146,9 @@ CHECK_SAMPLES: dict[str, tuple[object, dict[str, object]]] = {
     "identities": (["cluster"], {}),
     "declarations": (["cluster"], {}),
     "catalogue": (["none"], {}),
+    "ready_min_span": ("2h", {}),
+    "ready_stable_for": ("1h", {}),
+    "ready_min_flows": (5, {}),
 }
 
 

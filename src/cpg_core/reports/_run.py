@@ -13,8 +13,8 @@ import attrs
 
 from cpg_core.base import ClusterHealth, DropRecord, Finding, VerifyReport
 from cpg_core.flows import DECISION_LABELS, Decision, severity_order, top_entries
-from cpg_core.review import converter, to_data
-from cpg_core.synthesis import HeldBack, ReadStats, ScopeReport
+from cpg_core.review import WorkloadProfile, converter, readiness_summary, to_data
+from cpg_core.synthesis import CaptureProfile, HeldBack, ReadStats, ScopeReport
 from cpg_core.text import one_line_each
 
 MAX_FINDINGS_SHOWN = 20
@@ -126,6 +126,11 @@ class RunReport:
     them so that each command runs as printed."""
     declared: DeclaredRead | None = None
     """What was read of the cluster's own objects (``--declarations``), when given."""
+    capture: CaptureProfile | None = None
+    """How long and how wide the capture was (§D59)."""
+    profiles: tuple[WorkloadProfile, ...] = ()
+    """Each workload written, what its evidence shows and whether it is ready (not ready
+    first)."""
 
     def count(self, outcome: str) -> int:
         return sum(1 for f in self.files if f.outcome == outcome)
@@ -163,11 +168,13 @@ def run_text(report: RunReport) -> str:
     drops = sorted(report.health.drops if report.health else (), key=severity_order)
     findings = report.health.findings if report.health else ()
     changed = [f for f in report.files if f.outcome in _CHANGED]
-    lines = _reading_lines(report) + _decision_lines(report) + _no_drops_lines(report)
+    lines = _reading_lines(report) + _capture_lines(report.capture)
+    lines += _decision_lines(report) + _no_drops_lines(report)
     lines += _drop_lines(drops) + _finding_lines(findings)
     lines += _policy_lines(report, changed)
     lines += _scope_lines(report.scope)
     lines += declared_lines(report.declared, report.scope)
+    lines += readiness_lines(report.profiles)
     if drops or findings or report.stats.lost_events:
         lines.append(f"cluster-health.json: {_health_location(report)}")
     if changed and not report.dry_run:
@@ -314,6 +321,14 @@ def _policy_lines(report: RunReport, changed: list[FileOutcome]) -> list[str]:
             f"{report.count('updated')} updated, {unchanged} unchanged"
         )
     lines = ["", head + tail]
+    learning = report.count("keep learning")
+    if learning:
+        lines.append(
+            f"  {_plural(learning, 'policy')} not written: "
+            "its workload should keep learning (--only-ready; its evidence was written)".replace(
+                "policys", "policies"
+            )
+        )
     shared = report.count("shared")
     if shared:
         lines.append(
@@ -461,6 +476,35 @@ def _scope_lines(scope: ScopeReport) -> list[str]:
         )
     if len(scope.system) > MAX_FILES_SHOWN:
         lines.append(f"  … and {len(scope.system) - MAX_FILES_SHOWN} more (-o json)")
+    return lines
+
+
+def _capture_lines(capture: CaptureProfile | None) -> list[str]:
+    """How long and how wide the capture is, in one line."""
+    return [f"Capture: {capture.text()}"] if capture is not None and capture.flows else []
+
+
+MAX_READINESS_SHOWN = 20
+
+
+def readiness_lines(profiles: Sequence[WorkloadProfile]) -> list[str]:
+    """Each workload's readiness, those to keep learning first, with why."""
+    if not profiles:
+        return []
+    lines = ["", f"Readiness: {readiness_summary(profiles)}"]
+    for profile in profiles[:MAX_READINESS_SHOWN]:
+        if profile.ready:
+            lines.append(f"  ready          {profile.name}: {profile.stable_line()}")
+        else:
+            lines.append(f"  keep learning  {profile.name}: {'; '.join(profile.reasons)}")
+    if len(profiles) > MAX_READINESS_SHOWN:
+        lines.append(f"  … and {len(profiles) - MAX_READINESS_SHOWN} more (-o json)")
+    if any(not p.ready for p in profiles):
+        lines.append(
+            "  capture longer (the evidence adds up over runs), or write only the ready ones: "
+            "--only-ready; the thresholds: --ready-min-span, --ready-stable-for, "
+            "--ready-min-flows"
+        )
     return lines
 
 
@@ -669,6 +713,10 @@ def run_data(report: RunReport) -> dict[str, Any]:
         data["identities"] = dict(sorted(report.identities.items()))
     if not report.scope.empty:
         data["cluster_scope"] = attrs.asdict(report.scope)
+    if report.capture is not None:
+        data["capture_profile"] = attrs.asdict(report.capture)
+    if report.profiles:
+        data["readiness"] = [attrs.asdict(p) for p in report.profiles]
     if report.declared is not None:
         data["declarations"] = {
             "sources": list(report.declared.sources),

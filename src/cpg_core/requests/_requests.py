@@ -68,8 +68,12 @@ def parse_cidr(text: str) -> str:
         raise ValueError(f"{shown(text)} is not a CIDR; e.g. 10.0.0.0/8 or 2001:db8::/32") from None
 
 
-def duration_seconds(text: str, field: str, *, maximum: float = MAX_SECONDS) -> float:
-    """A positive duration of at most ``maximum`` seconds."""
+def duration_seconds(
+    text: str, field: str, *, maximum: float = MAX_SECONDS, zero: bool = False
+) -> float:
+    """A positive duration of at most ``maximum`` seconds (``zero``: or 0)."""
+    if zero and text.strip() in ("0", "0s"):
+        return 0.0
     try:
         seconds = parse_duration(text)
     except ValueError as exc:

@@ -24,6 +24,7 @@ from cpg_core.requests._requests import (
     catalogue_sources,
     duration_seconds,
 )
+from cpg_core.review import ReadinessRules
 from cpg_core.synthesis import AggregateOptions
 from cpg_core.text import shown
 
@@ -174,6 +175,10 @@ class RunRequest:
     declarations: tuple[str, ...] = ()
     """Where the cluster's own objects come from (files, folders, or ``cluster``): what they
     declare the cluster depends on is kept open (§D58)."""
+    readiness: ReadinessRules = attrs.Factory(ReadinessRules)
+    """When a workload is ready to enforce (§D59)."""
+    only_ready: bool = False
+    """Write the policies of ready workloads only (the others' evidence still)."""
     fail_on_infra_drops: bool = False
     verify: bool = False
     """After writing, check that the policies admit every candidate flow."""
@@ -223,6 +228,8 @@ class RunRequest:
             max_malformed=values["max_malformed"],
             identities=identity_sources(values["identities"]),
             declarations=identity_sources(values["declarations"], "declarations"),
+            readiness=readiness_rules(values),
+            only_ready=values["only_ready"],
             fail_on_infra_drops=values["fail_on_infra_drops"],
             verify=values["verify"],
             engine=EngineChoice(
@@ -283,6 +290,18 @@ def identity_sources(given: Iterable[str] | None, field: str = "identities") -> 
     return tuple(chosen)
 
 
+def readiness_rules(values: Mapping[str, Any]) -> ReadinessRules:
+    """The readiness settings of a request's values; RequestError names a bad one."""
+    flows = values["ready_min_flows"]
+    if flows < 0:
+        raise RequestError("ready_min_flows", f"{flows}: must be 0 or more")
+    return ReadinessRules(
+        min_span=duration_seconds(values["ready_min_span"], "ready_min_span", zero=True),
+        stable_for=duration_seconds(values["ready_stable_for"], "ready_stable_for", zero=True),
+        min_flows=flows,
+    )
+
+
 def _seconds_between(start: str, end: str) -> float:
     from datetime import datetime
 
@@ -324,6 +343,8 @@ class CheckRequest:
     declarations: tuple[str, ...] = ()
     """Where the cluster's own objects come from (files, folders, or ``cluster``): a declared
     dependency the policies deny is reported (§D58)."""
+    readiness: ReadinessRules = attrs.Factory(ReadinessRules)
+    """When a workload is ready to enforce (§D59)."""
     catalogue: tuple[str, ...] = ()
     """Catalogue files of platform workloads, and ``none`` to leave out the built-in ones:
     verify counts their candidates apart, as replay left their rules out."""
@@ -384,6 +405,7 @@ class CheckRequest:
             policy_map_max=policy_map_max,
             declarations=identity_sources(values["declarations"], "declarations"),
             catalogue=catalogue_sources(values["catalogue"]),
+            readiness=readiness_rules(values),
         )
 
     @property

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     )
     from cpg_core.review._evidence import (
         plan_evidence,
+        rule_records,
     )
     from cpg_core.review._explain import (
         ExplainFilter,
@@ -70,6 +71,16 @@ if TYPE_CHECKING:
     )
     from cpg_core.review._pressure import (
         EndpointPressure,
+    )
+    from cpg_core.review._readiness import (
+        DEFAULT_MIN_FLOWS,
+        DEFAULT_MIN_SPAN,
+        DEFAULT_STABLE_FOR,
+        ReadinessRules,
+        WorkloadProfile,
+        not_ready_first,
+        readiness_summary,
+        workload_profile,
     )
     from cpg_core.review._verify import (
         check_key,
@@ -142,6 +153,15 @@ _WHERE = {
     "declared_denials": "cpg_core.review._availability",
     "dependency_ends": "cpg_core.review._availability",
     "Availability": "cpg_core.review._availability",
+    "ReadinessRules": "cpg_core.review._readiness",
+    "WorkloadProfile": "cpg_core.review._readiness",
+    "workload_profile": "cpg_core.review._readiness",
+    "not_ready_first": "cpg_core.review._readiness",
+    "readiness_summary": "cpg_core.review._readiness",
+    "DEFAULT_MIN_SPAN": "cpg_core.review._readiness",
+    "DEFAULT_STABLE_FOR": "cpg_core.review._readiness",
+    "DEFAULT_MIN_FLOWS": "cpg_core.review._readiness",
+    "rule_records": "cpg_core.review._evidence",
 }
 """Each name other folders take from this layer, and the module that has it."""
 
@@ -150,6 +170,9 @@ __all__ = [
     "BASELINE_GAPS",
     "BASELINE_NOTE",
     "CANNOT_JUDGE",
+    "DEFAULT_MIN_FLOWS",
+    "DEFAULT_MIN_SPAN",
+    "DEFAULT_STABLE_FOR",
     "NEWEST",
     "RULES",
     "SUPPORTED",
@@ -164,12 +187,14 @@ __all__ = [
     "NeedsRule",
     "Plan",
     "PlanJudge",
+    "ReadinessRules",
     "RuleMiss",
     "SchemaCheck",
     "SchemaProblem",
     "StaleRule",
     "UnseenPods",
     "Why",
+    "WorkloadProfile",
     "WouldBreak",
     "also_selected",
     "check_key",
@@ -185,11 +210,14 @@ __all__ = [
     "lint_texts",
     "lint_together",
     "merged_answers",
+    "not_ready_first",
     "parse_version",
     "plan_evidence",
     "policy_namespaces",
+    "readiness_summary",
     "render_explain_json",
     "rule_in_words",
+    "rule_records",
     "seen_at",
     "selects",
     "supported_text",
@@ -199,4 +227,5 @@ __all__ = [
     "traced_flows",
     "unreadable_file",
     "why_names",
+    "workload_profile",
 ]

@@ -76,6 +76,13 @@ if TYPE_CHECKING:
         split_exclusions,
         with_exclusions,
     )
+    from cpg_core.synthesis._profile import (
+        CaptureProfile,
+        at_second,
+        capture_profile,
+        duration_text,
+        seconds_of,
+    )
     from cpg_core.synthesis._render import (
         MANAGED_BY_LABEL,
         MANAGED_BY_VALUE,
@@ -172,6 +179,11 @@ _WHERE = {
     "DeclaredRule": "cpg_core.synthesis._scope",
     "with_declared_entries": "cpg_core.synthesis._aggregate_plans",
     "declaring": "cpg_core.synthesis._declarations",
+    "CaptureProfile": "cpg_core.synthesis._profile",
+    "at_second": "cpg_core.synthesis._profile",
+    "capture_profile": "cpg_core.synthesis._profile",
+    "duration_text": "cpg_core.synthesis._profile",
+    "seconds_of": "cpg_core.synthesis._profile",
 }
 """Each name other folders take from this layer, and the module that has it."""
 
@@ -193,6 +205,7 @@ __all__ = [
     "AggregateOptions",
     "Aggregator",
     "BaselinePolicy",
+    "CaptureProfile",
     "Catalogue",
     "CatalogueError",
     "ClusterScope",
@@ -214,11 +227,14 @@ __all__ = [
     "ScopeReport",
     "SharedPolicy",
     "Sharing",
+    "at_second",
+    "capture_profile",
     "catalogue_from",
     "declarations",
     "declares_anything",
     "declaring",
     "discriminator",
+    "duration_text",
     "evidence_by_policy",
     "exclusion",
     "foreign_policy",
@@ -238,6 +254,7 @@ __all__ = [
     "render_policy",
     "render_shared",
     "rule_yaml",
+    "seconds_of",
     "share_rules",
     "shared_evidence_plan",
     "split_exclusions",

@@ -21,6 +21,7 @@ from cpg_core import (
     Aggregator,
     Atom,
     ClusterHealth,
+    CpgError,
     Decision,
     HeldStats,
     Message,
@@ -35,8 +36,10 @@ from cpg_core import (
 )
 from cpg_core.declarations import Declarations
 from cpg_core.identities import IdentityBook
+from cpg_core.readiness import ReadinessRules, WorkloadProfile, rule_records, workload_profile
 from cpg_core.reports import WaitingPolicy
 from cpg_io.declarations import read_declarations, with_catalogue
+from cpg_io.evidence_store import EvidenceStore
 from cpg_io.hubble import TLSSettings
 from cpg_io.identities import identity_refresh, read_identities
 from cpg_io.kube import RelayConnection
@@ -100,6 +103,10 @@ class LiveSettings:
     """Rules at least this many workloads need go into shared policies (§D43)."""
     baseline: bool = False
     """Shared egress rules in the Baseline tier where they can be (§D44)."""
+    readiness: ReadinessRules = attrs.Factory(ReadinessRules)
+    """When a workload is ready to enforce (§D59)."""
+    only_ready: bool = False
+    """Write the policies of ready workloads only."""
     kustomize: bool = False
     """Keep kustomization files listing cpg's policies (``--kustomize``)."""
     evidence_interval: float = 60.0
@@ -212,6 +219,8 @@ def live_settings(
         min_flows=request.min_flows,
         share=request.shared,
         baseline=request.baseline_format == "kcnp",
+        readiness=request.readiness,
+        only_ready=request.only_ready,
         kustomize=request.kustomize,
         evidence_interval=request.live.evidence_interval,
         stable_for=request.live.stable_for,
@@ -262,6 +271,9 @@ class LiveCapture(RelayReader):
         """Policy files in the output folder after the last flush that wrote (whatever
         session wrote them): unlike ``cpg_policies_written``, it survives a restart."""
         self._unwritten: list[PolicyPlan] = []
+        self._learning: dict[PolicyTarget, PolicyPlan] = {}
+        """With only_ready: the plans of workloads still learning, their evidence written;
+        each flush judges them again (readiness grows with time, not only with flows)."""
         """Plans a flush could not write (a full volume, a folder in the way): the entries
         were drained from the aggregator, so the plans themselves are written again, before
         the next flush's own."""
@@ -381,6 +393,7 @@ class LiveCapture(RelayReader):
             plans = self._stabilized(plans)
         quiet = self._evidence_to_write(quiet, due)
         retry, self._unwritten = self._unwritten, []
+        self._write_ready()
         if not plans and not quiet and not retry:
             return
         with self._lock:
@@ -422,6 +435,45 @@ class LiveCapture(RelayReader):
             self._say_failures(attempts)
         self._note_written(plans, written)
 
+    def _write_ready(self) -> None:
+        """Write the policies of the learning workloads that became ready since (their
+        evidence holds every flow already: it is not written again)."""
+        if not self._learning or self.settings.dry_run:
+            return
+        settings = self.settings
+        ready = [plan for plan in self._learning.values() if self._profile_now(plan).ready]
+        if not ready:
+            return
+        written = write_outputs(
+            ready,
+            settings.output_dir,
+            evidence=None,
+            session=None,
+            health=None,
+            dry_run=False,
+            diff=False,
+            jobs=1,
+            in_cluster=settings.in_cluster,
+            share=settings.share,
+            baseline=settings.baseline,
+        )
+        for plan in ready:
+            del self._learning[plan.target]
+        self._note_written(ready, written)
+
+    def _profile_now(self, plan: PolicyPlan) -> WorkloadProfile:
+        """A learning workload's profile from its evidence as it is now."""
+        settings = self.settings
+        doc = None
+        if settings.evidence is not None:
+            try:
+                store = EvidenceStore(settings.evidence.root, settings.output_dir)
+                doc = store.read(plan.namespace, plan.workload)
+            except CpgError:
+                doc = None
+        records = doc.rules if doc is not None else rule_records(plan.attribution, "", 0)
+        return workload_profile(plan.namespace, plan.workload, records, settings.readiness)
+
     def _write(self, plans: list[PolicyPlan], session: SessionInfo) -> Written:
         """The policies (and evidence) of ``plans``, merged into the output folder."""
         settings = self.settings
@@ -437,6 +489,8 @@ class LiveCapture(RelayReader):
             in_cluster=settings.in_cluster,
             share=settings.share,
             baseline=settings.baseline,
+            readiness=settings.readiness,
+            only_ready=settings.only_ready,
         )
 
     def _say_failures(self, attempts: list[Written]) -> None:
@@ -509,11 +563,19 @@ class LiveCapture(RelayReader):
         tried again next flush), each file's strongest outcome, errors and kustomizations;
         what it could not write is said at once (an ERROR line, the failure counter, and
         ``/healthz`` until a flush writes everything)."""
+        self.result.profiles.update(written.profiles)
         if not self.settings.dry_run:
             failed = {item.path for item in written.files if item.outcome == "failed"}
+            learning = {item.path for item in written.files if item.outcome == "keep learning"}
             store = PolicyStore(self.settings.output_dir)
             for plan in plans:
-                if store.path_for(plan.namespace, plan.workload) in failed:
+                path = store.path_for(plan.namespace, plan.workload)
+                if path in learning:  # the rules of every flush so far, in one plan
+                    earlier = self._learning.get(plan.target)
+                    self._learning[plan.target] = (
+                        plan if earlier is None else plan.joining(earlier, 0)
+                    )
+                if path in failed:
                     self._retry.add(plan.target)
                     self._unwritten.append(plan)
                 else:

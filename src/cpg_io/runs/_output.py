@@ -7,6 +7,7 @@ import contextlib
 import difflib
 import threading
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from cpg_core import (
     CpgError,
     EvidenceError,
     HeldBack,
+    PolicyEvidence,
     PolicyMergeError,
     PolicyPlan,
     PolicyTarget,
@@ -33,6 +35,14 @@ from cpg_core import (
 )
 from cpg_core.cilium import foreign_policy, load_all, load_one, specs_police
 from cpg_core.declarations import Declarations
+from cpg_core.readiness import (
+    CaptureProfile,
+    ReadinessRules,
+    WorkloadProfile,
+    not_ready_first,
+    rule_records,
+    workload_profile,
+)
 from cpg_core.reading import ReadStats
 from cpg_core.reports import DeclaredRead, FileOutcome, RunReport, WaitingPolicy
 from cpg_core.sharing import (
@@ -112,6 +122,10 @@ class RunResult:
     """Why the check could not run (the policies could not be read back)."""
     identity: ReplayIdentity = attrs.Factory(ReplayIdentity)
     """How this replay's inputs relate to the sessions already recorded (§D24)."""
+    capture: CaptureProfile | None = None
+    """How long and how wide the capture was (§D59)."""
+    profiles: dict[str, WorkloadProfile] = attrs.Factory(dict)
+    """``namespace/workload`` → what its evidence shows, and whether it is ready."""
 
     def describe_inputs(self) -> str:
         if len(self.inputs) == 1:
@@ -146,6 +160,9 @@ class Written:
     health_path: Path | None = None
     shared: list[FileResult] = attrs.Factory(list)
     """The shared policies' files (also in ``files``)."""
+    profiles: dict[str, WorkloadProfile] = attrs.Factory(dict)
+    """``namespace/workload`` → what the evidence (or this run) shows of it, and whether its
+    policy is ready to enforce (§D59)."""
 
 
 def write_outputs(
@@ -163,12 +180,18 @@ def write_outputs(
     evidence_only: bool = False,
     share: int = 0,
     baseline: bool = False,
+    readiness: ReadinessRules | None = None,
+    capture: CaptureProfile | None = None,
+    only_ready: bool = False,
 ) -> Written:
     """Write (or diff) the policies, their evidence and cluster-health.json as one batch
     (none of it when ``cancel`` is set before the batch commits). With ``evidence_only`` the
     policy files are neither read nor written: their rules did not change. The rules at least
     ``share`` workloads need go into shared policies (§D43; 0: none; ``baseline``: egress ones
-    in the Baseline tier where they can, §D44); evidence stays whole."""
+    in the Baseline tier where they can, §D44); evidence stays whole. Each workload's
+    readiness is judged from its evidence after this run (``readiness``, the ``capture``'s
+    profile: §D59); with ``only_ready`` the policies of workloads to keep learning are not
+    written, while their evidence is (their readiness accumulates)."""
     result = Written()
     batch = StagedWrites()
     proof: _Proof | None = None
@@ -176,8 +199,28 @@ def write_outputs(
         proof = _Proof(EvidenceStore(evidence.root, output_dir, batch), evidence, session)
         result.evidence_dir = proof.store.base
     store = PolicyStore(output_dir, batch)
+    merged = _merged_evidence(plans, proof)
+    result.profiles = {
+        f"{plan.namespace}/{plan.workload}": workload_profile(
+            plan.namespace,
+            plan.workload,
+            merged[plan].rules if plan in merged else rule_records(plan.attribution, "", 0),
+            readiness or ReadinessRules(),
+            capture,
+        )
+        for plan in plans
+    }
+    learning = {
+        plan
+        for plan in plans
+        if only_ready and not result.profiles[f"{plan.namespace}/{plan.workload}"].ready
+    }
+    if proof is not None:
+        proof = attrs.evolve(proof, merged=merged)
     shared = SharedOutput(Sharing(plans=tuple(plans), shared=()))
-    writer = _PlanWriter(store, batch, proof, dry_run, diff, in_cluster, evidence_only)
+    writer = _PlanWriter(
+        store, batch, proof, dry_run, diff, in_cluster, evidence_only, frozenset(learning)
+    )
     with contextlib.ExitStack() as held:
         if not dry_run:
             # One run at a time reads, merges and writes these folders; temp files an earlier,
@@ -188,7 +231,9 @@ def write_outputs(
                 held.enter_context(folder_lock(proof.store.base, "evidence"))
                 remove_stale_temp_files(proof.store.base)
         if share and not evidence_only:  # read under the lock: another run may be writing them
-            shared = plan_sharing(plans, store, share, baseline)
+            # a workload kept learning is policed by no file, its own or a shared one
+            ready = [p for p in plans if p not in learning]
+            shared = _with_held(plan_sharing(ready, store, share, baseline), plans, learning)
         # Policies and their evidence are rendered and staged in parallel, then made durable
         # and renamed into place as one batch (see StagedWrites).
         try:
@@ -223,9 +268,50 @@ class _Proof:
     store: EvidenceStore
     settings: EvidenceSettings
     session: SessionInfo
+    merged: Mapping[PolicyPlan, PolicyEvidence] = attrs.field(factory=dict, eq=False)
+    """Each plan's evidence after this run, made once (its readiness was judged on it)."""
 
-    def write(self, plan: PolicyPlan) -> str | None:
+    def write(self, plan: PolicyPlan, original: PolicyPlan | None = None) -> str | None:
+        made = self.merged.get(original) if original is not None else None
+        if made is not None and original is not None and plan.workload == original.workload:
+            return write_made_evidence(self.store, plan, made)
         return write_evidence(self.store, plan, self.session, self.settings)
+
+
+def _merged_evidence(
+    plans: Sequence[PolicyPlan], proof: _Proof | None
+) -> dict[PolicyPlan, PolicyEvidence]:
+    """Each plan's evidence as this run will leave it (what its readiness is judged on); a
+    plan whose evidence cannot be read is left out (its writer names the problem)."""
+    if proof is None:
+        return {}
+    made = {}
+    settings = proof.settings
+    for plan in plans:
+        try:
+            doc = plan_evidence(
+                plan,
+                proof.session,
+                proof.store.read(plan.namespace, plan.workload),
+                max_samples=settings.max_samples,
+                max_sessions=settings.max_sessions,
+                replaces=settings.replaces,
+            )
+        except (EvidenceError, StoreError):
+            continue
+        made[plan] = redact_ips(doc)[0] if settings.redact else doc
+    return made
+
+
+def _with_held(
+    shared: SharedOutput, plans: Sequence[PolicyPlan], held: AbstractSet[PolicyPlan]
+) -> SharedOutput:
+    """The sharing of the plans not held, with each held plan back in its place, whole."""
+    if not held:
+        return shared
+    reduced = iter(shared.sharing.plans)
+    placed = tuple(plan if plan in held else next(reduced) for plan in plans)
+    return attrs.evolve(shared, sharing=attrs.evolve(shared.sharing, plans=placed))
 
 
 @attrs.frozen
@@ -240,6 +326,8 @@ class _PlanWriter:
     diff: bool
     in_cluster: Mapping[tuple[str, str], Mapping[str, Any]] | None
     evidence_only: bool
+    held: frozenset[PolicyPlan] = frozenset()
+    """Plans of workloads to keep learning: their evidence is written, not their policy."""
 
     def __call__(self, pair: tuple[PolicyPlan, PolicyPlan]) -> _Outcome:
         plan, reduced = pair  # the whole plan, and what is left of it once shared
@@ -248,7 +336,7 @@ class _PlanWriter:
             error = None
             if self.proof is not None and written.plan is not None and written.outcome != "failed":
                 whole = attrs.evolve(plan, workload=written.plan.workload, name=written.plan.name)
-                error = self.proof.write(whole)
+                error = self.proof.write(whole, plan)
         except BaseException:
             StagedWrites.discard(self.batch.take())  # nothing this plan staged outlives it
             raise
@@ -264,6 +352,8 @@ class _PlanWriter:
         path = self.store.path_for(plan.namespace, plan.workload)
         if self.evidence_only:
             return FileResult(path=path, outcome="unchanged", plan=plan)
+        if plan in self.held:
+            return FileResult(path=path, outcome="keep learning", plan=plan)
         if not reduced.rules and plan.rules and not path.exists():
             # every rule it needs is in shared policies: no file of its own
             return FileResult(path=path, outcome="shared", plan=plan)
@@ -441,6 +531,15 @@ class _Outcome:
     staged: list[tuple[str, Path]]
     name: tuple[str, str] | None
     """(workload, policy name) the plan was finally written under."""
+
+
+def write_made_evidence(store: EvidenceStore, plan: PolicyPlan, doc: PolicyEvidence) -> str | None:
+    """Write one policy's evidence as :func:`_merged_evidence` made it; the error, if any."""
+    try:
+        store.write(plan.namespace, plan.workload, doc)
+    except (EvidenceError, StoreError) as exc:
+        return str(exc)
+    return None
 
 
 def write_evidence(
@@ -640,6 +739,8 @@ def run_report(
         inputs=tuple(result.inputs if inputs is None else inputs),
         scope=agg.scope,
         declared=declared_read(agg.options.declarations),
+        capture=result.capture,
+        profiles=tuple(not_ready_first(result.profiles.values())),
         overflow=dict(agg.overflow),
         caps={
             "policies": agg.options.max_policies,

@@ -31,6 +31,7 @@ from cpg_core import (
     held_back,
     hold_back,
 )
+from cpg_core.readiness import ReadinessRules, capture_profile
 from cpg_core.reading import ReadStats
 from cpg_io.declarations import read_catalogue, read_declarations, with_catalogue
 from cpg_io.engines import Engine, InProcess, choose_engine
@@ -117,6 +118,8 @@ def replay(
         cancel=cancel,
         clock=clock,
         session_id=session_id,
+        readiness=request.readiness,
+        only_ready=request.only_ready,
     )
     if request.verify and not run_failed(result):
         try:
@@ -234,6 +237,8 @@ def replay_capture(
     cancel: threading.Event | None = None,
     clock: Callable[[], datetime] = utc_now,
     session_id: str | None = None,
+    readiness: ReadinessRules | None = None,
+    only_ready: bool = False,
 ) -> RunResult:
     """Replay the (already expanded) ``files`` into ``output_dir`` and its evidence, or diff
     them in a dry run. Setting ``cancel`` stops the run (Cancelled) at the next block or
@@ -278,6 +283,9 @@ def replay_capture(
         plans, held = hold_back(plans, min_flows, max_samples=options.max_samples)
         result.held_back = held_back(held)
         result.min_flows = min_flows
+    result.capture = capture_profile(
+        aggregator.window(), aggregator.decisions, {p.target: p.attribution for p in plans}
+    )
     watch.writing(len(plans))
     written = write_outputs(
         plans,
@@ -291,7 +299,11 @@ def replay_capture(
         cancel=cancel,
         share=share,
         baseline=baseline,
+        readiness=readiness,
+        capture=result.capture,
+        only_ready=only_ready,
     )
+    result.profiles = written.profiles
     result.files = written.files
     result.evidence_errors = written.evidence_errors
     result.evidence_dir = written.evidence_dir

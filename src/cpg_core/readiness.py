@@ -1,0 +1,39 @@
+"""Knowing when a capture is enough (ARCHITECTURE §D59): how long and how wide a capture is,
+what it shows of each workload (its span, flows, peers and learning curve), and whether the
+workload's policy is ready to enforce or should keep learning, with the reason."""
+
+from cpg_core.review import (
+    DEFAULT_MIN_FLOWS,
+    DEFAULT_MIN_SPAN,
+    DEFAULT_STABLE_FOR,
+    ReadinessRules,
+    WorkloadProfile,
+    not_ready_first,
+    readiness_summary,
+    rule_records,
+    workload_profile,
+)
+from cpg_core.synthesis import (
+    CaptureProfile,
+    at_second,
+    capture_profile,
+    duration_text,
+    seconds_of,
+)
+
+__all__ = [
+    "DEFAULT_MIN_FLOWS",
+    "DEFAULT_MIN_SPAN",
+    "DEFAULT_STABLE_FOR",
+    "CaptureProfile",
+    "ReadinessRules",
+    "WorkloadProfile",
+    "at_second",
+    "capture_profile",
+    "duration_text",
+    "not_ready_first",
+    "readiness_summary",
+    "rule_records",
+    "seconds_of",
+    "workload_profile",
+]
