@@ -1,4 +1,4 @@
-"""A synthetic cluster capture: ``python benchmarks/synthetic.py WORKLOADS OUT.jsonl``.
+"""A synthetic cluster capture: ``python benchmarks/synthetic.py WORKLOADS OUT.jsonl [--days N]``.
 
 N application workloads in about sqrt(N) namespaces (``app-01`` …), each namespace a small
 service chain (``web`` → ``api`` → ``db``, the rest called by ``api``, a few calls across
@@ -22,6 +22,7 @@ import json
 import math
 import sys
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +116,7 @@ def _record(
         else {"TCP": {"source_port": 40000, "destination_port": port, "flags": {"SYN": True}}}
     )
     body: dict[str, Any] = {
-        "time": f"2026-11-02T{10 + second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}Z",
+        "time": (START + timedelta(seconds=second)).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "verdict": verdict,
         "IP": {
             "source": _ip(src["identity"]),
@@ -172,6 +173,65 @@ def records(workloads: int) -> Iterator[dict[str, Any]]:
                     )
 
 
+START = datetime(2026, 11, 2, 10, 0, 0)
+"""The first flow's time."""
+NIGHTLY = _endpoint("ops", "nightly-backup", 304)
+"""A job that runs once in the night of a long capture: its one flow is in the policy."""
+EVERY = 1800
+"""Seconds between two rounds of a long capture's traffic."""
+
+
+def late(workload: dict[str, Any]) -> bool:
+    """Whether a workload gains a new rule late in a long capture (one in five)."""
+    return int(workload["identity"]) % 5 == 0
+
+
+def long_records(workloads: int, days: float) -> Iterator[dict[str, Any]]:
+    """A capture over ``days`` days: every connection once per half hour, drops at both
+    ends; a fifth of the workloads (:func:`late`) gain a new peer on TCP/7000 in the last
+    tenth of the window (their rules are still growing); and a nightly job reaches app-01's
+    db once, at 02:00 of the first night."""
+    span = int(days * 86_400)
+    links = list(connections(workloads))
+    for round_start in range(0, span, EVERY):
+        for offset, (src, dst, protocol, port) in enumerate(links):
+            second = round_start + offset % EVERY
+            yield from _dropped(src, dst, protocol, port, second)
+    newcomer = span - span // 10
+    for _namespace, members in endpoints(workloads):
+        for workload in members:
+            if late(workload):
+                peer = members[0] if members[0] is not workload else members[-1]
+                for second in range(newcomer, span, EVERY):
+                    yield from _dropped(peer, workload, "TCP", 7000, second)
+    db = next(
+        (w for ns, members in endpoints(workloads) if ns == "app-01" for w in members[2:3]),
+        None,
+    )
+    if db is not None:
+        night = int((START.replace(hour=2) + timedelta(days=1) - START).total_seconds())
+        if night < span:
+            yield from _dropped(NIGHTLY, db, "TCP", 5432, night)
+
+
+def _dropped(
+    src: dict[str, Any], dst: dict[str, Any], protocol: str, port: int, second: int
+) -> Iterator[dict[str, Any]]:
+    world_ip = f"203.0.113.{src['identity'] % 250 + 1}" if dst is WORLD else ""
+    for direction, policed in (("EGRESS", src), ("INGRESS", dst)):
+        if "namespace" in policed:
+            yield _record(
+                src,
+                dst,
+                protocol,
+                port,
+                direction=direction,
+                verdict="DROPPED",
+                second=second,
+                world_ip=world_ip,
+            )
+
+
 OUTSIDE = "outside the cluster"
 CLUSTER_OWN = "nodes and API server"
 
@@ -203,19 +263,28 @@ def namespace_pairs(workloads: int) -> set[tuple[str, str]]:
     return pairs
 
 
-def synthetic_capture(path: Path, workloads: int) -> Path:
-    """Write the capture of ``workloads`` application workloads to ``path``."""
+def synthetic_capture(path: Path, workloads: int, days: float = 0) -> Path:
+    """Write the capture of ``workloads`` application workloads to ``path`` (over ``days``
+    days when given: :func:`long_records`)."""
+    made = long_records(workloads, days) if days else records(workloads)
     with path.open("w") as out:
-        for record in records(workloads):
+        for record in made:
             out.write(json.dumps(record, separators=(",", ":")) + "\n")
     return path
 
 
 def main(argv: list[str]) -> int:
+    days = 0.0
+    if len(argv) == 4 and argv[2] == "--days":
+        days = float(argv[3])
+        argv = argv[:2]
     if len(argv) != 2 or not argv[0].isdigit():
-        print("usage: python benchmarks/synthetic.py WORKLOADS OUT.jsonl", file=sys.stderr)
+        print(
+            "usage: python benchmarks/synthetic.py WORKLOADS OUT.jsonl [--days N]",
+            file=sys.stderr,
+        )
         return 2
-    path = synthetic_capture(Path(argv[1]), int(argv[0]))
+    path = synthetic_capture(Path(argv[1]), int(argv[0]), days)
     lines = sum(1 for _ in path.open())
     spaces = layout(int(argv[0]))
     print(f"{path}: {lines} flows, {argv[0]} workloads in {len(spaces)} namespaces")

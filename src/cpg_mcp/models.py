@@ -211,6 +211,7 @@ PlanSection = Literal[
     "policy_map",
     "also_selected",
     "confidence",
+    "readiness",
 ]
 """The plan's lists, each paged on its own (get_plan's ``section``): the first is what a
 reviewer acts on first."""
@@ -276,6 +277,17 @@ class PlanResult(BaseModel):
     )
     confidence: _field_of(Plan, "confidence") = Field(  # type: ignore[valid-type]
         default=None, description="section confidence: the traffic behind each proposed rule"
+    )
+    readiness: _field_of(Plan, "readiness") = Field(  # type: ignore[valid-type]
+        default=None,
+        description="section readiness: each proposed policy's workload, ready to enforce or "
+        "to keep learning (with the reasons: observed too briefly, too few flows, rules still "
+        "appearing), those to keep learning first",
+    )
+    capture: _field_of(Plan, "capture") = Field(  # type: ignore[valid-type]
+        default=None,
+        description="how long and how wide the capture judged is: its first and last flow, "
+        "span in seconds, flows and protocols",
     )
     policy_map_max: int = Field(default=16_384, description="the bpf-policy-map-max judged against")
     so_far: bool | None = Field(

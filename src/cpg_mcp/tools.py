@@ -639,6 +639,7 @@ def _plan_result(
                 "message": CANNOT_JUDGE if data["verdict"] == "cannot_judge" else None,
                 "would_break_flows": data["would_break_flows"],
                 "policy_map_max": data["policy_map_max"],
+                "capture": data.get("capture"),
                 "so_far": True if so_far else None,
                 "totals": {name: len(data[name]) for name in PLAN_LISTS},
                 "section": section,

@@ -72,6 +72,7 @@ def report(
         health=inputs.health,
         plan=inputs.plan,
         declared=inputs.declared,
+        profiles=inputs.profiles(),
     )
     tidy = [str(clean(line, keep_newlines=True)) for line in head]
     return tidy, [

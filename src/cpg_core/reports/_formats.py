@@ -82,6 +82,7 @@ def _review_markdown(review: Review) -> str:
         max_size=review.max_size,
         full_report=review.full_report,
         declared=inputs.declared,
+        profiles=inputs.profiles(),
     )
 
 

@@ -41,8 +41,8 @@ from cpg_core.reports._layout import (
 )
 from cpg_core.reports._markdown import confidence, learned
 from cpg_core.reports._matrix import Matrix, namespace_matrix, newly_enforced
-from cpg_core.review import Plan, rule_in_words, seen_at, to_data
-from cpg_core.synthesis import MANAGED_BY_LABEL, MANAGED_BY_VALUE
+from cpg_core.review import Plan, WorkloadProfile, rule_in_words, seen_at, to_data
+from cpg_core.synthesis import MANAGED_BY_LABEL, MANAGED_BY_VALUE, seconds_of
 from cpg_core.text import clean_text
 
 NODE_W, NODE_H = 160, 30
@@ -402,6 +402,16 @@ def html_report(*, title: str, inputs: ReviewInputs) -> str:
         for d in sorted(health.drops if health else (), key=lambda d: (-d.count, d.reason))
     ]
     breaks = _would_break(inputs.plan)
+    readiness = [
+        {
+            "name": p.name,
+            "verdict": p.verdict,
+            "ready": p.ready,
+            "why": "; ".join(p.reasons) if not p.ready else p.stable_line(),
+            "points": curve_points(p),
+        }
+        for p in inputs.profiles()
+    ]
     import jinja2  # only an HTML report needs it: every other command starts without it
 
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
@@ -436,9 +446,32 @@ def html_report(*, title: str, inputs: ReviewInputs) -> str:
         matrix_first=len(matrix.groups) > MATRIX_ABOVE,
         coverage=covered,
         coverage_rows=_coverage_rows(covered),
+        readiness=readiness,
+        ready=sum(1 for r in readiness if r["ready"]),
         policy_map=inputs.plan.policy_map if inputs.plan else (),
         policy_map_max=f"{inputs.plan.policy_map_max:,}" if inputs.plan else "",
     )
+
+
+def curve_points(profile: WorkloadProfile, width: int = 120, height: int = 28) -> str:
+    """The learning curve as an SVG polyline's points: time across, rules up (a step per
+    new rule), in a box of ``width`` by ``height``; "" with no point."""
+    curve = profile.curve
+    if not curve:
+        return ""
+    times = [seconds_of(t) or 0.0 for t, _ in curve]
+    start, end = times[0], max(times[-1], seconds_of(profile.last) or times[-1])
+    span = end - start or 1.0
+    top = curve[-1][1] or 1
+    points = []
+    previous_y = height - 2.0
+    for when, (_, rules) in zip(times, curve, strict=True):
+        x = round(2 + (when - start) / span * (width - 4), 1)
+        y = round(height - 2 - rules / top * (height - 4), 1)
+        points += [f"{x},{previous_y}", f"{x},{y}"]
+        previous_y = y
+    points.append(f"{width - 2},{previous_y}")
+    return " ".join(points)
 
 
 TEMPLATE = """{% macro draw(v) %}<g class="view" data-view="{{ v.name }}" data-title="{{ v.title }}" data-w="{{ v.width|round|int }}" data-h="{{ v.height|round|int }}">
@@ -551,6 +584,9 @@ td.cell:hover { outline: 2px solid #1d4ed8; }
 {% for v in views[1:] %}<template class="later" data-view="{{ v.name }}"><svg xmlns="http://www.w3.org/2000/svg">{{ draw(v) }}</svg></template>
 {% endfor %}<aside>
   <div id="panel"><p>{% if overview %}Click a namespace to see its workloads and their peers; {% endif %}Click a workload to see its policy and the evidence behind each rule.</p></div>
+  {% if readiness %}<section id="readiness"><h2>Readiness: {{ ready }} of {{ readiness|length }} workloads ready to enforce</h2>
+  <p>Each workload's learning curve (its rules as they first appeared); keep learning until it was observed long enough, on enough flows, and its rules stopped growing.</p>
+  <table><tr><th>workload</th><th>verdict</th><th>rules over time</th><th>why</th></tr>{% for r in readiness %}<tr class="{{ 'ready' if r.ready else 'learning' }}"><td>{{ r.name }}</td><td>{{ r.verdict }}</td><td>{% if r.points %}<svg class="curve" width="120" height="28" viewBox="0 0 120 28"><polyline fill="none" stroke="#2563eb" stroke-width="1.5" points="{{ r.points }}"/></svg>{% endif %}</td><td>{{ r.why }}</td></tr>{% endfor %}</table></section>{% endif %}
   {% if breaks %}<section id="would-break"><h2>Would break ({{ data.breaks|length }})</h2>
   <p>Traffic that works today and would stop: why, and the fix (a narrower selector first where there is one, else the rule to add).</p>
   {% for b in breaks %}<div class="break"><p><strong>{{ b.traffic }}</strong> ({{ b.flows }} flows)</p><p>Why: {{ b.why }}</p><p>Fix: {{ b.fix }}</p>{% if b.narrow or b.rule %}<details><summary>YAML to paste</summary>{% if b.narrow %}<p>Narrow {{ b.narrowed }}:</p><pre class="fix-yaml">{{ b.narrow }}</pre>{% endif %}{% if b.rule %}<p>{% if b.narrow %}Or add{% else %}Add{% endif %} to {{ b.policy }}:</p><pre class="fix-yaml">{{ b.rule }}</pre>{% endif %}</details>{% endif %}</div>

@@ -22,8 +22,10 @@ from cpg_core.reports._mermaid import mermaid_graphs
 from cpg_core.review import (
     Availability,
     Plan,
+    WorkloadProfile,
     WouldBreak,
     also_selected,
+    readiness_summary,
     rule_in_words,
     seen_at,
 )
@@ -124,6 +126,7 @@ def markdown_report(
     max_size: int = 0,
     full_report: str = "",
     declared: Sequence[Availability] = (),
+    profiles: Sequence[WorkloadProfile] = (),
 ) -> str:
     """The report, what a reviewer acts on first: the verdict, what would break (with why and
     the fix), what the proposal newly enforces, the findings; then coverage, the policies' rules
@@ -138,6 +141,7 @@ def markdown_report(
         health=health,
         plan=plan,
         declared=declared,
+        profiles=profiles,
     )
     return "\n".join(_fit(head, sections, max_size, full_report))
 
@@ -150,6 +154,7 @@ def markdown_sections(
     health: ClusterHealth | None = None,
     plan: Plan | None = None,
     declared: Sequence[Availability] = (),
+    profiles: Sequence[WorkloadProfile] = (),
 ) -> tuple[list[str], Sections]:
     """The report's head (title and summary) and its sections as blocks, for a reader that
     pages them (cpg-mcp's get_report) rather than cuts them."""
@@ -169,6 +174,8 @@ def markdown_sections(
     head = [f"# cpg report: {_cell(title)}", ""]
     head += _summary_lines(names, evidence, findings, drops, plan)
     sections: Sections = []
+    if profiles:
+        sections.append(("readiness", _readiness_blocks(profiles)))
     if plan is not None:
         sections += [
             ("would break", _would_break_blocks(plan)),
@@ -316,6 +323,33 @@ def _would_break_blocks(plan: Plan) -> list[Block]:
     for item in plan.would_break[:FIXES_SHOWN]:
         blocks.append(_fix_block(item))
     return blocks
+
+
+def _readiness_blocks(profiles: Sequence[WorkloadProfile]) -> list[Block]:
+    """Each workload, those to keep learning first: why, or how long it has been stable."""
+    rows = []
+    for p in profiles[:MAX_ROWS]:
+        said = "; ".join(p.reasons) if not p.ready else p.stable_line()
+        rows.append(f"| {_cell(p.name)} | {p.verdict} | {_cell(said)} |")
+    learning = sum(1 for p in profiles if not p.ready)
+    return _table(
+        [
+            f"## Readiness: {readiness_summary(profiles)}",
+            "",
+            (
+                f"{learning} should keep learning: apply their policies once the capture "
+                "(the evidence adds up over runs) holds enough, or write only the ready ones "
+                "(cpg replay --only-ready)."
+                if learning
+                else "Every workload was observed long enough, with enough flows, and its "
+                "rules stopped growing."
+            ),
+            "",
+        ],
+        "| workload | verdict | why |",
+        rows,
+        max(0, len(profiles) - MAX_ROWS),
+    )
 
 
 def _declared_blocks(declared: Sequence[Availability]) -> list[Block]:

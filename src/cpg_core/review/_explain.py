@@ -28,8 +28,9 @@ from cpg_core.base import (
     Verdict,
 )
 from cpg_core.review._behind import seen_at
+from cpg_core.review._readiness import ReadinessRules, workload_profile
 from cpg_core.review._wire import to_json
-from cpg_core.synthesis import CLUSTER_WHY, FOR_CLUSTER
+from cpg_core.synthesis import CLUSTER_WHY, FOR_CLUSTER, duration_text
 
 if TYPE_CHECKING:  # _filters reads requests, which read this module
     from cpg_core.flows import FlowFilter
@@ -209,6 +210,31 @@ Line = tuple[str, str]
 (or whether) to colour it."""
 
 
+def _count(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+def _readiness_lines(doc: PolicyEvidence) -> list[Line]:
+    """How long and how much of the workload the evidence holds, and whether its policy is
+    ready to enforce (with the default thresholds: §D59)."""
+    profile = workload_profile(
+        doc.policy.namespace, doc.policy.workload, doc.rules, ReadinessRules()
+    )
+    if not profile.rules:
+        return []
+    seen = (
+        f"Observed {duration_text(profile.span_seconds)} ({profile.first} → {profile.last}), "
+        f"{_count(profile.flows, 'flow')}, {_count(profile.peers, 'peer')}, "
+        f"{_count(profile.rules, 'rule')}; " + profile.stable_line().split(" (observed", 1)[0]
+    )
+    lines: list[Line] = [("", seen)]
+    if profile.ready:
+        lines.append(("", "Ready to enforce."))
+    else:
+        lines.append(("warn", f"Keep learning: {'; '.join(profile.reasons)}."))
+    return lines
+
+
 def explain_lines(doc: PolicyEvidence, f: ExplainFilter, where: str = "") -> list[Line]:
     policy = doc.policy
     lines: list[Line] = [
@@ -230,6 +256,7 @@ def explain_lines(doc: PolicyEvidence, f: ExplainFilter, where: str = "") -> lis
         )
     if where:
         lines.append(("dim", f"Evidence: {where}"))
+    lines += _readiness_lines(doc)
     rules = matched_rules(doc, f)
     lines.append(("", ""))
     if not rules:

@@ -73,16 +73,25 @@ from cpg_core.review._availability import (
 )
 from cpg_core.review._owners import AlsoSelected, also_selected, is_cpgs
 from cpg_core.review._pressure import POLICY_MAP_MAX, EndpointPressure, policy_map_pressure
+from cpg_core.review._readiness import (
+    ReadinessRules,
+    WorkloadProfile,
+    not_ready_first,
+    workload_profile,
+)
 from cpg_core.review._verify import traffic_line
 from cpg_core.synthesis import (
     DEFAULT_SERVICE_NAMESPACES,
+    CaptureProfile,
     Declarations,
+    at_second,
     discriminator,
     exclusion,
     is_shared,
     narrowed_yaml,
     narrowing_yaml,
     rule_yaml,
+    seconds_of,
     unknown_pod_peer,
 )
 
@@ -216,6 +225,11 @@ class Plan:
     unjudged_flows: int = 0
     """Flows of kinds of traffic a live session saw first once its cap on kinds was reached:
     not judged, so the plan cannot say they keep working."""
+    capture: CaptureProfile | None = None
+    """How long and how wide the capture judged is (§D59)."""
+    readiness: tuple[WorkloadProfile, ...] = ()
+    """The proposed policies' workloads, ready to enforce or to keep learning (from their
+    evidence), those to keep learning first."""
 
     @property
     def overflows(self) -> bool:
@@ -372,6 +386,7 @@ def plan(
     allow_localhost: bool = True,
     policy_map_max: int = POLICY_MAP_MAX,
     declarations: Declarations | None = None,
+    readiness: ReadinessRules | None = None,
 ) -> Plan:
     """The plan of applying ``proposal`` on top of ``current`` (None: infer what is policed
     from the flows), judged on ``flows`` (a capture with every verdict), and on what the
@@ -390,6 +405,7 @@ def plan(
         allow_localhost=allow_localhost,
         policy_map_max=policy_map_max,
         declarations=declarations,
+        readiness=readiness,
     )
     for flow in flows:
         judge.add(flow)
@@ -425,8 +441,13 @@ class PlanJudge:
         policy_map_max: int = POLICY_MAP_MAX,
         max_kinds: int = 0,
         declarations: Declarations | None = None,
+        readiness: ReadinessRules | None = None,
     ) -> None:
         self.policy_map_max = policy_map_max
+        self.readiness_rules = readiness or ReadinessRules()
+        self._first = ""
+        self._last = ""
+        self._protocols: Counter[str] = Counter()
         self.declarations = declarations
         """What the cluster's objects declare it depends on: each dependency the policies
         after the proposal deny would break (§D58)."""
@@ -472,6 +493,7 @@ class PlanJudge:
 
     def add(self, flow: Flow) -> None:
         self.flows += 1
+        self._measure(flow)
         kept = self.kept
         kept.note_pod(self._pods, flow.source, flow.source_ip)
         kept.note_pod(self._pods, flow.destination, flow.destination_ip)
@@ -516,6 +538,17 @@ class PlanJudge:
                     group = self._mirrored[key] = FlowGroup(mirror)
                 group.flows += 1
 
+    def _measure(self, flow: Flow) -> None:
+        """The capture's span and protocols (how long and how wide it is: §D59)."""
+        when = flow.time
+        if when:
+            if not self._first or when < self._first:
+                self._first = when
+            if when > self._last:
+                self._last = when
+        protocol = flow.protocol
+        self._protocols["ICMP" if protocol.startswith("ICMP") else protocol] += 1
+
     def snapshot(self) -> PlanJudge:
         """A copy of what the flows added so far left, to plan from while :meth:`add` goes
         on (a stream need not wait for a plan): what ``add`` changes is copied (a few ms for
@@ -526,6 +559,7 @@ class PlanJudge:
         copied._mirrored = {k: FlowGroup(g.first, g.flows) for k, g in self._mirrored.items()}
         copied._undirected = {k: FlowGroup(g.first, g.flows) for k, g in self._undirected.items()}
         copied._policed = set(self._policed)
+        copied._protocols = Counter(self._protocols)
         copied._pods = dict(self._pods)
         copied._names = {ip: list(names) for ip, names in self._names.items()}
         copied.kept = Kept(self.kept.cap)
@@ -609,7 +643,34 @@ class PlanJudge:
             also_selected=self._also_selected,
             availability=self._availability(),
             unjudged_flows=self.kept.unjudged,
+            capture=self._capture(),
+            readiness=self._readiness(),
         )
+
+    def _capture(self) -> CaptureProfile:
+        """How long and how wide the capture judged is: its span, flows and protocols."""
+        start, end = seconds_of(self._first), seconds_of(self._last)
+        return CaptureProfile(
+            first=at_second(self._first),
+            last=at_second(self._last),
+            span_seconds=round(end - start, 3) if start is not None and end is not None else 0.0,
+            flows=self.flows,
+            protocols=dict(sorted((p, n) for p, n in self._protocols.items() if p)),
+        )
+
+    def _readiness(self) -> tuple[WorkloadProfile, ...]:
+        """The proposed policies' workloads as their evidence shows them."""
+        found = []
+        for name in sorted({policy_name(p) for p in self.proposal} - self._shared_names):
+            doc = self.evidence.get(name)
+            if doc is None:
+                continue
+            found.append(
+                workload_profile(
+                    doc.policy.namespace, doc.policy.workload, doc.rules, self.readiness_rules
+                )
+            )
+        return tuple(not_ready_first(found))
 
     def _availability(self) -> tuple[Availability, ...]:
         """The availability findings the proposal brings: those of the proposed policies

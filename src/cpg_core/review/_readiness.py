@@ -63,6 +63,8 @@ class WorkloadProfile:
     """Rules a flow asked for (rules written for the cluster or declared are not counted)."""
     last_new_rule: str
     """When its newest rule first appeared."""
+    stable_seconds: float = 0.0
+    """From its newest rule to its last flow: how long its rules have not grown."""
     protocols: tuple[str, ...]
     curve: tuple[tuple[str, int], ...]
     """Its learning curve: (time, rules known by then), at most 24 points."""
@@ -82,9 +84,9 @@ class WorkloadProfile:
         """``stable for 3 d 4 h: no new rule since 2026-…Z`` (or how long it was observed)."""
         if not self.last_new_rule:
             return "no flow behind its rules"
-        quiet = max(0.0, (seconds_of(self.last) or 0.0) - (seconds_of(self.last_new_rule) or 0.0))
         return (
-            f"stable for {duration_text(quiet)}: no new rule since {self.last_new_rule} "
+            f"stable for {duration_text(self.stable_seconds)}: no new rule since "
+            f"{self.last_new_rule} "
             f"(observed {duration_text(self.span_seconds)}, {self.flows:,} flows)"
         )
 
@@ -118,6 +120,7 @@ def workload_profile(
         peers=len({_peer_text(r) for r in seen}),
         rules=len(seen),
         last_new_rule=at_second(newest),
+        stable_seconds=round(end - firsts[-1], 3) if end is not None and firsts else 0.0,
         protocols=protocols,
         curve=_curve(firsts),
         ready=not reasons,

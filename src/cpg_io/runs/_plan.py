@@ -34,6 +34,7 @@ from cpg_core.cilium import (
 )
 from cpg_core.declarations import Declarations, with_declared_entries
 from cpg_core.identities import IdentityBook
+from cpg_core.readiness import ReadinessRules
 from cpg_core.reports import PlanView
 from cpg_core.shadow import WouldBreak
 from cpg_core.sharing import evidence_by_policy
@@ -77,6 +78,7 @@ def plan_capture(
     policy_map_max: int = 16_384,
     tally: ReviewTally | None = None,
     declarations: Declarations | None = None,
+    readiness: ReadinessRules | None = None,
 ) -> PlannedCapture:
     """The plan of ``proposal`` over a capture; UnreadableInput when it holds no record;
     Cancelled soon after ``cancel`` is set."""
@@ -98,6 +100,7 @@ def plan_capture(
         allow_localhost=allow_localhost,
         policy_map_max=policy_map_max,
         declarations=declarations,
+        readiness=readiness,
     )
     capture.check_readable()
     if evidence is not None and proposal and not found and not problems:
@@ -215,6 +218,7 @@ def plan_run(
         policy_map_max=request.policy_map_max,
         tally=tally,
         declarations=judged.declarations,
+        readiness=request.readiness,
     )
     view = PlanView(plan=planned.plan, proposal=str(folder), origin=origin, policies=len(proposal))
     return PlanRun(view=view, stats=planned.stats, problems=problems + planned.problems)
