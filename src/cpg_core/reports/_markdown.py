@@ -339,7 +339,7 @@ def _readiness_blocks(profiles: Sequence[WorkloadProfile]) -> list[Block]:
             (
                 f"{learning} should keep learning: apply their policies once the capture "
                 "(the evidence adds up over runs) holds enough, or write only the ready ones "
-                "(cpg replay --only-ready)."
+                "(the only-ready option of cpg replay and generate)."
                 if learning
                 else "Every workload was observed long enough, with enough flows, and its "
                 "rules stopped growing."
