@@ -309,9 +309,9 @@ _PlanSection = Annotated[
 _HealthLimit = Annotated[int, Field(ge=1, le=200, description="max findings per page")]
 _ReportSection = Annotated[
     Literal[
-        "readiness",
         "would_break",
         "newly_enforced",
+        "readiness",
         "declared_dependencies_denied",
         "findings",
         "infrastructure_drops",

@@ -30,6 +30,7 @@ def test_a_short_or_one_protocol_capture_is_said_so_everywhere(tmp_path: Path) -
         (TEN, "Capture: 0.47 s", "observed for 0 s (needs 1 d)"),
         (UDP, "Capture: 5.33 s", "the capture holds UDP only"),
     ):
+        general = "observed for less than 1 d" if capture is TEN else why
         out = tmp_path / capture.stem
         ran = cpg("replay", str(capture), "-d", str(out), "--learn", "forwarded")
         assert ran.returncode == 0, ran.stderr
@@ -55,7 +56,7 @@ def test_a_short_or_one_protocol_capture_is_said_so_everywhere(tmp_path: Path) -
         )
         assert "keep learning  bookinfo/" in planned.stdout
         markdown = cpg("report", "-d", str(out)).stdout
-        assert "## Readiness: 0 of" in markdown and why.split(" (")[0] in markdown
+        assert "## Readiness: 0 of" in markdown and general in markdown
         assert markdown.index("## Readiness") < markdown.index("## Coverage")
         html = cpg("report", "-d", str(out), "-o", "html").stdout
         assert 'id="readiness"' in html and "<polyline" in html

@@ -48,7 +48,10 @@ def test_a_workload_observed_long_on_enough_flows_and_stable_is_ready() -> None:
     assert (profile.first, profile.last) == ("2026-11-01T00:00:00Z", "2026-11-03T00:00:00Z")
     assert (profile.flows, profile.rules, profile.peers) == (120, 2, 1)  # the 0-flow rule: none
     assert profile.last_new_rule == "2026-11-01T01:00:00Z"
-    assert profile.curve == (("2026-11-01T00:00:00Z", 1), ("2026-11-01T01:00:00Z", 2))
+    assert [(p.time, p.rules) for p in profile.curve] == [
+        ("2026-11-01T00:00:00Z", 1),
+        ("2026-11-01T01:00:00Z", 2),
+    ]
     assert profile.stable_line().startswith("stable for 1 d 23 h: no new rule since 2026-11-01T01")
 
 

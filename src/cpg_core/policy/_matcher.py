@@ -736,8 +736,8 @@ def _match_flow(
             if rule_admits(rule, peer, request, namespace):
                 return MatchResult(
                     False,
-                    f"denied by {policy.label} {rule.where}",
-                    policy.label,
+                    f"denied by {policy.display_name} {rule.where}",
+                    policy.display_name,
                     rule.index,
                     denied=True,
                 )
@@ -749,7 +749,10 @@ def _match_flow(
         for rule in spec.rules(direction):
             if ports_match(rule, request) and peer_matches(rule, peer, namespace):
                 return MatchResult(
-                    True, f"allowed by {policy.label} {rule.where}", policy.label, rule.index
+                    True,
+                    f"allowed by {policy.display_name} {rule.where}",
+                    policy.display_name,
+                    rule.index,
                 )
     who = f"{target.namespace}/{target.pod_name or ','.join(target.labels) or target_ip}"
     if not any(spec.polices(direction) for _, spec, _ in selecting):
@@ -773,7 +776,7 @@ def _first_peer_hit(selecting: Sequence[Selected], direction: str, peer: PeerVie
     for policy, spec, namespace in selecting:
         for rule in spec.rules(direction):
             if peer_matches(rule, peer, namespace):
-                return f"{policy.label} {rule.where}"
+                return f"{policy.display_name} {rule.where}"
     return ""
 
 

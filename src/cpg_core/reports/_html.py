@@ -329,7 +329,7 @@ def _policy_entry(name: str, inputs: ReviewInputs) -> dict[str, Any]:
     ]
     text = inputs.texts.get(name, "")
     return {
-        "policy": name,
+        "policy": name.lstrip("/"),  # a clusterwide policy has no namespace to name
         "yaml": text,
         "rules": rules,
         "yours": bool(text) and _CPG_MARK not in text,
@@ -459,13 +459,13 @@ def curve_points(profile: WorkloadProfile, width: int = 120, height: int = 28) -
     curve = profile.curve
     if not curve:
         return ""
-    times = [seconds_of(t) or 0.0 for t, _ in curve]
+    times = [seconds_of(point.time) or 0.0 for point in curve]
     start, end = times[0], max(times[-1], seconds_of(profile.last) or times[-1])
     span = end - start or 1.0
-    top = curve[-1][1] or 1
+    top = curve[-1].rules or 1
     points = []
     previous_y = height - 2.0
-    for when, (_, rules) in zip(times, curve, strict=True):
+    for when, rules in zip(times, (point.rules for point in curve), strict=True):
         x = round(2 + (when - start) / span * (width - 4), 1)
         y = round(height - 2 - rules / top * (height - 4), 1)
         points += [f"{x},{previous_y}", f"{x},{y}"]
@@ -584,13 +584,13 @@ td.cell:hover { outline: 2px solid #1d4ed8; }
 {% for v in views[1:] %}<template class="later" data-view="{{ v.name }}"><svg xmlns="http://www.w3.org/2000/svg">{{ draw(v) }}</svg></template>
 {% endfor %}<aside>
   <div id="panel"><p>{% if overview %}Click a namespace to see its workloads and their peers; {% endif %}Click a workload to see its policy and the evidence behind each rule.</p></div>
-  {% if readiness %}<section id="readiness"><h2>Readiness: {{ ready }} of {{ readiness|length }} workloads ready to enforce</h2>
-  <p>Each workload's learning curve (its rules as they first appeared); keep learning until it was observed long enough, on enough flows, and its rules stopped growing.</p>
-  <table><tr><th>workload</th><th>verdict</th><th>rules over time</th><th>why</th></tr>{% for r in readiness %}<tr class="{{ 'ready' if r.ready else 'learning' }}"><td>{{ r.name }}</td><td>{{ r.verdict }}</td><td>{% if r.points %}<svg class="curve" width="120" height="28" viewBox="0 0 120 28"><polyline fill="none" stroke="#2563eb" stroke-width="1.5" points="{{ r.points }}"/></svg>{% endif %}</td><td>{{ r.why }}</td></tr>{% endfor %}</table></section>{% endif %}
   {% if breaks %}<section id="would-break"><h2>Would break ({{ data.breaks|length }})</h2>
   <p>Traffic that works today and would stop: why, and the fix (a narrower selector first where there is one, else the rule to add).</p>
   {% for b in breaks %}<div class="break"><p><strong>{{ b.traffic }}</strong> ({{ b.flows }} flows)</p><p>Why: {{ b.why }}</p><p>Fix: {{ b.fix }}</p>{% if b.narrow or b.rule %}<details><summary>YAML to paste</summary>{% if b.narrow %}<p>Narrow {{ b.narrowed }}:</p><pre class="fix-yaml">{{ b.narrow }}</pre>{% endif %}{% if b.rule %}<p>{% if b.narrow %}Or add{% else %}Add{% endif %} to {{ b.policy }}:</p><pre class="fix-yaml">{{ b.rule }}</pre>{% endif %}</details>{% endif %}</div>
   {% endfor %}{% if breaks_more %}<p>… and {{ breaks_more }} more: cpg plan lists every one.</p>{% endif %}</section>{% endif %}
+  {% if readiness %}<section id="readiness"><h2>Readiness: {{ ready }} of {{ readiness|length }} workloads ready to enforce</h2>
+  <p>Each workload's learning curve (its rules as they first appeared); keep learning until it was observed long enough, on enough flows, and its rules stopped growing.</p>
+  <table><tr><th>workload</th><th>verdict</th><th>rules over time</th><th>why</th></tr>{% for r in readiness %}<tr class="{{ 'ready' if r.ready else 'learning' }}"><td>{{ r.name }}</td><td>{{ r.verdict }}</td><td>{% if r.points %}<svg class="curve" width="120" height="28" viewBox="0 0 120 28"><polyline fill="none" stroke="#2563eb" stroke-width="1.5" points="{{ r.points }}"/></svg>{% endif %}</td><td>{{ r.why }}</td></tr>{% endfor %}</table></section>{% endif %}
   <h2>Coverage</h2>
   <p id="coverage">Of {{ coverage.workloads }} workloads, policies select {{ coverage.ingress }} for ingress ({{ coverage.share("ingress") }}) and {{ coverage.egress }} for egress ({{ coverage.share("egress") }}).</p>
   {% if coverage_rows %}<details id="coverage-namespaces"><summary>per namespace</summary><table><tr><th>namespace</th><th>workloads</th><th>ingress</th><th>egress</th><th>open</th></tr>{% for r in coverage_rows %}<tr><td>{{ r.namespace }}</td><td>{{ r.workloads }}</td><td>{{ r.ingress }}</td><td>{{ r.egress }}</td><td>{{ r.open }}</td></tr>{% endfor %}</table></details>{% endif %}

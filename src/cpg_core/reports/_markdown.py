@@ -8,6 +8,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from cpg_core.base import (
+    SHARED_FOLDER,
     ClusterHealth,
     DropRecord,
     Finding,
@@ -174,13 +175,13 @@ def markdown_sections(
     head = [f"# cpg report: {_cell(title)}", ""]
     head += _summary_lines(names, evidence, findings, drops, plan)
     sections: Sections = []
-    if profiles:
-        sections.append(("readiness", _readiness_blocks(profiles)))
     if plan is not None:
         sections += [
             ("would break", _would_break_blocks(plan)),
             ("newly enforced", _newly_enforced_blocks(plan)),
         ]
+    if profiles:  # what not to apply yet, before what to fix in what is applied
+        sections.append(("readiness", _readiness_blocks(profiles)))
     if declared:
         sections.append(("declared dependencies denied", _declared_blocks(declared)))
     sections += [
@@ -326,30 +327,57 @@ def _would_break_blocks(plan: Plan) -> list[Block]:
 
 
 def _readiness_blocks(profiles: Sequence[WorkloadProfile]) -> list[Block]:
-    """Each workload, those to keep learning first: why, or how long it has been stable."""
+    """The workloads to keep learning first, those with the same reasons on one row (a
+    cluster's capture is often too short for all of them alike), then the ready ones with
+    how long each has been stable."""
     rows = []
-    for p in profiles[:MAX_ROWS]:
-        said = "; ".join(p.reasons) if not p.ready else p.stable_line()
-        rows.append(f"| {_cell(p.name)} | {p.verdict} | {_cell(said)} |")
-    learning = sum(1 for p in profiles if not p.ready)
+    learning: dict[str, list[str]] = {}
+    for p in profiles:
+        if not p.ready:
+            learning.setdefault("; ".join(_general(r) for r in p.reasons), []).append(p.name)
+    for why, names in learning.items():
+        shown = ", ".join(names[:_NAMES_SHOWN])
+        more = f" and {len(names) - _NAMES_SHOWN} more" if len(names) > _NAMES_SHOWN else ""
+        rows.append(f"| {_cell(shown + more)} | keep learning | {_cell(why)} |")
+    for p in profiles:
+        if p.ready:
+            rows.append(f"| {_cell(p.name)} | ready to enforce | {_cell(p.stable_line())} |")
     return _table(
         [
             f"## Readiness: {readiness_summary(profiles)}",
             "",
             (
-                f"{learning} should keep learning: apply their policies once the capture "
-                "(the evidence adds up over runs) holds enough, or write only the ready ones "
-                "(the only-ready option of cpg replay and generate)."
+                f"{sum(len(n) for n in learning.values())} should keep learning: apply their "
+                "policies once the capture (the evidence adds up over runs) holds enough, or "
+                "write only the ready ones (the only-ready option of cpg replay and generate)."
                 if learning
                 else "Every workload was observed long enough, with enough flows, and its "
                 "rules stopped growing."
             ),
             "",
         ],
-        "| workload | verdict | why |",
-        rows,
-        max(0, len(profiles) - MAX_ROWS),
+        "| workloads | verdict | why |",
+        rows[:MAX_ROWS],
+        max(0, len(rows) - MAX_ROWS),
     )
+
+
+_NAMES_SHOWN = 12
+
+
+def _general(reason: str) -> str:
+    """A reason without its workload's own numbers, so that alike workloads share a row:
+    ``observed for 0 s (needs 1 d)`` → ``observed for less than 1 d``."""
+    if "(needs " not in reason:
+        return reason
+    head, needs = reason.split(" (needs ", 1)
+    if reason.startswith("a new rule appeared "):
+        return "a new rule in the last " + needs.split(" without", 1)[0]
+    if head.startswith("observed for "):
+        return "observed for less than " + needs.rstrip(")")
+    if head.endswith(("flow", "flows")):
+        return "fewer than " + needs.rstrip(")") + " flows"
+    return reason
 
 
 def _declared_blocks(declared: Sequence[Availability]) -> list[Block]:
@@ -478,11 +506,12 @@ def _policy_blocks(
     ]
     others = {a.policy: a.by for a in also_selected(policies)}
     for name in names:
-        block = [f"### {_cell(name)}", ""]
+        shown = name.lstrip("/")  # a clusterwide policy has no namespace to name
+        block = [f"### {_cell(shown)}", ""]
         if name in others:
             mine = ", ".join(f"`{_code(n)}`" for n in others[name])
             block += [f"Also selected by your policy {mine} (cpg leaves it as it is).", ""]
-        doc = evidence.get(name)
+        doc = evidence.get(name) or evidence.get(f"{SHARED_FOLDER}/{shown}")
         if doc is None or not doc.rules:
             blocks.append([*block, "No evidence recorded for this policy.", ""])
             continue

@@ -46,6 +46,14 @@ class ReadinessRules:
     """Flows its rules must be built from."""
 
 
+@attrs.frozen(slots=True)
+class CurvePoint:
+    """A point of a learning curve: by ``time``, ``rules`` rules had first appeared."""
+
+    time: str
+    rules: int
+
+
 @attrs.frozen(slots=True, kw_only=True)
 class WorkloadProfile:
     """What a capture (or the evidence of every run) shows of one workload, and whether its
@@ -66,8 +74,8 @@ class WorkloadProfile:
     stable_seconds: float = 0.0
     """From its newest rule to its last flow: how long its rules have not grown."""
     protocols: tuple[str, ...]
-    curve: tuple[tuple[str, int], ...]
-    """Its learning curve: (time, rules known by then), at most 24 points."""
+    curve: tuple[CurvePoint, ...]
+    """Its learning curve: the rules known by each time, at most 24 points."""
     ready: bool
     reasons: tuple[str, ...]
     """Why it should keep learning (empty when ready)."""
@@ -164,7 +172,7 @@ def _peer_text(rule: RuleEvidence) -> str:
     return f"{rule.direction}:{rule.key.split(':', 1)[0]}"
 
 
-def _curve(firsts: Sequence[float]) -> tuple[tuple[str, int], ...]:
+def _curve(firsts: Sequence[float]) -> tuple[CurvePoint, ...]:
     """The learning curve, thinned to at most 24 points (the last always kept)."""
     if not firsts:
         return ()
@@ -175,7 +183,8 @@ def _curve(firsts: Sequence[float]) -> tuple[tuple[str, int], ...]:
         picked = [points[int(i * step)] for i in range(_CURVE_POINTS - 1)] + [points[-1]]
         points = sorted(set(picked))
     return tuple(
-        (datetime.fromtimestamp(int(t), UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), n) for t, n in points
+        CurvePoint(datetime.fromtimestamp(int(t), UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), n)
+        for t, n in points
     )
 
 
