@@ -199,28 +199,6 @@ def write_outputs(
         proof = _Proof(EvidenceStore(evidence.root, output_dir, batch), evidence, session)
         result.evidence_dir = proof.store.base
     store = PolicyStore(output_dir, batch)
-    merged = _merged_evidence(plans, proof)
-    result.profiles = {
-        f"{plan.namespace}/{plan.workload}": workload_profile(
-            plan.namespace,
-            plan.workload,
-            merged[plan].rules if plan in merged else rule_records(plan.attribution, "", 0),
-            readiness or ReadinessRules(),
-            capture,
-        )
-        for plan in plans
-    }
-    learning = {
-        plan
-        for plan in plans
-        if only_ready and not result.profiles[f"{plan.namespace}/{plan.workload}"].ready
-    }
-    if proof is not None:
-        proof = attrs.evolve(proof, merged=merged)
-    shared = SharedOutput(Sharing(plans=tuple(plans), shared=()))
-    writer = _PlanWriter(
-        store, batch, proof, dry_run, diff, in_cluster, evidence_only, frozenset(learning)
-    )
     with contextlib.ExitStack() as held:
         if not dry_run:
             # One run at a time reads, merges and writes these folders; temp files an earlier,
@@ -230,6 +208,29 @@ def write_outputs(
             if proof is not None:
                 held.enter_context(folder_lock(proof.store.base, "evidence"))
                 remove_stale_temp_files(proof.store.base)
+        # Read under the lock: another run may be folding its flows into the same evidence.
+        merged = _merged_evidence(plans, proof)
+        result.profiles = {
+            f"{plan.namespace}/{plan.workload}": workload_profile(
+                plan.namespace,
+                plan.workload,
+                merged[plan].rules if plan in merged else rule_records(plan.attribution, "", 0),
+                readiness or ReadinessRules(),
+                capture,
+            )
+            for plan in plans
+        }
+        learning = {
+            plan
+            for plan in plans
+            if only_ready and not result.profiles[f"{plan.namespace}/{plan.workload}"].ready
+        }
+        if proof is not None:
+            proof = attrs.evolve(proof, merged=merged)
+        shared = SharedOutput(Sharing(plans=tuple(plans), shared=()))
+        writer = _PlanWriter(
+            store, batch, proof, dry_run, diff, in_cluster, evidence_only, frozenset(learning)
+        )
         if share and not evidence_only:  # read under the lock: another run may be writing them
             # a workload kept learning is policed by no file, its own or a shared one
             ready = [p for p in plans if p not in learning]
