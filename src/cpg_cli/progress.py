@@ -130,7 +130,7 @@ class ReplayProgress(_OnTerminal):
             task = self._progress.tasks[0]
             self._progress.update(
                 self._task,
-                description=f"cpg: writing {policies} policies…",
+                description=f"cpg: writing the policies of {policies} workloads…",
                 completed=task.total if task.total is not None else task.completed,
             )
             self._progress.stop_task(self._task)  # flows/s is the reading rate

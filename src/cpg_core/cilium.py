@@ -24,12 +24,14 @@ from cpg_core.policy import (
     policies_in,
     specs_police,
 )
+from cpg_core.review import AlsoSelected, also_selected
 from cpg_core.synthesis import (
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,
     ForeignPolicy,
     foreign_policy,
     narrow_in_text,
+    policy_document,
 )
 
 __all__ = [
@@ -39,12 +41,14 @@ __all__ = [
     "MANAGED_BY_VALUE",
     "POLICY_NAME_PREFIX",
     "SECTIONS",
+    "AlsoSelected",
     "ForeignPolicy",
     "JsonInputError",
     "PolicySet",
     "PolicyShapeProblem",
     "Version",
     "YamlInputError",
+    "also_selected",
     "below_floor",
     "foreign_policy",
     "format_version",
@@ -55,6 +59,7 @@ __all__ = [
     "minimum_version",
     "narrow_in_text",
     "policies_in",
+    "policy_document",
     "specs_police",
     "versions_seen",
 ]

@@ -44,6 +44,8 @@ def test_replay_draws_progress_on_a_terminal(large_capture: Path, tmp_path: Path
     warning = terminal.index(":1: skipped malformed line")
     assert warning < terminal.index("cpg: writing ")
     assert "Read 45001 lines" in stdout  # the report itself is not on the terminal
+    # it counts workloads whose policies it writes, not files (a shared rule has none)
+    assert "cpg: writing the policies of 175 workloads" in terminal
 
 
 def test_no_progress_when_piped_or_quiet(large_capture: Path, tmp_path: Path) -> None:

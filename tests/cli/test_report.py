@@ -64,7 +64,7 @@ def test_max_size_cuts_at_whole_rows_and_names_what_it_left_out(
     assert len(text) <= budget
     note = next(line for line in text.splitlines() if line.startswith("> **Cut to stay under"))
     assert f"under {budget:,} characters" in note
-    assert note.endswith("Full report: cpg report -d policies --max-size 0.")
+    assert note.endswith("Full report: `cpg report -d policies --max-size 0`")  # copy-safe
     shown = {line for line in text.splitlines() if line.startswith("## ")}
     named = note.split("not shown here: ")[1].split(". Full report")[0].split(", ")
     sections = {

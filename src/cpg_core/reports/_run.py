@@ -13,7 +13,13 @@ import attrs
 
 from cpg_core.base import ClusterHealth, DropRecord, Finding, VerifyReport
 from cpg_core.flows import DECISION_LABELS, Decision, severity_order, top_entries
-from cpg_core.review import WorkloadProfile, converter, readiness_summary, to_data
+from cpg_core.review import (
+    AlsoSelected,
+    WorkloadProfile,
+    converter,
+    readiness_summary,
+    to_data,
+)
 from cpg_core.synthesis import CaptureProfile, HeldBack, ReadStats, ScopeReport
 from cpg_core.text import one_line_each
 
@@ -131,6 +137,8 @@ class RunReport:
     profiles: tuple[WorkloadProfile, ...] = ()
     """Each workload written, what its evidence shows and whether it is ready (not ready
     first)."""
+    also_selected: tuple[AlsoSelected, ...] = ()
+    """Each policy written that a hand-written policy of the folder selects the pods of too."""
 
     def count(self, outcome: str) -> int:
         return sum(1 for f in self.files if f.outcome == outcome)
@@ -303,6 +311,18 @@ def _finding_lines(findings: Sequence[Finding]) -> list[str]:
     return lines
 
 
+def _also_lines(report: RunReport) -> list[str]:
+    """The hand-written policies that select the pods of a policy written, beyond the file
+    that holds a workload's name (said with that file already)."""
+    beside = {f"{f.namespace}/{f.name}" for f in report.files if f.beside}
+    return [
+        f"  {also.policy}: also selected by your policy {', '.join(also.by)} (left as it is; "
+        "Cilium applies both)"
+        for also in report.also_selected[:MAX_FILES_SHOWN]
+        if also.policy not in beside
+    ]
+
+
 def _policy_lines(report: RunReport, changed: list[FileOutcome]) -> list[str]:
     output_dir = report.output_dir
     in_cluster = report.count("in-cluster")
@@ -348,6 +368,7 @@ def _policy_lines(report: RunReport, changed: list[FileOutcome]) -> list[str]:
             f"  {item.outcome:<12} {_relative(item.path, output_dir)}: also selected by your "
             f"policy {item.beside} (left as it is)"
         )
+    lines += _also_lines(report)
     if len(changed) > MAX_FILES_SHOWN:
         lines.append(f"  … and {len(changed) - MAX_FILES_SHOWN} more")
     if report.held_back:

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
         supported_text,
     )
     from cpg_core.review._owners import (
+        AlsoSelected,
         also_selected,
     )
     from cpg_core.review._plan import (
@@ -162,6 +163,7 @@ _WHERE = {
     "DEFAULT_STABLE_FOR": "cpg_core.review._readiness",
     "DEFAULT_MIN_FLOWS": "cpg_core.review._readiness",
     "rule_records": "cpg_core.review._evidence",
+    "AlsoSelected": "cpg_core.review._owners",
 }
 """Each name other folders take from this layer, and the module that has it."""
 
@@ -176,6 +178,7 @@ __all__ = [
     "NEWEST",
     "RULES",
     "SUPPORTED",
+    "AlsoSelected",
     "Availability",
     "Drift",
     "DriftJudge",

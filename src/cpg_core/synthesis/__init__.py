@@ -87,6 +87,7 @@ if TYPE_CHECKING:
         MANAGED_BY_LABEL,
         MANAGED_BY_VALUE,
         is_shared,
+        policy_document,
         render_policy,
     )
     from cpg_core.synthesis._scope import (
@@ -184,6 +185,7 @@ _WHERE = {
     "capture_profile": "cpg_core.synthesis._profile",
     "duration_text": "cpg_core.synthesis._profile",
     "seconds_of": "cpg_core.synthesis._profile",
+    "policy_document": "cpg_core.synthesis._render",
 }
 """Each name other folders take from this layer, and the module that has it."""
 
@@ -248,6 +250,7 @@ __all__ = [
     "narrowed_yaml",
     "narrowing_yaml",
     "parse_lines",
+    "policy_document",
     "read_baseline",
     "read_shared",
     "render_baseline",

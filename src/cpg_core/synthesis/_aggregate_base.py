@@ -153,10 +153,17 @@ class PolicyPlan:
     rules: tuple[Rule, ...]
     attribution: dict[Atom, RuleStats] = attrs.field(factory=dict, eq=False)
     """What each allow entry of this run was built from."""
+    stem: str = ""
+    """The file's stem when it is not the workload's name (beside a person's file that holds
+    that name: the workload, its evidence and every command keep the workload's name)."""
 
     @property
     def namespace(self) -> str:
         return self.target.namespace
+
+    @property
+    def file_stem(self) -> str:
+        return self.stem or self.workload
 
     def absorbing(self, earlier: PolicyPlan, max_samples: int) -> PolicyPlan:
         """This plan with the attribution of an earlier plan of the same target folded in
@@ -181,7 +188,7 @@ class PolicyPlan:
         (``taken``: the names in that file: the policy never takes a person's name)."""
         stem = f"{self.workload}-cpg"
         return attrs.evolve(
-            self, workload=stem, name=policy_name(stem) if self.name in taken else self.name
+            self, stem=stem, name=policy_name(stem) if self.name in taken else self.name
         )
 
     def with_selector_suffix(self) -> PolicyPlan:

@@ -33,7 +33,16 @@ from cpg_core import (
     redact_ips,
     render_or_merge,
 )
-from cpg_core.cilium import foreign_policy, load_all, load_one, specs_police
+from cpg_core.cilium import (
+    AlsoSelected,
+    also_selected,
+    foreign_policy,
+    load_all,
+    load_one,
+    policies_in,
+    policy_document,
+    specs_police,
+)
 from cpg_core.declarations import Declarations
 from cpg_core.readiness import (
     CaptureProfile,
@@ -70,11 +79,13 @@ from cpg_core.sharing import (
 from cpg_io.engines.workers import map_forked
 from cpg_io.errors import Cancelled, StoreError
 from cpg_io.evidence_store import EvidenceStore
+from cpg_io.policy_files import MAX_FILE_BYTES
 from cpg_io.sources import describe_source
 from cpg_io.store import (
     PolicyStore,
     StagedWrites,
     folder_lock,
+    read_bounded,
     remove_stale_temp_files,
 )
 
@@ -252,8 +263,8 @@ def write_outputs(
             raise
     for plan, outcome in zip(plans, outcomes, strict=True):
         if outcome.name is not None:
-            workload, name = outcome.name
-            outcome.file.plan = attrs.evolve(plan, workload=workload, name=name)
+            workload, name, stem = outcome.name
+            outcome.file.plan = attrs.evolve(plan, workload=workload, name=name, stem=stem)
         result.files.append(outcome.file)
         if outcome.evidence_error is not None:
             result.evidence_errors.append(outcome.evidence_error)
@@ -346,11 +357,11 @@ class _PlanWriter:
             file=attrs.evolve(written, plan=None),  # the parent has the plan already
             evidence_error=error,
             staged=self.batch.take(),
-            name=(final.workload, final.name) if final is not None else None,
+            name=(final.workload, final.name, final.stem) if final is not None else None,
         )
 
     def _policy(self, plan: PolicyPlan, reduced: PolicyPlan) -> FileResult:
-        path = self.store.path_for(plan.namespace, plan.workload)
+        path = self.store.path_for(plan.namespace, plan.file_stem)
         if self.evidence_only:
             return FileResult(path=path, outcome="unchanged", plan=plan)
         if plan in self.held:
@@ -530,8 +541,8 @@ class _Outcome:
     file: FileResult
     evidence_error: str | None
     staged: list[tuple[str, Path]]
-    name: tuple[str, str] | None
-    """(workload, policy name) the plan was finally written under."""
+    name: tuple[str, str, str] | None
+    """(workload, policy name, file stem) the plan was finally written under."""
 
 
 def write_made_evidence(store: EvidenceStore, plan: PolicyPlan, doc: PolicyEvidence) -> str | None:
@@ -566,7 +577,7 @@ def write_evidence(
 
 def _prepare(store: PolicyStore, plan: PolicyPlan) -> tuple[Path, str | None, str]:
     """Path, current text and new text of one policy file."""
-    path = store.path_for(plan.namespace, plan.workload)
+    path = store.path_for(plan.namespace, plan.file_stem)
     existing = store.read(path)
     text = render_or_merge(
         existing,
@@ -582,7 +593,7 @@ def _prepare(store: PolicyStore, plan: PolicyPlan) -> tuple[Path, str | None, st
 def _foreign(store: PolicyStore, plan: PolicyPlan) -> tuple[PolicyPlan, str]:
     """The plan moved beside a person's policy that holds its path (cpg never edits one),
     and the words that name it; the plan as it is when the path is free or cpg's."""
-    path = store.path_for(plan.namespace, plan.workload)
+    path = store.path_for(plan.namespace, plan.file_stem)
     existing = store.read(path)
     found = foreign_policy(existing, str(path)) if existing is not None else None
     if found is None:
@@ -590,10 +601,10 @@ def _foreign(store: PolicyStore, plan: PolicyPlan) -> tuple[PolicyPlan, str]:
     moved = plan.beside_foreign(found.names)
     relative = path.relative_to(store.root).as_posix()
     beside = f"{found.describe()} in {relative}"
-    taken = store.read(store.path_for(moved.namespace, moved.workload))
+    taken = store.read(store.path_for(moved.namespace, moved.file_stem))
     if taken is not None and foreign_policy(taken, str(path)) is not None:
         raise PolicyMergeError(
-            f"{relative} and {moved.namespace}/{moved.workload}.yaml both hold policies cpg "
+            f"{relative} and {moved.namespace}/{moved.file_stem}.yaml both hold policies cpg "
             f"did not write ({beside}); cpg never changes them: move one aside"
         )
     return moved, beside
@@ -622,7 +633,7 @@ def write_plan(
             path, existing, text = _prepare(store, plan)
     except (PolicyMergeError, StoreError) as exc:
         return FileResult(
-            path=store.root / plan.namespace / f"{plan.workload}.yaml",
+            path=store.root / plan.namespace / f"{plan.file_stem}.yaml",
             outcome="failed",
             plan=plan,
             error=str(exc),
@@ -742,6 +753,7 @@ def run_report(
         declared=declared_read(agg.options.declarations),
         capture=result.capture,
         profiles=tuple(not_ready_first(result.profiles.values())),
+        also_selected=() if request.dry_run else hand_written_beside(output_dir, result.files),
         overflow=dict(agg.overflow),
         caps={
             "policies": agg.options.max_policies,
@@ -755,6 +767,40 @@ def run_report(
         )
         else (),
     )
+
+
+def hand_written_beside(output_dir: Path, files: Sequence[FileResult]) -> tuple[AlsoSelected, ...]:
+    """Each policy this run wrote with the hand-written policies of the folder that select its
+    pods too (§D48): not only a file that holds the workload's name, every one."""
+    written = [
+        f.plan
+        for f in files
+        if f.plan is not None and f.outcome not in ("failed", "keep learning", "shared")
+    ]
+    if not written or not output_dir.is_dir():
+        return ()
+    theirs: list[Mapping[str, Any]] = []
+    for path in sorted(output_dir.rglob("*.yaml")):
+        if path.is_symlink() or SHARED_FOLDER in path.relative_to(output_dir).parts:
+            continue
+        try:
+            text = read_bounded(path, MAX_FILE_BYTES).decode("utf-8")
+            if foreign_policy(text, str(path)) is None:
+                continue  # cpg's own (or not a policy)
+            theirs += [p for doc in load_all(text, str(path)) for p in _policies_of(doc)]
+        except (OSError, UnicodeDecodeError, CpgError):
+            continue  # a file cpg cannot read is the other commands' to name
+    if not theirs:
+        return ()
+    ours = [policy_document(p.name, p.namespace, p.target.selector, p.rules) for p in written]
+    return also_selected(ours, theirs)
+
+
+def _policies_of(document: Any) -> list[Mapping[str, Any]]:
+    try:
+        return list(policies_in(document)) if isinstance(document, Mapping) else []
+    except CpgError:
+        return []
 
 
 def declared_read(found: Declarations | None) -> DeclaredRead | None:

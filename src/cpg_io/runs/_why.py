@@ -3,6 +3,7 @@ ones, the cluster) and, for why, the capture; the answers are cpg_core's (§D26)
 
 from __future__ import annotations
 
+import difflib
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -11,11 +12,12 @@ from typing import Any
 
 import attrs
 
-from cpg_core import CheckRequest, Flow, PolicyEvidence, Verdict
+from cpg_core import CheckRequest, Flow, PolicyEvidence, Setting, Verdict
 from cpg_core.cilium import PolicySet, local_cluster_default
 from cpg_core.declarations import Declarations, declaring
 from cpg_core.identities import IdentityBook
 from cpg_core.reports import WhyView
+from cpg_core.text import shown
 from cpg_core.why import (
     FlowFilter,
     Why,
@@ -28,7 +30,7 @@ from cpg_core.why import (
     with_known_pod,
 )
 from cpg_io.declarations import read_declarations
-from cpg_io.errors import Cancelled
+from cpg_io.errors import Cancelled, IoError
 from cpg_io.evidence_store import EvidenceStore, lenient_reader
 from cpg_io.identities import check_identities
 from cpg_io.kube import cluster_state
@@ -162,10 +164,15 @@ def why_run(
     groups: dict[tuple[Any, ...], list[Any]] = {}
     kept: list[Flow] = []
     pods: dict[str, Any] = {}
+    named: set[tuple[str, str]] = set()
     selected = 0
     for flow in capture:
         note_pod(pods, flow.source, flow.source_ip)
         note_pod(pods, flow.destination, flow.destination_ip)
+        if len(named) < _PODS_KEPT:
+            for side in (flow.source, flow.destination):
+                if side.pod_name:
+                    named.add((side.namespace, side.pod_name))
         if flow.l7 is not None and flow.l7.dns is not None:
             kept.append(flow)
         if not flow_filter.verdict and flow.verdict not in _DENIED:
@@ -181,6 +188,8 @@ def why_run(
     capture.check_readable()
     if cancel is not None and cancel.is_set():
         raise Cancelled("the question was cancelled")
+    if not selected:
+        _no_such_pod(flow_filter, named)
     names = why_names(kept)
     ordered = sorted(groups.values(), key=lambda g: -g[1])
     tally.total = len(ordered)
@@ -240,6 +249,46 @@ def _with_evidence(
         return why
     said = evidence_behind(flow, read)
     return attrs.evolve(why, evidence=said) if said else why
+
+
+_PODS_KEPT = 100_000
+"""Pod names kept to suggest from when a pod filter names none of them."""
+
+
+class NoSuchPod(IoError):
+    """A pod filter names no pod of the capture (a typo, most likely)."""
+
+    usage = True
+
+
+def _no_such_pod(flow_filter: FlowFilter, named: set[tuple[str, str]]) -> None:
+    """NoSuchPod naming the closest pods when a pod filter matches no pod the capture
+    shows (not only no flow the filters select): a typo, not an answer."""
+    for field, wanted in (
+        ("from_pod", flow_filter.from_pod),
+        ("to_pod", flow_filter.to_pod),
+        ("pod", flow_filter.pod),
+    ):
+        for namespace, prefix in wanted:
+            if any(ns == namespace and pod.startswith(prefix) for ns, pod in named):
+                continue
+            given = f"{namespace}/{prefix}"
+            close = difflib.get_close_matches(given, _prefixes(named), n=3, cutoff=0.6)
+            hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            raise NoSuchPod(
+                Setting(field),
+                f" {shown(given)}: no pod of the capture has that name (or starts with it)" + hint,
+            )
+
+
+def _prefixes(named: set[tuple[str, str]]) -> list[str]:
+    """``ns/pod`` of each pod and each of its names up to a dash (``shop/frontend``,
+    ``shop/frontend-7d8f9``): a filter names a prefix."""
+    found: set[str] = set()
+    for namespace, pod in named:
+        parts = pod.split("-")
+        found.update(f"{namespace}/{'-'.join(parts[:n])}" for n in range(1, len(parts) + 1))
+    return sorted(found)
 
 
 def _group(flow: Flow) -> tuple[Any, ...]:
