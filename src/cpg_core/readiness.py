@@ -18,7 +18,9 @@ from cpg_core.synthesis import (
     at_second,
     capture_profile,
     duration_text,
+    sample_nodes,
     seconds_of,
+    time_gaps,
 )
 
 __all__ = [
@@ -34,6 +36,8 @@ __all__ = [
     "not_ready_first",
     "readiness_summary",
     "rule_records",
+    "sample_nodes",
     "seconds_of",
+    "time_gaps",
     "workload_profile",
 ]

@@ -55,6 +55,17 @@ class StatusResult(BaseModel):
     evidence_file_count: int
     tmp_dir: str
     error: str | None = None
+    capture: str | None = Field(
+        default=None,
+        description="how long and how wide the capture is so far: its span and times, flows, "
+        "the protocols of its rules, namespaces, nodes and gaps without a flow (a short or "
+        "one-protocol capture makes policies that break what it did not hold)",
+    )
+    readiness: str | None = Field(
+        default=None,
+        description="'N of M workloads ready to enforce'; get_plan's readiness section says "
+        "why each other one should keep learning",
+    )
 
 
 class StopResult(BaseModel):
@@ -76,6 +87,17 @@ class StopResult(BaseModel):
     tmp_dir: str = Field(
         description="the session's folder on the server's host (temporary: it goes with the "
         "session); the paths results give are relative to it"
+    )
+    capture: str | None = Field(
+        default=None,
+        description="how long and how wide the capture is so far: its span and times, flows, "
+        "the protocols of its rules, namespaces, nodes and gaps without a flow (a short or "
+        "one-protocol capture makes policies that break what it did not hold)",
+    )
+    readiness: str | None = Field(
+        default=None,
+        description="'N of M workloads ready to enforce'; get_plan's readiness section says "
+        "why each other one should keep learning",
     )
 
 

@@ -43,6 +43,7 @@ from cpg_core.cilium import (
 )
 from cpg_core.declarations import NO_CATALOGUE
 from cpg_core.identities import CLUSTER
+from cpg_core.readiness import readiness_summary
 from cpg_core.reports import (
     DroppedFlowFilter,
     aggregate_rows,
@@ -217,6 +218,7 @@ def get_status(session: Session) -> StatusResult:
         flows = session.capture.progress.flows
     else:
         flows = session.result.aggregator.total_flows if session.result is not None else None
+    words = _capture_words(session)
     return StatusResult(
         session_id=session.id,
         state=session.state,
@@ -226,6 +228,22 @@ def get_status(session: Session) -> StatusResult:
         evidence_file_count=sum(1 for _ in session.evidence_store.targets()),
         tmp_dir=str(session.tmp),
         error=clean(session.error) or None,
+        capture=words[0],
+        readiness=words[1],
+    )
+
+
+def _capture_words(session: Session) -> tuple[str | None, str | None]:
+    """The session's capture profile and readiness in words (a live capture's so far)."""
+    live = session.capture is not None and session.state == "capturing"
+    result = session.capture.result if live and session.capture is not None else session.result
+    if result is None:
+        return None, None
+    capture = result.capture
+    profiles = list(result.profiles.values())
+    return (
+        clean(capture.text()) if capture is not None and capture.flows else None,
+        readiness_summary(profiles) if profiles else None,
     )
 
 
@@ -234,6 +252,7 @@ def stop_summary(session: Session, already_stopped: bool) -> StopResult:
     result = session.result
     agg = result.aggregator if result else None
     health = result.health if result else None
+    words = _capture_words(session)
     return StopResult(
         session_id=session.id,
         error=clean(session.error) or None,
@@ -255,6 +274,8 @@ def stop_summary(session: Session, already_stopped: bool) -> StopResult:
             else session.evidence_store.health_path,
         ),
         tmp_dir=str(session.tmp),
+        capture=words[0],
+        readiness=words[1],
     )
 
 

@@ -139,7 +139,13 @@ def test_a_restarted_generate_keeps_adding_to_the_profile(tmp_path: Path) -> Non
                 "json",
             )
         assert ran.returncode == 0, ran.stderr
-    cart = next(p for p in json.loads(ran.stdout)["readiness"] if p["workload"] == "cart")
+    data = json.loads(ran.stdout)
+    # the second session's own capture: its day, its flows, the width of its rules
+    capture = data["capture_profile"]
+    assert (capture["first"], capture["last"]) == ("2026-11-02T00:00:00Z", "2026-11-02T22:00:00Z")
+    assert capture["flows"] == 12 and capture["protocols"] == {"TCP": 12}
+    assert capture["directions"] == ["ingress"] and capture["namespaces"] == ["shop"]
+    cart = next(p for p in data["readiness"] if p["workload"] == "cart")
     assert cart["first"] == "2026-11-01T00:00:00Z" and cart["last"] == "2026-11-02T22:00:00Z"
     assert cart["flows"] == 24 and cart["ready"], cart
 
@@ -151,3 +157,40 @@ def test_a_folder_cpg_0_2_wrote_is_read_for_its_profile(tmp_path: Path) -> None:
     explained = cpg("explain", "shop/cart", "-d", str(folder / "policies"))
     assert explained.returncode == 0, explained.stderr
     assert "Observed " in explained.stdout and "Keep learning:" in explained.stdout
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_the_capture_says_where_it_has_gaps_and_which_nodes_its_samples_name(
+    tmp_path: Path, jobs: str
+) -> None:
+    """Two bursts three hours apart: the summary and -o json name the stretch without a flow
+    (from flows per minute, also when the flows come through the fast path), and the nodes
+    the sample flows came from, the same with one job or two."""
+    from conftest import endpoint, flow_dict
+
+    flows = [
+        flow_dict(
+            endpoint("shop", "web"),
+            endpoint("shop", app),
+            time=f"2026-11-02T{hour:02d}:{minute:02d}:00Z",
+            node_name=f"node-{app}",
+        )
+        for hour in (10, 13)
+        for minute in range(0, 30, 5)
+        for app in ("cart", "search")
+    ]
+    capture = tmp_path / "bursts.jsonl"
+    capture.write_text(jsonl(flows))
+    ran = cpg("replay", str(capture), "-d", str(tmp_path / jobs), "-j", jobs)
+    assert ran.returncode == 0, ran.stderr
+    line = next(x for x in ran.stdout.splitlines() if x.startswith("Capture:"))
+    assert "2 nodes in its samples" in line
+    assert "1 gap without a flow (longest 2 h 34 m from 2026-11-02T10:26:00Z)" in line, line
+    data = json.loads(
+        cpg(
+            "replay", str(capture), "-d", str(tmp_path / f"j{jobs}"), "-j", jobs, "-o", "json"
+        ).stdout
+    )
+    profile = data["capture_profile"]
+    assert profile["nodes"] == ["node-cart", "node-search"]
+    assert profile["gaps"] == [["2026-11-02T10:26:00Z", "2026-11-02T13:00:00Z"]]

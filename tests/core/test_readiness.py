@@ -13,6 +13,8 @@ from cpg_core.readiness import (
     at_second,
     duration_text,
     not_ready_first,
+    seconds_of,
+    time_gaps,
     workload_profile,
 )
 
@@ -102,6 +104,10 @@ def attrs_evolve(profile: CaptureProfile) -> CaptureProfile:
 def test_times_are_read_to_the_second_and_durations_in_two_units() -> None:
     assert at_second("2021-06-16T16:52:13.142581500Z") == "2021-06-16T16:52:13Z"
     assert at_second("0001-01-01T00:00:00Z") == "" and at_second("") == ""
+    # an offset is a time zone, not a local time taken for UTC
+    assert at_second("2021-06-16T18:52:13.5+02:00") == "2021-06-16T16:52:13Z"
+    assert seconds_of("2021-06-16T16:52:13.250Z") == seconds_of("2021-06-16T16:52:13Z") + 0.25
+    assert seconds_of("not a time") is None
     assert [duration_text(s) for s in (0.47, 5, 42, 200, 3700, 90_000, 3 * DAY + 4 * 3600)] == [
         "0.47 s",
         "5 s",
@@ -127,3 +133,17 @@ def test_a_review_lists_the_workloads_to_keep_learning_first() -> None:
         ReadinessRules(),
     )
     assert [p.workload for p in not_ready_first([ready, young])] == ["young", "ready"]
+
+
+def test_gaps_are_the_long_stretches_without_a_flow_in_time_order() -> None:
+    minutes = {"2026-11-02T10:00": 5, "2026-11-02T10:01": 1, "2026-11-02T10:05": 2}
+    minutes |= {"2026-11-02T12:00": 1, "2026-11-02T12:30": 3, "2026-11-02T15": 9}
+    span = 6 * 3600.0
+    assert time_gaps(minutes, span) == (
+        ("2026-11-02T10:06:00Z", "2026-11-02T12:00:00Z"),
+        ("2026-11-02T12:01:00Z", "2026-11-02T12:30:00Z"),
+        ("2026-11-02T12:31:00Z", "2026-11-02T15:00:00Z"),
+    )
+    # four minutes is no gap; a gap must also be a fiftieth of a long capture
+    assert time_gaps({"2026-11-02T10:00": 1, "2026-11-02T10:05": 1}, 600.0) == ()
+    assert time_gaps(minutes, 100 * 3600.0) == (("2026-11-02T12:31:00Z", "2026-11-02T15:00:00Z"),)

@@ -83,6 +83,12 @@ async def test_a_replay_session_end_to_end(replay_dir: Path, mode: str) -> None:
         assert sid.startswith("sess_") and len(sid) > 30
         status = await wait_stopped(client, sid)
         assert status["policy_file_count"] == 6 and status["evidence_file_count"] == 6
+        # how much the session was given, and what of it is ready (§D59)
+        assert (
+            status["capture"].startswith("7 m 21 s (2026-11-02T09:30:07Z")
+            and ", 64 flows;" in status["capture"]
+        )
+        assert status["readiness"] == "0 of 6 workloads ready to enforce"
         listed = (await call(client, "list_policies", session_id=sid, limit=4)).structured_content
         assert listed["total_count"] == 6 and listed["has_more"] and len(listed["policies"]) == 4
         assert not listed["next_cursor"].isdigit()
@@ -108,6 +114,7 @@ async def test_a_replay_session_end_to_end(replay_dir: Path, mode: str) -> None:
         assert all(r["direction"] == "ingress" for r in evidence["matched_rules"])
         stop = (await call(client, "stop_session", session_id=sid)).structured_content
         assert stop["already_stopped"] is False and stop["flows_seen"] == 64
+        assert (stop["capture"], stop["readiness"]) == (status["capture"], status["readiness"])
         again = (await call(client, "stop_session", session_id=sid)).structured_content
         assert again["already_stopped"] is True
         assert stop["infra_drops_by_reason"]["CT_MAP_INSERTION_FAILED"] == 4

@@ -81,7 +81,9 @@ if TYPE_CHECKING:
         at_second,
         capture_profile,
         duration_text,
+        sample_nodes,
         seconds_of,
+        time_gaps,
     )
     from cpg_core.synthesis._render import (
         MANAGED_BY_LABEL,
@@ -186,6 +188,8 @@ _WHERE = {
     "duration_text": "cpg_core.synthesis._profile",
     "seconds_of": "cpg_core.synthesis._profile",
     "policy_document": "cpg_core.synthesis._render",
+    "sample_nodes": "cpg_core.synthesis._profile",
+    "time_gaps": "cpg_core.synthesis._profile",
 }
 """Each name other folders take from this layer, and the module that has it."""
 
@@ -257,10 +261,12 @@ __all__ = [
     "render_policy",
     "render_shared",
     "rule_yaml",
+    "sample_nodes",
     "seconds_of",
     "share_rules",
     "shared_evidence_plan",
     "split_exclusions",
+    "time_gaps",
     "unknown_pod_peer",
     "with_baseline_rules",
     "with_declared_entries",

@@ -259,6 +259,19 @@ class AggregateState:
     pods: PodMemory = attrs.Factory(PodMemory)
     drained: DrainedTotals = attrs.Factory(DrainedTotals)
     identities: dict[str, int] = attrs.Factory(dict)
+    minutes: dict[str, int] = attrs.Factory(dict)
+
+
+MINUTES_KEPT = 10_080
+"""Minutes of a capture's activity kept (a week, about 1 MiB); past it, hours (§D59): a
+session of months stays small."""
+
+
+def count_minute(minutes: dict[str, int], time: str) -> None:
+    """One flow in the minute of ``time`` (its RFC 3339 text's first 16 characters; an hour
+    once the capture outgrew :data:`MINUTES_KEPT`)."""
+    key = time[:16] if len(minutes) < MINUTES_KEPT else time[:13]
+    minutes[key] = minutes.get(key, 0) + 1
 
 
 class _AggregatorBase:
@@ -284,6 +297,8 @@ class _AggregatorBase:
         """Drop reason numbers this version does not know (classified as unknown)."""
         self._first = NO_TIME  # time window of flows outside the rule fast path
         self._last = NO_TIME
+        self.minutes: dict[str, int] = {}
+        """Flows per minute of the capture: where it has gaps (§D59)."""
         self._atoms: dict[PolicyTarget, dict[AtomKey, RuleStats]] = {}
         self._reach = ReachIndex()
         """The pod peers every target ever had per port, and who serves DNS (§D47)."""

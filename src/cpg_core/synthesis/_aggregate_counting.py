@@ -61,6 +61,7 @@ from cpg_core.synthesis._aggregate_base import (
     AtomKey,
     FindingKey,
     _is_other_end,
+    count_minute,
 )
 from cpg_core.synthesis._aggregate_folds import _Folds
 
@@ -74,6 +75,7 @@ class _Counting(_Folds):
         self._book = book if book is not None and not book.empty else None
 
     def add(self, flow: Flow) -> Decision:
+        count_minute(self.minutes, flow.time)
         if self._book is not None:
             flow, kinds = self._book.resolve(flow)
             if kinds:
@@ -135,6 +137,7 @@ class _Counting(_Folds):
             pending.first = when
         pending.count += 1
         self.decisions[_CANDIDATE] += 1
+        count_minute(self.minutes, time)
         return True
 
     def add_context(self, decision: Decision, time: str) -> bool:
@@ -151,6 +154,7 @@ class _Counting(_Folds):
         ):
             return False
         self.decisions[decision] += 1
+        count_minute(self.minutes, time)
         key = time if (len(time) == 30 and time[-1] == "Z") else time_key(time)
         if key:
             if not self._first or key < self._first:

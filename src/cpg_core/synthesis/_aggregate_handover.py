@@ -67,6 +67,7 @@ class _HandOver(_Counting):
             pods=self.pods.copy() if copy else self.pods,
             drained=self._drained.copy() if copy else self._drained,
             identities=dict(self.identities),
+            minutes=dict(self.minutes) if copy else self.minutes,
         )
 
     def absorb(self, state: AggregateState, *, own: bool = False) -> None:
@@ -99,6 +100,8 @@ class _HandOver(_Counting):
         self._last = max(self._last, state.last_seen)
         self.l7_records += state.l7_records
         self.identities.update(state.identities)
+        for minute, flows in state.minutes.items():
+            self.minutes[minute] = self.minutes.get(minute, 0) + flows
         for ip, names in state.ip_names.items():
             self.ip_names.setdefault(ip, set()).update(names)
         self.pods.absorb(state.pods)

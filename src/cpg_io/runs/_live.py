@@ -36,7 +36,13 @@ from cpg_core import (
 )
 from cpg_core.declarations import Declarations
 from cpg_core.identities import IdentityBook
-from cpg_core.readiness import ReadinessRules, WorkloadProfile, rule_records, workload_profile
+from cpg_core.readiness import (
+    ReadinessRules,
+    WorkloadProfile,
+    capture_profile,
+    rule_records,
+    workload_profile,
+)
 from cpg_core.reports import WaitingPolicy
 from cpg_io.declarations import read_declarations, with_catalogue
 from cpg_io.evidence_store import EvidenceStore
@@ -379,6 +385,7 @@ class LiveCapture(RelayReader):
         evidence = self.settings.evidence is not None and not self.settings.dry_run
         due = evidence and (final or time.monotonic() >= self._evidence_due)
         plans = self._drained_plans(due)
+        self._profile_capture(plans)
         if self.settings.min_flows > 1:
             plans, self._held = hold_back(
                 plans,
@@ -435,13 +442,24 @@ class LiveCapture(RelayReader):
             self._say_failures(attempts)
         self._note_written(plans, written)
 
+    def _profile_capture(self, plans: list[PolicyPlan]) -> None:
+        """The session's capture profile so far: its window, flows and gaps as the aggregator
+        counted them, and the width of every flush's rules (each drained once)."""
+        with self._lock:
+            window, decisions = self.totals.window(), dict(self.totals.decisions)
+            minutes = dict(self.totals.minutes)
+        attribution = {plan.target: plan.attribution for plan in plans}
+        flush = capture_profile(window, decisions, attribution, minutes)
+        self.result.capture = flush.joined(self.result.capture)
+
     def _write_ready(self) -> None:
         """Write the policies of the learning workloads that became ready since (their
         evidence holds every flow already: it is not written again)."""
         if not self._learning or self.settings.dry_run:
             return
         settings = self.settings
-        ready = [plan for plan in self._learning.values() if self._profile_now(plan).ready]
+        judged = {plan: self._profile_now(plan) for plan in self._learning.values()}
+        ready = [plan for plan, profile in judged.items() if profile.ready]
         if not ready:
             return
         written = write_outputs(
@@ -460,6 +478,8 @@ class LiveCapture(RelayReader):
         for plan in ready:
             del self._learning[plan.target]
         self._note_written(ready, written)
+        # judged on the evidence of every flush, not on what this write was given
+        self.result.profiles.update({judged[p].name: judged[p] for p in ready})
 
     def _profile_now(self, plan: PolicyPlan) -> WorkloadProfile:
         """A learning workload's profile from its evidence as it is now."""
@@ -472,7 +492,9 @@ class LiveCapture(RelayReader):
             except CpgError:
                 doc = None
         records = doc.rules if doc is not None else rule_records(plan.attribution, "", 0)
-        return workload_profile(plan.namespace, plan.workload, records, settings.readiness)
+        return workload_profile(
+            plan.namespace, plan.workload, records, settings.readiness, self.result.capture
+        )
 
     def _write(self, plans: list[PolicyPlan], session: SessionInfo) -> Written:
         """The policies (and evidence) of ``plans``, merged into the output folder."""
@@ -490,6 +512,7 @@ class LiveCapture(RelayReader):
             share=settings.share,
             baseline=settings.baseline,
             readiness=settings.readiness,
+            capture=self.result.capture,
             only_ready=settings.only_ready,
         )
 
@@ -564,6 +587,10 @@ class LiveCapture(RelayReader):
         what it could not write is said at once (an ERROR line, the failure counter, and
         ``/healthz`` until a flush writes everything)."""
         self.result.profiles.update(written.profiles)
+        capture = self.result.capture
+        if capture is not None and not written.nodes <= set(capture.nodes):
+            nodes = tuple(sorted({*capture.nodes, *written.nodes}))
+            self.result.capture = attrs.evolve(capture, nodes=nodes)
         if not self.settings.dry_run:
             failed = {item.path for item in written.files if item.outcome == "failed"}
             learning = {item.path for item in written.files if item.outcome == "keep learning"}

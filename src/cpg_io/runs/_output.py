@@ -50,6 +50,7 @@ from cpg_core.readiness import (
     WorkloadProfile,
     not_ready_first,
     rule_records,
+    sample_nodes,
     workload_profile,
 )
 from cpg_core.reading import ReadStats
@@ -174,6 +175,8 @@ class Written:
     profiles: dict[str, WorkloadProfile] = attrs.Factory(dict)
     """``namespace/workload`` → what the evidence (or this run) shows of it, and whether its
     policy is ready to enforce (§D59)."""
+    nodes: set[str] = attrs.Factory(set)
+    """The nodes the plans' sample flows name (the capture's profile holds them)."""
 
 
 def write_outputs(
@@ -219,28 +222,20 @@ def write_outputs(
             if proof is not None:
                 held.enter_context(folder_lock(proof.store.base, "evidence"))
                 remove_stale_temp_files(proof.store.base)
-        # Read under the lock: another run may be folding its flows into the same evidence.
-        merged = _merged_evidence(plans, proof)
-        result.profiles = {
-            f"{plan.namespace}/{plan.workload}": workload_profile(
-                plan.namespace,
-                plan.workload,
-                merged[plan].rules if plan in merged else rule_records(plan.attribution, "", 0),
-                readiness or ReadinessRules(),
-                capture,
-            )
-            for plan in plans
-        }
-        learning = {
-            plan
-            for plan in plans
-            if only_ready and not result.profiles[f"{plan.namespace}/{plan.workload}"].ready
-        }
-        if proof is not None:
-            proof = attrs.evolve(proof, merged=merged)
+        rules_for = readiness or ReadinessRules()
+        # Judged under the lock: another run may be folding its flows into the same evidence.
+        learning = _to_keep_learning(plans, proof, rules_for, capture) if only_ready else set()
         shared = SharedOutput(Sharing(plans=tuple(plans), shared=()))
         writer = _PlanWriter(
-            store, batch, proof, dry_run, diff, in_cluster, evidence_only, frozenset(learning)
+            store,
+            batch,
+            proof,
+            dry_run,
+            diff,
+            in_cluster,
+            evidence_only,
+            frozenset(learning),
+            _Judge(rules_for, capture),
         )
         if share and not evidence_only:  # read under the lock: another run may be writing them
             # a workload kept learning is policed by no file, its own or a shared one
@@ -262,6 +257,8 @@ def write_outputs(
             batch.abort()
             raise
     for plan, outcome in zip(plans, outcomes, strict=True):
+        result.profiles[f"{plan.namespace}/{plan.workload}"] = outcome.profile
+        result.nodes |= outcome.nodes
         if outcome.name is not None:
             workload, name, stem = outcome.name
             outcome.file.plan = attrs.evolve(plan, workload=workload, name=name, stem=stem)
@@ -280,39 +277,51 @@ class _Proof:
     store: EvidenceStore
     settings: EvidenceSettings
     session: SessionInfo
-    merged: Mapping[PolicyPlan, PolicyEvidence] = attrs.field(factory=dict, eq=False)
-    """Each plan's evidence after this run, made once (its readiness was judged on it)."""
 
-    def write(self, plan: PolicyPlan, original: PolicyPlan | None = None) -> str | None:
-        made = self.merged.get(original) if original is not None else None
-        if made is not None and original is not None and plan.workload == original.workload:
-            return write_made_evidence(self.store, plan, made)
+    def write(self, plan: PolicyPlan) -> tuple[PolicyEvidence | None, str | None]:
+        """Fold this run into one policy's evidence: the document written, or the error."""
         return write_evidence(self.store, plan, self.session, self.settings)
 
 
-def _merged_evidence(
-    plans: Sequence[PolicyPlan], proof: _Proof | None
-) -> dict[PolicyPlan, PolicyEvidence]:
-    """Each plan's evidence as this run will leave it (what its readiness is judged on); a
-    plan whose evidence cannot be read is left out (its writer names the problem)."""
-    if proof is None:
-        return {}
-    made = {}
-    settings = proof.settings
+@attrs.frozen
+class _Judge:
+    """How a workload's readiness is judged (§D59): the rules, and the capture's profile."""
+
+    rules: ReadinessRules
+    capture: CaptureProfile | None
+
+    def profile(self, plan: PolicyPlan, evidence: PolicyEvidence | None) -> WorkloadProfile:
+        """From the evidence this run leaves, or (none written) from this run alone."""
+        records = evidence.rules if evidence is not None else rule_records(plan.attribution, "", 0)
+        return workload_profile(plan.namespace, plan.workload, records, self.rules, self.capture)
+
+
+def _to_keep_learning(
+    plans: Sequence[PolicyPlan],
+    proof: _Proof | None,
+    rules_for: ReadinessRules,
+    capture: CaptureProfile | None,
+) -> set[PolicyPlan]:
+    """The plans whose workloads are not ready yet, judged on their evidence as this run will
+    leave it (no samples are kept: only their times and counts count). A plan whose evidence
+    cannot be read is judged on this run alone (its writer names the problem)."""
+    judge = _Judge(rules_for, capture)
+    held = set()
     for plan in plans:
-        try:
-            doc = plan_evidence(
-                plan,
-                proof.session,
-                proof.store.read(plan.namespace, plan.workload),
-                max_samples=settings.max_samples,
-                max_sessions=settings.max_sessions,
-                replaces=settings.replaces,
-            )
-        except (EvidenceError, StoreError):
-            continue
-        made[plan] = redact_ips(doc)[0] if settings.redact else doc
-    return made
+        doc = None
+        if proof is not None:
+            with contextlib.suppress(EvidenceError, StoreError):
+                doc = plan_evidence(
+                    plan,
+                    proof.session,
+                    proof.store.read(plan.namespace, plan.workload),
+                    max_samples=0,
+                    max_sessions=proof.settings.max_sessions,
+                    replaces=proof.settings.replaces,
+                )
+        if not judge.profile(plan, doc).ready:
+            held.add(plan)
+    return held
 
 
 def _with_held(
@@ -340,15 +349,16 @@ class _PlanWriter:
     evidence_only: bool
     held: frozenset[PolicyPlan] = frozenset()
     """Plans of workloads to keep learning: their evidence is written, not their policy."""
+    judge: _Judge = _Judge(ReadinessRules(), None)
 
     def __call__(self, pair: tuple[PolicyPlan, PolicyPlan]) -> _Outcome:
         plan, reduced = pair  # the whole plan, and what is left of it once shared
         try:
             written = self._policy(plan, reduced)
-            error = None
+            error = doc = None
             if self.proof is not None and written.plan is not None and written.outcome != "failed":
                 whole = attrs.evolve(plan, workload=written.plan.workload, name=written.plan.name)
-                error = self.proof.write(whole, plan)
+                doc, error = self.proof.write(whole)
         except BaseException:
             StagedWrites.discard(self.batch.take())  # nothing this plan staged outlives it
             raise
@@ -358,6 +368,8 @@ class _PlanWriter:
             evidence_error=error,
             staged=self.batch.take(),
             name=(final.workload, final.name, final.stem) if final is not None else None,
+            profile=self.judge.profile(plan, doc),
+            nodes=sample_nodes(plan.attribution),
         )
 
     def _policy(self, plan: PolicyPlan, reduced: PolicyPlan) -> FileResult:
@@ -394,7 +406,7 @@ def _write_shared_policies(
         result.shared.append(written)
         if proof is not None and written.outcome != "failed" and rule:
             max_samples = proof.settings.max_samples
-            error = proof.write(shared_evidence_plan(name, rule, members, plans, max_samples))
+            _doc, error = proof.write(shared_evidence_plan(name, rule, members, plans, max_samples))
             if error is not None:
                 result.evidence_errors.append(error)
 
@@ -543,21 +555,16 @@ class _Outcome:
     staged: list[tuple[str, Path]]
     name: tuple[str, str, str] | None
     """(workload, policy name, file stem) the plan was finally written under."""
-
-
-def write_made_evidence(store: EvidenceStore, plan: PolicyPlan, doc: PolicyEvidence) -> str | None:
-    """Write one policy's evidence as :func:`_merged_evidence` made it; the error, if any."""
-    try:
-        store.write(plan.namespace, plan.workload, doc)
-    except (EvidenceError, StoreError) as exc:
-        return str(exc)
-    return None
+    profile: WorkloadProfile
+    """What its evidence after this run shows, and whether it is ready (§D59)."""
+    nodes: frozenset[str] = frozenset()
 
 
 def write_evidence(
     store: EvidenceStore, plan: PolicyPlan, session: SessionInfo, settings: EvidenceSettings
-) -> str | None:
-    """Fold this session's attribution into one policy's evidence; the error, if any."""
+) -> tuple[PolicyEvidence | None, str | None]:
+    """Fold this session's attribution into one policy's evidence: the document written, or
+    the error."""
     try:
         doc = plan_evidence(
             plan,
@@ -571,8 +578,8 @@ def write_evidence(
             doc, _removed = redact_ips(doc)
         store.write(plan.namespace, plan.workload, doc)
     except (EvidenceError, StoreError) as exc:
-        return str(exc)
-    return None
+        return None, str(exc)
+    return doc, None
 
 
 def _prepare(store: PolicyStore, plan: PolicyPlan) -> tuple[Path, str | None, str]:

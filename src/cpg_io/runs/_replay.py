@@ -284,7 +284,10 @@ def replay_capture(
         result.held_back = held_back(held)
         result.min_flows = min_flows
     result.capture = capture_profile(
-        aggregator.window(), aggregator.decisions, {p.target: p.attribution for p in plans}
+        aggregator.window(),
+        aggregator.decisions,
+        {p.target: p.attribution for p in plans},
+        aggregator.minutes,
     )
     watch.writing(len(plans))
     written = write_outputs(
@@ -304,6 +307,7 @@ def replay_capture(
         only_ready=only_ready,
     )
     result.profiles = written.profiles
+    result.capture = attrs.evolve(result.capture, nodes=tuple(sorted(written.nodes)))
     result.files = written.files
     result.evidence_errors = written.evidence_errors
     result.evidence_dir = written.evidence_dir
