@@ -22,6 +22,7 @@ from cpg_core.policy import (
     load_json,
     load_one,
     policies_in,
+    policy_name,
     specs_police,
 )
 from cpg_core.review import AlsoSelected, also_selected
@@ -60,6 +61,7 @@ __all__ = [
     "narrow_in_text",
     "policies_in",
     "policy_document",
+    "policy_name",
     "specs_police",
     "versions_seen",
 ]

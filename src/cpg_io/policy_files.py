@@ -4,6 +4,7 @@ yaml`` output): every CiliumNetworkPolicy and CiliumClusterwideNetworkPolicy, li
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,8 @@ class PolicyFolder:
 
     files: list[tuple[str, list[dict[str, Any]]]]
     problems: list[str]
+    paths: list[Path] = attrs.Factory(list)
+    """Each usable file's path, in the order of ``files``."""
 
 
 def read_policy_folder(
@@ -49,6 +52,7 @@ def read_policy_folder(
             f"{folder}: no such folder or file of policies; check ", Setting(setting)
         )
     files: list[tuple[str, list[dict[str, Any]]]] = []
+    found_paths: list[Path] = []
     problems: list[str] = []
     inside = root.resolve()
     for path in paths:
@@ -58,6 +62,7 @@ def read_policy_folder(
             text = read_bounded(path, MAX_FILE_BYTES, inside).decode("utf-8")
             docs = load_all(text, str(path))
             files.append((text, [p for doc in docs for p in policies_in(doc)]))
+            found_paths.append(path)
         except RefusedFile as exc:
             problems.append(str(exc))
         except (OSError, UnicodeDecodeError) as exc:
@@ -66,7 +71,7 @@ def read_policy_folder(
             problems.append(str(exc))
         except PolicyShapeProblem as exc:
             problems.append(f"{path}: not a usable Cilium policy: {exc}")
-    return PolicyFolder(files, problems)
+    return PolicyFolder(files, problems, found_paths)
 
 
 def load_policies(folder: Path, setting: str = "output_dir") -> list[dict[str, Any]]:
@@ -76,14 +81,38 @@ def load_policies(folder: Path, setting: str = "output_dir") -> list[dict[str, A
     return [policy for _text, found in load_policy_files(folder, setting) for policy in found]
 
 
+def load_policies_and_files(
+    folder: Path, setting: str = "output_dir"
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """:func:`load_policies`, and each policy's file by ``namespace/name`` (``name`` for a
+    cluster-wide one) as a command line names it (the folder as given)."""
+    read = _usable(read_policy_folder(folder, setting=setting))
+    policies: list[dict[str, Any]] = []
+    files: dict[str, str] = {}
+    for (_text, found), path in zip(read.files, read.paths, strict=True):
+        for policy in found:
+            policies.append(policy)
+            metadata = policy.get("metadata") if isinstance(policy, Mapping) else None
+            if isinstance(metadata, Mapping):
+                clusterwide = policy.get("kind") == "CiliumClusterwideNetworkPolicy"
+                namespace = "" if clusterwide else metadata.get("namespace")
+                key = f"{namespace or ''}/{metadata.get('name', '')}".lstrip("/")
+                files.setdefault(key, str(path))
+    return policies, files
+
+
+def _usable(read: PolicyFolder) -> PolicyFolder:
+    """The folder read, or PolicyLoadError listing every file that could not be used."""
+    if read.problems:
+        shown = "; ".join(read.problems[:5])
+        more = f" (and {len(read.problems) - 5} more)" if len(read.problems) > 5 else ""
+        raise PolicyLoadError(shown + more)
+    return read
+
+
 def load_policy_files(
     folder: Path, setting: str = "output_dir"
 ) -> list[tuple[str, list[dict[str, Any]]]]:
     """Each YAML file under ``folder``: its text and its Cilium policies; PolicyLoadError
     listing every file that could not be used."""
-    read = read_policy_folder(folder, setting=setting)
-    if read.problems:
-        shown = "; ".join(read.problems[:5])
-        more = f" (and {len(read.problems) - 5} more)" if len(read.problems) > 5 else ""
-        raise PolicyLoadError(shown + more)
-    return read.files
+    return _usable(read_policy_folder(folder, setting=setting)).files

@@ -14,6 +14,7 @@ from cpg_core import (
     DroppedFlowCount,
     ExplainResult,
     Plan,
+    Rollout,
     document_schema,
 )
 from cpg_core import DroppedFlowSample as SampleDocument
@@ -234,6 +235,8 @@ PlanSection = Literal[
     "also_selected",
     "confidence",
     "readiness",
+    "rollout",
+    "rollout_waiting",
 ]
 """The plan's lists, each paged on its own (get_plan's ``section``): the first is what a
 reviewer acts on first."""
@@ -305,6 +308,17 @@ class PlanResult(BaseModel):
         description="section readiness: each proposed policy's workload, ready to enforce or "
         "to keep learning (with the reasons: observed too briefly, too few flows, rules still "
         "appearing), those to keep learning first",
+    )
+    rollout: _field_of(Rollout, "batches") = Field(  # type: ignore[valid-type]
+        default=None,
+        description="section rollout: the ready workloads' policies in batches to apply one "
+        "after another, those nothing else depends on first; each with the shadow run that "
+        "checks it and the kubectl command that applies it (cpg applies nothing)",
+    )
+    rollout_waiting: _field_of(Rollout, "waiting") = Field(  # type: ignore[valid-type]
+        default=None,
+        description="section rollout_waiting: the workloads left out of the rollout, each with "
+        "why (keep learning, would break, tied by a shared policy to one that waits)",
     )
     capture: _field_of(Plan, "capture") = Field(  # type: ignore[valid-type]
         default=None,

@@ -312,6 +312,7 @@ _ReportSection = Annotated[
         "would_break",
         "newly_enforced",
         "readiness",
+        "rollout",
         "declared_dependencies_denied",
         "findings",
         "infrastructure_drops",

@@ -643,6 +643,12 @@ def _plan_result(
     data: dict[str, Any] | None = None,
 ) -> PlanResult:
     data = to_data(plan) if data is None else data
+    rollout = data.get("rollout") or {}
+    data = {
+        **data,
+        "rollout": rollout.get("batches", []),
+        "rollout_waiting": rollout.get("waiting", []),
+    }
     if section not in PLAN_LISTS:
         raise ToolError(f"section {section!r}: one of {', '.join(PLAN_LISTS)}")
     chunk, meta = paging.page(data[section], cursor, limit)

@@ -194,3 +194,48 @@ def test_the_capture_says_where_it_has_gaps_and_which_nodes_its_samples_name(
     profile = data["capture_profile"]
     assert profile["nodes"] == ["node-cart", "node-search"]
     assert profile["gaps"] == [["2026-11-02T10:26:00Z", "2026-11-02T13:00:00Z"]]
+
+
+def test_the_plan_rolls_the_ready_workloads_out_those_nothing_depends_on_first(
+    tmp_path: Path,
+) -> None:
+    capture = synthetic_capture(tmp_path / "two-days.jsonl", 20, days=2)
+    out = tmp_path / "policies"
+    assert cpg("replay", str(capture), "-d", str(out), "--shared", "0").returncode == 0
+    planned = cpg("plan", str(capture), "-d", str(out), "-o", "json")
+    rollout = json.loads(planned.stdout)["rollout"]
+    batches = rollout["batches"]
+    placed = [w for b in batches for w in b["workloads"]]
+    assert batches[0]["depended_on_by"] == 0 and batches[-1]["workloads"] == [
+        "kube-system/kube-dns"
+    ]
+    # a database comes after the api that calls it, and nothing waits without a reason
+    assert placed.index("app-01/db") > placed.index("app-01/api")
+    waiting = {w["workload"]: w["why"] for w in rollout["waiting"]}
+    assert waiting["ops/nightly-backup"].startswith("keep learning: observed for 0 s")
+    assert set(waiting) | set(placed) >= {"app-01/web", "app-01/api", "app-01/db"}
+    assert not set(waiting) & set(placed)
+    first = batches[0]
+    assert first["apply"] == "kubectl apply " + " ".join(f"-f {f}" for f in first["files"])
+    text = cpg("plan", str(capture), "-d", str(out)).stdout
+    assert f"Rollout: {len(batches)} batches of {len(placed)} ready workloads" in text
+    assert f"     check:  {first['shadow']}" in text and f"     apply:  {first['apply']}" in text
+    # the batch's own check: a plan of its policies alone
+    only = [a for p in first["policies"] for a in ("--only", p)]
+    alone = cpg("plan", str(capture), "-d", str(out), *only)
+    assert f"Plan for {len(first['policies'])} proposed policies" in alone.stdout
+    typo = cpg("plan", str(capture), "-d", str(out), "--only", "app-01/cpg-ap")
+    assert typo.returncode == 2 and "did you mean app-01/cpg-api?" in typo.stderr
+    markdown = cpg("report", "-d", str(out), "--plan", str(_plan_file(tmp_path, planned.stdout)))
+    assert "## Rollout" in markdown.stdout and f"`{first['shadow']}`" in markdown.stdout
+    # shared policies tie their members: said, and applied together
+    tied = tmp_path / "tied"
+    assert cpg("replay", str(capture), "-d", str(tied)).returncode == 0
+    said = cpg("plan", str(capture), "-d", str(tied)).stdout
+    assert "workloads share policies (_shared/)" in said and "--shared 0" in said
+
+
+def _plan_file(folder: Path, text: str) -> Path:
+    path = folder / "plan.json"
+    path.write_text(text)
+    return path

@@ -149,6 +149,7 @@ CHECK_SAMPLES: dict[str, tuple[object, dict[str, object]]] = {
     "ready_min_span": ("2h", {}),
     "ready_stable_for": ("1h", {}),
     "ready_min_flows": (5, {}),
+    "only": (["shop/cpg-cart,cpg-shared-x"], {}),
 }
 
 
@@ -176,3 +177,11 @@ def test_every_check_option_reaches_the_check_request(name: str) -> None:
     base = CheckRequest.build(inputs=["c.jsonl"], **companions)  # type: ignore[arg-type]
     changed = CheckRequest.build(inputs=["c.jsonl"], **{**companions, name: value})  # type: ignore[arg-type]
     assert changed != base
+
+
+def test_only_names_policies_as_the_plan_does() -> None:
+    built = CheckRequest.build(inputs=["c.jsonl"], only=["shop/cpg-cart, shop/cpg-web", "x"])
+    assert built.only == ("shop/cpg-cart", "shop/cpg-web", "x")
+    for bad in ("a/b/c", "/cpg-cart", "shop/"):
+        with pytest.raises(RequestError, match="is not NAMESPACE/NAME"):
+            CheckRequest.build(inputs=["c.jsonl"], only=[bad])

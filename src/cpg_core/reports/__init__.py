@@ -30,6 +30,9 @@ if TYPE_CHECKING:
         markdown_report,
         markdown_sections,
     )
+    from cpg_core.reports._rollout import (
+        plan_rollout,
+    )
     from cpg_core.reports._run import (
         DeclaredRead,
         FileOutcome,
@@ -81,6 +84,7 @@ _WHERE = {
     "why_text": "cpg_core.reports._why",
     "would_break_text": "cpg_core.reports._checks",
     "DeclaredRead": "cpg_core.reports._run",
+    "plan_rollout": "cpg_core.reports._rollout",
 }
 __getattr__ = lazy_face(__name__, _WHERE)
 
@@ -113,6 +117,7 @@ __all__ = [
     "markdown_page",
     "markdown_report",
     "markdown_sections",
+    "plan_rollout",
     "plan_text",
     "render",
     "run_data",

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 import attrs
 
 from cpg_core.base import VerifyReport
+from cpg_core.reports._rollout import KEEP_LEARNING, TIED_NOTE, UNCHECKED
 from cpg_core.review import CANNOT_JUDGE, Plan, WouldBreak, readiness_summary
 from cpg_core.synthesis import at_second, duration_text
 from cpg_core.text import one_line_each
@@ -118,6 +119,7 @@ def plan_text(view: PlanView) -> str:
     out += _breaking_lines(plan)
     out += _newly_enforced_lines(plan)
     out += readiness_plan_lines(plan)
+    out += rollout_lines(plan)
     out.extend(policy_map_lines(plan))
     out += _availability_lines(plan)
     if plan.also_selected:
@@ -166,6 +168,53 @@ def readiness_plan_lines(plan: Plan) -> list[str]:
     if len(learning) > MAX_SHOWN:
         out.append(f"  … and {len(learning) - MAX_SHOWN} more (-o json lists all)")
     return out
+
+
+def rollout_lines(plan: Plan) -> list[str]:
+    """The rollout order: each batch with the commands that check and apply it, then the
+    workloads that wait and why."""
+    rollout = plan.rollout
+    if rollout is None or not (rollout.batches or rollout.waiting):
+        return []
+    out = [
+        "",
+        f"Rollout: {plural(len(rollout.batches), 'batch', 'batches')} of "
+        f"{plural(rollout.workloads, 'ready workload')}, the ones nothing else depends on "
+        "first; shadow each batch, then apply it, then the next:",
+    ]
+    if not plan.can_judge:
+        out.append(f"  ({UNCHECKED})")
+    for batch in rollout.batches[:MAX_SHOWN]:
+        shown = ", ".join(batch.workloads[:6]) + (
+            f", … ({len(batch.workloads)} in all)" if len(batch.workloads) > 6 else ""
+        )
+        depended = (
+            f"; {batch.depended_on_by} other workloads depend on it" if batch.depended_on_by else ""
+        )
+        out.append(f"  {batch.number}. {shown}{depended}")
+        out.append(f"     check:  {batch.shadow}")
+        out.append(f"     apply:  {batch.apply}")
+    if len(rollout.batches) > MAX_SHOWN:
+        out.append(f"  … and {len(rollout.batches) - MAX_SHOWN} more batches (-o json lists all)")
+    if rollout.waiting:
+        # the workloads to keep learning are listed under Readiness, with why
+        other = [w for w in rollout.waiting if not w.why.startswith(KEEP_LEARNING)]
+        learning = len(rollout.waiting) - len(other)
+        out.append(
+            f"  Not in the rollout yet: {len(rollout.waiting)}"
+            + (f" ({learning} keep learning: see Readiness)" if learning else "")
+        )
+        for wait in other[:MAX_SHOWN]:
+            out.append(f"    {wait.workload}: {wait.why}")
+        if len(other) > MAX_SHOWN:
+            out.append(f"    … and {len(other) - MAX_SHOWN} more (-o json lists all)")
+    if rollout.tied:
+        out.append(f"  {TIED_NOTE.format(n=rollout.tied)}")
+    return out
+
+
+def plural(n: int, word: str, words: str = "") -> str:
+    return f"{n} {word if n == 1 else (words or word + 's')}"
 
 
 def _broken_words(plan: Plan) -> str:

@@ -20,9 +20,11 @@ from cpg_core.reports._checks import plan_cannot_judge, plan_verdict
 from cpg_core.reports._coverage import Coverage, coverage
 from cpg_core.reports._graph import TrafficGraph, traffic_graph
 from cpg_core.reports._mermaid import mermaid_graphs
+from cpg_core.reports._rollout import TIED_NOTE, UNCHECKED
 from cpg_core.review import (
     Availability,
     Plan,
+    Rollout,
     WorkloadProfile,
     WouldBreak,
     also_selected,
@@ -182,6 +184,8 @@ def markdown_sections(
         ]
     if profiles:  # what not to apply yet, before what to fix in what is applied
         sections.append(("readiness", _readiness_blocks(profiles)))
+    if plan is not None and plan.rollout is not None and plan.rollout.batches:
+        sections.append(("rollout", _rollout_blocks(plan.rollout, plan.can_judge)))
     if declared:
         sections.append(("declared dependencies denied", _declared_blocks(declared)))
     sections += [
@@ -367,6 +371,37 @@ def _readiness_blocks(profiles: Sequence[WorkloadProfile]) -> list[Block]:
 
 
 _NAMES_SHOWN = 12
+
+
+def _rollout_blocks(rollout: Rollout, judged: bool) -> list[Block]:
+    """The batches in order, each with the shadow run that checks it and the command that
+    applies it; then how many wait (the readiness section says why)."""
+    rows = []
+    for batch in rollout.batches:
+        shown = ", ".join(batch.workloads[:_NAMES_SHOWN])
+        more = len(batch.workloads) - _NAMES_SHOWN
+        shown += f" and {more} more" if more > 0 else ""
+        rows.append(
+            f"| {batch.number} | {_cell(shown)} | {batch.depended_on_by} | "
+            f"`{_code(batch.shadow)}` | `{_code(batch.apply)}` |"
+        )
+    waiting = len(rollout.waiting)
+    intro = (
+        f"{len(rollout.batches)} batches of {rollout.workloads} ready workloads, the ones "
+        "nothing else depends on first: shadow a batch, apply it, then the next."
+    )
+    if waiting:
+        intro += f" {waiting} workloads wait (cpg plan says why)."
+    if not judged:
+        intro += " " + UNCHECKED + "."
+    if rollout.tied:
+        intro += " " + TIED_NOTE.format(n=rollout.tied) + "."
+    return _table(
+        ["## Rollout", "", intro, ""],
+        "| batch | workloads | depended on by | check | apply |",
+        rows[:MAX_ROWS],
+        max(0, len(rows) - MAX_ROWS),
+    )
 
 
 def _general(reason: str) -> str:

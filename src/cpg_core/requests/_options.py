@@ -1229,6 +1229,20 @@ OPTIONS: tuple[Option, ...] = (
         not_tool="a session's own catalogue decides what its checks take",
     ),
     _o(
+        "only",
+        "check",
+        "texts",
+        (),
+        "Judge only these proposed policies (NAMESPACE/NAME, or NAME for a cluster-wide one; "
+        "repeat or comma-separate): one batch of a rollout, the others left out as if not "
+        "proposed.",
+        "--only",
+        metavar="POLICY",
+        panel="Readiness",
+        commands=frozenset({"plan", "shadow"}),
+        not_tool="a session judges its own policies, all of them",
+    ),
+    _o(
         "ready_min_span",
         "check",
         "text",
@@ -1239,7 +1253,7 @@ OPTIONS: tuple[Option, ...] = (
         "--ready-min-span",
         metavar="DURATION",
         panel="Readiness",
-        commands=frozenset({"plan", "report"}),
+        commands=frozenset({"plan", "report", "shadow", "propose"}),
         not_tool="a session's own readiness settings decide what its checks take",
     ),
     _o(
@@ -1252,7 +1266,7 @@ OPTIONS: tuple[Option, ...] = (
         "--ready-stable-for",
         metavar="DURATION",
         panel="Readiness",
-        commands=frozenset({"plan", "report"}),
+        commands=frozenset({"plan", "report", "shadow", "propose"}),
         not_tool="a session's own readiness settings decide what its checks take",
     ),
     _o(
@@ -1264,7 +1278,7 @@ OPTIONS: tuple[Option, ...] = (
         "--ready-min-flows",
         metavar="N",
         panel="Readiness",
-        commands=frozenset({"plan", "report"}),
+        commands=frozenset({"plan", "report", "shadow", "propose"}),
         minimum=0,
         not_tool="a session's own readiness settings decide what its checks take",
     ),

@@ -290,6 +290,19 @@ def identity_sources(given: Iterable[str] | None, field: str = "identities") -> 
     return tuple(chosen)
 
 
+def _policy_names(given: Iterable[str]) -> tuple[str, ...]:
+    """``--only``'s policies (comma-separated too), each ``namespace/name`` or ``name``."""
+    names = [n.strip() for item in given for n in str(item).split(",") if n.strip()]
+    for name in names:
+        if name.count("/") > 1 or not all(part for part in name.split("/")):
+            raise RequestError(
+                "only",
+                f"{shown(name)} is not NAMESPACE/NAME (or NAME for a cluster-wide policy), "
+                "as cpg plan names the policies",
+            )
+    return tuple(dict.fromkeys(names))
+
+
 def readiness_rules(values: Mapping[str, Any]) -> ReadinessRules:
     """The readiness settings of a request's values; RequestError names a bad one."""
     flows = values["ready_min_flows"]
@@ -345,6 +358,8 @@ class CheckRequest:
     dependency the policies deny is reported (§D58)."""
     readiness: ReadinessRules = attrs.Factory(ReadinessRules)
     """When a workload is ready to enforce (§D59)."""
+    only: tuple[str, ...] = ()
+    """The proposed policies judged (``namespace/name``; empty: all): a rollout's batch."""
     catalogue: tuple[str, ...] = ()
     """Catalogue files of platform workloads, and ``none`` to leave out the built-in ones:
     verify counts their candidates apart, as replay left their rules out."""
@@ -406,6 +421,7 @@ class CheckRequest:
             declarations=identity_sources(values["declarations"], "declarations"),
             catalogue=catalogue_sources(values["catalogue"]),
             readiness=readiness_rules(values),
+            only=_policy_names(values["only"]),
         )
 
     @property

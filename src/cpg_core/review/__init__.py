@@ -83,6 +83,16 @@ if TYPE_CHECKING:
         readiness_summary,
         workload_profile,
     )
+    from cpg_core.review._rollout import (
+        BATCH_SIZE,
+        Rollout,
+        RolloutBatch,
+        RolloutUnit,
+        RolloutWait,
+        SharedTie,
+        duration_flag,
+        rollout_order,
+    )
     from cpg_core.review._verify import (
         check_key,
     )
@@ -164,6 +174,14 @@ _WHERE = {
     "DEFAULT_MIN_FLOWS": "cpg_core.review._readiness",
     "rule_records": "cpg_core.review._evidence",
     "AlsoSelected": "cpg_core.review._owners",
+    "BATCH_SIZE": "cpg_core.review._rollout",
+    "Rollout": "cpg_core.review._rollout",
+    "RolloutBatch": "cpg_core.review._rollout",
+    "RolloutUnit": "cpg_core.review._rollout",
+    "RolloutWait": "cpg_core.review._rollout",
+    "SharedTie": "cpg_core.review._rollout",
+    "duration_flag": "cpg_core.review._rollout",
+    "rollout_order": "cpg_core.review._rollout",
 }
 """Each name other folders take from this layer, and the module that has it."""
 
@@ -171,6 +189,7 @@ __getattr__ = lazy_face(__name__, _WHERE)
 __all__ = [
     "BASELINE_GAPS",
     "BASELINE_NOTE",
+    "BATCH_SIZE",
     "CANNOT_JUDGE",
     "DEFAULT_MIN_FLOWS",
     "DEFAULT_MIN_SPAN",
@@ -191,9 +210,14 @@ __all__ = [
     "Plan",
     "PlanJudge",
     "ReadinessRules",
+    "Rollout",
+    "RolloutBatch",
+    "RolloutUnit",
+    "RolloutWait",
     "RuleMiss",
     "SchemaCheck",
     "SchemaProblem",
+    "SharedTie",
     "StaleRule",
     "UnseenPods",
     "Why",
@@ -204,6 +228,7 @@ __all__ = [
     "converter",
     "declared_denials",
     "dependency_ends",
+    "duration_flag",
     "evidence_behind",
     "explain_denial",
     "explain_lines",
@@ -219,6 +244,7 @@ __all__ = [
     "policy_namespaces",
     "readiness_summary",
     "render_explain_json",
+    "rollout_order",
     "rule_in_words",
     "rule_records",
     "seen_at",

@@ -79,6 +79,7 @@ from cpg_core.review._readiness import (
     not_ready_first,
     workload_profile,
 )
+from cpg_core.review._rollout import Rollout
 from cpg_core.review._verify import traffic_line
 from cpg_core.synthesis import (
     DEFAULT_SERVICE_NAMESPACES,
@@ -230,6 +231,9 @@ class Plan:
     readiness: tuple[WorkloadProfile, ...] = ()
     """The proposed policies' workloads, ready to enforce or to keep learning (from their
     evidence), those to keep learning first."""
+    rollout: Rollout | None = None
+    """The ready workloads' policies in batches to apply one after another (§D59; the caller
+    that knows the files adds it)."""
 
     @property
     def overflows(self) -> bool:

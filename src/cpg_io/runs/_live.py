@@ -385,7 +385,8 @@ class LiveCapture(RelayReader):
         evidence = self.settings.evidence is not None and not self.settings.dry_run
         due = evidence and (final or time.monotonic() >= self._evidence_due)
         plans = self._drained_plans(due)
-        self._profile_capture(plans)
+        if plans or final:  # a quiet flush costs a constant: the profile waits for news
+            self._profile_capture(plans)
         if self.settings.min_flows > 1:
             plans, self._held = hold_back(
                 plans,

@@ -3,6 +3,7 @@ policies, and the proposal's evidence. The plan itself is pure (``cpg_core.plan`
 
 from __future__ import annotations
 
+import difflib
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -23,6 +24,7 @@ from cpg_core import (
     PolicyEvidence,
     SessionInfo,
     SessionSource,
+    Setting,
     plan,
 )
 from cpg_core.cilium import (
@@ -31,19 +33,21 @@ from cpg_core.cilium import (
     load_all,
     local_cluster_default,
     narrow_in_text,
+    policy_name,
 )
 from cpg_core.declarations import Declarations, with_declared_entries
 from cpg_core.identities import IdentityBook
 from cpg_core.readiness import ReadinessRules
-from cpg_core.reports import PlanView
+from cpg_core.reports import PlanView, plan_rollout
 from cpg_core.shadow import WouldBreak
 from cpg_core.sharing import evidence_by_policy
 from cpg_core.why import FlowFilter
 from cpg_io.declarations import read_declarations
+from cpg_io.errors import IoError
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
 from cpg_io.identities import check_identities
 from cpg_io.kube import cluster_state
-from cpg_io.policy_files import load_policies
+from cpg_io.policy_files import load_policies, load_policies_and_files
 from cpg_io.progress import ReviewTally
 from cpg_io.runs._heap import reads_in_bulk
 from cpg_io.runs._output import EvidenceSettings, write_outputs
@@ -133,6 +137,8 @@ class JudgedPolicies:
     problems: list[str]
     identities: IdentityBook | None = None
     declarations: Declarations | None = None
+    files: Mapping[str, str] = attrs.Factory(dict)
+    """Each proposed policy's file, by ``namespace/name``."""
 
 
 def judged_policies(
@@ -145,7 +151,12 @@ def judged_policies(
     """The proposed policies (``request.policies``) and those applied today (a folder, the
     cluster, or None: inferred from the flows), read once for ``cpg plan`` and ``cpg shadow``."""
     folder = Path(request.policies or "policies")
-    proposal = load_policies(folder) if folder.exists() or request.policies else []
+    proposal: list[dict[str, Any]] = []
+    files: dict[str, str] = {}
+    if folder.exists() or request.policies:
+        proposal, files = load_policies_and_files(folder)
+    if request.only:
+        proposal = _only(proposal, request.only, folder)
     current: list[dict[str, Any]] | None = None
     source: CurrentSource = "flows"
     problems: list[str] = []
@@ -177,8 +188,30 @@ def judged_policies(
     elif request.current is None:
         origin = "inferred from the flows (no current policies given, from files or the cluster)"
     return JudgedPolicies(
-        folder, proposal, current, source, origin, local, problems, book, declared
+        folder, proposal, current, source, origin, local, problems, book, declared, files
     )
+
+
+def _only(
+    proposal: list[dict[str, Any]], names: Sequence[str], folder: Path
+) -> list[dict[str, Any]]:
+    """The proposed policies ``--only`` names; RequestError for a name the folder lacks."""
+    by_name = {policy_name(p): p for p in proposal}
+    missing = [n for n in names if n not in by_name]
+    if missing:
+        near = difflib.get_close_matches(missing[0], list(by_name), n=1)
+        raise NoSuchPolicy(
+            Setting("only"),
+            f" {missing[0]}: no such proposed policy in {folder}"
+            + (f"; did you mean {near[0]}?" if near else " (cpg plan names each policy)"),
+        )
+    return [by_name[n] for n in names]
+
+
+class NoSuchPolicy(IoError):
+    """``--only`` names a policy the proposal does not hold (a typo, most likely)."""
+
+    usage = True
 
 
 @reads_in_bulk
@@ -220,7 +253,15 @@ def plan_run(
         declarations=judged.declarations,
         readiness=request.readiness,
     )
-    view = PlanView(plan=planned.plan, proposal=str(folder), origin=origin, policies=len(proposal))
+    rollout = plan_rollout(
+        planned.plan,
+        proposal,
+        judged.files,
+        folder=str(folder),
+        shadow_for=request.readiness.stable_for,
+    )
+    plan = attrs.evolve(planned.plan, rollout=rollout)
+    view = PlanView(plan=plan, proposal=str(folder), origin=origin, policies=len(proposal))
     return PlanRun(view=view, stats=planned.stats, problems=problems + planned.problems)
 
 
