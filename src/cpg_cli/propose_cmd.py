@@ -113,7 +113,9 @@ _NoPush = Annotated[
 ]
 
 
+@opt.with_options("propose")
 def propose(
+    options: opt.Values,
     source: _Source = None,
     output_dir: _OutputDir = None,
     worktree: _Worktree = None,
@@ -139,6 +141,10 @@ def propose(
     request is opened, or updated when one is open for the branch. No change: nothing is
     committed or pushed.
 
+    It says which workloads the pull request is safe to merge for: ready to enforce by their
+    evidence (the Readiness thresholds) and, with --capture, nothing that works today would
+    break for them; the others are named with why, at the top of the body too.
+
     Exit codes: 0 proposed (or nothing to propose), 1 git or GitHub failed, 2 bad flags.
     """
     if (worktree is None) == (repo is None):
@@ -151,6 +157,9 @@ def propose(
     folder = output_dir or source
     if folder is None:
         raise typer.BadParameter("give the run's output folder: -d DIR", param_hint="-d")
+    from cpg_core.readiness import readiness_rules
+
+    readiness = opt.validated(lambda: readiness_rules(options.check))
     request = runs.ProposeRequest(
         source=folder,
         evidence_dir=evidence_dir,
@@ -165,6 +174,7 @@ def propose(
         github=github,
         **({"github_api": github_api} if github_api else {}),
         push=not no_push,
+        readiness=readiness,
     )
     try:
         result = runs.propose(request)
@@ -200,6 +210,14 @@ def _say_result(result: runs.ProposeResult, path: str) -> None:
         say(f"  {item.status:<8} {item.path}" + (f": {item.note}" if item.note else ""))
     if result.pushed:
         say("  pushed")
+    if result.safe_to_merge or result.not_yet:
+        from cpg_core.reports import MergeSafety
+
+        safety = MergeSafety(
+            tuple(result.safe_to_merge), tuple(result.not_yet), checked=result.checked
+        )
+        for line in safety.lines():
+            say(line)
     if result.body_file:
         say(f"Pull-request body: {result.body_file}")
     if result.pull_request:

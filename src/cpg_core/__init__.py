@@ -76,9 +76,6 @@ if TYPE_CHECKING:
     )
     from cpg_core.review._explain import ExplainFilter, explain_lines, explain_record
     from cpg_core.review._plan import CANNOT_JUDGE, CurrentSource, Plan, plan
-    from cpg_core.review._rollout import (
-        Rollout,
-    )
     from cpg_core.review._verify import verify_flows
     from cpg_core.review._wire import DocumentError, document_schema, from_data, to_data, to_json
     from cpg_core.synthesis._aggregate import (
@@ -176,7 +173,6 @@ _WHERE = {
     "to_data": "cpg_core.review._wire",
     "to_json": "cpg_core.review._wire",
     "verify_flows": "cpg_core.review._verify",
-    "Rollout": "cpg_core.review._rollout",
 }
 __getattr__ = lazy_face(__name__, _WHERE)
 
@@ -225,7 +221,6 @@ __all__ = [
     "ReadStats",
     "ReplayIdentity",
     "RequestError",
-    "Rollout",
     "RuleEvidence",
     "RunRequest",
     "SampleFlow",

@@ -2,6 +2,7 @@
 what it shows of each workload (its span, flows, peers and learning curve), and whether the
 workload's policy is ready to enforce or should keep learning, with the reason."""
 
+from cpg_core.requests import readiness_rules
 from cpg_core.review import (
     DEFAULT_MIN_FLOWS,
     DEFAULT_MIN_SPAN,
@@ -11,6 +12,7 @@ from cpg_core.review import (
     not_ready_first,
     readiness_summary,
     rule_records,
+    shadowed,
     workload_profile,
 )
 from cpg_core.synthesis import (
@@ -34,10 +36,12 @@ __all__ = [
     "capture_profile",
     "duration_text",
     "not_ready_first",
+    "readiness_rules",
     "readiness_summary",
     "rule_records",
     "sample_nodes",
     "seconds_of",
+    "shadowed",
     "time_gaps",
     "workload_profile",
 ]

@@ -14,10 +14,10 @@ from cpg_core import (
     DroppedFlowCount,
     ExplainResult,
     Plan,
-    Rollout,
     document_schema,
 )
 from cpg_core import DroppedFlowSample as SampleDocument
+from cpg_core.reports import Rollout
 from cpg_core.why import Why
 
 

@@ -318,3 +318,41 @@ def test_the_token_never_follows_a_redirect_nor_crosses_plain_http(
     clear = cpg(*common, "http://github.example.com/api/v3")
     assert clear.returncode == 1 and "plain http" in clear.stderr, clear.stderr
     assert refs(remote) == before, "refused before anything is pushed"
+
+
+def test_propose_says_which_workloads_the_pull_request_is_safe_to_merge_for(
+    tmp_path: Path, remote: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ready by their evidence and nothing that works today would break (the capture is
+    judged): safe; the others not yet, with why, in the output, the JSON and the body's top.
+    A repository given as a relative path is cloned from where the command runs."""
+    source = run_of(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    thresholds = ["--ready-min-span", "1m", "--ready-min-flows", "1", "--ready-stable-for", "0"]
+    body = tmp_path / "body.md"
+    ran = cpg(
+        "propose", str(source), "--repo", "remote.git", "--capture", str(EXAMPLE),
+        "--body-file", str(body), *thresholds, "--no-push", "-o", "json",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    result = json.loads(ran.stdout)
+    assert result["safe_to_merge"] == ["payments/ledger", "shop/cart"] and result["checked"]
+    waits = {w["workload"]: w["why"] for w in result["not_yet"]}
+    assert waits["shop/frontend"] == "keep learning: observed for 0 s (needs 1 m)"
+    assert len(waits) == 4
+    text = body.read_text()
+    assert text.index("## Safe to merge") < text.index("## Readiness")
+    assert "Safe to merge for 2 of 6 workloads." in text and "| shop/cart | yes |" in text
+    said = cpg(
+        "propose", str(source), "--repo", "remote.git", *thresholds, "--no-push"
+    ).stdout  # fmt: skip
+    assert (
+        "Safe to merge for 2 of 6 workloads (ready to enforce by their evidence; not checked"
+        in said
+    )
+    assert "  not yet   shop/frontend: keep learning: observed for 0 s (needs 1 m)" in said
+    # the defaults a careful operator would choose: a 7-minute capture is not enough
+    careful = json.loads(
+        cpg("propose", str(source), "--repo", "remote.git", "--no-push", "-o", "json").stdout
+    )
+    assert careful["safe_to_merge"] == [] and len(careful["not_yet"]) == 6

@@ -232,7 +232,10 @@ def test_the_plan_rolls_the_ready_workloads_out_those_nothing_depends_on_first(
     tied = tmp_path / "tied"
     assert cpg("replay", str(capture), "-d", str(tied)).returncode == 0
     said = cpg("plan", str(capture), "-d", str(tied)).stdout
-    assert "workloads share policies (_shared/)" in said and "--shared 0" in said
+    assert (
+        "workloads share policies (_shared/)" in said
+        and "without sharing (the shared option at 0)" in said
+    )
 
 
 def _plan_file(folder: Path, text: str) -> Path:

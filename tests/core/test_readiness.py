@@ -147,3 +147,27 @@ def test_gaps_are_the_long_stretches_without_a_flow_in_time_order() -> None:
     # four minutes is no gap; a gap must also be a fiftieth of a long capture
     assert time_gaps({"2026-11-02T10:00": 1, "2026-11-02T10:05": 1}, 600.0) == ()
     assert time_gaps(minutes, 100 * 3600.0) == (("2026-11-02T12:31:00Z", "2026-11-02T15:00:00Z"),)
+
+
+def test_a_shadow_run_judges_with_the_same_stable_for() -> None:
+    from cpg_core.readiness import shadowed
+
+    rules = ReadinessRules(min_span=60, stable_for=3600, min_flows=1)
+    ready = workload_profile(
+        "a", "w", [_rule(80, "2026-11-01T00:00:00Z", "2026-11-02T00:00:00Z", 5)], rules
+    )
+    assert ready.ready
+    end = 1_000_000.0
+    assert shadowed(ready, rules, span=7200, last=end, last_break=None).ready
+    assert shadowed(ready, rules, span=7200, last=end, last_break=end - 3601).ready
+    short = shadowed(ready, rules, span=600, last=end, last_break=None)
+    assert short.reasons == ("shadowed for 10 m with nothing breaking (needs 1 h)",)
+    broke = shadowed(ready, rules, span=7200, last=end, last_break=end - 120)
+    assert not broke.ready and broke.reasons[0].startswith(
+        "the shadow run saw a flow its policy would drop by 1970-01-12T13:44:40Z, 2 m before"
+    )
+    young = workload_profile(
+        "a", "w", [_rule(80, "2026-11-01T00:00:00Z", "2026-11-01T00:00:10Z", 5)], rules
+    )
+    kept = shadowed(young, rules, span=7200, last=end, last_break=None)
+    assert not kept.ready and kept.reasons == young.reasons  # the evidence's reasons stay

@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from captures import ingress_capture
 from conftest import cpg, flow_dict, jsonl, wait_for
 from cpg_core import CheckRequest, RunRequest, plan
@@ -80,7 +82,11 @@ def test_shadow_reports_what_would_break_at_the_first_flush_after_it_arrives(
     # the same kind of traffic is announced once, however often it comes back
     assert [len(items) for items in announced] == [1]
     expected = plan(CaptureFlows([str(capture)]), load_policies(out), None, current_source="flows")
-    assert final.plan == expected and final.plan.would_break_flows == 12
+    # the core plan, with the rollout the run adds (it knows the files): shop/api waits
+    assert attrs.evolve(final.plan, rollout=None) == expected
+    assert final.plan.would_break_flows == 12 and final.plan.rollout is not None
+    assert [w.workload for w in final.plan.rollout.waiting] == ["shop/api"]
+    assert final.plan.rollout.waiting[0].why.startswith("would break 12 flows")
     assert json.loads((tmp_path / "so-far.json").read_text()) == json.loads(render(final, "json"))
     assert [sorted(f.verdict) for f in relay.requests[0].whitelist] == [[1, 2, 4, 5]]
 
@@ -285,3 +291,46 @@ def test_a_shadow_survives_a_lost_stream_and_its_report_file_feeds_cpg_report(
     markdown = cpg("report", "-d", str(out), "--plan", str(report))
     assert markdown.returncode == 0, markdown.stderr
     assert "monitoring/prometheus" in markdown.stdout and "9090" in markdown.stdout
+
+
+def test_shadow_stable_for_feeds_the_readiness_verdict(tmp_path: Path) -> None:
+    """A workload is ready once its evidence says so and a shadow run saw nothing its policy
+    would drop for the last --ready-stable-for of the run: the same threshold, one verdict."""
+    from conftest import endpoint
+
+    web, api, scraper = endpoint("shop", "web"), endpoint("shop", "api"), endpoint("ops", "scraper")
+    learned = tmp_path / "learned.jsonl"
+    learned.write_text(
+        jsonl([flow_dict(web, api, time=f"2026-11-02T10:{m:02d}:00Z") for m in (0, 5, 10)])
+    )
+    out = tmp_path / "proposed"
+    assert cpg("replay", str(learned), "-d", str(out)).returncode == 0
+    readiness = ["--ready-min-span", "1m", "--ready-min-flows", "1", "--ready-stable-for", "1m"]
+
+    def works(second: int, source: dict[str, Any] = web) -> dict[str, Any]:
+        minute, second = divmod(second, 60)
+        time = f"2026-11-02T10:{20 + minute:02d}:{second:02d}Z"
+        return flow_dict(source, api, verdict="FORWARDED", reason=None, time=time)
+
+    def shadow(flows: list[dict[str, Any]]) -> dict[str, Any]:
+        with fake_relay(responses_from_lines(jsonl(flows).splitlines())) as (_, address):
+            ran = cpg(
+                "shadow", "--server", address, "-d", str(out), "--duration", "1s",
+                "--flush-interval", "0.2s", *readiness, "-o", "json",
+            )  # fmt: skip
+        assert ran.returncode in (0, 3), ran.stderr
+        (profile,) = json.loads(ran.stdout)["readiness"]
+        return profile
+
+    brief = shadow([works(0), works(5)])
+    assert not brief["ready"]
+    assert brief["reasons"] == ["shadowed for 5 s with nothing breaking (needs 1 m)"]
+    assert shadow([works(0), works(120)])["ready"]
+    broke = shadow([works(0), works(90, scraper), works(120)])
+    # by the newest flow of the flush that counted it (here, the only flush)
+    assert not broke["ready"] and broke["reasons"] == [
+        "the shadow run saw a flow its policy would drop by 2026-11-02T10:22:00Z, 0 s before its "
+        "newest flow (needs 1 m without one)"
+    ]
+    planned = cpg("plan", str(learned), "-d", str(out), *readiness, "-o", "json")
+    assert json.loads(planned.stdout)["readiness"][0]["ready"]  # the evidence alone: ready

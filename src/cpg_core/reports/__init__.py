@@ -22,13 +22,21 @@ if TYPE_CHECKING:
     from cpg_core.reports._formats import FORMATS, ExplainView, Review, render
     from cpg_core.reports._graph import Node, TrafficGraph, traffic_graph
     from cpg_core.reports._html import html_report
-    from cpg_core.reports._inputs import ReviewInputs
+    from cpg_core.reports._inputs import (
+        ReviewInputs,
+        is_shared_name,
+    )
     from cpg_core.reports._lint import LintView
     from cpg_core.reports._markdown import (
         confidence,
         markdown_page,
         markdown_report,
         markdown_sections,
+    )
+    from cpg_core.reports._merge_safety import (
+        MergeSafety,
+        MergeWait,
+        merge_safety,
     )
     from cpg_core.reports._rollout import (
         plan_rollout,
@@ -43,6 +51,9 @@ if TYPE_CHECKING:
         run_text,
     )
     from cpg_core.reports._why import WhyView, why_text
+    from cpg_core.review import (
+        Rollout,
+    )
 
 _WHERE = {
     "DECISION_LABELS": "cpg_core.flows",
@@ -85,6 +96,11 @@ _WHERE = {
     "would_break_text": "cpg_core.reports._checks",
     "DeclaredRead": "cpg_core.reports._run",
     "plan_rollout": "cpg_core.reports._rollout",
+    "MergeSafety": "cpg_core.reports._merge_safety",
+    "MergeWait": "cpg_core.reports._merge_safety",
+    "merge_safety": "cpg_core.reports._merge_safety",
+    "is_shared_name": "cpg_core.reports._inputs",
+    "Rollout": "cpg_core.review",
 }
 __getattr__ = lazy_face(__name__, _WHERE)
 
@@ -98,10 +114,13 @@ __all__ = [
     "ExplainView",
     "FileOutcome",
     "LintView",
+    "MergeSafety",
+    "MergeWait",
     "Node",
     "PlanView",
     "Review",
     "ReviewInputs",
+    "Rollout",
     "RunReport",
     "TrafficGraph",
     "VerifyView",
@@ -114,9 +133,11 @@ __all__ = [
     "flow_samples",
     "formats",
     "html_report",
+    "is_shared_name",
     "markdown_page",
     "markdown_report",
     "markdown_sections",
+    "merge_safety",
     "plan_rollout",
     "plan_text",
     "render",

@@ -8,7 +8,15 @@ from collections.abc import Mapping, Sequence
 from cpg_core.base import PolicyDocument
 from cpg_core.reports._graph import traffic_graph
 from cpg_core.reports._inputs import is_shared_name
-from cpg_core.review import Plan, Rollout, RolloutUnit, SharedTie, rollout_order
+from cpg_core.review import (
+    Plan,
+    Rollout,
+    RolloutUnit,
+    SharedTie,
+    WorkloadProfile,
+    WouldBreak,
+    rollout_order,
+)
 
 KEEP_LEARNING = "keep learning: "
 UNCHECKED = (
@@ -19,7 +27,7 @@ TIED_NOTE = (
     "{n} workloads share policies (_shared/): each is applied with all the others a shared "
     "policy serves, never alone (its own file lacks the shared rule; the shared file alone "
     "puts the others into default-deny); to roll them out a batch at a time, write their "
-    "policies with --shared 0"
+    "policies without sharing (the shared option at 0)"
 )
 NO_EVIDENCE = "no evidence behind its policy: how long it was observed is unknown"
 
@@ -66,16 +74,20 @@ def plan_rollout(
         SharedTie(policy, files.get(policy, ""), frozenset(found))
         for policy, found in sorted(members.items())
     ]
-    return rollout_order(
-        units, ties, _waiting(plan, [u.name for u in units]), folder=folder, shadow_for=shadow_for
-    )
+    waiting = waiting_reasons([u.name for u in units], plan.readiness, plan.would_break)
+    return rollout_order(units, ties, waiting, folder=folder, shadow_for=shadow_for)
 
 
-def _waiting(plan: Plan, workloads: Sequence[str]) -> dict[str, str]:
-    """Why each workload that may not be rolled out yet waits."""
-    profiles = {p.name: p for p in plan.readiness}
+def waiting_reasons(
+    workloads: Sequence[str],
+    readiness: Sequence[WorkloadProfile],
+    would_break: Sequence[WouldBreak] = (),
+) -> dict[str, str]:
+    """Why each of ``workloads`` may not be enforced yet (the others are not named): traffic
+    that works today would break, its evidence says keep learning, or there is none."""
+    profiles = {p.name: p for p in readiness}
     breaking: dict[str, int] = {}
-    for item in plan.would_break:
+    for item in would_break:
         breaking[item.endpoint] = breaking.get(item.endpoint, 0) + max(item.traffic.flows, 1)
     waiting = {}
     for name in workloads:
@@ -84,7 +96,7 @@ def _waiting(plan: Plan, workloads: Sequence[str]) -> dict[str, str]:
             flows = breaking[name]
             waiting[name] = (
                 f"would break {flows} flow{'s' if flows != 1 else ''} that work today (or a "
-                "dependency the cluster declares): fix first (cpg plan --write-fixes)"
+                "dependency the cluster declares): fix first (cpg plan's write-fixes option)"
             )
         elif profile is None:
             waiting[name] = NO_EVIDENCE

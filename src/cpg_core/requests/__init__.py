@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from cpg_core.requests._run_request import (
         DriftRequest,
         ShadowRequest,
+        readiness_rules,
     )
 
 _WHERE = {
@@ -34,6 +35,7 @@ _WHERE = {
     "option": "cpg_core.requests._options",
     "options_of": "cpg_core.requests._options",
     "tool_options": "cpg_core.requests._options",
+    "readiness_rules": "cpg_core.requests._run_request",
 }
 """Each name other folders take from this layer, and the module that has it."""
 
@@ -47,5 +49,6 @@ __all__ = [
     "Value",
     "option",
     "options_of",
+    "readiness_rules",
     "tool_options",
 ]

@@ -81,6 +81,7 @@ if TYPE_CHECKING:
         WorkloadProfile,
         not_ready_first,
         readiness_summary,
+        shadowed,
         workload_profile,
     )
     from cpg_core.review._rollout import (
@@ -182,6 +183,7 @@ _WHERE = {
     "SharedTie": "cpg_core.review._rollout",
     "duration_flag": "cpg_core.review._rollout",
     "rollout_order": "cpg_core.review._rollout",
+    "shadowed": "cpg_core.review._readiness",
 }
 """Each name other folders take from this layer, and the module that has it."""
 
@@ -249,6 +251,7 @@ __all__ = [
     "rule_records",
     "seen_at",
     "selects",
+    "shadowed",
     "supported_text",
     "to_data",
     "to_json",

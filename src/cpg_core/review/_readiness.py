@@ -188,6 +188,36 @@ def _curve(firsts: Sequence[float]) -> tuple[CurvePoint, ...]:
     )
 
 
+def shadowed(
+    profile: WorkloadProfile,
+    rules: ReadinessRules,
+    *,
+    span: float,
+    last: float | None,
+    last_break: float | None,
+) -> WorkloadProfile:
+    """A workload's readiness once a shadow run judged its policy on live traffic: ready only
+    when the evidence says so and the run (``span`` seconds, its newest flow at ``last``) saw
+    nothing the policy would drop for the last ``stable_for`` of it (``last_break``: when it
+    last did, None: never). The shadow's stable-for is the evidence's: one verdict."""
+    needs = rules.stable_for
+    reasons = list(profile.reasons)
+    if last_break is not None and last is not None and last - last_break < needs:
+        # by when, to the flush that counted it: no later than that, maybe earlier
+        when = datetime.fromtimestamp(int(last_break), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        reasons.append(
+            f"the shadow run saw a flow its policy would drop by {when}, "
+            f"{duration_text(last - last_break)} before its newest flow (needs "
+            f"{duration_text(needs)} without one)"
+        )
+    elif last_break is None and span < needs:
+        reasons.append(
+            f"shadowed for {duration_text(span)} with nothing breaking (needs "
+            f"{duration_text(needs)})"
+        )
+    return attrs.evolve(profile, ready=not reasons, reasons=tuple(reasons))
+
+
 def not_ready_first(profiles: Iterable[WorkloadProfile]) -> list[WorkloadProfile]:
     """The profiles a review lists: the workloads to keep learning first, then the ready."""
     return sorted(profiles, key=lambda p: (p.ready, p.namespace, p.workload))

@@ -24,11 +24,13 @@ from typing import Any
 
 import attrs
 
-from cpg_core import CheckRequest, CpgError, Setting
+from cpg_core import CheckRequest, CpgError, PolicyEvidence, Setting
 from cpg_core.cilium import SECTIONS, foreign_policy, load_one
-from cpg_core.reports import Review, render
+from cpg_core.readiness import ReadinessRules
+from cpg_core.reports import MergeSafety, MergeWait, Review, is_shared_name, merge_safety, render
 from cpg_io.errors import IoError
 from cpg_io.evidence_store import REPO_EVIDENCE, EvidenceStore, default_evidence_root
+from cpg_io.policy_files import load_policies_and_files
 from cpg_io.runs._plan import plan_run
 from cpg_io.runs._report import read_review
 from cpg_io.runs._session import utc_now
@@ -64,6 +66,9 @@ class ProposeRequest:
     """OWNER/REPO: open or update the pull request through GitHub's REST API."""
     github_api: str = GITHUB_API
     push: bool = True
+    readiness: ReadinessRules = attrs.Factory(ReadinessRules)
+    """When a workload is ready to enforce: the body and the result say which workloads the
+    pull request is safe to merge for (§D59)."""
 
 
 @attrs.define
@@ -85,6 +90,12 @@ class ProposeResult:
     body_file: str = ""
     pull_request: str = ""
     """The pull request's URL (with --github)."""
+    safe_to_merge: list[str] = attrs.Factory(list)
+    """The proposed workloads the pull request is safe to merge for."""
+    not_yet: list[MergeWait] = attrs.Factory(list)
+    """The others, each with why."""
+    checked: bool = False
+    """Whether a capture with every verdict was judged for what would break (--capture)."""
 
 
 def _git(cwd: Path, *args: str, check: bool = True) -> str:
@@ -197,16 +208,46 @@ def _message(files: list[ProposedFile], request: ProposeRequest, run: str) -> st
     return "\n".join(lines) + "\n"
 
 
-def _body(clone: Path, policies: Path, request: ProposeRequest, work: Path) -> str:
+def _body(
+    clone: Path, policies: Path, request: ProposeRequest, work: Path, files: list[ProposedFile]
+) -> tuple[str, MergeSafety]:
+    """The pull request's body (which workloads it is safe to merge for, then the review
+    report, with the plan when a capture is given) and that verdict."""
     plan_file = None
+    planned = None
     if request.capture:
         check = CheckRequest.build(inputs=[request.capture], policies=str(policies))
+        check = attrs.evolve(check, readiness=request.readiness)
         planned = plan_run(check, evidence=EvidenceStore(clone / REPO_EVIDENCE, policies))
         plan_file = work / "plan.json"
         plan_file.write_text(render(planned.view, "json"))
     store = EvidenceStore(clone / REPO_EVIDENCE, policies)
-    inputs = read_review(policies, store, plan_file)
-    return render(Review(title=f"cpg proposal: {request.path}", inputs=inputs), "markdown")
+    inputs = attrs.evolve(read_review(policies, store, plan_file), readiness=request.readiness)
+    safety = merge_safety(
+        _proposed_workloads(policies, files, inputs.evidence),
+        inputs.profiles(),
+        planned.view.plan if planned is not None else None,
+    )
+    report = render(Review(title=f"cpg proposal: {request.path}", inputs=inputs), "markdown")
+    title, _, rest = report.partition("\n")
+    return "\n".join([title, "", *safety.markdown()]) + rest, safety
+
+
+def _proposed_workloads(
+    policies: Path, files: list[ProposedFile], evidence: Mapping[str, PolicyEvidence]
+) -> list[str]:
+    """The workloads whose own policies the proposal adds or changes (a shared policy's
+    members are judged as their own files are)."""
+    proposed = {(policies / f.path).resolve() for f in files if f.status != "kept"}
+    _docs, where = load_policies_and_files(policies)
+    found = set()
+    for key, path in where.items():
+        namespace, _, name = key.rpartition("/")
+        if Path(path).resolve() not in proposed or not namespace or is_shared_name(name):
+            continue
+        doc = evidence.get(key)
+        found.add(f"{namespace}/{doc.policy.workload if doc else name.removeprefix('cpg-')}")
+    return sorted(found)
 
 
 def _github(
@@ -296,7 +337,9 @@ def _prepare(request: ProposeRequest, work: Path) -> tuple[Path, Path]:
     """(the repository to push from, a fresh checkout of the base to change)."""
     if request.repo is not None:
         repository = work / "repository"
-        _git(work, "clone", "--quiet", "--", request.repo, str(repository))
+        # a path on disk, as given from here (git clones from its temporary folder)
+        source = str(Path(request.repo).resolve()) if Path(request.repo).exists() else request.repo
+        _git(work, "clone", "--quiet", "--", source, str(repository))
     elif request.worktree is not None:
         repository = request.worktree.resolve()
         if not (repository / ".git").exists():
@@ -393,7 +436,10 @@ def propose(request: ProposeRequest) -> ProposeResult:
         )
         _git(checkout, *identity, "commit", "--quiet", "-m", message)
         result.commit = _git(checkout, "rev-parse", "HEAD")
-        body = _body(checkout, policies, request, work)
+        body, safety = _body(checkout, policies, request, work, result.files)
+        result.safe_to_merge = list(safety.safe)
+        result.not_yet = list(safety.waiting)
+        result.checked = safety.checked
         if request.body_file is not None:
             atomic_write_text(request.body_file, body)
             result.body_file = str(request.body_file)

@@ -9,15 +9,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import attrs
 from prometheus_client.core import Metric
 
 from cpg_core import CANNOT_JUDGE, Message, PolicyEvidence, Setting
 from cpg_core.identities import IdentityBook
-from cpg_core.reports import PlanView, render
+from cpg_core.readiness import not_ready_first, seconds_of, shadowed
+from cpg_core.reports import PlanView, plan_rollout, render
 from cpg_core.shadow import PlanJudge, ShadowRequest, WouldBreak
 from cpg_io.errors import IoError
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
@@ -49,6 +51,10 @@ class ShadowSettings:
     """Seconds from the start to ``--until``."""
     report: Path | None = None
     """The plan so far, rewritten at every flush (``cpg plan -o json``'s shape)."""
+    proposed: tuple[dict[str, Any], ...] = ()
+    """The proposed policies, for the rollout order (as ``cpg plan`` gives it)."""
+    files: Mapping[str, str] = attrs.Factory(dict)
+    """Each proposed policy's file, by ``namespace/name``."""
 
 
 def shadow(
@@ -95,6 +101,7 @@ def shadow(
         policy_map_max=check.policy_map_max,
         max_kinds=live.live.max_kinds,
         declarations=judged.declarations,
+        readiness=check.readiness,
     )
     stream = every_verdict_stream(
         live, relay.server, since=since, tls=access.tls, include_audit=check.include_audit
@@ -108,6 +115,8 @@ def shadow(
         duration=duration,
         deadline=deadline,
         report=Path(request.report) if request.report else None,
+        proposed=tuple(judged.proposal),
+        files=judged.files,
     )
     capture = ShadowCapture(settings, judge, on_break=on_break, relay=relay, problems=problems)
     capture.identities = judged.identities
@@ -153,6 +162,11 @@ class ShadowCapture(RelayReader):
         self.last: PlanView | None = None
         """The plan as of the last flush (a status line reads it)."""
         self._announced: set[tuple[str, ...]] = set()
+        self._breaking: dict[str, int] = {}
+        """Flows that would break so far, by the endpoint newly policed."""
+        self._last_break: dict[str, float] = {}
+        """When each endpoint last had a flow that would break: the newest flow of the flush
+        that counted more of them (to a flush interval)."""
         self._flushing = threading.Lock()
         self._planning = threading.Lock()
 
@@ -211,7 +225,7 @@ class ShadowCapture(RelayReader):
         """Judge what was received, tell ``on_break`` what breaks for the first time, and
         rewrite the report file."""
         with self._flushing:
-            view = self.last = self.so_far()
+            view = self.last = self._judged_ready(self.so_far())
             self.flushes += 1
             fresh = []
             for item in view.plan.would_break:
@@ -231,6 +245,39 @@ class ShadowCapture(RelayReader):
                         log.warning("could not write the plan so far to %s: %s", report, exc)
                     self.report_error = str(exc)
             return view
+
+    def _judged_ready(self, view: PlanView) -> PlanView:
+        """The plan with each workload's readiness judged on this run too (§D59)."""
+        plan = view.plan
+        capture = plan.capture
+        last = seconds_of(capture.last) if capture is not None else None
+        counted: dict[str, int] = {}
+        for item in plan.would_break:
+            counted[item.endpoint] = counted.get(item.endpoint, 0) + max(item.traffic.flows, 1)
+        for endpoint, flows in counted.items():
+            if flows > self._breaking.get(endpoint, 0) and last is not None:
+                self._last_break[endpoint] = last
+        self._breaking = counted
+        span = capture.span_seconds if capture is not None else 0.0
+        judged = [
+            shadowed(
+                profile,
+                self.judge.readiness_rules,
+                span=span,
+                last=last,
+                last_break=self._last_break.get(profile.name),
+            )
+            for profile in plan.readiness
+        ]
+        plan = attrs.evolve(plan, readiness=tuple(not_ready_first(judged)))
+        rollout = plan_rollout(
+            plan,
+            self.settings.proposed,
+            self.settings.files,
+            folder=self.settings.proposal,
+            shadow_for=self.judge.readiness_rules.stable_for,
+        )
+        return attrs.evolve(view, plan=attrs.evolve(plan, rollout=rollout))
 
     async def run(self) -> PlanView:
         """Stream until stopped, then judge everything received: the final plan."""
