@@ -22,6 +22,24 @@ printf '::stop-commands::%s\n' "$resume"
 printf '::stop-commands::%s\n' "$resume" >&2
 trap 'printf "::%s::\n" "$resume"; printf "::%s::\n" "$resume" >&2' EXIT
 output() { printf '%s=%s\n' "$1" "$2" >> "$outputs"; }
+# The count a cpg output holds (sarif: its results; plan: would_break_flows); exit 1 with the
+# reason on stderr when the file is missing, empty, not UTF-8 or not the shape expected.
+count() {
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+path, kind = sys.argv[1], sys.argv[2]
+try:
+    with open(path, encoding="utf-8") as handle:
+        data = json.load(handle)
+    value = len(data["runs"][0]["results"]) if kind == "sarif" else data["would_break_flows"]
+    if not isinstance(value, int) or value < 0:
+        raise ValueError(f"not a count: {value!r}")
+except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
+    print(f"{path}: {exc}", file=sys.stderr)
+    sys.exit(1)
+print(value)
+PY
+}
 
 # 1. lint: the given paths, else the policy files this pull request changed, else the folder
 paths=()
@@ -36,14 +54,27 @@ if [ "${#paths[@]}" -eq 0 ] && [ -e "$policies" ]; then
     paths=("$policies")
 fi
 lint_findings=0
+lint_unread=0
 if [ "${#paths[@]}" -gt 0 ]; then
     # paths after --: a file named like an option (--context=x.yaml) is still a path
     cpg lint -o text -- "${paths[@]}" > "$work/lint.txt"
     lint_rc=$?
     cpg lint -o sarif -- "${paths[@]}" > "$work/lint.sarif"
-    lint_findings=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["runs"][0]["results"]))' "$work/lint.sarif" 2>/dev/null || echo 0)
+    sarif_rc=$?
+    # fail closed: what cannot be read or counted is never "no findings"
+    if ! lint_findings=$(count "$work/lint.sarif" sarif 2> "$work/lint-count.err"); then
+        say "cpg lint's SARIF could not be counted (exit $sarif_rc): $(cat "$work/lint-count.err")"
+        lint_findings=0
+        lint_unread=1
+        failed=1
+    elif [ "$lint_rc" -eq 3 ] && [ "$lint_findings" -eq 0 ]; then
+        say "cpg lint exited 3 (findings) but its SARIF holds none: failing closed"
+        lint_unread=1
+        failed=1
+    fi
     if [ "$lint_rc" -ne 0 ] && [ "$lint_rc" -ne 3 ]; then
         say "cpg lint could not run (exit $lint_rc):"; cat "$work/lint.txt" >&2
+        lint_unread=1
         failed=1
     fi
 fi
@@ -87,8 +118,13 @@ if [ -n "$capture" ]; then
         4) verdict="cannot_judge" ;;
         *) say "cpg plan could not run (exit $plan_rc):"; cat "$work/plan.err" >&2; failed=1 ;;
     esac
-    if [ -s "$work/plan.json" ]; then
-        would_break=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["would_break_flows"])' "$work/plan.json" 2>/dev/null || echo 0)
+    if [ "$plan_rc" -eq 0 ] || [ "$plan_rc" -eq 3 ] || [ "$plan_rc" -eq 4 ]; then
+        if ! would_break=$(count "$work/plan.json" plan 2> "$work/plan-count.err"); then
+            say "cpg plan's JSON could not be read (exit $plan_rc): $(cat "$work/plan-count.err")"
+            would_break=0
+            verdict="unreadable"
+            failed=1
+        fi
     fi
     if [ "$verdict" = "breaks" ] && [ "${CPG_FAIL_ON_BREAK:-true}" = "true" ]; then
         say "cpg plan: $would_break flow(s) that work today would break"
@@ -130,6 +166,12 @@ header="$work/header.md"
     echo
     if [ "${#paths[@]}" -eq 0 ]; then
         echo "No policy file to lint."
+    elif [ "$lint_unread" -eq 1 ]; then
+        echo "**cpg lint**: its output could not be read or counted: the check fails (see the job log)."
+        echo
+        echo '```'
+        head_of "$work/lint.txt" 40
+        echo '```'
     elif [ "$lint_findings" -eq 0 ]; then
         echo "**cpg lint**: no findings."
     else

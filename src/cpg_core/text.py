@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from typing import Any
+from urllib.parse import quote
 
 _ESCAPES = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves, clear screen
@@ -25,12 +26,35 @@ def _keep(char: str, keep_newlines: bool) -> bool:
     return unicodedata.category(char) not in _DROPPED_CATEGORIES
 
 
+_UNDECODED = re.compile("[\udc80-\udcff]")
+"""What Python makes of a byte of a file name that is not UTF-8 (``surrogateescape``)."""
+
+
+def shown_path(name: str) -> str:
+    """A file name as valid UTF-8 text: each byte that is not UTF-8 as ``\\xNN`` (dropped, two
+    names could read the same; written raw, the output is not UTF-8 and a JSON reader fails)."""
+    return _UNDECODED.sub(lambda m: f"\\x{ord(m.group()) - 0xDC00:02x}", name)
+
+
+def json_text(text: str) -> str:
+    """A JSON document's text whose strings hold a file name's undecodable bytes, each as
+    the escape ``\\udcNN`` JSON reads back as the same name: the text is valid UTF-8."""
+    return _UNDECODED.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def path_uri(name: str) -> str:
+    """A relative file name as a URI reference (SARIF's ``uri``): its bytes percent-encoded,
+    slashes kept."""
+    return quote(name.encode("utf-8", "surrogateescape"), safe="/")
+
+
 def clean_text(text: str, keep_newlines: bool = False) -> str:
     """``text`` without escape sequences and invisible or control characters; newlines and
-    tabs become spaces unless ``keep_newlines``."""
+    tabs become spaces unless ``keep_newlines``; a byte of a file name that is not UTF-8 as
+    ``\\xNN``."""
     if text.isprintable():
         return text
-    text = _ESCAPES.sub("", text)
+    text = _ESCAPES.sub("", shown_path(text))
     if not keep_newlines:
         text = text.replace("\n", " ").replace("\t", " ")
     return "".join(c for c in text if c == " " or _keep(c, keep_newlines))
@@ -64,4 +88,13 @@ def clean(value: Any, keep_newlines: bool = False) -> Any:
     return value
 
 
-__all__ = ["MAX_SHOWN", "clean", "clean_text", "one_line_each", "shown"]
+__all__ = [
+    "MAX_SHOWN",
+    "clean",
+    "clean_text",
+    "json_text",
+    "one_line_each",
+    "path_uri",
+    "shown",
+    "shown_path",
+]

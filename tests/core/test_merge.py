@@ -374,3 +374,33 @@ def test_a_rendering_this_process_wrote_merges_as_a_file_read_from_disk() -> Non
         edited, name="cpg-api", namespace=NS, selector=SEL, rules=rules_from_atoms(B)
     )
     assert "# owned by team-api\n" in merged and "    team: api\n" in merged
+
+
+def test_only_a_parsed_label_makes_a_file_cpgs() -> None:
+    """Issue 67: text that quotes cpg's mark (a comment, an annotation, a block scalar) is a
+    person's file; a duplicate metadata after the spec decides as YAML decides."""
+    from cpg_core.cilium import foreign_policy
+
+    cpgs = (
+        "apiVersion: cilium.io/v2\nkind: CiliumNetworkPolicy\nmetadata:\n  name: cpg-a\n"
+        "  namespace: shop\n  labels:\n    app.kubernetes.io/managed-by: cpg\nspec:\n"
+        "  endpointSelector: {}\n"
+    )
+    assert foreign_policy(cpgs) is None
+    quoted = cpgs.replace("  labels:\n    app.kubernetes.io/managed-by: cpg\n", "")
+    for mention in (
+        "# app.kubernetes.io/managed-by: cpg\n",
+        "",
+    ):
+        text = mention + quoted.replace(
+            "  namespace: shop\n",
+            "  namespace: shop\n  annotations:\n    note: |\n      labels:\n"
+            "        app.kubernetes.io/managed-by: cpg\n",
+        )
+        found = foreign_policy(text)
+        assert found is not None and found.describe() == "CiliumNetworkPolicy cpg-a", text
+    later = cpgs + "metadata:\n  name: mine\n  namespace: shop\n"
+    found = foreign_policy(later)
+    assert found is not None and found.describe() == "CiliumNetworkPolicy mine"
+    two = cpgs + "---\n" + quoted.replace("cpg-a", "b")
+    assert foreign_policy(two) is None  # one of its documents is cpg's, as before

@@ -43,8 +43,11 @@ def _evaluate(text: str, inputs: dict[str, str]) -> str:
     return _EXPRESSION.sub(value, text)
 
 
-def run_gate(workspace: Path, **given: str) -> tuple[int, str, dict[str, str], str]:
-    """Run the gate step; (exit status, step summary, outputs, stderr)."""
+def run_gate(
+    workspace: Path, *, fake_bin: Path | None = None, **given: str
+) -> tuple[int, str, dict[str, str], str]:
+    """Run the gate step (``fake_bin`` first on PATH); (exit status, step summary, outputs,
+    stderr)."""
     inputs = {name: str(spec.get("default", "")) for name, spec in ACTION["inputs"].items()}
     inputs.update({name.replace("_", "-"): value for name, value in given.items()})
     step = _step("gate")
@@ -53,7 +56,13 @@ def run_gate(workspace: Path, **given: str) -> tuple[int, str, dict[str, str], s
     summary.write_text("")
     outputs.write_text("")
     env.update(
-        PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        PATH=":".join(
+            [
+                *([str(fake_bin)] if fake_bin else []),
+                str(Path(sys.executable).parent),
+                os.environ["PATH"],
+            ]
+        ),
         HOME=str(workspace),
         GITHUB_STEP_SUMMARY=str(summary),
         GITHUB_OUTPUT=str(outputs),
@@ -232,3 +241,62 @@ def test_at_500_workloads_the_comment_fits_and_the_whole_texts_are_artifacts(
     assert (artifacts / "verify.txt").read_text().count("  admitted ") >= 3_000
     assert json.loads((artifacts / "plan.json").read_text())["would_break_flows"] > 0
     assert summary.startswith(comment)
+
+
+def _open_policy() -> str:
+    return yaml.safe_dump(
+        {
+            "apiVersion": "cilium.io/v2",
+            "kind": "CiliumNetworkPolicy",
+            "metadata": {"name": "open", "namespace": "shop"},
+            "spec": {"endpointSelector": {}, "ingress": [{"fromEntities": ["world"]}]},
+        }
+    )
+
+
+def test_a_file_name_that_is_not_utf8_cannot_hide_a_world_open_policy(tmp_path: Path) -> None:
+    """Issue 67: a name holding a byte that is not UTF-8 made lint's SARIF unreadable, the
+    gate's count fell back to 0 and it passed a world-open policy. Names are escaped to valid
+    UTF-8 in every output (SARIF: percent-encoded), so the findings are counted."""
+    workspace = _workspace(tmp_path)
+    (workspace / "policies" / "shop" / "open.yaml").write_text(_open_policy())
+    odd = os.fsencode(workspace / "policies" / "shop") + b"/odd\xff.yaml"
+    with open(odd, "w") as handle:
+        handle.write(_open_policy())
+    code, summary, outputs, stderr = run_gate(workspace)
+    assert code == 1 and outputs["lint-findings"] == "4", stderr
+    assert "no findings" not in summary and "odd\\xff.yaml" in summary
+    sarif = json.loads(Path(outputs["sarif"]).read_bytes().decode("utf-8"))  # valid UTF-8
+    uris = {
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        for r in sarif["runs"][0]["results"]
+    }
+    assert "policies/shop/odd%FF.yaml" in uris
+    listed = cpg("lint", "-o", "json", str(workspace / "policies"))
+    files = {f["file"] for f in json.loads(listed.stdout)["findings"]}
+    assert any(f.endswith("odd\\xff.yaml") for f in files)
+
+
+def test_output_the_gate_cannot_count_fails_the_job(tmp_path: Path) -> None:
+    """Fail closed: a lint whose SARIF is not JSON, and a plan whose JSON is missing, fail
+    the job with the reason, never "no findings" or "nothing breaks"."""
+    workspace = _workspace(tmp_path)
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    real = shutil.which("cpg", path=str(Path(sys.executable).parent))
+    (fake / "cpg").write_text(
+        "#!/bin/sh\n"
+        'case "$*" in\n'
+        '  *"lint -o sarif"*) printf "\\377 not json"; exit 3 ;;\n'
+        '  *"plan "*) exit 0 ;;\n'
+        "esac\n"
+        f'exec "{real}" "$@"\n'
+    )
+    (fake / "cpg").chmod(0o755)
+    code, summary, outputs, stderr = run_gate(workspace, fake_bin=fake, capture="drops.jsonl")
+    assert code == 1
+    assert "cpg lint's SARIF could not be counted (exit 3)" in stderr
+    assert "its output could not be read or counted" in summary
+    assert "**cpg lint**: no findings." not in summary
+    assert "cpg plan's JSON could not be read (exit 0)" in stderr
+    assert outputs["verdict"] == "unreadable"

@@ -35,6 +35,7 @@ from cpg_core.review import (
     to_data,
     to_json,
 )
+from cpg_core.text import json_text
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -158,10 +159,12 @@ def render(
     kind = _KINDS[type(document)]
     renderer = FORMATS[kind].get(fmt)
     if renderer is None and fmt == "yaml" and "json" in FORMATS[kind]:
-        return _as_yaml(FORMATS[kind]["json"](document))
+        return _as_yaml(json_text(FORMATS[kind]["json"](document)))
     if renderer is None:
         raise ValueError(f"{fmt!r}: a {kind} report is one of {', '.join(formats(kind))}")
-    return renderer(document)
+    text = renderer(document)
+    # a file name's byte that is not UTF-8 is JSON's \udcXX, never a raw byte (a reader fails)
+    return json_text(text) if fmt in ("json", "sarif") else text
 
 
 __all__ = [

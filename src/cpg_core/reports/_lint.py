@@ -8,7 +8,7 @@ from typing import Any
 import attrs
 
 from cpg_core.review import RULES, LintFinding, to_data
-from cpg_core.text import one_line_each
+from cpg_core.text import clean_text, one_line_each, path_uri, shown_path
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/cilium/cilium"
@@ -44,9 +44,10 @@ def lint_text(view: LintView) -> str:
 
 
 def lint_json(view: LintView) -> str:
+    findings = [{**f, "file": shown_path(f["file"])} for f in to_data(list(view.findings))]
     data = {
         "files": view.files,
-        "findings": to_data(list(view.findings)),
+        "findings": findings,
         "notes": list(view.notes),
     }
     return json.dumps(data, indent=2, ensure_ascii=False)
@@ -75,11 +76,13 @@ def lint_sarif(view: LintView) -> str:
                 "ruleId": f.code,
                 "ruleIndex": index[f.code],
                 "level": f.level,
-                "message": {"text": f"{f.policy + ': ' if f.policy else ''}{f.message}. {f.fix}"},
+                "message": {
+                    "text": clean_text(f"{f.policy + ': ' if f.policy else ''}{f.message}. {f.fix}")
+                },
                 "locations": [
                     {
                         "physicalLocation": {
-                            "artifactLocation": {"uri": f.file},
+                            "artifactLocation": {"uri": path_uri(f.file)},
                             "region": region,
                         },
                         **(

@@ -424,11 +424,6 @@ def _section_body(
     return body
 
 
-_MARK = f"{MANAGED_BY_LABEL}: {MANAGED_BY_VALUE}"
-"""cpg's managed-by label as it writes it: a file holding it is read as cpg's without
-parsing it first (a rerun reads every file: parsing each twice was most of its time)."""
-
-
 @attrs.frozen(slots=True)
 class ForeignPolicy:
     """What a file cpg did not write holds: ``(kind, name)`` of each document."""
@@ -443,15 +438,34 @@ class ForeignPolicy:
         return ", ".join(f"{kind} {name}".strip() for kind, name in self.documents) or "a file"
 
 
+_LATER_HEAD = re.compile(r"""^(?:---|\.\.\.|\?|["']?metadata["']?\s*:)""", re.MULTILINE)
+"""What after a document's ``spec:`` could start another document or set its metadata again
+(a duplicate key wins in YAML)."""
+
+
+def _heads(existing: str, path: str) -> list[Any]:
+    """The documents of ``existing``, as far as their owner goes: a one-document file whose
+    metadata comes before its spec is read up to the spec (a rerun asks this of every file,
+    and cpg's renderings put metadata first); anything else is read whole."""
+    head, spec, rest = existing.partition("\nspec:")
+    if spec and not _LATER_HEAD.search(rest):
+        try:
+            return [d for d in load_all(head, path) if d is not None]
+        except YamlInputError:
+            pass  # the head alone is not YAML: the whole file says
+    return [d for d in load_all(existing, path) if d is not None]
+
+
 def foreign_policy(existing: str, path: str = "policy") -> ForeignPolicy | None:
     """What ``existing`` holds when cpg did not write it (no document carries cpg's
     managed-by label): cpg never merges into a person's policy, it writes its own beside it.
     None for cpg's own file, an empty one, and one that is not YAML cpg reads (anchors,
     invalid YAML): merging then names the problem, and the file is left as it is."""
-    if not existing.strip() or _MARK in existing:
-        return None  # cpg's mark: its own (merging reads it, and names any problem)
+    if not existing.strip():
+        return None
+    # the parsed label decides, never text: a comment or an annotation may quote cpg's mark
     try:
-        docs = [d for d in load_all(existing, path) if d is not None]
+        docs = _heads(existing, path)
     except YamlInputError:
         return None
     found = []
