@@ -33,6 +33,7 @@ from cpg_core.synthesis import (
     foreign_policy,
     narrow_in_text,
     policy_document,
+    written_by_cpg,
 )
 
 __all__ = [
@@ -64,4 +65,5 @@ __all__ = [
     "policy_name",
     "specs_police",
     "versions_seen",
+    "written_by_cpg",
 ]

@@ -38,8 +38,8 @@ class WriteOutcome(StrEnum):
 def _keep_mode_and_owner(fd: int, target: Path, mode: int) -> None:
     """The new file gets the mode and owner of the file it replaces (``mode`` when new)."""
     try:
-        old = os.stat(target, follow_symlinks=False)
-    except FileNotFoundError:
+        old = os.stat(target)  # a link: the file it leads to, never the link's own 0777
+    except FileNotFoundError:  # no file, or a link that leads nowhere
         os.fchmod(fd, mode)
         return
     os.fchmod(fd, old.st_mode & 0o7777)
@@ -340,6 +340,11 @@ def folder_lock(folder: Path, what: str) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
+RESERVED_STEMS = frozenset({"kustomization"})
+"""File names a policy never takes: ``kubectl apply -k``, Argo CD and Flux read
+``kustomization.yaml`` (any case) as the folder's kustomization, not as a resource."""
+
+
 class PolicyStore:
     """Policies on disk, one YAML file per (namespace, workload). Writes are staged in
     ``batch`` when one is given (then visible after its commit), else written at once."""
@@ -349,11 +354,10 @@ class PolicyStore:
         self.batch = batch
 
     def path_for(self, namespace: str, workload: str) -> Path:
-        path = (
-            self.root
-            / safe_component(namespace, "namespace")
-            / (safe_component(workload, "workload") + ".yaml")
-        )
+        stem = safe_component(workload, "workload")
+        if stem.lower() in RESERVED_STEMS:  # kustomize would read it as the folder's list
+            stem += "-cpg"
+        path = self.root / safe_component(namespace, "namespace") / (stem + ".yaml")
         return inside(self.root, path)
 
     def targets(self) -> Iterator[tuple[str, str]]:

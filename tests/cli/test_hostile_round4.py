@@ -4,6 +4,9 @@ odd input never ends in a traceback or a wrong verdict."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 from conftest import EXAMPLE, cpg
@@ -41,3 +44,108 @@ def test_a_persons_file_that_quotes_cpgs_mark_is_never_merged_into(tmp_path: Pat
     assert cart.read_text() == PERSONS_CART
     assert (out / "shop" / "cart-cpg.yaml").is_file()
     assert "CiliumNetworkPolicy cart-by-hand in shop/cart.yaml (left as it is" in ran.stdout
+
+
+PERSONS_KUSTOMIZATION = """\
+# the shop's policies: Argo CD syncs this folder (prune: true)
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  # the baseline every namespace gets, from the platform repository
+  - https://example.com/platform/baseline-deny.yaml?ref=v3
+  - ../generated/probes.yaml   # made by CI before the build
+  - allow-probes.yaml
+commonLabels:
+  team: shop
+"""
+
+
+def test_kustomize_keeps_every_byte_of_a_persons_kustomization(tmp_path: Path) -> None:
+    """--kustomize rewrote a person's kustomization.yaml with safe_dump (every comment gone)
+    and dropped their entries that are URLs or build-time paths (with pruning, the baseline
+    deny would be deleted at the next sync). cpg now appends its own entries, marked, and
+    removes only marked ones whose file is gone."""
+    out = tmp_path / "policies"
+    assert cpg("replay", str(EXAMPLE), "-d", str(out)).returncode == 0
+    shop = out / "shop"
+    (shop / "kustomization.yaml").write_text(PERSONS_KUSTOMIZATION)
+    (shop / "allow-probes.yaml").write_text("apiVersion: v1\nkind: ConfigMap\n")
+    ran = cpg("replay", str(EXAMPLE), "-d", str(out), "--kustomize")
+    assert ran.returncode == 0, ran.stderr
+    text = (shop / "kustomization.yaml").read_text()
+    person, _, cpgs = text.partition("  - allow-probes.yaml\n")
+    assert person + "  - allow-probes.yaml\n" == PERSONS_KUSTOMIZATION.split("commonLabels")[0]
+    assert cpgs == "  - cart.yaml  # cpg\n  - frontend.yaml  # cpg\ncommonLabels:\n  team: shop\n"
+    # a rerun changes nothing; a cpg file removed takes its marked entry along, only that
+    assert cpg("replay", str(EXAMPLE), "-d", str(out), "--kustomize").returncode == 0
+    assert (shop / "kustomization.yaml").read_text() == text
+    (shop / "frontend.yaml").unlink()
+    again = cpg("replay", str(EXAMPLE), "-d", str(out), "-n", "payments", "--kustomize")
+    assert again.returncode == 0, again.stderr
+    assert (shop / "kustomization.yaml").read_text() == text.replace(
+        "  - frontend.yaml  # cpg\n", ""
+    )
+
+
+def test_a_workload_named_kustomization_never_takes_the_folders_list(tmp_path: Path) -> None:
+    """A workload labelled app=kustomization became shop/kustomization.yaml: kubectl apply -k
+    read the policy as the folder's kustomization and broke."""
+    from conftest import endpoint, flow_dict, jsonl
+
+    capture = tmp_path / "k.jsonl"
+    capture.write_text(
+        jsonl([flow_dict(endpoint("shop", "web"), endpoint("shop", "kustomization"))])
+    )
+    out = tmp_path / "policies"
+    ran = cpg("replay", str(capture), "-d", str(out), "--kustomize")
+    assert ran.returncode == 0, ran.stderr
+    assert (out / "shop" / "kustomization-cpg.yaml").is_file()
+    built = subprocess.run(["kubectl", "kustomize", str(out)], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    assert "name: cpg-kustomization" in built.stdout
+    explained = cpg("explain", "shop/kustomization", "-d", str(out))
+    assert explained.returncode == 0, explained.stderr
+
+
+def test_kustomize_never_enters_a_linked_folder_nor_reads_without_bound(tmp_path: Path) -> None:
+    """--kustomize followed a symlinked namespace folder and wrote outside -d; it read a FIFO
+    (hung) and a link to /dev/zero (MemoryError)."""
+    out = tmp_path / "policies"
+    assert cpg("replay", str(EXAMPLE), "-d", str(out)).returncode == 0
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(out / "shop", elsewhere)
+    (out / "linked").symlink_to(elsewhere, target_is_directory=True)
+    ran = cpg("replay", str(EXAMPLE), "-d", str(out), "--kustomize")
+    assert ran.returncode == 0, ran.stderr
+    assert not (elsewhere / "kustomization.yaml").exists()
+    assert "linked" not in (out / "kustomization.yaml").read_text()
+    for odd in ("fifo", "zero"):
+        shop = out / "shop" / "kustomization.yaml"
+        shop.unlink()
+        if odd == "fifo":
+            os.mkfifo(shop)
+        else:
+            shop.symlink_to("/dev/zero")
+        ran = cpg("replay", str(EXAMPLE), "-d", str(out), "--kustomize")
+        assert ran.returncode == 1 and "Traceback" not in ran.stderr, ran.stderr
+        said = "cannot read it" if odd == "fifo" else "a symlink; cpg does not write through it"
+        assert f"{shop}: {said}" in ran.stderr
+
+
+def test_a_replaced_linked_policy_keeps_its_files_mode_never_the_links(tmp_path: Path) -> None:
+    """Replacing a symlinked policy file left it 0777 (the link's own mode)."""
+    from conftest import endpoint, flow_dict, jsonl
+
+    out = tmp_path / "policies"
+    assert cpg("replay", str(EXAMPLE), "-d", str(out)).returncode == 0
+    cart = out / "shop" / "cart.yaml"
+    real = out / "shop" / ".cart-real.yaml"
+    cart.rename(real)
+    real.chmod(0o600)
+    cart.symlink_to(real.name)
+    more = tmp_path / "more.jsonl"
+    more.write_text(jsonl([flow_dict(endpoint("shop", "web"), endpoint("shop", "cart"), tcp=7070)]))
+    ran = cpg("replay", str(more), "-d", str(out))
+    assert ran.returncode == 0, ran.stderr
+    assert not cart.is_symlink() and "7070" in cart.read_text()
+    assert cart.stat().st_mode & 0o7777 == 0o600

@@ -69,6 +69,7 @@ if TYPE_CHECKING:
     from cpg_core.synthesis._merge import (
         ForeignPolicy,
         foreign_policy,
+        written_by_cpg,
     )
     from cpg_core.synthesis._narrow import (
         Exclusions,
@@ -190,6 +191,7 @@ _WHERE = {
     "policy_document": "cpg_core.synthesis._render",
     "sample_nodes": "cpg_core.synthesis._profile",
     "time_gaps": "cpg_core.synthesis._profile",
+    "written_by_cpg": "cpg_core.synthesis._merge",
 }
 """Each name other folders take from this layer, and the module that has it."""
 
@@ -271,4 +273,5 @@ __all__ = [
     "with_baseline_rules",
     "with_declared_entries",
     "with_exclusions",
+    "written_by_cpg",
 ]

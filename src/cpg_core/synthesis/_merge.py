@@ -456,6 +456,22 @@ def _heads(existing: str, path: str) -> list[Any]:
     return [d for d in load_all(existing, path) if d is not None]
 
 
+def written_by_cpg(text: str, path: str = "policy") -> bool:
+    """Whether a document of ``text`` carries cpg's managed-by label, as parsed (text that
+    only quotes the label, or YAML cpg cannot read, is not cpg's)."""
+    try:
+        docs = _heads(text, path)
+    except YamlInputError:
+        return False
+    return any(_labelled(doc) for doc in docs)
+
+
+def _labelled(doc: Any) -> bool:
+    metadata = doc.get("metadata") if isinstance(doc, Mapping) else None
+    labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
+    return isinstance(labels, Mapping) and labels.get(MANAGED_BY_LABEL) == MANAGED_BY_VALUE
+
+
 def foreign_policy(existing: str, path: str = "policy") -> ForeignPolicy | None:
     """What ``existing`` holds when cpg did not write it (no document carries cpg's
     managed-by label): cpg never merges into a person's policy, it writes its own beside it.
@@ -470,10 +486,9 @@ def foreign_policy(existing: str, path: str = "policy") -> ForeignPolicy | None:
         return None
     found = []
     for doc in docs:
-        metadata = doc.get("metadata") if isinstance(doc, Mapping) else None
-        labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
-        if isinstance(labels, Mapping) and labels.get(MANAGED_BY_LABEL) == MANAGED_BY_VALUE:
+        if _labelled(doc):
             return None
+        metadata = doc.get("metadata") if isinstance(doc, Mapping) else None
         name = metadata.get("name") if isinstance(metadata, Mapping) else None
         kind = doc.get("kind") if isinstance(doc, Mapping) else None
         found.append((str(kind or "a document"), str(name or "")))
@@ -547,4 +562,5 @@ __all__ = [
     "foreign_policy",
     "merge_policy_text",
     "render_or_merge",
+    "written_by_cpg",
 ]

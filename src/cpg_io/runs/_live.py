@@ -597,7 +597,7 @@ class LiveCapture(RelayReader):
             learning = {item.path for item in written.files if item.outcome == "keep learning"}
             store = PolicyStore(self.settings.output_dir)
             for plan in plans:
-                path = store.path_for(plan.namespace, plan.workload)
+                path = store.path_for(plan.namespace, plan.file_stem)
                 if path in learning:  # the rules of every flush so far, in one plan
                     earlier = self._learning.get(plan.target)
                     self._learning[plan.target] = (
