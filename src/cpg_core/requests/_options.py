@@ -480,8 +480,8 @@ OPTIONS: tuple[Option, ...] = (
         "flag",
         False,
         "Keep a kustomization.yaml in each namespace folder (and one at the top) listing cpg's "
-        "policy files, for kubectl apply -k, Argo CD and Flux; entries and files a human added "
-        "are left alone.",
+        "policy files, for kubectl apply -k, Argo CD and Flux: cpg's entries are marked '# cpg' "
+        "and every other byte of a kustomization a person wrote is kept.",
         "--kustomize",
         panel="Output",
         commands=_CAPTURES,
