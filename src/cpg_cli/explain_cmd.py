@@ -35,11 +35,16 @@ def _target(arg: str, output_dir: Path | None) -> tuple[str, str, Path]:
     from cpg_core.cilium import POLICY_NAME_PREFIX, load_one
 
     if arg.endswith((".yaml", ".yml")):
+        from cpg_io.policy_files import MAX_FILE_BYTES
+        from cpg_io.store import RefusedFile, read_bounded
+
         path = Path(arg)
         try:
-            doc = load_one(path.read_text(encoding="utf-8"), arg)
+            doc = load_one(read_bounded(path, MAX_FILE_BYTES).decode("utf-8"), arg)
         except FileNotFoundError:
             raise _fail(f"{arg}: no such policy file") from None
+        except RefusedFile as exc:
+            raise _fail(str(exc)) from None
         except (OSError, UnicodeDecodeError) as exc:
             raise _fail(f"{arg}: cannot read it ({exc})") from None
         except CpgError as exc:

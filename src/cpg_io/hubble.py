@@ -17,6 +17,7 @@ from cpg_io._proto.flow import flow_pb2
 from cpg_io._proto.observer import observer_pb2
 from cpg_io.errors import RelayError
 from cpg_io.hubble_convert import FLOW_FIELDS
+from cpg_io.store import RefusedFile, read_bounded
 
 
 @attrs.frozen
@@ -42,11 +43,17 @@ class TLSSettings:
         )
 
 
+MAX_TLS_BYTES = 1024 * 1024
+"""A PEM file larger than this is no certificate or key (a link to /dev/zero, a log)."""
+
+
 def _read(path: Path | None, what: str) -> bytes | None:
     if path is None:
         return None
     try:
-        return path.read_bytes()
+        return read_bounded(path, MAX_TLS_BYTES)
+    except RefusedFile as exc:
+        raise RelayError(f"cannot read the {what}: {exc}") from None
     except OSError as exc:
         raise RelayError(f"cannot read the {what} {path}: {exc.strerror or exc}") from None
 

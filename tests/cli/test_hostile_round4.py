@@ -149,3 +149,79 @@ def test_a_replaced_linked_policy_keeps_its_files_mode_never_the_links(tmp_path:
     assert ran.returncode == 0, ran.stderr
     assert not cart.is_symlink() and "7070" in cart.read_text()
     assert cart.stat().st_mode & 0o7777 == 0o600
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def test_propose_never_writes_through_a_link_the_repository_holds(tmp_path: Path) -> None:
+    """cpg propose wrote through symlinks the target repository held (8 files outside its
+    clone) and read a linked /dev/zero."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for link, target in (
+        ("policies/shop", str(outside)),
+        ("policies/payments/ledger.yaml", "/dev/zero"),
+    ):
+        bare = tmp_path / f"remote-{link.count('/')}.git"
+        subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+        seed = tmp_path / f"seed-{link.count('/')}"
+        _git(tmp_path, "clone", "-q", str(bare), str(seed))
+        _git(seed, "checkout", "-q", "-b", "main")
+        (seed / link).parent.mkdir(parents=True, exist_ok=True)
+        (seed / link).symlink_to(target)
+        _git(seed, "add", "-A")
+        _git(seed, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "links")
+        _git(seed, "push", "-q", "origin", "main")
+        source = tmp_path / "run"
+        if not source.exists():
+            assert cpg("replay", str(EXAMPLE), "-d", str(source)).returncode == 0
+        ran = cpg("propose", "-d", str(source), "--repo", str(bare), "--no-push")
+        assert ran.returncode == 1 and "Traceback" not in ran.stderr, ran.stderr
+        assert f"{link}: the repository holds a symlink there" in ran.stderr
+    assert not any(outside.iterdir()), "nothing is written outside the clone"
+
+
+def test_lint_refuses_a_link_out_of_its_folder_and_quotes_nothing_of_it(tmp_path: Path) -> None:
+    """The CI gate's lint followed a pull request's symlink to a file outside the repository
+    and quoted its values into the PR comment (report and verify refused the same link)."""
+    secret = tmp_path / "secret.yaml"
+    secret.write_text("apiVersion: v1\nkind: Secret\nmetadata:\n  name: hunter2-token\n")
+    repo = tmp_path / "repo"
+    (repo / "policies" / "shop").mkdir(parents=True)
+    link = repo / "policies" / "shop" / "stolen.yaml"
+    link.symlink_to(secret)
+    for given in (str(repo / "policies"), str(link)):
+        for fmt in ("text", "json", "sarif"):
+            ran = cpg("lint", "-o", fmt, given)
+            assert "hunter2" not in ran.stdout + ran.stderr, (given, fmt)
+            assert "a symlink that leads out of" in ran.stdout, (given, fmt)
+    assert cpg("lint", str(link)).returncode == 3
+
+
+def test_a_hexadecimal_integer_is_bounded_by_value_like_a_decimal_one(tmp_path: Path) -> None:
+    """Hexadecimal integers slipped past the reader's 30-digit cap (it counted 0-9 only) and
+    ended lint, verify, plan, report and why in a traceback (``port: 0xfff…f``)."""
+    policies = tmp_path / "policies"
+    (policies / "shop").mkdir(parents=True)
+    for name, number in (("hex", "0x" + "f" * 5000), ("bin", "0b" + "1" * 200)):
+        (policies / "shop" / f"not-a-policy-{name}.yaml").write_text(
+            "apiVersion: cilium.io/v2\nkind: CiliumNetworkPolicy\nmetadata:\n  name: cpg-x\n"
+            "  namespace: shop\nspec:\n  endpointSelector: {}\n  ingress:\n  - toPorts:\n"
+            f"    - ports:\n      - port: {number}\n"
+        )
+    for args in (
+        ("lint", str(policies)),
+        ("verify", str(EXAMPLE), "-d", str(policies)),
+        ("plan", str(EXAMPLE), "-d", str(policies)),
+        ("report", "-d", str(policies)),
+        ("why", str(EXAMPLE), "-d", str(policies)),
+    ):
+        ran = cpg(*args)
+        assert "Traceback" not in ran.stderr, args
+        assert ran.returncode != 0 or args[0] == "report", args  # report names it and goes on
+        said = ran.stdout + ran.stderr
+        assert "number of 5000 digits (cpg reads at most 30 decimal digits' worth)" in said, args
+    linted = cpg("lint", str(policies)).stdout
+    assert "a base-2 number of 200 digits" in linted

@@ -16,6 +16,7 @@ one error line naming the file, the line and the limit, never a traceback or an 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import orjson
@@ -57,15 +58,31 @@ class JsonInputError(CpgError):
     """A JSON input cannot be read safely; the message names it, the place and the limit."""
 
 
+_BASES = (("0x", 16), ("0o", 8), ("0b", 2))
+
+
+def _too_long(text: str) -> str:
+    """Why an integer's text is too long for cpg ("" when it is not): at most MAX_DIGITS
+    decimal digits, and as much by value in any base (hexadecimal, octal, binary: Python
+    refuses to print an integer of 4,300 digits, wherever it came from)."""
+    plain = text.strip().lstrip("+-").replace("_", "").lower()
+    base = 10
+    for prefix, value in _BASES:
+        if plain.startswith(prefix):
+            plain, base = plain[len(prefix) :], value
+            break
+    digits = sum(c.isalnum() for c in plain)
+    allowed = int(MAX_DIGITS * math.log(10) / math.log(base))
+    if digits <= allowed:
+        return ""
+    shown = "a number" if base == 10 else f"a base-{base} number"
+    return f"{shown} of {digits} digits (cpg reads at most {MAX_DIGITS} decimal digits' worth)"
+
+
 def _bounded_int(loader: yaml.constructor.SafeConstructor, node: yaml.ScalarNode) -> Any:
-    digits = sum(c.isdigit() for c in str(node.value))
-    if digits > MAX_DIGITS:
-        raise yaml.constructor.ConstructorError(
-            None,
-            None,
-            f"a number of {digits} digits (cpg reads at most {MAX_DIGITS})",
-            node.start_mark,
-        )
+    why = _too_long(str(node.value))
+    if why:
+        raise yaml.constructor.ConstructorError(None, None, why, node.start_mark)
     return yaml.constructor.SafeConstructor.construct_yaml_int(loader, node)
 
 
@@ -324,12 +341,9 @@ def _scalar(tag: str, event: Any) -> Any:
         return event.value  # as a key: "=" is a string to the safe loader, "<<" merges
     node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
     if tag == "tag:yaml.org,2002:int":
-        digits = sum(c.isdigit() for c in str(event.value))
-        if digits > MAX_DIGITS:
-            raise _Unbuildable(
-                f"a number of {digits} digits (cpg reads at most {MAX_DIGITS})",
-                event.start_mark.line + 1,
-            )
+        why = _too_long(str(event.value))
+        if why:
+            raise _Unbuildable(why, event.start_mark.line + 1)
     if tag in _SCALAR_TAGS:
         try:
             return _CONSTRUCTOR.yaml_constructors[tag](_CONSTRUCTOR, node)

@@ -37,15 +37,18 @@ class LintRun:
     view: LintView
 
 
-def lint_files(paths: Sequence[str]) -> list[Path]:
-    """The YAML files the paths name (folders searched for *.yaml and *.yml), sorted."""
-    files: list[Path] = []
+def _lint_inputs(paths: Sequence[str]) -> list[tuple[Path, Path]]:
+    """Each file to lint, with the folder its content must stay inside: the folder given,
+    or a file's own folder (a pull request's link to a file elsewhere is refused, never
+    read and quoted into a comment)."""
+    files: list[tuple[Path, Path]] = []
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            files += sorted([*path.rglob("*.yaml"), *path.rglob("*.yml")])
+            found = sorted([*path.rglob("*.yaml"), *path.rglob("*.yml")])
+            files += [(file, path) for file in found]
         elif path.is_file():
-            files.append(path)
+            files.append((path, path.parent))
         else:
             raise LintInputError(f"{given}: no such file or folder of policies")
     return files
@@ -68,10 +71,9 @@ def lint_run(
     dependency the files deny (CPG045)."""
     texts: list[tuple[Path, str]] = []
     unreadable: list[LintFinding] = []
-    files = lint_files(paths)
-    for path in files:
+    for path, inside in _lint_inputs(paths):
         try:
-            texts.append((path, read_bounded(path, MAX_FILE_BYTES).decode("utf-8")))
+            texts.append((path, read_bounded(path, MAX_FILE_BYTES, inside).decode("utf-8")))
         except (OSError, UnicodeDecodeError, RefusedFile) as exc:
             # a finding of its own: the other files are still linted (and named here)
             reason = getattr(exc, "strerror", None) or str(exc)

@@ -30,11 +30,11 @@ from cpg_core.readiness import ReadinessRules
 from cpg_core.reports import MergeSafety, MergeWait, Review, is_shared_name, merge_safety, render
 from cpg_io.errors import IoError
 from cpg_io.evidence_store import REPO_EVIDENCE, EvidenceStore, default_evidence_root
-from cpg_io.policy_files import load_policies_and_files
+from cpg_io.policy_files import MAX_FILE_BYTES, load_policies_and_files
 from cpg_io.runs._plan import plan_run
 from cpg_io.runs._report import read_review
 from cpg_io.runs._session import utc_now
-from cpg_io.store import atomic_write_text
+from cpg_io.store import RefusedFile, atomic_write_text, read_bounded
 
 GITHUB_API = "https://api.github.com"
 TOKEN_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN")
@@ -155,17 +155,40 @@ def _added_by_hand(repo_text: str, source_text: str) -> bool:
     )
 
 
-def _copy_policies(source: Path, target: Path) -> list[ProposedFile]:
+def _no_link_on_the_way(root: Path, path: Path) -> None:
+    """ProposeError when a folder or file on the way from ``root`` to ``path`` is a symlink:
+    a repository's link would make cpg write outside its clone."""
+    here = root
+    for part in path.relative_to(root).parts:
+        here = here / part
+        if here.is_symlink():
+            shown = here.relative_to(root).as_posix()
+            raise ProposeError(
+                f"{shown}: the repository holds a symlink there; cpg does not write through "
+                "it (make it a plain folder or file, or choose another --path)"
+            )
+
+
+def _read_text(path: Path, inside: Path) -> str:
+    """A file of the run or of the clone, bounded and inside its folder."""
+    try:
+        return read_bounded(path, MAX_FILE_BYTES, inside).decode("utf-8")
+    except (RefusedFile, OSError, UnicodeDecodeError) as exc:
+        raise ProposeError(f"{path}: cannot read it ({exc})") from None
+
+
+def _copy_policies(source: Path, target: Path, clone: Path) -> list[ProposedFile]:
     files = []
     for path in sorted([*source.rglob("*.yaml"), *source.rglob("*.yml")]):
         relative = path.relative_to(source)
         if any(part.startswith(".") for part in relative.parts):
             continue
-        text = path.read_text()
+        text = _read_text(path, source)
         destination = target / relative
+        _no_link_on_the_way(clone, destination)
         shown = relative.as_posix()
         if destination.exists():
-            existing = destination.read_text()
+            existing = _read_text(destination, clone)
             if existing == text:
                 continue
             foreign = foreign_policy(existing, shown)
@@ -195,7 +218,9 @@ def _copy_evidence(
         namespace, _, name = item.path.rpartition("/")
         source = store.path_for(namespace, Path(name).stem) if namespace else None
         if source is not None and source.is_file():
-            atomic_write_text(target.path_for(namespace, Path(name).stem), source.read_text())
+            destination = target.path_for(namespace, Path(name).stem)
+            _no_link_on_the_way(clone, destination)
+            atomic_write_text(destination, _read_text(source, store.base))
 
 
 def _message(files: list[ProposedFile], request: ProposeRequest, run: str) -> str:
@@ -421,7 +446,7 @@ def propose(request: ProposeRequest) -> ProposeResult:
         )
         result = ProposeResult(branch=branch, base=base)
         policies = checkout / request.path
-        result.files = _copy_policies(request.source, policies)
+        result.files = _copy_policies(request.source, policies, checkout)
         _copy_evidence(store, checkout, policies, result.files)
         staged = [request.path] + ([REPO_EVIDENCE] if (checkout / REPO_EVIDENCE).exists() else [])
         _git(checkout, "add", "-A", "--", *staged)
