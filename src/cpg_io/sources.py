@@ -151,9 +151,23 @@ def local_path(source: str) -> str:
 
 
 def source_size(path: str) -> int:
-    """The size of an input file or object (compressed, for gzip)."""
+    """The size of an input file or object (compressed, for gzip); SourceError naming a
+    file that is not there (one missing among many is one line, not a traceback)."""
+    if is_url(path):
+        return size_of(path)
+    try:
+        return os.path.getsize(path)
+    except FileNotFoundError:
+        raise _no_such_file(path) from None
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot open it ({exc.strerror or exc})") from None
 
-    return size_of(path) if is_url(path) else os.path.getsize(path)
+
+def _no_such_file(path: str) -> SourceError:
+    return SourceError(
+        f"{path}: no such file; pass a capture written by 'hubble observe -o jsonpb', or - to "
+        "read standard input"
+    )
 
 
 _GLOB_CHARS = frozenset("*?[")
@@ -222,10 +236,7 @@ def open_flow_stream(path: str) -> Iterator[BinaryIO]:
         try:
             raw = open(path, "rb")  # noqa: SIM115 - closed below
         except FileNotFoundError:
-            raise SourceError(
-                f"{path}: no such file; pass a capture written by "
-                "'hubble observe -o jsonpb', or - to read standard input"
-            ) from None
+            raise _no_such_file(path) from None
         except IsADirectoryError:
             raise SourceError(f"{path}: is a directory; pass a capture file") from None
         except PermissionError:

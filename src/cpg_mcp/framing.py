@@ -16,6 +16,14 @@ from mcp.shared.message import SessionMessage
 
 MAX_SHOWN = 200
 """How much of a bad value an error message repeats."""
+MAX_FRAME = 8 << 20
+"""The longest line (one JSON-RPC message) read: a tool call is a few hundred bytes, and a
+line of 800 MB held whole would end the server. Longer lines are read past, in pieces of
+this size, and answered with one error."""
+TOO_LARGE = (
+    f"invalid request: a message of over {MAX_FRAME >> 20} MiB; cpg-mcp reads at most "
+    f"{MAX_FRAME >> 20} MiB per line"
+)
 _BEFORE_INITIALIZE = frozenset({"initialize", "ping"})
 
 
@@ -143,7 +151,7 @@ class FramedStdin:
     same write stream the server answers on (so frames never interleave)."""
 
     def __init__(self, raw: BinaryIO) -> None:
-        self._file = anyio.wrap_file(raw)
+        self._raw = raw
         self._write: Any = None
         self._attached = anyio.Event()
         self.initialized = False
@@ -157,7 +165,16 @@ class FramedStdin:
 
     async def _lines(self) -> AsyncIterator[str]:
         await self._attached.wait()
-        async for raw in self._file:
+        while True:
+            raw = await anyio.to_thread.run_sync(self._raw.readline, MAX_FRAME + 1)
+            if not raw:
+                return
+            if len(raw) > MAX_FRAME:
+                await self._skip_rest(raw)
+                too_large = types.ErrorData(code=types.INVALID_REQUEST, message=TOO_LARGE)
+                refusal = types.JSONRPCError(jsonrpc="2.0", id=None, error=too_large)
+                await self._write.send(SessionMessage(refusal))
+                continue
             frame = check_frame(raw, self.initialized)
             if frame is None:
                 continue
@@ -169,3 +186,8 @@ class FramedStdin:
             if frame.method == "initialize":
                 self.initialized = True
             yield frame.text
+
+    async def _skip_rest(self, piece: bytes) -> None:
+        """Read past the rest of an over-long line, a piece at a time (none of it kept)."""
+        while piece and not piece.endswith(b"\n"):
+            piece = await anyio.to_thread.run_sync(self._raw.readline, MAX_FRAME)

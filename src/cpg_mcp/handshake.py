@@ -137,7 +137,9 @@ class PrefixedReader:
                 self._prefix = after
                 return line + newline
             self._prefix = b""
-            return line + self._rest.readline(size)
+            if 0 <= size <= len(line):
+                return line
+            return line + self._rest.readline(size - len(line) if size >= 0 else -1)
         return self._rest.readline(size)
 
     def __iter__(self) -> PrefixedReader:

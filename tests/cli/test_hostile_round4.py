@@ -225,3 +225,14 @@ def test_a_hexadecimal_integer_is_bounded_by_value_like_a_decimal_one(tmp_path: 
         assert "number of 5000 digits (cpg reads at most 30 decimal digits' worth)" in said, args
     linted = cpg("lint", str(policies)).stdout
     assert "a base-2 number of 200 digits" in linted
+
+
+def test_a_missing_capture_among_many_is_one_line(tmp_path: Path) -> None:
+    """``cpg replay GOOD MISSING`` ended in a traceback where one missing file is one line."""
+    missing = tmp_path / "gone.jsonl"
+    out = tmp_path / "policies"
+    for jobs in ("1", "2"):
+        ran = cpg("replay", str(EXAMPLE), str(missing), "-d", str(out), "-j", jobs)
+        assert ran.returncode == 1 and "Traceback" not in ran.stderr, ran.stderr
+        assert f"cpg: error: {missing}: no such file" in ran.stderr
+    assert not out.exists(), "nothing is written from part of the inputs"

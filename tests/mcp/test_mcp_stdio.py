@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -718,3 +719,33 @@ def test_eof_with_heavy_calls_in_flight_exits_at_once_and_leaves_no_worker(
     assert wait_for(lambda: not any(_alive(pid) for pid in workers), 3), "a worker runs on"
     left = list(private_tmp.iterdir())
     assert not left, f"left behind: {left}"
+
+
+def test_an_over_long_line_is_one_error_and_the_server_lives_on() -> None:
+    """Issue 67: a 400 MB request line peaked at 2.5 GB and an 800 MB one killed the server.
+    A line over the cap is read past in pieces and answered once (id null, as for any line
+    that cannot be read); the next request is answered, and memory stays small."""
+    proc = start([])
+    assert proc.stdin is not None and proc.stdout is not None
+    handshake(proc)
+    stdin = proc.stdin
+
+    def send() -> None:
+        stdin.write(b'{"jsonrpc": "2.0", "id": 7, "method": "ping", "x": "')
+        for _ in range(200):  # 200 MiB, a piece at a time
+            stdin.write(b"a" * (1 << 20))
+        stdin.write(b'"}\n' + frame(8, "tools/list"))
+        stdin.flush()
+
+    writer = threading.Thread(target=send)
+    writer.start()
+    refused = json.loads(proc.stdout.readline())
+    assert refused["id"] is None and refused["error"]["code"] == -32600
+    assert "a message of over 8 MiB" in refused["error"]["message"]
+    listed = read_response(proc, 8)
+    assert {t["name"] for t in listed["result"]["tools"]} >= {"start_session", "get_plan"}
+    writer.join()
+    proc.stdin.close()
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert usage.ru_maxrss < 300 * 1024, f"peak {usage.ru_maxrss // 1024} MiB for a 200 MiB line"
