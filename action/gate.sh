@@ -104,6 +104,8 @@ if [ -n "$capture" ]; then
     verify_rc=$?
     if [ "$verify_rc" -eq 3 ]; then
         unadmitted=1
+    elif [ "$verify_rc" -eq 4 ]; then
+        say "cpg verify cannot judge: the capture has no denied flow it can check"
     elif [ "$verify_rc" -ne 0 ]; then
         say "cpg verify could not run (exit $verify_rc):"; cat "$work/verify.txt" >&2
         failed=1

@@ -58,7 +58,8 @@ def drift(
     policy was made for had (from its evidence); and rules whose evidence shows no flow for
     longer than --stale-after (a rule the capture shows in use is not stale). Writes nothing.
 
-    Exit codes: 0 no drift, 3 drift found, 1 unreadable input, 2 bad flags.
+    Exit codes: 0 no drift, 3 drift found, 4 no flow could be judged (none, or none with a
+    direction), 1 unreadable input, 2 bad flags.
     """
     from cpg_core.reports import render
     from cpg_core.shadow import DriftRequest
@@ -100,3 +101,5 @@ def drift(
         say(text)
     if result.view.drift.drifted:
         raise typer.Exit(3)
+    if not result.view.drift.can_judge:
+        raise typer.Exit(4)

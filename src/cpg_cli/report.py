@@ -96,7 +96,9 @@ def print_run(
             "the flows read before that point",
             err=True,
         )
-    if result.verify is not None and not result.verify.passed:
+    if result.verify is not None and not result.verify.can_judge:
+        say("cpg: --verify: no denied flow of the capture could be checked", err=True)
+    elif result.verify is not None and not result.verify.passed:
         say("cpg: --verify: the policies do not admit every candidate flow", err=True)
     if live is not None and live.error:
         failure = live.failure

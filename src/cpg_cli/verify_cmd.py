@@ -58,7 +58,8 @@ def verify(
     it.
 
     Exit codes: 0 all admitted and no deny admitted, 3 a candidate not admitted or a deny
-    admitted, 1 unreadable input, 2 bad flags.
+    admitted, 4 no flow could be checked (none, or none cpg can express), 1 unreadable input,
+    2 bad flags.
     """
     from cpg_core.reports import render
     from cpg_io.sources import describe_source
@@ -92,5 +93,7 @@ def verify(
         typer.echo(text, nl=False)
     else:
         say(text)
+    if not verified.view.report.can_judge:
+        raise typer.Exit(4)
     if not verified.view.report.passed:
         raise typer.Exit(3)

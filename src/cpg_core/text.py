@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 import unicodedata
 from typing import Any
-from urllib.parse import quote
 
 _ESCAPES = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves, clear screen
@@ -45,7 +44,14 @@ def json_text(text: str) -> str:
 def path_uri(name: str) -> str:
     """A relative file name as a URI reference (SARIF's ``uri``): its bytes percent-encoded,
     slashes kept."""
-    return quote(name.encode("utf-8", "surrogateescape"), safe="/")
+    return "".join(
+        chr(byte) if byte in _URI_KEPT else f"%{byte:02X}"
+        for byte in name.encode("utf-8", "surrogateescape")
+    )
+
+
+_URI_KEPT = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/")
+"""RFC 3986's unreserved characters, and the path's slashes."""
 
 
 def clean_text(text: str, keep_newlines: bool = False) -> str:

@@ -30,8 +30,8 @@ NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 MARK = "# cpg"
 """The comment that ends each entry cpg wrote: the only entries it ever removes."""
 HEADER = (
-    "# Written by cpg --kustomize: cpg keeps the entries marked '# cpg' up to date and never\n"
-    "# changes anything else; add your own resources and settings freely.\n"
+    "# Written by cpg (its kustomize option): cpg keeps the entries marked '# cpg' up to date\n"
+    "# and never changes anything else; add your own resources and settings freely.\n"
     "apiVersion: kustomize.config.k8s.io/v1beta1\n"
     "kind: Kustomization\n"
 )

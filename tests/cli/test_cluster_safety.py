@@ -433,7 +433,7 @@ def test_propose_keeps_a_persons_policy_in_the_repository(tmp_path: Path) -> Non
     cpg("replay", str(EXAMPLE), "-d", str(source), "--no-evidence")
     (target / "shop").mkdir(parents=True)
     (target / "shop" / "cart.yaml").write_text(HAND)
-    files = {f.path: f for f in _copy_policies(source, target)}
+    files = {f.path: f for f in _copy_policies(source, target, target)}
     assert files["shop/cart.yaml"].status == "kept"
     assert "your policy (CiliumNetworkPolicy cart-hand)" in files["shop/cart.yaml"].note
     assert (target / "shop" / "cart.yaml").read_text() == HAND

@@ -4,6 +4,7 @@ odd input never ends in a traceback or a wrong verdict."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -236,3 +237,71 @@ def test_a_missing_capture_among_many_is_one_line(tmp_path: Path) -> None:
         assert ran.returncode == 1 and "Traceback" not in ran.stderr, ran.stderr
         assert f"cpg: error: {missing}: no such file" in ran.stderr
     assert not out.exists(), "nothing is written from part of the inputs"
+
+
+def test_write_fixes_never_narrows_by_a_value_kubernetes_refuses(tmp_path: Path) -> None:
+    """plan --write-fixes wrote ``NotIn`` values lint rates as invalid label values, then
+    said nothing breaks. A label Kubernetes refuses is no narrowing: the rule fix instead."""
+    from captures import ingress_capture
+
+    capture = ingress_capture(tmp_path / "all.jsonl", allowed_by=True)
+    capture.write_text(capture.read_text().replace("version=v2", "version=v2+exp!"))
+    out = tmp_path / "policies"
+    assert cpg("replay", str(capture), "-d", str(out)).returncode == 0
+    planned = cpg("plan", str(capture), "-d", str(out), "--write-fixes")
+    assert planned.returncode == 0, planned.stderr
+    assert "added 1 rule(s)" in planned.stderr + planned.stdout
+    assert "NotIn" not in (out / "shop" / "api.yaml").read_text()
+    linted = cpg("lint", str(out))
+    assert linted.returncode == 0, linted.stdout
+    again = cpg("plan", str(capture), "-d", str(out))
+    assert again.returncode == 0, again.stdout
+
+
+def test_one_flow_from_2099_makes_no_rule_stale(tmp_path: Path) -> None:
+    """One flow stamped 2099 made drift call every rule stale: flows after the check's time
+    are set aside with a warning, and the reference is never later than now."""
+    from conftest import flow_dict, jsonl
+
+    out = tmp_path / "policies"
+    assert cpg("replay", str(EXAMPLE), "-d", str(out)).returncode == 0
+    capture = tmp_path / "drift.jsonl"
+    lines = EXAMPLE.read_text().splitlines(keepends=True)
+    future = jsonl([flow_dict(verdict="FORWARDED", reason=None, time="2099-01-01T00:00:00Z")])
+    capture.write_text("".join(lines) + future)
+    ran = cpg("drift", str(capture), "-d", str(out), "-o", "json")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    data = json.loads(ran.stdout)
+    assert data["stale_rules"] == [] and data["reference"].startswith("2026-11-02")
+    assert data["future_flows"] == 1 and data["future_newest"].startswith("2099-01-01")
+    assert "1 flows stamped after this check (the newest 2099-01-01" in ran.stderr
+
+
+def test_verify_and_drift_cannot_judge_a_capture_with_nothing_to_judge(tmp_path: Path) -> None:
+    """A capture without traffic_direction (an older Cilium, an exporter field mask), or an
+    empty one, passed verify ("passed": true) and drift (exit 0) with nothing judged."""
+    out = tmp_path / "policies"
+    assert cpg("replay", str(EXAMPLE), "-d", str(out)).returncode == 0
+    masked = tmp_path / "masked.jsonl"
+    kept = []
+    for line in EXAMPLE.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # the example's malformed lines on purpose
+        if isinstance(record.get("flow"), dict):
+            record["flow"].pop("traffic_direction", None)
+        kept.append(json.dumps(record))
+    masked.write_text("\n".join(kept) + "\n")
+    assert "traffic_direction" not in masked.read_text()
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    for capture in (masked, empty):
+        verified = cpg("verify", str(capture), "-d", str(out), "-o", "json")
+        assert verified.returncode == 4, verified.stdout
+        data = json.loads(verified.stdout)
+        assert data["verdict"] == "cannot_judge" and data["passed"] is False
+        said = cpg("verify", str(capture), "-d", str(out)).stdout
+        assert "Cannot judge: no denied flow of the capture could be checked" in said
+        drifted = cpg("drift", str(capture), "-d", str(out))
+        assert drifted.returncode == 4 and "Cannot judge: no flow of the capture" in drifted.stdout

@@ -182,7 +182,9 @@ def test_learning_on_the_real_captures_breaks_nothing_it_could_name(
     checked = json.loads(
         cpg("verify", str(path), "-d", str(out), "--learn", "forwarded", "-o", "json").stdout
     )
-    assert checked["passed"] is True, checked["candidates"]
+    # every flow checked is admitted; a capture with none to check cannot pass
+    assert checked["verdict"] in ("passed", "cannot_judge"), checked["candidates"]
+    assert checked["verdict"] == "passed" or not checked["checks"]
 
 
 def test_next_steps_check_with_the_flags_that_made_the_rules(tmp_path: Path) -> None:

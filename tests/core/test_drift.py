@@ -62,8 +62,14 @@ def test_a_rule_idle_longer_than_stale_after_is_stale_unless_the_capture_uses_it
     applied: Any,
 ) -> None:
     policy, evidence = applied
-    idle = DriftJudge([policy], evidence).drift("2026-12-20T00:00:00Z", 30)
+    judge = DriftJudge([policy], evidence)
+    other = endpoint("shop", "search")  # traffic the rule does not carry: judged, unused
+    judge.add(flow(dst=other, verdict="FORWARDED", reason=None))
+    idle = judge.drift("2026-12-20T00:00:00Z", 30)
     assert [(s.rule, s.idle_days) for s in idle.stale_rules] == [(RULE, 47.6)]
+    # no flow judged: no rule's use seen, nothing stale (cannot judge)
+    unjudged = DriftJudge([policy], evidence).drift("2026-12-20T00:00:00Z", 30)
+    assert not unjudged.stale_rules and unjudged.verdict == "cannot_judge"
     assert not DriftJudge([policy], evidence).drift("2026-11-20T00:00:00Z", 30).stale_rules
     used = DriftJudge([policy], evidence)
     used.add(flow(verdict="FORWARDED", reason=None))  # frontend → cart 8080 still flows

@@ -360,10 +360,23 @@ class VerifyReport:
         return self._count("explicit_deny")
 
     @property
+    def can_judge(self) -> bool:
+        """Whether any flow (or declared dependency) was checked: with none, "passed" would
+        say nothing (an empty capture, or one whose flows have no direction)."""
+        return bool(self.checks or self.declared or self.system)
+
+    @property
     def passed(self) -> bool:
         candidates = self.candidates
         admitted = candidates.admitted == candidates.total
-        return admitted and self.explicit_deny.admitted == 0 and not self.declared
+        clean = admitted and self.explicit_deny.admitted == 0 and not self.declared
+        return clean and self.can_judge
+
+    @property
+    def verdict(self) -> str:
+        if self.passed:
+            return "passed"
+        return "failed" if self.can_judge else "cannot_judge"
 
     def summary(self) -> str:
         candidates, denied = self.candidates, self.explicit_deny

@@ -350,6 +350,17 @@ def verify_text(view: VerifyView) -> str:
     for denied in report.declared:
         out.append(f"  {'NOT admitted':<13} (declared) {denied}")
     out.append(report.summary())
+    if not report.can_judge:
+        unexpressible = (
+            f" ({report.unexpressible} flows no rule can express: without a direction, an "
+            "older Cilium or an exporter's field mask without traffic_direction)"
+            if report.unexpressible
+            else ""
+        )
+        out.append(
+            f"Cannot judge: no denied flow of the capture could be checked{unexpressible}; "
+            "'passed' would say nothing (exit 4)."
+        )
     return one_line_each(out)
 
 

@@ -113,13 +113,28 @@ def drift_text(view: DriftView) -> str:
             "rules the findings above do not show.",
         ]
     out.append("")
-    out.append("Drifted: review the findings above." if drift.drifted else "No drift found.")
+    if drift.drifted:
+        out.append("Drifted: review the findings above.")
+    elif drift.can_judge:
+        out.append(f"No drift found ({drift.judged_flows:,} flows judged).")
+    else:
+        out.append(f"Cannot judge: {NOTHING_JUDGED} (exit 4).")
     return one_line_each(out)
+
+
+NOTHING_JUDGED = (
+    "no flow of the capture could be judged (none, or none with a direction: an older "
+    "Cilium, or an exporter's field mask without traffic_direction); 'no drift' would say "
+    "nothing"
+)
 
 
 def drift_json(view: DriftView) -> str:
     data = {"policies": view.policies, "source": view.source, **to_data(view.drift)}
     if not view.drift.unjudged_flows:  # only a live session with a cap on kinds sets them
         del data["unjudged_flows"], data["max_kinds"]
+    if not view.drift.future_flows:
+        del data["future_flows"], data["future_newest"]
     data["drifted"] = view.drift.drifted
+    data["verdict"] = view.drift.verdict
     return json.dumps(data, indent=2, ensure_ascii=False)

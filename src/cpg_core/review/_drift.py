@@ -106,10 +106,28 @@ class Drift:
     """Drops the folder's policies cause that no allow rule can express (no port, a world
     peer without an IP, a pod without usable labels): what a replay reports as findings. Not
     drift: no change to the folder would admit them."""
+    judged_flows: int = 0
+    """Flows with a direction, judged against the policies (a capture without
+    ``traffic_direction``, an exporter's field mask or an empty one judges none)."""
+    future_flows: int = 0
+    """Flows stamped after the time of the check, set aside (one such flow once made every
+    rule stale)."""
+    future_newest: str = ""
 
     @property
     def drifted(self) -> bool:
         return bool(self.needs_rule or self.unseen_pods or self.stale_rules)
+
+    @property
+    def can_judge(self) -> bool:
+        """Whether any flow was judged: none means "no drift" would say nothing."""
+        return self.judged_flows > 0
+
+    @property
+    def verdict(self) -> str:
+        if self.drifted:
+            return "drifted"
+        return "no_drift" if self.can_judge else "cannot_judge"
 
 
 def _moment(text: str) -> datetime | None:
@@ -131,7 +149,14 @@ class DriftJudge:
         default_local_cluster: bool = True,
         allow_localhost: bool = True,
         max_kinds: int = 0,
+        not_after: str = "",
     ) -> None:
+        self.not_after = time_key(not_after) if not_after else ""
+        """Flows stamped later than this (the check's time, with room for clocks that
+        disagree a little) are set aside: a flow of 2099 must not make every rule stale."""
+        self.judged = 0
+        self.future = 0
+        self.future_newest = ""
         self.kept = Kept(max_kinds)
         """The cap on what is kept (0: none), and the flows past it."""
         self.policies = list(policies)
@@ -155,6 +180,10 @@ class DriftJudge:
     def add(self, flow: Flow) -> None:
         self.flows += 1
         when = time_key(flow.time)
+        if self.not_after and when > self.not_after:
+            self.future += 1
+            self.future_newest = max(self.future_newest, when)
+            return
         if when > self.newest:
             self.newest = when
         kept = self.kept
@@ -166,7 +195,10 @@ class DriftJudge:
             if is_pod_endpoint(side):
                 self._note_reach(side)
         way = _WAYS.get(flow.direction)
-        if way is None or flow.is_reply is True:
+        if way is None:
+            return
+        self.judged += 1
+        if flow.is_reply is True:
             return
         decision = decide(flow, self.options)
         if decision is Decision.CANDIDATE:
@@ -234,12 +266,16 @@ class DriftJudge:
             needs_rule=needs_rule,
             no_rule_can_fix=no_rule_can_fix,
             unseen_pods=self._unseen(),
-            stale_rules=self._stale(now, stale_after_days),
+            # no flow judged, no rule's use seen: staleness would be every rule's
+            stale_rules=self._stale(now, stale_after_days) if self.judged else (),
             without_evidence=tuple(
                 sorted(name for p in self.policies if (name := policy_name(p)) not in self.evidence)
             ),
             unjudged_flows=self.kept.unjudged,
             max_kinds=self.kept.cap,
+            judged_flows=self.judged,
+            future_flows=self.future,
+            future_newest=self.future_newest,
         )
 
     def _needs_rule(self) -> tuple[NeedsRule, ...]:

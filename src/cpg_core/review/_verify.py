@@ -92,6 +92,21 @@ def _platform(catalogue: Catalogue, target: PolicyTarget, flow: Flow) -> bool:
     return entry is not None and entry.treatment == "system"
 
 
+def _note_pods(flow: Flow, pod_ips: set[str], pods: dict[str, Endpoint]) -> None:
+    """The pods a flow names, by IP (a world peer with a pod's IP is judged as the pod)."""
+    for endpoint, ip in ((flow.source, flow.source_ip), (flow.destination, flow.destination_ip)):
+        if endpoint.pod_name and ip:
+            pod_ips.add(ip)
+            note_pod(pods, endpoint, ip)
+
+
+def _kind(decision: Decision) -> Literal["candidate", "explicit_deny"] | None:
+    """What verify checks of a flow: a candidate, an explicit deny, or nothing."""
+    if decision is Decision.CANDIDATE:
+        return "candidate"
+    return "explicit_deny" if decision is Decision.EXPLICIT_DENY else None
+
+
 def verify_flows(
     flows: Iterable[Flow],
     policies: Sequence[PolicyDocument],
@@ -125,30 +140,24 @@ def verify_flows(
     pod_ips: set[str] = set()
     pods: dict[str, Endpoint] = {}
     for flow in flows:
-        for endpoint, ip in (
-            (flow.source, flow.source_ip),
-            (flow.destination, flow.destination_ip),
-        ):
-            if endpoint.pod_name and ip:
-                pod_ips.add(ip)
-                note_pod(pods, endpoint, ip)
+        _note_pods(flow, pod_ips, pods)
         if flow.l7 is not None and flow.l7.dns is not None:
             kept.append(flow)  # for IP -> name, whatever its verdict
         decision = decide(flow, options)
-        kind: Literal["candidate", "explicit_deny"]
-        if decision is Decision.CANDIDATE:
+        kind = _kind(decision)
+        if kind is None:
+            continue
+        if kind == "candidate":
             resolved = resolver.resolve(flow)
             if not isinstance(resolved, Resolved):
                 unexpressible += 1
                 continue
-            kind = "candidate"
             if (not include_system and resolved.target.namespace in SYSTEM_NAMESPACES) or _platform(
                 catalogue, resolved.target, flow
             ):
                 left.add((kind, *check_key(flow)))
-        elif decision is Decision.EXPLICIT_DENY:
-            kind = "explicit_deny"
-        else:
+        elif flow.direction not in (Direction.INGRESS, Direction.EGRESS):
+            unexpressible += 1  # which end denied it is unknown: nothing to check
             continue
         entry = seen.setdefault((kind, *check_key(flow)), (kind, flow, [0]))
         entry[2][0] += 1

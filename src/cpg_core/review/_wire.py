@@ -190,6 +190,7 @@ def _unstructure_verify(report: VerifyReport) -> dict[str, Any]:
         "unexpressible": report.unexpressible,
         "system_namespaces": report.system,
         "passed": report.passed,
+        "verdict": report.verdict,
         "checks": [converter.unstructure(c) for c in report.checks],
         **({"declared_denied": list(report.declared)} if report.declared else {}),
     }
@@ -314,6 +315,7 @@ def _object_schema(cls: type, definitions: set[type]) -> dict[str, Any]:
             "unexpressible": {"type": "integer"},
             "system_namespaces": {"type": "integer"},
             "passed": {"type": "boolean"},
+            "verdict": {"enum": ["passed", "failed", "cannot_judge"]},
             "checks": {"type": "array", "items": _schema_of(VerifyCheck, definitions)},
         }
         required = list(properties)

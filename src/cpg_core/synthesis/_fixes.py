@@ -19,6 +19,7 @@ from cpg_core.base import (
     emit,
     http_method,
     is_stable_key,
+    label_problem,
     path_regex,
     rules_from_atoms,
     stable_labels,
@@ -129,6 +130,7 @@ def exclusion(
         and is_stable_key(key)
         and not is_marker(key)
         and f"k8s:{key}={value}" not in seen
+        and label_problem(key, value) is None  # a value Kubernetes refuses: the rule fix
     ]
     return _best(choices)
 

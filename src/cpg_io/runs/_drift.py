@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import attrs
@@ -36,9 +37,10 @@ class DriftRun:
 
 
 def drift_judge(
-    request: DriftRequest, evidence_dir: Path | None = None
+    request: DriftRequest, evidence_dir: Path | None = None, not_after: str = ""
 ) -> tuple[DriftJudge, list[str]]:
-    """The applied policies (``-d``) and their evidence, read once."""
+    """The applied policies (``-d``) and their evidence, read once; flows stamped after
+    ``not_after`` (RFC 3339) are set aside."""
     check = request.check
     folder = Path(check.policies or "policies")
     policies = load_policies(folder) if folder.exists() or check.policies else []
@@ -57,8 +59,18 @@ def drift_judge(
         default_local_cluster=check.default_local_cluster is not False,
         allow_localhost=check.allow_localhost,
         max_kinds=request.live.live.max_kinds if request.live is not None else 0,
+        not_after=not_after,
     )
     return judge, problems
+
+
+CLOCK_SKEW = timedelta(minutes=5)
+"""How far after the check a capture's flow may be stamped (clocks that disagree a little)
+before it is set aside as from the future."""
+
+
+def _moment(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 DRIFT_FLUSH = 30.0
@@ -189,7 +201,14 @@ class DriftSession:
             drift = self.judge.drift(now, self.request.stale_after_days)
         view = DriftView(drift=drift, policies=str(self.request.check.policies), source=self.source)
         error = stream.error if stream is not None else ""
-        return DriftRun(view=view, problems=self.problems, stream_error=error)
+        problems = list(self.problems)
+        if drift.future_flows:
+            problems.append(
+                f"{drift.future_flows:,} flows stamped after this check (the newest "
+                f"{drift.future_newest}) were set aside: a clock that is wrong, or a capture "
+                "that is not what it says"
+            )
+        return DriftRun(view=view, problems=problems, stream_error=error)
 
     def close(self) -> None:
         if self._stream is not None:
@@ -210,7 +229,10 @@ def drift(
     is when rules are judged stale (default: when the drift is judged). RequestError for a
     window that is over, RelaySetupError for a failed set-up. The caller runs it and closes
     it."""
-    judge, problems = drift_judge(request, evidence_dir)
+    # a capture is judged as of its newest flow, never of a time after the check's
+    latest = (_moment(now) if now else utc_now()) + CLOCK_SKEW
+    not_after = rfc3339(latest) if request.live is None else ""
+    judge, problems = drift_judge(request, evidence_dir, not_after)
     reach = access or RelayAccess()
     book, problem = check_identities(
         request.check, kubeconfig=reach.kubeconfig, context=reach.context

@@ -165,7 +165,9 @@ def _no_link_on_the_way(root: Path, path: Path) -> None:
             shown = here.relative_to(root).as_posix()
             raise ProposeError(
                 f"{shown}: the repository holds a symlink there; cpg does not write through "
-                "it (make it a plain folder or file, or choose another --path)"
+                "it (make it a plain folder or file, or choose another ",
+                Setting("path"),
+                ")",
             )
 
 
