@@ -50,6 +50,7 @@ def api_client(
     # The client reads $KUBECONFIG once, at import; read it at each call instead.
     default = os.path.expanduser(os.environ.get("KUBECONFIG") or "~/.kube/config")
     configuration = client.Configuration()
+    configuration.retries = _retries()
     if kubeconfig is None and in_a_pod(default):
         return client.ApiClient(_service_account(configuration))
     try:
@@ -75,6 +76,15 @@ def api_client(
     except Exception as exc:  # auth plugins fail in many ways
         raise KubeError(f"cannot use the kubeconfig's credentials ({exc})") from None
     return client.ApiClient(configuration)
+
+
+def _retries() -> Any:
+    """Retries that stay inside the stated deadline: a refused or reset connection is tried
+    again at once (a few times), a request the server never answers is not (urllib3's
+    default tried it three more times: a silent API server held a 30 s read for 122 s)."""
+    from urllib3.util.retry import Retry
+
+    return Retry(total=3, connect=3, read=0, status=0, other=0, backoff_factor=0.1)
 
 
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")

@@ -14,6 +14,7 @@ import errno
 import fcntl
 import logging
 import os
+import re
 import stat
 import tempfile
 import threading
@@ -26,7 +27,11 @@ from cpg_core import RequestError, check_target
 from cpg_io.errors import StoreError
 
 log = logging.getLogger("cpg.store")
-TEMP_SUFFIX = ".tmp"
+TEMP_SUFFIX = ".cpg-tmp"
+"""cpg's temp files end so (``.NAME.RANDOM.cpg-tmp``): the only ones a run ever removes."""
+_OWN_TEMP = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.cpg-tmp$")
+_OLD_TEMP = re.compile(r"^\..+\.(?:yaml|yml|json)\.[A-Za-z0-9_]{8}\.tmp$")
+"""What cpg 0.2 named its temp files (a killed run may have left one)."""
 
 
 class WriteOutcome(StrEnum):
@@ -310,9 +315,10 @@ def remove_stale_temp_files(folder: Path) -> int:
     removed = 0
     if not folder.is_dir():
         return 0
-    for current, _dirs, files in os.walk(folder):
+    for current, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]  # .git and the like: never cpg's
         for name in files:
-            if name.startswith(".") and name.endswith(TEMP_SUFFIX):
+            if _OWN_TEMP.match(name) or _OLD_TEMP.match(name):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(os.path.join(current, name))
                     removed += 1

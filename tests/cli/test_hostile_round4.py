@@ -305,3 +305,21 @@ def test_verify_and_drift_cannot_judge_a_capture_with_nothing_to_judge(tmp_path:
         assert "Cannot judge: no denied flow of the capture could be checked" in said
         drifted = cpg("drift", str(capture), "-d", str(out))
         assert drifted.returncode == 4 and "Cannot judge: no flow of the capture" in drifted.stdout
+
+
+def test_a_run_removes_only_its_own_temp_files(tmp_path: Path) -> None:
+    """Every replay removed any ``.*.tmp`` file anywhere under -d, ``.git`` included."""
+    out = tmp_path / "policies"
+    assert cpg("replay", str(EXAMPLE), "-d", str(out)).returncode == 0
+    theirs = [
+        out / ".git" / "objects" / ".pack.abcdefgh.tmp",
+        out / ".git" / ".cart.yaml.abcdefgh.cpg-tmp",
+        out / "shop" / ".editor-swap.tmp",
+        out / "shop" / ".notes.tmp",
+    ]
+    ours = out / "shop" / ".cart.yaml.abcd1234.cpg-tmp"
+    for path in [*theirs, ours]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x")
+    assert cpg("replay", str(EXAMPLE), "-d", str(out)).returncode == 0
+    assert all(path.exists() for path in theirs) and not ours.exists()

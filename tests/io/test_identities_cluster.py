@@ -315,4 +315,8 @@ def test_an_api_that_never_answers_is_an_error_not_a_wait(
     with fake_kube(tmp_path) as (kube, kubeconfig):
         kube.hang.set()
         ran = cpg(*_TRACE, "-d", str(tmp_path / "none"), "--kubeconfig", str(kubeconfig))
+        asked = list(kube.requests)
     assert ran.returncode == 1 and "no answer within 0.5 s" in ran.stderr, ran.stderr
+    # issue 67: the client asked a silent server three more times (30 s said, 122 s held);
+    # a request it never answers is asked once, inside the deadline the message states
+    assert len(asked) == 1, asked

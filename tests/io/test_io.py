@@ -212,7 +212,7 @@ def test_forked_output_stage_writes_what_the_inline_one_does(
     forked = run("forked", 2)
     inline = run("inline", 1)
     assert forked == inline
-    assert not [p for p in tmp_path.rglob("*.tmp")], "no temp file is left behind"
+    assert not [p for p in tmp_path.rglob("*tmp")], "no temp file is left behind"
 
 
 @pytest.mark.parametrize("size", [7, 64, 1000, 1 << 20])
