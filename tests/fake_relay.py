@@ -81,12 +81,12 @@ class FakeRelay(observer_pb2_grpc.ObserverServicer):
 
 @contextmanager
 def fake_relay(
-    responses: list[Any], break_after: int | None = None
+    responses: list[Any], break_after: int | None = None, port: int = 0
 ) -> Iterator[tuple[FakeRelay, str]]:
     servicer = FakeRelay(responses, break_after)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     observer_pb2_grpc.add_ObserverServicer_to_server(servicer, server)
-    port = server.add_insecure_port("127.0.0.1:0")
+    port = server.add_insecure_port(f"127.0.0.1:{port}")
     server.start()
     try:
         yield servicer, f"127.0.0.1:{port}"

@@ -4,7 +4,8 @@
 counters the session keeps anyway, plus two histograms), so the stream pays nothing per
 flow for it. ``/healthz`` says the session's loop is alive: a flush finished within three
 flush intervals (a flush that hangs on a disk or a lock makes it fail, and the kubelet
-restarts the pod). ``/readyz`` says the session is receiving: connected to the relay and
+restarts the pod); a flush that finished but could not write is not a stuck loop (the
+failure counter and the log say it, and the next flush tries again). ``/readyz`` says the session is receiving: connected to the relay and
 not reconnecting."""
 
 from __future__ import annotations
@@ -176,7 +177,9 @@ class SessionMetrics:
         self.started = time.monotonic()
         self.last_flush: float | None = None
         self.interval = 5.0
-        self.write_failures: dict[str, int] = {}
+        # every reason exported from the start, at 0: a counter born at its first failure
+        # hides that failure from increase(), and the first failing flush would not alert
+        self.write_failures: dict[str, int] = dict.fromkeys(WRITE_FAILURE_REASONS, 0)
         self.failing = ""
 
     def flushed(self, seconds: float) -> None:
@@ -185,14 +188,15 @@ class SessionMetrics:
 
     def wrote(self, failures: Mapping[str, int], problem: str = "") -> None:
         """What a flush that had files to write could not write: counts by reason, and the
-        problem ``/healthz`` reports until a flush writes everything it has to."""
+        problem ``/healthz`` names (still 200) until a flush writes everything it has to."""
         for reason, count in failures.items():
             self.write_failures[reason] = self.write_failures.get(reason, 0) + count
         self.failing = problem if failures else ""
 
     def healthy(self, now: float | None = None) -> tuple[bool, str]:
-        if self.failing:
-            return False, f"the last flush could not write everything: {self.failing}"
+        """Whether the loop is alive: a flush finished lately. A folder that refuses writes
+        is no reason to restart cpg (its retry queue would go with it): it is said here,
+        counted (``cpg_write_failures_total``: the alert) and logged, never a 503."""
         now = time.monotonic() if now is None else now
         since = self.last_flush if self.last_flush is not None else self.started
         allowed = HEALTHY_FLUSHES * self.interval + min(
@@ -201,10 +205,16 @@ class SessionMetrics:
         quiet = now - since
         if quiet > allowed:
             return False, f"no flush finished for {quiet:.0f} s (allowed: {allowed:.0f} s)"
+        if self.failing:
+            return True, f"ok; the last flush could not write everything: {self.failing}"
         return True, "ok"
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+WRITE_FAILURE_REASONS = ("no_space", "permission", "in_the_way", "other")
+"""The reasons of ``cpg_write_failures_total`` (see :func:`failure_reason`)."""
 
 
 def failure_reason(problem: str) -> str:

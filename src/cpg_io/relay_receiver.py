@@ -33,6 +33,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -57,6 +58,8 @@ from cpg_io.hubble import (
 log = logging.getLogger("cpg.live")
 
 MAX_BACKOFF = 30.0
+PROBE_EVERY = 1.0
+"""How often a back-off asks whether the relay answers again (a connection, no stream)."""
 
 DATA = b"D"
 """Messages: their count (4 bytes), their sizes (4 bytes each, native order), then them."""
@@ -418,7 +421,36 @@ class _Receiver:
             log.warning(
                 Message("Hubble stream lost (", *reason, f"); reconnecting in {delay:.1f}s")
             )
-            self.halt.wait(delay)
+            self._back_off(delay)
+
+    def _back_off(self, delay: float) -> None:
+        """Wait ``delay`` seconds before reconnecting, unless the relay answers sooner: it is
+        asked every :data:`PROBE_EVERY` seconds, so a relay back from a restart is streamed
+        from again within about a second, whatever the phase of the back-off (a relay that
+        came back as a 30 s wait began was read again only after it)."""
+        ends = time.monotonic() + delay
+        while not self.halt.is_set():
+            left = ends - time.monotonic()
+            if left <= 0 or self.halt.wait(min(left, PROBE_EVERY)):
+                return
+            if left > PROBE_EVERY and _answers(self.settings.server, self.settings.tls):
+                return
+
+
+def _answers(server: str, tls: TLSSettings) -> bool:
+    """Whether the relay takes a connection now (HTTP/2 up, the channel ready), asked on a
+    fresh channel: one that failed before waits out gRPC's own back-off."""
+    try:
+        channel = open_channel(server, tls)
+    except RelayError:
+        return False
+    try:
+        grpc.channel_ready_future(channel).result(timeout=PROBE_EVERY / 2)
+        return True
+    except grpc.FutureTimeoutError:
+        return False
+    finally:
+        channel.close()
 
 
 def _watch_stdin(receiver: _Receiver) -> None:

@@ -295,6 +295,26 @@ def _check_could_make(folder: Path, what: str) -> Path:
     return folder
 
 
+def check_writable(folder: Path, what: str) -> None:
+    """StoreError naming the reason when cpg cannot write files in ``folder`` (a volume
+    mounted read-only, an owner that is not the pod's ``fsGroup``, a full disk): a live
+    session says so at its start, not at its first flush. A folder not there yet is checked
+    for whether it could be made."""
+    _check_could_make(folder, what)
+    if not folder.is_dir():
+        return
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".write-check.", suffix=TEMP_SUFFIX, dir=folder)
+    except OSError as exc:
+        raise StoreError(
+            f"{folder}: cpg cannot write {what} there ({exc.strerror or exc}); mount it "
+            "writable, or give the pod's user (fsGroup) the folder"
+        ) from None
+    os.close(fd)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(probe)
+
+
 def inside(root: Path, path: Path) -> Path:
     """``path`` when every folder between ``root`` and it is a real folder, not a link that
     could lead out of ``root``; StoreError otherwise."""

@@ -211,3 +211,29 @@ def test_a_notice_keeps_the_settings_it_names_for_the_capture_to_spell() -> None
         "--tls-ca-cert and the address"
     )
     assert (info, str(plain)) == (logging.INFO, "plain 3")
+
+
+def test_a_relay_back_during_a_long_back_off_is_streamed_from_again_at_once() -> None:
+    """Issue 67: a relay that came back as a 30 s back-off began was read again only after
+    it. The back-off asks whether the relay answers every second and ends when it does."""
+    import socket
+
+    from cpg_io.relay_receiver import StreamSettings, _Receiver
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    receiver = _Receiver(StreamSettings(server=f"127.0.0.1:{port}"), _Outbox(io.BytesIO()))
+    waiting = threading.Thread(target=receiver._back_off, args=(600.0,))
+    waiting.start()
+    try:
+        with fake_relay(example_responses(), port=port):
+            waiting.join(timeout=60)  # a bound for a broken build, far under the 600 s asked
+            assert not waiting.is_alive(), "the back-off did not end when the relay answered"
+    finally:
+        receiver.halt.set()
+        waiting.join()
+    # and a halt ends a back-off at once, relay or not
+    stopped = _Receiver(StreamSettings(server=f"127.0.0.1:{port}"), _Outbox(io.BytesIO()))
+    stopped.halt.set()
+    stopped._back_off(600.0)

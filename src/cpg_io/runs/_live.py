@@ -58,7 +58,7 @@ from cpg_io.runs._relay import RelayReader
 from cpg_io.runs._replay import evidence_settings
 from cpg_io.runs._session import new_session_id, rfc3339, run_health, utc_now
 from cpg_io.sources import ReadStats
-from cpg_io.store import PolicyStore
+from cpg_io.store import PolicyStore, check_writable
 from cpg_io.version import cpg_version
 
 log = logging.getLogger("cpg.live")
@@ -138,6 +138,7 @@ def live(
     request.live_window(now)  # an until in the past: refused before anything is opened
     if not request.dry_run:  # and an evidence folder a newer cpg wrote (EvidenceError)
         evidence_settings(request, output_dir, evidence_dir)
+        check_writable(output_dir, "policies")  # a read-only volume: said now, not later
     relay = open_relay(request, access)
     try:
         book = read_identities(
@@ -276,7 +277,7 @@ class LiveCapture(RelayReader):
         self._in_folder: int | None = None
         """Policy files in the output folder after the last flush that wrote (whatever
         session wrote them): unlike ``cpg_policies_written``, it survives a restart."""
-        self._unwritten: list[PolicyPlan] = []
+        self._unwritten: dict[PolicyTarget, PolicyPlan] = {}
         self._learning: dict[PolicyTarget, PolicyPlan] = {}
         """With only_ready: the plans of workloads still learning, their evidence written;
         each flush judges them again (readiness grows with time, not only with flows)."""
@@ -400,7 +401,7 @@ class LiveCapture(RelayReader):
         if self.settings.stable_for > 0:
             plans = self._stabilized(plans)
         quiet = self._evidence_to_write(quiet, due)
-        retry, self._unwritten = self._unwritten, []
+        retry, self._unwritten = list(self._unwritten.values()), {}
         self._write_ready()
         if not plans and not quiet and not retry:
             return
@@ -437,6 +438,12 @@ class LiveCapture(RelayReader):
                     evidence_only=True,
                 )
                 written.evidence_errors += evidence_only.evidence_errors
+                kept_back = evidence_only.evidence_failed
+                if kept_back:  # their counts wait for the next flush, not lost
+                    self._hold_evidence(
+                        [p for p in quiet if (p.namespace, p.workload) in kept_back]
+                    )
+                    self._evidence_due = time.monotonic()
             attempts.append(written)
         finally:
             self.progress.flushing = 0
@@ -542,6 +549,8 @@ class LiveCapture(RelayReader):
                 first,
                 more,
             )
+        if len(problems) > 1:  # every file named, on one line
+            log.error("the files this flush could not write: %s", "; ".join(problems))
 
     def _drained_plans(self, due: bool) -> list[PolicyPlan]:
         """The plans of what this flush moves out of the aggregator."""
@@ -604,13 +613,28 @@ class LiveCapture(RelayReader):
                         plan if earlier is None else plan.joining(earlier, 0)
                     )
                 if path in failed:
+                    # every version a refusing folder turned away, joined: the retry writes
+                    # one plan per file (five versions in one batch kept only the last)
                     self._retry.add(plan.target)
-                    self._unwritten.append(plan)
+                    earlier = self._unwritten.get(plan.target)
+                    max_samples = self.settings.options.max_samples
+                    self._unwritten[plan.target] = (
+                        plan if earlier is None else plan.joining(earlier, max_samples)
+                    )
                 else:
                     self._written.setdefault(plan.target, set()).update(plan.attribution)
+                    if (plan.namespace, plan.workload) in written.evidence_failed:
+                        self._hold_evidence([plan])  # its counts wait for the next flush
+                        self._evidence_due = time.monotonic()
         for item in written.files:
             known = self._files.get(item.path)
-            if known is None or _RANK.get(item.outcome, 0) > _RANK.get(known.outcome, 0):
+            # what is on disk at the end: a file written after it failed is written
+            recovered = known is not None and known.outcome == "failed" and item.outcome != "failed"
+            if (
+                known is None
+                or recovered
+                or _RANK.get(item.outcome, 0) > _RANK.get(known.outcome, 0)
+            ):
                 if known is not None and known.diff and not item.diff:
                     item.diff = known.diff
                 self._files[item.path] = item

@@ -177,6 +177,9 @@ class Written:
     policy is ready to enforce (§D59)."""
     nodes: set[str] = attrs.Factory(set)
     """The nodes the plans' sample flows name (the capture's profile holds them)."""
+    evidence_failed: set[tuple[str, str]] = attrs.Factory(set)
+    """``(namespace, workload)`` of the policies written whose evidence was not: a live
+    session writes it again."""
 
 
 def write_outputs(
@@ -265,6 +268,7 @@ def write_outputs(
         result.files.append(outcome.file)
         if outcome.evidence_error is not None:
             result.evidence_errors.append(outcome.evidence_error)
+            result.evidence_failed.add((plan.namespace, plan.workload))
     result.files += result.shared
     return result
 
