@@ -110,6 +110,11 @@ class StagedWrites:
         with self._lock:
             self._staged.append((tmp, path))
 
+    def stage_removal(self, path: Path) -> None:
+        """Remove ``path`` when the batch commits (after its renames)."""
+        with self._lock:
+            self._staged.append(("", path))
+
     def take(self) -> list[tuple[str, Path]]:
         """Hand the staged files over (to another process's batch); this batch forgets them."""
         with self._lock:
@@ -127,8 +132,12 @@ class StagedWrites:
             return
         try:
             with ThreadPoolExecutor(16) as pool:  # concurrent fsyncs share journal commits
-                list(pool.map(_fsync_path, (tmp for tmp, _ in staged)))
+                list(pool.map(_fsync_path, (tmp for tmp, _ in staged if tmp)))
             for tmp, path in staged:
+                if not tmp:  # a removal
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(path)
+                    continue
                 try:
                     os.replace(tmp, path)
                 except OSError as exc:
@@ -150,8 +159,9 @@ class StagedWrites:
     def discard(staged: Iterable[tuple[str, Path]]) -> None:
         """Remove staged temp files (of a batch that will not commit)."""
         for tmp, _ in staged:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+            if tmp:  # a removal stages no file
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
 
 
 def _fsync_path(path: str) -> None:
@@ -287,6 +297,11 @@ def _check_could_make(folder: Path, what: str) -> Path:
         raise StoreError(f"{folder}: is a file, not a folder for {what}; choose another folder")
     else:
         raise StoreError(f"{folder}: a file stands in its path; choose another folder for {what}")
+    if not writable and existing == folder:
+        raise StoreError(
+            f"{folder}: cpg cannot write {what} there (permission denied); mount it writable, "
+            "or give the pod's user (fsGroup) the folder"
+        )
     if not writable:
         raise StoreError(
             f"{folder}: cannot make the folder (permission denied in {existing}); choose "
@@ -408,3 +423,15 @@ class PolicyStore:
         except OSError as exc:
             raise StoreError(f"{path}: could not write ({exc.strerror or exc})") from None
         return WriteOutcome.CREATED if existing is None else WriteOutcome.UPDATED
+
+    def remove(self, path: Path) -> None:
+        """Remove one of cpg's files (every rule of it now in a shared policy), with the
+        batch when there is one."""
+        try:
+            if self.batch is not None:
+                self.batch.stage_removal(path)
+            else:
+                path.unlink(missing_ok=True)
+                fsync_dirs([path.parent])
+        except OSError as exc:
+            raise StoreError(f"{path}: could not remove it ({exc.strerror or exc})") from None

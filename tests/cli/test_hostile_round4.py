@@ -323,3 +323,12 @@ def test_a_run_removes_only_its_own_temp_files(tmp_path: Path) -> None:
         path.write_text("x")
     assert cpg("replay", str(EXAMPLE), "-d", str(out)).returncode == 0
     assert all(path.exists() for path in theirs) and not ours.exists()
+
+
+def test_a_session_on_a_folder_it_cannot_write_stops_at_its_start() -> None:
+    """No start-up check that the output folder is writable: a read-only volume was found
+    at the first flush. It is said before the relay is even asked."""
+    ran = cpg("generate", "--server", "127.0.0.1:1", "-d", "/proc/1", "--no-evidence")
+    assert ran.returncode == 1 and "Traceback" not in ran.stderr, ran.stderr
+    assert "/proc/1: cpg cannot write policies there" in ran.stderr
+    assert "Hubble Relay" not in ran.stderr  # the relay was never asked

@@ -188,17 +188,36 @@ def test_every_alert_fires_for_the_broken_instance_only(tmp_path: Path) -> None:
                 }
             )
     absent = by_name["CpgNotScraped"]
+    wanted = {"job": "kube-state-metrics", "namespace": "cpg", "deployment": "cpg"}
     tests.append(
         {
             "name": "CpgNotScraped: no cpg target at all",
             "interval": "1m",
-            "input_series": [_series("up", {"job": "node"}, "1x30")],
+            "input_series": [
+                _series("up", {"job": "node"}, "1x30"),
+                _series("kube_deployment_spec_replicas", wanted, "1x30"),
+            ],
             "alert_rule_test": [
                 {
                     "eval_time": "20m",
                     "alertname": "CpgNotScraped",
                     "exp_alerts": [{"exp_labels": {"job": "cpg", **absent["labels"]}}],
                 }
+            ],
+        }
+    )
+    tests.append(
+        {
+            "name": "CpgNotScraped: the archive overlay, a CronJob and no Deployment",
+            "interval": "1m",
+            "input_series": [
+                _series("up", {"job": "node"}, "1x60"),
+                _series(
+                    "kube_cronjob_info", {"job": "kube-state-metrics", "cronjob": "cpg"}, "1x60"
+                ),
+            ],
+            "alert_rule_test": [
+                {"eval_time": "50m", "alertname": "CpgNotScraped", "exp_alerts": []}
             ],
         }
     )

@@ -321,7 +321,9 @@ def _metric_names(expr: str) -> set[str]:
 def test_the_monitoring_overlay_alerts_and_draws_what_cpg_exports() -> None:
     from cpg_io.metrics import exported_names
 
-    exported = exported_names() | {"up"}  # up: Prometheus' own, per scrape target
+    # up: Prometheus' own, per scrape target; kube-state-metrics' Deployment replicas (which
+    # kube-prometheus-stack ships): whether a cpg Deployment is meant to run at all
+    exported = exported_names() | {"up", "kube_deployment_spec_replicas"}
     objects = {o["kind"]: o for o in built("monitoring")}
     monitor = objects["ServiceMonitor"]
     service = objects["Service"]
@@ -364,6 +366,18 @@ def test_the_monitoring_overlay_alerts_and_draws_what_cpg_exports() -> None:
         if row:
             assert all(f'pod=~"${row}"' in e for e in exprs), panel["title"]
         assert own <= {row} and (not row or own or "evaluation" in " ".join(names)), panel["title"]
+    # per instance: every panel of the generate sessions follows the instance variables,
+    # and memory, version and the time since the last flush are drawn
+    for name in ("cluster", "namespace", "pod"):
+        assert variables[name]["includeAll"] and variables[name]["allValue"] == ".*"
+    first_row = next(n for n, p in enumerate(dashboard["panels"][1:], 1) if p["type"] == "row")
+    for panel in dashboard["panels"][1:first_row]:
+        for target in panel["targets"]:
+            expr = target["expr"]
+            assert 'pod=~"$pod"' in expr and 'cluster=~"$cluster"' in expr, panel["title"]
+            assert "by (pod" in expr or "cpg_build_info" in expr, panel["title"]
+    titles = {p["title"] for p in dashboard["panels"]}
+    assert {"Memory (resident)", "Version", "Since the last flush"} <= titles
     # Prometheus may reach the metrics port; nothing else gets in
     policy = objects["CiliumNetworkPolicy"]
     assert all(

@@ -108,6 +108,7 @@ if TYPE_CHECKING:
         SharedPolicy,
         Sharing,
         evidence_by_policy,
+        joined_rules,
         read_shared,
         render_shared,
         share_rules,
@@ -192,6 +193,7 @@ _WHERE = {
     "sample_nodes": "cpg_core.synthesis._profile",
     "time_gaps": "cpg_core.synthesis._profile",
     "written_by_cpg": "cpg_core.synthesis._merge",
+    "joined_rules": "cpg_core.synthesis._sharing",
 }
 """Each name other folders take from this layer, and the module that has it."""
 
@@ -249,6 +251,7 @@ __all__ = [
     "is_dns_cache",
     "is_shared",
     "joined_declarations",
+    "joined_rules",
     "member_view",
     "merge_stats",
     "move_to_baseline",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -503,8 +503,12 @@ def render_or_merge(
     selector: LabelItems,
     rules: Sequence[Rule],
     path: str = "policy",
+    drop: Collection[Rule] = (),
 ) -> str:
     """The text to write: a fresh rendering, or the existing file with the rules merged in.
+    ``drop``: rules a shared policy now serves for this workload; taken out of a file that is
+    exactly a rendering this process wrote ("" when none of its rules is left: the file
+    goes), never out of one a person or an earlier run shaped (merging only adds).
     A file that is exactly the fresh rendering (a rerun that found the same rules) is kept
     without being read as YAML (ARCHITECTURE §D37): merging parses the file twice over, which
     was most of a rerun's write stage, and merging rules into their own rendering changes
@@ -518,6 +522,10 @@ def render_or_merge(
             rules_from_atoms({atom for rule in (*known, *rules) for atom in rule.atoms()}),
             [*known, *rules],
         )
+        if drop:
+            union = [rule for rule in union if rule not in drop]
+            if not union:
+                return ""
         text = render_policy(name, namespace, selector, union)
         _remember(name, namespace, selector, text, union)
         return existing if text == existing else text

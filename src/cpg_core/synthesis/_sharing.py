@@ -38,7 +38,9 @@ from cpg_core.base import (
     Rule,
     describe_rule,
     policy_name,
+    rules_from_atoms,
     short_hash,
+    with_declared,
     yaml_string,
 )
 from cpg_core.flows import PolicyTarget, RuleStats
@@ -146,6 +148,14 @@ def share_rules(
     )
     ordered = tuple(sorted(shared.values(), key=lambda p: p.name))
     return Sharing(plans=reduced, shared=ordered)
+
+
+def joined_rules(*groups: Iterable[Rule]) -> tuple[Rule, ...]:
+    """The rules of ``groups`` as one policy holds them (made again from their entries, the
+    words of what declares them kept): what a live session has written for a workload."""
+    rules = [rule for group in groups for rule in group]
+    atoms = {atom for rule in rules for atom in rule.atoms()}
+    return tuple(with_declared(rules_from_atoms(atoms), rules))
 
 
 def shared_evidence_plan(

@@ -44,6 +44,7 @@ from cpg_core.readiness import (
     workload_profile,
 )
 from cpg_core.reports import WaitingPolicy
+from cpg_core.sharing import Rule, joined_rules
 from cpg_io.declarations import read_declarations, with_catalogue
 from cpg_io.evidence_store import EvidenceStore
 from cpg_io.hubble import TLSSettings
@@ -278,6 +279,14 @@ class LiveCapture(RelayReader):
         """Policy files in the output folder after the last flush that wrote (whatever
         session wrote them): unlike ``cpg_policies_written``, it survives a restart."""
         self._unwritten: dict[PolicyTarget, PolicyPlan] = {}
+        self._skeletons: dict[PolicyTarget, PolicyPlan] = {}
+        """Each policy this session wrote, with every rule it has so far (no flows): when one
+        of its rules reaches the share threshold later, it is written again without it, as
+        a replay of the same flows writes it (§D43)."""
+        self._holders: dict[Rule, set[PolicyTarget]] = {}
+        """The policies of this session that hold each rule (of their skeletons)."""
+        self._crossed: set[Rule] = set()
+        """Rules in a shared policy already: the policies that hold them are not asked back."""
         self._learning: dict[PolicyTarget, PolicyPlan] = {}
         """With only_ready: the plans of workloads still learning, their evidence written;
         each flush judges them again (readiness grows with time, not only with flows)."""
@@ -421,10 +430,10 @@ class LiveCapture(RelayReader):
         attempts: list[Written] = []
         try:
             if retry:  # first, so that the new plans merge into what they hold
-                again = self._write(retry, session)
-                self._note_written(retry, again)
+                retried, again = self._write(retry, session)
+                self._note_written(retried, again)
                 attempts.append(again)
-            written = self._write(plans, session)
+            plans, written = self._write(plans, session)
             if quiet:
                 evidence_only = write_outputs(
                     quiet,
@@ -504,10 +513,15 @@ class LiveCapture(RelayReader):
             plan.namespace, plan.workload, records, settings.readiness, self.result.capture
         )
 
-    def _write(self, plans: list[PolicyPlan], session: SessionInfo) -> Written:
-        """The policies (and evidence) of ``plans``, merged into the output folder."""
+    def _write(
+        self, plans: list[PolicyPlan], session: SessionInfo
+    ) -> tuple[list[PolicyPlan], Written]:
+        """The policies (and evidence) of ``plans``, merged into the output folder, with the
+        earlier policies a rule of theirs now shared takes back; the plans written, and
+        what became of them."""
         settings = self.settings
-        return write_outputs(
+        plans = self._with_session_rules(plans)
+        written = write_outputs(
             plans,
             settings.output_dir,
             evidence=settings.evidence,
@@ -522,7 +536,58 @@ class LiveCapture(RelayReader):
             readiness=settings.readiness,
             capture=self.result.capture,
             only_ready=settings.only_ready,
+            policy_only=frozenset(plan.target for plan in plans if not plan.attribution),
         )
+        self._remember_rules(plans, written)
+        return plans, written
+
+    def _with_session_rules(self, plans: list[PolicyPlan]) -> list[PolicyPlan]:
+        """With sharing, each plan with every rule its policy has this session (a replay of
+        the same flows shares by whole policies), and the earlier policies that hold a rule
+        this flush brings to the share threshold (no flows of theirs: policy only)."""
+        share = self.settings.share
+        if not share or self.settings.dry_run:
+            return plans
+        whole = []
+        for plan in plans:
+            earlier = self._skeletons.get(plan.target)
+            if earlier is not None:
+                plan = attrs.evolve(plan, rules=joined_rules(earlier.rules, plan.rules))
+            whole.append(plan)
+        batch = {plan.target for plan in whole}
+        needing: dict[Rule, set[PolicyTarget]] = {}
+        for plan in whole:
+            for rule in plan.rules:
+                needing.setdefault(rule, set()).add(plan.target)
+        back: set[PolicyTarget] = set()
+        for rule, targets in needing.items():
+            if rule in self._crossed:
+                continue
+            holders = self._holders.get(rule, set())
+            if len(targets | holders) >= share:
+                back |= holders - batch
+        order = sorted(back, key=lambda t: (t.namespace, t.workload))
+        return whole + [self._skeletons[target] for target in order]
+
+    def _remember_rules(self, plans: list[PolicyPlan], written: Written) -> None:
+        """Each policy written, with its rules, for a later flush's sharing."""
+        if not self.settings.share or self.settings.dry_run:
+            return
+        failed = {item.path for item in written.files if item.outcome == "failed"}
+        store = PolicyStore(self.settings.output_dir)
+        for plan in plans:
+            if store.path_for(plan.namespace, plan.file_stem) in failed:
+                continue
+            earlier = self._skeletons.get(plan.target)
+            if earlier is not None:
+                for rule in earlier.rules:
+                    self._holders.get(rule, set()).discard(plan.target)
+            skeleton = attrs.evolve(plan, attribution={})
+            self._skeletons[plan.target] = skeleton
+            for rule in skeleton.rules:
+                self._holders.setdefault(rule, set()).add(plan.target)
+        if not failed:
+            self._crossed |= written.shared_rules
 
     def _say_failures(self, attempts: list[Written]) -> None:
         """What the writes of one flush could not write: an ERROR line, the counter by

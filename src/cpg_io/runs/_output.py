@@ -177,6 +177,8 @@ class Written:
     policy is ready to enforce (§D59)."""
     nodes: set[str] = attrs.Factory(set)
     """The nodes the plans' sample flows name (the capture's profile holds them)."""
+    shared_rules: set[Rule] = attrs.Factory(set)
+    """The rules of the shared policies written (or found unchanged)."""
     evidence_failed: set[tuple[str, str]] = attrs.Factory(set)
     """``(namespace, workload)`` of the policies written whose evidence was not: a live
     session writes it again."""
@@ -200,6 +202,7 @@ def write_outputs(
     readiness: ReadinessRules | None = None,
     capture: CaptureProfile | None = None,
     only_ready: bool = False,
+    policy_only: frozenset[PolicyTarget] = frozenset(),
 ) -> Written:
     """Write (or diff) the policies, their evidence and cluster-health.json as one batch
     (none of it when ``cancel`` is set before the batch commits). With ``evidence_only`` the
@@ -239,6 +242,7 @@ def write_outputs(
             evidence_only,
             frozenset(learning),
             _Judge(rules_for, capture),
+            policy_only,
         )
         if share and not evidence_only:  # read under the lock: another run may be writing them
             # a workload kept learning is policed by no file, its own or a shared one
@@ -260,7 +264,8 @@ def write_outputs(
             batch.abort()
             raise
     for plan, outcome in zip(plans, outcomes, strict=True):
-        result.profiles[f"{plan.namespace}/{plan.workload}"] = outcome.profile
+        if plan.target not in policy_only:  # no flows of this run: its profile is unchanged
+            result.profiles[f"{plan.namespace}/{plan.workload}"] = outcome.profile
         result.nodes |= outcome.nodes
         if outcome.name is not None:
             workload, name, stem = outcome.name
@@ -354,13 +359,21 @@ class _PlanWriter:
     held: frozenset[PolicyPlan] = frozenset()
     """Plans of workloads to keep learning: their evidence is written, not their policy."""
     judge: _Judge = _Judge(ReadinessRules(), None)
+    policy_only: frozenset[PolicyTarget] = frozenset()
+    """Targets whose evidence is not touched (their plans carry no flows)."""
 
     def __call__(self, pair: tuple[PolicyPlan, PolicyPlan]) -> _Outcome:
         plan, reduced = pair  # the whole plan, and what is left of it once shared
         try:
             written = self._policy(plan, reduced)
             error = doc = None
-            if self.proof is not None and written.plan is not None and written.outcome != "failed":
+            evidence = self.proof is not None and plan.target not in self.policy_only
+            if (
+                evidence
+                and self.proof is not None
+                and written.plan is not None
+                and written.outcome != "failed"
+            ):
                 whole = attrs.evolve(plan, workload=written.plan.workload, name=written.plan.name)
                 doc, error = self.proof.write(whole)
         except BaseException:
@@ -385,8 +398,14 @@ class _PlanWriter:
         if not reduced.rules and plan.rules and not path.exists():
             # every rule it needs is in shared policies: no file of its own
             return FileResult(path=path, outcome="shared", plan=plan)
+        served = frozenset(plan.rules) - frozenset(reduced.rules)
         return write_plan(
-            self.store, reduced, dry_run=self.dry_run, diff=self.diff, in_cluster=self.in_cluster
+            self.store,
+            reduced,
+            dry_run=self.dry_run,
+            diff=self.diff,
+            in_cluster=self.in_cluster,
+            drop=served,
         )
 
 
@@ -408,6 +427,8 @@ def _write_shared_policies(
     for name, rule, members, text in texts:
         written = write_shared(store, name, text, dry_run, diff)
         result.shared.append(written)
+        if written.outcome != "failed" and rule is not None:
+            result.shared_rules.add(rule)
         if proof is not None and written.outcome != "failed" and rule:
             max_samples = proof.settings.max_samples
             _doc, error = proof.write(shared_evidence_plan(name, rule, members, plans, max_samples))
@@ -586,8 +607,11 @@ def write_evidence(
     return doc, None
 
 
-def _prepare(store: PolicyStore, plan: PolicyPlan) -> tuple[Path, str | None, str]:
-    """Path, current text and new text of one policy file."""
+def _prepare(
+    store: PolicyStore, plan: PolicyPlan, drop: AbstractSet[Rule] = frozenset()
+) -> tuple[Path, str | None, str]:
+    """Path, current text and new text of one policy file ("": it goes, every rule of it
+    now in a shared policy)."""
     path = store.path_for(plan.namespace, plan.file_stem)
     existing = store.read(path)
     text = render_or_merge(
@@ -597,6 +621,7 @@ def _prepare(store: PolicyStore, plan: PolicyPlan) -> tuple[Path, str | None, st
         selector=plan.target.selector,
         rules=plan.rules,
         path=str(path),
+        drop=drop,
     )
     return path, existing, text
 
@@ -628,20 +653,22 @@ def write_plan(
     dry_run: bool,
     diff: bool,
     in_cluster: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
+    drop: AbstractSet[Rule] = frozenset(),
 ) -> FileResult:
     """Write (or, in a dry run, diff) one policy. A file that already holds a policy for
     other endpoints under the same name is left alone: this policy gets a suffixed name. A
     file a person wrote (no managed-by label) is never changed: the policy is written beside
     it (§D48). With ``in_cluster`` (namespace, name) -> policy, a policy the cluster already
-    has an equivalent of is not written."""
+    has an equivalent of is not written. ``drop``: rules a shared policy now serves (a live
+    session's rule that reached the share threshold after the file was written)."""
     beside = ""
     try:
         plan, beside = _foreign(store, plan)
         try:
-            path, existing, text = _prepare(store, plan)
+            path, existing, text = _prepare(store, plan, drop)
         except SelectorMismatchError:
             plan = plan.with_selector_suffix()
-            path, existing, text = _prepare(store, plan)
+            path, existing, text = _prepare(store, plan, drop)
     except (PolicyMergeError, StoreError) as exc:
         return FileResult(
             path=store.root / plan.namespace / f"{plan.file_stem}.yaml",
@@ -649,6 +676,14 @@ def write_plan(
             plan=plan,
             error=str(exc),
         )
+    if not text and existing is not None:  # every rule of it is shared now: as a replay writes
+        if dry_run:
+            return FileResult(path=path, outcome="would-update", plan=plan, beside=beside)
+        try:
+            store.remove(path)
+        except StoreError as exc:
+            return FileResult(path=path, outcome="failed", plan=plan, error=str(exc))
+        return FileResult(path=path, outcome="shared", plan=plan, beside=beside)
     live = (in_cluster or {}).get((plan.namespace, plan.name))
     if (
         existing != text
