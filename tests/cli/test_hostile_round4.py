@@ -10,6 +10,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from conftest import EXAMPLE, cpg
 
 PERSONS_CART = """\
@@ -332,3 +334,28 @@ def test_a_session_on_a_folder_it_cannot_write_stops_at_its_start() -> None:
     assert ran.returncode == 1 and "Traceback" not in ran.stderr, ran.stderr
     assert "/proc/1: cpg cannot write policies there" in ran.stderr
     assert "Hubble Relay" not in ran.stderr  # the relay was never asked
+
+
+def test_explain_and_the_relays_tls_files_are_read_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``cpg explain FILE.yaml`` and the TLS files (``--tls-ca-cert /dev/zero``, also from
+    ``HUBBLE_TLS_*`` in the Deployment's settings) were read without bound."""
+    zero = tmp_path / "zero.yaml"
+    zero.symlink_to("/dev/zero")
+    explained = cpg("explain", str(zero))
+    assert explained.returncode == 1 and "not a regular file" in explained.stderr
+    flag = cpg(
+        "generate",
+        "--server",
+        "127.0.0.1:1",
+        "--tls-ca-cert",
+        "/dev/zero",
+        "-d",
+        str(tmp_path / "a"),
+    )
+    assert flag.returncode == 1, flag.stderr
+    assert "cannot read the CA certificate: /dev/zero: not a regular file" in flag.stderr
+    monkeypatch.setenv("HUBBLE_TLS_CA_CERT_FILES", "/dev/zero")
+    env = cpg("generate", "--server", "127.0.0.1:1", "-d", str(tmp_path / "b"))
+    assert env.returncode == 1 and "/dev/zero: not a regular file" in env.stderr, env.stderr

@@ -492,6 +492,9 @@ def test_the_monitoring_component_composes_with_every_overlay(overlay: str, tmp_
     objects = _mine(tmp_path, overlay, components=["components/monitoring"])
     kinds = {obj["kind"]: obj for obj in objects}
     assert {"ServiceMonitor", "PrometheusRule", "ConfigMap"} <= set(kinds)
+    for kind in ("ServiceMonitor", "PrometheusRule", "ConfigMap"):
+        # cpg's own labels, as on every object of deploy/base
+        assert kinds[kind]["metadata"]["labels"]["app.kubernetes.io/name"] == "cpg", kind
     for kind in ("ServiceMonitor", "PrometheusRule"):
         jsonschema.validate(kinds[kind], CRD_SCHEMAS[kind])
         assert kinds[kind]["metadata"]["labels"]["release"] == "kube-prometheus-stack"

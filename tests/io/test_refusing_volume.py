@@ -12,6 +12,7 @@ import types
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from conftest import cpg, endpoint, flow_dict, jsonl, policies
@@ -80,7 +81,9 @@ def _failures(capture: Any) -> dict[str, float]:
     return found
 
 
-def test_a_folder_that_refuses_two_flushes_loses_no_rule(tmp_path: Path) -> None:
+def test_a_folder_that_refuses_two_flushes_loses_no_rule(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     out, evidence = tmp_path / "live", tmp_path / "evidence"
     capture = _session(out, evidence)
     scrapes = [_failures(capture)]  # before any flush: every reason already at 0
@@ -98,6 +101,9 @@ def test_a_folder_that_refuses_two_flushes_loses_no_rule(tmp_path: Path) -> None
         capture.flush()
         scrapes.append(_failures(capture))
     assert scrapes[2]["in_the_way"] >= 1, scrapes  # the first failing flush is counted
+    # the log names every file a flush could not write, on one line
+    named = [r.getMessage() for r in caplog.records if "could not write:" in r.getMessage()]
+    assert named and all(f"shop/c{n}.yaml" in named[-1] for n in (1, 2, 3, 4)), named
     # it accepts writes again: what was queued is written at the last flush
     (out / "shop").unlink()
     aside.rename(out / "shop")
