@@ -13,6 +13,7 @@ from cpg_core.base import (
 from cpg_core.policy import (
     DEFAULT_DENY_FIELD,
     SECTIONS,
+    AgentSettings,
     JsonInputError,
     PolicySet,
     PolicyShapeProblem,
@@ -43,6 +44,7 @@ __all__ = [
     "MANAGED_BY_VALUE",
     "POLICY_NAME_PREFIX",
     "SECTIONS",
+    "AgentSettings",
     "AlsoSelected",
     "ForeignPolicy",
     "JsonInputError",

@@ -18,35 +18,42 @@ import yaml
 
 from conftest import SHARED
 from cpg_core.base._flow import Direction, Flow
-from cpg_core.cilium import load_all, policies_in
+from cpg_core.cilium import AgentSettings, load_all, policies_in
 from cpg_core.policy._matcher import judge_flow, selecting_specs
 from cpg_core.policy._policy_set import PolicySet
 from cpg_core.review._why import explain_denial, traced_endpoint
 
-SETS = ("semantics", "semantics-2")
-"""The first set (the constructs cpg writes and reads most) and the second (default-deny per
-direction, negative namespace selectors, port strings, IPv6, more entities, host policies)."""
+SETS = ("semantics", "semantics-2", "semantics-3")
+"""The first set (the constructs cpg writes and reads most), the second (default-deny per
+direction, negative namespace selectors, port strings, IPv6, more entities, host policies)
+and the third (Kubernetes NetworkPolicy, host policies under the host firewall, dual-stack
+agents, reserved identities with two names)."""
+DUAL_STACK = ("cases-dual-stack.jsonl", "policies-dual-stack")
+"""The third set's rows asked of a dual-stack agent, and their folders."""
 REQUIRED = os.environ.get("CPG_REQUIRE_SHARED") == "1"  # set by .ci/run: never skip there
 
 
-def _vectors(name: str) -> list[dict[str, Any]]:
-    """Every vector of both sets, each marked with the set it came from."""
+def _vectors(name: str, folders: str = "policies") -> list[dict[str, Any]]:
+    """Every vector of the sets that have ``name``, each marked with the set it came from
+    and the folder its policies are in."""
     vectors: list[dict[str, Any]] = []
     for vector_set in SETS:
         path = SHARED / vector_set / name
         if not path.exists():
-            if REQUIRED:
+            if REQUIRED and name != DUAL_STACK[0]:
+                raise AssertionError(f"{path} is missing, and CPG_REQUIRE_SHARED=1")
+            if REQUIRED and vector_set == "semantics-3":
                 raise AssertionError(f"{path} is missing, and CPG_REQUIRE_SHARED=1")
             continue
         for line in path.read_text().splitlines():
             if line.strip():
-                vectors.append({**json.loads(line), "set": vector_set})
+                vectors.append({**json.loads(line), "set": vector_set, "folders": folders})
     return vectors
 
 
-def _folder(vector_set: str, name: str) -> list[dict[str, Any]]:
+def _folder(vector_set: str, name: str, folders: str = "policies") -> list[dict[str, Any]]:
     docs: list[dict[str, Any]] = []
-    for path in sorted((SHARED / vector_set / "policies" / name).glob("*.yaml")):
+    for path in sorted((SHARED / vector_set / folders / name).glob("*.yaml")):
         for document in load_all(path.read_text(), str(path)):
             docs += policies_in(document)
     return docs
@@ -66,18 +73,35 @@ def traced(source: str, destination: str, direction: str, port: int, protocol: s
     )
 
 
-def answers(policies: list[dict[str, Any]], flow: Flow, localhost: bool) -> dict[str, Any]:
+def agent_of(case: dict[str, Any], localhost: bool) -> AgentSettings:
+    """The agent a row was asked of: allow-localhost, and the settings it records (the host
+    firewall, dual stack; Kubernetes NetworkPolicy is on in every agent)."""
+    given = case.get("agent") or {}
+    return AgentSettings(
+        allow_localhost=localhost,
+        host_firewall=bool(given.get("enable-host-firewall")),
+        dual_stack=bool(given.get("dual-stack")),
+    )
+
+
+def answers(
+    policies: list[dict[str, Any]], flow: Flow, localhost: bool, agent: AgentSettings | None = None
+) -> dict[str, Any]:
     """cpg's answers, spelled as Cilium's vectors spell them: what ``cpg trace`` says (the
     default mode), whether a policy polices the subject, and the verdict with every endpoint
     in default-deny."""
-    why = explain_denial(flow, policies, allow_localhost=localhost)
-    judged = judge_flow(policies, flow, allow_localhost=localhost)
+    agent = agent or AgentSettings(allow_localhost=localhost)
+    why = explain_denial(flow, policies, agent=agent)
+    judged = judge_flow(policies, flow, agent=agent)
     assert why.allowed == judged.allowed  # trace and the matcher are one answer
     indexed = PolicySet(policies)  # the index the review commands judge through: the same
-    assert judge_flow(indexed, flow, allow_localhost=localhost) == judged
-    assert explain_denial(flow, indexed, allow_localhost=localhost) == why
+    assert judge_flow(indexed, flow, agent=agent) == judged
+    assert explain_denial(flow, indexed, agent=agent) == why
+    firewall = agent.host_firewall
     for end in (flow.source, flow.destination):
-        assert selecting_specs(indexed, end) == selecting_specs(policies, end)
+        assert selecting_specs(indexed, end, host_firewall=firewall) == selecting_specs(
+            policies, end, host_firewall=firewall
+        )
     return {
         "decision_default_mode": "allowed" if why.allowed else "denied",
         "policed_default_mode": bool(why.policed_by),
@@ -85,7 +109,7 @@ def answers(policies: list[dict[str, Any]], flow: Flow, localhost: bool) -> dict
     }
 
 
-CASES = _vectors("cases.jsonl")
+CASES = _vectors("cases.jsonl") + _vectors(*DUAL_STACK)
 
 
 @pytest.mark.skipif(not CASES, reason="../shared/semantics is absent")
@@ -95,7 +119,9 @@ CASES = _vectors("cases.jsonl")
 @pytest.mark.parametrize("setting", ["always", "policy"])
 def test_cpg_answers_as_cilium_does(case: dict[str, Any], setting: str) -> None:
     flow = traced(case["from"], case["to"], case["direction"], case["port"], case["protocol"])
-    got = answers(_folder(case["set"], case["policies"]), flow, localhost=setting == "always")
+    localhost = setting == "always"
+    policies = _folder(case["set"], case["policies"], case["folders"])
+    got = answers(policies, flow, localhost, agent_of(case, localhost))
     assert got == case["cilium"][setting], case["note"] or case["construct"]
 
 
@@ -104,9 +130,14 @@ def test_the_vectors_cover_every_folder() -> None:
     mistake in the vectors, not a silent pass)."""
     if not CASES:
         pytest.skip("../shared/semantics is absent")
-    for vector_set, least in (("semantics", 147), ("semantics-2", 189)):
-        folders = {p.name for p in (SHARED / vector_set / "policies").iterdir() if p.is_dir()}
-        asked = [c for c in CASES if c["set"] == vector_set]
+    for vector_set, kind, least in (
+        ("semantics", "policies", 147),
+        ("semantics-2", "policies", 189),
+        ("semantics-3", "policies", 136),
+        ("semantics-3", DUAL_STACK[1], 16),
+    ):
+        folders = {p.name for p in (SHARED / vector_set / kind).iterdir() if p.is_dir()}
+        asked = [c for c in CASES if c["set"] == vector_set and c["folders"] == kind]
         assert folders == {c["policies"] for c in asked}
         assert len(asked) >= least
 

@@ -14,6 +14,10 @@ if TYPE_CHECKING:
         Found,
         refusals,
     )
+    from cpg_core.policy._agent import (
+        POLICY_MAP_MAX,
+        AgentSettings,
+    )
     from cpg_core.policy._label_selector import (
         LabelSelector,
         LabelSelectorError,
@@ -204,6 +208,8 @@ _WHERE = {
     "LabelSelector": "cpg_core.policy._label_selector",
     "LabelSelectorError": "cpg_core.policy._label_selector",
     "label_selector": "cpg_core.policy._label_selector",
+    "AgentSettings": "cpg_core.policy._agent",
+    "POLICY_MAP_MAX": "cpg_core.policy._agent",
 }
 """Each name other folders take from this layer, and the module that has it."""
 
@@ -219,9 +225,11 @@ __all__ = [
     "LOCAL_CLUSTER",
     "METADATA_NAME",
     "NAMESPACED_KIND",
+    "POLICY_MAP_MAX",
     "SECTIONS",
     "SECTIONS_BY_DIRECTION",
     "SUBJECT_FIELD",
+    "AgentSettings",
     "Exclusion",
     "Found",
     "JsonInputError",

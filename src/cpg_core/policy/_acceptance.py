@@ -55,7 +55,7 @@ def refusals(policy: Mapping[str, Any]) -> list[Found]:
         specs += [
             (("specs", n), s) for n, s in enumerate(policy["specs"]) if isinstance(s, Mapping)
         ]
-    if not specs:
+    if not specs and not isinstance(policy.get("specs"), list):  # specs: [] is accepted
         found.append(
             ("CPG015", "the policy has no spec (nor specs): Cilium refuses an empty policy", ())
         )

@@ -54,6 +54,7 @@ from cpg_core.base import (
     url_path,
 )
 from cpg_core.flows import cluster_of, endpoint_kind
+from cpg_core.policy._agent import AgentSettings
 from cpg_core.policy._model import (
     DENY_SECTION,
     LOCAL_CLUSTER,
@@ -242,6 +243,8 @@ def _cidr_selects(peer: PeerView, cidr: object, excepts: Iterable[object] = ()) 
     network = peer.network
     if network is None:
         family = 6 if "world-ipv6" in peer.entities else 4
+        if peer.dual_stack and not {"world-ipv4", "world-ipv6"} & peer.entities:
+            return False  # a dual-stack agent's bare world: neither half
         return (
             str(outer) in _EVERYWHERE
             and outer.version == family
@@ -300,6 +303,9 @@ class PeerView:
     cluster (the default before Cilium 1.19)."""
     reserved: frozenset[str] = frozenset()
     """Names of the peer's ``reserved:`` labels (host, remote-node, world, …)."""
+    dual_stack: bool = False
+    """Seen by a dual-stack agent: a world peer without an address carries neither
+    ``world-ipv4`` nor ``world-ipv6``, so ``0.0.0.0/0`` and ``::/0`` select it not."""
 
 
 @attrs.frozen(slots=True)
@@ -421,6 +427,7 @@ def peer_side(
     names: Sequence[str],
     local_cluster: str | None,
     cluster: str | None = None,
+    dual_stack: bool = False,
 ) -> PeerView:
     """The peer of a flow, seen by an endpoint of ``cluster`` (the agent's own cluster, for
     the ``cluster`` entity; ``local_cluster`` when not given). A peer Hubble gave the world
@@ -428,12 +435,12 @@ def peer_side(
     unknown: no CIDR, world or FQDN rule selects it (Cilium's CIDR rules never select a pod it
     manages), and a label selector only if it asks for nothing cpg cannot see. Kept for the
     next flow of the same peer (a view is never changed once made)."""
-    key = (endpoint, ip, tuple(names), local_cluster, cluster)
+    key = (endpoint, ip, tuple(names), local_cluster, cluster, dual_stack)
     known = _PEERS.get(key)
     if known is None:
         if len(_PEERS) >= _PEERS_MAX:
             _PEERS.clear()
-        known = _PEERS[key] = _peer_side(endpoint, ip, names, local_cluster, cluster)
+        known = _PEERS[key] = _peer_side(endpoint, ip, names, local_cluster, cluster, dual_stack)
     return known
 
 
@@ -443,10 +450,15 @@ def _peer_side(
     names: Sequence[str],
     local_cluster: str | None,
     cluster: str | None,
+    dual_stack: bool = False,
 ) -> PeerView:
     address = _network(ip) if ip else None
     network = address if address is not None and address.num_addresses == 1 else None
     reserved = frozenset(reserved_names(endpoint.labels))
+    if "kube-apiserver" in reserved:
+        reserved |= {"remote-node"}  # Cilium's API server identity carries both names
+    if dual_stack and network is not None and endpoint_kind(endpoint).world:
+        reserved |= {f"world-ipv{network.version}"}  # each family its own world
     if endpoint.pod_name and endpoint_kind(endpoint).world:
         labels = {NAMESPACE_LABEL: endpoint.namespace} if endpoint.namespace else {}
         return PeerView(
@@ -466,6 +478,7 @@ def _peer_side(
         names=tuple(names),
         local_cluster=local_cluster,
         reserved=reserved,
+        dual_stack=dual_stack,
     )
 
 
@@ -527,16 +540,47 @@ policy_namespace = document_namespace
 
 
 def selecting_specs(
-    policies: Iterable[PolicyDocument] | PolicySet, endpoint: Endpoint
+    policies: Iterable[PolicyDocument] | PolicySet,
+    endpoint: Endpoint,
+    *,
+    host_firewall: bool = False,
 ) -> list[Selected]:
-    """Every spec of ``policies`` whose endpointSelector selects ``endpoint`` (of a
-    PolicySet: looked up in its index, and kept; the caller does not change the list)."""
+    """Every spec of ``policies`` that selects ``endpoint``: a pod by its endpointSelector;
+    the node (``reserved:host``) by a clusterwide policy's nodeSelector, and only with the
+    host firewall (an endpointSelector never selects the node; without the host firewall,
+    Cilium ignores host policies). Of a PolicySet: looked up in its index, and kept; the
+    caller does not change the list."""
+    if is_host(endpoint):
+        if not host_firewall:
+            return []
+        models = (p if isinstance(p, Policy) else policy_model(p) for p in _documents(policies))
+        return _host_specs(_specs_of(models, ""), endpoint)
     if isinstance(policies, PolicySet):
         # What selection reads of an endpoint: pods of one workload share the answer.
         key = ("selecting", endpoint.namespace, endpoint.labels, endpoint.cluster_name)
         return policies.remembered(key, lambda: _indexed_selecting(policies, endpoint))
     models = (policy_model(p) for p in policies)
     return _selecting_specs(_specs_of(models, endpoint.namespace), endpoint)
+
+
+def is_host(endpoint: Endpoint) -> bool:
+    """Whether ``endpoint`` is the node itself (``reserved:host``)."""
+    return endpoint_kind(endpoint).entity == "host" or "host" in reserved_names(endpoint.labels)
+
+
+def _documents(policies: Iterable[PolicyDocument] | PolicySet) -> Iterable[Any]:
+    return policies.models_near("") if isinstance(policies, PolicySet) else policies
+
+
+def _host_specs(candidates: Iterable[Selected], node: Endpoint) -> list[Selected]:
+    """The host policies whose nodeSelector selects the node (its labels as written: no
+    namespace is added, no reserved label counts)."""
+    labels = endpoint_labels(node)
+    return [
+        (policy, spec, namespace)
+        for policy, spec, namespace in candidates
+        if spec.node_subject is not None and selector_matches(spec.node_subject, labels, None)
+    ]
 
 
 def _selecting_specs(candidates: Iterable[Selected], endpoint: Endpoint) -> list[Selected]:
@@ -644,20 +688,18 @@ def judge_flow(
     *,
     default_local_cluster: bool = True,
     allow_localhost: bool = True,
+    agent: AgentSettings | None = None,
 ) -> Judgement:
     """Whether Cilium would allow ``flow`` under ``policies`` (see :func:`match_flow`)."""
-    result = match_flow(
-        policies,
-        flow,
-        ip_names,
-        default_local_cluster=default_local_cluster,
-        allow_localhost=allow_localhost,
+    agent = agent or AgentSettings(
+        allow_localhost=allow_localhost, default_local_cluster=default_local_cluster
     )
+    result = match_flow(policies, flow, ip_names, agent=agent)
     if flow.direction not in (Direction.INGRESS, Direction.EGRESS):
         return Judgement(result, (), False)
     direction = "ingress" if flow.direction == Direction.INGRESS else "egress"
     target = flow.destination if direction == "ingress" else flow.source
-    selected = selecting_specs(policies, target)
+    selected = selecting_specs(policies, target, host_firewall=agent.host_firewall)
     policed = sorted({p.display_name for p, spec, _ in selected if spec.polices(direction)})
     default_deny = any(spec.enforces(direction) for _, spec, _ in selected)
     return Judgement(result, tuple(policed), default_deny)
@@ -670,6 +712,7 @@ def match_flow(
     *,
     default_local_cluster: bool = True,
     allow_localhost: bool = True,
+    agent: AgentSettings | None = None,
 ) -> MatchResult:
     """Whether a rule of ``policies`` admits ``flow`` in its traffic direction, the endpoint
     being taken to enforce policy there (it dropped the flow, or will once policed), and by
@@ -678,13 +721,17 @@ def match_flow(
     peer selector that names no cluster selects the enforcing endpoint's cluster only.
     ``allow_localhost`` is its ``allow-localhost: always`` (the default): the node reaches
     its own pods whatever the allow rules (a deny rule that matches still wins here, so a
-    plan errs towards a warning)."""
+    plan errs towards a warning). ``agent``, when given, says all of these (and the host
+    firewall and dual stack) at once."""
+    agent = agent or AgentSettings(
+        allow_localhost=allow_localhost, default_local_cluster=default_local_cluster
+    )
     try:
-        return _match_flow(policies, flow, ip_names, default_local_cluster, allow_localhost)
+        return _match_flow(policies, flow, ip_names, agent)
     except (TypeError, AttributeError, ValueError) as exc:
         for policy in policies:  # find the culprit to name it
             try:
-                _match_flow([policy], flow, ip_names, default_local_cluster, allow_localhost)
+                _match_flow([policy], flow, ip_names, agent)
             except (TypeError, AttributeError, ValueError):
                 name = _policy_name(policy) if isinstance(policy, Mapping) else repr(policy)[:80]
                 raise PolicyShapeError(
@@ -698,6 +745,7 @@ def flow_peer(
     flow: Flow,
     ip_names: Mapping[str, Sequence[str]] | None,
     default_local_cluster: bool,
+    dual_stack: bool = False,
 ) -> PeerView:
     """The peer a flow's subject sees (the source at ingress, the destination at egress)."""
     ingress = flow.direction == Direction.INGRESS
@@ -709,15 +757,14 @@ def flow_peer(
     names += list((ip_names or {}).get(peer_ip, ()))
     cluster = cluster_of(target) or None
     local = cluster if default_local_cluster else None
-    return peer_side(peer_ep, peer_ip, names, local, cluster)
+    return peer_side(peer_ep, peer_ip, names, local, cluster, dual_stack)
 
 
 def _match_flow(
     policies: Sequence[PolicyDocument],
     flow: Flow,
     ip_names: Mapping[str, Sequence[str]] | None,
-    default_local_cluster: bool,
-    allow_localhost: bool = True,
+    agent: AgentSettings,
 ) -> MatchResult:
     if flow.direction == Direction.INGRESS:
         direction, target, target_ip = ("ingress", flow.destination, flow.destination_ip)
@@ -725,11 +772,12 @@ def _match_flow(
         direction, target, target_ip = ("egress", flow.source, flow.source_ip)
     else:
         return MatchResult(False, "the flow has no traffic direction")
-    peer = flow_peer(flow, ip_names, default_local_cluster)
+    allow_localhost = agent.allow_localhost
+    peer = flow_peer(flow, ip_names, agent.default_local_cluster, agent.dual_stack)
     admin = tier_verdict(policies, ADMIN, flow, peer.names)
     if admin is not None and admin.action != PASS:  # the Admin tier decides first (§D42)
         return _tier_result(admin)
-    selecting = selecting_specs(policies, target)
+    selecting = selecting_specs(policies, target, host_firewall=agent.host_firewall)
     request = flow_request(flow)
     for policy, spec, namespace in selecting:  # deny rules win over any allow
         for rule in spec.rules(DENY_SECTION[direction]):

@@ -421,6 +421,14 @@ RULES: dict[str, LintRule] = {
             FIXES["CPG045"],
         ),
         LintRule(
+            "CPG046",
+            "policy-does-nothing",
+            "warning",
+            "A policy whose only content is an empty specs list: Cilium accepts it, selects no "
+            "endpoint with it and enforces nothing (a generator or template that lost its rules).",
+            "Give it the specs it was meant to hold, or delete it.",
+        ),
+        LintRule(
             "CPG034",
             "invalid-in-cluster",
             "error",
@@ -700,6 +708,14 @@ def _cilium_policy_findings(
     version: Version,
 ) -> list[Found]:
     found = refusals(policy) + version_findings(policy, version)
+    if policy.get("specs") == [] and not isinstance(policy.get("spec"), Mapping):
+        found.append(
+            (
+                "CPG046",
+                "an empty specs list and no spec: Cilium accepts the policy, and it does nothing",
+                ("specs",),
+            )
+        )
     for path, key, value in selector_labels(policy):
         label = label_problem(_unsourced(key), value)
         if label:

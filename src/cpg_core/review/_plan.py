@@ -46,6 +46,7 @@ from cpg_core.flows import (
 )
 from cpg_core.policy import (
     NAMESPACED_KIND,
+    POLICY_MAP_MAX,
     SECTIONS,
     PolicySet,
     Rule,
@@ -72,7 +73,7 @@ from cpg_core.review._availability import (
     new_workload_losses,
 )
 from cpg_core.review._owners import AlsoSelected, also_selected, is_cpgs
-from cpg_core.review._pressure import POLICY_MAP_MAX, EndpointPressure, policy_map_pressure
+from cpg_core.review._pressure import EndpointPressure, policy_map_pressure
 from cpg_core.review._readiness import (
     ReadinessRules,
     WorkloadProfile,

@@ -24,6 +24,7 @@ import attrs
 from cpg_core.base import NAMESPACE_LABEL, Endpoint, PolicyDocument
 from cpg_core.policy import (
     DENY_SECTION,
+    POLICY_MAP_MAX,
     PeerView,
     Policy,
     Rule,
@@ -38,8 +39,6 @@ from cpg_core.policy import (
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
-POLICY_MAP_MAX = 16_384
-"""Cilium's default ``bpf-policy-map-max``."""
 NEAR = 0.8
 """An endpoint at this share of the limit or more is reported as near it."""
 _PROTOCOLS_OF_ANY = 3

@@ -34,6 +34,7 @@ from cpg_core.flows import DecideOptions, Decision, decide, endpoint_name, looks
 from cpg_core.policy import (
     DENY_SECTION,
     LOCAL_CLUSTER,
+    AgentSettings,
     PeerView,
     Request,
     Requirement,
@@ -266,10 +267,16 @@ def explain_denial(
     max_misses: int = 5,
     proposed: Sequence[PolicyDocument] = (),
     proposed_from: str = "",
+    agent: AgentSettings | None = None,
 ) -> Why:
     """The answer for one flow against ``policies`` (the ones applied, or proposed). When the
     flow is denied and one of ``proposed`` (cpg's folder ``proposed_from``, with ``policies``
-    the ones applied) already admits it, the fix is to apply that policy, not a rule."""
+    the ones applied) already admits it, the fix is to apply that policy, not a rule.
+    ``agent`` says the agents' settings at once (else the two given)."""
+    agent = agent or AgentSettings(
+        allow_localhost=allow_localhost, default_local_cluster=default_local_cluster
+    )
+    allow_localhost = agent.allow_localhost
     traced = flow.verdict == int(Verdict.VERDICT_UNKNOWN) and not flow.time
     decision = decide(flow, options or DecideOptions())
     dropped = flow.verdict in (int(Verdict.DROPPED), int(Verdict.AUDIT))
@@ -317,16 +324,10 @@ def explain_denial(
             f"{traffic}: Hubble did not record the traffic direction, so no policy can be named.",
             advice_for(missing, traffic)[2],
         )
-    peer = flow_peer(flow, ip_names, default_local_cluster)
+    peer = flow_peer(flow, ip_names, agent.default_local_cluster, agent.dual_stack)
     request = flow_request(flow)
-    selected = selecting_specs(policies, subject_ep)
-    judged = judge_flow(
-        policies,
-        flow,
-        ip_names,
-        default_local_cluster=default_local_cluster,
-        allow_localhost=allow_localhost,
-    )
+    selected = selecting_specs(policies, subject_ep, host_firewall=agent.host_firewall)
+    judged = judge_flow(policies, flow, ip_names, agent=agent)
     result, policed = judged.result, list(judged.policed_by)
     if result.tier and result.denied:  # a ClusterNetworkPolicy decided: no Cilium rule can
         return plain(
@@ -366,13 +367,7 @@ def explain_denial(
     if not fix:
         fix = _plain_fix(bool(deny), allowed, dropped and bool(policed), admit, subject, direction)
     if proposed and not allowed and drop_class in ("policy", "traced", "unknown"):
-        ready = match_flow(
-            proposed,
-            flow,
-            ip_names,
-            default_local_cluster=default_local_cluster,
-            allow_localhost=allow_localhost,
-        )
+        ready = match_flow(proposed, flow, ip_names, agent=agent)
         if ready.allowed:  # the fix is a policy cpg already proposed, not a rule
             fix = (
                 f"apply {ready.policy} from {proposed_from}: it already admits this flow "
