@@ -29,8 +29,14 @@ NOT_AN_OPTION = {
 }
 """Request builder keywords that are not table entries, each with its reason."""
 
-TOOL_ONLY = {"replay_file": "replay", "shadow_policies": "shadow"}
-"""start_session arguments that are not table entries: the CLI command that covers each."""
+TOOL_ONLY = {
+    "replay_file": "replay",
+    "shadow_policies": "shadow",
+    "host_firewall": "trace",
+    "dual_stack": "trace",
+}
+"""start_session arguments that are not table entries: the CLI command that covers each (a
+session's agent settings are what each check command takes as its own flags)."""
 
 COMMANDS = sorted({command for entry in OPTIONS for command in entry.commands})
 

@@ -119,7 +119,8 @@ _Port = Annotated[
     typer.Option(
         "--port",
         metavar="PORT[/PROTO]",
-        help="8080/TCP (TCP when left out), 53/UDP.",
+        help="8080/TCP (TCP when left out), 53/UDP, 8/ICMP (an ICMP type; ICMP is IPv4, as "
+        "policies spell it), 128/ICMPv6.",
         show_default=False,
     ),
 ]
@@ -136,6 +137,16 @@ def trace(
     dns: Annotated[
         str, typer.Option("--dns", metavar="NAME", help="A DNS query (DNS rules).")
     ] = "",
+    node_label: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--node-label",
+            metavar="KEY=VALUE",
+            help="A label of the node, when an end is host (repeat for more): a host policy's "
+            "nodeSelector is matched against the node's labels (with --host-firewall).",
+            show_default=False,
+        ),
+    ] = None,
     policies: _Policies = Path("policies"),
     output: _Output = "text",
     evidence_dir: opt.EvidenceDir = None,
@@ -145,7 +156,10 @@ def trace(
     The same answer as cpg why, for a flow described by hand (what cilium policy trace used
     to do), with Cilium's semantics: the policy's namespace added to peer selectors, the
     local cluster by default, entities, CIDR rules for IPs, allow-localhost. The source's
-    egress and the destination's ingress are judged, each where a pod is policed.
+    egress and the destination's ingress are judged, each where a pod is policed, and the
+    node's (host) where host policies police it: with --host-firewall (the agents'
+    enable-host-firewall), a clusterwide policy's nodeSelector selects the node; without it
+    Cilium ignores host policies, and the answer says so.
 
     Exit codes: 0 admitted, 3 not admitted, 2 bad flags.
     """
@@ -154,7 +168,15 @@ def trace(
     request = opt.check_request(options, ["-"], policies=policies)
     kubeconfig, context = options.kube_access()
     flows = opt.validated(
-        lambda: traced_flows(source, destination, port, method=method, path=path, dns=dns)
+        lambda: traced_flows(
+            source,
+            destination,
+            port,
+            method=method,
+            path=path,
+            dns=dns,
+            node_labels=node_label or (),
+        )
     )
     try:
         answered = runs.trace_run(

@@ -11,13 +11,16 @@ from cpg_core.base import (
     versions_seen,
 )
 from cpg_core.policy import (
+    CONFIG_MAP,
     DEFAULT_DENY_FIELD,
     SECTIONS,
+    AgentChoice,
     AgentSettings,
     JsonInputError,
     PolicySet,
     PolicyShapeProblem,
     YamlInputError,
+    agent_settings,
     below_floor,
     load_all,
     load_json,
@@ -38,12 +41,14 @@ from cpg_core.synthesis import (
 )
 
 __all__ = [
+    "CONFIG_MAP",
     "DEFAULT_DENY_FIELD",
     "LOCAL_CLUSTER_DEFAULT_SINCE",
     "MANAGED_BY_LABEL",
     "MANAGED_BY_VALUE",
     "POLICY_NAME_PREFIX",
     "SECTIONS",
+    "AgentChoice",
     "AgentSettings",
     "AlsoSelected",
     "ForeignPolicy",
@@ -52,6 +57,7 @@ __all__ = [
     "PolicyShapeProblem",
     "Version",
     "YamlInputError",
+    "agent_settings",
     "also_selected",
     "below_floor",
     "foreign_policy",

@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from cpg_core import CpgError, Setting
-from cpg_core.cilium import load_json, policies_in
+from cpg_core.cilium import CONFIG_MAP, load_json, policies_in
 from cpg_io.errors import KubeError, RelaySetupError
 
 CILIUM_GROUP = "cilium.io"
@@ -412,11 +412,21 @@ def cluster_policies(kubeconfig: Path | None, context: str | None) -> list[dict[
         forget_temp_dir(temp_dir)
 
 
+@attrs.frozen
+class ClusterState:
+    """What the review commands read of a cluster: its policies, its agents' images (their
+    versions) and their settings (``cilium-config``; None when it could not be read)."""
+
+    policies: list[dict[str, Any]]
+    images: list[str]
+    config: dict[str, str] | None
+
+
 def cluster_state(
     kubeconfig: Path | None, context: str | None, temp_dir: Path | None = None
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """Every Cilium policy, Kubernetes ClusterNetworkPolicy and NetworkPolicy in the cluster
-    and its agents' images (all read-only), with inline
+) -> ClusterState:
+    """Every Cilium policy, Kubernetes ClusterNetworkPolicy and NetworkPolicy in the cluster,
+    its agents' images and settings (all read-only), with inline
     kubeconfig credentials in ``temp_dir`` when given, else a private folder removed here."""
     import tempfile
 
@@ -435,7 +445,7 @@ def cluster_state(
             images = cilium_agent_images(api, AGENT_TIMEOUT)
         except (KubeError, OSError, _api_error()):  # e.g. no right to list kube-system pods
             images = []
-        return policies, images
+        return ClusterState(policies, images, cilium_config(api, AGENT_TIMEOUT))
     finally:
         if own:
             forget_temp_dir(folder)
@@ -709,6 +719,25 @@ def cilium_agent_images(api: Any, timeout: float, namespace: str = "kube-system"
         if chosen is not None and chosen.image:
             images.append(str(chosen.image))
     return images
+
+
+def cilium_config(api: Any, timeout: float) -> dict[str, str] | None:
+    """The agents' settings (the data of ``kube-system/cilium-config``, read with a ``get``),
+    or None when it cannot be read (no right to, not there, no answer): the settings are
+    then the ones given, else Cilium's defaults, and the run says so."""
+    from kubernetes import client
+
+    namespace, name = CONFIG_MAP
+
+    def call() -> Any:
+        return client.CoreV1Api(api).read_namespaced_config_map(name, namespace)
+
+    try:
+        found = _bounded(call, timeout, "the Kubernetes API")
+    except (KubeError, OSError, _api_error()):
+        return None
+    data = getattr(found, "data", None) or {}
+    return {str(k): str(v) for k, v in data.items() if len(str(v)) <= 4096}
 
 
 def _labels_of(pod: dict[str, Any]) -> dict[str, str]:

@@ -208,6 +208,36 @@ _ShadowPolicies = Annotated[
 ]
 
 
+_HostFirewall = Annotated[
+    bool | None,
+    Field(
+        description="the agents run Cilium's host firewall (enable-host-firewall): host policies "
+        "(a clusterwide policy's nodeSelector) police the node in the session's checks "
+        "(explain_flow, trace_flow, get_plan); null: as the cluster's cilium-config says when a "
+        "check reads the cluster, else off (Cilium's default)"
+    ),
+]
+
+
+_DualStack = Annotated[
+    bool | None,
+    Field(
+        description="the agents run IPv4 and IPv6 both: world addresses are world-ipv4 or "
+        "world-ipv6 in the session's checks; null: as the cluster's cilium-config says when a "
+        "check reads the cluster, else off"
+    ),
+]
+
+
+_NodeLabels = Annotated[
+    list[str] | None,
+    Field(
+        description="the node's labels, KEY=VALUE each, when an end is host: a host policy's "
+        "nodeSelector is matched against them"
+    ),
+]
+
+
 _ListDroppedFlowsNamespace = Annotated[
     str | None,
     Field(description="filter: namespace (applies to both samples and aggregates)"),
@@ -422,12 +452,19 @@ def _session_tools(mcp: GuardedServer, manager: SessionManager) -> None:
         arguments: dict[str, Any],
         replay_file: _ReplayFile = None,
         shadow_policies: _ShadowPolicies = None,
+        host_firewall: _HostFirewall = None,
+        dual_stack: _DualStack = None,
     ) -> models.StartResult:
         """Start a capture session and return at once with its opaque session_id; the capture runs
         in the background. One session at a time: stop_session before starting another (a stopped
         session is discarded). Poll get_status."""
         return await tools.start_session(
-            manager, **arguments, replay_file=replay_file, shadow_policies=shadow_policies
+            manager,
+            **arguments,
+            replay_file=replay_file,
+            shadow_policies=shadow_policies,
+            host_firewall=host_firewall,
+            dual_stack=dual_stack,
         )
 
     @mcp.tool(
@@ -589,6 +626,7 @@ def _review_tools(mcp: GuardedServer, manager: SessionManager) -> None:
         path: _TracePath = "",
         dns: _TraceDns = "",
         from_cluster: _FromCluster = False,
+        node_labels: _NodeLabels = None,
     ) -> models.WhyResult:
         """cpg trace: whether the session's policies (or the cluster's, with from_cluster)
         would admit a flow nobody captured, with the same answer as explain_flow, for the

@@ -53,6 +53,11 @@ class Session:
     """The identity sources the session was started with: its checks take them too."""
     declarations: tuple[str, ...] = ()
     """The sources of the cluster's objects the session was started with (likewise)."""
+    host_firewall: bool | None = None
+    """The agents' host firewall, as the session was started with (None: as the cluster
+    says when a check reads it, else off): its checks take it."""
+    dual_stack: bool | None = None
+    """The agents' dual stack, likewise."""
     stop_calls: int = 0
     result: runs.RunResult | None = None
     capture: runs.LiveCapture | None = None
@@ -270,6 +275,7 @@ class SessionManager:
         replay_file: str | None = None,
         tls: TLSSettings | None = None,
         shadow_policies: str | None = None,
+        agent: tuple[bool | None, bool | None] = (None, None),
     ) -> tuple[Session, str | None]:
         """Start a session for ``request``: the replay of ``replay_file``, a shadow of the
         proposed policies in ``shadow_policies`` on live traffic, else a live capture. All go
@@ -301,6 +307,8 @@ class SessionManager:
             source=str(source_path or request.live.server),
             identities=request.identities,
             declarations=request.declarations,
+            host_firewall=agent[0],
+            dual_stack=agent[1],
         )
         self.current = session
         if source_path is not None:
@@ -316,6 +324,8 @@ class SessionManager:
                     include_audit=capture.include_audit,
                     default_local_cluster=capture.default_local_cluster,
                     allow_localhost=capture.allow_localhost,
+                    host_firewall=agent[0],
+                    dual_stack=agent[1],
                     identities=request.identities,
                     declarations=request.declarations,
                 ),

@@ -151,6 +151,8 @@ async def start_session(
     tls_server_name: str | None = None,
     replay_file: str | None = None,
     shadow_policies: str | None = None,
+    host_firewall: bool | None = None,
+    dual_stack: bool | None = None,
     **arguments: Any,
 ) -> StartResult:
     """``arguments`` are the tool's run arguments, named as :meth:`RunRequest.build` names
@@ -201,7 +203,11 @@ async def start_session(
     )
     try:
         session, discarded = await manager.start(
-            request, replay_file=replay_file, tls=settings, shadow_policies=shadow_policies
+            request,
+            replay_file=replay_file,
+            tls=settings,
+            shadow_policies=shadow_policies,
+            agent=(host_firewall, dual_stack),
         )
     except CpgError as exc:
         raise ToolError(in_tool_words(exc)) from None
@@ -616,6 +622,8 @@ def get_plan(
             cluster=from_cluster,
             default_local_cluster=None,
             allow_localhost=allow_localhost,
+            host_firewall=_tristate_word(session.host_firewall),
+            dual_stack=_tristate_word(session.dual_stack),
             identities=session.identities,
             declarations=session.declarations,
             policy_map_max=policy_map_max,
@@ -739,9 +747,18 @@ def _why_request(session: Session, inputs: list[str], from_cluster: bool) -> Any
         policies=str(session.policies) if session.policies.is_dir() else None,
         cluster=from_cluster,
         default_local_cluster=None,
+        allow_localhost="auto",
+        host_firewall=_tristate_word(session.host_firewall),
+        dual_stack=_tristate_word(session.dual_stack),
         identities=session.identities,
         declarations=session.declarations,
     )
+
+
+def _tristate_word(value: bool | None) -> str:
+    """A session's agent setting as the request builder reads it (auto: as the cluster
+    says)."""
+    return "auto" if value is None else str(value).lower()
 
 
 def _why_result(
@@ -830,6 +847,7 @@ def trace_flow(
     path: str = "",
     dns: str = "",
     from_cluster: bool = False,
+    node_labels: list[str] | None = None,
     kube_dir: Path | None = None,
 ) -> WhyResult:
     """Whether the session's policies (or the cluster's) would admit a flow described by hand."""
@@ -839,7 +857,15 @@ def trace_flow(
         raise ToolError("the session is still running; call stop_session first")
     request = validated(lambda: _why_request(session, ["-"], from_cluster))
     flows = validated(
-        lambda: traced_flows(source, destination, port, method=method, path=path, dns=dns)
+        lambda: traced_flows(
+            source,
+            destination,
+            port,
+            method=method,
+            path=path,
+            dns=dns,
+            node_labels=node_labels or (),
+        )
     )
     answered = workers.run(
         "trace", request, flows, kube_dir, session.evidence_store, cancel=CANCEL.get()

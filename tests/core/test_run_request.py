@@ -140,6 +140,8 @@ CHECK_SAMPLES: dict[str, tuple[object, dict[str, object]]] = {
     "include_audit": (True, {}),
     "default_local_cluster": ("false", {}),
     "allow_localhost": ("policy", {}),
+    "host_firewall": ("true", {}),
+    "dual_stack": ("true", {}),
     "policy_map_max": (100, {}),
     "learn": ("forwarded", {}),
     "include_system_namespaces": (True, {}),

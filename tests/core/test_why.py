@@ -101,7 +101,7 @@ def test_a_flow_described_by_hand_is_judged_at_each_pod_end() -> None:
     ("source", "destination", "port", "words"),
     [
         ("world", "1.2.3.4", "80", "neither end is a pod"),
-        ("shop/a", "shop/b", "80/XTP", "the protocol is TCP, UDP, SCTP or ICMPv4/6"),
+        ("shop/a", "shop/b", "80/XTP", "the protocol is TCP, UDP, SCTP, ICMP (IPv4) or ICMPv6"),
         ("shop/a", "shop/b", "http", "is not PORT/PROTOCOL"),
     ],
 )

@@ -171,6 +171,8 @@ def endpoint_name(endpoint: Endpoint) -> str:
     if endpoint.namespace:
         return f"{endpoint.namespace}/{workload or '_unknown'}"
     reserved = [label[9:] for label in endpoint.labels if label.startswith("reserved:")]
+    if "host" in reserved:
+        return "host"  # the node, whatever labels it carries
     return workload or (reserved[0] if reserved else "?")
 
 

@@ -15,8 +15,11 @@ if TYPE_CHECKING:
         refusals,
     )
     from cpg_core.policy._agent import (
+        CONFIG_MAP,
         POLICY_MAP_MAX,
+        AgentChoice,
         AgentSettings,
+        agent_settings,
     )
     from cpg_core.policy._label_selector import (
         LabelSelector,
@@ -34,6 +37,7 @@ if TYPE_CHECKING:
         flow_request,
         fqdn_matches,
         from_own_node,
+        is_host,
         judge_flow,
         labels_or_entities_match,
         match_flow,
@@ -191,6 +195,7 @@ _WHERE = {
     "rule_from_dict": "cpg_core.policy._write",
     "rule_item_lines": "cpg_core.policy._write",
     "rule_to_dict": "cpg_core.policy._write",
+    "is_host": "cpg_core.policy._matcher",
     "selecting_specs": "cpg_core.policy._matcher",
     "selector_labels": "cpg_core.policy._model",
     "selector_lines": "cpg_core.policy._write",
@@ -209,6 +214,9 @@ _WHERE = {
     "LabelSelectorError": "cpg_core.policy._label_selector",
     "label_selector": "cpg_core.policy._label_selector",
     "AgentSettings": "cpg_core.policy._agent",
+    "AgentChoice": "cpg_core.policy._agent",
+    "agent_settings": "cpg_core.policy._agent",
+    "CONFIG_MAP": "cpg_core.policy._agent",
     "POLICY_MAP_MAX": "cpg_core.policy._agent",
 }
 """Each name other folders take from this layer, and the module that has it."""
@@ -217,6 +225,7 @@ __getattr__ = lazy_face(__name__, _WHERE)
 __all__ = [
     "BASELINE",
     "BOUNDED_LOADER",
+    "CONFIG_MAP",
     "DEFAULT_DENY_FIELD",
     "DENY",
     "DENY_SECTION",
@@ -229,6 +238,7 @@ __all__ = [
     "SECTIONS",
     "SECTIONS_BY_DIRECTION",
     "SUBJECT_FIELD",
+    "AgentChoice",
     "AgentSettings",
     "Exclusion",
     "Found",
@@ -248,6 +258,7 @@ __all__ = [
     "Selector",
     "Spec",
     "YamlInputError",
+    "agent_settings",
     "below_floor",
     "cilium_port",
     "covered_by",
@@ -262,6 +273,7 @@ __all__ = [
     "in_selection",
     "is_cluster_network_policy",
     "is_entity_field",
+    "is_host",
     "is_narrowed",
     "judge_flow",
     "label_key",

@@ -1119,12 +1119,13 @@ OPTIONS: tuple[Option, ...] = (
         "allow_localhost",
         "check",
         "text",
-        "always",
+        "auto",
         "As the Cilium agent option of that name. always (Cilium's default): a pod's own node "
         "(kubelet probes) reaches it whatever the policy, so such traffic never breaks. "
-        "policy: the node's traffic is policed like any other.",
+        "policy: the node's traffic is policed like any other. auto (the default): as the "
+        "agents' cilium-config says with --cluster, else always.",
         "--allow-localhost",
-        metavar="always|policy",
+        metavar="always|policy|auto",
         panel="Cilium semantics",
         commands=frozenset({*_CHECKS, "drift"}),
         tool="allow_localhost",
@@ -1134,19 +1135,51 @@ OPTIONS: tuple[Option, ...] = (
         "(kubelet probes) whatever the policy; policy polices it",
     ),
     _o(
+        "host_firewall",
+        "check",
+        "text",
+        "auto",
+        "As the Cilium agent's enable-host-firewall. true: a clusterwide policy with a "
+        "nodeSelector polices the node (host) it selects. false (Cilium's default): host "
+        "policies are ignored and the node is not policed. auto (the default): as the "
+        "agents' cilium-config says with --cluster, else false.",
+        "--host-firewall",
+        metavar="true|false|auto",
+        panel="Cilium semantics",
+        commands=frozenset({*_CHECKS, "drift"}),
+        not_tool="a session's own host_firewall decides what its checks take",
+    ),
+    _o(
+        "dual_stack",
+        "check",
+        "text",
+        "auto",
+        "Whether the agents run IPv4 and IPv6 both (enable-ipv4 and enable-ipv6). true: a "
+        "world address is also world-ipv4 or world-ipv6, and a world peer without an address "
+        "is selected by no CIDR. auto (the default): as the agents' cilium-config says with "
+        "--cluster, else false.",
+        "--dual-stack",
+        metavar="true|false|auto",
+        panel="Cilium semantics",
+        commands=frozenset({*_CHECKS, "drift"}),
+        not_tool="a session's own dual_stack decides what its checks take",
+    ),
+    _o(
         "policy_map_max",
         "check",
-        "int",
-        16_384,
-        "The agents' bpf-policy-map-max (Cilium's default 16384): plan estimates each selected "
-        "pod's policy map entries under the proposal and names the pods at 80 % of it or over "
-        "(over: the agent cannot apply the policy; exit 3).",
+        "int?",
+        None,
+        "The agents' bpf-policy-map-max (Cilium's default 16384; with --cluster, as the "
+        "agents' cilium-config says): plan estimates each selected pod's policy map entries "
+        "under the proposal and names the pods at 80 % of it or over (over: the agent cannot "
+        "apply the policy; exit 3).",
         "--policy-map-max",
         metavar="N",
         minimum=1,
         panel="Cilium semantics",
         commands=frozenset({"plan", "shadow"}),
         tool="policy_map_max",
+        tool_default=16_384,
         tool_help="the agents' bpf-policy-map-max (16384 by default): the plan names the pods "
         "whose estimated policy map entries reach 80 % of it",
     ),

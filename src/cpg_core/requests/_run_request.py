@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
 
 from cpg_core.base import RequestError, Setting
 from cpg_core.flows import DecideOptions, FlowFilter, time_key
+from cpg_core.policy import AgentChoice, AgentSettings, agent_settings
 from cpg_core.requests._options import Request, defaults
 from cpg_core.requests._requests import (
     CaptureRequest,
@@ -342,17 +343,25 @@ class CheckRequest:
     """Cilium's policy-default-local-cluster: a selector without a cluster label selects the
     local cluster only (1.19+). None: as the cluster's agents do (``--cluster``: on from
     Cilium 1.19, off before), else on."""
-    allow_localhost: bool = True
-    """Cilium's allow-localhost: ``always`` (True, the default) admits the node's traffic to
-    its own pods whatever the policy; ``policy`` (False) polices it."""
+    allow_localhost: bool | None = True
+    """Cilium's allow-localhost: ``always`` (True, its default) admits the node's traffic to
+    its own pods whatever the policy; ``policy`` (False) polices it. None: as the cluster's
+    agents say (``--cluster``), else always."""
+    host_firewall: bool | None = None
+    """Cilium's enable-host-firewall: host policies police the node. None: as the cluster's
+    agents say, else off (Cilium's default)."""
+    dual_stack: bool | None = None
+    """IPv4 and IPv6 both on: world addresses by family. None: as the cluster's agents say,
+    else off."""
     learn: str = ""
     """``forwarded``: check the flows that work today too, as replay --learn made rules."""
     include_system: bool = False
     """Check the denied flows of system-namespace workloads too (replay wrote their rules)."""
     identities: tuple[str, ...] = ()
     """Identity sources (files, or ``cluster``); with ``cluster`` set, the cluster is one."""
-    policy_map_max: int = 16_384
-    """The agents' bpf-policy-map-max: the plan's policy map pressure is judged against it."""
+    policy_map_max: int | None = None
+    """The agents' bpf-policy-map-max: the plan's policy map pressure is judged against it.
+    None: as the cluster's agents say, else Cilium's default."""
     declarations: tuple[str, ...] = ()
     """Where the cluster's own objects come from (files, folders, or ``cluster``): a declared
     dependency the policies deny is reported (§D58)."""
@@ -378,7 +387,7 @@ class CheckRequest:
         current, cluster = values["current"], values["cluster"]
         policy_map_max = values["policy_map_max"]
         chosen = tuple(inputs)
-        if policy_map_max < 1:
+        if policy_map_max is not None and policy_map_max < 1:
             raise RequestError("policy_map_max", f"{policy_map_max}: must be 1 or more")
         if not chosen:
             raise RequestError("inputs", "give the capture to check (files, folders or -)")
@@ -399,13 +408,13 @@ class CheckRequest:
         localhost = values["allow_localhost"]
         if isinstance(localhost, str):
             word = localhost.strip().lower()
-            if word not in ("always", "policy"):
+            if word not in ("always", "policy", "auto"):
                 raise RequestError(
                     "allow_localhost",
-                    f"{shown(localhost)} is not always or policy (Cilium's allow-localhost; "
-                    "always is its default)",
+                    f"{shown(localhost)} is not always, policy or auto (Cilium's "
+                    "allow-localhost; always is its default, auto as the cluster's agents say)",
                 )
-            localhost = word == "always"
+            localhost = None if word == "auto" else word == "always"
         return cls(
             inputs=chosen,
             policies=policies,
@@ -414,6 +423,8 @@ class CheckRequest:
             include_audit=values["include_audit"],
             default_local_cluster=local,
             allow_localhost=localhost,
+            host_firewall=_tristate(values["host_firewall"], "host_firewall"),
+            dual_stack=_tristate(values["dual_stack"], "dual_stack"),
             learn=CaptureRequest.build(learn=values["learn"]).learn,
             include_system=values["include_system_namespaces"],
             identities=identity_sources(values["identities"]),
@@ -432,11 +443,31 @@ class CheckRequest:
             return (*self.identities, "cluster")
         return self.identities
 
-    def decide_options(self) -> DecideOptions:
+    @property
+    def agent_choice(self) -> AgentChoice:
+        """The agent settings as given (None: as the cluster says, else Cilium's default)."""
+        return AgentChoice(
+            allow_localhost=self.allow_localhost,
+            default_local_cluster=self.default_local_cluster,
+            host_firewall=self.host_firewall,
+            dual_stack=self.dual_stack,
+            policy_map_max=self.policy_map_max,
+        )
+
+    def agent(
+        self, config: Mapping[str, str] | None = None, images: Sequence[str] = ()
+    ) -> tuple[AgentSettings, tuple[str, ...]]:
+        """The settings judged with, and notes: as given, else as the cluster's
+        ``cilium-config`` and agent images say (read when ``cluster`` is set), else
+        Cilium's defaults."""
+        return agent_settings(self.agent_choice, config, images, from_cluster=self.cluster)
+
+    def decide_options(self, agent: AgentSettings | None = None) -> DecideOptions:
+        localhost = agent.allow_localhost if agent is not None else self.allow_localhost
         return CaptureRequest.build(
             include_audit=self.include_audit,
             learn=self.learn,
-            allow_localhost=self.allow_localhost,
+            allow_localhost=localhost is not False,
         ).decide_options()
 
 
@@ -468,3 +499,18 @@ class DriftRequest:
         if stale_after:
             days = duration_seconds(stale_after, "stale_after") / 86400
         return cls(check=check, stale_after_days=days, live=live)
+
+
+def _tristate(value: bool | str | None, field: str) -> bool | None:
+    """A setting given as true, false or auto (None: as the cluster says)."""
+    if value is None or isinstance(value, bool):
+        return value
+    word = value.strip().lower()
+    if word not in ("true", "false", "auto"):
+        raise RequestError(
+            field,
+            f"{shown(value)} is not true, false or auto (auto: as the cluster's agents say with ",
+            Setting("cluster"),
+            ", else false)",
+        )
+    return None if word == "auto" else word == "true"

@@ -34,7 +34,7 @@ from cpg_core.flows import (
     time_key,
     with_known_pod,
 )
-from cpg_core.policy import match_flow, policy_name
+from cpg_core.policy import AgentSettings, match_flow, policy_name
 from cpg_core.review._evidence import subject_labels
 from cpg_core.review._plan import (
     WORKS,
@@ -150,7 +150,12 @@ class DriftJudge:
         allow_localhost: bool = True,
         max_kinds: int = 0,
         not_after: str = "",
+        agent: AgentSettings | None = None,
     ) -> None:
+        self.agent = agent or AgentSettings(
+            allow_localhost=allow_localhost, default_local_cluster=default_local_cluster
+        )
+        """The agents' settings every verdict is judged with (§D61)."""
         self.not_after = time_key(not_after) if not_after else ""
         """Flows stamped later than this (the check's time, with room for clocks that
         disagree a little) are set aside: a flow of 2099 must not make every rule stale."""
@@ -162,13 +167,13 @@ class DriftJudge:
         self.policies = list(policies)
         self.evidence = dict(evidence)
         self.options = options or DecideOptions()
-        self.default_local_cluster = default_local_cluster
-        self.allow_localhost = allow_localhost
+        self.default_local_cluster = self.agent.default_local_cluster
+        self.allow_localhost = self.agent.allow_localhost
         self.flows = 0
         self.newest = ""
         """The newest flow's time (a time key; "" before any flow had one): a capture's drift
         counts staleness from it, not from the day it is read."""
-        self._index = PolicyIndex(self.policies)
+        self._index = PolicyIndex(self.policies, self.agent.host_firewall)
         self._world = Worlds()
         self._pods: dict[str, Endpoint] = {}
         self._names: dict[str, list[str]] = {}
@@ -289,13 +294,7 @@ class DriftJudge:
                 continue  # no policy of the folder polices it: not this folder's drift
             models = {id(p): p for p, _, _ in self._index.selecting(target)}.values()
             selecting = [model.document for model in models]  # match_flow reads documents
-            result = match_flow(
-                selecting,
-                flow,
-                self._names,
-                default_local_cluster=self.default_local_cluster,
-                allow_localhost=self.allow_localhost,
-            )
+            result = match_flow(selecting, flow, self._names, agent=self.agent)
             if result.allowed:
                 continue  # the folder admits it: the cluster runs something else
             found.append(

@@ -48,6 +48,7 @@ from cpg_core.policy import (
     NAMESPACED_KIND,
     POLICY_MAP_MAX,
     SECTIONS,
+    AgentSettings,
     PolicySet,
     Rule,
     Selector,
@@ -346,15 +347,17 @@ class PolicyIndex(PolicySet):
     """Policies by namespace (a namespaced policy selects only its own namespace's pods),
     with each endpoint's selecting specs and enforcing policies kept."""
 
-    def __init__(self, policies: Sequence[PolicyDocument]) -> None:
+    def __init__(self, policies: Sequence[PolicyDocument], host_firewall: bool = False) -> None:
         super().__init__(policies)
+        self.host_firewall = host_firewall
+        """Host policies select the node (the agents run the host firewall)."""
         self.all = list(policies)
         self.tiered = [p for p in self.all if is_cluster_network_policy(p)]
         """The ClusterNetworkPolicies: they judge every flow, around the others (§D42)."""
         self._enforcing: dict[tuple[Endpoint, str], list[str]] = {}
 
     def selecting(self, endpoint: Endpoint) -> list[Any]:
-        return selecting_specs(self, endpoint)
+        return selecting_specs(self, endpoint, host_firewall=self.host_firewall)
 
     def enforcing(self, endpoint: Endpoint, direction: str) -> list[str]:
         """Names of the policies that put ``endpoint`` into default-deny for ``direction``
@@ -392,6 +395,7 @@ def plan(
     policy_map_max: int = POLICY_MAP_MAX,
     declarations: Declarations | None = None,
     readiness: ReadinessRules | None = None,
+    agent: AgentSettings | None = None,
 ) -> Plan:
     """The plan of applying ``proposal`` on top of ``current`` (None: infer what is policed
     from the flows), judged on ``flows`` (a capture with every verdict), and on what the
@@ -399,7 +403,8 @@ def plan(
     ``namespace/name`` of a proposed policy to its evidence, for the confidence of its rules.
     ``default_local_cluster`` and ``allow_localhost`` are the Cilium agent settings of those
     names (ARCHITECTURE §D23); a capture where the node's own traffic to a pod was denied by
-    policy shows the agents run ``allow-localhost: policy``, and the plan judges so."""
+    policy shows the agents run ``allow-localhost: policy``, and the plan judges so.
+    ``agent``, when given, says all the settings at once (host firewall, dual stack: §D61)."""
     judge = PlanJudge(
         proposal,
         current,
@@ -411,6 +416,7 @@ def plan(
         policy_map_max=policy_map_max,
         declarations=declarations,
         readiness=readiness,
+        agent=agent,
     )
     for flow in flows:
         judge.add(flow)
@@ -447,8 +453,17 @@ class PlanJudge:
         max_kinds: int = 0,
         declarations: Declarations | None = None,
         readiness: ReadinessRules | None = None,
+        agent: AgentSettings | None = None,
     ) -> None:
-        self.policy_map_max = policy_map_max
+        self.agent = agent or AgentSettings(
+            allow_localhost=allow_localhost,
+            default_local_cluster=default_local_cluster,
+            policy_map_max=policy_map_max,
+        )
+        """The agents' settings every verdict is judged with (§D61)."""
+        default_local_cluster = self.agent.default_local_cluster
+        allow_localhost = self.agent.allow_localhost
+        self.policy_map_max = policy_map_max = self.agent.policy_map_max
         self.readiness_rules = readiness or ReadinessRules()
         self._first = ""
         self._last = ""
@@ -476,7 +491,8 @@ class PlanJudge:
         self._policed: set[tuple[Endpoint, str]] = set()
         self._pods: dict[str, Endpoint] = {}
         self._names: dict[str, list[str]] = {}
-        self._proposed = PolicyIndex(self.proposal)
+        firewall = self.agent.host_firewall
+        self._proposed = PolicyIndex(self.proposal, firewall)
         self._shared_names = frozenset(policy_name(p) for p in self.proposal if is_shared(p))
         self._pressure_memo: tuple[tuple[int, int, int], dict[object, int]] = ((-1, -1, -1), {})
         self._pressure_found: tuple[tuple[int, ...], tuple[EndpointPressure, ...]] = ((), ())
@@ -489,9 +505,10 @@ class PlanJudge:
         self._also_selected = also_selected(self.proposal, self.current or [])
         self._availability_found: list[Availability] | None = None
         self._replaced = {_key(p) for p in self.proposal}
-        self._today = PolicyIndex(self.current or [])
+        self._today = PolicyIndex(self.current or [], firewall)
         self._after = PolicyIndex(
-            [p for p in (self.current or []) if _key(p) not in self._replaced] + self.proposal
+            [p for p in (self.current or []) if _key(p) not in self._replaced] + self.proposal,
+            firewall,
         )
         self._after_set = Policies(self._after.all)
         self._today_set = Policies(self.current or [])
@@ -1107,6 +1124,7 @@ class _Questions:
     def __init__(self, judge: PlanJudge, allow_localhost: bool) -> None:
         self.judge = judge
         self.allow_localhost = allow_localhost
+        self.agent = attrs.evolve(judge.agent, allow_localhost=allow_localhost)
         names = judge._names
         context = (sum(len(v) for v in names.values()), allow_localhost)
         if judge._verdicts_context != context:
@@ -1127,13 +1145,7 @@ class _Questions:
         if target is not (flow.destination if ingress else flow.source):
             policies = list({id(p): p.document for p, _, _ in index.selecting(target)}.values())
             policies += index.tiered
-        result = match_flow(
-            policies,
-            flow,
-            self.judge._names,
-            default_local_cluster=self.judge.default_local_cluster,
-            allow_localhost=self.allow_localhost,
-        )
+        result = match_flow(policies, flow, self.judge._names, agent=self.agent)
         answer = (result.allowed, result.policy)
         self._verdicts[key] = (flow, answer)
         return answer
@@ -1154,8 +1166,7 @@ class _Questions:
             [*after.near(target.namespace), *after.tiered],
             flow,
             self.judge._names,
-            default_local_cluster=self.judge.default_local_cluster,
-            allow_localhost=self.allow_localhost,
+            agent=self.agent,
         )
         proposed_names = {policy_name(p) for p in proposed.tiered}
         if judged.allowed or judged.result.policy not in proposed_names:

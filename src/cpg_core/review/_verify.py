@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
+import attrs
+
 from cpg_core.base import (
     CidrPeer,
     Direction,
@@ -29,7 +31,7 @@ from cpg_core.flows import (
     note_pod,
     with_known_pod,
 )
-from cpg_core.policy import PolicySet, dns_names, from_own_node, match_flow
+from cpg_core.policy import AgentSettings, PolicySet, dns_names, from_own_node, match_flow
 from cpg_core.review._behind import EvidenceReader, evidence_behind
 from cpg_core.synthesis import BUILTIN, SYSTEM_NAMESPACES, Catalogue
 
@@ -117,6 +119,7 @@ def verify_flows(
     include_system: bool = False,
     evidence: EvidenceReader | None = None,
     catalogue: Catalogue | None = None,
+    agent: AgentSettings | None = None,
 ) -> VerifyReport:
     """A check for every distinct candidate that cpg can express and every explicit-deny flow.
     A denied flow from a pod's own node shows the agents police it (allow-localhost: policy),
@@ -127,6 +130,10 @@ def verify_flows(
     when None), as replay leaves its per-peer rules out (§D58).
     With ``evidence``, an admitted candidate says what the evidence holds for its rule."""
     options = options or DecideOptions()
+    agent = agent or AgentSettings(
+        allow_localhost=allow_localhost, default_local_cluster=default_local_cluster
+    )
+    allow_localhost = agent.allow_localhost
     catalogue = BUILTIN if catalogue is None else catalogue
     policies = PolicySet.of(policies)
     resolver = Resolver()
@@ -177,9 +184,8 @@ def verify_flows(
             policies,
             flow,
             names,
-            default_local_cluster=default_local_cluster,
             # an explicit deny asks whether the rules allow it: the node's pass is no rule
-            allow_localhost=allow_localhost and kind == "candidate",
+            agent=attrs.evolve(agent, allow_localhost=allow_localhost and kind == "candidate"),
         )
         if not result.allowed and key in left:
             system += counter[0]

@@ -26,6 +26,7 @@ from cpg_core.base import (
     Verdict,
     advice_for,
     classify_reason,
+    label_problem,
     reason_name,
     remediation,
     stable_labels,
@@ -45,6 +46,7 @@ from cpg_core.policy import (
     flow_peer,
     flow_request,
     from_own_node,
+    is_host,
     judge_flow,
     match_flow,
     peer_matches,
@@ -363,6 +365,7 @@ def explain_denial(
         misses,
         from_own_node(flow) and allow_localhost,
         judged.default_deny,
+        _ignored_host_policies(policies, subject_ep, agent),
     )
     if not fix:
         fix = _plain_fix(bool(deny), allowed, dropped and bool(policed), admit, subject, direction)
@@ -391,6 +394,17 @@ def explain_denial(
         answer=answer,
         fix=fix,
     )
+
+
+def _ignored_host_policies(
+    policies: Sequence[PolicyDocument], subject: Endpoint, agent: AgentSettings
+) -> list[str] | None:
+    """For the node judged without the host firewall: the host policies that would select
+    it (Cilium ignores them); None for any other subject, or with the host firewall."""
+    if agent.host_firewall or not is_host(subject):
+        return None
+    selected = selecting_specs(policies, subject, host_firewall=True)
+    return sorted({policy.display_name for policy, _spec, _ns in selected})
 
 
 def _plain_fix(
@@ -460,6 +474,7 @@ def _answer(
     misses: Sequence[RuleMiss],
     localhost: bool,
     default_deny: bool = True,
+    host_ignored: Sequence[str] | None = None,
 ) -> str:
     seen = f"{traffic} ({verdict.lower() if verdict == 'TRACED' else verdict}{' ' + reason if reason else ''})"
     if deny:
@@ -475,6 +490,14 @@ def _answer(
             "files or the cluster, to find it). cpg never writes an allow rule for it: it would "
             "not win."
         )
+    if host_ignored is not None:
+        text = (
+            f"{seen}: the node is not policed: without the host firewall "
+            "(enable-host-firewall) Cilium ignores host policies, so it allows it"
+        )
+        if host_ignored:
+            text += f"; with it, {', '.join(host_ignored)} would police the node for {direction}"
+        return text + "."
     if localhost and allowed:
         return f"{seen}: admitted by Cilium's allow-localhost: the node reaches its own pods."
     if allowed and policed:
@@ -625,24 +648,16 @@ def traced_flows(
     method: str = "",
     path: str = "",
     dns: str = "",
+    node_labels: Sequence[str] = (),
 ) -> list[Flow]:
     """The flow described by hand, once per side that policy can police: egress at a
-    source pod, ingress at a destination pod. ``port`` is ``8080/TCP`` (TCP when left out)
-    or ``icmp/8``."""
-    src, src_ip = traced_endpoint(source, "from")
-    dst, dst_ip = traced_endpoint(destination, "to")
-    number, _, proto = port.strip().partition("/")
-    protocol = (proto or "TCP").upper().replace("ICMPV", "ICMPv")
-    if number.lower().startswith("icmp"):
-        protocol, number = ("ICMPv4", proto or "8")
-    if protocol not in ("TCP", "UDP", "SCTP", "ICMPv4", "ICMPv6"):
-        raise RequestError("port", f"{shown(port)}: the protocol is TCP, UDP, SCTP or ICMPv4/6")
-    try:
-        value = int(number)
-    except ValueError:
-        value = -1
-    if not 0 < value <= 65535 and protocol not in ("ICMPv4", "ICMPv6"):
-        raise RequestError("port", f"{shown(port)} is not PORT/PROTOCOL (e.g. 8080/TCP)")
+    source pod or node, ingress at a destination pod or node (a node is policed by host
+    policies, with the host firewall). ``port`` is ``8080/TCP`` (TCP when left out),
+    ``8/ICMP`` (ICMP is IPv4, as policies spell it) or ``icmp/8``. ``node_labels``
+    (``KEY=VALUE``) are the node's labels, which a host policy's nodeSelector reads."""
+    src, src_ip = _with_node_labels(traced_endpoint(source, "from"), node_labels)
+    dst, dst_ip = _with_node_labels(traced_endpoint(destination, "to"), node_labels)
+    protocol, value = _traced_port(port)
     l7 = None
     if method or path:
         l7 = L7Info(
@@ -652,8 +667,8 @@ def traced_flows(
         l7 = L7Info(type="REQUEST", dns=DNSInfo(query=dns))
     flows = []
     for direction, policed in ((Direction.EGRESS, src), (Direction.INGRESS, dst)):
-        if not policed.namespace:
-            continue  # an entity or the world: no namespaced policy polices it
+        if not policed.namespace and not is_host(policed):
+            continue  # an entity or the world: no policy polices it
         flows.append(
             Flow(
                 direction=int(direction),
@@ -667,8 +682,55 @@ def traced_flows(
             )
         )
     if not flows:
-        raise RequestError("from", "neither end is a pod: namespaced policies police neither")
+        raise RequestError(
+            "from",
+            "neither end is a pod or the node: policies police pods, and host policies the "
+            "node (host)",
+        )
     return flows
+
+
+def _traced_port(port: str) -> tuple[str, int]:
+    """The protocol and port (or ICMP type) of ``8080/TCP``, ``53/UDP``, ``8/ICMP``,
+    ``128/ICMPv6`` or ``icmp/8``."""
+    number, _, proto = port.strip().partition("/")
+    protocol = (proto or "TCP").upper().replace("ICMPV", "ICMPv")
+    if protocol == "ICMP":
+        protocol = "ICMPv4"  # how a policy's toPorts and icmps spell IPv4's ICMP
+    if number.lower().startswith("icmp"):
+        protocol, number = ("ICMPv6" if number.lower() == "icmpv6" else "ICMPv4", proto or "8")
+    if protocol not in ("TCP", "UDP", "SCTP", "ICMPv4", "ICMPv6"):
+        raise RequestError(
+            "port", f"{shown(port)}: the protocol is TCP, UDP, SCTP, ICMP (IPv4) or ICMPv6"
+        )
+    try:
+        value = int(number)
+    except ValueError:
+        value = -1
+    if protocol in ("ICMPv4", "ICMPv6"):
+        if not 0 <= value <= 255:
+            raise RequestError("port", f"{shown(port)}: an ICMP type is 0 to 255 (8/ICMP)")
+    elif not 0 < value <= 65535:
+        raise RequestError("port", f"{shown(port)} is not PORT/PROTOCOL (e.g. 8080/TCP)")
+    return protocol, value
+
+
+def _with_node_labels(
+    traced: tuple[Endpoint, str], node_labels: Sequence[str]
+) -> tuple[Endpoint, str]:
+    """The node given its labels (``KEY=VALUE``, a host policy's nodeSelector reads them);
+    any other end as it is."""
+    endpoint, ip = traced
+    if not node_labels or not is_host(endpoint):
+        return traced
+    labels = list(endpoint.labels)
+    for given in node_labels:
+        key, equals, value = given.partition("=")
+        problem = label_problem(key.strip(), value.strip()) if equals else "give KEY=VALUE"
+        if problem:
+            raise RequestError("node_label", f"{shown(given)}: {problem}")
+        labels.append(f"k8s:{key.strip()}={value.strip()}")
+    return attrs.evolve(endpoint, labels=tuple(labels)), ip
 
 
 __all__ = [

@@ -52,12 +52,12 @@ def drift_judge(
         ((namespace, doc) for namespace, _workload, doc in store.read_all(problems.append, None)),
         policies,
     )
+    agent, _notes = check.agent()
     judge = DriftJudge(
         policies,
         evidence,
-        options=check.decide_options(),
-        default_local_cluster=check.default_local_cluster is not False,
-        allow_localhost=check.allow_localhost,
+        options=check.decide_options(agent),
+        agent=agent,
         max_kinds=request.live.live.max_kinds if request.live is not None else 0,
         not_after=not_after,
     )

@@ -29,9 +29,9 @@ from cpg_core import (
 )
 from cpg_core.cilium import (
     MANAGED_BY_VALUE,
+    AgentSettings,
     foreign_policy,
     load_all,
-    local_cluster_default,
     narrow_in_text,
     policy_name,
 )
@@ -74,12 +74,10 @@ def plan_capture(
     current_source: CurrentSource,
     options: DecideOptions,
     evidence: EvidenceStore | None = None,
-    default_local_cluster: bool = True,
-    allow_localhost: bool = True,
+    agent: AgentSettings | None = None,
     cancel: threading.Event | None = None,
     flow_filter: FlowFilter | None = None,
     identities: IdentityBook | None = None,
-    policy_map_max: int = 16_384,
     tally: ReviewTally | None = None,
     declarations: Declarations | None = None,
     readiness: ReadinessRules | None = None,
@@ -100,9 +98,7 @@ def plan_capture(
         current_source=current_source,
         options=options,
         evidence=found,
-        default_local_cluster=default_local_cluster,
-        allow_localhost=allow_localhost,
-        policy_map_max=policy_map_max,
+        agent=agent,
         declarations=declarations,
         readiness=readiness,
     )
@@ -133,7 +129,8 @@ class JudgedPolicies:
     current: list[dict[str, Any]] | None
     source: CurrentSource
     origin: str
-    local: bool | None
+    agent: AgentSettings
+    """The agents' settings judged with (§D61)."""
     problems: list[str]
     identities: IdentityBook | None = None
     declarations: Declarations | None = None
@@ -178,17 +175,20 @@ def judged_policies(
                 f"{request.current}: no CiliumNetworkPolicy in it; the plan takes nothing as "
                 "applied today (is this the folder or file you meant?)"
             )
-    local = request.default_local_cluster
     if request.cluster:
-        current, images = cluster_state(kubeconfig, context, kube_dir)
+        state = cluster_state(kubeconfig, context, kube_dir)
+        current = state.policies
         origin, source = f"the cluster ({len(current)})", "cluster"
-        if local is None:
-            local, unknown = local_cluster_default(images)
-            problems += [unknown] if unknown else []
-    elif request.current is None:
-        origin = "inferred from the flows (no current policies given, from files or the cluster)"
+        agent, notes = request.agent(state.config, state.images)
+        problems += notes
+    else:
+        agent, _notes = request.agent()
+        if request.current is None:
+            origin = (
+                "inferred from the flows (no current policies given, from files or the cluster)"
+            )
     return JudgedPolicies(
-        folder, proposal, current, source, origin, local, problems, book, declared, files
+        folder, proposal, current, source, origin, agent, problems, book, declared, files
     )
 
 
@@ -234,21 +234,19 @@ def plan_run(
     a private folder removed at once."""
     judged = judged_policies(request, kubeconfig=kubeconfig, context=context, kube_dir=kube_dir)
     folder, proposal, current = judged.folder, judged.proposal, judged.current
-    source, origin, local, problems = judged.source, judged.origin, judged.local, judged.problems
+    source, origin, problems = judged.source, judged.origin, judged.problems
     store = evidence or EvidenceStore(evidence_dir or default_evidence_root(folder), folder)
     planned = plan_capture(
         request.inputs,
         proposal,
         current,
         current_source=source,
-        options=request.decide_options(),
+        options=request.decide_options(judged.agent),
         evidence=store,
-        default_local_cluster=True if local is None else local,
-        allow_localhost=request.allow_localhost,
+        agent=judged.agent,
         cancel=cancel,
         flow_filter=flow_filter,
         identities=judged.identities,
-        policy_map_max=request.policy_map_max,
         tally=tally,
         declarations=judged.declarations,
         readiness=request.readiness,

@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 
 from cpg_core import CheckRequest, DecideOptions, Flow, VerifyReport, verify_flows
-from cpg_core.cilium import local_cluster_default
+from cpg_core.cilium import AgentSettings
 from cpg_core.declarations import Catalogue
 from cpg_core.identities import IdentityBook
 from cpg_core.lint import declared_denials
@@ -45,8 +45,7 @@ def verify_capture(
     policies: Sequence[Mapping[str, Any]],
     options: DecideOptions,
     *,
-    default_local_cluster: bool = True,
-    allow_localhost: bool = True,
+    agent: AgentSettings | None = None,
     window: tuple[str, str] = ("", ""),
     flow_filter: FlowFilter | None = None,
     identities: IdentityBook | None = None,
@@ -73,8 +72,7 @@ def verify_capture(
         flows,
         policies,
         options,
-        default_local_cluster=default_local_cluster,
-        allow_localhost=allow_localhost,
+        agent=agent,
         include_system=include_system,
         evidence=lenient_reader(evidence) if evidence is not None else None,
         catalogue=catalogue,
@@ -106,22 +104,23 @@ def verify_run(
     folder = Path(request.policies) if request.policies is not None else None
     sources = [str(folder)] if folder is not None else []
     documents = load_policies(folder) if folder is not None else []
-    local = request.default_local_cluster
     book, problem = check_identities(request, kubeconfig=kubeconfig, context=context)
     if problem:
         log.warning("%s", problem)
     if request.cluster:
-        live, images = cluster_state(kubeconfig, context)
-        documents += live
-        sources.append(f"the cluster ({len(live)})")
-        if local is None:
-            local, _unknown = local_cluster_default(images)
+        state = cluster_state(kubeconfig, context)
+        documents += state.policies
+        sources.append(f"the cluster ({len(state.policies)})")
+        agent, notes = request.agent(state.config, state.images)
+        for note in notes:
+            log.warning("%s", note)
+    else:
+        agent, _notes = request.agent()
     verified = verify_capture(
         request.inputs,
         documents,
-        request.decide_options(),
-        default_local_cluster=local is not False,
-        allow_localhost=request.allow_localhost,
+        request.decide_options(agent),
+        agent=agent,
         flow_filter=flow_filter,
         identities=book,
         include_system=request.include_system,

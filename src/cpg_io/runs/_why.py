@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 
 from cpg_core import CheckRequest, Flow, PolicyEvidence, Setting, Verdict
-from cpg_core.cilium import PolicySet, local_cluster_default
+from cpg_core.cilium import AgentSettings, PolicySet
 from cpg_core.declarations import Declarations, declaring
 from cpg_core.identities import IdentityBook
 from cpg_core.reports import WhyView
@@ -56,7 +56,7 @@ class _Judged:
     folder: PolicySet
     """cpg's folder, when the policies judged are others (applied today, the cluster)."""
     folder_name: str
-    local_cluster: bool
+    agent: AgentSettings
     problems: list[str]
     identities: IdentityBook | None = None
     declarations: Declarations | None = None
@@ -70,7 +70,6 @@ def _judged(
 ) -> _Judged:
     folder_path = Path(request.policies) if request.policies else None
     folder = load_policies(folder_path) if folder_path is not None and folder_path.exists() else []
-    local = request.default_local_cluster
     problems: list[str] = []
     book, problem = check_identities(
         request, kubeconfig=kubeconfig, context=context, temp_dir=kube_dir
@@ -83,23 +82,24 @@ def _judged(
     if request.current is not None:
         current = load_policies(Path(request.current), setting="current")
         judged, origin = current, f"the current policies {request.current} ({len(current)})"
+        agent, notes = request.agent()
     elif request.cluster:
-        judged, images = cluster_state(kubeconfig, context, kube_dir)
+        state = cluster_state(kubeconfig, context, kube_dir)
+        judged = state.policies
         origin = f"the cluster ({len(judged)})"
-        if local is None:
-            local, unknown = local_cluster_default(images)
-            problems += [unknown] if unknown else []
+        agent, notes = request.agent(state.config, state.images)
     else:
         if folder_path is not None and not folder_path.exists():
             load_policies(folder_path)  # the error that names the folder and the fix
         origin = f"{folder_path} ({len(folder)})"
+        agent, notes = request.agent()
         return _Judged(
             PolicySet(folder),
             origin,
             PolicySet(()),
             "",
-            local is not False,
-            problems,
+            agent,
+            [*problems, *notes],
             book,
             declared,
         )
@@ -108,8 +108,8 @@ def _judged(
         origin,
         PolicySet(folder),
         str(folder_path or ""),
-        local is not False,
-        problems,
+        agent,
+        [*problems, *notes],
         book,
         declared,
     )
@@ -129,9 +129,8 @@ def _explained(flow: Flow, count: int, judged: _Judged, request: CheckRequest, n
         judged.policies,
         flows=count,
         ip_names=names,
-        options=request.decide_options(),
-        default_local_cluster=judged.local_cluster,
-        allow_localhost=request.allow_localhost,
+        options=request.decide_options(judged.agent),
+        agent=judged.agent,
         proposed=judged.folder,
         proposed_from=judged.folder_name,
     )
