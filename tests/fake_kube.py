@@ -33,6 +33,9 @@ def _declared_paths() -> dict[str, str]:
     }
 
 
+CILIUM_CONFIG = "/api/v1/namespaces/kube-system/configmaps/cilium-config"
+
+
 class FakeKube:
     def __init__(self) -> None:
         self.policies: list[dict[str, Any]] = []
@@ -56,6 +59,8 @@ class FakeKube:
         served, 404 as a cluster without those kinds)."""
         self.forbidden: set[str] = set()
         """Paths answered 403 (a ClusterRole without them)."""
+        self.cilium_config: dict[str, str] | None = None
+        """The data of kube-system/cilium-config (None: not served, 404)."""
 
     def items(self, path: str) -> list[dict[str, Any]] | None:
         declared = _declared_paths().get(path)
@@ -133,6 +138,13 @@ def fake_kube(
                 self.wfile.write(state.raw)
                 return
             items = state.items(path)
+            if path == CILIUM_CONFIG and path not in state.forbidden:
+                if state.cilium_config is None:
+                    self._send(404, {"kind": "Status", "code": 404})
+                else:
+                    config = {"kind": "ConfigMap", "apiVersion": "v1", "data": state.cilium_config}
+                    self._send(200, {**config, "metadata": {"name": "cilium-config"}})
+                return
             if path in state.forbidden:
                 self._send(403, {"kind": "Status", "code": 403, "reason": "Forbidden"})
             elif state.status != 200:

@@ -71,7 +71,7 @@ def shadow(
     live = opt.run_request(
         options,
         include_audit=check.include_audit,
-        allow_localhost=options.check["allow_localhost"],
+        allow_localhost="policy" if check.allow_localhost is False else "always",
     )
     request = ShadowRequest(check=check, live=live, report=report_path)
     access = options.access()

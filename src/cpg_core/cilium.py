@@ -27,6 +27,7 @@ from cpg_core.policy import (
     load_one,
     policies_in,
     policy_name,
+    release_notes,
     specs_police,
 )
 from cpg_core.review import AlsoSelected, also_selected
@@ -71,6 +72,7 @@ __all__ = [
     "policies_in",
     "policy_document",
     "policy_name",
+    "release_notes",
     "specs_police",
     "versions_seen",
     "written_by_cpg",

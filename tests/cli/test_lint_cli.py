@@ -475,6 +475,86 @@ CASES["CPG035"] = (
 )
 
 
+def network_policy(**spec: Any) -> dict[str, Any]:
+    """A Kubernetes NetworkPolicy (shop's api pods take 8080 from web)."""
+    body: dict[str, Any] = {
+        "podSelector": {"matchLabels": {"app": "api"}},
+        "ingress": [
+            {
+                "from": [{"podSelector": {"matchLabels": {"app": "web"}}}],
+                "ports": [{"port": 8080, "protocol": "TCP"}],
+            }
+        ],
+    }
+    body.update(spec)
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "api", "namespace": "shop"},
+        "spec": body,
+    }
+
+
+CASES["CPG046"] = (
+    {
+        "apiVersion": "cilium.io/v2",
+        "kind": "CiliumClusterwideNetworkPolicy",
+        "metadata": {"name": "nothing"},
+        "specs": [],
+    },
+    GOOD,
+)
+CASES["CPG047"] = (
+    network_policy(ingress=[{"from": [{"ipBlock": {"cidr": "10.0.0.0/8"}, "podSelector": {}}]}]),
+    network_policy(),
+)
+CASES["CPG052"] = (
+    network_policy(ingress=[{"from": [{"ipBlock": {"cidr": "192.0.2.0/24"}}]}]),
+    network_policy(),
+    {"cilium_version": (1, 19, 0)},
+)
+
+_ICMP_POLICY = """apiVersion: cilium.io/v2
+kind: CiliumNetworkPolicy
+metadata:
+  name: api
+  namespace: shop
+spec:
+  endpointSelector:
+    matchLabels:
+      app: api
+  ingress:
+  - fromEndpoints:
+    - matchLabels:
+        app: {app}
+    toPorts:
+    - ports:
+      - port: "8080"
+        protocol: TCP
+"""
+TEXT_CASES: dict[str, tuple[str, str]] = {
+    "CPG048": (
+        _ICMP_POLICY.format(app="web") + "  ingress:\n  - fromEntities: [world]\n",
+        _ICMP_POLICY.format(app="web"),
+    ),
+    "CPG049": (_ICMP_POLICY.format(app="y"), _ICMP_POLICY.format(app='"y"')),
+    "CPG050": (_ICMP_POLICY.format(app="on"), _ICMP_POLICY.format(app="'on'")),
+    "CPG051": (
+        _ICMP_POLICY.format(app="web")
+        + "  enableDefaultDeny:\n    ingress: 99999999999999999999\n",
+        _ICMP_POLICY.format(app="web"),
+    ),
+}
+"""Rules about how the text is written, which a document dumped by PyYAML cannot break."""
+
+
+@pytest.mark.parametrize("code", sorted(TEXT_CASES))
+def test_each_text_rule_fires_on_its_bad_text_and_stays_quiet_on_the_good_one(code: str) -> None:
+    bad, good = TEXT_CASES[code]
+    assert code in [f.code for f in lint_text(bad, "p.yaml", schema=crd_schema_errors)]
+    assert [f.code for f in lint_text(good, "p.yaml", schema=crd_schema_errors)] == []
+
+
 def as_yaml(document: Any) -> str:
     """The YAML of a document, every repeated part written out (no anchors)."""
     return yaml.safe_dump(json.loads(json.dumps(document)), sort_keys=False)
@@ -692,7 +772,8 @@ def test_availability_takes_the_files_together(tmp_path: Path) -> None:
 
 
 def test_every_rule_has_a_case_and_a_fix() -> None:
-    assert set(CASES) | set(TOGETHER) | {"CPG001", "CPG012", "CPG034"} == set(RULES)
+    covered = set(CASES) | set(TEXT_CASES) | set(TOGETHER)
+    assert covered | {"CPG001", "CPG012", "CPG034"} == set(RULES)
     for rule in RULES.values():
         assert rule.fix and rule.summary and rule.level in ("error", "warning")
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         AgentChoice,
         AgentSettings,
         agent_settings,
+        release_notes,
     )
     from cpg_core.policy._label_selector import (
         LabelSelector,
@@ -77,6 +78,13 @@ if TYPE_CHECKING:
         selector_labels,
         specs_police,
     )
+    from cpg_core.policy._netpol import is_network_policy
+    from cpg_core.policy._netpol_validation import (
+        IPBLOCK_FIXED_SINCE,
+        ipblock_only_ingress,
+        ipblock_release_note,
+        network_policy_refusals,
+    )
     from cpg_core.policy._policy_docs import (
         PolicyShapeProblem,
         policies_in,
@@ -115,6 +123,7 @@ if TYPE_CHECKING:
         with_subject,
         without_exclusions,
     )
+    from cpg_core.policy._yaml_ambiguity import Ambiguity, yaml_ambiguities
     from cpg_core.policy._yamlread import (
         BOUNDED_LOADER,
         JsonInputError,
@@ -215,7 +224,15 @@ _WHERE = {
     "label_selector": "cpg_core.policy._label_selector",
     "AgentSettings": "cpg_core.policy._agent",
     "AgentChoice": "cpg_core.policy._agent",
+    "is_network_policy": "cpg_core.policy._netpol",
+    "IPBLOCK_FIXED_SINCE": "cpg_core.policy._netpol_validation",
+    "ipblock_only_ingress": "cpg_core.policy._netpol_validation",
+    "ipblock_release_note": "cpg_core.policy._netpol_validation",
+    "network_policy_refusals": "cpg_core.policy._netpol_validation",
+    "Ambiguity": "cpg_core.policy._yaml_ambiguity",
+    "yaml_ambiguities": "cpg_core.policy._yaml_ambiguity",
     "agent_settings": "cpg_core.policy._agent",
+    "release_notes": "cpg_core.policy._agent",
     "CONFIG_MAP": "cpg_core.policy._agent",
     "POLICY_MAP_MAX": "cpg_core.policy._agent",
 }
@@ -231,6 +248,7 @@ __all__ = [
     "DENY_SECTION",
     "EGRESS",
     "INGRESS",
+    "IPBLOCK_FIXED_SINCE",
     "LOCAL_CLUSTER",
     "METADATA_NAME",
     "NAMESPACED_KIND",
@@ -240,6 +258,7 @@ __all__ = [
     "SUBJECT_FIELD",
     "AgentChoice",
     "AgentSettings",
+    "Ambiguity",
     "Exclusion",
     "Found",
     "JsonInputError",
@@ -271,10 +290,13 @@ __all__ = [
     "fqdn_matches",
     "from_own_node",
     "in_selection",
+    "ipblock_only_ingress",
+    "ipblock_release_note",
     "is_cluster_network_policy",
     "is_entity_field",
     "is_host",
     "is_narrowed",
+    "is_network_policy",
     "judge_flow",
     "label_key",
     "label_selector",
@@ -285,6 +307,7 @@ __all__ = [
     "load_json",
     "load_one",
     "match_flow",
+    "network_policy_refusals",
     "note_dns_names",
     "peer_matches",
     "peer_requirements",
@@ -296,6 +319,7 @@ __all__ = [
     "read_differently",
     "read_policy",
     "refusals",
+    "release_notes",
     "requirement_holds",
     "rule_admits",
     "rule_from_dict",
@@ -315,4 +339,5 @@ __all__ = [
     "with_exclusions",
     "with_subject",
     "without_exclusions",
+    "yaml_ambiguities",
 ]

@@ -198,7 +198,17 @@ def _icmp_refusals(rule: Mapping[str, Any]) -> list[Found]:
     for n, icmp in enumerate(rule.get("icmps") or []):
         fields = icmp.get("fields") if isinstance(icmp, Mapping) else None
         for m, field in enumerate(fields or []):
-            if isinstance(field, Mapping) and _icmp_name_refused(field):
+            raw = field.get("type") if isinstance(field, Mapping) else None
+            if isinstance(raw, int) and not isinstance(raw, bool) and not 0 <= raw <= 255:
+                found.append(
+                    (
+                        "CPG025",
+                        f"ICMP type {raw} is out of range: a type is 0 to 255 (the schema checks "
+                        "only a type written as text)",
+                        ("icmps", n, "fields", m, "type"),
+                    )
+                )
+            elif isinstance(field, Mapping) and _icmp_name_refused(field):
                 family = field.get("family") or "IPv4"
                 found.append(
                     (

@@ -4,10 +4,12 @@ value the review commands and the MCP session pass down to the one matcher (§D6
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import attrs
 
 from cpg_core.base import format_version, local_cluster_default, minimum_version
+from cpg_core.policy._netpol_validation import ipblock_release_note
 
 POLICY_MAP_MAX = 16_384
 """Cilium's default ``bpf-policy-map-max``: entries of one endpoint's policy map."""
@@ -116,3 +118,13 @@ def _count(text: object) -> int | None:
         return None
     value = int(text.strip())
     return value if value > 0 else None
+
+
+def release_notes(agent: AgentSettings, policies: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What the agents' release reads otherwise than the verdicts do (they follow the newest
+    reading): one note each, none when the version is unknown."""
+    if not agent.version:
+        return []
+    major, minor, patch = (int(part) for part in agent.version.split("."))
+    note = ipblock_release_note(policies, (major, minor, patch))
+    return [note] if note else []

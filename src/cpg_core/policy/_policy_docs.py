@@ -11,6 +11,7 @@ from typing import Any
 
 from cpg_core.base import CpgError
 from cpg_core.policy._netpol import as_cilium, is_network_policy
+from cpg_core.policy._netpol_validation import network_policy_refusals
 
 _KINDS = frozenset({"CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy"})
 
@@ -36,6 +37,7 @@ def policies_in(doc: object, where: str = "") -> list[dict[str, Any]]:
     if is_network_policy(doc):  # as Cilium enforces it: a policy of its own (§D48)
         if not isinstance(doc.get("metadata"), dict) or not isinstance(doc.get("spec"), dict):
             raise PolicyShapeProblem(f"{where}: a NetworkPolicy needs metadata and spec")
+        _check_network_policy(doc, where)
         translated = as_cilium(doc)
         _check_policy(translated, where)
         return [translated]
@@ -56,6 +58,24 @@ def policies_in(doc: object, where: str = "") -> list[dict[str, Any]]:
             for policy in policies_in(entry, f"{where}items[{index}].")
         ]
     return []
+
+
+def _check_network_policy(doc: dict[str, Any], where: str) -> None:
+    """A NetworkPolicy the API server would refuse is never enforced: named by its first
+    refused field, not judged as a reading of it."""
+    refused = network_policy_refusals(doc)
+    if not refused:
+        return
+    _code, message, path = refused[0]
+    field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+    more = f" (and {len(refused) - 1} more: cpg lint names each)" if len(refused) > 1 else ""
+    meta = doc.get("metadata") or {}
+    named = (
+        f"NetworkPolicy {meta.get('namespace', 'default')}/{meta.get('name', '?')} "
+        if not where
+        else ""
+    )
+    raise PolicyShapeProblem(f"{where}{named}{field}: {message}{more}")
 
 
 def _check_policy(doc: dict[str, Any], where: str) -> None:

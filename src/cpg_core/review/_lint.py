@@ -16,23 +16,29 @@ from cpg_core.policy import (
     DENY_SECTION,
     EGRESS,
     INGRESS,
+    IPBLOCK_FIXED_SINCE,
     NAMESPACED_KIND,
     SECTIONS,
+    Ambiguity,
     PortEntry,
     Rule,
     Selector,
     Spec,
     YamlInputError,
     cilium_port,
+    ipblock_only_ingress,
     is_cluster_network_policy,
     is_entity_field,
+    is_network_policy,
     load_all,
     load_all_with_lines,
+    network_policy_refusals,
     policies_in,
     policy_model,
     read_differently,
     refusals,
     selector_labels,
+    yaml_ambiguities,
 )
 from cpg_core.review._availability import (
     BASELINE_NOTE,
@@ -429,6 +435,61 @@ RULES: dict[str, LintRule] = {
             "Give it the specs it was meant to hold, or delete it.",
         ),
         LintRule(
+            "CPG047",
+            "networkpolicy-invalid",
+            "error",
+            "A Kubernetes NetworkPolicy the API server refuses (its own validation: a peer with "
+            "ipBlock and a selector, or none; except outside cidr; a protocol other than TCP, "
+            "UDP, SCTP; a port out of range or a bad port name; endPort without a numeric port "
+            "or below it; a bad label selector; policyTypes other than Ingress and Egress; a "
+            "field of the wrong type or unknown): it is never stored, so the file does not apply.",
+            "Fix the field the finding names; kubectl apply --dry-run=server shows the API "
+            "server's own words.",
+        ),
+        LintRule(
+            "CPG048",
+            "duplicate-key",
+            "error",
+            "A mapping key given twice in one mapping: cpg's reader and PyYAML keep the last, a "
+            "person reviewing reads the first, and kubectl's strict field check refuses it.",
+            "Keep one of them (merge the two lists under one key).",
+        ),
+        LintRule(
+            "CPG049",
+            "yaml-boolean-read-differently",
+            "error",
+            "An unquoted y, Y, n or N: kubectl's YAML 1.1 decoder sends the boolean true or "
+            "false, while cpg's reader (and PyYAML, kustomize) read the text: the policy "
+            "reviewed is not the policy applied (a label value that is a boolean is refused).",
+            'Quote it ("y"), or write true or false when a boolean is meant.',
+        ),
+        LintRule(
+            "CPG050",
+            "yaml-1.1-boolean",
+            "warning",
+            "An unquoted yes, no, on or off: kubectl and cpg read a boolean, YAML 1.2 tools "
+            "(kustomize, yq) the text, so the same file means two things in one pipeline.",
+            'Quote it ("yes") for a text, or write true or false.',
+        ),
+        LintRule(
+            "CPG051",
+            "number-out-of-range",
+            "error",
+            "An integer beyond 64 bits: the API server's decoder refuses it.",
+            "Write the number the field takes (a port, an ICMP type, a count).",
+        ),
+        LintRule(
+            "CPG052",
+            "networkpolicy-ipblock-release",
+            "warning",
+            "A NetworkPolicy ingress peer that is an ipBlock alone, linted for a Cilium release "
+            "before the fix of cilium/cilium#46305 (1.20; 1.19 patch releases from June 2026): "
+            "with a cluster name set, those agents also admit every pod of the policy's "
+            "namespace there.",
+            "Upgrade the agents to a release with the fix; until then, know that the rule "
+            "admits the namespace's pods too.",
+        ),
+        LintRule(
             "CPG034",
             "invalid-in-cluster",
             "error",
@@ -500,7 +561,8 @@ def lint_text(
         documents = load_all_with_lines(text, file)
     except YamlInputError as exc:
         return [finding("CPG001", _unreadable(exc, file), file, exc.line, "", "")]
-    return _documents_findings(documents, file, schema, pod_cidrs, pods, cilium_version)
+    found = _documents_findings(documents, file, schema, pod_cidrs, pods, cilium_version)
+    return found + _ambiguity_findings(text, documents, file)
 
 
 def _documents_findings(
@@ -517,9 +579,61 @@ def _documents_findings(
         lines = _Lines(where)
         for path, policy in _policies(document):
             found += _lint_policy(policy, path, lines, file, schema, networks, cilium_version)
-            if pods is not None:
+            if pods is not None and not is_network_policy(policy):
                 found += _selects_nothing(policy, path, lines, file, pods)
     return found
+
+
+_AMBIGUITY_CODES = {
+    "duplicate-key": "CPG048",
+    "yaml11-boolean-text": "CPG049",
+    "yaml11-boolean": "CPG050",
+    "integer-range": "CPG051",
+}
+
+
+def _ambiguity_findings(
+    text: str, documents: Sequence[tuple[Any, Mapping[Any, int]]], file: str
+) -> list[LintFinding]:
+    """What readers take differently in the policies of ``text`` (documents lint reads
+    only: a ConfigMap's ``enabled: on`` is not lint's to judge)."""
+    linted = {n for n, (document, _lines) in enumerate(documents) if _policies(document)}
+    if not linted:
+        return []
+    found = []
+    for item in yaml_ambiguities(text):
+        if item.document not in linted:
+            continue
+        policies = _policies(documents[item.document][0])
+        name = next((policy_label(p) for base, p in policies if item.path[: len(base)] == base), "")
+        found.append(
+            finding(
+                _AMBIGUITY_CODES[item.kind],
+                _ambiguity_text(item),
+                file,
+                item.line,
+                _field(item.path),
+                name,
+            )
+        )
+    return found
+
+
+def _ambiguity_text(item: Ambiguity) -> str:
+    if item.kind == "duplicate-key":
+        return f"{item.text} is given twice in this mapping: cpg reads the last one"
+    if item.kind == "yaml11-boolean-text":
+        meant = "true" if item.text in ("y", "Y") else "false"
+        return (
+            f"unquoted {item.text}: kubectl sends the boolean {meant}, cpg reads the text "
+            f"{item.text!r}"
+        )
+    if item.kind == "yaml11-boolean":
+        return (
+            f"unquoted {item.text}: kubectl and cpg read a boolean, YAML 1.2 tools the text "
+            f"{item.text!r}"
+        )
+    return f"{item.text} does not fit in 64 bits"
 
 
 AVAILABILITY_CODES = ("CPG040", "CPG041", "CPG042", "CPG043", "CPG044", "CPG045")
@@ -602,6 +716,7 @@ def lint_texts(
             found.append(finding("CPG001", _unreadable(exc, file), file, exc.line, "", ""))
             continue
         found += _documents_findings(documents, file, schema, pod_cidrs, pods, cilium_version)
+        found += _ambiguity_findings(text, documents, file)
         read.append((file, text, [document for document, _lines in documents]))
     return found, _together(read, cilium_version, declarations)
 
@@ -629,17 +744,26 @@ def _policies(document: Any) -> list[tuple[tuple[str | int, ...], Mapping[str, A
     if not isinstance(document, Mapping):
         return []
     kind = document.get("kind")
-    if kind in POLICY_KINDS or is_cluster_network_policy(document):
+    if _is_linted(document):
         return [((), document)]
     items = document.get("items")
     if isinstance(kind, str) and kind.endswith("List") and isinstance(items, list):
         return [
             (("items", n), item)
             for n, item in enumerate(items)
-            if isinstance(item, Mapping)
-            and (item.get("kind") in POLICY_KINDS or is_cluster_network_policy(item))
+            if isinstance(item, Mapping) and _is_linted(item)
         ]
     return []
+
+
+def _is_linted(document: Mapping[str, Any]) -> bool:
+    """A policy lint reads: Cilium's, and Kubernetes' NetworkPolicy and ClusterNetworkPolicy
+    (every kind plan judges)."""
+    return (
+        document.get("kind") in POLICY_KINDS
+        or is_cluster_network_policy(document)
+        or is_network_policy(document)
+    )
 
 
 def policy_label(policy: Mapping[str, Any]) -> str:
@@ -658,10 +782,13 @@ def _lint_policy(
     version: Version = NEWEST,
 ) -> list[LintFinding]:
     name = policy_label(policy)
-    found = _schema_findings(policy, schema, version)
-    if is_cluster_network_policy(policy):  # Kubernetes' API: its schema, labels, release
+    if is_network_policy(policy):  # Kubernetes' own validation, not Cilium's CRD
+        found = _network_policy_findings(policy, version)
+    elif is_cluster_network_policy(policy):  # Kubernetes' API: its schema, labels, release
+        found = _schema_findings(policy, schema, version)
         found += _cluster_network_policy_findings(policy, version)
     else:
+        found = _schema_findings(policy, schema, version)
         found += _cilium_policy_findings(policy, networks, version)
     out = []
     for code, message, path in found:
@@ -699,6 +826,33 @@ def _cluster_network_policy_findings(policy: Mapping[str, Any], version: Version
         label = label_problem(key, value)
         if label:
             found.append(("CPG003", label, path))
+    return found
+
+
+def _network_policy_findings(policy: Mapping[str, Any], version: Version) -> list[Found]:
+    found = network_policy_refusals(policy)
+    spec = policy.get("spec")
+    rules = spec.get("ingress") if isinstance(spec, Mapping) else None
+    for n, rule in enumerate(rules if isinstance(rules, list) else []):
+        if isinstance(rule, Mapping) and not rule.get("from"):
+            found.append(
+                (
+                    "CPG006",
+                    "an ingress rule without from admits every source, outside the cluster too",
+                    ("spec", "ingress", n),
+                )
+            )
+    if version < IPBLOCK_FIXED_SINCE:
+        for path in ipblock_only_ingress(policy):
+            found.append(
+                (
+                    "CPG052",
+                    f"Cilium {format_version(version)} (before the fix of cilium/cilium#46305) "
+                    "with a cluster name set also admits every pod of the policy's namespace "
+                    "through this ipBlock-only peer",
+                    path,
+                )
+            )
     return found
 
 

@@ -34,6 +34,7 @@ from cpg_core.cilium import (
     load_all,
     narrow_in_text,
     policy_name,
+    release_notes,
 )
 from cpg_core.declarations import Declarations, with_declared_entries
 from cpg_core.identities import IdentityBook
@@ -187,6 +188,7 @@ def judged_policies(
             origin = (
                 "inferred from the flows (no current policies given, from files or the cluster)"
             )
+    problems += release_notes(agent, [*proposal, *(current or [])])
     return JudgedPolicies(
         folder, proposal, current, source, origin, agent, problems, book, declared, files
     )

@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 
 from cpg_core import CheckRequest, DecideOptions, Flow, VerifyReport, verify_flows
-from cpg_core.cilium import AgentSettings
+from cpg_core.cilium import AgentSettings, release_notes
 from cpg_core.declarations import Catalogue
 from cpg_core.identities import IdentityBook
 from cpg_core.lint import declared_denials
@@ -112,7 +112,7 @@ def verify_run(
         documents += state.policies
         sources.append(f"the cluster ({len(state.policies)})")
         agent, notes = request.agent(state.config, state.images)
-        for note in notes:
+        for note in (*notes, *release_notes(agent, state.policies)):
             log.warning("%s", note)
     else:
         agent, _notes = request.agent()

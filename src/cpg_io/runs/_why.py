@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 
 from cpg_core import CheckRequest, Flow, PolicyEvidence, Setting, Verdict
-from cpg_core.cilium import AgentSettings, PolicySet
+from cpg_core.cilium import AgentSettings, PolicySet, release_notes
 from cpg_core.declarations import Declarations, declaring
 from cpg_core.identities import IdentityBook
 from cpg_core.reports import WhyView
@@ -88,6 +88,7 @@ def _judged(
         judged = state.policies
         origin = f"the cluster ({len(judged)})"
         agent, notes = request.agent(state.config, state.images)
+        notes = (*notes, *release_notes(agent, judged))
     else:
         if folder_path is not None and not folder_path.exists():
             load_policies(folder_path)  # the error that names the folder and the fix
