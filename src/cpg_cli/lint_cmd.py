@@ -80,13 +80,15 @@ def lint(
     ] = "text",
     list_rules: _ListRules = False,
 ) -> None:
-    """Check CiliumNetworkPolicy and CiliumClusterwideNetworkPolicy YAML, cpg's or anyone's.
+    """Check Cilium policy and Kubernetes NetworkPolicy YAML, cpg's or anyone's.
 
-    Errors are what Cilium would refuse: the CRD schema cpg ships (with its cidr format and
+    Errors are what Cilium, or for a NetworkPolicy the API server, would refuse: the CRD schema cpg ships (with its cidr format and
     the fields it does not know), Kubernetes label syntax, and the checks of Cilium's own
     policy parser (peer kinds that cannot share a rule, ICMP beside ports, CIDR exceptions
     outside their CIDR, L7 rules where Cilium takes none, regular expressions Go refuses,
-    a top-level description, reserved:init in a namespaced policy, …). Warnings are what
+    a top-level description, reserved:init in a namespaced policy, …), a NetworkPolicy's
+    fields as Kubernetes validates them, and YAML two readers read differently (a key given
+    twice, an unquoted y or n, a number beyond 64 bits). Warnings are what
     Cilium accepts but rarely means: an empty selector, the world opened, a CIDR inside the
     pod CIDR, an L4 rule beside an L7 rule on the same peer and port, toFQDNs without a DNS
     rule, duplicated rules, deprecated fields, the no-op audit-mode annotation. With

@@ -21,7 +21,7 @@ from cpg_core.base._flow import Direction, Flow
 from cpg_core.cilium import AgentSettings, load_all, policies_in
 from cpg_core.policy._matcher import judge_flow, selecting_specs
 from cpg_core.policy._policy_set import PolicySet
-from cpg_core.review._why import explain_denial, traced_endpoint
+from cpg_core.review._why import explain_denial, traced_endpoint, traced_flows
 
 SETS = ("semantics", "semantics-2", "semantics-3")
 """The first set (the constructs cpg writes and reads most), the second (default-deny per
@@ -119,6 +119,9 @@ CASES = _vectors("cases.jsonl") + _vectors(*DUAL_STACK)
 @pytest.mark.parametrize("setting", ["always", "policy"])
 def test_cpg_answers_as_cilium_does(case: dict[str, Any], setting: str) -> None:
     flow = traced(case["from"], case["to"], case["direction"], case["port"], case["protocol"])
+    # what `cpg trace --from … --to … --port PORT/PROTO` asks at the row's end is this flow
+    asked = traced_flows(case["from"], case["to"], f"{case['port']}/{case['protocol']}")
+    assert [f for f in asked if f.direction == flow.direction] == [flow]
     localhost = setting == "always"
     policies = _folder(case["set"], case["policies"], case["folders"])
     got = answers(policies, flow, localhost, agent_of(case, localhost))
