@@ -33,18 +33,6 @@ _PodCidr = Annotated[
 ]
 
 
-_CiliumVersion = Annotated[
-    str,
-    typer.Option(
-        "--cilium-version",
-        metavar="X.Y",
-        help="The Cilium release the policies are for (1.16 to 1.20, default the newest): its "
-        "deprecations, the features it lacks (cluster-mesh entity, ** wildcards) and the "
-        "local-cluster default of ClusterMesh selectors.",
-    ),
-]
-
-
 def _list_rules(value: bool) -> None:
     if value:
         from cpg_core.lint import RULES
@@ -71,7 +59,6 @@ def lint(
     paths: _Paths,
     options: opt.Values,
     pod_cidr: _PodCidr = [],  # noqa: B006 - Typer reads the default, never mutates it
-    cilium_version: _CiliumVersion = "1.20",
     output: Annotated[
         str,
         opt.output_option(
@@ -100,6 +87,7 @@ def lint(
     from cpg_core.lint import parse_version, supported_text
     from cpg_core.reports import render
 
+    cilium_version = str(options.check["cilium_version"])
     version = parse_version(cilium_version)
     if version is None:
         raise typer.BadParameter(

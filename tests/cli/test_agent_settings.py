@@ -252,3 +252,49 @@ def test_plan_notes_an_ipblock_only_peer_for_an_agent_before_the_fix(tmp_path: P
             notes[version] = " ".join(json.loads(ran.stdout)["notes"]) + ran.stderr
     assert "shop/office" in notes["v1.19.2"] and "cilium/cilium#46305" in notes["v1.19.2"]
     assert "46305" not in notes["v1.20.0"]
+
+
+@pytest.mark.parametrize(("firewall", "allowed"), [(None, True), (False, True), (True, False)])
+def test_an_mcp_sessions_checks_take_its_agent_settings(
+    folder: Path, tmp_path: Path, firewall: bool | None, allowed: bool
+) -> None:
+    """cpg-mcp: start_session's host_firewall is what the session's trace_flow judges with
+    (null: as the cluster says, else off), and trace_flow's node_labels select the node."""
+    from cpg_mcp import tools
+    from cpg_mcp.sessions import Session
+
+    session = Session(id="s", tmp=folder.parent, source="x", stopped=1.0, host_firewall=firewall)
+    ask = {"source": "8.8.8.8", "destination": "host", "port": "6443/TCP"}
+    (answer,) = tools.trace_flow(session, **ask).answers
+    assert answer["allowed"] is allowed
+    labelled = tools.trace_flow(
+        session, **ask, node_labels=["node-role.kubernetes.io/control-plane="]
+    )
+    assert labelled.answers[0]["allowed"] is True
+
+
+def test_the_cilium_version_given_decides_as_the_agents_would(tmp_path: Path) -> None:
+    """--cilium-version without a cluster: the ipBlock note for a release before the fix,
+    and the local-cluster default of ClusterMesh selectors before 1.19."""
+    netpol = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "office", "namespace": "shop"},
+        "spec": {
+            "podSelector": {"matchLabels": {"app": "api"}},
+            "ingress": [{"from": [{"ipBlock": {"cidr": "192.0.2.0/24"}}]}],
+        },
+    }
+    folder = tmp_path / "p"
+    folder.mkdir()
+    (folder / "office.yaml").write_text(yaml.safe_dump(netpol))
+    ask = ["trace", "-d", str(folder), "--from", "192.0.2.1", "--to", "shop/api", "--port", "80"]
+    old = cpg(*ask, "--cilium-version", "1.19")
+    assert old.returncode == 0 and "cilium/cilium#46305" in old.stderr
+    new = cpg(*ask, "--cilium-version", "v1.20.1")
+    assert new.returncode == 0 and "46305" not in new.stderr
+    bad = cpg(*ask, "--cilium-version", "latest")
+    assert bad.returncode == 2 and "--cilium-version" in bad.stderr
+    old_mesh, _ = agent_settings(AgentChoice(version=(1, 18, 6)))
+    assert not old_mesh.default_local_cluster and old_mesh.version == "1.18.6"
+    assert agent_settings(AgentChoice(version=(1, 19, 0)))[0].default_local_cluster

@@ -142,6 +142,7 @@ CHECK_SAMPLES: dict[str, tuple[object, dict[str, object]]] = {
     "allow_localhost": ("policy", {}),
     "host_firewall": ("true", {}),
     "dual_stack": ("true", {}),
+    "cilium_version": ("1.19", {}),
     "policy_map_max": (100, {}),
     "learn": ("forwarded", {}),
     "include_system_namespaces": (True, {}),

@@ -8,7 +8,13 @@ from typing import Any
 
 import attrs
 
-from cpg_core.base import format_version, local_cluster_default, minimum_version
+from cpg_core.base import (
+    LOCAL_CLUSTER_DEFAULT_SINCE,
+    Version,
+    format_version,
+    local_cluster_default,
+    minimum_version,
+)
 from cpg_core.policy._netpol_validation import ipblock_release_note
 
 POLICY_MAP_MAX = 16_384
@@ -47,6 +53,7 @@ class AgentChoice:
     host_firewall: bool | None = None
     dual_stack: bool | None = None
     policy_map_max: int | None = None
+    version: Version | None = None
 
 
 CONFIG_MAP = ("kube-system", "cilium-config")
@@ -67,7 +74,7 @@ def agent_settings(
     could not be read) and the oldest agent's version say, else Cilium's defaults."""
     read = config or {}
     notes: list[str] = []
-    version = minimum_version(images)
+    version = choice.version or minimum_version(images)
 
     def said(key: str, words: Mapping[str, bool]) -> bool | None:
         value = read.get(key)
@@ -77,6 +84,8 @@ def agent_settings(
     local = choice.default_local_cluster
     if local is None:
         local = said("policy-default-local-cluster", _BOOLEANS)
+    if local is None and choice.version is not None:
+        local = choice.version >= LOCAL_CLUSTER_DEFAULT_SINCE
     if local is None and from_cluster:
         local, unknown = local_cluster_default(images)
         notes += [unknown] if unknown else []

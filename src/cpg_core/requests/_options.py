@@ -1150,6 +1150,29 @@ OPTIONS: tuple[Option, ...] = (
         not_tool="a session's own host_firewall decides what its checks take",
     ),
     _o(
+        "cilium_version",
+        "check",
+        "text",
+        "auto",
+        "The agents' Cilium release (X.Y or X.Y.Z). auto (the default): the oldest agent's "
+        "with --cluster, else the newest. It decides --policy-default-local-cluster auto "
+        "(on from 1.19), and the notes on what an older release reads otherwise (a "
+        "NetworkPolicy's ipBlock-only ingress peer before 1.20).",
+        "--cilium-version",
+        metavar="X.Y|auto",
+        panel="Cilium semantics",
+        commands=frozenset({*_CHECKS, "drift", "lint"}),
+        helps={
+            "lint": "The Cilium release the policies are for (1.16 to 1.20, default the "
+            "newest): its deprecations, the features it lacks (cluster-mesh entity, ** "
+            "wildcards), the local-cluster default of ClusterMesh selectors and how it reads "
+            "a NetworkPolicy's ipBlock-only ingress peer."
+        },
+        metavars={"lint": "X.Y"},
+        defaults={"lint": "1.20"},
+        not_tool="a session's checks take the version of the cluster's agents",
+    ),
+    _o(
         "dual_stack",
         "check",
         "text",

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
 
-from cpg_core.base import RequestError, Setting
+from cpg_core.base import RequestError, Setting, Version
 from cpg_core.flows import DecideOptions, FlowFilter, time_key
 from cpg_core.policy import AgentChoice, AgentSettings, agent_settings
 from cpg_core.requests._options import Request, defaults
@@ -353,6 +354,9 @@ class CheckRequest:
     dual_stack: bool | None = None
     """IPv4 and IPv6 both on: world addresses by family. None: as the cluster's agents say,
     else off."""
+    cilium_version: Version | None = None
+    """The agents' release. None: the oldest agent's (read with ``cluster``), else the
+    newest."""
     learn: str = ""
     """``forwarded``: check the flows that work today too, as replay --learn made rules."""
     include_system: bool = False
@@ -425,6 +429,7 @@ class CheckRequest:
             allow_localhost=localhost,
             host_firewall=_tristate(values["host_firewall"], "host_firewall"),
             dual_stack=_tristate(values["dual_stack"], "dual_stack"),
+            cilium_version=_release(values["cilium_version"]),
             learn=CaptureRequest.build(learn=values["learn"]).learn,
             include_system=values["include_system_namespaces"],
             identities=identity_sources(values["identities"]),
@@ -452,6 +457,7 @@ class CheckRequest:
             host_firewall=self.host_firewall,
             dual_stack=self.dual_stack,
             policy_map_max=self.policy_map_max,
+            version=self.cilium_version,
         )
 
     def agent(
@@ -499,6 +505,21 @@ class DriftRequest:
         if stale_after:
             days = duration_seconds(stale_after, "stale_after") / 86400
         return cls(check=check, stale_after_days=days, live=live)
+
+
+_RELEASE = re.compile(r"v?(\d{1,3})\.(\d{1,3})(?:\.(\d{1,4}))?")
+
+
+def _release(value: str | None) -> Version | None:
+    """``1.19``, ``v1.19.3`` or ``auto`` (None: as the cluster's agents say)."""
+    if value is None or value.strip().lower() in ("", "auto"):
+        return None
+    match = _RELEASE.fullmatch(value.strip())
+    if match is None:
+        raise RequestError(
+            "cilium_version", f"{shown(value)} is not a Cilium release (1.19, v1.19.3) or auto"
+        )
+    return (int(match[1]), int(match[2]), int(match[3] or 0))
 
 
 def _tristate(value: bool | str | None, field: str) -> bool | None:

@@ -112,10 +112,10 @@ def verify_run(
         documents += state.policies
         sources.append(f"the cluster ({len(state.policies)})")
         agent, notes = request.agent(state.config, state.images)
-        for note in (*notes, *release_notes(agent, state.policies)):
-            log.warning("%s", note)
     else:
-        agent, _notes = request.agent()
+        agent, notes = request.agent()
+    for note in (*notes, *release_notes(agent, documents)):
+        log.warning("%s", note)
     verified = verify_capture(
         request.inputs,
         documents,

@@ -83,6 +83,7 @@ def _judged(
         current = load_policies(Path(request.current), setting="current")
         judged, origin = current, f"the current policies {request.current} ({len(current)})"
         agent, notes = request.agent()
+        notes = (*notes, *release_notes(agent, judged))
     elif request.cluster:
         state = cluster_state(kubeconfig, context, kube_dir)
         judged = state.policies
@@ -94,6 +95,7 @@ def _judged(
             load_policies(folder_path)  # the error that names the folder and the fix
         origin = f"{folder_path} ({len(folder)})"
         agent, notes = request.agent()
+        notes = (*notes, *release_notes(agent, folder))
         return _Judged(
             PolicySet(folder),
             origin,
