@@ -86,7 +86,7 @@ LAZY: dict[str, LazyCommand] = {
     "lint": LazyCommand(
         "cpg_cli.lint_cmd",
         "lint",
-        "Check CiliumNetworkPolicy and CiliumClusterwideNetworkPolicy YAML, cpg's or anyone's.",
+        "Check Cilium policy and Kubernetes NetworkPolicy YAML, cpg's or anyone's.",
         no_args_is_help=True,
     ),
     "propose": LazyCommand(
