@@ -54,6 +54,28 @@ _ListRules = Annotated[
 ]
 
 
+def _admission_policy(value: bool) -> None:
+    if value:
+        from cpg_core.reports import admission_yaml
+
+        typer.echo(admission_yaml(), nl=False)
+        raise typer.Exit()
+
+
+_AdmissionPolicy = Annotated[
+    bool,
+    typer.Option(
+        "--admission-policy",
+        help="Print lint's rules as a ValidatingAdmissionPolicy with its ConfigMaps and "
+        "bindings (Kubernetes 1.30+; kubectl apply -f -), and exit: the API server then "
+        "checks every Cilium policy a tenant applies. The Deny binding warns until you flip "
+        "it; the header lists the rules left to lint and why.",
+        callback=_admission_policy,
+        is_eager=True,
+    ),
+]
+
+
 @opt.with_options("lint")
 def lint(
     paths: _Paths,
@@ -66,6 +88,7 @@ def lint(
         ),
     ] = "text",
     list_rules: _ListRules = False,
+    admission_policy: _AdmissionPolicy = False,
 ) -> None:
     """Check Cilium policy and Kubernetes NetworkPolicy YAML, cpg's or anyone's.
 

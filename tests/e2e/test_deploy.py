@@ -608,3 +608,45 @@ def test_the_settings_configmap_is_what_generate_reads(tmp_path: Path) -> None:
     )
     assert written and {p.parts[0] for p in written} == {"shop"}, written
     assert list((tmp_path / "evidence").rglob("*.json"))
+
+
+GUARD_KUBERNETES = ("1.30", "1.31", "1.32", "1.33", "1.34")
+"""The releases whose ValidatingAdmissionPolicy (v1, with variables) the guard is for."""
+
+
+def test_the_admission_guard_component_is_lints_rules_and_validates(tmp_path: Path) -> None:
+    """deploy/components/admission-guard is `cpg lint --admission-policy` as it is today,
+    composes with an overlay, and each of its objects is valid to Kubernetes 1.30 to 1.34."""
+    import kubernetes_validate
+
+    from cpg_core.reports import admission_yaml
+
+    component = ROOT / "deploy" / "components" / "admission-guard"
+    assert (component / "guard.yaml").read_text() == admission_yaml(), (
+        "regenerate it: cpg lint --admission-policy > deploy/components/admission-guard/guard.yaml"
+    )
+    objects = _mine(tmp_path, "archive", components=["components/admission-guard"])
+    guard = [o for o in objects if o["metadata"].get("name", "").startswith("cpg-lint")]
+    kinds = sorted(o["kind"] for o in guard)
+    assert kinds == [
+        "ConfigMap",
+        "ConfigMap",
+        "ConfigMap",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+        "ValidatingAdmissionPolicyBinding",
+        "ValidatingAdmissionPolicyBinding",
+    ]
+    for obj in guard:
+        for release in GUARD_KUBERNETES:
+            kubernetes_validate.validate(obj, release, strict=True)
+        if obj["kind"] == "ConfigMap":
+            assert obj["metadata"]["namespace"] == "cpg"
+    bindings = {o["metadata"]["name"]: o["spec"] for o in guard if o["kind"].endswith("Binding")}
+    assert bindings["cpg-lint-deny"]["validationActions"] == ["Warn"]  # until a user flips it
+    for name, spec in bindings.items():
+        assert spec["paramRef"] == {
+            "name": name,
+            "namespace": "cpg",
+            "parameterNotFoundAction": "Allow",
+        }

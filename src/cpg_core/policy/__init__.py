@@ -14,6 +14,14 @@ if TYPE_CHECKING:
         Found,
         refusals,
     )
+    from cpg_core.policy._admission_cel import (
+        ADMISSION_CHECKS,
+        ADMISSION_VARIABLES,
+        NOT_AT_ADMISSION,
+        AdmissionCheck,
+        NotAtAdmission,
+        exempt_namespaces,
+    )
     from cpg_core.policy._agent import (
         CONFIG_MAP,
         POLICY_MAP_MAX,
@@ -135,6 +143,12 @@ if TYPE_CHECKING:
     )
 
 _WHERE = {
+    "ADMISSION_CHECKS": "cpg_core.policy._admission_cel",
+    "ADMISSION_VARIABLES": "cpg_core.policy._admission_cel",
+    "NOT_AT_ADMISSION": "cpg_core.policy._admission_cel",
+    "AdmissionCheck": "cpg_core.policy._admission_cel",
+    "NotAtAdmission": "cpg_core.policy._admission_cel",
+    "exempt_namespaces": "cpg_core.policy._admission_cel",
     "BASELINE": "cpg_core.policy._tiers",
     "BOUNDED_LOADER": "cpg_core.policy._yamlread",
     "DEFAULT_DENY_FIELD": "cpg_core.policy._model",
@@ -240,6 +254,8 @@ _WHERE = {
 
 __getattr__ = lazy_face(__name__, _WHERE)
 __all__ = [
+    "ADMISSION_CHECKS",
+    "ADMISSION_VARIABLES",
     "BASELINE",
     "BOUNDED_LOADER",
     "CONFIG_MAP",
@@ -252,10 +268,12 @@ __all__ = [
     "LOCAL_CLUSTER",
     "METADATA_NAME",
     "NAMESPACED_KIND",
+    "NOT_AT_ADMISSION",
     "POLICY_MAP_MAX",
     "SECTIONS",
     "SECTIONS_BY_DIRECTION",
     "SUBJECT_FIELD",
+    "AdmissionCheck",
     "AgentChoice",
     "AgentSettings",
     "Ambiguity",
@@ -265,6 +283,7 @@ __all__ = [
     "LabelSelector",
     "LabelSelectorError",
     "NameMatch",
+    "NotAtAdmission",
     "PeerView",
     "Policy",
     "PolicySet",
@@ -285,6 +304,7 @@ __all__ = [
     "dns_names",
     "endpoint_labels",
     "excluding",
+    "exempt_namespaces",
     "flow_peer",
     "flow_request",
     "fqdn_matches",

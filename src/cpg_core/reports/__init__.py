@@ -9,6 +9,7 @@ from cpg_core.lazy import lazy_face
 
 if TYPE_CHECKING:
     from cpg_core.flows import DECISION_LABELS, capped_breakdowns, severity_order, top_entries
+    from cpg_core.reports._admission import admission_objects, admission_yaml
     from cpg_core.reports._checks import (
         PlanView,
         VerifyView,
@@ -56,6 +57,8 @@ if TYPE_CHECKING:
     )
 
 _WHERE = {
+    "admission_objects": "cpg_core.reports._admission",
+    "admission_yaml": "cpg_core.reports._admission",
     "DECISION_LABELS": "cpg_core.flows",
     "REVIEW_MAX_SIZE": "cpg_core.reports._format_names",
     "DriftView": "cpg_core.reports._drift",
@@ -126,6 +129,8 @@ __all__ = [
     "VerifyView",
     "WaitingPolicy",
     "WhyView",
+    "admission_objects",
+    "admission_yaml",
     "aggregate_rows",
     "capped_breakdowns",
     "compose",

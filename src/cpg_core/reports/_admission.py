@@ -1,0 +1,166 @@
+"""The admission guard as Kubernetes objects: one
+ValidatingAdmissionPolicy holding a validation per enforced lint rule, and per action (Deny,
+Warn, Audit) a ConfigMap naming the rules it takes and a binding that applies them. A user
+moves a rule between actions by moving its key between ConfigMaps; a namespace labelled
+``cpg.io/guard: exempt`` is left alone. Plain dicts out, rendered by the caller."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from cpg_core.policy import (
+    ADMISSION_CHECKS,
+    ADMISSION_VARIABLES,
+    NOT_AT_ADMISSION,
+    exempt_namespaces,
+)
+from cpg_core.review import RULES, LintRule
+
+POLICY_NAME = "cpg-lint"
+EXEMPT_LABEL = "cpg.io/guard"
+ACTIONS = ("Deny", "Warn", "Audit")
+_MANAGED = {"app.kubernetes.io/managed-by": "cpg", "app.kubernetes.io/part-of": "cpg-guard"}
+MESSAGE_LIMIT = 1024
+"""The longest message a validation carries (the API server's own limit is far larger)."""
+
+
+def params_name(action: str) -> str:
+    return f"{POLICY_NAME}-{action.lower()}"
+
+
+def _message(rule: LintRule) -> str:
+    text = f"{rule.code} {rule.name}: {rule.summary} Fix: {rule.fix}"
+    return " ".join(text.split())[:MESSAGE_LIMIT]
+
+
+def admission_policy() -> dict[str, Any]:
+    """The ValidatingAdmissionPolicy: each enforced rule's check, taken when the binding's
+    ConfigMap names the rule."""
+    validations = []
+    for check in ADMISSION_CHECKS:
+        validations.append(
+            {
+                "expression": f"!has(params.data) || !('{check.code}' in params.data) || "
+                f"({check.expression})",
+                "message": _message(RULES[check.code]),
+                "reason": "Invalid",
+            }
+        )
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": POLICY_NAME, "labels": dict(_MANAGED)},
+        "spec": {
+            "failurePolicy": "Fail",
+            "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "matchConstraints": {
+                "resourceRules": [
+                    {
+                        "apiGroups": ["cilium.io"],
+                        "apiVersions": ["*"],
+                        "operations": ["CREATE", "UPDATE"],
+                        "resources": [
+                            "ciliumnetworkpolicies",
+                            "ciliumclusterwidenetworkpolicies",
+                        ],
+                    }
+                ]
+            },
+            "variables": [
+                {"name": v.name, "expression": v.expression} for v in ADMISSION_VARIABLES
+            ],
+            "validations": validations,
+        },
+    }
+
+
+def admission_params(action: str, codes: Iterable[str], namespace: str) -> dict[str, Any]:
+    """The ConfigMap of one action: a key per rule it takes (the value says the rule)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": params_name(action),
+            "namespace": namespace,
+            "labels": dict(_MANAGED),
+        },
+        "data": {code: RULES[code].name for code in codes},
+    }
+
+
+def admission_binding(action: str, namespace: str, validation_action: str = "") -> dict[str, Any]:
+    """The binding of one action's ConfigMap (``validation_action`` instead of the action's
+    own: Warn for Deny's binding while a cluster is rolled out)."""
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": params_name(action), "labels": dict(_MANAGED)},
+        "spec": {
+            "policyName": POLICY_NAME,
+            "validationActions": [validation_action or action],
+            "paramRef": {
+                "name": params_name(action),
+                "namespace": namespace,
+                "parameterNotFoundAction": "Allow",
+            },
+            "matchResources": {"namespaceSelector": exempt_namespaces(EXEMPT_LABEL)},
+        },
+    }
+
+
+def admission_objects(namespace: str = "cpg", *, rollout: bool = True) -> list[dict[str, Any]]:
+    """Every object of the guard: the policy; the Deny ConfigMap with the enforced error
+    rules, the Warn one with the enforced warnings, an empty Audit one; and their bindings.
+    With ``rollout``, the Deny binding warns until a user flips it to Deny."""
+    enforced = [c.code for c in ADMISSION_CHECKS]
+    errors = [c for c in enforced if RULES[c].level == "error"]
+    warnings = [c for c in enforced if RULES[c].level == "warning"]
+    chosen = {"Deny": errors, "Warn": warnings, "Audit": []}
+    objects = [admission_policy()]
+    for action in ACTIONS:
+        objects.append(admission_params(action, chosen[action], namespace))
+    for action in ACTIONS:
+        flipped = "Warn" if rollout and action == "Deny" else ""
+        objects.append(admission_binding(action, namespace, flipped))
+    return objects
+
+
+def not_enforced() -> list[tuple[str, str]]:
+    """Each lint rule the guard leaves to lint, with why."""
+    return [(item.code, item.why) for item in NOT_AT_ADMISSION]
+
+
+__all__ = [
+    "ACTIONS",
+    "EXEMPT_LABEL",
+    "POLICY_NAME",
+    "admission_binding",
+    "admission_objects",
+    "admission_params",
+    "admission_policy",
+    "admission_yaml",
+    "not_enforced",
+    "params_name",
+]
+
+
+def admission_yaml(namespace: str = "cpg", *, rollout: bool = True) -> str:
+    """The guard's objects as one YAML stream, headed by what it enforces and what it
+    leaves to lint (with why)."""
+    import yaml
+
+    enforced = ", ".join(c.code for c in ADMISSION_CHECKS)
+    lines = [
+        "# cpg's lint rules as a ValidatingAdmissionPolicy (Kubernetes 1.30+).",
+        f"# Enforced on one document: {enforced}.",
+        "# A rule is taken by the action whose ConfigMap names it; the Deny binding warns",
+        "# until you set its validationActions to [Deny]. A namespace labelled",
+        f"# {EXEMPT_LABEL}=exempt is left alone.",
+        "# Left to lint (cpg lint in CI):",
+        *(f"#   {code}: {why}" for code, why in not_enforced()),
+    ]
+    body = yaml.safe_dump_all(
+        admission_objects(namespace, rollout=rollout), sort_keys=False, width=100
+    )
+    return "\n".join(lines) + "\n" + body

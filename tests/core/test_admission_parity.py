@@ -1,0 +1,177 @@
+"""The admission guard says what lint says: every CEL expression the guard enforces,
+evaluated by Google's CEL (cel-cpp, beside the API server's cel-go) on every lint fixture,
+every policy cpg ships as an example and every document of Cilium's verdict sets, agrees
+with lint on its rule (a document lint flags with the rule is refused by the expression,
+and one lint does not flag is admitted)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import SHARED
+from cpg_core.lint import lint_text
+from cpg_core.policy import load_all
+from cpg_core.policy._admission_cel import ADMISSION_CHECKS, ADMISSION_VARIABLES, NOT_AT_ADMISSION
+from cpg_core.review._lint import RULES
+from cpg_io.crd_schema import crd_schema_errors
+
+cel = pytest.importorskip("cel_expr_python.cel")
+ROOT = Path(__file__).resolve().parents[2]
+KINDS = ("CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy")
+
+
+def _lint_cases() -> Iterator[tuple[str, Any]]:
+    spec = importlib.util.spec_from_file_location("lint_cases", ROOT / "tests/cli/test_lint_cli.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for code, (bad, good, *_more) in module.CASES.items():
+        yield f"lint-case:{code}:bad", bad
+        yield f"lint-case:{code}:good", good
+    for code, (bad, good) in module.TEXT_CASES.items():
+        for n, document in enumerate(load_all(bad, code) + load_all(good, code)):
+            yield f"lint-text:{code}:{n}", document
+
+
+def _files() -> Iterator[Path]:
+    for folder in ("examples", "policies-example"):
+        yield from sorted((ROOT / folder).rglob("*.yaml"))
+    for vector_set in ("semantics", "semantics-2", "semantics-3"):
+        base = SHARED / vector_set
+        if base.is_dir():
+            yield from sorted(base.rglob("*.yaml"))
+
+
+def documents() -> list[tuple[str, dict[str, Any]]]:
+    """Every Cilium policy of the fixtures the API server would store (its CRD schema holds:
+    a document the schema refuses never reaches admission)."""
+    found: list[tuple[str, Any]] = list(_lint_cases())
+    for path in _files():
+        try:
+            read = load_all(path.read_text(), str(path))
+        except Exception:
+            continue  # unreadable YAML: kubectl never sends it
+        found += [(f"{path.relative_to(path.parents[2])}:{n}", d) for n, d in enumerate(read)]
+    kept = []
+    for name, document in found:
+        if (
+            isinstance(document, Mapping)
+            and document.get("kind") in KINDS
+            and not crd_schema_errors(document)
+        ):
+            kept.append((name, json.loads(json.dumps(document, default=str))))
+    return kept
+
+
+DOCUMENTS = documents()
+
+
+class Guard:
+    """The guard's variables and checks compiled once, evaluated as the API server does."""
+
+    def __init__(self) -> None:
+        self.env = cel.NewEnv(variables={"object": cel.Type.DYN, "variables": cel.Type.DYN})
+        self.variables = [(v.name, self.env.compile(v.expression)) for v in ADMISSION_VARIABLES]
+        self.checks = {c.code: self.env.compile(c.expression) for c in ADMISSION_CHECKS}
+
+    def verdicts(self, document: Mapping[str, Any]) -> dict[str, bool]:
+        values: dict[str, Any] = {}
+        for name, expression in self.variables:
+            values[name] = expression.eval(
+                data={"object": document, "variables": values}
+            ).plain_value()
+        data = {"object": document, "variables": values}
+        out = {}
+        for code, expression in self.checks.items():
+            result = expression.eval(data=data).plain_value()
+            assert isinstance(result, bool), f"{code}: {result!r}"
+            out[code] = result
+        return out
+
+
+GUARD = Guard()
+
+
+def lint_codes(document: Mapping[str, Any]) -> set[str]:
+    import yaml
+
+    text = yaml.safe_dump(document, sort_keys=False)
+    return {f.code for f in lint_text(text, "d.yaml", schema=crd_schema_errors)}
+
+
+@pytest.mark.parametrize(("name", "document"), DOCUMENTS, ids=[n for n, _ in DOCUMENTS])
+def test_the_guard_agrees_with_lint(name: str, document: dict[str, Any]) -> None:
+    flagged = lint_codes(document)
+    verdicts = GUARD.verdicts(document)
+    disagree = {
+        code: ("lint flags it, the guard admits it" if code in flagged else "the guard refuses it")
+        for code, admitted in verdicts.items()
+        if admitted == (code in flagged)
+    }
+    assert disagree == {}
+
+
+def test_every_rule_is_enforced_or_said_why_not() -> None:
+    enforced = {c.code for c in ADMISSION_CHECKS}
+    left = {n.code for n in NOT_AT_ADMISSION}
+    assert not enforced & left
+    assert enforced | left <= set(RULES)
+
+
+def test_the_parity_covers_documents_that_break_each_enforced_rule() -> None:
+    """Each enforced rule is seen refusing at least one document (a rule no fixture breaks
+    would agree with lint by never firing)."""
+    refused = {code for _n, d in DOCUMENTS for code, ok in GUARD.verdicts(d).items() if not ok}
+    assert refused == {c.code for c in ADMISSION_CHECKS}
+    assert len(DOCUMENTS) > 150
+
+
+def test_a_validation_takes_its_rule_only_where_the_bindings_configmap_names_it() -> None:
+    """The policy's validations as the API server gets them: a rule refuses a document only
+    through a binding whose ConfigMap names the rule."""
+    from cpg_core.reports import admission_objects
+
+    policy = admission_objects()[0]
+    env = cel.NewEnv(
+        variables={"object": cel.Type.DYN, "variables": cel.Type.DYN, "params": cel.Type.DYN}
+    )
+    validations = {
+        v["message"].split()[0]: env.compile(v["expression"]) for v in policy["spec"]["validations"]
+    }
+    assert set(validations) == {c.code for c in ADMISSION_CHECKS}
+    bad = {
+        "apiVersion": "cilium.io/v2",
+        "kind": "CiliumNetworkPolicy",
+        "metadata": {"name": "api", "namespace": "shop"},
+        "spec": {
+            "endpointSelector": {"matchExpressions": [{"key": "app", "operator": "In"}]},
+            "ingress": [{"fromEntities": ["cluster"]}],
+        },
+    }
+    variables = {"namespaced": True}
+
+    def admitted(params: dict[str, Any]) -> bool:
+        data = {"object": bad, "variables": variables, "params": params}
+        return bool(validations["CPG016"].eval(data=data).plain_value())
+
+    assert admitted({"data": {"CPG016": "selector-expression"}}) is False
+    assert admitted({"data": {"CPG015": "empty-policy"}}) is True
+    assert admitted({"metadata": {"name": "cpg-lint-audit"}}) is True  # a ConfigMap without data
+    for validation in policy["spec"]["validations"]:
+        message = validation["message"]
+        assert "\n" not in message and len(message) <= 1024 and message.startswith("CPG")
+
+
+def test_lint_prints_the_guard(tmp_path: Path) -> None:
+    from conftest import cpg
+    from cpg_core.reports import admission_yaml
+
+    ran = cpg("lint", "--admission-policy")
+    assert ran.returncode == 0 and ran.stdout == admission_yaml()
+    assert "Left to lint" in ran.stdout and "CPG040: needs every policy" in ran.stdout
