@@ -72,21 +72,34 @@ def documents() -> list[tuple[str, dict[str, Any]]]:
 DOCUMENTS = documents()
 
 
+def environment(*names: str) -> Any:
+    """CEL as the API server offers it to a policy: the standard library and Kubernetes'
+    strings extension (indexOf, lastIndexOf, substring, …)."""
+    from cel_expr_python.ext import ext_strings
+
+    return cel.NewEnv(
+        variables={name: cel.Type.DYN for name in names}, extensions=[ext_strings.ExtStrings()]
+    )
+
+
 class Guard:
     """The guard's variables and checks compiled once, evaluated as the API server does."""
 
     def __init__(self) -> None:
-        self.env = cel.NewEnv(variables={"object": cel.Type.DYN, "variables": cel.Type.DYN})
+        self.env = environment("object", "variables")
         self.variables = [(v.name, self.env.compile(v.expression)) for v in ADMISSION_VARIABLES]
         self.checks = {c.code: self.env.compile(c.expression) for c in ADMISSION_CHECKS}
 
-    def verdicts(self, document: Mapping[str, Any]) -> dict[str, bool]:
+    def variables_of(self, document: Mapping[str, Any]) -> dict[str, Any]:
+        """The policy's variables for ``document``, each reading those before it."""
         values: dict[str, Any] = {}
         for name, expression in self.variables:
-            values[name] = expression.eval(
-                data={"object": document, "variables": values}
-            ).plain_value()
-        data = {"object": document, "variables": values}
+            data = {"object": document, "variables": values}
+            values[name] = expression.eval(data=data).plain_value()
+        return values
+
+    def verdicts(self, document: Mapping[str, Any]) -> dict[str, bool]:
+        data = {"object": document, "variables": self.variables_of(document)}
         out = {}
         for code, expression in self.checks.items():
             result = expression.eval(data=data).plain_value()
@@ -138,9 +151,7 @@ def test_a_validation_takes_its_rule_only_where_the_bindings_configmap_names_it(
     from cpg_core.reports import admission_objects
 
     policy = admission_objects()[0]
-    env = cel.NewEnv(
-        variables={"object": cel.Type.DYN, "variables": cel.Type.DYN, "params": cel.Type.DYN}
-    )
+    env = environment("object", "variables", "params")
     validations = {
         v["message"].split()[0]: env.compile(v["expression"]) for v in policy["spec"]["validations"]
     }
@@ -154,7 +165,7 @@ def test_a_validation_takes_its_rule_only_where_the_bindings_configmap_names_it(
             "ingress": [{"fromEntities": ["cluster"]}],
         },
     }
-    variables = {"namespaced": True}
+    variables = GUARD.variables_of(bad)
 
     def admitted(params: dict[str, Any]) -> bool:
         data = {"object": bad, "variables": variables, "params": params}

@@ -33,7 +33,6 @@ _EGRESS_PEERS = (
     "toGroups",
     "toNodes",
 )
-_SELECTORS_OF_RULES = ("fromEndpoints", "toEndpoints", "fromRequires", "toRequires")
 
 
 @attrs.frozen(slots=True)
@@ -60,17 +59,9 @@ class NotAtAdmission:
     why: str
 
 
-ADMISSION_VARIABLES = (Variable("namespaced", "object.kind == 'CiliumNetworkPolicy'"),)
-"""What several checks read: whether the policy is namespaced."""
-
-
 def _every_spec(condition: str) -> str:
-    """Every spec ``s`` of the policy (``spec``, and each of ``specs``) holds ``condition``
-    (each read on its own: the two have types of their own to the API server's checker)."""
-    return (
-        f"(!has(object.spec) || [object.spec].all(s, {condition})) && "
-        f"(!has(object.specs) || object.specs.all(s, {condition}))"
-    )
+    """Every spec ``s`` of the policy (``spec``, and each of ``specs``) holds ``condition``."""
+    return f"variables.specs.all(s, {condition})"
 
 
 def _each_rule(condition: str, sections: tuple[str, ...] = _SECTIONS) -> str:
@@ -95,15 +86,195 @@ def _selector_terms_valid(selector: str) -> str:
     )
 
 
-def _rule_selectors_valid() -> str:
-    parts = [
-        f"(!has(r.{key}) || r.{key}.all(sel, {_selector_terms_valid('sel')}))"
-        for key in _SELECTORS_OF_RULES
+def _nonempty(field: str) -> str:
+    """``field`` written, and not empty."""
+    return f"(has({field}) && size({field}) > 0)"
+
+
+def _empty_selector(selector: str) -> str:
+    """A selector with no label and no expression: it selects everything."""
+    return (
+        f"!{_nonempty(selector + '.matchLabels')} && !{_nonempty(selector + '.matchExpressions')}"
+    )
+
+
+def _default_deny_idiom() -> str:
+    """The spec's rules are ``{}`` only, allow rules and at least one: Cilium's default-deny
+    idiom, meant to select every pod of the namespace."""
+    count = " + ".join(f"(has(s.{x}) ? size(s.{x}) : 0)" for x in ("ingress", "egress"))
+    return (
+        f"({count}) > 0 && (!has(s.ingress) || s.ingress.all(r, size(r) == 0)) && "
+        "(!has(s.egress) || s.egress.all(r, size(r) == 0)) && "
+        f"!{_nonempty('s.ingressDeny')} && !{_nonempty('s.egressDeny')}"
+    )
+
+
+def _side_rules(condition: str) -> str:
+    """Every rule holds ``condition``, with ``SIDE`` the side its peers are written on
+    (``from`` in the ingress sections, ``to`` in the egress ones)."""
+    return (
+        _each_rule(condition.replace("SIDE", "from"), ("ingress", "ingressDeny"))
+        + " && "
+        + _each_rule(condition.replace("SIDE", "to"), ("egress", "egressDeny"))
+    )
+
+
+_WORLD = "['world', 'all', 'world-ipv4', 'world-ipv6']"
+_EVERYWHERE = "['0.0.0.0/0', '::/0']"
+_INIT = "'reserved:init'"
+
+
+_SOURCES = ("k8s", "any", "reserved", "cilium", "unspec", "container")
+"""Label sources a selector key may start with (``k8s:app``); the label is checked without."""
+_LABEL_KEY = (
+    "^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$"
+)
+"""A Kubernetes label key: a DNS-subdomain prefix and ``/`` (optional), then a name (their
+lengths are checked beside it)."""
+_LABEL_VALUE = "^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
+
+
+def _label_key_valid(key: str) -> str:
+    """``key`` without its label source is a key Kubernetes takes: the name at most 63
+    characters, the prefix at most 253."""
+    sources = "|".join(_SOURCES)
+    unsourced = (
+        f"({key}.matches('^({sources}):') ? {key}.substring({key}.indexOf(':') + 1) : {key})"
+    )
+    return (
+        f"[{unsourced}].all(u, u.matches('{_LABEL_KEY}') && (u.lastIndexOf('/') < 0 ? "
+        "size(u) <= 63 : u.lastIndexOf('/') <= 253 && size(u) - u.lastIndexOf('/') <= 64))"
+    )
+
+
+def _label_value_valid(value: str) -> str:
+    return f"(size({value}) <= 63 && {value}.matches('{_LABEL_VALUE}'))"
+
+
+def _selector_labels_valid(selector: str) -> str:
+    """Every label of ``selector`` is one Kubernetes takes."""
+    return (
+        f"(!has({selector}.matchLabels) || {selector}.matchLabels.all(k, "
+        f"{_label_key_valid('k')} && {_label_value_valid(f'{selector}.matchLabels[k]')})) && "
+        f"(!has({selector}.matchExpressions) || {selector}.matchExpressions.all(e, "
+        f"{_label_key_valid('e.key')} && "
+        f"(!has(e.values) || e.values.all(v, {_label_value_valid('v')}))))"
+    )
+
+
+def _rules_lists(section: str, items: str) -> str:
+    """For each rule of ``section`` of spec ``s``, the list ``items`` makes of rule ``r``."""
+    return f"(has(s.{section}) ? s.{section}.map(r, {items}) : [])"
+
+
+def _peer_selector_lists() -> str:
+    """Of spec ``s``: its subject (endpointSelector, nodeSelector) and each rule's endpoint
+    peers, a list per place: the selectors Cilium validates as Kubernetes does."""
+    lists = [
+        "[has(s.endpointSelector) ? [s.endpointSelector] : [], "
+        "has(s.nodeSelector) ? [s.nodeSelector] : []]"
     ]
-    return " && ".join(parts)
+    for sections, side in ((("ingress", "ingressDeny"), "from"), (("egress", "egressDeny"), "to")):
+        for section in sections:
+            key = f"r.{side}Endpoints"
+            lists.append(_rules_lists(section, f"has({key}) ? {key} : []"))
+    return " + ".join(lists)
+
+
+def _other_selector_lists() -> str:
+    """Of spec ``s``: every other label selector the CRD's schema lets it hold (nodes, CIDR
+    groups, services; the API server prunes any other before admission), a list per place."""
+    lists = []
+    for sections, side in ((("ingress", "ingressDeny"), "from"), (("egress", "egressDeny"), "to")):
+        for section in sections:
+            key = f"r.{side}Nodes"
+            lists.append(_rules_lists(section, f"has({key}) ? {key} : []"))
+            cidrs = f"r.{side}CIDRSet"
+            lists.append(
+                _rules_lists(
+                    section,
+                    f"has({cidrs}) ? {cidrs}.filter(c, has(c.cidrGroupSelector))"
+                    ".map(c, c.cidrGroupSelector) : []",
+                )
+            )
+            if side == "to":
+                lists.append(
+                    _rules_lists(
+                        section,
+                        "has(r.toServices) ? r.toServices.filter(v, has(v.k8sServiceSelector) "
+                        "&& has(v.k8sServiceSelector.selector))"
+                        ".map(v, v.k8sServiceSelector.selector) : []",
+                    )
+                )
+    return " + ".join(lists)
+
+
+def _every_selector(variable: str, condition: str) -> str:
+    """Every selector ``sel`` of ``variables.VARIABLE`` (lists per spec) holds ``condition``."""
+    return f"variables.{variable}.all(lists, lists.all(l, l.all(sel, {condition})))"
+
+
+ADMISSION_VARIABLES = (
+    Variable("namespaced", "object.kind == 'CiliumNetworkPolicy'"),
+    Variable(
+        "specs",
+        "(has(object.spec) ? [object.spec] : []) + (has(object.specs) ? object.specs : [])",
+    ),
+    Variable("peerSelectors", f"variables.specs.map(s, {_peer_selector_lists()})"),
+    Variable("otherSelectors", f"variables.specs.map(s, {_other_selector_lists()})"),
+)
+"""What several checks read: whether the policy is namespaced, its specs (``spec`` and each
+of ``specs``), and per spec the lists of label selectors it holds (one list per place)."""
 
 
 ADMISSION_CHECKS = (
+    AdmissionCheck(
+        "CPG003",
+        _every_selector("peerSelectors", _selector_labels_valid("sel"))
+        + " && "
+        + _every_selector("otherSelectors", _selector_labels_valid("sel")),
+    ),
+    AdmissionCheck(
+        "CPG004",
+        _every_spec(
+            f"!(has(s.endpointSelector) && {_empty_selector('s.endpointSelector')}) || "
+            f"({_default_deny_idiom()})"
+        ),
+    ),
+    AdmissionCheck(
+        "CPG005",
+        _side_rules(f"!has(r.SIDEEndpoints) || r.SIDEEndpoints.all(e, !({_empty_selector('e')}))"),
+    ),
+    AdmissionCheck(
+        "CPG006",
+        _side_rules(
+            f"(!has(r.SIDEEntities) || !r.SIDEEntities.exists(e, e in {_WORLD})) && "
+            f"(!has(r.SIDECIDR) || !r.SIDECIDR.exists(c, c in {_EVERYWHERE})) && "
+            f"(!has(r.SIDECIDRSet) || !r.SIDECIDRSet.exists(c, has(c.cidr) && c.cidr in "
+            f"{_EVERYWHERE}))"
+        ),
+    ),
+    AdmissionCheck(
+        "CPG010",
+        _every_spec(
+            "!("
+            + " || ".join(
+                f"(has(s.{x}) && s.{x}.exists(r, {_nonempty('r.toFQDNs')}))" for x in _SECTIONS
+            )
+            + ") || (has(s.egress) && s.egress.exists(r, has(r.toPorts) && "
+            "r.toPorts.exists(p, has(p.rules) && " + _nonempty("p.rules.dns") + ")))"
+        ),
+    ),
+    AdmissionCheck(
+        "CPG011",
+        _every_spec(
+            " && ".join(
+                f"(!has(s.{x}) || s.{x}.all(r, size(s.{x}.filter(o, o == r)) == 1))"
+                for x in _SECTIONS
+            )
+        ),
+    ),
     AdmissionCheck(
         "CPG015",
         "(has(object.spec) || has(object.specs)) && "
@@ -111,15 +282,7 @@ ADMISSION_CHECKS = (
             " || ".join(f"(has(s.{section}) && size(s.{section}) > 0)" for section in _SECTIONS)
         ),
     ),
-    AdmissionCheck(
-        "CPG016",
-        _every_spec(
-            "(!has(s.endpointSelector) || " + _selector_terms_valid("s.endpointSelector") + ") && "
-            "(!has(s.nodeSelector) || " + _selector_terms_valid("s.nodeSelector") + ")"
-        )
-        + " && "
-        + _each_rule(_rule_selectors_valid()),
-    ),
+    AdmissionCheck("CPG016", _every_selector("peerSelectors", _selector_terms_valid("sel"))),
     AdmissionCheck(
         "CPG017",
         _each_rule(_at_most_one_peer(_INGRESS_PEERS), ("ingress", "ingressDeny"))
@@ -131,6 +294,17 @@ ADMISSION_CHECKS = (
     AdmissionCheck(
         "CPG018",
         _each_rule("!(has(r.icmps) && size(r.icmps) > 0 && has(r.toPorts) && size(r.toPorts) > 0)"),
+    ),
+    AdmissionCheck(
+        "CPG024",
+        "!variables.namespaced || ("
+        + _every_spec(
+            "!has(s.endpointSelector) || !("
+            f"(has(s.endpointSelector.matchLabels) && {_INIT} in s.endpointSelector.matchLabels)"
+            " || (has(s.endpointSelector.matchExpressions) && "
+            f"s.endpointSelector.matchExpressions.exists(e, e.key == {_INIT})))"
+        )
+        + ")",
     ),
     AdmissionCheck(
         "CPG026",
