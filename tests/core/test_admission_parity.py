@@ -186,3 +186,93 @@ def test_lint_prints_the_guard(tmp_path: Path) -> None:
     ran = cpg("lint", "--admission-policy")
     assert ran.returncode == 0 and ran.stdout == admission_yaml()
     assert "Left to lint" in ran.stdout and "CPG040: needs every policy" in ran.stdout
+
+
+def _odd_values() -> list[Any]:
+    return ["x", 7, -1, 2.5, True, None, [], ["x"], {}, {"x": 1}, [[]], [{}], [{"x": [1]}]]
+
+
+def _paths(node: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    yield path
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            yield from _paths(value, (*path, key))
+    elif isinstance(node, list):
+        for n, value in enumerate(node):
+            yield from _paths(value, (*path, n))
+
+
+def _with(document: Any, path: tuple[Any, ...], value: Any) -> Any:
+    copied = json.loads(json.dumps(document))
+    if not path:
+        return value
+    node = copied
+    for part in path[:-1]:
+        node = node[part]
+    node[path[-1]] = value
+    return copied
+
+
+HOSTILE_BASE: dict[str, Any] = {
+    "apiVersion": "cilium.io/v2",
+    "kind": "CiliumNetworkPolicy",
+    "metadata": {"name": "api", "namespace": "shop"},
+    "spec": {
+        "endpointSelector": {
+            "matchLabels": {"app": "api"},
+            "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a"]}],
+        },
+        "ingress": [
+            {
+                "fromEndpoints": [{"matchLabels": {"app": "web"}}],
+                "toPorts": [{"ports": [{"port": "80", "protocol": "TCP"}]}],
+            },
+            {"fromCIDRSet": [{"cidr": "192.0.2.0/24", "except": ["192.0.2.0/28"]}]},
+        ],
+        "egress": [{"toFQDNs": [{"matchName": "a.example"}], "toServices": [{}]}],
+    },
+    "specs": [{"endpointSelector": {}, "egress": [{"toEntities": ["world"]}]}],
+}
+
+
+def test_hostile_documents_evaluate_or_are_refused_as_lint_refuses_them() -> None:
+    """Every field of a policy given every odd type, lists of thousands and nesting as deep
+    as the schema allows: each check either evaluates (to lint's verdict, where the schema
+    holds) or errs on a document lint refuses too (the API server's schema refuses it before
+    admission, and an error refuses it under failurePolicy Fail)."""
+    hostile = []
+    for path in _paths(HOSTILE_BASE):
+        if path[:1] in ((), ("apiVersion",), ("kind",)):
+            continue
+        hostile += [_with(HOSTILE_BASE, path, value) for value in _odd_values()]
+    rules = HOSTILE_BASE["spec"]["ingress"]
+    hostile.append(_with(HOSTILE_BASE, ("spec", "ingress"), rules * 5000))
+    hostile.append(
+        _with(
+            HOSTILE_BASE,
+            ("spec", "endpointSelector", "matchLabels"),
+            {f"k{n}": "v" for n in range(5000)},
+        )
+    )
+    deep: Any = "x"
+    for _ in range(60):
+        deep = {"ingress": [deep]}
+    hostile.append(
+        _with(HOSTILE_BASE, ("spec", "ingress", 0, "fromEndpoints", 0, "matchLabels"), deep)
+    )
+    errors = agreed = 0
+    for document in hostile:
+        flagged = lint_codes(document)
+        try:
+            verdicts = GUARD.verdicts(document)
+        except Exception:
+            errors += 1
+            levels = {RULES[code].level for code in flagged if code in RULES}
+            assert "error" in levels, json.dumps(document)[:300]
+            continue
+        if not crd_schema_errors(document):
+            agreed += 1
+            assert {c for c, ok in verdicts.items() if not ok} == {
+                c for c in verdicts if c in flagged
+            }, json.dumps(document)[:300]
+    assert agreed > 10 and errors > 10 and len(hostile) > 400

@@ -917,7 +917,8 @@ def selector_labels(
             elif key == "matchExpressions" and isinstance(value, list):
                 for n, expression in enumerate(value):
                     if isinstance(expression, Mapping):
-                        for v in expression.get("values") or [""]:
+                        values = expression.get("values")
+                        for v in values if isinstance(values, list) and values else [""]:
                             yield (*here, n), str(expression.get("key", "")), str(v)
             elif key != "metadata":
                 yield from selector_labels(value, here)
