@@ -276,3 +276,38 @@ def test_hostile_documents_evaluate_or_are_refused_as_lint_refuses_them() -> Non
                 c for c in verdicts if c in flagged
             }, json.dumps(document)[:300]
     assert agreed > 10 and errors > 10 and len(hostile) > 400
+
+
+def test_lint_on_the_cluster_says_what_the_guard_would_refuse(tmp_path: Path) -> None:
+    """``cpg lint --cluster`` (read-only) names the stored policies the guard would refuse
+    or warn about on their next update, so turning Deny on surprises no apply pipeline."""
+    from conftest import cpg
+    from fake_kube import fake_kube
+
+    good = {
+        "apiVersion": "cilium.io/v2",
+        "kind": "CiliumNetworkPolicy",
+        "metadata": {"name": "api", "namespace": "shop"},
+        "spec": {
+            "endpointSelector": {"matchLabels": {"app": "api"}},
+            "ingress": [{"fromEndpoints": [{"matchLabels": {"app": "web"}}]}],
+        },
+    }
+    refused = json.loads(json.dumps(good))
+    refused["metadata"]["name"] = "broken"
+    refused["spec"]["endpointSelector"] = {"matchExpressions": [{"key": "app", "operator": "In"}]}
+    warned = json.loads(json.dumps(good))
+    warned["metadata"]["name"] = "open"
+    warned["spec"]["ingress"] = [{"fromEndpoints": [{}]}]
+    folder = tmp_path / "none"
+    folder.mkdir()
+    with fake_kube(tmp_path) as (kube, kubeconfig):
+        kube.policies = [good]
+        clean = cpg("lint", str(folder), "--cluster", "--kubeconfig", str(kubeconfig))
+        kube.policies = [good, refused, warned]
+        ran = cpg("lint", str(folder), "--cluster", "--kubeconfig", str(kubeconfig))
+    assert "would refuse none of the 1 Cilium policies" in clean.stdout
+    assert "would refuse 1 of the 3 Cilium policies" in ran.stdout
+    assert "shop/broken (CPG016)" in ran.stdout
+    assert "would warn about 1 of the 3" in ran.stdout and "shop/open (CPG005)" in ran.stdout
+    assert {m for m, _p in kube.requests} == {"GET"}

@@ -9,7 +9,7 @@ from cpg_core.lazy import lazy_face
 
 if TYPE_CHECKING:
     from cpg_core.flows import DECISION_LABELS, capped_breakdowns, severity_order, top_entries
-    from cpg_core.reports._admission import admission_objects, admission_yaml
+    from cpg_core.reports._admission import admission_objects, admission_yaml, guard_notes
     from cpg_core.reports._checks import (
         PlanView,
         VerifyView,
@@ -59,6 +59,7 @@ if TYPE_CHECKING:
 _WHERE = {
     "admission_objects": "cpg_core.reports._admission",
     "admission_yaml": "cpg_core.reports._admission",
+    "guard_notes": "cpg_core.reports._admission",
     "DECISION_LABELS": "cpg_core.flows",
     "REVIEW_MAX_SIZE": "cpg_core.reports._format_names",
     "DriftView": "cpg_core.reports._drift",
@@ -137,6 +138,7 @@ __all__ = [
     "confidence",
     "flow_samples",
     "formats",
+    "guard_notes",
     "html_report",
     "is_shared_name",
     "markdown_page",

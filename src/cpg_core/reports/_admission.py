@@ -6,7 +6,7 @@ moves a rule between actions by moving its key between ConfigMaps; a namespace l
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from cpg_core.policy import (
@@ -15,7 +15,7 @@ from cpg_core.policy import (
     NOT_AT_ADMISSION,
     exempt_namespaces,
 )
-from cpg_core.review import RULES, LintRule
+from cpg_core.review import RULES, LintRule, lint_text
 
 POLICY_NAME = "cpg-lint"
 EXEMPT_LABEL = "cpg.io/guard"
@@ -140,6 +140,7 @@ __all__ = [
     "admission_params",
     "admission_policy",
     "admission_yaml",
+    "guard_notes",
     "not_enforced",
     "params_name",
 ]
@@ -164,3 +165,44 @@ def admission_yaml(namespace: str = "cpg", *, rollout: bool = True) -> str:
         admission_objects(namespace, rollout=rollout), sort_keys=False, width=100
     )
     return "\n".join(lines) + "\n" + body
+
+
+def guard_notes(policies: Sequence[Mapping[str, Any]], limit: int = 20) -> tuple[str, ...]:
+    """What the guard, as shipped, would do with the stored ``policies`` on their next
+    create or update: those it would refuse once its Deny binding denies, and those it would
+    warn about. Read off lint's findings of the guard's rules: the guard's expressions give
+    lint's verdict on every rule they enforce (proven in cpg's tests), so no CEL runs here."""
+    import yaml
+
+    enforced = {c.code for c in ADMISSION_CHECKS}
+    refused: list[str] = []
+    warned: list[str] = []
+    for policy in policies:
+        text = yaml.safe_dump(dict(policy), sort_keys=False)
+        found = [f for f in lint_text(text, "cluster") if f.code in enforced]
+        if not found:
+            continue
+        name = found[0].policy or "?"
+        errors = sorted({f.code for f in found if f.level == "error"})
+        warnings = sorted({f.code for f in found if f.level == "warning"})
+        if errors:
+            refused.append(f"{name} ({', '.join(errors)})")
+        if warnings:
+            warned.append(f"{name} ({', '.join(warnings)})")
+    notes = []
+    for verb, names in (("refuse", refused), ("warn about", warned)):
+        if names:
+            shown = ", ".join(names[:limit]) + (
+                f" and {len(names) - limit} more" if len(names) > limit else ""
+            )
+            notes.append(
+                f"the admission guard, as shipped, would {verb} "
+                f"{len(names)} of the {len(policies)} Cilium policies stored in the cluster "
+                f"on their next update: {shown}"
+            )
+    if not notes and policies:
+        notes.append(
+            f"the admission guard would refuse none of the {len(policies)} Cilium policies "
+            "stored in the cluster: its Deny binding can be turned on"
+        )
+    return tuple(notes)

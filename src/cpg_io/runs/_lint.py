@@ -17,7 +17,7 @@ from cpg_core.lint import (
     policy_namespaces,
     unreadable_file,
 )
-from cpg_core.reports import LintView
+from cpg_core.reports import LintView, guard_notes
 from cpg_io.crd_schema import crd_schema_errors
 from cpg_io.declarations import read_declarations
 from cpg_io.errors import IoError
@@ -93,14 +93,18 @@ def lint_run(
         declarations=declared,
     )
     findings += per_file + together.findings
+    guarded: tuple[str, ...] = ()
     if cluster:
-        findings += invalid_in_cluster(cluster_policies(kubeconfig, context))
+        stored = cluster_policies(kubeconfig, context)
+        findings += invalid_in_cluster(stored)
+        guarded = guard_notes(stored)
     return LintRun(
         view=LintView(
             findings=tuple(findings),
             files=len(texts) + len(unreadable),
             version=cpg_version(),
             notes=together.notes
-            + tuple(f"declarations: {note}" for note in (declared.notes if declared else ())),
+            + tuple(f"declarations: {note}" for note in (declared.notes if declared else ()))
+            + guarded,
         )
     )
