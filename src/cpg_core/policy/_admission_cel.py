@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import attrs
 
+from cpg_core.base import NAMESPACE_LABEL
+from cpg_core.policy._model import ICMP_TYPE_NAMES
+
 _SECTIONS = ("ingress", "ingressDeny", "egress", "egressDeny")
 _INGRESS_PEERS = (
     "fromEndpoints",
@@ -215,6 +218,41 @@ def _every_selector(variable: str, condition: str) -> str:
     return f"variables.{variable}.all(lists, lists.all(l, l.all(sel, {condition})))"
 
 
+def _icmp_field_valid() -> str:
+    """ICMP field ``f``: a type written as a number is 0 to 255; one written as a name is a
+    name of its family (IPv4 when not given)."""
+    family = "(has(f.family) && f.family != '' ? f.family : 'IPv4')"
+    names = {
+        fam: "[" + ", ".join(f"'{n}'" for n in sorted(ICMP_TYPE_NAMES[fam])) + "]"
+        for fam in ("IPv4", "IPv6")
+    }
+    return (
+        "!has(f.type) || (type(f.type) == int ? (f.type >= 0 && f.type <= 255) : "
+        f"(type(f.type) != string || f.type.matches('^[0-9]+$') || !({family} in ['IPv4', 'IPv6']) "
+        f"|| ({family} == 'IPv4' ? f.type in {names['IPv4']} : f.type in {names['IPv6']})))"
+    )
+
+
+def _namespace_keys() -> str:
+    """The namespace label as a selector may spell it (with a label source or without)."""
+    keys = [NAMESPACE_LABEL, *(f"{source}:{NAMESPACE_LABEL}" for source in _SOURCES)]
+    return "[" + ", ".join(f"'{k}'" for k in keys) + "]"
+
+
+def _subject_in_home() -> str:
+    """Spec ``s`` of a namespaced policy whose home namespace is ``home``: its subject asks
+    for no other namespace (Cilium adds the home one, so it would select no pod)."""
+    keys = _namespace_keys()
+    return (
+        "!has(s.endpointSelector) || ("
+        f"!(has(s.endpointSelector.matchLabels) && s.endpointSelector.matchLabels.exists(k, "
+        f"k in {keys} && s.endpointSelector.matchLabels[k] != home)) && "
+        "!(has(s.endpointSelector.matchExpressions) && s.endpointSelector.matchExpressions"
+        f".exists(e, e.key in {keys} && e.operator == 'In' && has(e.values) && "
+        "size(e.values) > 0 && !(home in e.values))))"
+    )
+
+
 ADMISSION_VARIABLES = (
     Variable("namespaced", "object.kind == 'CiliumNetworkPolicy'"),
     Variable(
@@ -307,6 +345,14 @@ ADMISSION_CHECKS = (
         + ")",
     ),
     AdmissionCheck(
+        "CPG025",
+        _each_rule(
+            "!has(r.icmps) || r.icmps.all(i, !has(i.fields) || i.fields.all(f, "
+            + _icmp_field_valid()
+            + "))"
+        ),
+    ),
+    AdmissionCheck(
         "CPG026",
         _each_rule(
             "!(has(r.fromNodes) && size(r.fromNodes) > 0) && "
@@ -314,8 +360,20 @@ ADMISSION_CHECKS = (
         ),
     ),
     AdmissionCheck(
+        "CPG028",
+        "!variables.namespaced || [has(object.metadata.namespace) && "
+        "object.metadata.namespace != '' ? object.metadata.namespace : 'default'].all(home, "
+        + _every_spec(_subject_in_home())
+        + ")",
+    ),
+    AdmissionCheck(
         "CPG029",
         "!variables.namespaced || (" + _every_spec("!has(s.nodeSelector)") + ")",
+    ),
+    AdmissionCheck(
+        "CPG032",
+        "!has(object.metadata.annotations) || "
+        "!('policy.cilium.io/audit-mode' in object.metadata.annotations)",
     ),
     AdmissionCheck(
         "CPG046",
