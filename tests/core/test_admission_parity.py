@@ -311,3 +311,27 @@ def test_lint_on_the_cluster_says_what_the_guard_would_refuse(tmp_path: Path) ->
     assert "shop/broken (CPG016)" in ran.stdout
     assert "would warn about 1 of the 3" in ran.stdout and "shop/open (CPG005)" in ran.stdout
     assert {m for m, _p in kube.requests} == {"GET"}
+
+
+def test_the_guard_reads_a_port_as_cilium_does() -> None:
+    """The port the guard computes from a port's text (Go's unsigned literal: a base prefix
+    or a leading 0 for octal, underscores) is the one Cilium reads, on every shape."""
+    import random
+
+    from cpg_core.policy._admission_cel import _port_value
+    from cpg_core.policy._port_text import cilium_port
+
+    expression = environment("t").compile(_port_value("t"))
+    texts = ["80", "0", "00", "0100", "0x50", "0o17", "0b101", "8_080", "65535", "65536"]
+    texts += ["0xffff", "0x10000", "0177777", "0200000", "http", "089", "0x_5", "1__0", ""]
+    texts += ["0b" + "1" * 16, "0b" + "1" * 17, "0" * 40 + "1", "9" * 20, "0x", "_1", "1_"]
+    chosen = random.Random(7)
+    texts += [
+        "".join(chosen.choices("0123456789_xXoObBabcdefF", k=chosen.randint(1, 9)))
+        for _ in range(2000)
+    ]
+    for text in texts:
+        read = cilium_port(text)
+        assert expression.eval(data={"t": text}).plain_value() == (-1 if read is None else read), (
+            text
+        )

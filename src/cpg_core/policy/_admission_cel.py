@@ -253,6 +253,129 @@ def _subject_in_home() -> str:
     )
 
 
+_GO_UINT = (
+    "^(0[xX]_?[0-9a-fA-F]+(_[0-9a-fA-F]+)*|0[oO]_?[0-7]+(_[0-7]+)*|0[bB]_?[01]+(_[01]+)*"
+    "|0(_?[0-7])+|[1-9](_?[0-9])*|0)$"
+)
+"""An unsigned integer as Go's ParseUint (base 0) reads it, which Cilium reads ports with."""
+_IN_RANGE = {
+    16: "^0*[0-9a-f]{1,4}$",
+    8: "^0*([0-7]{1,5}|1[0-7]{5})$",
+    2: "^0*[01]{1,16}$",
+}
+"""The digits of a number at most 65535 in each base (leading zeros allowed)."""
+
+
+def _digit_sum(body: str, base: int) -> str:
+    """The value of the lowercase digits ``body`` in ``base`` (the last 16 digits: the range
+    check has made every digit before them a zero)."""
+    terms = []
+    for power in range(16):
+        at = f"size({body}) - {power + 1}"
+        terms.append(
+            f"({at} >= 0 ? '0123456789abcdef'.indexOf({body}.charAt({at})) * {base**power} : 0)"
+        )
+    return _balanced_sum(terms)
+
+
+def _balanced_sum(terms: list[str]) -> str:
+    """``terms`` added up as a balanced tree: CEL parsers bound how deep an expression nests
+    (32 in cel-cpp), and a chain of additions nests one level per term."""
+    if len(terms) == 1:
+        return terms[0]
+    middle = len(terms) // 2
+    return f"({_balanced_sum(terms[:middle])} + {_balanced_sum(terms[middle:])})"
+
+
+def _port_value(text: str) -> str:
+    """The port Cilium reads from the string ``text`` (a Go unsigned literal: a base prefix
+    or a leading 0 for octal, underscores), or -1 when it reads none (out of 0-65535, or not
+    a number: a named port)."""
+    body = (
+        "(d.matches('^0[xXoObB]') ? d.substring(2) : (d.matches('^0[0-9]') ? d.substring(1) "
+        ": d)).lowerAscii()"
+    )
+    base = (
+        "(d.matches('^0[xX]') ? 16 : (d.matches('^0[oO]') || d.matches('^0[0-9]') ? 8 : "
+        "(d.matches('^0[bB]') ? 2 : 10)))"
+    )
+    by_base = " : ".join(
+        f"b == {n} ? (x.matches('{_IN_RANGE[n]}') ? {_digit_sum('x', n)} : -1)" for n in (16, 8, 2)
+    )
+    value = f"(b == 10 ? (size(x) <= 5 && int(x) <= 65535 ? int(x) : -1) : ({by_base} : -1))"
+    return (
+        f"(size({text}) <= 64 && {text}.matches('{_GO_UINT}') ? [{text}.replace('_', '')]"
+        f".map(d, [{body}].map(x, [{base}].map(b, {value})[0])[0])[0] : -1)"
+    )
+
+
+def _port_entries() -> str:
+    """Of spec ``s``: per section, per rule, per port rule, each port entry as what the
+    checks read of it: its text, the port Cilium reads (-1: none), its endPort (-1: none),
+    its protocol, and the port rule's L7 rules (HTTP, DNS: of the allow sections only).
+    The endPort is null when not written."""
+    sections = []
+    for section in _SECTIONS:
+        l7 = section in ("ingress", "egress")
+        http = "has(pr.rules) && has(pr.rules.http) && size(pr.rules.http) > 0" if l7 else "false"
+        dns = "has(pr.rules) && has(pr.rules.dns) && size(pr.rules.dns) > 0" if l7 else "false"
+        entry = (
+            "[has(x.port) ? string(x.port) : ''].map(t, {"
+            "'t': t, "
+            f"'v': {_port_value('t')}, "
+            "'e': has(x.endPort) ? x.endPort : null, "
+            "'p': has(x.protocol) ? x.protocol : '', "
+            f"'http': {http}, 'dns': {dns}"
+            "})[0]"
+        )
+        sections.append(
+            f"(has(s.{section}) ? s.{section}.map(r, has(r.toPorts) ? r.toPorts.map(pr, "
+            f"has(pr.ports) ? pr.ports.map(x, {entry}) : []) : []) : [])"
+        )
+    return "[" + ", ".join(sections) + "]"
+
+
+def _every_port(condition: str) -> str:
+    """Every port entry ``x`` (as :func:`_port_entries` reads it) holds ``condition``."""
+    return (
+        "variables.ports.all(spec, spec.all(section, section.all(rule, rule.all(pr, "
+        f"pr.all(x, {condition})))))"
+    )
+
+
+_PORT_UNPARSED = (
+    "((x.t.matches('^[0-9]+$') && x.v < 0) || (x.e != null && (x.e < 0 || x.e > 65535)))"
+)
+"""CPG009: digits Cilium does not read as a port, or an endPort out of 0-65535."""
+_PORT_OCTAL = f"(!{_PORT_UNPARSED} && x.v >= 0 && x.t != string(x.v))"
+"""CPG027: a port Cilium reads as another number than written (0100 is 64)."""
+_END_BELOW = (
+    f"(!{_PORT_UNPARSED} && !{_PORT_OCTAL} && x.e != null && x.v >= 0 && x.e > 0 && x.e < x.v)"
+)
+"""CPG023: an endPort below the port (Cilium reads the port alone)."""
+
+
+def _l7_placement(section: str) -> str:
+    """Port rule ``pr`` of a rule of ``section`` of spec ``s``: its L7 rules, TLS names and
+    listener where Cilium takes them (CPG021's placement checks)."""
+    l7 = section in ("ingress", "egress")
+    ingress = section.startswith("ingress")
+    http = f"(has(pr.rules) && {_nonempty('pr.rules.http')})" if l7 else "false"
+    dns = f"(has(pr.rules) && {_nonempty('pr.rules.dns')})" if l7 else "false"
+    ports = "(has(pr.ports) && size(pr.ports) > 0)"
+    host = "has(s.nodeSelector)"
+    refused = [
+        f"({dns} && {str(ingress).lower()})",
+        f"({dns} && !{ports})",
+        f"({host} && {http})",
+        f"({host} && {dns} && {str(ingress).lower()})",
+        f"({_nonempty('pr.serverNames')} && ({http} || {dns}) && !{_nonempty('pr.terminatingTLS')})",
+        f"({_nonempty('pr.listener')} && {str(ingress).lower()})",
+        f"({_nonempty('pr.listener')} && ({http} || {dns}))",
+    ]
+    return f"!has(r.toPorts) || r.toPorts.all(pr, !({' || '.join(refused)}))"
+
+
 ADMISSION_VARIABLES = (
     Variable("namespaced", "object.kind == 'CiliumNetworkPolicy'"),
     Variable(
@@ -261,6 +384,7 @@ ADMISSION_VARIABLES = (
     ),
     Variable("peerSelectors", f"variables.specs.map(s, {_peer_selector_lists()})"),
     Variable("otherSelectors", f"variables.specs.map(s, {_other_selector_lists()})"),
+    Variable("ports", f"variables.specs.map(s, {_port_entries()})"),
 )
 """What several checks read: whether the policy is namespaced, its specs (``spec`` and each
 of ``specs``), and per spec the lists of label selectors it holds (one list per place)."""
@@ -293,6 +417,7 @@ ADMISSION_CHECKS = (
             f"{_EVERYWHERE}))"
         ),
     ),
+    AdmissionCheck("CPG009", _every_port(f"!{_PORT_UNPARSED}")),
     AdmissionCheck(
         "CPG010",
         _every_spec(
@@ -334,6 +459,20 @@ ADMISSION_CHECKS = (
         _each_rule("!(has(r.icmps) && size(r.icmps) > 0 && has(r.toPorts) && size(r.toPorts) > 0)"),
     ),
     AdmissionCheck(
+        "CPG020",
+        _every_port("x.t != '' && !(x.p in ['VRRP', 'IGMP'] && x.v > 0)"),
+    ),
+    AdmissionCheck(
+        "CPG021",
+        _every_port(
+            "!(x.v >= 0 && ((x.dns && x.e != null && x.e > x.v) || ((x.http || x.dns) && "
+            "x.v == 0) || (x.http && x.p != 'TCP')))"
+        )
+        + " && "
+        + " && ".join(_each_rule(_l7_placement(section), (section,)) for section in _SECTIONS),
+    ),
+    AdmissionCheck("CPG023", _every_port(f"!{_END_BELOW}")),
+    AdmissionCheck(
         "CPG024",
         "!variables.namespaced || ("
         + _every_spec(
@@ -359,6 +498,7 @@ ADMISSION_CHECKS = (
             "!(has(r.toNodes) && size(r.toNodes) > 0)"
         ),
     ),
+    AdmissionCheck("CPG027", _every_port(f"!{_PORT_OCTAL}")),
     AdmissionCheck(
         "CPG028",
         "!variables.namespaced || [has(object.metadata.namespace) && "
