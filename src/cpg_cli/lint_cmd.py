@@ -13,7 +13,7 @@ from cpg_core import CpgError
 from cpg_io import runs
 
 _Paths = Annotated[
-    list[str],
+    list[str] | None,
     typer.Argument(
         metavar="FILE|DIR...",
         help="Policy files, or folders searched for *.yaml and *.yml (any YAML: documents "
@@ -54,14 +54,6 @@ _ListRules = Annotated[
 ]
 
 
-def _admission_policy(value: bool) -> None:
-    if value:
-        from cpg_core.reports import admission_yaml
-
-        typer.echo(admission_yaml(), nl=False)
-        raise typer.Exit()
-
-
 _AdmissionPolicy = Annotated[
     bool,
     typer.Option(
@@ -69,17 +61,16 @@ _AdmissionPolicy = Annotated[
         help="Print lint's rules as a ValidatingAdmissionPolicy with its ConfigMaps and "
         "bindings (Kubernetes 1.30+; kubectl apply -f -), and exit: the API server then "
         "checks every Cilium policy a tenant applies. The Deny binding warns until you flip "
-        "it; the header lists the rules left to lint and why.",
-        callback=_admission_policy,
-        is_eager=True,
+        "it; the header lists the rules left to lint and why. With --cilium-version, the "
+        "checks of that release.",
     ),
 ]
 
 
 @opt.with_options("lint")
 def lint(
-    paths: _Paths,
     options: opt.Values,
+    paths: _Paths = None,
     pod_cidr: _PodCidr = [],  # noqa: B006 - Typer reads the default, never mutates it
     output: Annotated[
         str,
@@ -118,6 +109,16 @@ def lint(
             param_hint="--cilium-version",
         )
 
+    if admission_policy:
+        from cpg_core.reports import admission_yaml
+
+        typer.echo(admission_yaml(version=version), nl=False)
+        raise typer.Exit()
+    if not paths:
+        raise typer.BadParameter(
+            "give the policy files or folders to lint (or --admission-policy)",
+            param_hint="FILE|DIR...",
+        )
     for cidr in pod_cidr:
         try:
             ipaddress.ip_network(cidr, strict=False)

@@ -17,8 +17,10 @@ import pytest
 from conftest import SHARED
 from cpg_core.lint import lint_text
 from cpg_core.policy import load_all
-from cpg_core.policy._admission_cel import ADMISSION_CHECKS, ADMISSION_VARIABLES, NOT_AT_ADMISSION
+from cpg_core.policy._admission_cel import ADMISSION_VARIABLES, NOT_AT_ADMISSION
+from cpg_core.reports._admission import admission_checks
 from cpg_core.review._lint import RULES
+from cpg_core.review._lint_versions import NEWEST, SUPPORTED
 from cpg_io.crd_schema import crd_schema_errors
 
 cel = pytest.importorskip("cel_expr_python.cel")
@@ -85,10 +87,10 @@ def environment(*names: str) -> Any:
 class Guard:
     """The guard's variables and checks compiled once, evaluated as the API server does."""
 
-    def __init__(self) -> None:
+    def __init__(self, version: tuple[int, int, int] = NEWEST) -> None:
         self.env = environment("object", "variables")
         self.variables = [(v.name, self.env.compile(v.expression)) for v in ADMISSION_VARIABLES]
-        self.checks = {c.code: self.env.compile(c.expression) for c in ADMISSION_CHECKS}
+        self.checks = {c.code: self.env.compile(c.expression) for c in admission_checks(version)}
 
     def variables_of(self, document: Mapping[str, Any]) -> dict[str, Any]:
         """The policy's variables for ``document``, each reading those before it."""
@@ -109,19 +111,25 @@ class Guard:
 
 
 GUARD = Guard()
+GUARDS = {version: Guard(version) for version in SUPPORTED}
+"""The guard for each release lint knows (the version rules differ)."""
 
 
-def lint_codes(document: Mapping[str, Any]) -> set[str]:
+def lint_codes(document: Mapping[str, Any], version: tuple[int, int, int] = NEWEST) -> set[str]:
     import yaml
 
     text = yaml.safe_dump(document, sort_keys=False)
-    return {f.code for f in lint_text(text, "d.yaml", schema=crd_schema_errors)}
+    found = lint_text(text, "d.yaml", schema=crd_schema_errors, cilium_version=version)
+    return {f.code for f in found}
 
 
+@pytest.mark.parametrize("version", SUPPORTED, ids=[".".join(map(str, v[:2])) for v in SUPPORTED])
 @pytest.mark.parametrize(("name", "document"), DOCUMENTS, ids=[n for n, _ in DOCUMENTS])
-def test_the_guard_agrees_with_lint(name: str, document: dict[str, Any]) -> None:
-    flagged = lint_codes(document)
-    verdicts = GUARD.verdicts(document)
+def test_the_guard_agrees_with_lint(
+    name: str, document: dict[str, Any], version: tuple[int, int, int]
+) -> None:
+    flagged = lint_codes(document, version)
+    verdicts = GUARDS[version].verdicts(document)
     disagree = {
         code: ("lint flags it, the guard admits it" if code in flagged else "the guard refuses it")
         for code, admitted in verdicts.items()
@@ -131,7 +139,7 @@ def test_the_guard_agrees_with_lint(name: str, document: dict[str, Any]) -> None
 
 
 def test_every_rule_is_enforced_or_said_why_not() -> None:
-    enforced = {c.code for c in ADMISSION_CHECKS}
+    enforced = {c.code for v in SUPPORTED for c in admission_checks(v)}
     left = {n.code for n in NOT_AT_ADMISSION}
     assert not enforced & left
     assert enforced | left <= set(RULES)
@@ -140,8 +148,15 @@ def test_every_rule_is_enforced_or_said_why_not() -> None:
 def test_the_parity_covers_documents_that_break_each_enforced_rule() -> None:
     """Each enforced rule is seen refusing at least one document (a rule no fixture breaks
     would agree with lint by never firing)."""
-    refused = {code for _n, d in DOCUMENTS for code, ok in GUARD.verdicts(d).items() if not ok}
-    assert refused == {c.code for c in ADMISSION_CHECKS}
+    refused = {
+        code
+        for guard in GUARDS.values()
+        for _n, d in DOCUMENTS
+        for code, ok in guard.verdicts(d).items()
+        if not ok
+    }
+    # CPG030 is about fields the newest CRD refuses (its documents are tested below)
+    assert refused | {"CPG030"} == {c.code for v in SUPPORTED for c in admission_checks(v)}
     assert len(DOCUMENTS) > 150
 
 
@@ -155,7 +170,7 @@ def test_a_validation_takes_its_rule_only_where_the_bindings_configmap_names_it(
     validations = {
         v["message"].split()[0]: env.compile(v["expression"]) for v in policy["spec"]["validations"]
     }
-    assert set(validations) == {c.code for c in ADMISSION_CHECKS}
+    assert set(validations) == {c.code for c in admission_checks()}
     bad = {
         "apiVersion": "cilium.io/v2",
         "kind": "CiliumNetworkPolicy",
@@ -335,3 +350,35 @@ def test_the_guard_reads_a_port_as_cilium_does() -> None:
         assert expression.eval(data={"t": text}).plain_value() == (-1 if read is None else read), (
             text
         )
+
+
+def test_deprecated_fields_an_older_crd_stores_are_refused_as_lint_refuses_them() -> None:
+    """fromRequires (deprecated from 1.19, refused by 1.20's CRD) and Kafka rules (before
+    1.20): documents an older release's CRD stores, so the guard for that release sees them."""
+    requires = dict(_lint_cases())["lint-case:CPG030:bad"]
+    kafka = json.loads(json.dumps(requires))
+    rule = kafka["spec"]["ingress"][0]
+    del rule["fromRequires"]
+    rule["toPorts"] = [
+        {"ports": [{"port": "9092", "protocol": "TCP"}], "rules": {"kafka": [{"topic": "t"}]}}
+    ]
+    for document in (requires, kafka):
+        for version in SUPPORTED:
+            flagged = "CPG030" in lint_codes(document, version)
+            verdicts = GUARDS[version].verdicts(document)
+            assert verdicts.get("CPG030", True) is not flagged, (version, document["spec"])
+    assert "CPG030" in lint_codes(requires, (1, 19, 0)) and "CPG030" in lint_codes(
+        kafka, (1, 19, 0)
+    )
+
+
+def test_the_guard_for_an_older_release_takes_its_version_rules() -> None:
+    from conftest import cpg
+
+    older = cpg("lint", "--admission-policy", "--cilium-version", "1.18")
+    newest = cpg("lint", "--admission-policy")
+    assert older.returncode == 0 and "for Cilium 1.18" in older.stdout
+    assert "CPG031" in older.stdout and "CPG033" in older.stdout
+    assert "CPG031" not in newest.stdout.split("Left to lint")[0]
+    bad = cpg("lint", "--admission-policy", "--cilium-version", "2.0")
+    assert bad.returncode == 2 and "--cilium-version" in bad.stderr

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         AdmissionCheck,
         NotAtAdmission,
         exempt_namespaces,
+        version_checks,
     )
     from cpg_core.policy._agent import (
         CONFIG_MAP,
@@ -149,6 +150,7 @@ _WHERE = {
     "AdmissionCheck": "cpg_core.policy._admission_cel",
     "NotAtAdmission": "cpg_core.policy._admission_cel",
     "exempt_namespaces": "cpg_core.policy._admission_cel",
+    "version_checks": "cpg_core.policy._admission_cel",
     "BASELINE": "cpg_core.policy._tiers",
     "BOUNDED_LOADER": "cpg_core.policy._yamlread",
     "DEFAULT_DENY_FIELD": "cpg_core.policy._model",
@@ -356,6 +358,7 @@ __all__ = [
     "subject_lines",
     "subject_of",
     "tier_policy",
+    "version_checks",
     "with_exclusions",
     "with_subject",
     "without_exclusions",

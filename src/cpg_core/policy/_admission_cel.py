@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import attrs
 
-from cpg_core.base import NAMESPACE_LABEL
+from cpg_core.base import CLUSTER_LABEL, NAMESPACE_LABEL, Version
 from cpg_core.policy._model import ICMP_TYPE_NAMES
 
 _SECTIONS = ("ingress", "ingressDeny", "egress", "egressDeny")
@@ -376,6 +376,71 @@ def _l7_placement(section: str) -> str:
     return f"!has(r.toPorts) || r.toPorts.all(pr, !({' || '.join(refused)}))"
 
 
+_PEER_FIELDS = {
+    "ingress": (
+        "fromCIDR",
+        "fromCIDRSet",
+        "fromEndpoints",
+        "fromEntities",
+        "fromGroups",
+        "fromNodes",
+        "fromRequires",
+    ),
+    "egress": (
+        "toCIDR",
+        "toCIDRSet",
+        "toEndpoints",
+        "toEntities",
+        "toFQDNs",
+        "toGroups",
+        "toNodes",
+        "toRequires",
+        "toServices",
+    ),
+}
+"""The peer fields the CRD's schema gives a rule of each allow section."""
+
+
+def _same_peers(section: str) -> str:
+    """Rules ``a`` and ``b`` name the same peers (every field but ports, ICMP and
+    authentication written alike)."""
+    return " && ".join(
+        f"has(a.{key}) == has(b.{key}) && (!has(a.{key}) || a.{key} == b.{key})"
+        for key in _PEER_FIELDS[section]
+    )
+
+
+def _same_port(first: str, second: str) -> str:
+    """Port entries naming the same port for a protocol both take (a protocol left out is
+    TCP, UDP and SCTP)."""
+
+    def protocol(entry: str) -> str:
+        return f"(has({entry}.protocol) && {entry}.protocol != '' ? {entry}.protocol.upperAscii() : 'ANY')"
+
+    def port(entry: str) -> str:
+        return f"(has({entry}.port) ? string({entry}.port) : '0')"
+
+    any_of = "['TCP', 'UDP', 'SCTP']"
+    one, two = protocol(first), protocol(second)
+    return (
+        f"{port(first)} == {port(second)} && ({one} == {two} || ({one} == 'ANY' && {two} in "
+        f"{any_of}) || ({two} == 'ANY' && {one} in {any_of}))"
+    )
+
+
+def _l4_voids_l7(section: str) -> str:
+    """Spec ``s``: no port of an L7 port rule is also in a plain port rule of a rule with the
+    same peers (Cilium merges them, and the plain one admits every request)."""
+    layered = "has(p.rules) && size(p.rules) > 0"
+    plain = "!(has(q.rules) && size(q.rules) > 0)"
+    return (
+        f"!has(s.{section}) || s.{section}.all(a, !has(a.toPorts) || a.toPorts.all(p, "
+        f"!({layered}) || !has(p.ports) || p.ports.all(e, !s.{section}.exists(b, "
+        f"{_same_peers(section)} && has(b.toPorts) && b.toPorts.exists(q, {plain} && "
+        f"has(q.ports) && q.ports.exists(f, {_same_port('e', 'f')}))))))"
+    )
+
+
 ADMISSION_VARIABLES = (
     Variable("namespaced", "object.kind == 'CiliumNetworkPolicy'"),
     Variable(
@@ -416,6 +481,9 @@ ADMISSION_CHECKS = (
             f"(!has(r.SIDECIDRSet) || !r.SIDECIDRSet.exists(c, has(c.cidr) && c.cidr in "
             f"{_EVERYWHERE}))"
         ),
+    ),
+    AdmissionCheck(
+        "CPG008", _every_spec(f"({_l4_voids_l7('ingress')}) && ({_l4_voids_l7('egress')})")
     ),
     AdmissionCheck("CPG009", _every_port(f"!{_PORT_UNPARSED}")),
     AdmissionCheck(
@@ -522,6 +590,86 @@ ADMISSION_CHECKS = (
 )
 """The rules the guard enforces so far, each as lint judges it on one document."""
 
+
+def _endpoint_selector_lists() -> str:
+    """Of spec ``s``: each rule's endpoint peers (either direction's field), a list per rule."""
+    lists = []
+    for section in _SECTIONS:
+        side = "from" if section.startswith("ingress") else "to"
+        lists.append(_rules_lists(section, f"has(r.{side}Endpoints) ? r.{side}Endpoints : []"))
+    return " + ".join(lists)
+
+
+def _names_cluster(selector: str) -> str:
+    key = "^([^:]*:)?" + CLUSTER_LABEL.replace(".", "[.]") + "$"
+    return (
+        f"((has({selector}.matchLabels) && {selector}.matchLabels.exists(k, k.matches('{key}')))"
+        f" || (has({selector}.matchExpressions) && {selector}.matchExpressions.exists(e, "
+        f"e.key.matches('{key}'))))"
+    )
+
+
+def _names_reserved(selector: str) -> str:
+    return (
+        f"((has({selector}.matchLabels) && {selector}.matchLabels.exists(k, "
+        f"k.startsWith('reserved:'))) || (has({selector}.matchExpressions) && "
+        f"{selector}.matchExpressions.exists(e, e.key.startsWith('reserved:'))))"
+    )
+
+
+def version_checks(version: Version, since: dict[str, Version]) -> tuple[AdmissionCheck, ...]:
+    """The checks of what Cilium ``version`` reads otherwise than the newest release (its
+    deprecations and the features it lacks), ``since`` naming the first release of each:
+    ``requires-deprecated``, ``cluster-mesh-entity``, ``multi-label-wildcard``,
+    ``kafka-gone``, ``local-cluster-default``."""
+    checks: list[AdmissionCheck] = []
+    deprecated = []
+    if version >= since["requires-deprecated"]:
+        deprecated.append(
+            _each_rule(f"!{_nonempty('r.fromRequires')} && !{_nonempty('r.toRequires')}")
+        )
+    if version < since["kafka-gone"]:
+        deprecated.append(
+            _each_rule(
+                "!has(r.toPorts) || r.toPorts.all(p, !(has(p.rules) && "
+                f"{_nonempty('p.rules.kafka')}))"
+            )
+        )
+    if deprecated:
+        checks.append(AdmissionCheck("CPG030", " && ".join(deprecated)))
+    missing = []
+    if version < since["cluster-mesh-entity"]:
+        missing.append(
+            _each_rule(
+                "(!has(r.fromEntities) || !('cluster-mesh' in r.fromEntities)) && "
+                "(!has(r.toEntities) || !('cluster-mesh' in r.toEntities))"
+            )
+        )
+    if version < since["multi-label-wildcard"]:
+        wildcard = "(has(n.matchPattern) && n.matchPattern.startsWith('**.'))"
+        missing.append(
+            _each_rule("!has(r.toFQDNs) || !r.toFQDNs.exists(n, " + wildcard + ")", ("egress",))
+            + " && "
+            + _each_rule(
+                "!has(r.toPorts) || r.toPorts.all(p, !(has(p.rules) && has(p.rules.dns)) || "
+                f"!p.rules.dns.exists(n, {wildcard}))"
+            )
+        )
+    if missing:
+        checks.append(AdmissionCheck("CPG031", " && ".join(missing)))
+    if version < since["local-cluster-default"]:
+        each = f"variables.specs.map(s, {_endpoint_selector_lists()})"
+        checks.append(
+            AdmissionCheck(
+                "CPG033",
+                f"[{each}].all(every, !every.exists(spec, spec.exists(l, l.exists(sel, "
+                f"{_names_cluster('sel')}))) || every.all(spec, spec.all(l, l.all(sel, "
+                f"{_names_cluster('sel')} || {_names_reserved('sel')}))))",
+            )
+        )
+    return tuple(checks)
+
+
 NOT_AT_ADMISSION = (
     NotAtAdmission(
         "CPG001",
@@ -586,4 +734,5 @@ __all__ = [
     "NotAtAdmission",
     "Variable",
     "exempt_namespaces",
+    "version_checks",
 ]

@@ -9,13 +9,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from cpg_core.base import Version
 from cpg_core.policy import (
     ADMISSION_CHECKS,
     ADMISSION_VARIABLES,
     NOT_AT_ADMISSION,
+    AdmissionCheck,
     exempt_namespaces,
+    version_checks,
 )
-from cpg_core.review import RULES, LintRule, lint_text
+from cpg_core.review import NEWEST, RULES, LintRule, lint_text, milestones
 
 POLICY_NAME = "cpg-lint"
 EXEMPT_LABEL = "cpg.io/guard"
@@ -34,11 +37,17 @@ def _message(rule: LintRule) -> str:
     return " ".join(text.split())[:MESSAGE_LIMIT]
 
 
-def admission_policy() -> dict[str, Any]:
-    """The ValidatingAdmissionPolicy: each enforced rule's check, taken when the binding's
-    ConfigMap names the rule."""
+def admission_checks(version: Version = NEWEST) -> tuple[AdmissionCheck, ...]:
+    """Every check the guard makes for Cilium ``version``, by rule code."""
+    checks = [*ADMISSION_CHECKS, *version_checks(version, milestones())]
+    return tuple(sorted(checks, key=lambda check: check.code))
+
+
+def admission_policy(version: Version = NEWEST) -> dict[str, Any]:
+    """The ValidatingAdmissionPolicy: each enforced rule's check (for Cilium ``version``),
+    taken when the binding's ConfigMap names the rule."""
     validations = []
-    for check in ADMISSION_CHECKS:
+    for check in admission_checks(version):
         validations.append(
             {
                 "expression": f"!has(params.data) || !('{check.code}' in params.data) || "
@@ -109,15 +118,17 @@ def admission_binding(action: str, namespace: str, validation_action: str = "") 
     }
 
 
-def admission_objects(namespace: str = "cpg", *, rollout: bool = True) -> list[dict[str, Any]]:
+def admission_objects(
+    namespace: str = "cpg", *, rollout: bool = True, version: Version = NEWEST
+) -> list[dict[str, Any]]:
     """Every object of the guard: the policy; the Deny ConfigMap with the enforced error
     rules, the Warn one with the enforced warnings, an empty Audit one; and their bindings.
     With ``rollout``, the Deny binding warns until a user flips it to Deny."""
-    enforced = [c.code for c in ADMISSION_CHECKS]
+    enforced = [c.code for c in admission_checks(version)]
     errors = [c for c in enforced if RULES[c].level == "error"]
     warnings = [c for c in enforced if RULES[c].level == "warning"]
     chosen = {"Deny": errors, "Warn": warnings, "Audit": []}
-    objects = [admission_policy()]
+    objects = [admission_policy(version)]
     for action in ACTIONS:
         objects.append(admission_params(action, chosen[action], namespace))
     for action in ACTIONS:
@@ -136,6 +147,7 @@ __all__ = [
     "EXEMPT_LABEL",
     "POLICY_NAME",
     "admission_binding",
+    "admission_checks",
     "admission_objects",
     "admission_params",
     "admission_policy",
@@ -146,14 +158,17 @@ __all__ = [
 ]
 
 
-def admission_yaml(namespace: str = "cpg", *, rollout: bool = True) -> str:
-    """The guard's objects as one YAML stream, headed by what it enforces and what it
-    leaves to lint (with why)."""
+def admission_yaml(
+    namespace: str = "cpg", *, rollout: bool = True, version: Version = NEWEST
+) -> str:
+    """The guard's objects as one YAML stream (for Cilium ``version``), headed by what it
+    enforces and what it leaves to lint (with why)."""
     import yaml
 
-    enforced = ", ".join(c.code for c in ADMISSION_CHECKS)
+    enforced = ", ".join(c.code for c in admission_checks(version))
+    release = ".".join(map(str, version[:2]))
     lines = [
-        "# cpg's lint rules as a ValidatingAdmissionPolicy (Kubernetes 1.30+).",
+        f"# cpg's lint rules as a ValidatingAdmissionPolicy (Kubernetes 1.30+), for Cilium {release}.",
         f"# Enforced on one document: {enforced}.",
         "# A rule is taken by the action whose ConfigMap names it; the Deny binding warns",
         "# until you set its validationActions to [Deny]. A namespace labelled",
@@ -162,24 +177,28 @@ def admission_yaml(namespace: str = "cpg", *, rollout: bool = True) -> str:
         *(f"#   {code}: {why}" for code, why in not_enforced()),
     ]
     body = yaml.safe_dump_all(
-        admission_objects(namespace, rollout=rollout), sort_keys=False, width=100
+        admission_objects(namespace, rollout=rollout, version=version), sort_keys=False, width=100
     )
     return "\n".join(lines) + "\n" + body
 
 
-def guard_notes(policies: Sequence[Mapping[str, Any]], limit: int = 20) -> tuple[str, ...]:
+def guard_notes(
+    policies: Sequence[Mapping[str, Any]], limit: int = 20, version: Version = NEWEST
+) -> tuple[str, ...]:
     """What the guard, as shipped, would do with the stored ``policies`` on their next
     create or update: those it would refuse once its Deny binding denies, and those it would
     warn about. Read off lint's findings of the guard's rules: the guard's expressions give
     lint's verdict on every rule they enforce (proven in cpg's tests), so no CEL runs here."""
     import yaml
 
-    enforced = {c.code for c in ADMISSION_CHECKS}
+    enforced = {c.code for c in admission_checks(version)}
     refused: list[str] = []
     warned: list[str] = []
     for policy in policies:
         text = yaml.safe_dump(dict(policy), sort_keys=False)
-        found = [f for f in lint_text(text, "cluster") if f.code in enforced]
+        found = [
+            f for f in lint_text(text, "cluster", cilium_version=version) if f.code in enforced
+        ]
         if not found:
             continue
         name = found[0].policy or "?"

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from cpg_core.review._lint_versions import (
         NEWEST,
         SUPPORTED,
+        milestones,
         parse_version,
         supported_text,
     )
@@ -124,6 +125,7 @@ _WHERE = {
     "LintFinding": "cpg_core.review._lint",
     "LintRule": "cpg_core.review._lint",
     "NEWEST": "cpg_core.review._lint_versions",
+    "milestones": "cpg_core.review._lint_versions",
     "NeedsRule": "cpg_core.review._drift",
     "Plan": "cpg_core.review._plan",
     "PlanJudge": "cpg_core.review._plan",
@@ -240,6 +242,7 @@ __all__ = [
     "lint_texts",
     "lint_together",
     "merged_answers",
+    "milestones",
     "not_ready_first",
     "parse_version",
     "plan_evidence",

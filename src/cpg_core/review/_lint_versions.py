@@ -33,6 +33,18 @@ CLUSTER_NETWORK_POLICY_SINCE: Version = (1, 20, 0)
 AUDIT_MODE_ANNOTATION = "policy.cilium.io/audit-mode"
 
 
+def milestones() -> dict[str, Version]:
+    """The first release of each thing the version rules know (what the admission guard
+    builds its version checks from)."""
+    return {
+        "requires-deprecated": DEPRECATED_REQUIRES_SINCE,
+        "cluster-mesh-entity": CLUSTER_MESH_ENTITY_SINCE,
+        "multi-label-wildcard": MULTI_LABEL_WILDCARD_SINCE,
+        "kafka-gone": KAFKA_GONE_SINCE,
+        "local-cluster-default": LOCAL_CLUSTER_DEFAULT_SINCE,
+    }
+
+
 def parse_version(text: str) -> Version | None:
     """``1.19`` (or ``v1.19.3``) as a supported release, or None."""
     parts = text.strip().lstrip("v").split(".")
