@@ -16,7 +16,7 @@ import pytest
 
 from conftest import SHARED
 from cpg_core.lint import lint_text
-from cpg_core.policy import load_all
+from cpg_core.policy import is_network_policy, load_all, network_policy_refusals
 from cpg_core.policy._admission_cel import ADMISSION_VARIABLES, NOT_AT_ADMISSION
 from cpg_core.reports._admission import admission_checks
 from cpg_core.review._lint import RULES
@@ -62,13 +62,19 @@ def documents() -> list[tuple[str, dict[str, Any]]]:
         found += [(f"{path.relative_to(path.parents[2])}:{n}", d) for n, d in enumerate(read)]
     kept = []
     for name, document in found:
-        if (
-            isinstance(document, Mapping)
-            and document.get("kind") in KINDS
-            and not crd_schema_errors(document)
-        ):
+        if isinstance(document, Mapping) and _stored(document):
             kept.append((name, json.loads(json.dumps(document, default=str))))
     return kept
+
+
+def _stored(document: Mapping[str, Any]) -> bool:
+    """A document the API server would store: a Cilium policy its CRD's schema takes, or a
+    NetworkPolicy its own validation takes."""
+    if document.get("kind") in KINDS:
+        return not crd_schema_errors(document)
+    if is_network_policy(document):
+        return not network_policy_refusals(document)
+    return False
 
 
 DOCUMENTS = documents()
@@ -158,6 +164,7 @@ def test_the_parity_covers_documents_that_break_each_enforced_rule() -> None:
     # CPG030 is about fields the newest CRD refuses (its documents are tested below)
     assert refused | {"CPG030"} == {c.code for v in SUPPORTED for c in admission_checks(v)}
     assert len(DOCUMENTS) > 150
+    assert sum(1 for _n, d in DOCUMENTS if d["kind"] == "NetworkPolicy") >= 10
 
 
 def test_a_validation_takes_its_rule_only_where_the_bindings_configmap_names_it() -> None:

@@ -17,10 +17,12 @@ if TYPE_CHECKING:
     from cpg_core.policy._admission_cel import (
         ADMISSION_CHECKS,
         ADMISSION_VARIABLES,
+        CILIUM_KINDS,
         NOT_AT_ADMISSION,
         AdmissionCheck,
         NotAtAdmission,
         exempt_namespaces,
+        network_policy_checks,
         version_checks,
     )
     from cpg_core.policy._agent import (
@@ -151,6 +153,8 @@ _WHERE = {
     "NotAtAdmission": "cpg_core.policy._admission_cel",
     "exempt_namespaces": "cpg_core.policy._admission_cel",
     "version_checks": "cpg_core.policy._admission_cel",
+    "CILIUM_KINDS": "cpg_core.policy._admission_cel",
+    "network_policy_checks": "cpg_core.policy._admission_cel",
     "BASELINE": "cpg_core.policy._tiers",
     "BOUNDED_LOADER": "cpg_core.policy._yamlread",
     "DEFAULT_DENY_FIELD": "cpg_core.policy._model",
@@ -260,6 +264,7 @@ __all__ = [
     "ADMISSION_VARIABLES",
     "BASELINE",
     "BOUNDED_LOADER",
+    "CILIUM_KINDS",
     "CONFIG_MAP",
     "DEFAULT_DENY_FIELD",
     "DENY",
@@ -329,6 +334,7 @@ __all__ = [
     "load_json",
     "load_one",
     "match_flow",
+    "network_policy_checks",
     "network_policy_refusals",
     "note_dns_names",
     "peer_matches",

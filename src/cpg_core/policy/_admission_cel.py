@@ -17,6 +17,7 @@ import attrs
 
 from cpg_core.base import CLUSTER_LABEL, NAMESPACE_LABEL, Version
 from cpg_core.policy._model import ICMP_TYPE_NAMES
+from cpg_core.policy._netpol_validation import IPBLOCK_FIXED_SINCE
 
 _SECTIONS = ("ingress", "ingressDeny", "egress", "egressDeny")
 _INGRESS_PEERS = (
@@ -441,10 +442,39 @@ def _l4_voids_l7(section: str) -> str:
     )
 
 
+CILIUM_KINDS = "['CiliumNetworkPolicy', 'CiliumClusterwideNetworkPolicy']"
+"""The kinds Cilium's checks are for (the guard sees Kubernetes NetworkPolicies too)."""
+
+
+def network_policy_checks(version: Version) -> tuple[AdmissionCheck, ...]:
+    """The checks of a Kubernetes NetworkPolicy (the API server validates its fields itself):
+    an ingress rule without ``from`` admits every source (CPG006); before Cilium's fix of
+    cilium/cilium#46305, an ipBlock-only ingress peer also admits the policy's namespace
+    (CPG052)."""
+    checks = [
+        AdmissionCheck(
+            "CPG006",
+            "!has(object.spec.ingress) || object.spec.ingress.all(r, has(r.from) && "
+            "size(r.from) > 0)",
+        )
+    ]
+    if version < IPBLOCK_FIXED_SINCE:
+        checks.append(
+            AdmissionCheck(
+                "CPG052",
+                "!has(object.spec.ingress) || object.spec.ingress.all(r, !has(r.from) || "
+                "r.from.all(p, !has(p.ipBlock) || has(p.podSelector) || "
+                "has(p.namespaceSelector)))",
+            )
+        )
+    return tuple(checks)
+
+
 ADMISSION_VARIABLES = (
     Variable("namespaced", "object.kind == 'CiliumNetworkPolicy'"),
     Variable(
         "specs",
+        f"!(object.kind in {CILIUM_KINDS}) ? [] : "
         "(has(object.spec) ? [object.spec] : []) + (has(object.specs) ? object.specs : [])",
     ),
     Variable("peerSelectors", f"variables.specs.map(s, {_peer_selector_lists()})"),
@@ -729,10 +759,12 @@ def exempt_namespaces(label: str) -> dict[str, object]:
 __all__ = [
     "ADMISSION_CHECKS",
     "ADMISSION_VARIABLES",
+    "CILIUM_KINDS",
     "NOT_AT_ADMISSION",
     "AdmissionCheck",
     "NotAtAdmission",
     "Variable",
     "exempt_namespaces",
+    "network_policy_checks",
     "version_checks",
 ]

@@ -13,9 +13,11 @@ from cpg_core.base import Version
 from cpg_core.policy import (
     ADMISSION_CHECKS,
     ADMISSION_VARIABLES,
+    CILIUM_KINDS,
     NOT_AT_ADMISSION,
     AdmissionCheck,
     exempt_namespaces,
+    network_policy_checks,
     version_checks,
 )
 from cpg_core.review import NEWEST, RULES, LintRule, lint_text, milestones
@@ -38,9 +40,21 @@ def _message(rule: LintRule) -> str:
 
 
 def admission_checks(version: Version = NEWEST) -> tuple[AdmissionCheck, ...]:
-    """Every check the guard makes for Cilium ``version``, by rule code."""
-    checks = [*ADMISSION_CHECKS, *version_checks(version, milestones())]
-    return tuple(sorted(checks, key=lambda check: check.code))
+    """Every check the guard makes for Cilium ``version``, by rule code, each for the kinds
+    it is about (Cilium's policies, Kubernetes NetworkPolicies)."""
+    parts: dict[str, list[str]] = {}
+    for check in (*ADMISSION_CHECKS, *version_checks(version, milestones())):
+        parts.setdefault(check.code, []).append(
+            f"!(object.kind in {CILIUM_KINDS}) || ({check.expression})"
+        )
+    for check in network_policy_checks(version):
+        parts.setdefault(check.code, []).append(
+            f"object.kind != 'NetworkPolicy' || ({check.expression})"
+        )
+    return tuple(
+        AdmissionCheck(code, " && ".join(f"({part})" for part in parts[code]))
+        for code in sorted(parts)
+    )
 
 
 def admission_policy(version: Version = NEWEST) -> dict[str, Any]:
@@ -73,7 +87,13 @@ def admission_policy(version: Version = NEWEST) -> dict[str, Any]:
                             "ciliumnetworkpolicies",
                             "ciliumclusterwidenetworkpolicies",
                         ],
-                    }
+                    },
+                    {
+                        "apiGroups": ["networking.k8s.io"],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE", "UPDATE"],
+                        "resources": ["networkpolicies"],
+                    },
                 ]
             },
             "variables": [
