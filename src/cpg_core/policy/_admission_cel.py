@@ -1,4 +1,4 @@
-"""Lint's rules as CEL for a ValidatingAdmissionPolicy: each rule
+"""Lint's rules as CEL for a ValidatingAdmissionPolicy (§D62): each rule
 that can be judged on one document becomes a validation the API server evaluates on every
 create and update of a Cilium policy, so a tenant's ``kubectl apply`` meets the checks a pull
 request meets. An expression is true when the document passes the rule.
