@@ -62,7 +62,7 @@ _AdmissionPolicy = Annotated[
         "bindings (Kubernetes 1.30+; kubectl apply -f -), and exit: the API server then "
         "checks every Cilium policy a tenant applies. The Deny binding warns until you flip "
         "it; the header lists the rules left to lint and why. With --cilium-version, the "
-        "checks of that release.",
+        "checks of that release; with --pod-cidr, CIDR rules inside the pod range (CPG007).",
     ),
 ]
 
@@ -109,16 +109,6 @@ def lint(
             param_hint="--cilium-version",
         )
 
-    if admission_policy:
-        from cpg_core.reports import admission_yaml
-
-        typer.echo(admission_yaml(version=version), nl=False)
-        raise typer.Exit()
-    if not paths:
-        raise typer.BadParameter(
-            "give the policy files or folders to lint (or --admission-policy)",
-            param_hint="FILE|DIR...",
-        )
     for cidr in pod_cidr:
         try:
             ipaddress.ip_network(cidr, strict=False)
@@ -126,6 +116,16 @@ def lint(
             raise typer.BadParameter(
                 f"{cidr!r} is not a CIDR (e.g. 10.244.0.0/16)", param_hint="--pod-cidr"
             ) from None
+    if admission_policy:
+        from cpg_core.reports import admission_yaml
+
+        typer.echo(admission_yaml(version=version, pod_cidrs=pod_cidr), nl=False)
+        raise typer.Exit()
+    if not paths:
+        raise typer.BadParameter(
+            "give the policy files or folders to lint (or --admission-policy)",
+            param_hint="FILE|DIR...",
+        )
     kubeconfig, context = options.kube_access()
     try:
         ran = runs.lint_run(

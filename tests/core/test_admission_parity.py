@@ -93,10 +93,13 @@ def environment(*names: str) -> Any:
 class Guard:
     """The guard's variables and checks compiled once, evaluated as the API server does."""
 
-    def __init__(self, version: tuple[int, int, int] = NEWEST) -> None:
+    def __init__(
+        self, version: tuple[int, int, int] = NEWEST, pod_cidrs: tuple[str, ...] = ()
+    ) -> None:
         self.env = environment("object", "variables")
         self.variables = [(v.name, self.env.compile(v.expression)) for v in ADMISSION_VARIABLES]
-        self.checks = {c.code: self.env.compile(c.expression) for c in admission_checks(version)}
+        checks = admission_checks(version, pod_cidrs)
+        self.checks = {c.code: self.env.compile(c.expression) for c in checks}
 
     def variables_of(self, document: Mapping[str, Any]) -> dict[str, Any]:
         """The policy's variables for ``document``, each reading those before it."""
@@ -119,14 +122,33 @@ class Guard:
 GUARD = Guard()
 GUARDS = {version: Guard(version) for version in SUPPORTED}
 """The guard for each release lint knows (the version rules differ)."""
+POD_CIDRS = ("10.244.0.0/16", "fd00:10:244::/56")
+POD_GUARD = Guard(pod_cidrs=POD_CIDRS)
+"""The guard written for a cluster's pod CIDRs (CPG007)."""
 
 
-def lint_codes(document: Mapping[str, Any], version: tuple[int, int, int] = NEWEST) -> set[str]:
+def lint_codes(
+    document: Mapping[str, Any],
+    version: tuple[int, int, int] = NEWEST,
+    pod_cidrs: tuple[str, ...] = (),
+) -> set[str]:
     import yaml
 
     text = yaml.safe_dump(document, sort_keys=False)
-    found = lint_text(text, "d.yaml", schema=crd_schema_errors, cilium_version=version)
+    found = lint_text(
+        text, "d.yaml", schema=crd_schema_errors, cilium_version=version, pod_cidrs=pod_cidrs
+    )
     return {f.code for f in found}
+
+
+@pytest.mark.parametrize(("name", "document"), DOCUMENTS, ids=[n for n, _ in DOCUMENTS])
+def test_the_guard_for_a_clusters_pod_cidrs_agrees_with_lint(
+    name: str, document: dict[str, Any]
+) -> None:
+    flagged = lint_codes(document, pod_cidrs=POD_CIDRS)
+    verdicts = POD_GUARD.verdicts(document)
+    assert verdicts["CPG007"] is ("CPG007" not in flagged)
+    assert {c for c, ok in verdicts.items() if not ok} == {c for c in verdicts if c in flagged}
 
 
 @pytest.mark.parametrize("version", SUPPORTED, ids=[".".join(map(str, v[:2])) for v in SUPPORTED])
@@ -145,7 +167,7 @@ def test_the_guard_agrees_with_lint(
 
 
 def test_every_rule_is_enforced_or_said_why_not() -> None:
-    enforced = {c.code for v in SUPPORTED for c in admission_checks(v)}
+    enforced = {c.code for v in SUPPORTED for c in admission_checks(v, POD_CIDRS)}
     left = {n.code for n in NOT_AT_ADMISSION}
     assert not enforced & left
     assert enforced | left <= set(RULES)
@@ -162,7 +184,9 @@ def test_the_parity_covers_documents_that_break_each_enforced_rule() -> None:
         if not ok
     }
     # CPG030 is about fields the newest CRD refuses (its documents are tested below)
-    assert refused | {"CPG030"} == {c.code for v in SUPPORTED for c in admission_checks(v)}
+    refused |= {c for _n, d in DOCUMENTS for c, ok in POD_GUARD.verdicts(d).items() if not ok}
+    every = {c.code for v in SUPPORTED for c in admission_checks(v, POD_CIDRS)}
+    assert refused | {"CPG030"} == every
     assert len(DOCUMENTS) > 150
     assert sum(1 for _n, d in DOCUMENTS if d["kind"] == "NetworkPolicy") >= 10
 
@@ -389,3 +413,52 @@ def test_the_guard_for_an_older_release_takes_its_version_rules() -> None:
     assert "CPG031" not in newest.stdout.split("Left to lint")[0]
     bad = cpg("lint", "--admission-policy", "--cilium-version", "2.0")
     assert bad.returncode == 2 and "--cilium-version" in bad.stderr
+
+
+def test_the_guard_reads_a_cidr_as_cilium_does() -> None:
+    """Whether one CIDR holds another, as the guard works it out (IPv6 ``::`` and dotted
+    tails expanded, 16-bit groups compared to the prefix), is ipaddress's answer, on every
+    shape: both families, every prefix length, compressed and exploded texts."""
+    import ipaddress
+    import random
+
+    from cpg_core.policy._admission_cel import _cidr_contains, _cidr_normalized, _cidr_parsed
+
+    env = environment("o", "i")
+    normalize = env.compile(_cidr_normalized("o"))
+    parse = env.compile(_cidr_parsed("o"))
+    holds = env.compile(_cidr_contains("o", "i"))
+
+    def read(text: str) -> Any:
+        normal = normalize.eval(data={"o": text}).plain_value()
+        return parse.eval(data={"o": normal}).plain_value()
+
+    chosen = random.Random(11)
+    pairs = [
+        ("2001:db8::/32", "2001:db8:1::/48"),
+        ("::ffff:192.0.2.0/120", "::ffff:192.0.2.128/121"),
+        ("10.0.0.0/8", "fd00::/8"),
+        ("::/0", "::1/128"),
+        ("::1.2.3.0/120", "::1.2.3.4/128"),
+        ("1::/16", "1::/16"),
+    ]
+    for _ in range(1500):
+        six = chosen.random() < 0.6
+        bits = 128 if six else 32
+        address = chosen.getrandbits(bits) & ~((1 << chosen.randint(0, bits - 1)) - 1)
+        network = ipaddress.IPv6Network if six else ipaddress.IPv4Network
+        outer = network((address, chosen.randint(0, bits)), strict=False)
+        inner_address = outer.network_address + chosen.randint(
+            0, min(outer.num_addresses - 1, 2**40)
+        )
+        text = inner_address.exploded if six and chosen.random() < 0.2 else str(inner_address)
+        pairs.append((str(outer), f"{text}/{chosen.randint(0, bits)}"))
+    for outer_text, inner_text in pairs:
+        outer, inner = (ipaddress.ip_network(t, strict=False) for t in (outer_text, inner_text))
+        expected = (
+            outer.version == inner.version
+            and inner.prefixlen >= outer.prefixlen
+            and inner.network_address in outer
+        )
+        got = holds.eval(data={"o": read(outer_text), "i": read(inner_text)}).plain_value()
+        assert got is expected, (outer_text, inner_text)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         NotAtAdmission,
         exempt_namespaces,
         network_policy_checks,
+        pod_cidr_checks,
         version_checks,
     )
     from cpg_core.policy._agent import (
@@ -155,6 +156,7 @@ _WHERE = {
     "version_checks": "cpg_core.policy._admission_cel",
     "CILIUM_KINDS": "cpg_core.policy._admission_cel",
     "network_policy_checks": "cpg_core.policy._admission_cel",
+    "pod_cidr_checks": "cpg_core.policy._admission_cel",
     "BASELINE": "cpg_core.policy._tiers",
     "BOUNDED_LOADER": "cpg_core.policy._yamlread",
     "DEFAULT_DENY_FIELD": "cpg_core.policy._model",
@@ -340,6 +342,7 @@ __all__ = [
     "peer_matches",
     "peer_requirements",
     "peer_side",
+    "pod_cidr_checks",
     "policies_in",
     "policy_model",
     "policy_name",

@@ -13,6 +13,9 @@ in :data:`NOT_AT_ADMISSION` with why."""
 
 from __future__ import annotations
 
+import ipaddress
+from collections.abc import Sequence
+
 import attrs
 
 from cpg_core.base import CLUSTER_LABEL, NAMESPACE_LABEL, Version
@@ -442,6 +445,116 @@ def _l4_voids_l7(section: str) -> str:
     )
 
 
+_IDX = "[0, 1, 2, 3, 4, 5, 6, 7]"
+_ZERO_GROUPS = "['', '0', '0:0', '0:0:0', '0:0:0:0', '0:0:0:0:0', '0:0:0:0:0:0', '0:0:0:0:0:0:0', '0:0:0:0:0:0:0:0']"
+
+
+def _cidr_normalized(t: str) -> str:
+    """A CIDR text with its address as 8 groups (the IPv6 ``::`` expanded; a dotted IPv4 tail
+    kept, counting for two), or the text itself for IPv4."""
+    a = f"{t}.split('/')[0]"
+    padded = f"(({a}.startsWith('::') ? '0' : '') + {a} + ({a}.endsWith('::') ? '0' : ''))"
+    present = f"(size({padded}.split(':')) - 1 + ({a}.contains('.') ? 1 : 0))"
+    expanded = f"{padded}.replace('::', ':' + {_ZERO_GROUPS}[8 - {present}] + ':')"
+    return f"({a}.contains(':') ? ({a}.contains('::') ? {expanded} : {a}) : {a}) + '/' + {t}.split('/')[1]"
+
+
+def _hex_group(g: str) -> str:
+    terms = [
+        f"(size({g}) > {p} ? '0123456789abcdef'.indexOf({g}.lowerAscii().charAt(size({g}) - {p + 1})) * {16**p} : 0)"
+        for p in range(4)
+    ]
+    return f"(({terms[0]} + {terms[1]}) + ({terms[2]} + {terms[3]}))"
+
+
+def _cidr_parsed(n: str) -> str:
+    """A normalized CIDR text as {'v': family, 'len': prefix length, 'g': 16-bit groups}."""
+    a = f"{n}.split('/')[0]"
+    parts = f"{a}.split(':')"
+    quad = f"{parts}[6].split('.')"
+    v6 = (
+        f"{_IDX}.map(k, {a}.contains('.') && k >= 6 ? (k == 6 ? int({quad}[0]) * 256 + "
+        f"int({quad}[1]) : int({quad}[2]) * 256 + int({quad}[3])) : {_hex_group(parts + '[k]')})"
+    )
+    v4q = f"{a}.split('.')"
+    v4 = f"[int({v4q}[0]) * 256 + int({v4q}[1]), int({v4q}[2]) * 256 + int({v4q}[3])]"
+    return (
+        f"{{'v': {a}.contains(':') ? 6 : 4, 'len': int({n}.split('/')[1]), "
+        f"'g': {a}.contains(':') ? {v6} : {v4}}}"
+    )
+
+
+_POWERS_OF_TWO = "[" + ", ".join(str(2**n) for n in range(17)) + "]"
+
+
+def _cidr_contains(outer: str, inner: str) -> str:
+    shift = f"{_POWERS_OF_TWO}[16 - ({outer}.len - k * 16)]"
+    return (
+        f"({outer}.v == {inner}.v && {inner}.len >= {outer}.len && {_IDX}.filter(k, k < size({outer}.g)).all(k, "
+        f"(k + 1) * 16 <= {outer}.len ? {outer}.g[k] == {inner}.g[k] : (k * 16 < {outer}.len ? "
+        f"{outer}.g[k] / {shift} == {inner}.g[k] / {shift} : true)))"
+    )
+
+
+def _cidr_set_entries() -> str:
+    """Of spec ``s``: per section, per rule, each CIDR set entry that names a CIDR, as its
+    CIDR and its exceptions (texts)."""
+    sections = []
+    for section in _SECTIONS:
+        side = "from" if section.startswith("ingress") else "to"
+        key = f"r.{side}CIDRSet"
+        sections.append(
+            f"(has(s.{section}) ? s.{section}.map(r, has({key}) ? {key}.filter(c, has(c.cidr))"
+            ".map(c, {'c': c.cidr, 'x': has(c.except) ? c.except : []}) : []) : [])"
+        )
+    return "[" + ", ".join(sections) + "]"
+
+
+def _each_cidr_entry(variable: str, make: str) -> str:
+    """``variables.VARIABLE`` (CIDR set entries by spec, section and rule) with each entry
+    ``e`` made into ``make``."""
+    return f"variables.{variable}.map(a, a.map(b, b.map(c, c.map(e, {make}))))"
+
+
+def _rule_cidrs() -> str:
+    """Of spec ``s``: per section, per rule, the CIDRs its peers name (``fromCIDR`` and the
+    CIDR of each CIDR set entry, either direction's)."""
+    sections = []
+    for section in _SECTIONS:
+        side = "from" if section.startswith("ingress") else "to"
+        plain, sets = f"r.{side}CIDR", f"r.{side}CIDRSet"
+        sections.append(
+            f"(has(s.{section}) ? s.{section}.map(r, (has({plain}) ? {plain} : []) + "
+            f"(has({sets}) ? {sets}.filter(c, has(c.cidr)).map(c, c.cidr) : [])) : [])"
+        )
+    return "[" + ", ".join(sections) + "]"
+
+
+def _cidr_literal(network: ipaddress.IPv4Network | ipaddress.IPv6Network) -> str:
+    """A CIDR as the parsed form the checks compare (family, prefix length, 16-bit groups)."""
+    value = int(network.network_address)
+    count = 8 if network.version == 6 else 2
+    groups = [(value >> (16 * (count - 1 - n))) & 0xFFFF for n in range(count)]
+    return f"{{'v': {network.version}, 'len': {network.prefixlen}, 'g': {groups}}}"
+
+
+def pod_cidr_checks(pod_cidrs: Sequence[str]) -> tuple[AdmissionCheck, ...]:
+    """CPG007 for the cluster's pod CIDRs: a CIDR rule inside one selects no pod (Cilium's
+    CIDR rules never select the pods it manages); none without pod CIDRs."""
+    networks = [ipaddress.ip_network(text, strict=False) for text in pod_cidrs]
+    if not networks:
+        return ()
+    pods = "[" + ", ".join(_cidr_literal(n) for n in networks) + "]"
+    everywhere = "['0.0.0.0/0', '::/0']"
+    return (
+        AdmissionCheck(
+            "CPG007",
+            "variables.ruleCidrsParsed.all(a, a.all(b, b.all(c, c.all(e, e.t in "
+            f"{everywhere} || !{pods}.exists(p, {_cidr_contains('p', 'e.p')})))))",
+        ),
+    )
+
+
 CILIUM_KINDS = "['CiliumNetworkPolicy', 'CiliumClusterwideNetworkPolicy']"
 """The kinds Cilium's checks are for (the guard sees Kubernetes NetworkPolicies too)."""
 
@@ -480,6 +593,30 @@ ADMISSION_VARIABLES = (
     Variable("peerSelectors", f"variables.specs.map(s, {_peer_selector_lists()})"),
     Variable("otherSelectors", f"variables.specs.map(s, {_other_selector_lists()})"),
     Variable("ports", f"variables.specs.map(s, {_port_entries()})"),
+    Variable("ruleCidrs", f"variables.specs.map(s, {_rule_cidrs()})"),
+    Variable(
+        "ruleCidrsNormalized",
+        _each_cidr_entry("ruleCidrs", f"{{'t': e, 'n': {_cidr_normalized('e')}}}"),
+    ),
+    Variable(
+        "ruleCidrsParsed",
+        _each_cidr_entry("ruleCidrsNormalized", f"{{'t': e.t, 'p': {_cidr_parsed('e.n')}}}"),
+    ),
+    Variable("cidrSets", f"variables.specs.map(s, {_cidr_set_entries()})"),
+    Variable(
+        "cidrSetsNormalized",
+        _each_cidr_entry(
+            "cidrSets",
+            f"{{'c': {_cidr_normalized('e.c')}, 'x': e.x.map(t, {_cidr_normalized('t')})}}",
+        ),
+    ),
+    Variable(
+        "cidrSetsParsed",
+        _each_cidr_entry(
+            "cidrSetsNormalized",
+            f"{{'c': {_cidr_parsed('e.c')}, 'x': e.x.map(t, {_cidr_parsed('t')})}}",
+        ),
+    ),
 )
 """What several checks read: whether the policy is namespaced, its specs (``spec`` and each
 of ``specs``), and per spec the lists of label selectors it holds (one list per place)."""
@@ -555,6 +692,12 @@ ADMISSION_CHECKS = (
     AdmissionCheck(
         "CPG018",
         _each_rule("!(has(r.icmps) && size(r.icmps) > 0 && has(r.toPorts) && size(r.toPorts) > 0)"),
+    ),
+    AdmissionCheck(
+        "CPG019",
+        "variables.cidrSetsParsed.all(a, a.all(b, b.all(c, c.all(e, e.x.all(i, "
+        + _cidr_contains("e.c", "i")
+        + ")))))",
     ),
     AdmissionCheck(
         "CPG020",
@@ -766,5 +909,6 @@ __all__ = [
     "Variable",
     "exempt_namespaces",
     "network_policy_checks",
+    "pod_cidr_checks",
     "version_checks",
 ]

@@ -18,6 +18,7 @@ from cpg_core.policy import (
     AdmissionCheck,
     exempt_namespaces,
     network_policy_checks,
+    pod_cidr_checks,
     version_checks,
 )
 from cpg_core.review import NEWEST, RULES, LintRule, lint_text, milestones
@@ -39,11 +40,18 @@ def _message(rule: LintRule) -> str:
     return " ".join(text.split())[:MESSAGE_LIMIT]
 
 
-def admission_checks(version: Version = NEWEST) -> tuple[AdmissionCheck, ...]:
-    """Every check the guard makes for Cilium ``version``, by rule code, each for the kinds
-    it is about (Cilium's policies, Kubernetes NetworkPolicies)."""
+def admission_checks(
+    version: Version = NEWEST, pod_cidrs: Sequence[str] = ()
+) -> tuple[AdmissionCheck, ...]:
+    """Every check the guard makes for Cilium ``version`` (and the cluster's ``pod_cidrs``),
+    by rule code, each for the kinds it is about (Cilium's policies, NetworkPolicies)."""
     parts: dict[str, list[str]] = {}
-    for check in (*ADMISSION_CHECKS, *version_checks(version, milestones())):
+    cilium = (
+        *ADMISSION_CHECKS,
+        *version_checks(version, milestones()),
+        *pod_cidr_checks(pod_cidrs),
+    )
+    for check in cilium:
         parts.setdefault(check.code, []).append(
             f"!(object.kind in {CILIUM_KINDS}) || ({check.expression})"
         )
@@ -57,11 +65,11 @@ def admission_checks(version: Version = NEWEST) -> tuple[AdmissionCheck, ...]:
     )
 
 
-def admission_policy(version: Version = NEWEST) -> dict[str, Any]:
+def admission_policy(version: Version = NEWEST, pod_cidrs: Sequence[str] = ()) -> dict[str, Any]:
     """The ValidatingAdmissionPolicy: each enforced rule's check (for Cilium ``version``),
     taken when the binding's ConfigMap names the rule."""
     validations = []
-    for check in admission_checks(version):
+    for check in admission_checks(version, pod_cidrs):
         validations.append(
             {
                 "expression": f"!has(params.data) || !('{check.code}' in params.data) || "
@@ -139,16 +147,20 @@ def admission_binding(action: str, namespace: str, validation_action: str = "") 
 
 
 def admission_objects(
-    namespace: str = "cpg", *, rollout: bool = True, version: Version = NEWEST
+    namespace: str = "cpg",
+    *,
+    rollout: bool = True,
+    version: Version = NEWEST,
+    pod_cidrs: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Every object of the guard: the policy; the Deny ConfigMap with the enforced error
     rules, the Warn one with the enforced warnings, an empty Audit one; and their bindings.
     With ``rollout``, the Deny binding warns until a user flips it to Deny."""
-    enforced = [c.code for c in admission_checks(version)]
+    enforced = [c.code for c in admission_checks(version, pod_cidrs)]
     errors = [c for c in enforced if RULES[c].level == "error"]
     warnings = [c for c in enforced if RULES[c].level == "warning"]
     chosen = {"Deny": errors, "Warn": warnings, "Audit": []}
-    objects = [admission_policy(version)]
+    objects = [admission_policy(version, pod_cidrs)]
     for action in ACTIONS:
         objects.append(admission_params(action, chosen[action], namespace))
     for action in ACTIONS:
@@ -179,13 +191,17 @@ __all__ = [
 
 
 def admission_yaml(
-    namespace: str = "cpg", *, rollout: bool = True, version: Version = NEWEST
+    namespace: str = "cpg",
+    *,
+    rollout: bool = True,
+    version: Version = NEWEST,
+    pod_cidrs: Sequence[str] = (),
 ) -> str:
     """The guard's objects as one YAML stream (for Cilium ``version``), headed by what it
     enforces and what it leaves to lint (with why)."""
     import yaml
 
-    enforced = ", ".join(c.code for c in admission_checks(version))
+    enforced = ", ".join(c.code for c in admission_checks(version, pod_cidrs))
     release = ".".join(map(str, version[:2]))
     lines = [
         f"# cpg's lint rules as a ValidatingAdmissionPolicy (Kubernetes 1.30+), for Cilium {release}.",
@@ -197,13 +213,18 @@ def admission_yaml(
         *(f"#   {code}: {why}" for code, why in not_enforced()),
     ]
     body = yaml.safe_dump_all(
-        admission_objects(namespace, rollout=rollout, version=version), sort_keys=False, width=100
+        admission_objects(namespace, rollout=rollout, version=version, pod_cidrs=pod_cidrs),
+        sort_keys=False,
+        width=100,
     )
     return "\n".join(lines) + "\n" + body
 
 
 def guard_notes(
-    policies: Sequence[Mapping[str, Any]], limit: int = 20, version: Version = NEWEST
+    policies: Sequence[Mapping[str, Any]],
+    limit: int = 20,
+    version: Version = NEWEST,
+    pod_cidrs: Sequence[str] = (),
 ) -> tuple[str, ...]:
     """What the guard, as shipped, would do with the stored ``policies`` on their next
     create or update: those it would refuse once its Deny binding denies, and those it would
@@ -211,13 +232,15 @@ def guard_notes(
     lint's verdict on every rule they enforce (proven in cpg's tests), so no CEL runs here."""
     import yaml
 
-    enforced = {c.code for c in admission_checks(version)}
+    enforced = {c.code for c in admission_checks(version, pod_cidrs)}
     refused: list[str] = []
     warned: list[str] = []
     for policy in policies:
         text = yaml.safe_dump(dict(policy), sort_keys=False)
         found = [
-            f for f in lint_text(text, "cluster", cilium_version=version) if f.code in enforced
+            f
+            for f in lint_text(text, "cluster", cilium_version=version, pod_cidrs=pod_cidrs)
+            if f.code in enforced
         ]
         if not found:
             continue

@@ -97,7 +97,7 @@ def lint_run(
     if cluster:
         stored = cluster_policies(kubeconfig, context)
         findings += invalid_in_cluster(stored)
-        guarded = guard_notes(stored, version=cilium_version)
+        guarded = guard_notes(stored, version=cilium_version, pod_cidrs=pod_cidrs)
     return LintRun(
         view=LintView(
             findings=tuple(findings),
