@@ -645,6 +645,9 @@ def test_the_admission_guard_component_is_lints_rules_and_validates(tmp_path: Pa
     bindings = {o["metadata"]["name"]: o["spec"] for o in guard if o["kind"].endswith("Binding")}
     assert bindings["cpg-lint-deny"]["validationActions"] == ["Warn"]  # until a user flips it
     for name, spec in bindings.items():
+        exempt = {"key": "cpg.io/guard", "operator": "NotIn", "values": ["exempt"]}
+        for selector in ("namespaceSelector", "objectSelector"):  # a namespace or a policy
+            assert spec["matchResources"][selector] == {"matchExpressions": [exempt]}
         assert spec["paramRef"] == {
             "name": name,
             "namespace": "cpg",

@@ -142,12 +142,14 @@ lengths are checked beside it)."""
 _LABEL_VALUE = "^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
 
 
-def _label_key_valid(key: str) -> str:
-    """``key`` without its label source is a key Kubernetes takes: the name at most 63
-    characters, the prefix at most 253."""
+def _label_key_valid(key: str, sourced: bool = True) -> str:
+    """``key`` (without its label source, when ``sourced``: Cilium's selectors) is a key
+    Kubernetes takes: the name at most 63 characters, the prefix at most 253."""
     sources = "|".join(_SOURCES)
     unsourced = (
         f"({key}.matches('^({sources}):') ? {key}.substring({key}.indexOf(':') + 1) : {key})"
+        if sourced
+        else key
     )
     return (
         f"[{unsourced}].all(u, u.matches('{_LABEL_KEY}') && (u.lastIndexOf('/') < 0 ? "
@@ -159,13 +161,14 @@ def _label_value_valid(value: str) -> str:
     return f"(size({value}) <= 63 && {value}.matches('{_LABEL_VALUE}'))"
 
 
-def _selector_labels_valid(selector: str) -> str:
+def _selector_labels_valid(selector: str, sourced: bool = True) -> str:
     """Every label of ``selector`` is one Kubernetes takes."""
     return (
         f"(!has({selector}.matchLabels) || {selector}.matchLabels.all(k, "
-        f"{_label_key_valid('k')} && {_label_value_valid(f'{selector}.matchLabels[k]')})) && "
+        f"{_label_key_valid('k', sourced)} && "
+        f"{_label_value_valid(f'{selector}.matchLabels[k]')})) && "
         f"(!has({selector}.matchExpressions) || {selector}.matchExpressions.all(e, "
-        f"{_label_key_valid('e.key')} && "
+        f"{_label_key_valid('e.key', sourced)} && "
         f"(!has(e.values) || e.values.all(v, {_label_value_valid('v')}))))"
     )
 
@@ -555,6 +558,60 @@ def pod_cidr_checks(pod_cidrs: Sequence[str]) -> tuple[AdmissionCheck, ...]:
     )
 
 
+def _cluster_peer_selectors(peer: str, nodes: bool) -> str:
+    """The label selectors of a ClusterNetworkPolicy subject or peer ``peer``."""
+    parts = [
+        f"(has({peer}.namespaces) ? [{peer}.namespaces] : [])",
+        f"(has({peer}.pods) && has({peer}.pods.namespaceSelector) ? "
+        f"[{peer}.pods.namespaceSelector] : [])",
+        f"(has({peer}.pods) && has({peer}.pods.podSelector) ? [{peer}.pods.podSelector] : [])",
+    ]
+    if nodes:
+        parts.append(f"(has({peer}.nodes) ? [{peer}.nodes] : [])")
+    return " + ".join(parts)
+
+
+def _cluster_selectors() -> str:
+    """Of a Kubernetes ClusterNetworkPolicy: per rule (the subject first, as a rule of one
+    peer), per peer, its label selectors."""
+    subject = (
+        "(has(object.spec.subject) ? [["
+        + _cluster_peer_selectors("object.spec.subject", False)
+        + "]] : [])"
+    )
+    ingress = (
+        "(has(object.spec.ingress) ? object.spec.ingress.map(r, has(r.from) ? r.from.map(p, "
+        + _cluster_peer_selectors("p", False)
+        + ") : []) : [])"
+    )
+    egress = (
+        "(has(object.spec.egress) ? object.spec.egress.map(r, has(r.to) ? r.to.map(p, "
+        + _cluster_peer_selectors("p", True)
+        + ") : []) : [])"
+    )
+    return (
+        "object.kind != 'ClusterNetworkPolicy' || !has(object.spec) ? [] : "
+        f"{subject} + {ingress} + {egress}"
+    )
+
+
+def cluster_network_policy_checks(version: Version, since: Version) -> tuple[AdmissionCheck, ...]:
+    """The checks of a Kubernetes ClusterNetworkPolicy (its CRD's schema is the API server's
+    to apply): label syntax (CPG003, keys as Kubernetes writes them), and before ``since``
+    (the first Cilium that reads the kind) the policy itself (CPG035)."""
+    checks = [
+        AdmissionCheck(
+            "CPG003",
+            "variables.clusterSelectors.all(r, r.all(p, p.all(sel, "
+            + _selector_labels_valid("sel", sourced=False)
+            + ")))",
+        )
+    ]
+    if version < since:
+        checks.append(AdmissionCheck("CPG035", "false"))
+    return tuple(checks)
+
+
 CILIUM_KINDS = "['CiliumNetworkPolicy', 'CiliumClusterwideNetworkPolicy']"
 """The kinds Cilium's checks are for (the guard sees Kubernetes NetworkPolicies too)."""
 
@@ -602,6 +659,7 @@ ADMISSION_VARIABLES = (
         "ruleCidrsParsed",
         _each_cidr_entry("ruleCidrsNormalized", f"{{'t': e.t, 'p': {_cidr_parsed('e.n')}}}"),
     ),
+    Variable("clusterSelectors", _cluster_selectors()),
     Variable("cidrSets", f"variables.specs.map(s, {_cidr_set_entries()})"),
     Variable(
         "cidrSetsNormalized",
@@ -870,6 +928,12 @@ NOT_AT_ADMISSION = (
     NotAtAdmission("CPG050", "the API server receives JSON: the YAML text is gone"),
     NotAtAdmission("CPG051", "the API server's decoder refuses the number before admission"),
     NotAtAdmission(
+        "CPG022",
+        "whether a text is a regular expression Go accepts cannot be asked in CEL without the "
+        "expression failing, and a failing expression refuses the request whatever its "
+        "binding's action (Warn included)",
+    ),
+    NotAtAdmission(
         "CPG012",
         "which pods a selector selects is the cluster's state, not the document's",
     ),
@@ -894,7 +958,7 @@ NOT_AT_ADMISSION = (
 
 
 def exempt_namespaces(label: str) -> dict[str, object]:
-    """The namespace selector of a binding that leaves the namespaces labelled
+    """The selector of a binding that leaves the namespaces (or objects) labelled
     ``label=exempt`` alone."""
     return {"matchExpressions": [{"key": label, "operator": "NotIn", "values": ["exempt"]}]}
 
@@ -907,6 +971,7 @@ __all__ = [
     "AdmissionCheck",
     "NotAtAdmission",
     "Variable",
+    "cluster_network_policy_checks",
     "exempt_namespaces",
     "network_policy_checks",
     "pod_cidr_checks",

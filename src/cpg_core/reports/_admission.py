@@ -1,8 +1,8 @@
 """The admission guard as Kubernetes objects: one
 ValidatingAdmissionPolicy holding a validation per enforced lint rule, and per action (Deny,
 Warn, Audit) a ConfigMap naming the rules it takes and a binding that applies them. A user
-moves a rule between actions by moving its key between ConfigMaps; a namespace labelled
-``cpg.io/guard: exempt`` is left alone. Plain dicts out, rendered by the caller."""
+moves a rule between actions by moving its key between ConfigMaps; a namespace or a policy
+labelled ``cpg.io/guard: exempt`` is left alone. Plain dicts out, rendered by the caller."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from cpg_core.policy import (
     CILIUM_KINDS,
     NOT_AT_ADMISSION,
     AdmissionCheck,
+    cluster_network_policy_checks,
     exempt_namespaces,
     network_policy_checks,
     pod_cidr_checks,
@@ -58,6 +59,11 @@ def admission_checks(
     for check in network_policy_checks(version):
         parts.setdefault(check.code, []).append(
             f"object.kind != 'NetworkPolicy' || ({check.expression})"
+        )
+    since = milestones()["cluster-network-policy"]
+    for check in cluster_network_policy_checks(version, since):
+        parts.setdefault(check.code, []).append(
+            f"object.kind != 'ClusterNetworkPolicy' || ({check.expression})"
         )
     return tuple(
         AdmissionCheck(code, " && ".join(f"({part})" for part in parts[code]))
@@ -102,6 +108,12 @@ def admission_policy(version: Version = NEWEST, pod_cidrs: Sequence[str] = ()) -
                         "operations": ["CREATE", "UPDATE"],
                         "resources": ["networkpolicies"],
                     },
+                    {
+                        "apiGroups": ["policy.networking.k8s.io"],
+                        "apiVersions": ["*"],
+                        "operations": ["CREATE", "UPDATE"],
+                        "resources": ["clusternetworkpolicies"],
+                    },
                 ]
             },
             "variables": [
@@ -141,7 +153,10 @@ def admission_binding(action: str, namespace: str, validation_action: str = "") 
                 "namespace": namespace,
                 "parameterNotFoundAction": "Allow",
             },
-            "matchResources": {"namespaceSelector": exempt_namespaces(EXEMPT_LABEL)},
+            "matchResources": {
+                "namespaceSelector": exempt_namespaces(EXEMPT_LABEL),
+                "objectSelector": exempt_namespaces(EXEMPT_LABEL),
+            },
         },
     }
 
@@ -207,7 +222,7 @@ def admission_yaml(
         f"# cpg's lint rules as a ValidatingAdmissionPolicy (Kubernetes 1.30+), for Cilium {release}.",
         f"# Enforced on one document: {enforced}.",
         "# A rule is taken by the action whose ConfigMap names it; the Deny binding warns",
-        "# until you set its validationActions to [Deny]. A namespace labelled",
+        "# until you set its validationActions to [Deny]. A namespace or a policy labelled",
         f"# {EXEMPT_LABEL}=exempt is left alone.",
         "# Left to lint (cpg lint in CI):",
         *(f"#   {code}: {why}" for code, why in not_enforced()),

@@ -42,6 +42,7 @@ def milestones() -> dict[str, Version]:
         "multi-label-wildcard": MULTI_LABEL_WILDCARD_SINCE,
         "kafka-gone": KAFKA_GONE_SINCE,
         "local-cluster-default": LOCAL_CLUSTER_DEFAULT_SINCE,
+        "cluster-network-policy": CLUSTER_NETWORK_POLICY_SINCE,
     }
 
 
