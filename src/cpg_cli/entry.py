@@ -11,12 +11,17 @@ def _interrupt_again(unraisable: "sys.UnraisableHookArgs") -> None:
     """A Ctrl+C that lands in a callback Python cannot raise from (an import lock released
     while a module loads) is not lost, nor printed as a traceback: it is raised again in the
     main thread, where ``main`` turns it into exit 130."""
-    if isinstance(unraisable.exc_value, KeyboardInterrupt):
-        import _thread
-
-        _thread.interrupt_main()
+    if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+        sys.__unraisablehook__(unraisable)
         return
-    sys.__unraisablehook__(unraisable)
+    import _thread
+
+    while True:
+        try:  # the interrupt can be delivered while this hook still runs: caught, sent again
+            _thread.interrupt_main()
+            return
+        except KeyboardInterrupt:
+            continue
 
 
 def main() -> None:
