@@ -16,12 +16,10 @@ def _interrupt_again(unraisable: "sys.UnraisableHookArgs") -> None:
         return
     import _thread
 
-    while True:
-        try:  # the interrupt can be delivered while this hook still runs: caught, sent again
-            _thread.interrupt_main()
-            return
-        except KeyboardInterrupt:
-            continue
+    try:
+        _thread.interrupt_main()
+    except KeyboardInterrupt:  # delivered while this hook still ran: sent once more
+        _thread.interrupt_main()
 
 
 def main() -> None:

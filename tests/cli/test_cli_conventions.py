@@ -520,3 +520,28 @@ def test_one_output_vocabulary(tmp_path: Path) -> None:
         assert ran["text"].stdout and not ran["text"].stdout.lstrip().startswith("{"), command
     bad = cpg("plan", capture, "-d", "p", "-o", "xml", cwd=tmp_path)
     assert bad.returncode == 2 and "text, json, yaml" in bad.stderr
+
+
+def test_a_ctrl_c_delivered_inside_the_hook_is_sent_once_more(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Under load the interrupt the hook sends can land before the hook returns: caught there
+    and sent again (once: no loop), never printed as 'Exception ignored'."""
+    import _thread
+
+    from cpg_cli.entry import _interrupt_again
+
+    calls: list[int] = []
+
+    def interrupt_main() -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise KeyboardInterrupt  # delivered inside the hook
+
+    monkeypatch.setattr(_thread, "interrupt_main", interrupt_main)
+
+    class Unraisable:
+        exc_value = KeyboardInterrupt()
+
+    _interrupt_again(Unraisable())  # type: ignore[arg-type]
+    assert calls == [1, 1]
