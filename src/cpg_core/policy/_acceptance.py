@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from cpg_core.policy._model import ICMP_TYPE_NAMES, label_key
+from cpg_core.policy._model import ICMP_TYPE_NAMES, _seq, label_key
 from cpg_core.policy._port_text import cilium_port
 
 Found = tuple[str, str, tuple[str | int, ...]]
@@ -110,12 +110,6 @@ def _spec_refusals(spec: Mapping[str, Any], namespaced: bool) -> list[Found]:
     return found
 
 
-def _items(value: object) -> list[Any]:
-    """``value`` when it is a list, else nothing: a field of the wrong type is the schema's
-    finding, not a reason to stop reading the rest."""
-    return value if isinstance(value, list) else []
-
-
 def _has_key(selector: Mapping[str, Any], source: str, key: str) -> bool:
     labels, expressions = selector.get("matchLabels"), selector.get("matchExpressions")
     keys = [str(k) for k in labels] if isinstance(labels, Mapping) else []
@@ -132,10 +126,10 @@ def _selector_refusals(selector: object) -> list[Found]:
     if not isinstance(selector, Mapping):
         return []
     found: list[Found] = []
-    for n, expression in enumerate(_items(selector.get("matchExpressions"))):
+    for n, expression in enumerate(_seq(selector.get("matchExpressions"))):
         if not isinstance(expression, Mapping):
             continue
-        op, values = expression.get("operator"), _items(expression.get("values"))
+        op, values = expression.get("operator"), _seq(expression.get("values"))
         where: tuple[str | int, ...] = ("matchExpressions", n, "values")
         if op in ("In", "NotIn") and not values:
             found.append(("CPG016", f"operator {op} needs values: Cilium refuses it", where))
@@ -148,13 +142,13 @@ def _rule_refusals(rule: Mapping[str, Any], section: str, host: bool) -> list[Fo
     ingress = section.startswith("ingress")
     found = _peer_refusals(rule, section)
     for key in ("fromCIDRSet", "toCIDRSet"):
-        for n, entry in enumerate(_items(rule.get(key))):
+        for n, entry in enumerate(_seq(rule.get(key))):
             if isinstance(entry, Mapping):
                 found += [(c, m, (key, n, *p)) for c, m, p in _cidr_set_refusals(entry)]
     for key in ("fromEndpoints", "toEndpoints", "fromRequires", "toRequires"):
-        for n, selector in enumerate(_items(rule.get(key))):
+        for n, selector in enumerate(_seq(rule.get(key))):
             found += [(c, m, (key, n, *p)) for c, m, p in _selector_refusals(selector)]
-    for n, port_rule in enumerate(_items(rule.get("toPorts"))):
+    for n, port_rule in enumerate(_seq(rule.get("toPorts"))):
         if isinstance(port_rule, Mapping):
             found += [
                 (c, m, ("toPorts", n, *p))
@@ -202,9 +196,9 @@ def _peer_refusals(rule: Mapping[str, Any], section: str) -> list[Found]:
 
 def _icmp_refusals(rule: Mapping[str, Any]) -> list[Found]:
     found: list[Found] = []
-    for n, icmp in enumerate(_items(rule.get("icmps"))):
+    for n, icmp in enumerate(_seq(rule.get("icmps"))):
         fields = icmp.get("fields") if isinstance(icmp, Mapping) else None
-        for m, field in enumerate(_items(fields)):
+        for m, field in enumerate(_seq(fields)):
             raw = field.get("type") if isinstance(field, Mapping) else None
             if isinstance(raw, int) and not isinstance(raw, bool) and not 0 <= raw <= 255:
                 found.append(
@@ -250,7 +244,7 @@ def _cidr_set_refusals(entry: Mapping[str, Any]) -> list[Found]:
     if outer is None:
         return []  # no cidr (a group reference) or one the schema's cidr format names
     found: list[Found] = []
-    for n, text in enumerate(_items(entry.get("except"))):
+    for n, text in enumerate(_seq(entry.get("except"))):
         inner = _prefix(text)
         if inner is None:
             continue
@@ -275,7 +269,7 @@ def _port_rule_refusals(
     rules = port_rule.get("rules") if section in ("ingress", "egress") else None
     rules = rules if isinstance(rules, Mapping) else {}
     http, dns = rules.get("http"), rules.get("dns")
-    ports = [p for p in _items(port_rule.get("ports")) if isinstance(p, Mapping)]
+    ports = [p for p in _seq(port_rule.get("ports")) if isinstance(p, Mapping)]
     found: list[Found] = []
     for m, port in enumerate(ports):
         found += [(c, t, ("ports", m)) for c, t in _port_refusals(port, bool(http), bool(dns))]
@@ -302,7 +296,7 @@ def _port_rule_refusals(
         ),
     )
     found += [("CPG021", text, path) for refused, text, path in placed if refused]
-    for n, rule in enumerate(_items(http)):
+    for n, rule in enumerate(_seq(http)):
         if not isinstance(rule, Mapping):
             continue
         for key in ("path", "method"):
@@ -374,7 +368,7 @@ def regex_problem(pattern: object) -> str:
 
 def _sections(spec: Mapping[str, Any]) -> Iterator[tuple[str, int, Mapping[str, Any]]]:
     for section in _SECTIONS:
-        for n, rule in enumerate(_items(spec.get(section))):
+        for n, rule in enumerate(_seq(spec.get(section))):
             if isinstance(rule, Mapping):
                 yield section, n, rule
 
@@ -385,7 +379,7 @@ def spec_rules(
     """Every rule of a policy: (its path, its section, the rule)."""
     out: list[tuple[tuple[str | int, ...], str, Mapping[str, Any]]] = []
     specs: Sequence[tuple[tuple[str | int, ...], Any]] = [(("spec",), policy.get("spec"))]
-    specs = [*specs, *((("specs", n), s) for n, s in enumerate(_items(policy.get("specs"))))]
+    specs = [*specs, *((("specs", n), s) for n, s in enumerate(_seq(policy.get("specs"))))]
     for path, spec in specs:
         if isinstance(spec, Mapping):
             out += [((*path, section, n), section, rule) for section, n, rule in _sections(spec)]

@@ -19,27 +19,10 @@ from collections.abc import Sequence
 import attrs
 
 from cpg_core.base import CLUSTER_LABEL, NAMESPACE_LABEL, Version
+from cpg_core.policy._acceptance import _EGRESS_PEERS, _INGRESS_PEERS, _SECTIONS
 from cpg_core.policy._model import ICMP_TYPE_NAMES
 from cpg_core.policy._netpol_validation import IPBLOCK_FIXED_SINCE
-
-_SECTIONS = ("ingress", "ingressDeny", "egress", "egressDeny")
-_INGRESS_PEERS = (
-    "fromEndpoints",
-    "fromCIDR",
-    "fromCIDRSet",
-    "fromEntities",
-    "fromNodes",
-    "fromGroups",
-)
-_EGRESS_PEERS = (
-    "toEndpoints",
-    "toCIDR",
-    "toCIDRSet",
-    "toEntities",
-    "toServices",
-    "toGroups",
-    "toNodes",
-)
+from cpg_core.policy._port_text import GO_UINT
 
 
 @attrs.frozen(slots=True)
@@ -260,11 +243,8 @@ def _subject_in_home() -> str:
     )
 
 
-_GO_UINT = (
-    "^(0[xX]_?[0-9a-fA-F]+(_[0-9a-fA-F]+)*|0[oO]_?[0-7]+(_[0-7]+)*|0[bB]_?[01]+(_[01]+)*"
-    "|0(_?[0-7])+|[1-9](_?[0-9])*|0)$"
-)
-"""An unsigned integer as Go's ParseUint (base 0) reads it, which Cilium reads ports with."""
+_GO_UINT = f"^({GO_UINT.pattern})$"
+"""cpg's reading of Go's unsigned literals (RE2 takes the same pattern), anchored."""
 _IN_RANGE = {
     16: "^0*[0-9a-f]{1,4}$",
     8: "^0*([0-7]{1,5}|1[0-7]{5})$",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import re
 
-_GO_UINT = re.compile(
+GO_UINT = re.compile(
     r"0[xX]_?[0-9a-fA-F]+(?:_[0-9a-fA-F]+)*"
     r"|0[oO]_?[0-7]+(?:_[0-7]+)*"
     r"|0[bB]_?[01]+(?:_[01]+)*"
@@ -24,7 +24,7 @@ leading 0 for octal), underscores only between digits or after the prefix, no si
 def cilium_port(text: str) -> int | None:
     """The port number Cilium reads from ``text``, or None when it is not a number it parses
     (out of 0-65535, not a literal: then it may be a named port)."""
-    if len(text) > 64 or _GO_UINT.fullmatch(text) is None:
+    if len(text) > 64 or GO_UINT.fullmatch(text) is None:
         return None
     digits = text.replace("_", "")
     if len(digits) > 1 and digits[0] == "0" and digits[1].isdigit():
