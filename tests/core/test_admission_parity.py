@@ -22,7 +22,7 @@ from cpg_core.policy import (
     load_all,
     network_policy_refusals,
 )
-from cpg_core.policy._admission_cel import ADMISSION_VARIABLES, NOT_AT_ADMISSION
+from cpg_core.policy._admission_cel import ADMISSION_VARIABLES, NOT_AT_ADMISSION, SIZE_CHECK
 from cpg_core.reports._admission import admission_checks
 from cpg_core.review._lint import RULES
 from cpg_core.review._lint_versions import NEWEST, SUPPORTED
@@ -125,23 +125,43 @@ class Guard:
         self.variables = [(v.name, self.env.compile(v.expression)) for v in ADMISSION_VARIABLES]
         checks = admission_checks(version, pod_cidrs)
         self.checks = {c.code: self.env.compile(c.expression) for c in checks}
+        self.size = self.env.compile(SIZE_CHECK.expression)
 
     def variables_of(self, document: Mapping[str, Any]) -> dict[str, Any]:
         """The policy's variables for ``document``, each reading those before it."""
         values: dict[str, Any] = {}
         for name, expression in self.variables:
             data = {"object": document, "variables": values}
-            values[name] = expression.eval(data=data).plain_value()
+            value = expression.eval(data=data)
+            if value.type() == cel.Type.ERROR:  # every check reading it fails with it
+                raise ValueError(f"variables.{name}: {value.plain_value()}")
+            values[name] = value.plain_value()
         return values
+
+    def checked(self, document: Mapping[str, Any]) -> bool:
+        """Whether the policy is within the bounds the guard checks (its size check)."""
+        data = {"object": document, "variables": self.variables_of(document)}
+        result = self.size.eval(data=data).plain_value()
+        assert isinstance(result, bool)
+        return result
 
     def verdicts(self, document: Mapping[str, Any]) -> dict[str, bool]:
         data = {"object": document, "variables": self.variables_of(document)}
         out = {}
         for code, expression in self.checks.items():
-            result = expression.eval(data=data).plain_value()
+            value = expression.eval(data=data)
+            if code in REFUSED_BY_ERROR and value.type() == cel.Type.ERROR:
+                out[code] = False  # under failurePolicy Fail, the binding's action takes it
+                continue
+            result = value.plain_value()
             assert isinstance(result, bool), f"{code}: {result!r}"
             out[code] = result
         return out
+
+
+REFUSED_BY_ERROR = {"CPG022"}
+"""The checks that refuse by failing (CEL can ask whether Go compiles a regular expression
+only by compiling it); every other check evaluates to true or false on a stored document."""
 
 
 GUARD = Guard()
@@ -225,9 +245,10 @@ def test_a_validation_takes_its_rule_only_where_the_bindings_configmap_names_it(
     policy = admission_objects()[0]
     env = environment("object", "variables", "params")
     validations = {
-        v["message"].split()[0]: env.compile(v["expression"]) for v in policy["spec"]["validations"]
+        v["expression"].split()[1]: env.compile(v["expression"])
+        for v in policy["spec"]["validations"]
     }
-    assert set(validations) == {c.code for c in admission_checks()}
+    assert set(validations) == {c.code for c in admission_checks()} | {"too-large:"}
     bad = {
         "apiVersion": "cilium.io/v2",
         "kind": "CiliumNetworkPolicy",
@@ -246,9 +267,10 @@ def test_a_validation_takes_its_rule_only_where_the_bindings_configmap_names_it(
     assert admitted({"data": {"CPG016": "selector-expression"}}) is False
     assert admitted({"data": {"CPG015": "empty-policy"}}) is True
     assert admitted({"metadata": {"name": "cpg-lint-audit"}}) is True  # a ConfigMap without data
-    for validation in policy["spec"]["validations"]:
+    for validation in policy["spec"]["validations"][:-1]:
         message = validation["message"]
         assert "\n" not in message and len(message) <= 1024 and message.startswith("CPG")
+        assert validation["expression"].startswith(f"// {message.split()[0]} ")
 
 
 def test_lint_prints_the_guard(tmp_path: Path) -> None:
@@ -332,7 +354,7 @@ def test_hostile_documents_evaluate_or_are_refused_as_lint_refuses_them() -> Non
     hostile.append(
         _with(HOSTILE_BASE, ("spec", "ingress", 0, "fromEndpoints", 0, "matchLabels"), deep)
     )
-    errors = agreed = 0
+    errors = agreed = too_large = 0
     for document in hostile:
         flagged = lint_codes(document)
         try:
@@ -342,12 +364,16 @@ def test_hostile_documents_evaluate_or_are_refused_as_lint_refuses_them() -> Non
             levels = {RULES[code].level for code in flagged if code in RULES}
             assert "error" in levels, json.dumps(document)[:300]
             continue
+        if not GUARD.checked(document):
+            too_large += 1  # beyond the bounds: every check passes, the size check warns
+            assert all(verdicts.values())
+            continue
         if not crd_schema_errors(document):
             agreed += 1
             assert {c for c, ok in verdicts.items() if not ok} == {
                 c for c in verdicts if c in flagged
             }, json.dumps(document)[:300]
-    assert agreed > 10 and errors > 10 and len(hostile) > 400
+    assert agreed > 10 and errors > 10 and too_large == 2 and len(hostile) > 400
 
 
 def test_lint_on_the_cluster_says_what_the_guard_would_refuse(tmp_path: Path) -> None:
@@ -488,3 +514,24 @@ def test_the_guard_reads_a_cidr_as_cilium_does() -> None:
         )
         got = holds.eval(data={"o": read(outer_text), "i": read(inner_text)}).plain_value()
         assert got is expected, (outer_text, inner_text)
+
+
+def test_the_size_lint_reads_is_the_one_the_guard_counts() -> None:
+    """``cpg lint --cluster`` tells a policy past the guard's bounds by counting in Python;
+    the count says what the guard's variables say, on every document and past each bound."""
+    from cpg_core.policy import within_bounds
+
+    big = [
+        _with(HOSTILE_BASE, ("spec", "ingress"), HOSTILE_BASE["spec"]["ingress"] * n)
+        for n in (1, 15, 16, 17, 400, 600)
+    ]
+    big += [
+        _with(HOSTILE_BASE, ("spec", "egress", 0, "toCIDR"), ["192.0.2.0/24"] * n)
+        for n in (190, 197, 198, 250)
+    ]
+    for document in [d for _n, d in DOCUMENTS] + big:
+        values = GUARD.variables_of(document)
+        kinds = ("CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy")
+        if document["kind"] in kinds:
+            assert within_bounds(document) == (values["checkable"], values["pairable"])
+    assert {within_bounds(d) for d in big} == {(True, True), (True, False), (False, False)}

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 
@@ -294,6 +295,14 @@ def _port_value(text: str) -> str:
         f"(size({text}) <= 64 && {text}.matches('{_GO_UINT}') ? [{text}.replace('_', '')]"
         f".map(d, [{body}].map(x, [{base}].map(b, {value})[0])[0])[0] : -1)"
     )
+
+
+def _compiles(pattern: str) -> str:
+    """True when ``pattern`` is a regular expression Go accepts, an error otherwise: CEL's
+    ``matches`` compiles it with Go's regexp, as Cilium does, and CEL has no way to ask
+    without failing. A failing validation takes its binding's action as a refusal does
+    (under ``failurePolicy: Fail``), its message the error and the expression's first line."""
+    return f"(''.matches({pattern}) ? true : true)"
 
 
 def _port_entries() -> str:
@@ -620,6 +629,114 @@ def network_policy_checks(version: Version) -> tuple[AdmissionCheck, ...]:
     return tuple(checks)
 
 
+MAX_SPECS = 32
+"""The most specs (``spec`` and each of ``specs``) a policy may have to be checked at
+admission."""
+MAX_RULES = 1_000
+"""The most rules, over all specs and sections, a policy may have to be checked."""
+MAX_ENTRIES = 1_200
+"""The most entries (selectors and their labels, CIDRs, ports, L7 rules, ICMP fields, other
+peers) a policy may have to be checked."""
+MAX_CIDRS = 200
+"""The most CIDRs (with CIDR sets' exceptions) a policy may have to be checked: reading one
+costs the API server some thousand units of its budget."""
+MAX_PAIRED_RULES = 32
+"""The most rules a policy may have for the checks that compare rules pairwise (CPG008,
+CPG011)."""
+MAX_PAIRED_ENTRIES = 128
+"""And the most entries (the ports of its rules are compared pairwise too)."""
+"""Together, the bounds keep every expression within the API server's CEL cost limits (one
+million units per expression, ten million per policy evaluation): beyond them a check would
+cost more than the API server allows and fail, so the guard warns instead (:data:`SIZE_CHECK`)
+and leaves the policy to lint."""
+
+
+_X = "'x'"
+
+
+def _tally(items: str, each: str, name: str) -> str:
+    """A character per item of list (or map) ``items``, with ``each`` the text of item
+    ``name``: CEL has no sum, so counts are added up as the length of joined text."""
+    return f"{items}.map({name}, {each}).join('')"
+
+
+def _selector_tally(selector: str, depth: int) -> str:
+    """One character for ``selector`` and one per label, expression and value it holds."""
+    e, v = f"e{depth}", f"v{depth}"
+    values = f"(has({e}.values) ? {_tally(e + '.values', _X, v)} : '')"
+    return (
+        f"'x' + (has({selector}.matchLabels) ? "
+        f"{_tally(selector + '.matchLabels', _X, v)} : '') + "
+        f"(has({selector}.matchExpressions) ? "
+        f"{_tally(selector + '.matchExpressions', _X + ' + ' + values, e)} : '')"
+    )
+
+
+def _rule_tally(side: str) -> str:
+    """The characters of rule ``r``: one per entry of each of its lists, its selectors'
+    labels and its port rules' ports and L7 rules counted in."""
+    plain = ("CIDR", "Entities", "Requires", "Groups")
+    parts = [f"(has(r.{side}{f}) ? {_tally(f'r.{side}{f}', _X, 'c')} : '')" for f in plain]
+    for field in (f"{side}Endpoints", f"{side}Nodes"):
+        selectors = _tally("r." + field, _selector_tally("c", 1), "c")
+        parts.append(f"(has(r.{field}) ? {selectors} : '')")
+    group = "(has(c.cidrGroupSelector) ? " + _selector_tally("c.cidrGroupSelector", 1) + " : '')"
+    excepted = "(has(c.except) ? " + _tally("c.except", _X, "x") + " : '')"
+    cidr_set = _tally(f"r.{side}CIDRSet", f"'x' + {excepted} + {group}", "c")
+    parts.append(f"(has(r.{side}CIDRSet) ? {cidr_set} : '')")
+    if side == "to":
+        parts.append(f"(has(r.toFQDNs) ? {_tally('r.toFQDNs', _X, 'c')} : '')")
+        service = (
+            "'x' + (has(c.k8sServiceSelector) && has(c.k8sServiceSelector.selector) ? "
+            + _selector_tally("c.k8sServiceSelector.selector", 1)
+            + " : '')"
+        )
+        parts.append(f"(has(r.toServices) ? {_tally('r.toServices', service, 'c')} : '')")
+    l7 = [
+        f"(has(p.rules) && has(p.rules.{kind}) ? {_tally('p.rules.' + kind, _X, 'x')} : '')"
+        for kind in ("http", "dns", "kafka", "l7")
+    ]
+    ports = _balanced_sum([_X, f"(has(p.ports) ? {_tally('p.ports', _X, 'x')} : '')", *l7])
+    parts.append(f"(has(r.toPorts) ? {_tally('r.toPorts', ports, 'p')} : '')")
+    fields = "'x' + (has(c.fields) ? " + _tally("c.fields", _X, "x") + " : '')"
+    parts.append(f"(has(r.icmps) ? {_tally('r.icmps', fields, 'c')} : '')")
+    return _balanced_sum([_X, *parts])
+
+
+def _cidr_tally() -> str:
+    """Of spec ``s``: a character per CIDR its rules name (sets' exceptions counted in)."""
+    parts = []
+    for section in _SECTIONS:
+        side = "from" if section.startswith("ingress") else "to"
+        excepted = "(has(c.except) ? " + _tally("c.except", _X, "x") + " : '')"
+        plain = f"(has(r.{side}CIDR) ? {_tally(f'r.{side}CIDR', _X, 'c')} : '')"
+        sets = f"(has(r.{side}CIDRSet) ? {_tally(f'r.{side}CIDRSet', _X + ' + ' + excepted, 'c')} : '')"
+        parts.append(
+            f"(has(s.{section}) ? {_tally('s.' + section, plain + ' + ' + sets, 'r')} : '')"
+        )
+    return _balanced_sum(parts)
+
+
+def _spec_entries() -> str:
+    """Of spec ``s``: a character per entry it holds (its subject's labels, its rules')."""
+    subject = _balanced_sum(
+        [
+            f"(has(s.{key}) ? {_selector_tally('s.' + key, 0)} : '')"
+            for key in ("endpointSelector", "nodeSelector")
+        ]
+    )
+    rules = []
+    for section in _SECTIONS:
+        each = _rule_tally("from" if section.startswith("ingress") else "to")
+        rules.append(f"(has(s.{section}) ? {_tally('s.' + section, each, 'r')} : '')")
+    return _balanced_sum([subject, *rules])
+
+
+def _spec_rule_count(spec: str = "s") -> str:
+    """How many rules spec ``spec`` has, over its sections."""
+    return _balanced_sum([f"(has({spec}.{x}) ? size({spec}.{x}) : 0)" for x in _SECTIONS])
+
+
 ADMISSION_VARIABLES = (
     Variable("namespaced", "object.kind == 'CiliumNetworkPolicy'"),
     Variable(
@@ -627,10 +744,43 @@ ADMISSION_VARIABLES = (
         f"!(object.kind in {CILIUM_KINDS}) ? [] : "
         "(has(object.spec) ? [object.spec] : []) + (has(object.specs) ? object.specs : [])",
     ),
-    Variable("peerSelectors", f"variables.specs.map(s, {_peer_selector_lists()})"),
-    Variable("otherSelectors", f"variables.specs.map(s, {_other_selector_lists()})"),
-    Variable("ports", f"variables.specs.map(s, {_port_entries()})"),
-    Variable("ruleCidrs", f"variables.specs.map(s, {_rule_cidrs()})"),
+    Variable(
+        "ruleCount",
+        f"size(variables.specs) > {MAX_SPECS} ? {MAX_RULES + 1} : "
+        + _balanced_sum(
+            [
+                f"(size(variables.specs) > {n} ? "
+                + _spec_rule_count(f"variables.specs[{n}]")
+                + " : 0)"
+                for n in range(MAX_SPECS)
+            ]
+        ),
+    ),
+    Variable(
+        "entryCount",
+        f"variables.ruleCount > {MAX_RULES} ? {MAX_ENTRIES + 1} : "
+        f"size(variables.specs.map(s, {_spec_entries()}).join(''))",
+    ),
+    Variable(
+        "cidrCount",
+        f"variables.entryCount > {MAX_ENTRIES} ? {MAX_CIDRS + 1} : "
+        f"size(variables.specs.map(s, {_cidr_tally()}).join(''))",
+    ),
+    Variable(
+        "checkable",
+        f"variables.ruleCount <= {MAX_RULES} && variables.entryCount <= {MAX_ENTRIES} && "
+        f"variables.cidrCount <= {MAX_CIDRS}",
+    ),
+    Variable(
+        "pairable",
+        f"variables.ruleCount <= {MAX_PAIRED_RULES} && "
+        f"variables.entryCount <= {MAX_PAIRED_ENTRIES}",
+    ),
+    Variable("checkedSpecs", "variables.checkable ? variables.specs : []"),
+    Variable("peerSelectors", f"variables.checkedSpecs.map(s, {_peer_selector_lists()})"),
+    Variable("otherSelectors", f"variables.checkedSpecs.map(s, {_other_selector_lists()})"),
+    Variable("ports", f"variables.checkedSpecs.map(s, {_port_entries()})"),
+    Variable("ruleCidrs", f"variables.checkedSpecs.map(s, {_rule_cidrs()})"),
     Variable(
         "ruleCidrsNormalized",
         _each_cidr_entry("ruleCidrs", f"{{'t': e, 'n': {_cidr_normalized('e')}}}"),
@@ -640,7 +790,7 @@ ADMISSION_VARIABLES = (
         _each_cidr_entry("ruleCidrsNormalized", f"{{'t': e.t, 'p': {_cidr_parsed('e.n')}}}"),
     ),
     Variable("clusterSelectors", _cluster_selectors()),
-    Variable("cidrSets", f"variables.specs.map(s, {_cidr_set_entries()})"),
+    Variable("cidrSets", f"variables.checkedSpecs.map(s, {_cidr_set_entries()})"),
     Variable(
         "cidrSetsNormalized",
         _each_cidr_entry(
@@ -688,7 +838,9 @@ ADMISSION_CHECKS = (
         ),
     ),
     AdmissionCheck(
-        "CPG008", _every_spec(f"({_l4_voids_l7('ingress')}) && ({_l4_voids_l7('egress')})")
+        "CPG008",
+        "!variables.pairable || "
+        + _every_spec(f"({_l4_voids_l7('ingress')}) && ({_l4_voids_l7('egress')})"),
     ),
     AdmissionCheck("CPG009", _every_port(f"!{_PORT_UNPARSED}")),
     AdmissionCheck(
@@ -704,7 +856,8 @@ ADMISSION_CHECKS = (
     ),
     AdmissionCheck(
         "CPG011",
-        _every_spec(
+        "!variables.pairable || "
+        + _every_spec(
             " && ".join(
                 f"(!has(s.{x}) || s.{x}.all(r, size(s.{x}.filter(o, o == r)) == 1))"
                 for x in _SECTIONS
@@ -749,6 +902,15 @@ ADMISSION_CHECKS = (
         )
         + " && "
         + " && ".join(_each_rule(_l7_placement(section), (section,)) for section in _SECTIONS),
+    ),
+    AdmissionCheck(
+        "CPG022",
+        _each_rule(
+            "!has(r.toPorts) || r.toPorts.all(p, !has(p.rules) || !has(p.rules.http) || "
+            "p.rules.http.all(h, "
+            + " && ".join(f"(!has(h.{k}) || {_compiles(f'h.{k}')})" for k in ("path", "method"))
+            + "))"
+        ),
     ),
     AdmissionCheck("CPG023", _every_port(f"!{_END_BELOW}")),
     AdmissionCheck(
@@ -908,12 +1070,6 @@ NOT_AT_ADMISSION = (
     NotAtAdmission("CPG050", "the API server receives JSON: the YAML text is gone"),
     NotAtAdmission("CPG051", "the API server's decoder refuses the number before admission"),
     NotAtAdmission(
-        "CPG022",
-        "whether a text is a regular expression Go accepts cannot be asked in CEL without the "
-        "expression failing, and a failing expression refuses the request whatever its "
-        "binding's action (Warn included)",
-    ),
-    NotAtAdmission(
         "CPG012",
         "which pods a selector selects is the cluster's state, not the document's",
     ),
@@ -937,6 +1093,103 @@ NOT_AT_ADMISSION = (
 """The rules the guard does not enforce, and why."""
 
 
+def _count(items: object) -> int:
+    return len(items) if isinstance(items, (list, dict)) else 0
+
+
+def _items(items: object) -> list[Any]:
+    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+
+
+def _selector_count(selector: object) -> int:
+    if not isinstance(selector, dict):
+        return 1
+    terms = _items(selector.get("matchExpressions"))
+    return (
+        1
+        + _count(selector.get("matchLabels"))
+        + _count(selector.get("matchExpressions"))
+        + sum(_count(t.get("values")) for t in terms)
+    )
+
+
+def _rule_entries(rule: dict[str, Any], side: str) -> tuple[int, int]:
+    """The entries and the CIDRs of one rule, as the guard's tally counts them."""
+    entries = 1 + sum(
+        _count(rule.get(side + f)) for f in ("CIDR", "Entities", "Requires", "Groups")
+    )
+    for field in (side + "Endpoints", side + "Nodes"):
+        entries += sum(_selector_count(c) for c in _seq_of(rule.get(field)))
+    sets = _items(rule.get(side + "CIDRSet"))
+    excepts = sum(_count(c.get("except")) for c in sets)
+    entries += _count(rule.get(side + "CIDRSet")) + excepts
+    entries += sum(
+        _selector_count(c["cidrGroupSelector"]) for c in sets if "cidrGroupSelector" in c
+    )
+    if side == "to":
+        entries += _count(rule.get("toFQDNs")) + _count(rule.get("toServices"))
+        for service in _items(rule.get("toServices")):
+            chosen = service.get("k8sServiceSelector")
+            if isinstance(chosen, dict) and "selector" in chosen:
+                entries += _selector_count(chosen["selector"])
+    for port_rule in _items(rule.get("toPorts")):
+        l7 = port_rule.get("rules") if isinstance(port_rule.get("rules"), dict) else {}
+        entries += _count(port_rule.get("ports")) + sum(
+            _count(l7.get(k)) for k in ("http", "dns", "kafka", "l7")
+        )
+    entries += _count(rule.get("toPorts"))
+    entries += _count(rule.get("icmps")) + sum(
+        _count(i.get("fields")) for i in _items(rule.get("icmps"))
+    )
+    return entries, _count(rule.get(side + "CIDR")) + _count(rule.get(side + "CIDRSet")) + excepts
+
+
+def _seq_of(items: object) -> list[Any]:
+    return items if isinstance(items, list) else []
+
+
+def within_bounds(document: dict[str, Any]) -> tuple[bool, bool]:
+    """Whether the guard checks a stored Cilium policy (its size check, in Python): every
+    check, and the pairwise ones (CPG008, CPG011)."""
+    written = [document.get("spec"), *_seq_of(document.get("specs"))]
+    specs: list[dict[str, Any]] = [s for s in written if isinstance(s, dict)]
+    rules = entries = cidrs = 0
+    for spec in specs:
+        subject = [spec[k] for k in ("endpointSelector", "nodeSelector") if k in spec]
+        entries += sum(_selector_count(selector) for selector in subject)
+        for section in _SECTIONS:
+            side = "from" if section.startswith("ingress") else "to"
+            rules += _count(spec.get(section))
+            for rule in _items(spec.get(section)):
+                counted = _rule_entries(rule, side)
+                entries, cidrs = entries + counted[0], cidrs + counted[1]
+    checkable = (
+        len(specs) <= MAX_SPECS
+        and rules <= MAX_RULES
+        and entries <= MAX_ENTRIES
+        and cidrs <= MAX_CIDRS
+    )
+    return checkable, rules <= MAX_PAIRED_RULES and entries <= MAX_PAIRED_ENTRIES
+
+
+SIZE_CHECK = AdmissionCheck(
+    "too-large",
+    f"!(object.kind in {CILIUM_KINDS}) || (variables.checkable && variables.pairable)",
+)
+"""The one check that is no lint rule: the policy is within the bounds the guard checks at
+admission (true when it is)."""
+SIZE_MESSAGE = (
+    f"!variables.checkable ? 'too-large: the policy holds more than the guard checks at "
+    f"admission ({MAX_SPECS} specs, {MAX_RULES} rules, {MAX_ENTRIES} entries or {MAX_CIDRS} "
+    "CIDRs), so none of "
+    "its rules was checked. Fix: run cpg lint on it in CI, or split it.' : 'too-large: the "
+    f"policy holds more than {MAX_PAIRED_RULES} rules or {MAX_PAIRED_ENTRIES} entries, so "
+    "CPG008 and CPG011, which compare its rules pairwise, were not checked. Fix: run cpg lint "
+    "on it in CI, or split it.'"
+)
+"""What :data:`SIZE_CHECK` says when it fails (a CEL expression: which bound was passed)."""
+
+
 def exempt_namespaces(label: str) -> dict[str, object]:
     """The selector of a binding that leaves the namespaces (or objects) labelled
     ``label=exempt`` alone."""
@@ -947,7 +1200,15 @@ __all__ = [
     "ADMISSION_CHECKS",
     "ADMISSION_VARIABLES",
     "CILIUM_KINDS",
+    "MAX_CIDRS",
+    "MAX_ENTRIES",
+    "MAX_PAIRED_ENTRIES",
+    "MAX_PAIRED_RULES",
+    "MAX_RULES",
+    "MAX_SPECS",
     "NOT_AT_ADMISSION",
+    "SIZE_CHECK",
+    "SIZE_MESSAGE",
     "AdmissionCheck",
     "NotAtAdmission",
     "Variable",
@@ -956,4 +1217,5 @@ __all__ = [
     "network_policy_checks",
     "pod_cidr_checks",
     "version_checks",
+    "within_bounds",
 ]

@@ -15,12 +15,15 @@ from cpg_core.policy import (
     ADMISSION_VARIABLES,
     CILIUM_KINDS,
     NOT_AT_ADMISSION,
+    SIZE_CHECK,
+    SIZE_MESSAGE,
     AdmissionCheck,
     cluster_network_policy_checks,
     exempt_namespaces,
     network_policy_checks,
     pod_cidr_checks,
     version_checks,
+    within_bounds,
 )
 from cpg_core.review import NEWEST, RULES, LintRule, lint_text, milestones
 
@@ -54,7 +57,7 @@ def admission_checks(
     )
     for check in cilium:
         parts.setdefault(check.code, []).append(
-            f"!(object.kind in {CILIUM_KINDS}) || ({check.expression})"
+            f"!(object.kind in {CILIUM_KINDS}) || !variables.checkable || ({check.expression})"
         )
     for check in network_policy_checks(version):
         parts.setdefault(check.code, []).append(
@@ -71,19 +74,35 @@ def admission_checks(
     )
 
 
+def _gated(check: AdmissionCheck, title: str) -> str:
+    """The validation of ``check``: taken when the binding's ConfigMap names its code. Its
+    first line, a comment, names the rule: the API server quotes the expression when it fails
+    (a regular expression Go refuses, CPG022), so the rule is in the message."""
+    return (
+        f"// {title}\n!has(params.data) || !('{check.code}' in params.data) || ({check.expression})"
+    )
+
+
 def admission_policy(version: Version = NEWEST, pod_cidrs: Sequence[str] = ()) -> dict[str, Any]:
     """The ValidatingAdmissionPolicy: each enforced rule's check (for Cilium ``version``),
     taken when the binding's ConfigMap names the rule."""
     validations = []
     for check in admission_checks(version, pod_cidrs):
+        rule = RULES[check.code]
         validations.append(
             {
-                "expression": f"!has(params.data) || !('{check.code}' in params.data) || "
-                f"({check.expression})",
-                "message": _message(RULES[check.code]),
+                "expression": _gated(check, f"{rule.code} {rule.name}"),
+                "message": _message(rule),
                 "reason": "Invalid",
             }
         )
+    validations.append(
+        {
+            "expression": _gated(SIZE_CHECK, f"{SIZE_CHECK.code}: the policy is checked"),
+            "messageExpression": SIZE_MESSAGE,
+            "reason": "Invalid",
+        }
+    )
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingAdmissionPolicy",
@@ -134,7 +153,10 @@ def admission_params(action: str, codes: Iterable[str], namespace: str) -> dict[
             "namespace": namespace,
             "labels": dict(_MANAGED),
         },
-        "data": {code: RULES[code].name for code in codes},
+        "data": {
+            code: RULES[code].name if code in RULES else "policy-too-large-to-check"
+            for code in codes
+        },
     }
 
 
@@ -174,7 +196,7 @@ def admission_objects(
     enforced = [c.code for c in admission_checks(version, pod_cidrs)]
     errors = [c for c in enforced if RULES[c].level == "error"]
     warnings = [c for c in enforced if RULES[c].level == "warning"]
-    chosen = {"Deny": errors, "Warn": warnings, "Audit": []}
+    chosen = {"Deny": errors, "Warn": [*warnings, SIZE_CHECK.code], "Audit": []}
     objects = [admission_policy(version, pod_cidrs)]
     for action in ACTIONS:
         objects.append(admission_params(action, chosen[action], namespace))
@@ -223,7 +245,8 @@ def admission_yaml(
         f"# Enforced on one document: {enforced}.",
         "# A rule is taken by the action whose ConfigMap names it; the Deny binding warns",
         "# until you set its validationActions to [Deny]. A namespace or a policy labelled",
-        f"# {EXEMPT_LABEL}=exempt is left alone.",
+        f"# {EXEMPT_LABEL}=exempt is left alone. A policy past the bounds the API server's",
+        "# CEL budget affords is not checked: the validation too-large (warn) says so.",
         "# Left to lint (cpg lint in CI):",
         *(f"#   {code}: {why}" for code, why in not_enforced()),
     ]
@@ -251,11 +274,18 @@ def guard_notes(
     refused: list[str] = []
     warned: list[str] = []
     for policy in policies:
+        checkable, pairable = within_bounds(dict(policy))
+        if not (checkable and pairable):
+            written = policy.get("metadata")
+            meta: Mapping[str, Any] = written if isinstance(written, Mapping) else {}
+            where = f"{meta.get('namespace')}/" if meta.get("namespace") else ""
+            warned.append(f"{where}{meta.get('name', '?')} ({SIZE_CHECK.code})")
+        skipped = set() if checkable and pairable else {"CPG008", "CPG011"}
         text = yaml.safe_dump(dict(policy), sort_keys=False)
         found = [
             f
             for f in lint_text(text, "cluster", cilium_version=version, pod_cidrs=pod_cidrs)
-            if f.code in enforced
+            if f.code in enforced and checkable and f.code not in skipped
         ]
         if not found:
             continue
