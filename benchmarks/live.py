@@ -35,7 +35,7 @@ import h2.config
 import h2.connection
 import h2.events
 
-from cpg_core.synthesis._aggregate import AggregateOptions
+from cpg_core._synthesis.aggregate import AggregateOptions
 from cpg_io._proto.flow import flow_pb2
 from cpg_io._proto.observer import observer_pb2, observer_pb2_grpc
 

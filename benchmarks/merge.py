@@ -16,7 +16,7 @@ import sys
 import time
 
 from cpg_core import render_or_merge
-from cpg_core.base._rules import Atom, EndpointPeer, rules_from_atoms
+from cpg_core._base.rules import Atom, EndpointPeer, rules_from_atoms
 
 SELECTOR = (("app", "x"),)
 
@@ -77,7 +77,7 @@ def peers() -> None:
 def _forget_renderings() -> None:
     """Empty the memory of renderings a live session's flushes rely on (absent before it)."""
     try:
-        from cpg_core.synthesis import _merge
+        from cpg_core._synthesis import merge as _merge
     except ImportError:  # pragma: no cover
         return
     rendered = getattr(_merge, "_RENDERED", None)

@@ -48,7 +48,7 @@ _SOURCES = ("k8s:", "any:", "reserved:", "cilium:", "unspec:", "container:")
 def label_errors(document: Any) -> list[str]:
     """Selector labels Kubernetes would refuse (the CRD leaves their syntax to the API
     server): every matchLabels and matchExpressions key and value in the document."""
-    from cpg_core.base._labels import label_problem
+    from cpg_core._base.labels import label_problem
 
     errors: list[str] = []
 

@@ -148,13 +148,13 @@ def test_the_face_check_catches_a_private_import(tmp_path: Path) -> None:
     sample = tmp_path / "adapter.py"
     sample.write_text(
         "from cpg_core import Flow\nfrom cpg_core.reports import markdown_report\n"
-        "from cpg_core.synthesis._aggregate import hold_back\nimport cpg_core.synthesis._lines\n"
-        "from cpg_core.reports._html import layout\n"
+        "from cpg_core._synthesis.aggregate import hold_back\nimport cpg_core._synthesis.lines\n"
+        "from cpg_core._reports.html import layout\n"
     )
     assert _core_imports_outside_the_face(sample) == [
-        "cpg_core.synthesis._aggregate",
-        "cpg_core.synthesis._lines",
-        "cpg_core.reports._html",
+        "cpg_core._synthesis.aggregate",
+        "cpg_core._synthesis.lines",
+        "cpg_core._reports.html",
     ]
 
 
@@ -163,35 +163,30 @@ def test_every_core_module_outside_the_face_is_private() -> None:
         relative = path.relative_to(SRC).with_suffix("")
         parts = [p for p in relative.parts if p != "__init__"]
         name = ".".join(parts)
-        assert name in PUBLIC_CORE or name in LAYER_PACKAGES or parts[-1].startswith("_"), (
-            f"{name}: a core module is either part of the face (PUBLIC_CORE), a layer's "
-            "folder, or private (_name)"
+        assert name in PUBLIC_CORE or parts[1].startswith("_"), (
+            f"{name}: a core module is either part of the face (PUBLIC_CORE) or lives in a "
+            "layer's private package (cpg_core._layer)"
         )
 
 
-CORE_LAYERS = ("base", "flows", "policy", "synthesis", "review", "requests", "reports")
-"""The core's layers as folders, lowest first: a module imports only its own layer's and
-the layers' below it (and the leaf helpers ``cpg_core.text`` and ``cpg_core.lazy``)."""
-LAYER_PACKAGES = frozenset(f"cpg_core.{layer}" for layer in CORE_LAYERS[:-1])
+CORE_LAYERS = ("_base", "_flows", "_policy", "_synthesis", "_review", "_requests", "_reports")
+"""The core's layers as private packages, lowest first: a module imports only its own
+layer's and the layers' below it (and the leaf helpers ``cpg_core.text`` and
+``cpg_core.lazy``); the import-linter contracts in pyproject.toml hold the order."""
 CORE_LEAVES = frozenset({"cpg_core.text", "cpg_core.lazy"})
 
 
 def _core_layer(module: str) -> str | None:
     """The layer of a core module, or None for the face (the top-level public modules)."""
     parts = module.split(".")
-    return (
-        parts[1]
-        if len(parts) > 2 or module in LAYER_PACKAGES
-        else ("reports" if module == "cpg_core.reports" else None)
-    )
+    return parts[1] if len(parts) > 1 and parts[1] in CORE_LAYERS else None
 
 
-def test_the_core_layers_import_only_downward_and_keep_their_private_names() -> None:
-    """Each layer folder imports only from itself and the layers below it, never from the
-    face above them all, and no name starting with an underscore crosses into another
-    layer (what another layer needs is a public name of the module that has it)."""
-    import ast
-
+def test_the_core_layers_keep_their_private_names_and_never_import_the_face() -> None:
+    """No layer imports the face above them all (the package or its public modules), and
+    no name or module starting with an underscore crosses into another layer (what another
+    layer needs is a public name of a public module). The order of the layers is the
+    import-linter contracts' (pyproject.toml)."""
     found: list[str] = []
     for path in sorted((SRC / "cpg_core").rglob("*.py")):
         relative = path.relative_to(SRC).with_suffix("")
@@ -211,8 +206,6 @@ def test_the_core_layers_import_only_downward_and_keep_their_private_names() -> 
             if theirs is None:
                 found.append(f"{module} imports the face {target}")
                 continue
-            if CORE_LAYERS.index(theirs) > CORE_LAYERS.index(mine):
-                found.append(f"{module} ({mine}) imports {target} ({theirs}), a layer above")
             private = [a.name for a in node.names if a.name.startswith("_")]
             if theirs != mine and private:
                 found.append(f"{module} takes {private} from {target}, another layer")
@@ -221,8 +214,15 @@ def test_the_core_layers_import_only_downward_and_keep_their_private_names() -> 
     assert found == []
 
 
+def test_a_layers_package_is_its_docstring_alone() -> None:
+    """Cross-layer imports name the module: a layer's ``__init__`` re-exports nothing."""
+    for layer in CORE_LAYERS:
+        tree = ast.parse((SRC / "cpg_core" / layer / "__init__.py").read_text())
+        assert len(tree.body) == 1 and ast.get_docstring(tree), layer
+
+
 def test_the_core_has_no_module_outside_its_layers_and_face() -> None:
-    """Every private core module lives in a layer folder: nothing new lands at the top."""
+    """Every private core module lives in a layer package: nothing new lands at the top."""
     loose = sorted(p.name for p in (SRC / "cpg_core").glob("_*.py") if p.name != "__init__.py")
     assert loose == []
     folders = {p.name for p in (SRC / "cpg_core").iterdir() if (p / "__init__.py").is_file()}
@@ -243,16 +243,7 @@ def test_the_face_is_importable_and_small() -> None:
     assert len(cpg_core.__all__) < 80
 
 
-LAZY_FACES = (
-    "cpg_core",
-    "cpg_core.reports",
-    "cpg_core.why",
-    "cpg_io.runs",
-    *(
-        f"cpg_core.{layer}"
-        for layer in ("base", "flows", "policy", "synthesis", "review", "requests")
-    ),
-)
+LAZY_FACES = ("cpg_core", "cpg_core.reports", "cpg_core.why", "cpg_io.runs")
 """Packages whose names load on first use (``cpg_core.lazy``, §D31)."""
 
 
@@ -291,14 +282,14 @@ def test_lazy_faces_list_each_name_once_and_load_it_on_first_use() -> None:
     ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert (
         ran.stdout.strip()
-        == "['cpg_core.base', 'cpg_core.base._flow', 'cpg_core.lazy', 'cpg_core.reports', "
+        == "['cpg_core._base', 'cpg_core._base.flow', 'cpg_core.lazy', 'cpg_core.reports', "
         "'cpg_io.runs']"
     ), ran
 
 
 def test_the_format_names_are_the_formats_rendered() -> None:
-    from cpg_core.reports._format_names import FORMAT_NAMES
-    from cpg_core.reports._formats import FORMATS
+    from cpg_core._reports.format_names import FORMAT_NAMES
+    from cpg_core._reports.formats import FORMATS
 
     assert {kind: tuple(renderers) for kind, renderers in FORMATS.items()} == dict(FORMAT_NAMES)
 
@@ -341,14 +332,14 @@ def test_the_judgment_code_has_unit_tests_beside_it() -> None:
     core = Path(__file__).resolve().parent / "core"
     src = Path(__file__).resolve().parents[1] / "src" / "cpg_core"
     for name in JUDGMENT:
-        assert list(src.glob(f"*/_{name}.py")), name
-        assert (core / f"test_{name}.py").is_file(), f"_{name}.py has no tests/core/test_{name}.py"
+        assert list(src.glob(f"_*/{name}.py")) + list(src.glob(f"_*/_{name}.py")), name
+        assert (core / f"test_{name}.py").is_file(), f"{name}.py has no tests/core/test_{name}.py"
 
 
 _FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]+)")
 CLI_RENDERINGS = {
-    "cpg_core/requests/_options.py": "the option table declares the flags",
-    "cpg_core/reports/_run.py": "the terminal report of a cpg run: the next cpg commands to type",
+    "cpg_core/_requests/options.py": "the option table declares the flags",
+    "cpg_core/_reports/run.py": "the terminal report of a cpg run: the next cpg commands to type",
 }
 """Core and io modules whose texts are the command line's own, with the reason."""
 
@@ -460,7 +451,7 @@ CNP_KEYS = frozenset(
 ``rules`` or ``ingress`` are words flows and reports use too)."""
 CNP_KEY_PARTS = frozenset({"Endpoints", "Entities", "CIDRSet", "Nodes", "Groups", "Requires"})
 """The halves a key is built from (``side + "Endpoints"``)."""
-GRAMMAR_FOLDER = SRC / "cpg_core" / "policy"
+GRAMMAR_FOLDER = SRC / "cpg_core" / "_policy"
 
 
 def _grammar_strings(tree: object) -> list[tuple[int, str]]:
@@ -480,7 +471,7 @@ def _grammar_strings(tree: object) -> list[tuple[int, str]]:
 
 def test_only_the_policy_folder_spells_the_cilium_policy_grammar() -> None:
     """Every key of the CiliumNetworkPolicy grammar is read and written in
-    ``cpg_core/policy`` (the model, the acceptance checks, the writer): a change in how
+    ``cpg_core/_policy`` (the model, the acceptance checks, the writer): a change in how
     Cilium reads a field is made in one folder, not found in a dozen modules."""
     import ast
 
@@ -492,7 +483,7 @@ def test_only_the_policy_folder_spells_the_cilium_policy_grammar() -> None:
         found += [
             f"{path.relative_to(SRC)}:{line}: {text!r}" for line, text in _grammar_strings(tree)
         ]
-    assert found == [], "spell these through cpg_core.policy's model or writer"
+    assert found == [], "spell these through cpg_core._policy's model or writer"
 
 
 def test_the_grammar_test_sees_a_key_however_it_is_written() -> None:

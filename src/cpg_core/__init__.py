@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from cpg_core.lazy import lazy_face
 
 if TYPE_CHECKING:
-    from cpg_core.base._documents import (
+    from cpg_core._base.documents import (
         ClusterHealth,
         DroppedFlowCount,
         DroppedFlowSample,
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
         VerifyCheck,
         VerifyReport,
     )
-    from cpg_core.base._errors import (
+    from cpg_core._base.errors import (
         CpgError,
         FlowParseError,
         Message,
@@ -44,41 +44,41 @@ if TYPE_CHECKING:
         SelectorMismatchError,
         Setting,
     )
-    from cpg_core.base._flow import PROTOCOLS, Endpoint, Flow, LostEvents, OtherRecord, Verdict
-    from cpg_core.base._request_error import RequestError
-    from cpg_core.base._rules import Atom
-    from cpg_core.flows._decide import DecideOptions, Decision
-    from cpg_core.flows._parse import FlowParser, parse_flow, parse_record
-    from cpg_core.flows._synthesis import PolicyTarget
-    from cpg_core.policy._equivalence import policies_equivalent
-    from cpg_core.policy._matcher import match_flow
-    from cpg_core.requests._generate import Generated, generate
-    from cpg_core.requests._requests import (
+    from cpg_core._base.flow import PROTOCOLS, Endpoint, Flow, LostEvents, OtherRecord, Verdict
+    from cpg_core._base.request_error import RequestError
+    from cpg_core._base.rules import Atom
+    from cpg_core._flows.decide import DecideOptions, Decision
+    from cpg_core._flows.parse import FlowParser, parse_flow, parse_record
+    from cpg_core._flows.synthesis import PolicyTarget
+    from cpg_core._policy.equivalence import policies_equivalent
+    from cpg_core._policy.matcher import match_flow
+    from cpg_core._requests.generate import Generated, generate
+    from cpg_core._requests.requests import (
         CaptureRequest,
         ExplainRequest,
         LiveRequest,
         TimeWindow,
         check_target,
     )
-    from cpg_core.requests._run_request import (
+    from cpg_core._requests.run_request import (
         CheckRequest,
         EngineChoice,
         EvidencePolicy,
         RunRequest,
     )
-    from cpg_core.requests._sessions import ReplayIdentity
-    from cpg_core.review._evidence import (
+    from cpg_core._requests.sessions import ReplayIdentity
+    from cpg_core._review.evidence import (
         EvidenceError,
         parse_evidence,
         plan_evidence,
         redact_ips,
         render_evidence,
     )
-    from cpg_core.review._explain import ExplainFilter, explain_lines, explain_record
-    from cpg_core.review._plan import CANNOT_JUDGE, CurrentSource, Plan, plan
-    from cpg_core.review._verify import verify_flows
-    from cpg_core.review._wire import DocumentError, document_schema, from_data, to_data, to_json
-    from cpg_core.synthesis._aggregate import (
+    from cpg_core._review.explain import ExplainFilter, explain_lines, explain_record
+    from cpg_core._review.plan import CANNOT_JUDGE, CurrentSource, Plan, plan
+    from cpg_core._review.verify import verify_flows
+    from cpg_core._review.wire import DocumentError, document_schema, from_data, to_data, to_json
+    from cpg_core._synthesis.aggregate import (
         AggregateOptions,
         AggregateState,
         Aggregator,
@@ -88,91 +88,91 @@ if TYPE_CHECKING:
         held_back,
         hold_back,
     )
-    from cpg_core.synthesis._bootstrap import render_bootstrap
-    from cpg_core.synthesis._lines import ReadStats, feed_lines
-    from cpg_core.synthesis._merge import render_or_merge
-    from cpg_core.synthesis._render import render_policy
+    from cpg_core._synthesis.bootstrap import render_bootstrap
+    from cpg_core._synthesis.lines import ReadStats, feed_lines
+    from cpg_core._synthesis.merge import render_or_merge
+    from cpg_core._synthesis.render import render_policy
 
 _WHERE = {
-    "AggregateOptions": "cpg_core.synthesis._aggregate",
-    "AggregateState": "cpg_core.synthesis._aggregate",
-    "Aggregator": "cpg_core.synthesis._aggregate",
-    "Atom": "cpg_core.base._rules",
-    "CANNOT_JUDGE": "cpg_core.review._plan",
-    "CaptureRequest": "cpg_core.requests._requests",
-    "CheckRequest": "cpg_core.requests._run_request",
-    "ClusterHealth": "cpg_core.base._documents",
-    "CpgError": "cpg_core.base._errors",
-    "CurrentSource": "cpg_core.review._plan",
-    "DecideOptions": "cpg_core.flows._decide",
-    "Decision": "cpg_core.flows._decide",
-    "DocumentError": "cpg_core.review._wire",
-    "DropRecord": "cpg_core.base._documents",
-    "DroppedFlowCount": "cpg_core.base._documents",
-    "DroppedFlowSample": "cpg_core.base._documents",
-    "Endpoint": "cpg_core.base._flow",
-    "EngineChoice": "cpg_core.requests._run_request",
-    "EvidenceError": "cpg_core.review._evidence",
-    "EvidencePolicy": "cpg_core.requests._run_request",
-    "ExplainFilter": "cpg_core.review._explain",
-    "ExplainResult": "cpg_core.base._documents",
-    "Finding": "cpg_core.base._documents",
-    "Flow": "cpg_core.base._flow",
-    "FlowParseError": "cpg_core.base._errors",
-    "FlowParser": "cpg_core.flows._parse",
-    "Generated": "cpg_core.requests._generate",
-    "HeldBack": "cpg_core.synthesis._aggregate",
-    "HeldStats": "cpg_core.synthesis._aggregate",
-    "InputDigest": "cpg_core.base._documents",
-    "LiveRequest": "cpg_core.requests._requests",
-    "LostEvents": "cpg_core.base._flow",
-    "OtherRecord": "cpg_core.base._flow",
-    "PROTOCOLS": "cpg_core.base._flow",
-    "Plan": "cpg_core.review._plan",
-    "PolicyEvidence": "cpg_core.base._documents",
-    "PolicyMergeError": "cpg_core.base._errors",
-    "PolicyPlan": "cpg_core.synthesis._aggregate",
-    "PolicyTarget": "cpg_core.flows._synthesis",
-    "ReadStats": "cpg_core.synthesis._lines",
-    "ReplayIdentity": "cpg_core.requests._sessions",
-    "RequestError": "cpg_core.base._request_error",
-    "RuleEvidence": "cpg_core.base._documents",
-    "RunRequest": "cpg_core.requests._run_request",
-    "SampleFlow": "cpg_core.base._documents",
-    "SelectorMismatchError": "cpg_core.base._errors",
-    "SessionInfo": "cpg_core.base._documents",
-    "SessionSource": "cpg_core.base._documents",
-    "Setting": "cpg_core.base._errors",
-    "Message": "cpg_core.base._errors",
-    "TimeWindow": "cpg_core.requests._requests",
-    "ExplainRequest": "cpg_core.requests._requests",
-    "Verdict": "cpg_core.base._flow",
-    "VerifyCheck": "cpg_core.base._documents",
-    "VerifyReport": "cpg_core.base._documents",
-    "check_target": "cpg_core.requests._requests",
-    "document_schema": "cpg_core.review._wire",
-    "explain_lines": "cpg_core.review._explain",
-    "explain_record": "cpg_core.review._explain",
-    "feed_lines": "cpg_core.synthesis._lines",
-    "from_data": "cpg_core.review._wire",
-    "generate": "cpg_core.requests._generate",
-    "held_back": "cpg_core.synthesis._aggregate",
-    "hold_back": "cpg_core.synthesis._aggregate",
-    "match_flow": "cpg_core.policy._matcher",
-    "parse_evidence": "cpg_core.review._evidence",
-    "parse_flow": "cpg_core.flows._parse",
-    "parse_record": "cpg_core.flows._parse",
-    "plan": "cpg_core.review._plan",
-    "plan_evidence": "cpg_core.review._evidence",
-    "policies_equivalent": "cpg_core.policy._equivalence",
-    "redact_ips": "cpg_core.review._evidence",
-    "render_bootstrap": "cpg_core.synthesis._bootstrap",
-    "render_evidence": "cpg_core.review._evidence",
-    "render_or_merge": "cpg_core.synthesis._merge",
-    "render_policy": "cpg_core.synthesis._render",
-    "to_data": "cpg_core.review._wire",
-    "to_json": "cpg_core.review._wire",
-    "verify_flows": "cpg_core.review._verify",
+    "AggregateOptions": "cpg_core._synthesis.aggregate",
+    "AggregateState": "cpg_core._synthesis.aggregate",
+    "Aggregator": "cpg_core._synthesis.aggregate",
+    "Atom": "cpg_core._base.rules",
+    "CANNOT_JUDGE": "cpg_core._review.plan",
+    "CaptureRequest": "cpg_core._requests.requests",
+    "CheckRequest": "cpg_core._requests.run_request",
+    "ClusterHealth": "cpg_core._base.documents",
+    "CpgError": "cpg_core._base.errors",
+    "CurrentSource": "cpg_core._review.plan",
+    "DecideOptions": "cpg_core._flows.decide",
+    "Decision": "cpg_core._flows.decide",
+    "DocumentError": "cpg_core._review.wire",
+    "DropRecord": "cpg_core._base.documents",
+    "DroppedFlowCount": "cpg_core._base.documents",
+    "DroppedFlowSample": "cpg_core._base.documents",
+    "Endpoint": "cpg_core._base.flow",
+    "EngineChoice": "cpg_core._requests.run_request",
+    "EvidenceError": "cpg_core._review.evidence",
+    "EvidencePolicy": "cpg_core._requests.run_request",
+    "ExplainFilter": "cpg_core._review.explain",
+    "ExplainResult": "cpg_core._base.documents",
+    "Finding": "cpg_core._base.documents",
+    "Flow": "cpg_core._base.flow",
+    "FlowParseError": "cpg_core._base.errors",
+    "FlowParser": "cpg_core._flows.parse",
+    "Generated": "cpg_core._requests.generate",
+    "HeldBack": "cpg_core._synthesis.aggregate",
+    "HeldStats": "cpg_core._synthesis.aggregate",
+    "InputDigest": "cpg_core._base.documents",
+    "LiveRequest": "cpg_core._requests.requests",
+    "LostEvents": "cpg_core._base.flow",
+    "OtherRecord": "cpg_core._base.flow",
+    "PROTOCOLS": "cpg_core._base.flow",
+    "Plan": "cpg_core._review.plan",
+    "PolicyEvidence": "cpg_core._base.documents",
+    "PolicyMergeError": "cpg_core._base.errors",
+    "PolicyPlan": "cpg_core._synthesis.aggregate",
+    "PolicyTarget": "cpg_core._flows.synthesis",
+    "ReadStats": "cpg_core._synthesis.lines",
+    "ReplayIdentity": "cpg_core._requests.sessions",
+    "RequestError": "cpg_core._base.request_error",
+    "RuleEvidence": "cpg_core._base.documents",
+    "RunRequest": "cpg_core._requests.run_request",
+    "SampleFlow": "cpg_core._base.documents",
+    "SelectorMismatchError": "cpg_core._base.errors",
+    "SessionInfo": "cpg_core._base.documents",
+    "SessionSource": "cpg_core._base.documents",
+    "Setting": "cpg_core._base.errors",
+    "Message": "cpg_core._base.errors",
+    "TimeWindow": "cpg_core._requests.requests",
+    "ExplainRequest": "cpg_core._requests.requests",
+    "Verdict": "cpg_core._base.flow",
+    "VerifyCheck": "cpg_core._base.documents",
+    "VerifyReport": "cpg_core._base.documents",
+    "check_target": "cpg_core._requests.requests",
+    "document_schema": "cpg_core._review.wire",
+    "explain_lines": "cpg_core._review.explain",
+    "explain_record": "cpg_core._review.explain",
+    "feed_lines": "cpg_core._synthesis.lines",
+    "from_data": "cpg_core._review.wire",
+    "generate": "cpg_core._requests.generate",
+    "held_back": "cpg_core._synthesis.aggregate",
+    "hold_back": "cpg_core._synthesis.aggregate",
+    "match_flow": "cpg_core._policy.matcher",
+    "parse_evidence": "cpg_core._review.evidence",
+    "parse_flow": "cpg_core._flows.parse",
+    "parse_record": "cpg_core._flows.parse",
+    "plan": "cpg_core._review.plan",
+    "plan_evidence": "cpg_core._review.evidence",
+    "policies_equivalent": "cpg_core._policy.equivalence",
+    "redact_ips": "cpg_core._review.evidence",
+    "render_bootstrap": "cpg_core._synthesis.bootstrap",
+    "render_evidence": "cpg_core._review.evidence",
+    "render_or_merge": "cpg_core._synthesis.merge",
+    "render_policy": "cpg_core._synthesis.render",
+    "to_data": "cpg_core._review.wire",
+    "to_json": "cpg_core._review.wire",
+    "verify_flows": "cpg_core._review.verify",
 }
 __getattr__ = lazy_face(__name__, _WHERE)
 

@@ -1,45 +1,31 @@
 """Facts about Cilium and its policy files that adapters need: reading policy YAML, the labels
 cpg marks its policies with, and the agent versions a cluster runs."""
 
-from cpg_core.base import (
+from cpg_core._base.cilium_version import (
     LOCAL_CLUSTER_DEFAULT_SINCE,
-    POLICY_NAME_PREFIX,
     Version,
     format_version,
     local_cluster_default,
     minimum_version,
     versions_seen,
 )
-from cpg_core.policy import (
+from cpg_core._base.names import POLICY_NAME_PREFIX
+from cpg_core._policy.agent import (
     CONFIG_MAP,
-    DEFAULT_DENY_FIELD,
-    SECTIONS,
     AgentChoice,
     AgentSettings,
-    JsonInputError,
-    PolicySet,
-    PolicyShapeProblem,
-    YamlInputError,
     agent_settings,
-    below_floor,
-    load_all,
-    load_json,
-    load_one,
-    policies_in,
-    policy_name,
     release_notes,
-    specs_police,
 )
-from cpg_core.review import AlsoSelected, also_selected
-from cpg_core.synthesis import (
-    MANAGED_BY_LABEL,
-    MANAGED_BY_VALUE,
-    ForeignPolicy,
-    foreign_policy,
-    narrow_in_text,
-    policy_document,
-    written_by_cpg,
-)
+from cpg_core._policy.matcher import policy_name
+from cpg_core._policy.model import DEFAULT_DENY_FIELD, SECTIONS, below_floor, specs_police
+from cpg_core._policy.policy_docs import PolicyShapeProblem, policies_in
+from cpg_core._policy.policy_set import PolicySet
+from cpg_core._policy.yamlread import JsonInputError, YamlInputError, load_all, load_json, load_one
+from cpg_core._review.owners import AlsoSelected, also_selected
+from cpg_core._synthesis.merge import ForeignPolicy, foreign_policy, written_by_cpg
+from cpg_core._synthesis.narrow import narrow_in_text
+from cpg_core._synthesis.render import MANAGED_BY_LABEL, MANAGED_BY_VALUE, policy_document
 
 __all__ = [
     "CONFIG_MAP",

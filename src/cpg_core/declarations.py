@@ -2,24 +2,26 @@
 objects name (admission webhooks, aggregated APIs, conversion webhooks, Prometheus scrapes
 and discovery, node-local DNS caches), read from Kubernetes objects as plain values."""
 
-from cpg_core.synthesis import (
+from cpg_core._synthesis.aggregate_plans import with_declared_entries
+from cpg_core._synthesis.catalogue import (
     BUILTIN,
-    KUBE_APISERVER,
     Catalogue,
     CatalogueError,
+    PlatformWorkload,
+    catalogue_from,
+)
+from cpg_core._synthesis.declarations import (
+    KUBE_APISERVER,
     Declarations,
     Dependency,
     DnsCache,
-    PlatformWorkload,
     Pods,
     PodShape,
-    catalogue_from,
     declarations,
     declares_anything,
     declaring,
     is_dns_cache,
     joined_declarations,
-    with_declared_entries,
 )
 
 BUILTIN_CATALOGUE = BUILTIN

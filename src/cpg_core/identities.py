@@ -1,7 +1,7 @@
 """Identity where Hubble leaves it out (ARCHITECTURE §D40): the book of what
 CiliumEndpoints, CiliumIdentities and pods say, and the kinds of what it fills in."""
 
-from cpg_core.flows import (
+from cpg_core._flows.identities import (
     IDENTITY,
     KINDS,
     OWNER,

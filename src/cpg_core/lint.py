@@ -2,25 +2,22 @@
 and the pre-commit hook): the rules, each with a code and a fix, the check of one file, and
 the availability checks of the files linted together."""
 
-from cpg_core.review import (
-    NEWEST,
+from cpg_core._review.availability import declared_denials
+from cpg_core._review.lint import (
     RULES,
-    SUPPORTED,
     LintFinding,
     LintRule,
     SchemaCheck,
     SchemaProblem,
-    declared_denials,
     invalid_in_cluster,
     lint_text,
     lint_texts,
     lint_together,
-    parse_version,
     policy_namespaces,
     selects,
-    supported_text,
     unreadable_file,
 )
+from cpg_core._review.lint_versions import NEWEST, SUPPORTED, parse_version, supported_text
 
 __all__ = [
     "NEWEST",

@@ -1,7 +1,7 @@
 """The flow model, for adapters that build flows from another wire format (cpg_io's protobuf
 converter) rather than from JSON lines."""
 
-from cpg_core.base import (
+from cpg_core._base.flow import (
     EMPTY_ENDPOINT,
     Direction,
     DNSInfo,
@@ -17,7 +17,8 @@ from cpg_core.base import (
     Verdict,
     endpoint_of,
 )
-from cpg_core.flows import EndpointNumbers, QuickKey, quick_decision
+from cpg_core._flows.numbers import EndpointNumbers, QuickKey
+from cpg_core._flows.quickline import quick_decision
 
 __all__ = [
     "EMPTY_ENDPOINT",

@@ -1,7 +1,7 @@
 """The options both front ends take, declared once (ARCHITECTURE §L4): the table, and the
 lookups the command line, cpg-mcp and the parity test make in it."""
 
-from cpg_core.requests import (
+from cpg_core._requests.options import (
     OPTIONS,
     Option,
     Request,

@@ -2,8 +2,9 @@
 what it shows of each workload (its span, flows, peers and learning curve), and whether the
 workload's policy is ready to enforce or should keep learning, with the reason."""
 
-from cpg_core.requests import readiness_rules
-from cpg_core.review import (
+from cpg_core._requests.run_request import readiness_rules
+from cpg_core._review.evidence import rule_records
+from cpg_core._review.readiness import (
     DEFAULT_MIN_FLOWS,
     DEFAULT_MIN_SPAN,
     DEFAULT_STABLE_FOR,
@@ -11,11 +12,10 @@ from cpg_core.review import (
     WorkloadProfile,
     not_ready_first,
     readiness_summary,
-    rule_records,
     shadowed,
     workload_profile,
 )
-from cpg_core.synthesis import (
+from cpg_core._synthesis.profile import (
     CaptureProfile,
     at_second,
     capture_profile,

@@ -2,16 +2,9 @@
 shadow``, a cpg-mcp shadow session), the drift of applied policies (``cpg drift``), and the
 requests that say what to watch."""
 
-from cpg_core.requests import DriftRequest, ShadowRequest
-from cpg_core.review import (
-    Drift,
-    DriftJudge,
-    NeedsRule,
-    PlanJudge,
-    StaleRule,
-    UnseenPods,
-    WouldBreak,
-)
+from cpg_core._requests.run_request import DriftRequest, ShadowRequest
+from cpg_core._review.drift import Drift, DriftJudge, NeedsRule, StaleRule, UnseenPods
+from cpg_core._review.plan import PlanJudge, WouldBreak
 
 __all__ = [
     "Drift",

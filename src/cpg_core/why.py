@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING
 from cpg_core.lazy import lazy_face
 
 if TYPE_CHECKING:
-    from cpg_core.flows import VERDICTS, FlowFilter, note_pod, with_known_pod
-    from cpg_core.review import (
+    from cpg_core._flows.filters import VERDICTS, FlowFilter
+    from cpg_core._flows.synthesis import note_pod, with_known_pod
+    from cpg_core._review.behind import evidence_behind
+    from cpg_core._review.verify import check_key
+    from cpg_core._review.why import (
         RuleMiss,
         Why,
-        check_key,
-        evidence_behind,
         explain_denial,
         merged_answers,
         traced_endpoint,
@@ -21,19 +22,19 @@ if TYPE_CHECKING:
     )
 
 _WHERE = {
-    "FlowFilter": "cpg_core.flows",
-    "RuleMiss": "cpg_core.review",
-    "VERDICTS": "cpg_core.flows",
-    "Why": "cpg_core.review",
-    "check_key": "cpg_core.review",
-    "evidence_behind": "cpg_core.review",
-    "explain_denial": "cpg_core.review",
-    "merged_answers": "cpg_core.review",
-    "note_pod": "cpg_core.flows",
-    "traced_endpoint": "cpg_core.review",
-    "traced_flows": "cpg_core.review",
-    "why_names": "cpg_core.review",
-    "with_known_pod": "cpg_core.flows",
+    "FlowFilter": "cpg_core._flows.filters",
+    "RuleMiss": "cpg_core._review.why",
+    "VERDICTS": "cpg_core._flows.filters",
+    "Why": "cpg_core._review.why",
+    "check_key": "cpg_core._review.verify",
+    "evidence_behind": "cpg_core._review.behind",
+    "explain_denial": "cpg_core._review.why",
+    "merged_answers": "cpg_core._review.why",
+    "note_pod": "cpg_core._flows.synthesis",
+    "traced_endpoint": "cpg_core._review.why",
+    "traced_flows": "cpg_core._review.why",
+    "why_names": "cpg_core._review.why",
+    "with_known_pod": "cpg_core._flows.synthesis",
 }
 __getattr__ = lazy_face(__name__, _WHERE)
 

@@ -386,7 +386,7 @@ def test_tab_on_a_commands_flags_loads_none_of_its_libraries() -> None:
         "def loaded():\n"
         f"    heavy = {heavy!r}\n"
         "    found = sorted(m for m in sys.modules if m.split('.')[0] in heavy"
-        " or m.startswith(('cpg_io.runs._', 'cpg_core.synthesis._aggregate', 'cpg_core.review._plan')))\n"
+        " or m.startswith(('cpg_io.runs._', 'cpg_core._synthesis.aggregate', 'cpg_core._review.plan')))\n"
         "    print('LOADED', found, file=sys.stderr)\n"
         "atexit.register(loaded)\n"
         "from cpg_cli.app import app\n"

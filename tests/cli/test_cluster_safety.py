@@ -302,7 +302,7 @@ def test_live_flushes_decide_as_one_replay(tmp_path: Path) -> None:
     session's knowledge, which the reach index keeps: flushes after every flow write what
     one replay writes."""
     from cpg_core import AggregateOptions, Aggregator, parse_flow
-    from cpg_core.synthesis._render import render_policy
+    from cpg_core._synthesis.render import render_policy
 
     dns = endpoint("kube-system", "kube-dns")
     callers = [endpoint(f"ns-{i}", "app") for i in range(6)]

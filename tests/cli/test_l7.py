@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from conftest import EXAMPLE, WORLD, assert_crd_valid, cpg, endpoint, flow_dict, jsonl
-from cpg_core.base._l7 import dns_name, is_identifier, path_regex, url_path
+from cpg_core._base.l7 import dns_name, is_identifier, path_regex, url_path
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 

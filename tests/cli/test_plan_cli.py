@@ -159,7 +159,7 @@ def _ports(*ports: str, http: list[Any] | None = None) -> list[Any]:
 
 
 def test_the_semantic_diff_speaks_cilium() -> None:
-    from cpg_core.review._plan import plan
+    from cpg_core._review.plan import plan
 
     web = {"fromEndpoints": [{"matchLabels": {"app": "web"}}]}
     current = [
@@ -241,8 +241,8 @@ def test_held_back_entries_join_once_they_reach_min_flows() -> None:
     """generate's flushes: an entry held back at one flush is written, with every flow, when
     a later flush brings it to --min-flows."""
     from conftest import flow_dict as fd
-    from cpg_core.flows._parse import FlowParser
-    from cpg_core.synthesis._aggregate import Aggregator, hold_back
+    from cpg_core._flows.parse import FlowParser
+    from cpg_core._synthesis.aggregate import Aggregator, hold_back
 
     parser = FlowParser()
 

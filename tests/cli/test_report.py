@@ -306,7 +306,7 @@ def test_the_45_policy_markdown_graphs_render_narrow_and_never_hide_workloads(
     import yaml
 
     from captures import mesh_capture
-    from cpg_core.reports._graph import traffic_graph
+    from cpg_core._reports.graph import traffic_graph
 
     capture = mesh_capture(tmp_path / "mesh.jsonl")
     out = tmp_path / "policies"

@@ -221,7 +221,7 @@ def test_kcnp_holds_whole_egress_in_the_baseline_tier_and_judges_as_before(
     # polices its egress from then on, so its DNS moves back to a Cilium policy.
     out = tmp_path / "out"
     shutil.copytree(kcnp, out)
-    from cpg_core.synthesis._baseline import read_baseline
+    from cpg_core._synthesis.baseline import read_baseline
 
     deny = read_baseline(
         list(

@@ -154,8 +154,8 @@ def test_report_snapshots(tmp_path: Path, snapshot: Any) -> None:
 
 
 def test_findings_are_in_plain_words_with_a_fix(tmp_path: Path) -> None:
-    from cpg_core.base._advice import ADVICE
-    from cpg_core.flows._synthesis import Unhandled
+    from cpg_core._base.advice import ADVICE
+    from cpg_core._flows.synthesis import Unhandled
 
     # every kind of finding cpg can produce has words and a fix
     kinds = {u.value for u in Unhandled} | {"explicit_deny", "auth_required", "lb_source_range"}

@@ -20,7 +20,7 @@ pytest.importorskip("celpy")
 from cel_cost import PER_CALL_LIMIT, RUNTIME_BUDGET, MeteredProgram, to_cel
 from celpy import celtypes
 
-from cpg_core.policy._admission_cel import (
+from cpg_core._policy.admission_cel import (
     ADMISSION_VARIABLES,
     MAX_CIDRS,
     MAX_ENTRIES,
@@ -30,7 +30,7 @@ from cpg_core.policy._admission_cel import (
     MAX_SPECS,
     SIZE_CHECK,
 )
-from cpg_core.reports._admission import admission_checks
+from cpg_core._reports.admission import admission_checks
 
 PAIRWISE = ("CPG008", "CPG011")
 VARIABLES = [(v.name, MeteredProgram(v.expression)) for v in ADMISSION_VARIABLES]

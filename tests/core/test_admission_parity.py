@@ -15,17 +15,15 @@ from typing import Any
 import pytest
 
 from conftest import SHARED
+from cpg_core._policy.admission_cel import ADMISSION_VARIABLES, NOT_AT_ADMISSION, SIZE_CHECK
+from cpg_core._policy.netpol import is_network_policy
+from cpg_core._policy.netpol_validation import network_policy_refusals
+from cpg_core._policy.tiers import is_cluster_network_policy
+from cpg_core._policy.yamlread import load_all
+from cpg_core._reports.admission import admission_checks
+from cpg_core._review.lint import RULES
+from cpg_core._review.lint_versions import NEWEST, SUPPORTED
 from cpg_core.lint import lint_text
-from cpg_core.policy import (
-    is_cluster_network_policy,
-    is_network_policy,
-    load_all,
-    network_policy_refusals,
-)
-from cpg_core.policy._admission_cel import ADMISSION_VARIABLES, NOT_AT_ADMISSION, SIZE_CHECK
-from cpg_core.reports._admission import admission_checks
-from cpg_core.review._lint import RULES
-from cpg_core.review._lint_versions import NEWEST, SUPPORTED
 from cpg_io.crd_schema import crd_schema_errors
 
 cel = pytest.importorskip("cel_expr_python.cel")
@@ -416,8 +414,8 @@ def test_the_guard_reads_a_port_as_cilium_does() -> None:
     or a leading 0 for octal, underscores) is the one Cilium reads, on every shape."""
     import random
 
-    from cpg_core.policy._admission_cel import _port_value
-    from cpg_core.policy._port_text import cilium_port
+    from cpg_core._policy.admission_cel import _port_value
+    from cpg_core._policy.port_text import cilium_port
 
     expression = environment("t").compile(_port_value("t"))
     texts = ["80", "0", "00", "0100", "0x50", "0o17", "0b101", "8_080", "65535", "65536"]
@@ -474,7 +472,7 @@ def test_the_guard_reads_a_cidr_as_cilium_does() -> None:
     import ipaddress
     import random
 
-    from cpg_core.policy._admission_cel import _cidr_contains, _cidr_normalized, _cidr_parsed
+    from cpg_core._policy.admission_cel import _cidr_contains, _cidr_normalized, _cidr_parsed
 
     env = environment("o", "i")
     normalize = env.compile(_cidr_normalized("o"))
@@ -519,7 +517,7 @@ def test_the_guard_reads_a_cidr_as_cilium_does() -> None:
 def test_the_size_lint_reads_is_the_one_the_guard_counts() -> None:
     """``cpg lint --cluster`` tells a policy past the guard's bounds by counting in Python;
     the count says what the guard's variables say, on every document and past each bound."""
-    from cpg_core.policy import within_bounds
+    from cpg_core._policy.admission_cel import within_bounds
 
     big = [
         _with(HOSTILE_BASE, ("spec", "ingress"), HOSTILE_BASE["spec"]["ingress"] * n)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from conftest import flow_dict
-from cpg_core.flows._parse import parse_flow
-from cpg_core.synthesis._aggregate import Aggregator
+from cpg_core._flows.parse import parse_flow
+from cpg_core._synthesis.aggregate import Aggregator
 
 
 def _counts(agg: Aggregator) -> tuple[object, ...]:
@@ -140,7 +140,7 @@ def test_l7_entries_to_a_pod_hubble_called_world_are_named_or_findings_not_a_cra
     with the pod's labels elsewhere in the capture, the HTTP rule names the pod; without
     them, the entry is a world_is_pod finding and no toCIDR rule carries the request."""
     from conftest import WORLD, endpoint
-    from cpg_core.synthesis._aggregate import AggregateOptions
+    from cpg_core._synthesis.aggregate import AggregateOptions
 
     http = {"l7": {"type": "REQUEST", "http": {"method": "GET", "url": "http://db/items"}}}
     to_world = flow_dict(

@@ -1,4 +1,4 @@
-"""Shared egress rules in the Baseline tier (``cpg_core.synthesis._baseline``): only for workloads whose
+"""Shared egress rules in the Baseline tier (``cpg_core._synthesis.baseline``): only for workloads whose
 egress the tier can hold whole, kept default-deny by a Baseline deny of everything else."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ from typing import Any
 import yaml
 
 from conftest import WORLD, endpoint, flow_dict
-from cpg_core.base._rules import EGRESS, INGRESS, CidrPeer, EndpointPeer, EntityPeer, Rule
-from cpg_core.flows._parse import parse_flow
-from cpg_core.flows._synthesis import PolicyTarget
-from cpg_core.policy._matcher import match_flow
-from cpg_core.policy._tiers import BASELINE, tier_verdict
-from cpg_core.synthesis._aggregate_base import PolicyPlan
-from cpg_core.synthesis._baseline import (
+from cpg_core._base.rules import EGRESS, INGRESS, CidrPeer, EndpointPeer, EntityPeer, Rule
+from cpg_core._flows.parse import parse_flow
+from cpg_core._flows.synthesis import PolicyTarget
+from cpg_core._policy.matcher import match_flow
+from cpg_core._policy.tiers import BASELINE, tier_verdict
+from cpg_core._synthesis._aggregate_base import PolicyPlan
+from cpg_core._synthesis.baseline import (
     DEFAULT_DENY,
     BaselinePolicy,
     member_view,
@@ -23,8 +23,8 @@ from cpg_core.synthesis._baseline import (
     render_baseline,
     with_baseline_rules,
 )
-from cpg_core.synthesis._render import render_policy
-from cpg_core.synthesis._sharing import render_shared, share_rules
+from cpg_core._synthesis.render import render_policy
+from cpg_core._synthesis.sharing import render_shared, share_rules
 
 DNS = Rule(EGRESS, EndpointPeer("kube-system", (("app", "kube-dns"),)), ports=((53, "UDP"),))
 S3 = Rule(EGRESS, CidrPeer("198.51.100.7/32"), ports=((443, "TCP"),))

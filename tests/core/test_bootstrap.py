@@ -4,7 +4,7 @@ import pytest
 import yaml
 
 from conftest import assert_crd_valid, cpg
-from cpg_core.synthesis._bootstrap import render_bootstrap
+from cpg_core._synthesis.bootstrap import render_bootstrap
 
 
 def test_default_deny_policy_shape() -> None:

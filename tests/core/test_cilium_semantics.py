@@ -17,11 +17,11 @@ import pytest
 import yaml
 
 from conftest import SHARED
-from cpg_core.base._flow import Direction, Flow
+from cpg_core._base.flow import Direction, Flow
+from cpg_core._policy.matcher import judge_flow, selecting_specs
+from cpg_core._policy.policy_set import PolicySet
+from cpg_core._review.why import explain_denial, traced_endpoint, traced_flows
 from cpg_core.cilium import AgentSettings, load_all, policies_in
-from cpg_core.policy._matcher import judge_flow, selecting_specs
-from cpg_core.policy._policy_set import PolicySet
-from cpg_core.review._why import explain_denial, traced_endpoint, traced_flows
 
 SETS = ("semantics", "semantics-2", "semantics-3")
 """The first set (the constructs cpg writes and reads most), the second (default-deny per
@@ -361,8 +361,8 @@ def test_deny_wins_across_policies_and_over_default_allow() -> None:
 def test_fqdn_wildcards_span_one_label_or_many() -> None:
     """``*`` matches DNS characters within one label; a leading ``**.`` (Cilium 1.19+) one
     or more labels; ``*`` alone every name."""
-    from cpg_core.policy._matcher import fqdn_matches as matches
-    from cpg_core.policy._model import read_name_match
+    from cpg_core._policy.matcher import fqdn_matches as matches
+    from cpg_core._policy.model import read_name_match
 
     def fqdn_matches(names: list[str], written: list[dict[str, str]]) -> bool:
         return matches(names, [read_name_match(entry) for entry in written])
@@ -410,7 +410,7 @@ def test_a_pod_hubble_called_world_is_not_selected_by_its_address() -> None:
     stale ipcache). Cilium enforces on the pod's real identity, and its CIDR rules never
     select a pod it manages: a ``toCIDR`` of the pod's address does not admit it, nor does
     the world entity; ``all`` does."""
-    from cpg_core.base._flow import Endpoint
+    from cpg_core._base.flow import Endpoint
 
     api = traced_endpoint("shop:app=api@default", "from")[0]
     pod_as_world = Endpoint(labels=("reserved:world",), identity=2, namespace="db", pod_name="pg-0")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cpg_core.base._cilium_version import image_version, minimum_version, versions_seen
-from cpg_core.policy._model import below_floor
+from cpg_core._base.cilium_version import image_version, minimum_version, versions_seen
+from cpg_core._policy.model import below_floor
 
 
 @pytest.mark.parametrize(

@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from conftest import flow_dict
-from cpg_core.flows._decide import DecideOptions, Decision, decide
-from cpg_core.flows._parse import parse_flow
+from cpg_core._flows.decide import DecideOptions, Decision, decide
+from cpg_core._flows.parse import parse_flow
 
 
 @pytest.mark.parametrize(
@@ -129,7 +129,7 @@ def test_a_policy_denied_drop_is_decided_by_its_key_exactly_when_the_gate_says(
     entry key and reply flag: then every such flow is a CANDIDATE (a REPLY when it is one)
     whatever else it carries; where it says no, some such flow is decided otherwise (the
     gate is not stricter than it needs to be)."""
-    from cpg_core.flows._decide import candidate_by_key
+    from cpg_core._flows.decide import candidate_by_key
 
     decided = [decide(f, options) for f in _policy_denied(False)]  # type: ignore[arg-type]
     replies = [decide(f, options) for f in _policy_denied(True)]  # type: ignore[arg-type]
@@ -143,7 +143,7 @@ def test_a_policy_denied_drop_is_decided_by_its_key_exactly_when_the_gate_says(
 def test_a_flow_that_is_no_drop_is_decided_by_its_verdict_exactly_when_the_gate_says(
     options: DecideOptions,
 ) -> None:
-    from cpg_core.flows._decide import not_a_drop_by_verdict
+    from cpg_core._flows.decide import not_a_drop_by_verdict
 
     flows = [
         parse_flow(flow_dict(verdict=verdict, reason=None, **variant))  # type: ignore[arg-type]

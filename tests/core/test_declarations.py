@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from cpg_core.base import CidrPeer, EndpointPeer, EntityPeer
+from cpg_core._base.rules import CidrPeer, EndpointPeer, EntityPeer
 from cpg_core.declarations import Declarations, declarations
 from declared_objects import (
     KUBE_DNS_IP,

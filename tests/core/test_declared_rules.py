@@ -13,10 +13,11 @@ import yaml
 
 from conftest import endpoint, flow_dict
 from cpg_core import CaptureRequest, generate, to_data
-from cpg_core.base import Endpoint, Flow
+from cpg_core._base.flow import Endpoint, Flow
+from cpg_core._policy.matcher import match_flow
+from cpg_core._policy.policy_set import PolicySet
+from cpg_core._synthesis.merge import merge_policy_text, render_or_merge
 from cpg_core.declarations import declarations
-from cpg_core.policy import PolicySet, match_flow
-from cpg_core.synthesis._merge import merge_policy_text, render_or_merge
 from declared_objects import all_objects, node_local_dns
 
 pytestmark = pytest.mark.unit

@@ -1,4 +1,4 @@
-"""How the cluster drifted away from the applied policies (``cpg_core.review._drift``), as plain
+"""How the cluster drifted away from the applied policies (``cpg_core._review.drift``), as plain
 values: the policies and evidence cpg made from one capture, the flows of a later one, the
 drift out. The CLI is tested in tests/cli/test_drift_cli.py."""
 
@@ -10,10 +10,10 @@ import pytest
 
 from conftest import endpoint, flow_dict, jsonl
 from cpg_core import PolicyEvidence, generate
-from cpg_core.base._flow import Flow
+from cpg_core._base.flow import Flow
+from cpg_core._flows.parse import parse_flow
+from cpg_core._review.drift import DriftJudge
 from cpg_core.cilium import load_one
-from cpg_core.flows._parse import parse_flow
-from cpg_core.review._drift import DriftJudge
 
 RULE = "ingress:ep:shop/app=frontend:TCP:8080"
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from cpg_core.base._dropreasons import (
+from cpg_core._base.dropreasons import (
     CLASSIFIER_VERSION,
     DROP_REASONS,
     REASON_CODES,

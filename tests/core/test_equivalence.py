@@ -7,9 +7,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cpg_core.base._rules import Atom, CidrPeer, EndpointPeer, EntityPeer, rules_from_atoms
-from cpg_core.policy._equivalence import policies_equivalent, specs_equivalent
-from cpg_core.synthesis._render import policy_document, render_policy
+from cpg_core._base.rules import Atom, CidrPeer, EndpointPeer, EntityPeer, rules_from_atoms
+from cpg_core._policy.equivalence import policies_equivalent, specs_equivalent
+from cpg_core._synthesis.render import policy_document, render_policy
 
 PEERS = [
     EndpointPeer("prod", (("app", "a"),)),

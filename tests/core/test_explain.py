@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from conftest import WORLD, endpoint, flow_dict
-from cpg_core.base._documents import (
+from cpg_core._base.documents import (
     DnsRecord,
     EntityPeerRecord,
     HttpRecord,
@@ -16,19 +16,19 @@ from cpg_core.base._documents import (
     SessionInfo,
     SessionSource,
 )
-from cpg_core.flows._parse import parse_flow
-from cpg_core.requests._requests import parse_cidr, parse_duration, parse_peer
-from cpg_core.review._evidence import merge_evidence, rule_records
-from cpg_core.review._explain import (
+from cpg_core._flows.parse import parse_flow
+from cpg_core._requests.requests import parse_cidr, parse_duration, parse_peer
+from cpg_core._review.evidence import merge_evidence, rule_records
+from cpg_core._review.explain import (
     ExplainFilter,
     explain_lines,
     explain_record,
     matched_rules,
     render_explain_json,
 )
-from cpg_core.review._wire import to_data
-from cpg_core.synthesis._aggregate import AggregateOptions, Aggregator
-from cpg_core.synthesis._scope import ClusterScope
+from cpg_core._review.wire import to_data
+from cpg_core._synthesis.aggregate import AggregateOptions, Aggregator
+from cpg_core._synthesis.scope import ClusterScope
 
 
 @pytest.fixture(scope="module")

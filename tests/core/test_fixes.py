@@ -6,11 +6,11 @@ from __future__ import annotations
 import yaml
 
 from conftest import endpoint, flow_dict
-from cpg_core.base._flow import Endpoint
-from cpg_core.flows._parse import parse_flow
-from cpg_core.policy._matcher import LOCALHOST_ADMITS, match_flow
-from cpg_core.review._verify import verify_flows
-from cpg_core.synthesis._fixes import discriminator, is_marker, narrowed_yaml, rule_yaml
+from cpg_core._base.flow import Endpoint
+from cpg_core._flows.parse import parse_flow
+from cpg_core._policy.matcher import LOCALHOST_ADMITS, match_flow
+from cpg_core._review.verify import verify_flows
+from cpg_core._synthesis.fixes import discriminator, is_marker, narrowed_yaml, rule_yaml
 
 
 def pod(*labels: str) -> Endpoint:

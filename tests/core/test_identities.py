@@ -1,4 +1,4 @@
-"""Identity where Hubble leaves it out (``cpg_core.flows._identities``): each kind of resolution,
+"""Identity where Hubble leaves it out (``cpg_core._flows.identities``): each kind of resolution,
 the trust an IP earns, and what the aggregator makes of a resolved flow."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 
 from conftest import WORLD, endpoint, flow_dict
 from cpg_core import AggregateOptions, Aggregator, Decision
-from cpg_core.base._flow import Flow
-from cpg_core.flows._parse import parse_flow
+from cpg_core._base.flow import Flow
+from cpg_core._flows.parse import parse_flow
 from cpg_core.identities import (
     IDENTITY,
     OWNER,

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from cpg_core.base._labels import (
+from cpg_core._base.labels import (
     Label,
     parse_label,
     reserved_names,

@@ -1,4 +1,4 @@
-"""The lint rules (``cpg_core.review._lint``, ``_acceptance``, ``_lint_versions``) on YAML text, as
+"""The lint rules (``cpg_core._review.lint``, ``_acceptance``, ``_lint_versions``) on YAML text, as
 plain values: where each finding points (line, field, policy) and what it says. What Cilium
 refuses is pinned by Cilium's own verdicts in test_cilium_semantics.py; the command (files,
 SARIF, exit codes, the cluster) in tests/cli/test_lint_cli.py."""
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from cpg_core._policy.model import read_selector
 from cpg_core.lint import RULES, invalid_in_cluster, lint_text, parse_version, selects
-from cpg_core.policy._model import read_selector
 
 HEAD = """apiVersion: cilium.io/v2
 kind: CiliumNetworkPolicy

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from conftest import WORLD, endpoint, flow_dict
-from cpg_core.flows._parse import parse_flow
-from cpg_core.policy._matcher import dns_names, match_flow, selector_matches
+from cpg_core._flows.parse import parse_flow
+from cpg_core._policy.matcher import dns_names, match_flow, selector_matches
 
 
 def cnp(namespace: str, selector: dict[str, Any], **spec: Any) -> dict[str, Any]:

@@ -6,8 +6,8 @@ import pytest
 import yaml
 
 from conftest import assert_crd_valid
-from cpg_core.base._errors import PolicyMergeError, SelectorMismatchError
-from cpg_core.base._rules import (
+from cpg_core._base.errors import PolicyMergeError, SelectorMismatchError
+from cpg_core._base.rules import (
     Atom,
     CidrPeer,
     EndpointPeer,
@@ -15,8 +15,8 @@ from cpg_core.base._rules import (
     FqdnPeer,
     rules_from_atoms,
 )
-from cpg_core.synthesis._merge import covered_by, merge_policy_text, render_or_merge
-from cpg_core.synthesis._render import render_policy
+from cpg_core._synthesis.merge import covered_by, merge_policy_text, render_or_merge
+from cpg_core._synthesis.render import render_policy
 
 NS = "prod"
 SEL = (("app", "api"),)
@@ -351,7 +351,7 @@ def test_render_or_merge_merges_a_file_that_differs_from_the_fresh_rendering() -
 def test_a_rendering_this_process_wrote_merges_as_a_file_read_from_disk() -> None:
     """render_or_merge keeps what it rendered (a live flush's last write) and merges new
     rules into it without reading it as YAML: the same bytes as merging the file read."""
-    from cpg_core.synthesis import _merge
+    from cpg_core._synthesis import merge as _merge
 
     rng = random.Random(7)
     for _ in range(200):

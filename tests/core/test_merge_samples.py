@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cpg_core import to_data
-from cpg_core.base._documents import SampleFlow, SampleSide
-from cpg_core.review._evidence import merge_samples
+from cpg_core._base.documents import SampleFlow, SampleSide
+from cpg_core._review.evidence import merge_samples
 
 _SIDES = st.builds(
     SampleSide,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from cpg_core.base._names import is_dns1123_label, path_component_problem, policy_name
+from cpg_core._base.names import is_dns1123_label, path_component_problem, policy_name
 
 
 @pytest.mark.parametrize("workload", ["web", "payments-api", "a.b", "x" * 59])

@@ -7,15 +7,14 @@ from typing import Any
 
 import pytest
 
-from cpg_core.lint import lint_text
-from cpg_core.policy import (
-    PolicyShapeProblem,
+from cpg_core._policy.netpol_validation import (
     ipblock_only_ingress,
     ipblock_release_note,
     network_policy_refusals,
-    policies_in,
-    yaml_ambiguities,
 )
+from cpg_core._policy.policy_docs import PolicyShapeProblem, policies_in
+from cpg_core._policy.yaml_ambiguity import yaml_ambiguities
+from cpg_core.lint import lint_text
 
 
 def netpol(spec: dict[str, Any]) -> dict[str, Any]:

@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from conftest import WORLD, endpoint, flow_dict
-from cpg_core.base._flow import Flow
-from cpg_core.base._rules import Atom, CidrPeer, EndpointPeer, EntityPeer
-from cpg_core.flows._parse import parse_flow
-from cpg_core.policy._matcher import covered_by, match_flow
+from cpg_core._base.flow import Flow
+from cpg_core._base.rules import Atom, CidrPeer, EndpointPeer, EntityPeer
+from cpg_core._flows.parse import parse_flow
+from cpg_core._policy.matcher import covered_by, match_flow
 
 FRONTEND = EndpointPeer("shop", (("app", "frontend"),))
 PLAIN = flow_dict()  # shop/frontend -> shop/cart, TCP/8080, ingress

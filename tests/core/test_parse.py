@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import endpoint, flow_dict
-from cpg_core.base._dropreasons import UNRECOGNISED_REASON
-from cpg_core.base._errors import FlowParseError
-from cpg_core.base._flow import Flow, LostEvents, OtherRecord
-from cpg_core.flows._parse import FlowParser, parse_flow, parse_record
+from cpg_core._base.dropreasons import UNRECOGNISED_REASON
+from cpg_core._base.errors import FlowParseError
+from cpg_core._base.flow import Flow, LostEvents, OtherRecord
+from cpg_core._flows.parse import FlowParser, parse_flow, parse_record
 
 
 def test_wrapped_snake_case_flow() -> None:

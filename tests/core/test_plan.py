@@ -1,4 +1,4 @@
-"""The plan (``cpg_core.review._plan``): what applying proposed policies changes, judged on a capture
+"""The plan (``cpg_core._review.plan``): what applying proposed policies changes, judged on a capture
 with every verdict, as plain values: flows in, a Plan out. What the CLI adds (flags, exit
 codes, files) is tested in tests/cli/test_plan_cli.py."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from conftest import endpoint, flow_dict
-from cpg_core.base._flow import Flow
-from cpg_core.flows._parse import parse_flow
-from cpg_core.review._plan import PlanJudge, plan
+from cpg_core._base.flow import Flow
+from cpg_core._flows.parse import parse_flow
+from cpg_core._review.plan import PlanJudge, plan
 
 CLUSTER = "k8s:io.cilium.k8s.policy.cluster="
 

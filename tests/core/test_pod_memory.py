@@ -8,10 +8,10 @@ import gc
 import pytest
 
 from conftest import WORLD, endpoint, flow_dict
-from cpg_core.base import Endpoint
-from cpg_core.flows._parse import parse_flow
-from cpg_core.synthesis._aggregate import Aggregator
-from cpg_core.synthesis._pods import POD_MEMORY_LIMIT, PodMemory
+from cpg_core._base.flow import Endpoint
+from cpg_core._flows.parse import parse_flow
+from cpg_core._synthesis._pods import POD_MEMORY_LIMIT, PodMemory
+from cpg_core._synthesis.aggregate import Aggregator
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,4 @@
-"""Policy map pressure (``cpg_core.review._pressure``): the entries a pod's BPF policy map would hold
+"""Policy map pressure (``cpg_core._review.pressure``): the entries a pod's BPF policy map would hold
 under a set of policies, estimated from the identities a capture shows."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from conftest import endpoint, flow_dict
-from cpg_core.base._flow import Endpoint, Flow
-from cpg_core.flows._parse import parse_flow
-from cpg_core.policy._model import read_rule
-from cpg_core.review._plan import plan
-from cpg_core.review._pressure import (
+from cpg_core._base.flow import Endpoint, Flow
+from cpg_core._flows.parse import parse_flow
+from cpg_core._policy.model import read_rule
+from cpg_core._review.plan import plan
+from cpg_core._review.pressure import (
     POLICY_MAP_MAX,
     endpoint_pressure,
     policy_map_pressure,
@@ -93,8 +93,8 @@ def test_a_namespaced_selector_counts_its_own_namespace_and_a_pinned_one_the_oth
             ],
         )
     ]
-    from cpg_core.policy._matcher import selecting_specs
-    from cpg_core.review._pressure import IdentityIndex
+    from cpg_core._policy.matcher import selecting_specs
+    from cpg_core._review.pressure import IdentityIndex
 
     found = endpoint_pressure(
         CLUSTER[0], "ns-0/app-0", lambda e: selecting_specs(policies, e), IdentityIndex(CLUSTER)
@@ -164,7 +164,7 @@ def test_the_plan_names_a_pod_whose_policy_map_the_proposal_would_overflow() -> 
 def test_the_address_index_counts_each_address_inside_the_prefixes_once() -> None:
     import ipaddress
 
-    from cpg_core.review._pressure import AddressIndex
+    from cpg_core._review.pressure import AddressIndex
 
     addresses = [
         ipaddress.ip_address(a) for a in ("10.0.0.1", "10.0.0.9", "10.0.1.1", "2001:db8::1")

@@ -14,15 +14,15 @@ import orjson
 import pytest
 from google.protobuf import json_format
 
-import cpg_core.synthesis._lines
+import cpg_core._synthesis.lines
 from conftest import CORPUS, EXAMPLE, endpoint, flow_dict
 from cpg_core import AggregateOptions, Aggregator, Decision, FlowParser
-from cpg_core.base._errors import FlowParseError
-from cpg_core.base._flow import Flow
-from cpg_core.flows._attribution import time_key
-from cpg_core.flows._decide import DecideOptions, decide
-from cpg_core.flows._quickline import QuickReader
-from cpg_core.synthesis._lines import ReadStats, aggregate_lines
+from cpg_core._base.errors import FlowParseError
+from cpg_core._base.flow import Flow
+from cpg_core._flows.attribution import time_key
+from cpg_core._flows.decide import DecideOptions, decide
+from cpg_core._flows.quickline import QuickReader
+from cpg_core._synthesis.lines import ReadStats, aggregate_lines
 from cpg_io._proto.observer import observer_pb2
 from cpg_io.hubble_convert import ProtoConverter
 
@@ -308,14 +308,14 @@ def test_the_quick_way_aggregates_exactly_as_the_full_path(options: AggregateOpt
 def test_bounded_caches_that_clear_midway_change_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     """The reader forgets endpoints and the aggregator folds its counts when their caches
     fill up: numbers are never given twice, so a count never lands on another entry."""
-    import cpg_core.flows._numbers
-    import cpg_core.synthesis._aggregate_counting
-    import cpg_core.synthesis._aggregate_folds
+    import cpg_core._flows.numbers
+    import cpg_core._synthesis._aggregate_counting
+    import cpg_core._synthesis._aggregate_folds
 
     lines = _capture(random.Random(3), 3000)
     full = _aggregate(lines, AggregateOptions(), quick=False)
-    monkeypatch.setattr(cpg_core.flows._numbers, "ENDPOINT_CACHE_LIMIT", 3)
-    for module in (cpg_core.synthesis._aggregate_counting, cpg_core.synthesis._aggregate_folds):
+    monkeypatch.setattr(cpg_core._flows.numbers, "ENDPOINT_CACHE_LIMIT", 3)
+    for module in (cpg_core._synthesis._aggregate_counting, cpg_core._synthesis._aggregate_folds):
         monkeypatch.setattr(module, "_ENTRY_CACHE_LIMIT", 5)
     quick = _aggregate(lines, AggregateOptions(), quick=True)
     assert quick[0] == full[0]
@@ -422,13 +422,13 @@ def test_every_read_sees_the_lines_counted_by_quick_key(read: str, drained: bool
 
 def test_a_flow_is_parsed_only_for_the_samples_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     parsed: list[object] = []
-    real = cpg_core.synthesis._lines.flow_of_line
+    real = cpg_core._synthesis.lines.flow_of_line
 
     def counting(line: bytes | str) -> Any:
         parsed.append(line)
         return real(line)
 
-    monkeypatch.setattr(cpg_core.synthesis._lines, "flow_of_line", counting)
+    monkeypatch.setattr(cpg_core._synthesis.lines, "flow_of_line", counting)
     lines = [
         json.dumps(
             flow_dict(time=f"2026-11-02T10:{i // 60:02d}:{i % 60:02d}.000000001Z", uuid=f"u{i}")
@@ -520,9 +520,9 @@ def test_the_live_quick_way_aggregates_exactly_as_converting_every_flow(
 ) -> None:
     """Counted by the converter's numbers, also when its bounded caches and the
     aggregator's clear midway (numbers are never given twice)."""
-    import cpg_core.flows._numbers
-    import cpg_core.synthesis._aggregate_counting
-    import cpg_core.synthesis._aggregate_folds
+    import cpg_core._flows.numbers
+    import cpg_core._synthesis._aggregate_counting
+    import cpg_core._synthesis._aggregate_folds
     import cpg_io.hubble_convert
 
     lines = _capture(random.Random(8), 3000)
@@ -530,9 +530,9 @@ def test_the_live_quick_way_aggregates_exactly_as_converting_every_flow(
     *taken, converted = _taken_live(lines, options, tmp_path / "a")
     assert tuple(taken) == full
     assert converted < 0.25  # most flows were counted by their key, not converted
-    monkeypatch.setattr(cpg_core.flows._numbers, "ENDPOINT_CACHE_LIMIT", 3)
+    monkeypatch.setattr(cpg_core._flows.numbers, "ENDPOINT_CACHE_LIMIT", 3)
     monkeypatch.setattr(cpg_io.hubble_convert, "_ENDPOINT_CACHE_LIMIT", 3)
-    for module in (cpg_core.synthesis._aggregate_counting, cpg_core.synthesis._aggregate_folds):
+    for module in (cpg_core._synthesis._aggregate_counting, cpg_core._synthesis._aggregate_folds):
         monkeypatch.setattr(module, "_ENTRY_CACHE_LIMIT", 5)
     *taken, _converted_share = _taken_live(lines, options, tmp_path / "b")
     assert tuple(taken) == full
@@ -577,8 +577,8 @@ def test_the_json_and_protobuf_quick_ways_share_one_rule() -> None:
     """QuickReader applies quick_decision's rule on verdict names (inline, for speed); the
     names it treats as context are exactly those the rule makes NOT_A_DROP, and the rule
     agrees with decide()."""
-    from cpg_core.base._flow import Flow, Verdict
-    from cpg_core.flows._quickline import _CONTEXT_VERDICTS, quick_decision
+    from cpg_core._base.flow import Flow, Verdict
+    from cpg_core._flows.quickline import _CONTEXT_VERDICTS, quick_decision
 
     context = {v.name for v in Verdict if quick_decision(int(v), 133, False) is Decision.NOT_A_DROP}
     assert context == _CONTEXT_VERDICTS

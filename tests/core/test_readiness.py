@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from cpg_core.base import EntityPeerRecord, RuleEvidence
+from cpg_core._base.documents import EntityPeerRecord, RuleEvidence
 from cpg_core.readiness import (
     CaptureProfile,
     ReadinessRules,

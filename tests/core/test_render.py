@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import assert_crd_valid
-from cpg_core.base._rules import (
+from cpg_core._base.rules import (
     Atom,
     CidrPeer,
     EndpointPeer,
@@ -15,9 +15,9 @@ from cpg_core.base._rules import (
     describe_rule,
     rules_from_atoms,
 )
-from cpg_core.base._yaml_text import emit, yaml_scalar
-from cpg_core.policy._write import rule_from_dict, rule_to_dict
-from cpg_core.synthesis._render import (
+from cpg_core._base.yaml_text import emit, yaml_scalar
+from cpg_core._policy.write import rule_from_dict, rule_to_dict
+from cpg_core._synthesis.render import (
     policy_document,
     render_policy,
     rule_lines,
@@ -121,7 +121,7 @@ def test_canonical_order_ignores_input_order() -> None:
 
 
 def test_cidrs_on_the_same_ports_are_one_rule_and_merge_as_one() -> None:
-    from cpg_core.synthesis._merge import merge_policy_text
+    from cpg_core._synthesis.merge import merge_policy_text
 
     atoms = [
         Atom("egress", CidrPeer("10.0.0.2/32"), "TCP", 443),

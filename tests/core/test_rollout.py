@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cpg_core.review import RolloutUnit, SharedTie, duration_flag, rollout_order
+from cpg_core._review.rollout import RolloutUnit, SharedTie, duration_flag, rollout_order
 
 pytestmark = pytest.mark.unit
 

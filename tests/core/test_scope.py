@@ -1,4 +1,4 @@
-"""Rules for the cluster, not only for the capture (``cpg_core.synthesis._scope``, ARCHITECTURE §D47),
+"""Rules for the cluster, not only for the capture (``cpg_core._synthesis.scope``, ARCHITECTURE §D47),
 with plain values: each test names the decision it holds the plans to."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from conftest import endpoint, flow_dict
-from cpg_core.base._rules import (
+from cpg_core._base.rules import (
     CLUSTER_ENTITY,
     EGRESS,
     INGRESS,
@@ -16,9 +16,9 @@ from cpg_core.base._rules import (
     EndpointPeer,
     rules_from_atoms,
 )
-from cpg_core.flows._parse import parse_flow
-from cpg_core.synthesis._aggregate import AggregateOptions, Aggregator
-from cpg_core.synthesis._scope import ClusterScope, is_dns_service
+from cpg_core._flows.parse import parse_flow
+from cpg_core._synthesis.aggregate import AggregateOptions, Aggregator
+from cpg_core._synthesis.scope import ClusterScope, is_dns_service
 
 pytestmark = pytest.mark.unit
 

@@ -7,14 +7,14 @@ from typing import Any
 import attrs
 
 from cpg_core import ReplayIdentity
-from cpg_core.base._documents import (
+from cpg_core._base.documents import (
     EndpointPeerRecord,
     InputDigest,
     RuleEvidence,
     SessionInfo,
     SessionSource,
 )
-from cpg_core.review._evidence import merge_evidence
+from cpg_core._review.evidence import merge_evidence
 
 
 def digest(name: str, size: int, sha: str) -> InputDigest:

@@ -1,4 +1,4 @@
-"""Shared rules (``cpg_core.synthesis._sharing``): a rule many workloads need written once, in a policy
+"""Shared rules (``cpg_core._synthesis.sharing``): a rule many workloads need written once, in a policy
 that selects exactly their pods, so every pod's verdicts stay what they were."""
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ import pytest
 import yaml
 
 from conftest import endpoint, flow_dict
-from cpg_core.base._flow import Endpoint
-from cpg_core.base._rules import EGRESS, INGRESS, EndpointPeer, EntityPeer, Rule
-from cpg_core.flows._parse import parse_flow
-from cpg_core.flows._synthesis import PolicyTarget
-from cpg_core.policy._matcher import match_flow, selecting_specs
-from cpg_core.synthesis._aggregate_base import PolicyPlan
-from cpg_core.synthesis._render import is_shared, render_policy
-from cpg_core.synthesis._sharing import (
+from cpg_core._base.flow import Endpoint
+from cpg_core._base.rules import EGRESS, INGRESS, EndpointPeer, EntityPeer, Rule
+from cpg_core._flows.parse import parse_flow
+from cpg_core._flows.synthesis import PolicyTarget
+from cpg_core._policy.matcher import match_flow, selecting_specs
+from cpg_core._synthesis._aggregate_base import PolicyPlan
+from cpg_core._synthesis.render import is_shared, render_policy
+from cpg_core._synthesis.sharing import (
     read_shared,
     render_shared,
     share_rules,
@@ -214,7 +214,7 @@ def test_a_changed_shared_policy_does_not_read_as_cpgs() -> None:
 
 
 def test_the_shared_policy_evidence_is_its_members_flows_for_its_rule() -> None:
-    from cpg_core.synthesis._aggregate import AggregateOptions, Aggregator
+    from cpg_core._synthesis.aggregate import AggregateOptions, Aggregator
 
     aggregator = Aggregator(AggregateOptions(max_samples=3))
     dns = endpoint("kube-system", "kube-dns", identity=53)

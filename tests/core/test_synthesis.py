@@ -7,11 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import WORLD, endpoint, flow_dict
-from cpg_core.base._rules import CidrPeer, EndpointPeer, EntityPeer
-from cpg_core.flows._decide import Decision, decide
-from cpg_core.flows._parse import parse_flow
-from cpg_core.flows._synthesis import PolicyTarget, Resolved, Resolver, Unhandled, Unresolved
-from cpg_core.synthesis._aggregate import AggregateOptions, Aggregator
+from cpg_core._base.rules import CidrPeer, EndpointPeer, EntityPeer
+from cpg_core._flows.decide import Decision, decide
+from cpg_core._flows.parse import parse_flow
+from cpg_core._flows.synthesis import PolicyTarget, Resolved, Resolver, Unhandled, Unresolved
+from cpg_core._synthesis.aggregate import AggregateOptions, Aggregator
 
 
 def resolve(**kwargs: Any) -> Resolved | Unresolved:
@@ -231,7 +231,7 @@ def test_fast_path_agrees_with_the_reference(
     ],
 )
 def test_label_problem_follows_kubernetes(key: str, value: str, valid: bool) -> None:
-    from cpg_core.base._labels import label_problem
+    from cpg_core._base.labels import label_problem
 
     assert (label_problem(key, value) is None) is valid
 

@@ -1,4 +1,4 @@
-"""Kubernetes ClusterNetworkPolicy tiers in the one matcher (``cpg_core.policy._tiers``): the Admin
+"""Kubernetes ClusterNetworkPolicy tiers in the one matcher (``cpg_core._policy.tiers``): the Admin
 tier, then the namespaced (Cilium) policies, then the Baseline tier, as the network-policy-api
 defines them. Each test says which part of that definition it holds cpg to."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from conftest import endpoint, flow_dict
-from cpg_core.base._flow import Flow
-from cpg_core.flows._parse import parse_flow
-from cpg_core.policy._matcher import judge_flow, match_flow
-from cpg_core.policy._tiers import tier_verdict
-from cpg_core.review._plan import plan
+from cpg_core._base.flow import Flow
+from cpg_core._flows.parse import parse_flow
+from cpg_core._policy.matcher import judge_flow, match_flow
+from cpg_core._policy.tiers import tier_verdict
+from cpg_core._review.plan import plan
 
 WEB = endpoint("shop", "web")
 API = endpoint("shop", "api")

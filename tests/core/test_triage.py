@@ -5,8 +5,8 @@ from typing import Any
 import pytest
 
 from conftest import WORLD, endpoint, flow_dict
-from cpg_core.base._documents import ClusterHealth, DropRecord, HealthSessionRecord
-from cpg_core.base._dropreasons import (
+from cpg_core._base.documents import ClusterHealth, DropRecord, HealthSessionRecord
+from cpg_core._base.dropreasons import (
     DROP_REASONS,
     DropClass,
     levenshtein,
@@ -14,11 +14,11 @@ from cpg_core.base._dropreasons import (
     remediation,
     suggest_reasons,
 )
-from cpg_core.flows._decide import DecideOptions, Decision
-from cpg_core.flows._parse import parse_flow
-from cpg_core.flows._triage import severity_order, top_entries
-from cpg_core.review._wire import to_data
-from cpg_core.synthesis._aggregate import AggregateOptions, Aggregator
+from cpg_core._flows.decide import DecideOptions, Decision
+from cpg_core._flows.parse import parse_flow
+from cpg_core._flows.triage import severity_order, top_entries
+from cpg_core._review.wire import to_data
+from cpg_core._synthesis.aggregate import AggregateOptions, Aggregator
 
 
 def aggregate(*flows: dict[str, Any], **options: Any) -> Aggregator:
@@ -188,7 +188,7 @@ def test_parallel_halves_merge_to_the_whole() -> None:
 
 
 def test_capped_breakdowns_keep_the_largest_and_the_true_count() -> None:
-    from cpg_core.flows._triage import capped_breakdowns
+    from cpg_core._flows.triage import capped_breakdowns
 
     by_node = {f"node-{i:03}": i for i in range(1, 151)}
     report = health(DropRecord("X", "infra", 11325, by_node=by_node))

@@ -1,4 +1,4 @@
-"""verify (``cpg_core.review._verify``) as plain values: do these policies admit every candidate
+"""verify (``cpg_core._review.verify``) as plain values: do these policies admit every candidate
 flow cpg can express, and no explicitly denied one? The command is tested in
 tests/cli/test_verify_cli.py."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from conftest import WORLD, endpoint, flow_dict
-from cpg_core.base._flow import Flow
-from cpg_core.flows._parse import parse_flow
-from cpg_core.review._verify import verify_flows
+from cpg_core._base.flow import Flow
+from cpg_core._flows.parse import parse_flow
+from cpg_core._review.verify import verify_flows
 
 
 def flow(**fields: Any) -> Flow:

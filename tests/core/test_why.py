@@ -1,4 +1,4 @@
-"""Why a flow was denied and what would admit it (``cpg_core.review._why``), as plain values: a flow
+"""Why a flow was denied and what would admit it (``cpg_core._review.why``), as plain values: a flow
 and the policies judged in, the answer out. The CLI's flags and exit codes are tested in
 tests/cli/test_why_cli.py."""
 
@@ -10,9 +10,9 @@ import pytest
 
 from conftest import endpoint, flow_dict
 from cpg_core import RequestError
-from cpg_core.base._flow import Direction, Flow
-from cpg_core.flows._parse import parse_flow
-from cpg_core.review._why import explain_denial, merged_answers, traced_flows
+from cpg_core._base.flow import Direction, Flow
+from cpg_core._flows.parse import parse_flow
+from cpg_core._review.why import explain_denial, merged_answers, traced_flows
 
 
 def flow(**fields: Any) -> Flow:

@@ -26,7 +26,7 @@ from cpg_core import (
     to_data,
     to_json,
 )
-from cpg_core.reports._dropped import aggregate_rows, flow_samples
+from cpg_core._reports.dropped import aggregate_rows, flow_samples
 
 
 def test_every_document_round_trips(tmp_path: Path) -> None:
@@ -69,7 +69,7 @@ def test_a_document_of_the_wrong_shape_names_the_field() -> None:
 
 def test_a_plan_goes_through_the_one_converter_and_back() -> None:
     from cpg_core import DocumentError, Plan, from_data, to_data
-    from cpg_core.review._plan import Traffic, WouldBreak
+    from cpg_core._review.plan import Traffic, WouldBreak
 
     traffic = Traffic("ingress", "shop/web", "shop/cart", "TCP", 8080, 4, "sample")
     plan = Plan(
@@ -97,7 +97,7 @@ def test_every_document_fits_the_schema_that_describes_it() -> None:
 
     from conftest import EXAMPLE
     from cpg_core import ClusterHealth, PolicyEvidence, document_schema, generate
-    from cpg_core.base._documents import DroppedFlowCount, DroppedFlowSample
+    from cpg_core._base.documents import DroppedFlowCount, DroppedFlowSample
     from cpg_core.reports import aggregate_rows, flow_samples
 
     result = generate(EXAMPLE.read_text().splitlines(), now="2026-11-29T12:00:00Z")

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import EXAMPLE, SHARED
-from cpg_core.policy._yamlread import (
+from cpg_core._policy.yamlread import (
     MAX_DEPTH,
     YamlInputError,
     load_all,

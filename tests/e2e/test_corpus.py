@@ -10,11 +10,11 @@ import pytest
 import yaml
 
 from conftest import CORPUS, assert_crd_valid
-from cpg_core.base._flow import Flow
-from cpg_core.flows._decide import Decision
-from cpg_core.flows._parse import FlowParser
-from cpg_core.synthesis._aggregate import Aggregator
-from cpg_core.synthesis._render import render_policy
+from cpg_core._base.flow import Flow
+from cpg_core._flows.decide import Decision
+from cpg_core._flows.parse import FlowParser
+from cpg_core._synthesis.aggregate import Aggregator
+from cpg_core._synthesis.render import render_policy
 
 FILES = sorted(CORPUS.glob("*.json*")) if CORPUS.exists() else []
 pytestmark = pytest.mark.skipif(not FILES, reason="../shared/corpus is absent")
@@ -70,7 +70,7 @@ def _default_deny_simulation(path: Path, into: Path) -> Path:
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_default_deny_simulation_is_fully_admitted(path: Path, tmp_path: Path) -> None:
     from conftest import cpg
-    from cpg_core.base._labels import select_labels
+    from cpg_core._base.labels import select_labels
 
     simulated = _default_deny_simulation(path, tmp_path)
     # No peer with stable labels and a namespace label is called unselectable (Hubble gives

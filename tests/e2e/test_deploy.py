@@ -387,8 +387,8 @@ def test_the_monitoring_overlay_alerts_and_draws_what_cpg_exports() -> None:
 
 
 def test_the_archive_policy_reaches_regional_endpoints_and_propose_keeps_one_branch() -> None:
-    from cpg_core.policy._matcher import fqdn_matches
-    from cpg_core.policy._model import read_name_match
+    from cpg_core._policy.matcher import fqdn_matches
+    from cpg_core._policy.model import read_name_match
 
     (policy,) = [
         o

@@ -242,7 +242,7 @@ def test_any_label_value_round_trips_or_is_refused(value: str) -> None:
     """A valid label value is written exactly; any other is a finding (Cilium would reject a
     policy that selects by it), never a rule."""
     from cpg_core import AggregateOptions, Aggregator, parse_flow
-    from cpg_core.base._labels import label_problem
+    from cpg_core._base.labels import label_problem
 
     peer = {"namespace": "shop", "labels": [f"k8s:app={value}"]}
     if label_problem("app", value) is not None:
@@ -258,7 +258,7 @@ def test_any_label_value_round_trips_or_is_refused(value: str) -> None:
 @settings(max_examples=300, deadline=None)
 @given(path=_TEXT, name=_TEXT)
 def test_any_http_path_and_dns_name_round_trip(path: str, name: str) -> None:
-    from cpg_core.base._l7 import dns_name, path_regex, valid_dns_name
+    from cpg_core._base.l7 import dns_name, path_regex, valid_dns_name
 
     get = flow_dict(l7={"type": "REQUEST", "http": {"method": "GET", "url": "/" + path}})
     query = flow_dict(
@@ -394,7 +394,7 @@ def test_a_truncated_gzip_keeps_every_complete_line(tmp_path: Path, jobs: str) -
 
 
 def test_the_line_length_limit_does_not_depend_on_jobs(tmp_path: Path) -> None:
-    from cpg_core.synthesis._lines import MAX_LINE_BYTES
+    from cpg_core._synthesis.lines import MAX_LINE_BYTES
 
     huge = flow_dict(tcp=9999)
     huge["flow"]["padding"] = "x" * (MAX_LINE_BYTES + 1000)

@@ -14,15 +14,15 @@ import pytest
 import yaml
 
 from conftest import CORPUS, EXAMPLE
-from cpg_core.base._errors import CpgError
-from cpg_core.base._flow import Direction, Endpoint, Flow, Verdict
-from cpg_core.base._labels import stable_labels
-from cpg_core.flows._decide import Decision, decide
-from cpg_core.flows._parse import FlowParser
-from cpg_core.policy._matcher import match_flow
-from cpg_core.review._why import explain_denial, traced_flows
-from cpg_core.synthesis._aggregate import Aggregator
-from cpg_core.synthesis._render import render_policy
+from cpg_core._base.errors import CpgError
+from cpg_core._base.flow import Direction, Endpoint, Flow, Verdict
+from cpg_core._base.labels import stable_labels
+from cpg_core._flows.decide import Decision, decide
+from cpg_core._flows.parse import FlowParser
+from cpg_core._policy.matcher import match_flow
+from cpg_core._review.why import explain_denial, traced_flows
+from cpg_core._synthesis.aggregate import Aggregator
+from cpg_core._synthesis.render import render_policy
 
 CAPTURES = [EXAMPLE, *(sorted(CORPUS.glob("*.json*")) if CORPUS.exists() else [])]
 

@@ -478,7 +478,7 @@ def test_a_worker_thread_keeps_one_warm_aggregator_and_counts_a_part_once(
 
 
 def _slow_path_calls(run: Any) -> int:
-    from cpg_core.synthesis._aggregate import Aggregator
+    from cpg_core._synthesis.aggregate import Aggregator
 
     calls = 0
     real = Aggregator._candidate

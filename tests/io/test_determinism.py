@@ -11,10 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import WORLD, assert_crd_valid, endpoint, flow_dict
-from cpg_core.flows._decide import DecideOptions
-from cpg_core.flows._parse import parse_flow
-from cpg_core.review._verify import verify_flows
-from cpg_core.synthesis._aggregate import AggregateOptions, Aggregator
+from cpg_core._flows.decide import DecideOptions
+from cpg_core._flows.parse import parse_flow
+from cpg_core._review.verify import verify_flows
+from cpg_core._synthesis.aggregate import AggregateOptions, Aggregator
 from cpg_io.policy_files import load_policies
 from cpg_io.runs._output import write_plan
 from cpg_io.store import PolicyStore

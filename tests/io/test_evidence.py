@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 
 from conftest import EXAMPLE, WORLD, endpoint, flow_dict
-from cpg_core.base._documents import PolicyEvidence, RuleEvidence, SessionInfo, SessionSource
-from cpg_core.base._rules import Atom, CidrPeer, EndpointPeer, EntityPeer
-from cpg_core.flows._attribution import time_key
-from cpg_core.flows._parse import parse_flow
-from cpg_core.review._evidence import (
+from cpg_core._base.documents import PolicyEvidence, RuleEvidence, SessionInfo, SessionSource
+from cpg_core._base.rules import Atom, CidrPeer, EndpointPeer, EntityPeer
+from cpg_core._flows.attribution import time_key
+from cpg_core._flows.parse import parse_flow
+from cpg_core._review.evidence import (
     EvidenceError,
     merge_evidence,
     parse_evidence,
@@ -19,9 +19,9 @@ from cpg_core.review._evidence import (
     rule_key,
     rule_records,
 )
-from cpg_core.review._explain import ExplainFilter, render_explain_json
-from cpg_core.review._wire import from_data, to_data
-from cpg_core.synthesis._aggregate import AggregateOptions, Aggregator
+from cpg_core._review.explain import ExplainFilter, render_explain_json
+from cpg_core._review.wire import from_data, to_data
+from cpg_core._synthesis.aggregate import AggregateOptions, Aggregator
 from cpg_io.engines import in_memory
 from cpg_io.runs._output import EvidenceSettings
 from cpg_io.runs._replay import replay_capture

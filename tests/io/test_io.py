@@ -116,7 +116,7 @@ def test_store_refuses_unsafe_path_components(tmp_path: Path, bad: str) -> None:
 
 def test_parallel_replay_equals_single_process() -> None:
     from conftest import EXAMPLE
-    from cpg_core.synthesis._aggregate import AggregateOptions
+    from cpg_core._synthesis.aggregate import AggregateOptions
     from cpg_io.engines.workers import aggregate_stream
 
     data = EXAMPLE.read_bytes() * 3
@@ -149,8 +149,8 @@ def test_chunks_keep_line_numbers_and_whole_lines() -> None:
 
 def test_a_file_selecting_other_endpoints_is_never_merged_into(tmp_path: Path) -> None:
     from conftest import endpoint
-    from cpg_core.flows._parse import parse_flow
-    from cpg_core.synthesis._aggregate import Aggregator
+    from cpg_core._flows.parse import parse_flow
+    from cpg_core._synthesis.aggregate import Aggregator
     from cpg_io.runs._output import write_plan
 
     def plan_for(labels: str) -> object:
@@ -175,7 +175,7 @@ def test_forked_output_stage_writes_what_the_inline_one_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from conftest import EXAMPLE
-    from cpg_core.synthesis._aggregate import AggregateOptions
+    from cpg_core._synthesis.aggregate import AggregateOptions
     from cpg_io.engines import Forked, InProcess
     from cpg_io.engines import workers as parallel
     from cpg_io.runs._output import EvidenceSettings
@@ -239,7 +239,7 @@ def test_line_batches_are_thelines_of_the_chunks(size: int, tail: bytes) -> None
 
 
 def test_line_batches_drop_an_oversized_line_as_one_line_and_go_on() -> None:
-    from cpg_core.synthesis._lines import OVERSIZED
+    from cpg_core._synthesis.lines import OVERSIZED
     from cpg_io.sources import iter_line_batches
 
     for length in (MAX_LINE_BYTES + 5, 3 * MAX_LINE_BYTES):

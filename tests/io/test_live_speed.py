@@ -258,7 +258,7 @@ def test_a_flush_with_no_new_rule_copies_plans_and_writes_nothing(
     """Issue 28: a quiet flush costs a constant. No entry is copied, moved, parsed, folded
     or planned, whatever the number of policies, and the write stage is not entered."""
     from cpg_core import Aggregator
-    from cpg_core.flows._attribution import RuleStats
+    from cpg_core._flows.attribution import RuleStats
     from cpg_io.runs import _live
 
     capture: Any = _capture(tmp_path, evidence_interval=3600)

@@ -12,7 +12,7 @@ import pytest
 from google.protobuf import json_format
 
 from conftest import CORPUS, EXAMPLE
-from cpg_core.flows._parse import parse_record
+from cpg_core._flows.parse import parse_record
 from cpg_io._proto.flow import flow_pb2
 from cpg_io._proto.observer import observer_pb2
 from cpg_io._proto.relay import relay_pb2

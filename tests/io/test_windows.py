@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from conftest import EXAMPLE, cpg, policies
-from cpg_core.flows._attribution import time_key
+from cpg_core._flows.attribution import time_key
 from fake_relay import example_responses, fake_relay
 
 
