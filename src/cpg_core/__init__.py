@@ -75,7 +75,8 @@ if TYPE_CHECKING:
         render_evidence,
     )
     from cpg_core._review.explain import ExplainFilter, explain_lines, explain_record
-    from cpg_core._review.plan import CANNOT_JUDGE, CurrentSource, Plan, plan
+    from cpg_core._review.plan import plan
+    from cpg_core._review.plan_documents import CANNOT_JUDGE, CurrentSource, Plan
     from cpg_core._review.verify import verify_flows
     from cpg_core._review.wire import DocumentError, document_schema, from_data, to_data, to_json
     from cpg_core._synthesis.aggregate import (
@@ -98,12 +99,12 @@ _WHERE = {
     "AggregateState": "cpg_core._synthesis.aggregate",
     "Aggregator": "cpg_core._synthesis.aggregate",
     "Atom": "cpg_core._base.rules",
-    "CANNOT_JUDGE": "cpg_core._review.plan",
+    "CANNOT_JUDGE": "cpg_core._review.plan_documents",
     "CaptureRequest": "cpg_core._requests.requests",
     "CheckRequest": "cpg_core._requests.run_request",
     "ClusterHealth": "cpg_core._base.documents",
     "CpgError": "cpg_core._base.errors",
-    "CurrentSource": "cpg_core._review.plan",
+    "CurrentSource": "cpg_core._review.plan_documents",
     "DecideOptions": "cpg_core._flows.decide",
     "Decision": "cpg_core._flows.decide",
     "DocumentError": "cpg_core._review.wire",
@@ -128,7 +129,7 @@ _WHERE = {
     "LostEvents": "cpg_core._base.flow",
     "OtherRecord": "cpg_core._base.flow",
     "PROTOCOLS": "cpg_core._base.flow",
-    "Plan": "cpg_core._review.plan",
+    "Plan": "cpg_core._review.plan_documents",
     "PolicyEvidence": "cpg_core._base.documents",
     "PolicyMergeError": "cpg_core._base.errors",
     "PolicyPlan": "cpg_core._synthesis.aggregate",

@@ -4,7 +4,8 @@ requests that say what to watch."""
 
 from cpg_core._requests.run_request import DriftRequest, ShadowRequest
 from cpg_core._review.drift import Drift, DriftJudge, NeedsRule, StaleRule, UnseenPods
-from cpg_core._review.plan import PlanJudge, WouldBreak
+from cpg_core._review.plan import PlanJudge
+from cpg_core._review.plan_documents import WouldBreak
 
 __all__ = [
     "Drift",

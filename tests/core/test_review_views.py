@@ -10,7 +10,7 @@ from cpg_core._reports._coverage import coverage
 from cpg_core._reports._layout import label_box, place_labels
 from cpg_core._reports._matrix import namespace_matrix
 from cpg_core._reports.graph import OUTSIDE, Link, Node
-from cpg_core._review.plan import NewlyEnforced
+from cpg_core._review.plan_documents import NewlyEnforced
 
 
 def _overlap(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
@@ -134,7 +134,7 @@ def test_an_empty_selector_covers_its_namespace_and_a_clusterwide_one_everything
 
 
 def test_a_plans_newly_enforced_workloads_count_as_covered() -> None:
-    from cpg_core._review.plan import Plan
+    from cpg_core._review.plan_documents import Plan
 
     newly = NewlyEnforced(
         namespace="shop",

@@ -69,7 +69,7 @@ def test_a_document_of_the_wrong_shape_names_the_field() -> None:
 
 def test_a_plan_goes_through_the_one_converter_and_back() -> None:
     from cpg_core import DocumentError, Plan, from_data, to_data
-    from cpg_core._review.plan import Traffic, WouldBreak
+    from cpg_core._review.plan_documents import Traffic, WouldBreak
 
     traffic = Traffic("ingress", "shop/web", "shop/cart", "TCP", 8080, 4, "sample")
     plan = Plan(

@@ -13,7 +13,7 @@ import attrs
 from cpg_core._base.documents import PolicyDocument, PolicyEvidence
 from cpg_core._policy.model import read_policy
 from cpg_core._reports.graph import target_node
-from cpg_core._review.plan import Plan
+from cpg_core._review.plan_documents import Plan
 from cpg_core._synthesis.baseline import member_view
 
 _ALL = "all"

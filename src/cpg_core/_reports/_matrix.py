@@ -12,7 +12,7 @@ import attrs
 
 from cpg_core._reports._layout import natural_key
 from cpg_core._reports.graph import OUTSIDE, Link, Node, group_of
-from cpg_core._review.plan import Plan
+from cpg_core._review.plan_documents import Plan
 
 STATUSES = ("breaks", "newly", "allowed")
 """A cell's colour, the most urgent of its links': traffic that works today and would break,

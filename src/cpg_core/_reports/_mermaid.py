@@ -21,7 +21,7 @@ from cpg_core._reports.graph import (
     plural,
     port_label,
 )
-from cpg_core._review.plan import Plan
+from cpg_core._review.plan_documents import Plan
 from cpg_core.text import clean_text
 
 WHOLE_UP_TO = (24, 36)

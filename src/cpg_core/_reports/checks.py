@@ -9,7 +9,7 @@ import attrs
 
 from cpg_core._base.documents import VerifyReport
 from cpg_core._reports.rollout import KEEP_LEARNING, TIED_NOTE, UNCHECKED
-from cpg_core._review.plan import CANNOT_JUDGE, Plan, WouldBreak
+from cpg_core._review.plan_documents import CANNOT_JUDGE, Plan, WouldBreak
 from cpg_core._review.readiness import readiness_summary
 from cpg_core._synthesis.profile import at_second, duration_text
 from cpg_core.text import one_line_each

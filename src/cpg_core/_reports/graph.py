@@ -11,7 +11,7 @@ import attrs
 from cpg_core._base.documents import PolicyDocument
 from cpg_core._base.labels import NAMESPACE_LABEL, PRIORITY_KEYS, workload_name
 from cpg_core._policy.model import Policy, Rule, Selector, Spec, read_policy
-from cpg_core._review.plan import Plan
+from cpg_core._review.plan_documents import Plan
 from cpg_core._synthesis.baseline import member_view
 
 OUTSIDE = "outside the cluster"

@@ -43,7 +43,7 @@ from cpg_core._reports.inputs import ReviewInputs
 from cpg_core._reports.markdown import confidence, learned
 from cpg_core._review.behind import seen_at
 from cpg_core._review.explain import rule_in_words
-from cpg_core._review.plan import Plan
+from cpg_core._review.plan_documents import Plan
 from cpg_core._review.readiness import WorkloadProfile
 from cpg_core._review.wire import to_data
 from cpg_core._synthesis.profile import seconds_of

@@ -9,7 +9,7 @@ import attrs
 
 from cpg_core._base.documents import ClusterHealth, PolicyEvidence
 from cpg_core._review.availability import Availability
-from cpg_core._review.plan import Plan
+from cpg_core._review.plan_documents import Plan
 from cpg_core._review.readiness import (
     ReadinessRules,
     WorkloadProfile,

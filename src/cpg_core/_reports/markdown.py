@@ -25,7 +25,7 @@ from cpg_core._review.availability import Availability
 from cpg_core._review.behind import seen_at
 from cpg_core._review.explain import rule_in_words
 from cpg_core._review.owners import also_selected
-from cpg_core._review.plan import Plan, WouldBreak
+from cpg_core._review.plan_documents import Plan, WouldBreak
 from cpg_core._review.readiness import WorkloadProfile, readiness_summary
 from cpg_core._review.rollout import Rollout
 from cpg_core._synthesis.scope import FOR_CLUSTER

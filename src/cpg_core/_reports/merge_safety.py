@@ -11,7 +11,7 @@ import attrs
 
 from cpg_core._reports.markdown import _cell
 from cpg_core._reports.rollout import waiting_reasons
-from cpg_core._review.plan import Plan
+from cpg_core._review.plan_documents import Plan
 from cpg_core._review.readiness import WorkloadProfile
 
 _SHOWN = 20

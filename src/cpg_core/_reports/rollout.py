@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from cpg_core._base.documents import PolicyDocument
 from cpg_core._reports.graph import traffic_graph
 from cpg_core._reports.inputs import is_shared_name
-from cpg_core._review.plan import Plan, WouldBreak
+from cpg_core._review.plan_documents import Plan, WouldBreak
 from cpg_core._review.readiness import WorkloadProfile
 from cpg_core._review.rollout import Rollout, RolloutUnit, SharedTie, rollout_order
 

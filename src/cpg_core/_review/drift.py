@@ -15,7 +15,7 @@ import attrs
 
 from cpg_core._base.documents import ZERO_TIME, PolicyDocument, PolicyEvidence
 from cpg_core._base.dropreasons import reason_name
-from cpg_core._base.flow import Direction, Endpoint, Flow
+from cpg_core._base.flow import Endpoint, Flow
 from cpg_core._base.names import policy_name as named_policy
 from cpg_core._flows.attribution import time_key
 from cpg_core._flows.decide import DecideOptions, Decision, decide, looks_like_reply
@@ -24,19 +24,19 @@ from cpg_core._policy.agent import AgentSettings
 from cpg_core._policy.matcher import match_flow, policy_name
 from cpg_core._review._rule_keys import rule_key
 from cpg_core._review.evidence import subject_labels
-from cpg_core._review.plan import (
+from cpg_core._review.plan_documents import Traffic
+from cpg_core._review.traffic import (
+    WAYS,
     WORKS,
     FlowGroup,
     Kept,
     PolicyIndex,
-    Traffic,
     Worlds,
     group_key,
     traffic_of,
 )
 from cpg_core._synthesis.fixes import rule_yaml
 
-_WAYS = {int(Direction.INGRESS): "ingress", int(Direction.EGRESS): "egress"}
 MAX_PODS = 5
 
 
@@ -186,7 +186,7 @@ class DriftJudge:
         for side in (flow.source, flow.destination):
             if is_pod_endpoint(side):
                 self._note_reach(side)
-        way = _WAYS.get(flow.direction)
+        way = WAYS.get(flow.direction)
         if way is None:
             return
         self.judged += 1
@@ -274,7 +274,7 @@ class DriftJudge:
         found = []
         for group in self._drops.values():
             flow = with_known_pod(group.first, self._pods)
-            way = _WAYS[flow.direction]
+            way = WAYS[flow.direction]
             target = flow.destination if way == "ingress" else flow.source
             policing = self._index.enforcing(target, way)
             if not policing:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence, Sized
+from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, Literal
 
@@ -25,11 +25,9 @@ from cpg_core._base.labels import NAMESPACE_LABEL, select_labels, stable_labels
 from cpg_core._base.names import policy_name as name_for
 from cpg_core._flows.decide import DecideOptions, Decision, decide, looks_like_reply
 from cpg_core._flows.synthesis import (
-    endpoint_kind,
     endpoint_name,
     endpoint_order,
     is_pod_endpoint,
-    note_pod,
     with_known_pod,
 )
 from cpg_core._policy.agent import POLICY_MAP_MAX, AgentSettings
@@ -37,12 +35,9 @@ from cpg_core._policy.matcher import (
     from_own_node,
     judge_flow,
     match_flow,
-    note_dns_names,
     policy_name,
-    selecting_specs,
 )
 from cpg_core._policy.model import NAMESPACED_KIND, SECTIONS, Rule, Selector, policy_model
-from cpg_core._policy.policy_set import PolicySet
 from cpg_core._policy.tiers import is_cluster_network_policy, tier_policy
 from cpg_core._policy.write import excluding
 from cpg_core._review.availability import (
@@ -55,7 +50,18 @@ from cpg_core._review.availability import (
     has_baseline,
     new_workload_losses,
 )
-from cpg_core._review.owners import AlsoSelected, also_selected, is_cpgs
+from cpg_core._review.owners import also_selected, is_cpgs
+from cpg_core._review.plan_documents import (
+    BLIND_SPOTS,
+    CurrentSource,
+    NewlyEnforced,
+    Plan,
+    PolicyDiff,
+    PolicyPlanSummary,
+    RuleConfidence,
+    Traffic,
+    WouldBreak,
+)
 from cpg_core._review.pressure import EndpointPressure, policy_map_pressure
 from cpg_core._review.readiness import (
     ReadinessRules,
@@ -63,8 +69,18 @@ from cpg_core._review.readiness import (
     not_ready_first,
     workload_profile,
 )
-from cpg_core._review.rollout import Rollout
-from cpg_core._review.verify import traffic_line
+from cpg_core._review.traffic import (
+    WAYS,
+    WORKS,
+    FlowGroup,
+    Kept,
+    PolicyIndex,
+    Worlds,
+    group_key,
+    traffic_line,
+    traffic_of,
+    who,
+)
 from cpg_core._synthesis.declarations import Declarations
 from cpg_core._synthesis.fixes import (
     discriminator,
@@ -77,284 +93,6 @@ from cpg_core._synthesis.fixes import (
 from cpg_core._synthesis.profile import CaptureProfile, at_second, seconds_of
 from cpg_core._synthesis.render import is_shared
 from cpg_core._synthesis.scope import DEFAULT_SERVICE_NAMESPACES
-
-CurrentSource = Literal["current", "cluster", "flows"]
-
-BLIND_SPOTS: dict[str, str] = {
-    "current": "the policy files given; anything applied to the cluster but not in them is "
-    "not seen",
-    "cluster": "the policies in the cluster now; a policy applied after the capture was taken "
-    "may already have changed what the capture shows",
-    "flows": "only what the capture shows: an endpoint counts as policed in a direction when a "
-    "flow names the policy that allowed it (*_allowed_by) or was denied by policy; endpoints "
-    "with no such flow count as not policed, and current rules are unknown, so only the "
-    "proposal is checked against their traffic",
-}
-
-
-@attrs.frozen(slots=True)
-class Traffic:
-    """One kind of traffic in the capture, with how often it was seen and one example."""
-
-    direction: str
-    source: str
-    destination: str
-    protocol: str
-    port: int
-    flows: int
-    sample: str
-    """The traffic as ``cpg verify`` prints it, with the time of one flow."""
-
-
-@attrs.frozen(slots=True)
-class WouldBreak:
-    traffic: Traffic
-    endpoint: str
-    """``namespace/workload`` of the endpoint newly put into default-deny."""
-    labels: dict[str, str]
-    """Its stable labels."""
-    policy: str
-    """The proposed policy whose selector newly captures the endpoint."""
-    selector: dict[str, str]
-    why: str
-    fix: str
-    narrow_yaml: str = ""
-    """The proposed policy's endpointSelector narrowed by the label that leaves this endpoint
-    out (empty when no label tells the intended pods apart)."""
-    rule_yaml: str = ""
-    """The allow rule that admits this traffic, under ``ingress:``/``egress:`` (empty when no
-    rule can express it)."""
-    narrow_policies: tuple[str, ...] = ()
-    """The proposed policies (all cpg's) whose selectors the first fix narrows: every one
-    that would newly select the endpoint."""
-    narrow_label: tuple[str, ...] = ()
-    """``(key, value)``: the label they stop selecting (``key NotIn (value)``)."""
-    declared_by: tuple[DeclaredBy, ...] = ()
-    """The cluster objects that declare this traffic (§D58): no flow of the capture showed
-    it; the cluster depends on it all the same."""
-
-
-@attrs.frozen(slots=True)
-class NewlyEnforced:
-    namespace: str
-    workload: str
-    labels: dict[str, str]
-    direction: str
-    policies: tuple[str, ...]
-    forwarded_flows: int
-    pods: tuple[str, ...] = ()
-
-
-@attrs.frozen(slots=True)
-class PolicyDiff:
-    policy: str
-    status: Literal["new", "changed", "unchanged"]
-    added: tuple[str, ...] = ()
-    removed: tuple[str, ...] = ()
-
-
-@attrs.frozen(slots=True)
-class RuleConfidence:
-    policy: str
-    rule: str
-    flows: int
-    sources: int
-    destinations: int
-    sessions: int
-    first_seen: str
-    last_seen: str
-
-
-@attrs.frozen(slots=True)
-class PolicyPlanSummary:
-    policy: str
-    fixes: int
-    would_break: int
-    newly_enforced: int
-
-
-@attrs.frozen(slots=True)
-class Plan:
-    current_source: str
-    blind_spots: str
-    candidates: int
-    fixed: int
-    not_fixed: tuple[Traffic, ...]
-    would_break: tuple[WouldBreak, ...]
-    newly_enforced: tuple[NewlyEnforced, ...]
-    diffs: tuple[PolicyDiff, ...]
-    confidence: tuple[RuleConfidence, ...]
-    policies: tuple[PolicyPlanSummary, ...]
-    forwarded_flows: int
-    fixes: tuple[tuple[Flow, int], ...] = attrs.field(default=(), eq=False, repr=False)
-    """One flow of each would-break traffic and its count, in the order of ``would_break``
-    (not part of the wire form): what ``cpg plan --write-fixes`` fixes."""
-    node_flows: int = 0
-    """Forwarded flows from a pod's own node that Cilium admits whatever the policy
-    (allow-localhost: always): counted, never would-break."""
-    notes: tuple[str, ...] = ()
-    """The Cilium semantics the plan was judged under, when they matter to its answer."""
-    policy_map: tuple[EndpointPressure, ...] = ()
-    """The endpoints whose policy map the proposal would fill to 80 % of ``policy_map_max``
-    or more, the fullest first (ARCHITECTURE §D41)."""
-    policy_map_max: int = POLICY_MAP_MAX
-    also_selected: tuple[AlsoSelected, ...] = ()
-    """Proposed policies of cpg's whose pods a person's policies select too (§D48): Cilium
-    applies both, and cpg never changes a person's."""
-    availability: tuple[Availability, ...] = ()
-    """What the proposal would take from traffic the capture does not hold (§D47): DNS for
-    pods it puts into egress default-deny, services and clients the whole cluster uses, and
-    what a new workload in a new namespace would lose."""
-    unjudged_flows: int = 0
-    """Flows of kinds of traffic a live session saw first once its cap on kinds was reached:
-    not judged, so the plan cannot say they keep working."""
-    capture: CaptureProfile | None = None
-    """How long and how wide the capture judged is (§D59)."""
-    readiness: tuple[WorkloadProfile, ...] = ()
-    """The proposed policies' workloads, ready to enforce or to keep learning (from their
-    evidence), those to keep learning first."""
-    rollout: Rollout | None = None
-    """The ready workloads' policies in batches to apply one after another (§D59; the caller
-    that knows the files adds it)."""
-
-    @property
-    def overflows(self) -> bool:
-        """Whether an endpoint's policy map would overflow: the agent fails to apply it."""
-        return any(p.over for p in self.policy_map)
-
-    @property
-    def breaks(self) -> bool:
-        return bool(self.would_break)
-
-    @property
-    def can_judge(self) -> bool:
-        """Whether the capture had traffic that works today to check (ARCHITECTURE §D25): a
-        drops-only capture cannot say that nothing would break."""
-        return self.forwarded_flows > 0
-
-    @property
-    def verdict(self) -> str:
-        """``breaks``, ``cannot_judge`` or ``nothing_breaks`` (never while flows went
-        unjudged: what they would do is unknown)."""
-        if self.breaks:
-            return "breaks"
-        return "nothing_breaks" if self.can_judge and not self.unjudged_flows else "cannot_judge"
-
-    @property
-    def would_break_flows(self) -> int:
-        return sum(item.traffic.flows for item in self.would_break)
-
-
-CANNOT_JUDGE = (
-    "cannot judge what would break: this capture has no forwarded traffic to check; capture "
-    "with every verdict (hubble observe without --verdict, or with --verdict FORWARDED "
-    "--verdict DROPPED) and plan again"
-)
-
-_WAYS = {int(Direction.INGRESS): "ingress", int(Direction.EGRESS): "egress"}
-WORKS = frozenset({int(Verdict.FORWARDED), int(Verdict.REDIRECTED)})
-
-
-@attrs.define
-class FlowGroup:
-    first: Flow
-    flows: int = 0
-
-
-CACHE_LIMIT = 65536
-"""Entries a judge's caches hold before they start again (a stream of new endpoints cannot
-grow them without bound; what they hold is computed again on demand)."""
-
-
-class Worlds(dict[Endpoint, bool]):
-    """Whether an endpoint is the world, asked once per endpoint."""
-
-    def __missing__(self, endpoint: Endpoint) -> bool:
-        if len(self) >= CACHE_LIMIT:
-            self.clear()
-        found = self[endpoint] = endpoint_kind(endpoint).world
-        return found
-
-
-class Kept:
-    """What a judge keeps of a stream, under a cap (0: none) on the kinds of traffic and on
-    the pods, names and endpoints noted beside them: a stream sending something new in every
-    flow cannot grow a judge without bound. Flows past the cap are counted, not judged."""
-
-    __slots__ = ("cap", "unjudged")
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.unjudged = 0
-        """Flows of kinds of traffic first seen once the cap was reached."""
-
-    def room(self, held: Sized) -> bool:
-        """Whether ``held`` may take one more entry."""
-        return not self.cap or len(held) < self.cap
-
-    def note_pod(self, pods: dict[str, Endpoint], endpoint: Endpoint, ip: str) -> None:
-        if ip in pods or self.room(pods):
-            note_pod(pods, endpoint, ip)
-
-    def note_names(self, names: dict[str, list[str]], flow: Flow) -> None:
-        if self.room(names):
-            note_dns_names(names, flow)
-
-
-def group_key(flow: Flow, world: Worlds) -> tuple[Any, ...]:
-    """Flows the matcher cannot tell apart: same ends, port and L7 request."""
-    l7 = flow.l7
-    request: tuple[str, ...] = ()
-    if l7 is not None and l7.http is not None:
-        request = ("http", l7.http.method, l7.http.url)
-    elif l7 is not None and l7.dns is not None:
-        request = ("dns", l7.dns.query)
-    src_ip = flow.source_ip if world[flow.source] else ""
-    dst_ip = flow.destination_ip if world[flow.destination] else ""
-    return (
-        flow.direction,
-        flow.source,
-        flow.destination,
-        src_ip,
-        dst_ip,
-        flow.protocol,
-        flow.port,
-        request,
-    )
-
-
-class PolicyIndex(PolicySet):
-    """Policies by namespace (a namespaced policy selects only its own namespace's pods),
-    with each endpoint's selecting specs and enforcing policies kept."""
-
-    def __init__(self, policies: Sequence[PolicyDocument], host_firewall: bool = False) -> None:
-        super().__init__(policies)
-        self.host_firewall = host_firewall
-        """Host policies select the node (the agents run the host firewall)."""
-        self.all = list(policies)
-        self.tiered = [p for p in self.all if is_cluster_network_policy(p)]
-        """The ClusterNetworkPolicies: they judge every flow, around the others (§D42)."""
-        self._enforcing: dict[tuple[Endpoint, str], list[str]] = {}
-
-    def selecting(self, endpoint: Endpoint) -> list[Any]:
-        return selecting_specs(self, endpoint, host_firewall=self.host_firewall)
-
-    def enforcing(self, endpoint: Endpoint, direction: str) -> list[str]:
-        """Names of the policies that put ``endpoint`` into default-deny for ``direction``
-        (kept per endpoint: the caller does not change the list)."""
-        key = (endpoint, direction)
-        found = self._enforcing.get(key)
-        if found is None:
-            if len(self._enforcing) >= CACHE_LIMIT:
-                self._enforcing.clear()
-            found = self._enforcing[key] = sorted(
-                {
-                    policy_name(p)
-                    for p, spec, _ in self.selecting(endpoint)
-                    if spec.enforces(direction)
-                }
-            )
-        return found
 
 
 def _key(policy: PolicyDocument) -> tuple[str, str, str]:
@@ -499,7 +237,7 @@ class PlanJudge:
         kept = self.kept
         kept.note_pod(self._pods, flow.source, flow.source_ip)
         kept.note_pod(self._pods, flow.destination, flow.destination_ip)
-        way = _WAYS.get(flow.direction)
+        way = WAYS.get(flow.direction)
         if way is None:
             if decide(flow, self.options) is Decision.CANDIDATE:
                 line = traffic_line(flow)
@@ -747,7 +485,7 @@ class PlanJudge:
                         self._declared_at(ask, tally, flow, by)
 
     def _declared_at(self, ask: _Questions, tally: _Tally, flow: Flow, by: DeclaredBy) -> None:
-        way = _WAYS[flow.direction]
+        way = WAYS[flow.direction]
         target = flow.destination if way == "ingress" else flow.source
         if not is_pod_endpoint(target):
             return
@@ -769,7 +507,7 @@ class PlanJudge:
                     selector=_selector(self._after, own, target) if own else {},
                     why=f"declared by {by.text()}, not seen in the capture; "
                     f"{', '.join(enforcing)} {'polices' if len(enforcing) == 1 else 'police'} "
-                    f"{_who(target)} for {way} and no rule admits it{today}",
+                    f"{who(target)} for {way} and no rule admits it{today}",
                 ),
                 declared_by=(by,),
             ),
@@ -840,7 +578,7 @@ class PlanJudge:
     def _judge_drop(self, ask: _Questions, tally: _Tally, flow: Flow, flows: int) -> None:
         """A drop the proposal is for: fixed when the policies after it admit it at this end
         and, where the proposal newly polices the other end, there too."""
-        way = _WAYS[flow.direction]
+        way = WAYS[flow.direction]
         target = flow.destination if way == "ingress" else flow.source
         tally.candidates += flows
         ok, by = ask.admitted(self._after, flow, target)
@@ -858,7 +596,7 @@ class PlanJudge:
         """Traffic that works today: would it still? A tier's deny, a pod the proposal newly
         puts into default-deny without a rule for it, or a replaced policy that admitted it
         and whose replacement does not, each breaks it."""
-        way = _WAYS[flow.direction]
+        way = WAYS[flow.direction]
         target = flow.destination if way == "ingress" else flow.source
         if not mirrored:
             tally.forwarded += flows
@@ -891,7 +629,7 @@ class PlanJudge:
                         target,
                         policy=own,
                         selector=_selector(self._proposed, own, target),
-                        why=f"{_who(target)} was not policed for {way}; "
+                        why=f"{who(target)} was not policed for {way}; "
                         f"{', '.join(newly_by)} would put it in default-deny"
                         + (_OTHER_END[way] if mirrored else ""),
                     ),
@@ -1005,24 +743,6 @@ def _semantics(node_flows: int, default_local_cluster: bool) -> tuple[str, ...]:
             "peer selector without a cluster label selects that app in every cluster"
         )
     return tuple(notes)
-
-
-def _who(endpoint: Endpoint) -> str:
-    name = endpoint_name(endpoint)
-    return f"{name} (pod {endpoint.pod_name})" if endpoint.pod_name else name
-
-
-def traffic_of(flow: Flow, count: int) -> Traffic:
-    line = traffic_line(flow)
-    return Traffic(
-        direction=_WAYS.get(flow.direction, "?"),
-        source=endpoint_name(flow.source),
-        destination=endpoint_name(flow.destination),
-        protocol=flow.protocol,
-        port=flow.port,
-        flows=count,
-        sample=f"{line.split(None, 1)[1]} at {flow.time}" if flow.time else line.split(None, 1)[1],
-    )
 
 
 def _own_policy(shared: frozenset[str], names: Sequence[str]) -> str:

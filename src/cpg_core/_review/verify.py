@@ -17,9 +17,6 @@ from cpg_core._flows.synthesis import (
     PolicyTarget,
     Resolved,
     Resolver,
-    endpoint_kind,
-    endpoint_name,
-    mesh_flow,
     note_pod,
     with_known_pod,
 )
@@ -27,6 +24,7 @@ from cpg_core._policy.agent import AgentSettings
 from cpg_core._policy.matcher import dns_names, from_own_node, match_flow
 from cpg_core._policy.policy_set import PolicySet
 from cpg_core._review.behind import EvidenceReader, evidence_behind
+from cpg_core._review.traffic import traffic_line
 from cpg_core._synthesis.catalogue import BUILTIN, Catalogue
 from cpg_core._synthesis.scope import SYSTEM_NAMESPACES
 
@@ -45,26 +43,6 @@ def check_key(flow: Flow) -> tuple[object, ...]:
         flow.destination_names,
         (l7.http.method, l7.http.url) if l7 is not None and l7.http is not None else None,
         l7.dns.query if l7 is not None and l7.dns is not None else None,
-    )
-
-
-def traffic_line(flow: Flow) -> str:
-    """``ingress src → dst PROTO/port``, naming a world peer by its IP."""
-
-    mesh = mesh_flow(flow)
-
-    def name(endpoint: Endpoint, ip: str) -> str:
-        if ip and endpoint_kind(endpoint).world:
-            return ip
-        return f"{endpoint.cluster_name}/" * mesh + endpoint_name(endpoint)
-
-    way = {int(Direction.INGRESS): "ingress", int(Direction.EGRESS): "egress"}.get(
-        flow.direction, "?"
-    )
-    traffic = f"{flow.protocol}/{flow.port}" if flow.protocol else "no-L4"
-    return (
-        f"{way:<7} {name(flow.source, flow.source_ip)} → "
-        f"{name(flow.destination, flow.destination_ip)} {traffic}"
     )
 
 

@@ -46,7 +46,7 @@ from cpg_core._policy.model import (
     Selector,
     peer_requirements,
 )
-from cpg_core._review.verify import traffic_line
+from cpg_core._review.traffic import traffic_line
 from cpg_core._synthesis.fixes import rule_yaml
 from cpg_core.text import shown
 

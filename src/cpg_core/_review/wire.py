@@ -44,7 +44,7 @@ from cpg_core._base.documents import (
     VerifyReport,
 )
 from cpg_core._base.errors import CpgError
-from cpg_core._review.plan import Plan
+from cpg_core._review.plan_documents import Plan
 
 T = TypeVar("T")
 
