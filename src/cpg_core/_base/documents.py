@@ -143,6 +143,8 @@ class RuleEvidence:
 
 @attrs.frozen(slots=True)
 class SessionSource:
+    """Where a session's flows came from: a replayed file or a live relay."""
+
     type: str
     """``replay`` or ``live``."""
     file: str = ""

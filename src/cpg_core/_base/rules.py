@@ -77,6 +77,9 @@ DNS_PORTS = ((DNS_PORT, "TCP"), (DNS_PORT, "UDP"))
 
 @attrs.frozen(slots=True, order=True)
 class Atom:
+    """One allow entry a rule is made of: a direction, a peer, a protocol and port, and the
+    L7 request if any; entries of one target that share all but the port merge into a rule."""
+
     direction: str
     peer: Peer
     protocol: str

@@ -54,6 +54,9 @@ class Decision(StrEnum):
 
 @attrs.frozen(slots=True)
 class DecideOptions:
+    """How flows are classified: audit and learned traffic as candidates, the protocols
+    and drop reasons to skip."""
+
     include_audit: bool = False
     ignore_protocols: frozenset[str] = frozenset()
     """Lower-case protocol names: tcp, udp, sctp, icmpv4, icmpv6."""

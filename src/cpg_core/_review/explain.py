@@ -234,6 +234,8 @@ def _readiness_lines(doc: PolicyEvidence) -> list[Line]:
 
 
 def explain_lines(doc: PolicyEvidence, f: ExplainFilter, where: str = "") -> list[Line]:
+    """The lines ``cpg explain`` shows of one policy's evidence, filtered, each with its
+    kind (title, rule, sample, …) for the renderer to style."""
     policy = doc.policy
     lines: list[Line] = [
         (

@@ -121,6 +121,10 @@ class PolicyPlanSummary:
 
 @attrs.frozen(slots=True)
 class Plan:
+    """What applying the proposed policies would change: the drops they fix and do not,
+    the traffic that works today and would break, the endpoints newly enforced, and how each
+    policy changes (``cpg plan``)."""
+
     current_source: str
     blind_spots: str
     candidates: int

@@ -56,6 +56,9 @@ _EGRESS = int(Direction.EGRESS)
 
 @attrs.frozen(slots=True)
 class AggregateOptions:
+    """What an aggregation keeps and how it reads flows: the decision options, the
+    namespaces, samples, L7, the time window and the flow filter (built from a request)."""
+
     decide: DecideOptions = attrs.Factory(DecideOptions)
     namespaces: frozenset[str] = frozenset()
     """Policy-target namespaces to keep; empty keeps every namespace."""
@@ -225,6 +228,9 @@ class DrainedTotals:
 
 @attrs.frozen(slots=True)
 class AggregateState:
+    """Every count an aggregator holds, as one plain value: what forked workers and Dask
+    partitions hand back to be folded into one aggregator."""
+
     decisions: dict[Decision, int]
     unhandled: dict[Unhandled, int]
     ignored_protocols: dict[str, int]

@@ -26,6 +26,9 @@ MAX_REPORTED = 10
 
 @attrs.define
 class ReadStats:
+    """What reading a capture met: lines read, blank and malformed lines (with the first
+    few, by number), lost events and other records."""
+
     lines_read: int = 0
     blank_lines: int = 0
     malformed: int = 0

@@ -81,6 +81,8 @@ def policy_document(
 def render_policy(
     name: str, namespace: str, selector: Iterable[tuple[str, str]], rules: Iterable[Rule]
 ) -> str:
+    """One CiliumNetworkPolicy as YAML text, written by cpg's own writer so that the same
+    rules give the same bytes."""
     rules = list(rules)
     lines = [f"apiVersion: {API_VERSION}", f"kind: {KIND}"]
     emit_value("metadata:", metadata(name, namespace), 0, lines)
