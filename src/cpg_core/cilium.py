@@ -11,6 +11,7 @@ from cpg_core._base.cilium_version import (
 )
 from cpg_core._base.names import POLICY_NAME_PREFIX
 from cpg_core._policy.agent import (
+    CILIUM_DEFAULTS,
     CONFIG_MAP,
     AgentChoice,
     AgentSettings,
@@ -28,6 +29,7 @@ from cpg_core._synthesis.narrow import narrow_in_text
 from cpg_core._synthesis.render import MANAGED_BY_LABEL, MANAGED_BY_VALUE, policy_document
 
 __all__ = [
+    "CILIUM_DEFAULTS",
     "CONFIG_MAP",
     "DEFAULT_DENY_FIELD",
     "LOCAL_CLUSTER_DEFAULT_SINCE",

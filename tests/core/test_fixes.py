@@ -8,6 +8,7 @@ import yaml
 from conftest import endpoint, flow_dict
 from cpg_core._base.flow import Endpoint
 from cpg_core._flows.parse import parse_flow
+from cpg_core._policy.agent import AgentSettings
 from cpg_core._policy.matcher import LOCALHOST_ADMITS, match_flow
 from cpg_core._review.verify import verify_flows
 from cpg_core._synthesis.fixes import discriminator, is_marker, narrowed_yaml, rule_yaml
@@ -69,7 +70,7 @@ def test_the_node_reaches_its_pods_under_allow_localhost_always() -> None:
     probe = parse_flow(flow_dict(HOST, endpoint("shop", "cart"), tcp=15020, verdict="FORWARDED"))
     admitted = match_flow([POLICY], probe)
     assert admitted.allowed and admitted.reason == LOCALHOST_ADMITS
-    assert not match_flow([POLICY], probe, allow_localhost=False).allowed
+    assert not match_flow([POLICY], probe, agent=AgentSettings(allow_localhost=False)).allowed
     remote = parse_flow(
         flow_dict({"identity": 6, "labels": ["reserved:remote-node"]}, endpoint("shop", "cart"))
     )

@@ -8,6 +8,7 @@ import pytest
 
 from conftest import WORLD, endpoint, flow_dict
 from cpg_core._flows.parse import parse_flow
+from cpg_core._policy.agent import AgentSettings
 from cpg_core._policy.matcher import dns_names, match_flow, selector_matches
 
 
@@ -106,7 +107,9 @@ def test_entities(entities: list[str], peer: dict[str, Any], ip: str, expected: 
     policy = cnp("shop", CART, ingress=[{"fromEntities": entities}])
     flow = parse_flow(flow_dict(src=peer, src_ip=ip))
     # the rules alone: the node's allow-localhost pass is tested on its own (test_fixes)
-    assert match_flow([policy], flow, allow_localhost=False).allowed is expected
+    assert (
+        match_flow([policy], flow, agent=AgentSettings(allow_localhost=False)).allowed is expected
+    )
 
 
 def test_cidr_and_cidr_set_with_except() -> None:

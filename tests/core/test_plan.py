@@ -9,6 +9,7 @@ from typing import Any
 from conftest import endpoint, flow_dict
 from cpg_core._base.flow import Flow
 from cpg_core._flows.parse import parse_flow
+from cpg_core._policy.agent import AgentSettings
 from cpg_core._review.plan import PlanJudge, plan
 
 CLUSTER = "k8s:io.cilium.k8s.policy.cluster="
@@ -107,7 +108,7 @@ def test_the_nodes_own_traffic_breaks_only_when_allow_localhost_is_policy() -> N
     always = plan([FRONTEND, probe], [CART], [])
     assert always.verdict == "nothing_breaks" and always.node_flows == 1
     assert any("allow-localhost: always" in note for note in always.notes)
-    policed = plan([FRONTEND, probe], [CART], [], allow_localhost=False)
+    policed = plan([FRONTEND, probe], [CART], [], agent=AgentSettings(allow_localhost=False))
     assert [item.traffic.source for item in policed.would_break] == ["host"]
 
 
@@ -156,7 +157,7 @@ def test_a_selector_without_a_cluster_selects_the_local_cluster_only() -> None:
 
     remote = works(src=pod("west", "frontend"), dst=pod("east", "cart"))
     assert plan([remote], [CART], []).verdict == "breaks"
-    before_119 = plan([remote], [CART], [], default_local_cluster=False)
+    before_119 = plan([remote], [CART], [], agent=AgentSettings(default_local_cluster=False))
     assert before_119.verdict == "nothing_breaks"
     assert any("policy-default-local-cluster off" in note for note in before_119.notes)
 

@@ -10,6 +10,7 @@ import pytest
 from conftest import endpoint, flow_dict
 from cpg_core._base.flow import Endpoint, Flow
 from cpg_core._flows.parse import parse_flow
+from cpg_core._policy.agent import AgentSettings
 from cpg_core._policy.model import read_rule
 from cpg_core._review.plan import plan
 from cpg_core._review.pressure import (
@@ -152,7 +153,9 @@ def test_the_plan_names_a_pod_whose_policy_map_the_proposal_would_overflow() -> 
     ]
     ports = _ports(*range(8080, 8100))
     proposal = [_policy("shop", "api", ingress=[{"fromEntities": ["cluster"], "toPorts": ports}])]
-    planned = plan(flows, proposal, None, current_source="flows", policy_map_max=500)
+    planned = plan(
+        flows, proposal, None, current_source="flows", agent=AgentSettings(policy_map_max=500)
+    )
     (found,) = planned.policy_map
     # 32 identities (web, api, 30 clients) × 20 ports
     assert found.endpoint == "shop/api" and found.entries == 32 * 20 and found.over
@@ -222,7 +225,9 @@ def test_a_shadow_judge_counts_the_pressure_again_once_new_identities_arrive() -
     api = endpoint("shop", "api")
     ports = _ports(*range(8080, 8100))
     proposal = [_policy("shop", "api", ingress=[{"fromEntities": ["cluster"], "toPorts": ports}])]
-    judge = PlanJudge(proposal, None, current_source="flows", policy_map_max=500)
+    judge = PlanJudge(
+        proposal, None, current_source="flows", agent=AgentSettings(policy_map_max=500)
+    )
     client = {"dst": api, "tcp": 8080, "verdict": "FORWARDED", "reason": None}
     for i in range(10):
         judge.add(_flow(src=endpoint("shop", f"client-{i}"), **client))

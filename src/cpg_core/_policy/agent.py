@@ -43,6 +43,10 @@ class AgentSettings:
     """The agents' Cilium version (the oldest, ``1.19.2``); "" when unknown (the newest)."""
 
 
+CILIUM_DEFAULTS = AgentSettings()
+"""The settings of an agent configured as Cilium ships it."""
+
+
 @attrs.frozen(slots=True)
 class AgentChoice:
     """The agent settings as the user gave them: None is *as the cluster says* (its

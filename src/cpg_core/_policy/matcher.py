@@ -48,7 +48,7 @@ from cpg_core._base.rules import (
     EntityPeer,
 )
 from cpg_core._flows.synthesis import cluster_of, endpoint_kind
-from cpg_core._policy.agent import AgentSettings
+from cpg_core._policy.agent import CILIUM_DEFAULTS, AgentSettings
 from cpg_core._policy.model import (
     DENY_SECTION,
     LOCAL_CLUSTER,
@@ -680,14 +680,9 @@ def judge_flow(
     flow: Flow,
     ip_names: Mapping[str, Sequence[str]] | None = None,
     *,
-    default_local_cluster: bool = True,
-    allow_localhost: bool = True,
-    agent: AgentSettings | None = None,
+    agent: AgentSettings = CILIUM_DEFAULTS,
 ) -> Judgement:
     """Whether Cilium would allow ``flow`` under ``policies`` (see :func:`match_flow`)."""
-    agent = agent or AgentSettings(
-        allow_localhost=allow_localhost, default_local_cluster=default_local_cluster
-    )
     result = match_flow(policies, flow, ip_names, agent=agent)
     if flow.direction not in (Direction.INGRESS, Direction.EGRESS):
         return Judgement(result, (), False)
@@ -704,22 +699,16 @@ def match_flow(
     flow: Flow,
     ip_names: Mapping[str, Sequence[str]] | None = None,
     *,
-    default_local_cluster: bool = True,
-    allow_localhost: bool = True,
-    agent: AgentSettings | None = None,
+    agent: AgentSettings = CILIUM_DEFAULTS,
 ) -> MatchResult:
     """Whether a rule of ``policies`` admits ``flow`` in its traffic direction, the endpoint
     being taken to enforce policy there (it dropped the flow, or will once policed), and by
     which rule. A policy with a field of the wrong shape raises PolicyShapeError naming it.
-    ``default_local_cluster`` is Cilium's policy-default-local-cluster (on since 1.19): a
-    peer selector that names no cluster selects the enforcing endpoint's cluster only.
-    ``allow_localhost`` is its ``allow-localhost: always`` (the default): the node reaches
-    its own pods whatever the allow rules (a deny rule that matches still wins here, so a
-    plan errs towards a warning). ``agent``, when given, says all of these (and the host
-    firewall and dual stack) at once."""
-    agent = agent or AgentSettings(
-        allow_localhost=allow_localhost, default_local_cluster=default_local_cluster
-    )
+    ``agent`` is how the agents are configured (Cilium's defaults unless said): with
+    ``allow-localhost: always`` the node reaches its own pods whatever the allow rules (a
+    deny rule that matches still wins here, so a plan errs towards a warning); with
+    ``policy-default-local-cluster`` a peer selector that names no cluster selects the
+    enforcing endpoint's cluster only."""
     try:
         return _match_flow(policies, flow, ip_names, agent)
     except (TypeError, AttributeError, ValueError) as exc:

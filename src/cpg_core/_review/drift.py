@@ -20,7 +20,7 @@ from cpg_core._base.names import policy_name as named_policy
 from cpg_core._flows.attribution import time_key
 from cpg_core._flows.decide import DecideOptions, Decision, decide, looks_like_reply
 from cpg_core._flows.synthesis import Resolved, Resolver, is_pod_endpoint, with_known_pod
-from cpg_core._policy.agent import AgentSettings
+from cpg_core._policy.agent import CILIUM_DEFAULTS, AgentSettings
 from cpg_core._policy.matcher import match_flow, policy_name
 from cpg_core._review._rule_keys import rule_key
 from cpg_core._review.evidence import subject_labels
@@ -133,15 +133,11 @@ class DriftJudge:
         evidence: Mapping[str, PolicyEvidence],
         *,
         options: DecideOptions | None = None,
-        default_local_cluster: bool = True,
-        allow_localhost: bool = True,
         max_kinds: int = 0,
         not_after: str = "",
-        agent: AgentSettings | None = None,
+        agent: AgentSettings = CILIUM_DEFAULTS,
     ) -> None:
-        self.agent = agent or AgentSettings(
-            allow_localhost=allow_localhost, default_local_cluster=default_local_cluster
-        )
+        self.agent = agent
         """The agents' settings every verdict is judged with (§D61)."""
         self.not_after = time_key(not_after) if not_after else ""
         """Flows stamped later than this (the check's time, with room for clocks that

@@ -30,7 +30,7 @@ from cpg_core._flows.synthesis import (
     is_pod_endpoint,
     with_known_pod,
 )
-from cpg_core._policy.agent import POLICY_MAP_MAX, AgentSettings
+from cpg_core._policy.agent import CILIUM_DEFAULTS, AgentSettings
 from cpg_core._policy.matcher import (
     from_own_node,
     judge_flow,
@@ -108,30 +108,23 @@ def plan(
     current_source: CurrentSource = "current",
     options: DecideOptions | None = None,
     evidence: Mapping[str, PolicyEvidence] | None = None,
-    default_local_cluster: bool = True,
-    allow_localhost: bool = True,
-    policy_map_max: int = POLICY_MAP_MAX,
     declarations: Declarations | None = None,
     readiness: ReadinessRules | None = None,
-    agent: AgentSettings | None = None,
+    agent: AgentSettings = CILIUM_DEFAULTS,
 ) -> Plan:
     """The plan of applying ``proposal`` on top of ``current`` (None: infer what is policed
     from the flows), judged on ``flows`` (a capture with every verdict), and on what the
     cluster's objects declare it depends on (``declarations``). ``evidence`` maps
     ``namespace/name`` of a proposed policy to its evidence, for the confidence of its rules.
-    ``default_local_cluster`` and ``allow_localhost`` are the Cilium agent settings of those
-    names (ARCHITECTURE §D23); a capture where the node's own traffic to a pod was denied by
-    policy shows the agents run ``allow-localhost: policy``, and the plan judges so.
-    ``agent``, when given, says all the settings at once (host firewall, dual stack: §D61)."""
+    ``agent`` is how the agents are configured (§D23, §D61; Cilium's defaults unless said):
+    a capture where the node's own traffic to a pod was denied by policy shows the agents
+    run ``allow-localhost: policy``, and the plan judges so."""
     judge = PlanJudge(
         proposal,
         current,
         current_source=current_source,
         options=options,
         evidence=evidence,
-        default_local_cluster=default_local_cluster,
-        allow_localhost=allow_localhost,
-        policy_map_max=policy_map_max,
         declarations=declarations,
         readiness=readiness,
         agent=agent,
@@ -165,23 +158,15 @@ class PlanJudge:
         current_source: CurrentSource = "current",
         options: DecideOptions | None = None,
         evidence: Mapping[str, PolicyEvidence] | None = None,
-        default_local_cluster: bool = True,
-        allow_localhost: bool = True,
-        policy_map_max: int = POLICY_MAP_MAX,
         max_kinds: int = 0,
         declarations: Declarations | None = None,
         readiness: ReadinessRules | None = None,
-        agent: AgentSettings | None = None,
+        agent: AgentSettings = CILIUM_DEFAULTS,
     ) -> None:
-        self.agent = agent or AgentSettings(
-            allow_localhost=allow_localhost,
-            default_local_cluster=default_local_cluster,
-            policy_map_max=policy_map_max,
-        )
+        self.agent = agent
         """The agents' settings every verdict is judged with (§D61)."""
         default_local_cluster = self.agent.default_local_cluster
         allow_localhost = self.agent.allow_localhost
-        self.policy_map_max = policy_map_max = self.agent.policy_map_max
         self.readiness_rules = readiness or ReadinessRules()
         self._first = ""
         self._last = ""
@@ -379,7 +364,7 @@ class PlanJudge:
             + _semantics(tally.node_flows, self.default_local_cluster)
             + ((BASELINE_NOTE, BASELINE_GAPS) if has_baseline(self.proposal) else ()),
             policy_map=self._pressure(),
-            policy_map_max=self.policy_map_max,
+            policy_map_max=self.agent.policy_map_max,
             also_selected=self._also_selected,
             availability=self._availability(),
             unjudged_flows=self.kept.unjudged,
@@ -684,7 +669,7 @@ class PlanJudge:
             seen,
             addresses=addresses,
             names=self._names,
-            limit=self.policy_map_max,
+            limit=self.agent.policy_map_max,
             counted=self._pressure_memo[1],
         )
         worst: dict[str, EndpointPressure] = {}

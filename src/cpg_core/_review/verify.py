@@ -20,7 +20,7 @@ from cpg_core._flows.synthesis import (
     note_pod,
     with_known_pod,
 )
-from cpg_core._policy.agent import AgentSettings
+from cpg_core._policy.agent import CILIUM_DEFAULTS, AgentSettings
 from cpg_core._policy.matcher import dns_names, from_own_node, match_flow
 from cpg_core._policy.policy_set import PolicySet
 from cpg_core._review.behind import EvidenceReader, evidence_behind
@@ -87,25 +87,20 @@ def verify_flows(
     policies: Sequence[PolicyDocument],
     options: DecideOptions | None = None,
     *,
-    default_local_cluster: bool = True,
-    allow_localhost: bool = True,
     include_system: bool = False,
     evidence: EvidenceReader | None = None,
     catalogue: Catalogue | None = None,
-    agent: AgentSettings | None = None,
+    agent: AgentSettings = CILIUM_DEFAULTS,
 ) -> VerifyReport:
     """A check for every distinct candidate that cpg can express and every explicit-deny flow.
     A denied flow from a pod's own node shows the agents police it (allow-localhost: policy),
-    so such a capture is checked that way whatever ``allow_localhost`` says. A candidate of a
+    so such a capture is checked that way whatever ``agent`` says. A candidate of a
     system-namespace workload the policies do not admit is counted apart, not as a miss,
     unless ``include_system`` (replay leaves those rules to the user by default, §D47).
     The same holds for a platform workload the ``catalogue`` recognises (the built-in one
     when None), as replay leaves its per-peer rules out (§D58).
     With ``evidence``, an admitted candidate says what the evidence holds for its rule."""
     options = options or DecideOptions()
-    agent = agent or AgentSettings(
-        allow_localhost=allow_localhost, default_local_cluster=default_local_cluster
-    )
     allow_localhost = agent.allow_localhost
     catalogue = BUILTIN if catalogue is None else catalogue
     policies = PolicySet.of(policies)

@@ -20,7 +20,7 @@ from cpg_core._base.labels import CLUSTER_LABEL, NAMESPACE_LABEL, label_problem,
 from cpg_core._base.request_error import RequestError
 from cpg_core._flows.decide import DecideOptions, Decision, decide
 from cpg_core._flows.synthesis import endpoint_name, looks_masked
-from cpg_core._policy.agent import AgentSettings
+from cpg_core._policy.agent import CILIUM_DEFAULTS, AgentSettings
 from cpg_core._policy.matcher import (
     PeerView,
     Request,
@@ -254,20 +254,15 @@ def explain_denial(
     flows: int = 1,
     ip_names: Mapping[str, Sequence[str]] | None = None,
     options: DecideOptions | None = None,
-    default_local_cluster: bool = True,
-    allow_localhost: bool = True,
     max_misses: int = 5,
     proposed: Sequence[PolicyDocument] = (),
     proposed_from: str = "",
-    agent: AgentSettings | None = None,
+    agent: AgentSettings = CILIUM_DEFAULTS,
 ) -> Why:
     """The answer for one flow against ``policies`` (the ones applied, or proposed). When the
     flow is denied and one of ``proposed`` (cpg's folder ``proposed_from``, with ``policies``
     the ones applied) already admits it, the fix is to apply that policy, not a rule.
-    ``agent`` says the agents' settings at once (else the two given)."""
-    agent = agent or AgentSettings(
-        allow_localhost=allow_localhost, default_local_cluster=default_local_cluster
-    )
+    ``agent`` is how the agents are configured (Cilium's defaults unless said)."""
     allow_localhost = agent.allow_localhost
     traced = flow.verdict == int(Verdict.VERDICT_UNKNOWN) and not flow.time
     decision = decide(flow, options or DecideOptions())

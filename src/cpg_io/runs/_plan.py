@@ -28,6 +28,7 @@ from cpg_core import (
     plan,
 )
 from cpg_core.cilium import (
+    CILIUM_DEFAULTS,
     MANAGED_BY_VALUE,
     AgentSettings,
     foreign_policy,
@@ -75,7 +76,7 @@ def plan_capture(
     current_source: CurrentSource,
     options: DecideOptions,
     evidence: EvidenceStore | None = None,
-    agent: AgentSettings | None = None,
+    agent: AgentSettings = CILIUM_DEFAULTS,
     cancel: threading.Event | None = None,
     flow_filter: FlowFilter | None = None,
     identities: IdentityBook | None = None,

@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 
 from cpg_core import CheckRequest, DecideOptions, Flow, VerifyReport, verify_flows
-from cpg_core.cilium import AgentSettings, release_notes
+from cpg_core.cilium import CILIUM_DEFAULTS, AgentSettings, release_notes
 from cpg_core.declarations import Catalogue
 from cpg_core.identities import IdentityBook
 from cpg_core.lint import declared_denials
@@ -45,7 +45,7 @@ def verify_capture(
     policies: Sequence[Mapping[str, Any]],
     options: DecideOptions,
     *,
-    agent: AgentSettings | None = None,
+    agent: AgentSettings = CILIUM_DEFAULTS,
     window: tuple[str, str] = ("", ""),
     flow_filter: FlowFilter | None = None,
     identities: IdentityBook | None = None,
