@@ -4,7 +4,10 @@ codes, files) is tested in tests/cli/test_plan_cli.py."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
+
+import attrs
 
 from conftest import endpoint, flow_dict
 from cpg_core._base.flow import Flow
@@ -242,6 +245,35 @@ def test_a_snapshot_plans_what_was_added_before_it_and_shares_what_planning_lear
     planned = copied.plan()
     assert planned == plan([DENIED, FRONTEND, ADMIN], [CART], [])
     judge.keep_memos(copied)
-    assert judge._diffs_found is copied._diffs_found is not None
+    assert judge.memos is copied.memos and judge.memos.diffs_found is not None
     later = judge.plan()
     assert {b.traffic.port for b in later.would_break} == {9090, 22}
+
+
+def test_a_judge_changes_its_stream_as_flows_arrive_and_its_memos_as_it_plans() -> None:
+    """What :meth:`add` changes is the stream alone and what planning learns the memos
+    alone (the policies, their indexes and caches stay the same objects), so a snapshot
+    copies one value and takes back the other."""
+    judge = PlanJudge([CART], [])
+    held = dict(vars(judge))
+    for item in [DENIED, FRONTEND, ADMIN]:
+        judge.add(item)
+    assert {k for k, v in vars(judge).items() if v is not held[k]} == set()
+    stream = _state(judge.stream)
+    memos = judge.memos
+    judge.plan()
+    assert _state(judge.stream) == stream and judge.memos is memos
+    assert judge.memos.diffs_found is not None and judge.memos.verdicts
+    copied = judge.snapshot()
+    judge.add(works(src=endpoint("shop", "ops"), tcp=22))
+    assert _state(copied.stream) == stream and _state(judge.stream) != stream
+    assert copied.memos == judge.memos and copied.memos is not judge.memos
+
+
+def _state(stream: Any) -> dict[str, Any]:
+    """What a stream holds, as plain values (a copy: the stream goes on changing)."""
+    fields = attrs.asdict(stream, recurse=False)
+    kept = fields.pop("kept")
+    for name in ("groups", "mirrored", "undirected"):
+        fields[name] = {key: (g.first, g.flows) for key, g in fields[name].items()}
+    return copy.deepcopy({**fields, "kept": (kept.cap, kept.unjudged)})

@@ -134,15 +134,61 @@ def plan(
     return judge.plan()
 
 
-_MEMOS = (
-    "_pressure_memo",
-    "_pressure_found",
-    "_diffs_found",
-    "_verdicts",
-    "_verdicts_context",
-    "_availability_found",
-)
-"""What a judge works out once and keeps from one plan to the next."""
+@attrs.define(slots=True)
+class _Stream:
+    """What :meth:`PlanJudge.add` changes as flows arrive, and nothing else does: the one
+    value :meth:`PlanJudge.snapshot` copies."""
+
+    kept: Kept
+    """The cap on what is kept (0: none), and the flows past it."""
+    flows: int = 0
+    first: str = ""
+    last: str = ""
+    protocols: Counter[str] = attrs.Factory(Counter)
+    pods: dict[str, Endpoint] = attrs.Factory(dict)
+    names: dict[str, list[str]] = attrs.Factory(dict)
+    policed: set[tuple[Endpoint, str]] = attrs.Factory(set)
+    groups: dict[tuple[Any, ...], FlowGroup] = attrs.Factory(dict)
+    mirrored: dict[tuple[Any, ...], FlowGroup] = attrs.Factory(dict)
+    """Traffic judged at its other end too (see :func:`_other_end`)."""
+    undirected: dict[str, FlowGroup] = attrs.Factory(dict)
+    """Candidates Hubble gave no direction: counted with the others (replay and verify
+    count them), and never fixed (no rule is written for them)."""
+
+    def copy(self) -> _Stream:
+        """A copy :meth:`PlanJudge.add` can go on without (a few ms for tens of thousands of
+        kinds of traffic): the flows it keeps are shared, never changed."""
+        kept = Kept(self.kept.cap)
+        kept.unjudged = self.kept.unjudged
+        return _Stream(
+            kept=kept,
+            flows=self.flows,
+            first=self.first,
+            last=self.last,
+            protocols=Counter(self.protocols),
+            pods=dict(self.pods),
+            names={ip: list(names) for ip, names in self.names.items()},
+            policed=set(self.policed),
+            groups={k: FlowGroup(g.first, g.flows) for k, g in self.groups.items()},
+            mirrored={k: FlowGroup(g.first, g.flows) for k, g in self.mirrored.items()},
+            undirected={k: FlowGroup(g.first, g.flows) for k, g in self.undirected.items()},
+        )
+
+
+@attrs.define(slots=True)
+class _Memos:
+    """What planning works out once and keeps from one plan to the next (only planning
+    changes it; :meth:`PlanJudge.keep_memos` takes back what planning a snapshot learned)."""
+
+    pressure_memo: tuple[tuple[int, int, int], dict[object, int]] = ((-1, -1, -1), {})
+    pressure_found: tuple[tuple[int, ...], tuple[EndpointPressure, ...]] = ((), ())
+    """The last answer, and what it was computed over (sizes: the sets only grow)."""
+    diffs_found: list[PolicyDiff] | None = None
+    """The proposal against the current policies: both fixed for the judge's life."""
+    verdicts: dict[tuple[int, int, bool], tuple[Flow, tuple[bool, str]]] = attrs.Factory(dict)
+    verdicts_context: tuple[int, bool] = (-1, False)
+    """Each rule's identity count, kept while the identities seen do not change."""
+    availability_found: list[Availability] | None = None
 
 
 class PlanJudge:
@@ -168,14 +214,9 @@ class PlanJudge:
         default_local_cluster = self.agent.default_local_cluster
         allow_localhost = self.agent.allow_localhost
         self.readiness_rules = readiness or ReadinessRules()
-        self._first = ""
-        self._last = ""
-        self._protocols: Counter[str] = Counter()
         self.declarations = declarations
         """What the cluster's objects declare it depends on: each dependency the policies
         after the proposal deny would break (§D58)."""
-        self.kept = Kept(max_kinds)
-        """The cap on what is kept (0: none), and the flows past it."""
         self.proposal = list(proposal)
         self.current = None if current is None else list(current)
         self.current_source: CurrentSource = current_source
@@ -183,30 +224,15 @@ class PlanJudge:
         self.evidence = evidence or {}
         self.default_local_cluster = default_local_cluster
         self.allow_localhost = allow_localhost
-        self.flows = 0
-        self._groups: dict[tuple[Any, ...], FlowGroup] = {}
-        self._mirrored: dict[tuple[Any, ...], FlowGroup] = {}
-        self._undirected: dict[str, FlowGroup] = {}
-        """Candidates Hubble gave no direction: counted with the others (replay and verify
-        count them), and never fixed (no rule is written for them)."""
-        """Traffic judged at its other end too (see :func:`_other_end`)."""
+        self.stream = _Stream(Kept(max_kinds))
+        """What the flows added so far left (only :meth:`add` changes it)."""
+        self.memos = _Memos()
+        """What planning worked out once (only planning changes it)."""
         self._world = Worlds()
-        self._policed: set[tuple[Endpoint, str]] = set()
-        self._pods: dict[str, Endpoint] = {}
-        self._names: dict[str, list[str]] = {}
         firewall = self.agent.host_firewall
         self._proposed = PolicyIndex(self.proposal, firewall)
         self._shared_names = frozenset(policy_name(p) for p in self.proposal if is_shared(p))
-        self._pressure_memo: tuple[tuple[int, int, int], dict[object, int]] = ((-1, -1, -1), {})
-        self._pressure_found: tuple[tuple[int, ...], tuple[EndpointPressure, ...]] = ((), ())
-        """The last answer, and what it was computed over (sizes: the sets only grow)."""
-        self._diffs_found: list[PolicyDiff] | None = None
-        """The proposal against the current policies: both fixed for the judge's life."""
-        self._verdicts: dict[tuple[int, int, bool], tuple[Flow, tuple[bool, str]]] = {}
-        self._verdicts_context: tuple[int, bool] = (-1, False)
-        """Each rule's identity count, kept while the identities seen do not change."""
         self._also_selected = also_selected(self.proposal, self.current or [])
-        self._availability_found: list[Availability] | None = None
         self._replaced = {_key(p) for p in self.proposal}
         self._today = PolicyIndex(self.current or [], firewall)
         self._after = PolicyIndex(
@@ -217,91 +243,93 @@ class PlanJudge:
         self._today_set = Policies(self.current or [])
 
     def add(self, flow: Flow) -> None:
-        self.flows += 1
+        self.stream.flows += 1
         self._measure(flow)
-        kept = self.kept
-        kept.note_pod(self._pods, flow.source, flow.source_ip)
-        kept.note_pod(self._pods, flow.destination, flow.destination_ip)
+        kept = self.stream.kept
+        kept.note_pod(self.stream.pods, flow.source, flow.source_ip)
+        kept.note_pod(self.stream.pods, flow.destination, flow.destination_ip)
         way = WAYS.get(flow.direction)
         if way is None:
             if decide(flow, self.options) is Decision.CANDIDATE:
                 line = traffic_line(flow)
-                group = self._undirected.get(line)
+                group = self.stream.undirected.get(line)
                 if group is None:
-                    if not kept.room(self._undirected):
+                    if not kept.room(self.stream.undirected):
                         return
-                    group = self._undirected[line] = FlowGroup(flow)
+                    group = self.stream.undirected[line] = FlowGroup(flow)
                 group.flows += 1
             return
         target = flow.destination if way == "ingress" else flow.source
         allowed_by = flow.ingress_allowed_by if way == "ingress" else flow.egress_allowed_by
         decision = decide(flow, self.options)
         policed = allowed_by or decision in (Decision.CANDIDATE, Decision.EXPLICIT_DENY)
-        if policed and kept.room(self._policed):
-            self._policed.add((target, way))
+        if policed and kept.room(self.stream.policed):
+            self.stream.policed.add((target, way))
         if flow.l7 is not None and flow.l7.dns is not None:
-            kept.note_names(self._names, flow)  # names for toFQDNs
+            kept.note_names(self.stream.names, flow)  # names for toFQDNs
         works = flow.verdict in WORKS and flow.is_reply is not True
         if works and flow.is_reply is None and looks_like_reply(flow):
             works = False  # a reply conntrack lets through: it needs no rule (§D27)
         if decision is Decision.CANDIDATE or works:
             key = (decision is Decision.CANDIDATE, *group_key(flow, self._world))
-            group = self._groups.get(key)
+            group = self.stream.groups.get(key)
             if group is None:
-                if not kept.room(self._groups):
+                if not kept.room(self.stream.groups):
                     kept.unjudged += 1
                     return
-                group = self._groups[key] = FlowGroup(flow)
+                group = self.stream.groups[key] = FlowGroup(flow)
             group.flows += 1
             mirror = _other_end(flow, way, works, self._world) if works else None
             if mirror is not None:
                 key = (False, *group_key(mirror, self._world))
-                group = self._mirrored.get(key)
+                group = self.stream.mirrored.get(key)
                 if group is None:
-                    if not kept.room(self._mirrored):
+                    if not kept.room(self.stream.mirrored):
                         return  # this end was judged; the other end's kinds are full
-                    group = self._mirrored[key] = FlowGroup(mirror)
+                    group = self.stream.mirrored[key] = FlowGroup(mirror)
                 group.flows += 1
 
     def _measure(self, flow: Flow) -> None:
         """The capture's span and protocols (how long and how wide it is: §D59)."""
         when = flow.time
         if when:
-            if not self._first or when < self._first:
-                self._first = when
-            if when > self._last:
-                self._last = when
+            if not self.stream.first or when < self.stream.first:
+                self.stream.first = when
+            if when > self.stream.last:
+                self.stream.last = when
         protocol = flow.protocol
-        self._protocols["ICMP" if protocol.startswith("ICMP") else protocol] += 1
+        self.stream.protocols["ICMP" if protocol.startswith("ICMP") else protocol] += 1
 
     def snapshot(self) -> PlanJudge:
         """A copy of what the flows added so far left, to plan from while :meth:`add` goes
-        on (a stream need not wait for a plan): what ``add`` changes is copied (a few ms for
-        tens of thousands of kinds); the policies, their indexes and the caches are shared.
-        :meth:`keep_memos` takes back what planning the copy learned."""
+        on (a stream need not wait for a plan): the stream is copied; the policies, their
+        indexes and the caches are shared. :meth:`keep_memos` takes back what planning the
+        copy learned."""
         copied = copy.copy(self)
-        copied._groups = {k: FlowGroup(g.first, g.flows) for k, g in self._groups.items()}
-        copied._mirrored = {k: FlowGroup(g.first, g.flows) for k, g in self._mirrored.items()}
-        copied._undirected = {k: FlowGroup(g.first, g.flows) for k, g in self._undirected.items()}
-        copied._policed = set(self._policed)
-        copied._protocols = Counter(self._protocols)
-        copied._pods = dict(self._pods)
-        copied._names = {ip: list(names) for ip, names in self._names.items()}
-        copied.kept = Kept(self.kept.cap)
-        copied.kept.unjudged = self.kept.unjudged
+        copied.stream = self.stream.copy()
+        copied.memos = attrs.evolve(self.memos)
         return copied
 
     def keep_memos(self, planned: PlanJudge) -> None:
         """Keep what planning ``planned`` (a :meth:`snapshot`) worked out once for all."""
-        for name in _MEMOS:
-            setattr(self, name, getattr(planned, name))
+        self.memos = planned.memos
+
+    @property
+    def kept(self) -> Kept:
+        """The cap on what is kept (0: none), and the flows past it."""
+        return self.stream.kept
+
+    @property
+    def flows(self) -> int:
+        """Flows added so far."""
+        return self.stream.flows
 
     def plan(self) -> Plan:
         """The plan of every flow added so far."""
         notes: list[str] = []
         allow_localhost = self.allow_localhost
         if allow_localhost and any(
-            key[0] and from_own_node(g.first) for key, g in self._groups.items()
+            key[0] and from_own_node(g.first) for key, g in self.stream.groups.items()
         ):
             allow_localhost = False
             notes.append(
@@ -310,15 +338,15 @@ class PlanJudge:
             )
         ask = _Questions(self, allow_localhost)
         tally = _Tally()
-        observed = {key[1:] for key in self._groups}
-        judged = list(self._groups.items())
-        judged += [(k, g) for k, g in self._mirrored.items() if k[1:] not in observed]
-        for group in self._undirected.values():
+        observed = {key[1:] for key in self.stream.groups}
+        judged = list(self.stream.groups.items())
+        judged += [(k, g) for k, g in self.stream.mirrored.items() if k[1:] not in observed]
+        for group in self.stream.undirected.values():
             tally.candidates += group.flows
             tally.not_fixed.append(traffic_of(group.first, group.flows))
         for (is_candidate, *_), group in judged:
             # a pod Hubble called world: judged as the pod
-            flow = with_known_pod(group.first, self._pods)
+            flow = with_known_pod(group.first, self.stream.pods)
             if is_candidate:
                 self._judge_drop(ask, tally, flow, group.flows)
             else:
@@ -335,9 +363,9 @@ class PlanJudge:
             zip(breaks, tally.break_flows, strict=True),
             key=lambda pair: (-pair[0].traffic.flows, pair[0].traffic.sample),
         )
-        if self._diffs_found is None:
-            self._diffs_found = _diffs(self.proposal, self.current or [])
-        diffs = self._diffs_found
+        if self.memos.diffs_found is None:
+            self.memos.diffs_found = _diffs(self.proposal, self.current or [])
+        diffs = self.memos.diffs_found
         newly_enforced = _newly_enforced(tally.newly)
         touched = {d.policy for d in diffs if d.status != "unchanged"}
         if self.kept.unjudged:
@@ -374,13 +402,13 @@ class PlanJudge:
 
     def _capture(self) -> CaptureProfile:
         """How long and how wide the capture judged is: its span, flows and protocols."""
-        start, end = seconds_of(self._first), seconds_of(self._last)
+        start, end = seconds_of(self.stream.first), seconds_of(self.stream.last)
         return CaptureProfile(
-            first=at_second(self._first),
-            last=at_second(self._last),
+            first=at_second(self.stream.first),
+            last=at_second(self.stream.last),
             span_seconds=round(end - start, 3) if start is not None and end is not None else 0.0,
             flows=self.flows,
-            protocols=dict(sorted((p, n) for p, n in self._protocols.items() if p)),
+            protocols=dict(sorted((p, n) for p, n in self.stream.protocols.items() if p)),
         )
 
     def _readiness(self) -> tuple[WorkloadProfile, ...]:
@@ -401,16 +429,18 @@ class PlanJudge:
         """The availability findings the proposal brings: those of the proposed policies
         judged with everything after it, and what a new workload in a new namespace would
         lose under it (and not today) of what the capture shows many namespaces use."""
-        if self._availability_found is None:
+        if self.memos.availability_found is None:
             names = {policy_name(p) for p in self.proposal}
-            self._availability_found = availability(self._after_set, only=names, baseline=False)
+            self.memos.availability_found = availability(
+                self._after_set, only=names, baseline=False
+            )
         services, clients = self._used_by_many()
         lost = new_workload_losses(self._after_set, services, clients)
         today = {
             (a.code, a.message) for a in new_workload_losses(self._today_set, services, clients)
         }
-        named = {(a.code, a.policy) for a in self._availability_found if a.policy}
-        return tuple(self._availability_found) + tuple(
+        named = {(a.code, a.policy) for a in self.memos.availability_found if a.policy}
+        return tuple(self.memos.availability_found) + tuple(
             a for a in lost if (a.code, a.message) not in today and (a.code, a.policy) not in named
         )
 
@@ -421,7 +451,7 @@ class PlanJudge:
         many namespaces, on one port each, in the traffic added so far."""
         callers: dict[tuple[Any, ...], tuple[Endpoint, set[str]]] = {}
         reached: dict[tuple[Any, ...], tuple[Endpoint, set[str]]] = {}
-        for group in self._groups.values():
+        for group in self.stream.groups.values():
             flow = group.first
             src, dst = flow.source, flow.destination
             if flow.protocol not in ("TCP", "UDP", "SCTP"):
@@ -638,8 +668,8 @@ class PlanJudge:
     def _pressure(self) -> tuple[EndpointPressure, ...]:
         """The policy map pressure of every pod the capture shows that the proposal selects,
         under the policies after the proposal is applied, over the identities it shows."""
-        seen: set[Endpoint] = set(self._pods.values())
-        for group in self._groups.values():
+        seen: set[Endpoint] = set(self.stream.pods.values())
+        for group in self.stream.groups.values():
             seen.update((group.first.source, group.first.destination))
         pods = [e for e in seen if is_pod_endpoint(e)]
         selected = [
@@ -650,34 +680,34 @@ class PlanJudge:
         addresses = sorted(
             {
                 g.first.destination_ip
-                for g in self._groups.values()
+                for g in self.stream.groups.values()
                 if self._world[g.first.destination]
             }
             - {""}
         )
         # The identities, addresses and names only grow: the same sizes are the same sets,
         # and each rule's count from the last flush still holds.
-        size = (len(seen), len(addresses), sum(len(v) for v in self._names.values()))
-        over = (*size, len(self._groups), len(self._pods))
-        if self._pressure_found[0] == over:
-            return self._pressure_found[1]  # nothing new: the same answer
-        if self._pressure_memo[0] != size:
-            self._pressure_memo = (size, {})
+        size = (len(seen), len(addresses), sum(len(v) for v in self.stream.names.values()))
+        over = (*size, len(self.stream.groups), len(self.stream.pods))
+        if self.memos.pressure_found[0] == over:
+            return self.memos.pressure_found[1]  # nothing new: the same answer
+        if self.memos.pressure_memo[0] != size:
+            self.memos.pressure_memo = (size, {})
         found = policy_map_pressure(
             selected,
             self._after.selecting,
             seen,
             addresses=addresses,
-            names=self._names,
+            names=self.stream.names,
             limit=self.agent.policy_map_max,
-            counted=self._pressure_memo[1],
+            counted=self.memos.pressure_memo[1],
         )
         worst: dict[str, EndpointPressure] = {}
         for item in found:  # one line per workload: its fullest identity
             if item.endpoint not in worst or item.entries > worst[item.endpoint].entries:
                 worst[item.endpoint] = item
         answer = tuple(sorted(worst.values(), key=lambda p: (-p.entries, p.endpoint)))
-        self._pressure_found = (over, answer)
+        self.memos.pressure_found = (over, answer)
         return answer
 
 
@@ -810,11 +840,11 @@ class _Questions:
         self.judge = judge
         self.allow_localhost = allow_localhost
         self.agent = attrs.evolve(judge.agent, allow_localhost=allow_localhost)
-        names = judge._names
+        names = judge.stream.names
         context = (sum(len(v) for v in names.values()), allow_localhost)
-        if judge._verdicts_context != context:
-            judge._verdicts_context, judge._verdicts = context, {}
-        self._verdicts = judge._verdicts
+        if judge.memos.verdicts_context != context:
+            judge.memos.verdicts_context, judge.memos.verdicts = context, {}
+        self._verdicts = judge.memos.verdicts
 
     def admitted(self, index: PolicyIndex, flow: Flow, target: Endpoint) -> tuple[bool, str]:
         """Whether the policies of ``index`` admit ``flow`` at ``target``, and which did."""
@@ -830,7 +860,7 @@ class _Questions:
         if target is not (flow.destination if ingress else flow.source):
             policies = list({id(p): p.document for p, _, _ in index.selecting(target)}.values())
             policies += index.tiered
-        result = match_flow(policies, flow, self.judge._names, agent=self.agent)
+        result = match_flow(policies, flow, self.judge.stream.names, agent=self.agent)
         answer = (result.allowed, result.policy)
         self._verdicts[key] = (flow, answer)
         return answer
@@ -839,7 +869,7 @@ class _Questions:
         judge = self.judge
         if judge.current is not None:
             return bool(judge._today.enforcing(target, way))
-        return (target, way) in judge._policed
+        return (target, way) in judge.stream.policed
 
     def tier_denial(self, flow: Flow, target: Endpoint) -> WouldBreak | None:
         """Traffic that works today and a ClusterNetworkPolicy of the proposal would deny
@@ -850,7 +880,7 @@ class _Questions:
         judged = judge_flow(
             [*after.near(target.namespace), *after.tiered],
             flow,
-            self.judge._names,
+            self.judge.stream.names,
             agent=self.agent,
         )
         proposed_names = {policy_name(p) for p in proposed.tiered}
