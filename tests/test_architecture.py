@@ -9,52 +9,10 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
-# Modules that do I/O, read the environment or the clock, or belong to an adapter.
-FORBIDDEN_IN_CORE = {
-    "os",
-    "sys",
-    "io",
-    "socket",
-    "subprocess",
-    "logging",
-    "pathlib",
-    "time",
-    "tempfile",
-    "shutil",
-    "gzip",
-    "threading",
-    "asyncio",
-    "multiprocessing",
-    "urllib",
-    "http",
-    "select",
-    "signal",
-    "secrets",
-    "uuid",
-    "random",
-    "grpc",
-    "kubernetes",
-    "mcp",
-    "typer",
-    "rich",
-    "click",
-    "cpg_io",
-    "cpg_cli",
-    "cpg_mcp",
-}
+# What the core imports is held by the import contracts of pyproject.toml (the pure core,
+# front ends -> io -> core, the front ends apart); what it calls is checked here.
 FORBIDDEN_CALLS = {"open", "print", "input", "exec", "eval", "breakpoint"}
 CLOCK_CALLS = {"now", "utcnow", "today", "time", "monotonic", "perf_counter"}
-
-
-def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(), filename=str(path))
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
-    return names
 
 
 def _calls(path: Path) -> set[str]:
@@ -69,34 +27,18 @@ def _calls(path: Path) -> set[str]:
     return names
 
 
-def test_core_imports_nothing_that_does_io() -> None:
+def test_core_calls_nothing_that_does_io() -> None:
     modules = sorted((SRC / "cpg_core").rglob("*.py"))
     assert modules, "cpg_core has no modules"
     for path in modules:
-        bad = _imports(path) & FORBIDDEN_IN_CORE
-        assert not bad, f"{path.name} imports {sorted(bad)}: cpg_core must stay pure"
         calls = _calls(path) & (FORBIDDEN_CALLS | {"." + c for c in CLOCK_CALLS})
         assert not calls, f"{path.name} calls {sorted(calls)}: cpg_core must stay pure"
 
 
-def test_composition_roots_never_import_each_other() -> None:
-    for package, other in (("cpg_cli", "cpg_mcp"), ("cpg_mcp", "cpg_cli")):
-        for path in sorted((SRC / package).rglob("*.py")):
-            assert other not in _imports(path), f"{path} imports {other}"
-
-
-def test_io_layer_holds_no_cli_or_mcp_code() -> None:
-    for path in sorted((SRC / "cpg_io").rglob("*.py")):
-        assert not _imports(path) & {"cpg_cli", "cpg_mcp", "typer"}, path
-
-
-def test_the_check_itself_catches_a_forbidden_import(tmp_path: Path) -> None:
+def test_the_check_itself_catches_a_forbidden_call(tmp_path: Path) -> None:
     sample = tmp_path / "bad.py"
-    sample.write_text(
-        "import os\nfrom cpg_io.store import PolicyStore\nopen('x')\ndatetime.now()\n"
-    )
-    assert {"os", "cpg_io"} <= _imports(sample) & FORBIDDEN_IN_CORE
-    assert {"open", ".now"} <= _calls(sample)
+    sample.write_text("open('x')\ndatetime.now()\nprint(1)\n")
+    assert {"open", ".now", "print"} <= _calls(sample)
 
 
 PUBLIC_CORE = frozenset(
