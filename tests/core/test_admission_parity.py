@@ -533,3 +533,16 @@ def test_the_size_lint_reads_is_the_one_the_guard_counts() -> None:
         if document["kind"] in kinds:
             assert within_bounds(document) == (values["checkable"], values["pairable"])
     assert {within_bounds(d) for d in big} == {(True, True), (True, False), (False, False)}
+
+
+def test_lint_on_the_cluster_names_a_policy_past_the_guards_bounds() -> None:
+    """A stored policy the guard would not check (past its bounds) is named with the size
+    check, not with the rules lint finds in it: the guard warns, it does not refuse."""
+    from cpg_core.reports import guard_notes
+
+    big = _with(HOSTILE_BASE, ("spec", "ingress"), [{"fromEntities": ["world"]}] * 1001)
+    notes = guard_notes([big])
+    assert notes == (
+        "the admission guard, as shipped, would warn about 1 of the 1 Cilium policies stored "
+        "in the cluster on their next update: shop/api (too-large)",
+    )

@@ -22,7 +22,7 @@ import attrs
 from cpg_core._base.cilium_version import Version
 from cpg_core._base.labels import CLUSTER_LABEL, NAMESPACE_LABEL
 from cpg_core._policy.acceptance import _EGRESS_PEERS, _INGRESS_PEERS, _SECTIONS
-from cpg_core._policy.model import ICMP_TYPE_NAMES
+from cpg_core._policy.model import ICMP_TYPE_NAMES, _seq
 from cpg_core._policy.netpol_validation import IPBLOCK_FIXED_SINCE
 from cpg_core._policy.port_text import GO_UINT
 
@@ -1099,7 +1099,7 @@ def _count(items: object) -> int:
 
 
 def _items(items: object) -> list[Any]:
-    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+    return [i for i in _seq(items) if isinstance(i, dict)]
 
 
 def _selector_count(selector: object) -> int:
@@ -1120,7 +1120,7 @@ def _rule_entries(rule: dict[str, Any], side: str) -> tuple[int, int]:
         _count(rule.get(side + f)) for f in ("CIDR", "Entities", "Requires", "Groups")
     )
     for field in (side + "Endpoints", side + "Nodes"):
-        entries += sum(_selector_count(c) for c in _seq_of(rule.get(field)))
+        entries += sum(_selector_count(c) for c in _seq(rule.get(field)))
     sets = _items(rule.get(side + "CIDRSet"))
     excepts = sum(_count(c.get("except")) for c in sets)
     entries += _count(rule.get(side + "CIDRSet")) + excepts
@@ -1145,14 +1145,10 @@ def _rule_entries(rule: dict[str, Any], side: str) -> tuple[int, int]:
     return entries, _count(rule.get(side + "CIDR")) + _count(rule.get(side + "CIDRSet")) + excepts
 
 
-def _seq_of(items: object) -> list[Any]:
-    return items if isinstance(items, list) else []
-
-
 def within_bounds(document: dict[str, Any]) -> tuple[bool, bool]:
     """Whether the guard checks a stored Cilium policy (its size check, in Python): every
     check, and the pairwise ones (CPG008, CPG011)."""
-    written = [document.get("spec"), *_seq_of(document.get("specs"))]
+    written = [document.get("spec"), *_seq(document.get("specs"))]
     specs: list[dict[str, Any]] = [s for s in written if isinstance(s, dict)]
     rules = entries = cidrs = 0
     for spec in specs:

@@ -25,6 +25,7 @@ from cpg_core._policy.admission_cel import (
     version_checks,
     within_bounds,
 )
+from cpg_core._policy.matcher import policy_name
 from cpg_core._review.lint import RULES, LintRule, lint_text
 from cpg_core._review.lint_versions import NEWEST, milestones
 
@@ -277,10 +278,7 @@ def guard_notes(
     for policy in policies:
         checkable, pairable = within_bounds(dict(policy))
         if not (checkable and pairable):
-            written = policy.get("metadata")
-            meta: Mapping[str, Any] = written if isinstance(written, Mapping) else {}
-            where = f"{meta.get('namespace')}/" if meta.get("namespace") else ""
-            warned.append(f"{where}{meta.get('name', '?')} ({SIZE_CHECK.code})")
+            warned.append(f"{policy_name(policy) or '?'} ({SIZE_CHECK.code})")
         skipped = set() if checkable and pairable else {"CPG008", "CPG011"}
         text = yaml.safe_dump(dict(policy), sort_keys=False)
         found = [
