@@ -45,11 +45,11 @@ def _options_table(command: str) -> list[str]:
 
     rows = []
     for entry in OPTIONS:
-        if command not in entry.commands:
+        if not entry.takes(command):
             continue
         flags = " ".join(f"`{flag}`" for flag in entry.flags)
-        env = entry.envvars.get(command, entry.envvar)
-        default = entry.defaults.get(command, entry.default)
+        env = entry.envvar_for(command)
+        default = entry.default_for(command)
         shown = "" if default in (None, "", (), False) else f"`{default}`"
         tool = "" if entry.not_tool else f"`{entry.tool or entry.name}`"
         rows.append(f"| {flags} | {f'`{env}`' if env else ''} | {shown} | {tool} |")

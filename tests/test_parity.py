@@ -38,7 +38,12 @@ TOOL_ONLY = {
 """start_session arguments that are not table entries: the CLI command that covers each (a
 session's agent settings are what each check command takes as its own flags)."""
 
-COMMANDS = sorted({command for entry in OPTIONS for command in entry.commands})
+
+def _checked_by(entry: Any) -> frozenset[str]:
+    return entry.checked.commands if entry.checked is not None else frozenset()
+
+
+COMMANDS = sorted({command for entry in OPTIONS for command in entry.commands | _checked_by(entry)})
 
 
 def _keywords(builder: type) -> set[str]:
@@ -51,7 +56,7 @@ def _keywords(builder: type) -> set[str]:
         return named
     request = "run" if builder is RunRequest else "check"
     required = {} if builder is RunRequest else {"inputs": ["capture.jsonl"]}
-    table = {o.name: o.default for o in OPTIONS if o.request == request}
+    table = {o.name: o.default_in(request) for o in OPTIONS if request in o.requests}
     for name, default in table.items():
         builder.build(**required, **{name: default})  # type: ignore[attr-defined]
     with pytest.raises(TypeError, match="no_such_option"):
@@ -80,10 +85,17 @@ def tools() -> dict[str, dict[str, Any]]:
     ("builder", "request_name"), [(RunRequest, "run"), (CheckRequest, "check")]
 )
 def test_every_request_keyword_is_one_table_entry(builder: type, request_name: str) -> None:
-    entries = {o.name for o in OPTIONS if o.request == request_name}
+    entries = {o.name for o in OPTIONS if request_name in o.requests}
     assert entries == _keywords(builder) - set(NOT_AN_OPTION[builder])
-    names = [o.name for o in OPTIONS if o.request == request_name]
+
+
+def test_no_option_is_declared_twice() -> None:
+    """A check command takes a run's setting through its entry's ``checked``, in its own
+    words: the name, flag, kind and tool argument stand once."""
+    names = [o.name for o in OPTIONS]
     assert len(names) == len(set(names)), "an option is declared twice"
+    for entry in OPTIONS:
+        assert not entry.commands & _checked_by(entry), entry.name
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -96,6 +108,7 @@ def test_each_command_takes_exactly_its_table_entries(command: str) -> None:
         assert param.help == entry.help_for(command)
         assert (param.envvar or "") == entry.envvar_for(command)
     taken = {entry.parameter for entry in options_of(command)}
+    assert len(taken) == len(options_of(command))
     for name, param in params.items():
         spelled = {*param.opts, *param.secondary_opts}
         for entry in OPTIONS:
@@ -140,7 +153,7 @@ def test_every_tool_only_argument_has_a_cli_command(tools: dict[str, Any]) -> No
 
 def test_every_check_argument_a_tool_offers_is_the_table_entry(tools: dict[str, Any]) -> None:
     for entry in OPTIONS:
-        if entry.request == "check" and entry.tool:
+        if "check" in entry.requests and entry.tool:
             offering = [name for name, arguments in tools.items() if entry.tool in arguments]
             assert offering, f"no tool offers {entry.tool}"
             for name in offering:

@@ -77,7 +77,7 @@ def drift(
         live = opt.run_request(
             options,
             include_audit=check.include_audit,
-            allow_localhost="policy" if check.allow_localhost is False else "always",
+            allow_localhost="policy" if check.agent.allow_localhost is False else "always",
         )
     request = opt.validated(
         lambda: DriftRequest.build(check=check, stale_after=stale_after, live=live)

@@ -345,7 +345,10 @@ def _options_table() -> tuple[Any, ...]:
 
 
 def _annotated(entry: Any, command: str) -> Any:
-    kwargs: dict[str, Any] = {"help": entry.help_for(command), "rich_help_panel": entry.panel}
+    kwargs: dict[str, Any] = {
+        "help": entry.help_for(command),
+        "rich_help_panel": entry.panel_for(command),
+    }
     metavar = entry.metavar_for(command)
     if metavar:
         kwargs["metavar"] = metavar
@@ -436,11 +439,12 @@ def with_options(command: str) -> Callable[[Callable[..., Any]], Callable[..., A
             values: dict[str, dict[str, Any]] = {"run": {}, "check": {}, "relay": {}, "kube": {}}
             for entry in entries:
                 value = given.pop(entry.parameter)
+                request = entry.request_of(command)
                 if entry.inverted:
                     value = not value
-                elif entry.value == "path?" and value is not None and entry.request == "check":
+                elif entry.value == "path?" and value is not None and request == "check":
                     value = str(value)
-                values[entry.request][entry.name] = value
+                values[request][entry.name] = value
             return function(**given, options=Values(**values))
 
         params = [*before, *added, *after]

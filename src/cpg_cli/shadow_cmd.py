@@ -71,7 +71,7 @@ def shadow(
     live = opt.run_request(
         options,
         include_audit=check.include_audit,
-        allow_localhost="policy" if check.allow_localhost is False else "always",
+        allow_localhost="policy" if check.agent.allow_localhost is False else "always",
     )
     request = ShadowRequest(check=check, live=live, report=report_path)
     access = options.access()

@@ -3,12 +3,20 @@ lookups the command line, cpg-mcp and the parity test make in it."""
 
 from cpg_core._requests.options import (
     OPTIONS,
+    Checked,
     Option,
     Request,
     Value,
     option,
     options_of,
-    tool_options,
 )
 
-__all__ = ["OPTIONS", "Option", "Request", "Value", "option", "options_of", "tool_options"]
+__all__ = [
+    "OPTIONS",
+    "Checked",
+    "Option",
+    "Request",
+    "Value",
+    "option",
+    "options_of",
+]

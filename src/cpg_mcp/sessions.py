@@ -18,6 +18,7 @@ from typing import Any, Literal, TypeVar
 import attrs
 
 from cpg_core import CheckRequest, CpgError, RunRequest
+from cpg_core.cilium import AgentChoice
 from cpg_core.reports import PlanView
 from cpg_core.shadow import ShadowRequest
 from cpg_core.text import shown
@@ -322,10 +323,12 @@ class SessionManager:
                     inputs=(request.live.server or "hubble-relay",),
                     policies=str(proposed),
                     include_audit=capture.include_audit,
-                    default_local_cluster=capture.default_local_cluster,
-                    allow_localhost=capture.allow_localhost,
-                    host_firewall=agent[0],
-                    dual_stack=agent[1],
+                    agent=AgentChoice(
+                        allow_localhost=capture.allow_localhost,
+                        default_local_cluster=capture.default_local_cluster,
+                        host_firewall=agent[0],
+                        dual_stack=agent[1],
+                    ),
                     identities=request.identities,
                     declarations=request.declarations,
                 ),

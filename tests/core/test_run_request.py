@@ -68,7 +68,7 @@ def test_a_check_takes_current_or_cluster_and_a_boolean_default() -> None:
     with pytest.raises(RequestError):
         CheckRequest.build(inputs=[])
     check = CheckRequest.build(inputs=["x.jsonl"], default_local_cluster="False")
-    assert check.default_local_cluster is False and check.policies == "policies"
+    assert check.agent.default_local_cluster is False and check.policies == "policies"
 
 
 # Every option of the table reaches the request it belongs to: a value other than the
@@ -159,8 +159,8 @@ CHECK_SAMPLES: dict[str, tuple[object, dict[str, object]]] = {
 def test_every_option_of_the_table_has_a_sample() -> None:
     from cpg_core.options import OPTIONS
 
-    assert set(RUN_SAMPLES) == {o.name for o in OPTIONS if o.request == "run"}
-    assert set(CHECK_SAMPLES) == {o.name for o in OPTIONS if o.request == "check"}
+    assert set(RUN_SAMPLES) == {o.name for o in OPTIONS if "run" in o.requests}
+    assert set(CHECK_SAMPLES) == {o.name for o in OPTIONS if "check" in o.requests}
 
 
 @pytest.mark.parametrize("name", sorted(RUN_SAMPLES))

@@ -6,7 +6,7 @@ arguments from it, and ``tests/test_parity.py`` walks it (ARCHITECTURE §L4)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import attrs
@@ -31,6 +31,24 @@ _KUBE = frozenset(
 )
 
 
+_SAME: Any = object()
+"""A checked option's default where it is the run's."""
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class Checked:
+    """How check commands take a run's setting too: into their :class:`CheckRequest`, so that
+    a check reads the capture as the run that wrote the policies did. cpg-mcp's sessions pass
+    their own value to their checks (the tool argument is the run's)."""
+
+    commands: frozenset[str]
+    help: str = ""
+    """Their words, where they are not the run's."""
+    default: Any = _SAME
+    metavar: str = ""
+    panel: str = ""
+
+
 @attrs.frozen(slots=True, kw_only=True)
 class Option:
     name: str
@@ -42,7 +60,7 @@ class Option:
     """The command line's words (``-h``)."""
     flags: tuple[str, ...]
     commands: frozenset[str]
-    """The ``cpg`` commands that take it."""
+    """The ``cpg`` commands that take it into ``request``."""
     panel: str
     """The section of ``-h`` it is listed in."""
     metavar: str = ""
@@ -61,6 +79,8 @@ class Option:
     """A command's own environment variable ("": none), when it differs."""
     defaults: Mapping[str, Any] = attrs.field(factory=dict)
     """A command's own default, when it differs."""
+    checked: Checked | None = None
+    """A run setting the check commands take too."""
     tool: str = ""
     """The cpg-mcp argument name ("" with ``not_tool``: not offered)."""
     tool_help: str = ""
@@ -75,17 +95,46 @@ class Option:
     def parameter(self) -> str:
         return self.param or self.name
 
+    @property
+    def requests(self) -> tuple[Request, ...]:
+        return (self.request, "check") if self.checked is not None else (self.request,)
+
+    def takes(self, command: str) -> bool:
+        return command in self.commands or self._checks(command)
+
+    def request_of(self, command: str) -> Request:
+        """The request ``command`` reads it into."""
+        return "check" if self._checks(command) else self.request
+
+    def _checks(self, command: str) -> bool:
+        return self.checked is not None and command in self.checked.commands
+
     def help_for(self, command: str) -> str:
+        if self.checked is not None and self._checks(command):
+            return self.helps.get(command, self.checked.help or self.help)
         return self.helps.get(command, self.help)
 
     def metavar_for(self, command: str) -> str:
+        if self.checked is not None and self._checks(command):
+            return self.metavars.get(command, self.checked.metavar or self.metavar)
         return self.metavars.get(command, self.metavar)
+
+    def panel_for(self, command: str) -> str:
+        if self.checked is not None and self._checks(command):
+            return self.checked.panel or self.panel
+        return self.panel
 
     def envvar_for(self, command: str) -> str:
         return self.envvars.get(command, self.envvar)
 
     def default_for(self, command: str) -> Any:
-        return self.defaults.get(command, self.default)
+        return self.defaults.get(command, self.default_in(self.request_of(command)))
+
+    def default_in(self, request: Request) -> Any:
+        """Its default in the builder of ``request``."""
+        if request == "check" and self.checked is not None and self.checked.default is not _SAME:
+            return self.checked.default
+        return self.default
 
 
 def _o(
@@ -156,6 +205,15 @@ OPTIONS: tuple[Option, ...] = (
         commands=_CAPTURES,
         tool="include_audit",
         tool_help="also turn AUDIT-verdict flows into rules",
+        helps={
+            "verify": "Also check AUDIT-verdict flows, as replay does.",
+            "shadow": "AUDIT flows are denied flows to fix, as in replay.",
+            "drift": "AUDIT flows are drops too.",
+        },
+        checked=Checked(
+            commands=frozenset({"plan", "verify", "shadow", "drift"}),
+            help="AUDIT flows are candidates, as in replay.",
+        ),
     ),
     _o(
         "ignore_protocols",
@@ -203,6 +261,10 @@ OPTIONS: tuple[Option, ...] = (
         tool_value=Literal["forwarded"] | None,
         tool_help="forwarded: learn from the traffic that works today (FORWARDED, REDIRECTED "
         "and AUDIT flows become rules; replies, node probes and health checks never do)",
+        checked=Checked(
+            commands=frozenset({"verify"}),
+            help="Check the flows that work today too, as replay --learn forwarded made rules of them.",
+        ),
     ),
     _o(
         "learn_allowed",
@@ -273,107 +335,6 @@ OPTIONS: tuple[Option, ...] = (
         tool_help="only flows up to this RFC 3339 time (a replay), or stop then (live: a time "
         "in the future)",
     ),
-    _o(
-        "identities",
-        "run",
-        "texts",
-        (),
-        "Identity where Hubble leaves it out: a JSON or YAML file of CiliumEndpoints, "
-        "CiliumIdentities and pods ('kubectl get ciliumendpoints,ciliumidentities,pods -A "
-        "-o json'), or cluster to read them (read-only); repeatable. A peer reported as the "
-        "world at a pod's IP, an identity number without labels and a pod without a stable "
-        "label are filled in (an IP only when the pod name agrees or the pod is older than "
-        "the flow).",
-        "--identities",
-        metavar="FILE|cluster",
-        panel="Input",
-        commands=_CAPTURES,
-        tool="identities",
-        tool_help="identity sources for peers Hubble left without identity: files of "
-        "CiliumEndpoints, CiliumIdentities and pods (kubectl get … -o json) inside the folder "
-        "the operator allowed with --allow-replay-dir, or cluster (the environment's "
-        "kubeconfig, read-only)",
-    ),
-    _o(
-        "declarations",
-        "run",
-        "texts",
-        (),
-        "What the cluster declares it depends on, kept open in every policy that polices one "
-        "of its ends: files or folders of its objects ('kubectl get validatingwebhookconfigurations,"
-        "mutatingwebhookconfigurations,apiservices,crds,services,endpointslices,pods,"
-        "deployments,daemonsets,statefulsets,namespaces,servicemonitors,podmonitors,"
-        "prometheuses -A -o yaml', rendered Helm or kustomize output), or cluster to list them "
-        "(read-only); repeatable. Admission webhooks, aggregated APIs and CRD conversion "
-        "webhooks (from kube-apiserver, on the Service's target port), Prometheus scrapes "
-        "and discovery, and the node-local DNS cache beside every DNS rule.",
-        "--declarations",
-        metavar="FILE|DIR|cluster",
-        panel="Input",
-        commands=_CAPTURES,
-        tool="declarations",
-        tool_help="the cluster's own objects (webhook configurations, APIServices, CRDs, "
-        "Services, EndpointSlices, workloads, namespaces, ServiceMonitors, PodMonitors, "
-        "Prometheus resources) as YAML or JSON files inside the folder the operator allowed "
-        "with --allow-replay-dir, or cluster (the environment's kubeconfig, read-only): what "
-        "they declare the cluster depends on is kept open",
-    ),
-    _o(
-        "ready_min_span",
-        "run",
-        "text",
-        "24h",
-        "A workload is ready to enforce only once observed for DURATION, its first flow to "
-        "its last (a day shows its daily cycle: a nightly job, a morning batch); shorter, "
-        "it should keep learning.",
-        "--ready-min-span",
-        metavar="DURATION",
-        panel="Readiness",
-        commands=_CAPTURES,
-        tool="ready_min_span",
-        tool_help="a workload is ready to enforce once observed this long (a duration, default 24h)",
-    ),
-    _o(
-        "ready_stable_for",
-        "run",
-        "text",
-        "6h",
-        "A workload is ready to enforce only once no new rule appeared in the last DURATION "
-        "of its observation (0: whenever).",
-        "--ready-stable-for",
-        metavar="DURATION",
-        panel="Readiness",
-        commands=_CAPTURES,
-        tool="ready_stable_for",
-        tool_help="and once no new rule appeared in the last part of its observation this long (default 6h)",
-    ),
-    _o(
-        "ready_min_flows",
-        "run",
-        "int",
-        100,
-        "A workload is ready to enforce only once its rules stand on N flows at least.",
-        "--ready-min-flows",
-        metavar="N",
-        panel="Readiness",
-        commands=_CAPTURES,
-        minimum=0,
-        tool="ready_min_flows",
-        tool_help="and once its rules stand on this many flows (default 100)",
-    ),
-    _o(
-        "only_ready",
-        "run",
-        "flag",
-        False,
-        "Write the policies of the workloads ready to enforce only: the others keep learning "
-        "(their evidence is written, so readiness accumulates over runs and restarts).",
-        "--only-ready",
-        panel="Readiness",
-        commands=_CAPTURES,
-        tool="only_ready",
-        tool_help="write only the policies of workloads ready to enforce",
-    ),
     # --- L7 and Cilium's semantics ------------------------------------------------------------
     _o(
         "l7",
@@ -419,24 +380,6 @@ OPTIONS: tuple[Option, ...] = (
         tool_default=True,
         tool_help="Cilium's policy-default-local-cluster (true since 1.19); false for "
         "ClusterMesh before 1.19: peers then carry their cluster label, local ones too",
-    ),
-    _o(
-        "allow_localhost",
-        "run",
-        "text",
-        "always",
-        "As the Cilium agent option of that name. always (Cilium's default): a pod's own "
-        "node (kubelet probes) reaches it whatever the policy, so such traffic never breaks. "
-        "policy: the node's traffic is policed like any other.",
-        "--allow-localhost",
-        metavar="always|policy",
-        panel="Cilium semantics",
-        commands=_CAPTURES,
-        tool="allow_localhost",
-        tool_value=Literal["always", "policy"],
-        tool_default="always",
-        tool_help="Cilium's allow-localhost: always (its default) admits a pod's own node "
-        "(kubelet probes) whatever the policy; policy polices it",
     ),
     # --- what a run writes --------------------------------------------------------------------
     _o(
@@ -555,6 +498,82 @@ OPTIONS: tuple[Option, ...] = (
         commands=_CAPTURES,
         tool="include_system_namespaces",
         tool_help="also write per-peer rules for workloads of the system namespaces",
+        checked=Checked(
+            commands=frozenset({"verify"}),
+            help="Check the denied flows of workloads in the system namespaces too, as replay "
+            "--include-system-namespaces wrote rules for them (by default they are counted as "
+            "left to you, not checked).",
+            panel="Input",
+        ),
+    ),
+    _o(
+        "identities",
+        "run",
+        "texts",
+        (),
+        "Identity where Hubble leaves it out: a JSON or YAML file of CiliumEndpoints, "
+        "CiliumIdentities and pods ('kubectl get ciliumendpoints,ciliumidentities,pods -A "
+        "-o json'), or cluster to read them (read-only); repeatable. A peer reported as the "
+        "world at a pod's IP, an identity number without labels and a pod without a stable "
+        "label are filled in (an IP only when the pod name agrees or the pod is older than "
+        "the flow).",
+        "--identities",
+        metavar="FILE|cluster",
+        panel="Input",
+        commands=_CAPTURES,
+        tool="identities",
+        tool_help="identity sources for peers Hubble left without identity: files of "
+        "CiliumEndpoints, CiliumIdentities and pods (kubectl get … -o json) inside the folder "
+        "the operator allowed with --allow-replay-dir, or cluster (the environment's "
+        "kubeconfig, read-only)",
+        checked=Checked(
+            commands=frozenset({*_CHECKS, "drift"}),
+            help="Identity where Hubble leaves it out, as replay --identities: files of "
+            "CiliumEndpoints, CiliumIdentities and pods, or cluster (with --cluster, the "
+            "cluster's are read too); repeatable.",
+        ),
+    ),
+    _o(
+        "declarations",
+        "run",
+        "texts",
+        (),
+        "What the cluster declares it depends on, kept open in every policy that polices one "
+        "of its ends: files or folders of its objects ('kubectl get validatingwebhookconfigurations,"
+        "mutatingwebhookconfigurations,apiservices,crds,services,endpointslices,pods,"
+        "deployments,daemonsets,statefulsets,namespaces,servicemonitors,podmonitors,"
+        "prometheuses -A -o yaml', rendered Helm or kustomize output), or cluster to list them "
+        "(read-only); repeatable. Admission webhooks, aggregated APIs and CRD conversion "
+        "webhooks (from kube-apiserver, on the Service's target port), Prometheus scrapes "
+        "and discovery, and the node-local DNS cache beside every DNS rule.",
+        "--declarations",
+        metavar="FILE|DIR|cluster",
+        panel="Input",
+        commands=_CAPTURES,
+        tool="declarations",
+        tool_help="the cluster's own objects (webhook configurations, APIServices, CRDs, "
+        "Services, EndpointSlices, workloads, namespaces, ServiceMonitors, PodMonitors, "
+        "Prometheus resources) as YAML or JSON files inside the folder the operator allowed "
+        "with --allow-replay-dir, or cluster (the environment's kubeconfig, read-only): what "
+        "they declare the cluster depends on is kept open",
+        helps={
+            "plan": "What the cluster declares it depends on, as replay --declarations: files "
+            "or folders of its objects, or cluster (read-only). Each declared dependency the "
+            "proposal denies is traffic that would break (exit 3), with the object that "
+            "declares it and the fix.",
+            "lint": "What the cluster declares it depends on, as replay --declarations: files "
+            "or folders of its objects, or cluster (read-only). A policy that denies a "
+            "declared dependency is a finding (CPG045), naming the declaring object.",
+            "report": "What the cluster declares it depends on, as replay --declarations: "
+            "files or folders of its objects, or cluster (read-only). The report lists each "
+            "declared dependency the policies deny.",
+        },
+        checked=Checked(
+            commands=frozenset({"plan", "verify", "why", "trace", "lint", "report"}),
+            help="What the cluster declares it depends on, as replay --declarations: files or folders "
+            "of its objects, or cluster (read-only); a declared dependency the policies deny is "
+            "reported with the object that declares it.",
+        ),
     ),
     _o(
         "dns_rule",
@@ -591,6 +610,12 @@ OPTIONS: tuple[Option, ...] = (
         "control planes, Prometheus, collectors, ingress controllers, webhooks), which cpg "
         "otherwise leaves alone as a system namespace's; or catalogue files inside the "
         "folder the operator allowed with --allow-replay-dir",
+        checked=Checked(
+            commands=frozenset({"verify"}),
+            help="The catalogue of platform workloads replay used (--catalogue FILE, or none): their "
+            "denied flows the policies do not admit are counted as left to you, not checked.",
+            panel="Input",
+        ),
     ),
     _o(
         "baseline_format",
@@ -1085,22 +1110,6 @@ OPTIONS: tuple[Option, ...] = (
         "(read-only); default false: infer what is policed from the flows",
     ),
     _o(
-        "include_audit",
-        "check",
-        "flag",
-        False,
-        "AUDIT flows are candidates, as in replay.",
-        "--include-audit",
-        panel="Input",
-        commands=frozenset({"plan", "verify", "shadow", "drift"}),
-        helps={
-            "verify": "Also check AUDIT-verdict flows, as replay does.",
-            "shadow": "AUDIT flows are denied flows to fix, as in replay.",
-            "drift": "AUDIT flows are drops too.",
-        },
-        not_tool="a session's own include_audit decides what its checks take",
-    ),
-    _o(
         "default_local_cluster",
         "check",
         "text",
@@ -1117,22 +1126,30 @@ OPTIONS: tuple[Option, ...] = (
     ),
     _o(
         "allow_localhost",
-        "check",
+        "run",
         "text",
-        "auto",
-        "As the Cilium agent option of that name. always (Cilium's default): a pod's own node "
-        "(kubelet probes) reaches it whatever the policy, so such traffic never breaks. "
-        "policy: the node's traffic is policed like any other. auto (the default): as the "
-        "agents' cilium-config says with --cluster, else always.",
+        "always",
+        "As the Cilium agent option of that name. always (Cilium's default): a pod's own "
+        "node (kubelet probes) reaches it whatever the policy, so such traffic never breaks. "
+        "policy: the node's traffic is policed like any other.",
         "--allow-localhost",
-        metavar="always|policy|auto",
+        metavar="always|policy",
         panel="Cilium semantics",
-        commands=frozenset({*_CHECKS, "drift"}),
+        commands=_CAPTURES,
         tool="allow_localhost",
         tool_value=Literal["always", "policy"],
         tool_default="always",
         tool_help="Cilium's allow-localhost: always (its default) admits a pod's own node "
         "(kubelet probes) whatever the policy; policy polices it",
+        checked=Checked(
+            commands=frozenset({*_CHECKS, "drift"}),
+            help="As the Cilium agent option of that name. always (Cilium's default): a pod's own node "
+            "(kubelet probes) reaches it whatever the policy, so such traffic never breaks. "
+            "policy: the node's traffic is policed like any other. auto (the default): as the "
+            "agents' cilium-config says with --cluster, else always.",
+            default="auto",
+            metavar="always|policy|auto",
+        ),
     ),
     _o(
         "host_firewall",
@@ -1207,84 +1224,6 @@ OPTIONS: tuple[Option, ...] = (
         "whose estimated policy map entries reach 80 % of it",
     ),
     _o(
-        "learn",
-        "check",
-        "text?",
-        None,
-        "Check the flows that work today too, as replay --learn forwarded made rules of them.",
-        "--learn",
-        metavar="forwarded",
-        panel="Input",
-        commands=frozenset({"verify"}),
-        not_tool="a session's own learn decides what its checks take",
-    ),
-    _o(
-        "include_system_namespaces",
-        "check",
-        "flag",
-        False,
-        "Check the denied flows of workloads in the system namespaces too, as replay "
-        "--include-system-namespaces wrote rules for them (by default they are counted as "
-        "left to you, not checked).",
-        "--include-system-namespaces",
-        panel="Input",
-        commands=frozenset({"verify"}),
-        not_tool="a session's own include_system_namespaces decides what its checks take",
-    ),
-    _o(
-        "identities",
-        "check",
-        "texts",
-        (),
-        "Identity where Hubble leaves it out, as replay --identities: files of "
-        "CiliumEndpoints, CiliumIdentities and pods, or cluster (with --cluster, the "
-        "cluster's are read too); repeatable.",
-        "--identities",
-        metavar="FILE|cluster",
-        panel="Input",
-        commands=frozenset({*_CHECKS, "drift"}),
-        not_tool="a session's own identities decide what its checks take",
-    ),
-    _o(
-        "declarations",
-        "check",
-        "texts",
-        (),
-        "What the cluster declares it depends on, as replay --declarations: files or folders "
-        "of its objects, or cluster (read-only); a declared dependency the policies deny is "
-        "reported with the object that declares it.",
-        "--declarations",
-        metavar="FILE|DIR|cluster",
-        panel="Input",
-        commands=frozenset({"plan", "verify", "why", "trace", "lint", "report"}),
-        helps={
-            "plan": "What the cluster declares it depends on, as replay --declarations: files "
-            "or folders of its objects, or cluster (read-only). Each declared dependency the "
-            "proposal denies is traffic that would break (exit 3), with the object that "
-            "declares it and the fix.",
-            "lint": "What the cluster declares it depends on, as replay --declarations: files "
-            "or folders of its objects, or cluster (read-only). A policy that denies a "
-            "declared dependency is a finding (CPG045), naming the declaring object.",
-            "report": "What the cluster declares it depends on, as replay --declarations: "
-            "files or folders of its objects, or cluster (read-only). The report lists each "
-            "declared dependency the policies deny.",
-        },
-        not_tool="a session's own declarations decide what its checks take",
-    ),
-    _o(
-        "catalogue",
-        "check",
-        "texts",
-        (),
-        "The catalogue of platform workloads replay used (--catalogue FILE, or none): their "
-        "denied flows the policies do not admit are counted as left to you, not checked.",
-        "--catalogue",
-        metavar="FILE|none",
-        panel="Input",
-        commands=frozenset({"verify"}),
-        not_tool="a session's own catalogue decides what its checks take",
-    ),
-    _o(
         "only",
         "check",
         "texts",
@@ -1300,7 +1239,7 @@ OPTIONS: tuple[Option, ...] = (
     ),
     _o(
         "ready_min_span",
-        "check",
+        "run",
         "text",
         "24h",
         "A workload is ready to enforce only once observed for DURATION, its first flow to "
@@ -1309,12 +1248,14 @@ OPTIONS: tuple[Option, ...] = (
         "--ready-min-span",
         metavar="DURATION",
         panel="Readiness",
-        commands=frozenset({"plan", "report", "shadow", "propose"}),
-        not_tool="a session's own readiness settings decide what its checks take",
+        commands=_CAPTURES,
+        tool="ready_min_span",
+        tool_help="a workload is ready to enforce once observed this long (a duration, default 24h)",
+        checked=Checked(commands=frozenset({"plan", "report", "shadow", "propose"})),
     ),
     _o(
         "ready_stable_for",
-        "check",
+        "run",
         "text",
         "6h",
         "A workload is ready to enforce only once no new rule appeared in the last DURATION "
@@ -1322,21 +1263,38 @@ OPTIONS: tuple[Option, ...] = (
         "--ready-stable-for",
         metavar="DURATION",
         panel="Readiness",
-        commands=frozenset({"plan", "report", "shadow", "propose"}),
-        not_tool="a session's own readiness settings decide what its checks take",
+        commands=_CAPTURES,
+        tool="ready_stable_for",
+        tool_help="and once no new rule appeared in the last part of its observation this long (default 6h)",
+        checked=Checked(commands=frozenset({"plan", "report", "shadow", "propose"})),
     ),
     _o(
         "ready_min_flows",
-        "check",
+        "run",
         "int",
         100,
         "A workload is ready to enforce only once its rules stand on N flows at least.",
         "--ready-min-flows",
         metavar="N",
         panel="Readiness",
-        commands=frozenset({"plan", "report", "shadow", "propose"}),
+        commands=_CAPTURES,
         minimum=0,
-        not_tool="a session's own readiness settings decide what its checks take",
+        tool="ready_min_flows",
+        tool_help="and once its rules stand on this many flows (default 100)",
+        checked=Checked(commands=frozenset({"plan", "report", "shadow", "propose"})),
+    ),
+    _o(
+        "only_ready",
+        "run",
+        "flag",
+        False,
+        "Write the policies of the workloads ready to enforce only: the others keep learning "
+        "(their evidence is written, so readiness accumulates over runs and restarts).",
+        "--only-ready",
+        panel="Readiness",
+        commands=_CAPTURES,
+        tool="only_ready",
+        tool_help="write only the policies of workloads ready to enforce",
     ),
     # --- Kubernetes access --------------------------------------------------------------------
     _o(
@@ -1370,24 +1328,18 @@ OPTIONS: tuple[Option, ...] = (
 """Every shared option, in the order ``-h`` lists them within their sections."""
 
 
-def options_of(command: str, requests: Iterable[Request] | None = None) -> list[Option]:
-    """The options ``command`` takes (of those ``requests``), in table order."""
-    wanted = set(requests) if requests is not None else None
-    return [o for o in OPTIONS if command in o.commands and (wanted is None or o.request in wanted)]
+def options_of(command: str) -> list[Option]:
+    """The options ``command`` takes, in table order."""
+    return [o for o in OPTIONS if o.takes(command)]
 
 
 def option(request: Request, name: str) -> Option:
     for entry in OPTIONS:
-        if entry.request == request and entry.name == name:
+        if request in entry.requests and entry.name == name:
             return entry
     raise KeyError(f"no {request} option {name!r}")
 
 
 def defaults(request: Request) -> dict[str, Any]:
     """Each option of ``request`` and its default, as the request builder takes them."""
-    return {o.name: o.default for o in OPTIONS if o.request == request}
-
-
-def tool_options(request: Request) -> list[Option]:
-    """The options cpg-mcp offers as tool arguments, of ``request``."""
-    return [o for o in OPTIONS if o.request == request and o.tool]
+    return {o.name: o.default_in(request) for o in OPTIONS if request in o.requests}

@@ -344,23 +344,10 @@ class CheckRequest:
     current: str | None = None
     cluster: bool = False
     include_audit: bool = False
-    default_local_cluster: bool | None = True
-    """Cilium's policy-default-local-cluster: a selector without a cluster label selects the
-    local cluster only (1.19+). None: as the cluster's agents do (``--cluster``: on from
-    Cilium 1.19, off before), else on."""
-    allow_localhost: bool | None = True
-    """Cilium's allow-localhost: ``always`` (True, its default) admits the node's traffic to
-    its own pods whatever the policy; ``policy`` (False) polices it. None: as the cluster's
-    agents say (``--cluster``), else always."""
-    host_firewall: bool | None = None
-    """Cilium's enable-host-firewall: host policies police the node. None: as the cluster's
-    agents say, else off (Cilium's default)."""
-    dual_stack: bool | None = None
-    """IPv4 and IPv6 both on: world addresses by family. None: as the cluster's agents say,
-    else off."""
-    cilium_version: Version | None = None
-    """The agents' release. None: the oldest agent's (read with ``cluster``), else the
-    newest."""
+    agent: AgentChoice = attrs.Factory(AgentChoice)
+    """Cilium's agent settings as given (allow-localhost, policy-default-local-cluster,
+    enable-host-firewall, dual stack, bpf-policy-map-max, the release). None: as the
+    cluster's agents say (``cluster``), else Cilium's default."""
     learn: str = ""
     """``forwarded``: check the flows that work today too, as replay --learn made rules."""
     include_system: bool = False
@@ -429,15 +416,17 @@ class CheckRequest:
             current=current,
             cluster=cluster,
             include_audit=values["include_audit"],
-            default_local_cluster=local,
-            allow_localhost=localhost,
-            host_firewall=_tristate(values["host_firewall"], "host_firewall"),
-            dual_stack=_tristate(values["dual_stack"], "dual_stack"),
-            cilium_version=_release(values["cilium_version"]),
+            agent=AgentChoice(
+                allow_localhost=localhost,
+                default_local_cluster=local,
+                host_firewall=_tristate(values["host_firewall"], "host_firewall"),
+                dual_stack=_tristate(values["dual_stack"], "dual_stack"),
+                policy_map_max=policy_map_max,
+                version=_release(values["cilium_version"]),
+            ),
             learn=CaptureRequest.build(learn=values["learn"]).learn,
             include_system=values["include_system_namespaces"],
             identities=identity_sources(values["identities"]),
-            policy_map_max=policy_map_max,
             declarations=identity_sources(values["declarations"], "declarations"),
             catalogue=catalogue_sources(values["catalogue"]),
             readiness=readiness_rules(values),
@@ -452,28 +441,16 @@ class CheckRequest:
             return (*self.identities, "cluster")
         return self.identities
 
-    @property
-    def agent_choice(self) -> AgentChoice:
-        """The agent settings as given (None: as the cluster says, else Cilium's default)."""
-        return AgentChoice(
-            allow_localhost=self.allow_localhost,
-            default_local_cluster=self.default_local_cluster,
-            host_firewall=self.host_firewall,
-            dual_stack=self.dual_stack,
-            policy_map_max=self.policy_map_max,
-            version=self.cilium_version,
-        )
-
-    def agent(
+    def resolve_agent(
         self, config: Mapping[str, str] | None = None, images: Sequence[str] = ()
     ) -> tuple[AgentSettings, tuple[str, ...]]:
         """The settings judged with, and notes: as given, else as the cluster's
         ``cilium-config`` and agent images say (read when ``cluster`` is set), else
         Cilium's defaults."""
-        return agent_settings(self.agent_choice, config, images, from_cluster=self.cluster)
+        return agent_settings(self.agent, config, images, from_cluster=self.cluster)
 
     def decide_options(self, agent: AgentSettings | None = None) -> DecideOptions:
-        localhost = agent.allow_localhost if agent is not None else self.allow_localhost
+        localhost = agent.allow_localhost if agent is not None else self.agent.allow_localhost
         return CaptureRequest.build(
             include_audit=self.include_audit,
             learn=self.learn,

@@ -52,7 +52,7 @@ def drift_judge(
         ((namespace, doc) for namespace, _workload, doc in store.read_all(problems.append, None)),
         policies,
     )
-    agent, _notes = check.agent()
+    agent, _notes = check.resolve_agent()
     judge = DriftJudge(
         policies,
         evidence,

@@ -181,10 +181,10 @@ def judged_policies(
         state = cluster_state(kubeconfig, context, kube_dir)
         current = state.policies
         origin, source = f"the cluster ({len(current)})", "cluster"
-        agent, notes = request.agent(state.config, state.images)
+        agent, notes = request.resolve_agent(state.config, state.images)
         problems += notes
     else:
-        agent, _notes = request.agent()
+        agent, _notes = request.resolve_agent()
         if request.current is None:
             origin = (
                 "inferred from the flows (no current policies given, from files or the cluster)"

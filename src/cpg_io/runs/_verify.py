@@ -111,9 +111,9 @@ def verify_run(
         state = cluster_state(kubeconfig, context)
         documents += state.policies
         sources.append(f"the cluster ({len(state.policies)})")
-        agent, notes = request.agent(state.config, state.images)
+        agent, notes = request.resolve_agent(state.config, state.images)
     else:
-        agent, notes = request.agent()
+        agent, notes = request.resolve_agent()
     for note in (*notes, *release_notes(agent, documents)):
         log.warning("%s", note)
     verified = verify_capture(

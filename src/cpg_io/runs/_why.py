@@ -82,19 +82,19 @@ def _judged(
     if request.current is not None:
         current = load_policies(Path(request.current), setting="current")
         judged, origin = current, f"the current policies {request.current} ({len(current)})"
-        agent, notes = request.agent()
+        agent, notes = request.resolve_agent()
         notes = (*notes, *release_notes(agent, judged))
     elif request.cluster:
         state = cluster_state(kubeconfig, context, kube_dir)
         judged = state.policies
         origin = f"the cluster ({len(judged)})"
-        agent, notes = request.agent(state.config, state.images)
+        agent, notes = request.resolve_agent(state.config, state.images)
         notes = (*notes, *release_notes(agent, judged))
     else:
         if folder_path is not None and not folder_path.exists():
             load_policies(folder_path)  # the error that names the folder and the fix
         origin = f"{folder_path} ({len(folder)})"
-        agent, notes = request.agent()
+        agent, notes = request.resolve_agent()
         notes = (*notes, *release_notes(agent, folder))
         return _Judged(
             PolicySet(folder),
