@@ -445,3 +445,63 @@ def test_the_grammar_test_sees_a_key_however_it_is_written() -> None:
         "Endpoints",
         "Entities:",
     ]
+
+
+def _composition_faults(folder: Path) -> list[str]:
+    """Where a layer's classes are not composed of values: a class that inherits from
+    another class of the layer, or a private field (``self._x = …`` in an ``__init__``) of
+    one module's class touched in another module."""
+    trees = {path.name: ast.parse(path.read_text()) for path in sorted(folder.glob("*.py"))}
+    classes = {
+        node.name: name
+        for name, tree in trees.items()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef)
+    }
+    faults = []
+    owners: dict[str, set[str]] = {}
+    for name, tree in trees.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                faults += [
+                    f"{name}: {node.name} inherits {base.id}"
+                    for base in node.bases
+                    if isinstance(base, ast.Name) and base.id in classes
+                ]
+            if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+                for field in ast.walk(node):  # the fields a class declares
+                    if (
+                        isinstance(field, ast.Attribute)
+                        and isinstance(field.ctx, ast.Store)
+                        and isinstance(field.value, ast.Name)
+                        and field.value.id == "self"
+                        and field.attr.startswith("_")
+                    ):
+                        owners.setdefault(field.attr, set()).add(name)
+    for name, tree in trees.items():
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Attribute) or node.attr not in owners:
+                continue
+            own = isinstance(node.value, ast.Name) and node.value.id == "self"
+            others = owners[node.attr] - {name}
+            if (own and name not in owners[node.attr]) or (not own and others):
+                faults.append(f"{name} touches {node.attr} of {', '.join(sorted(others))}")
+    return sorted(set(faults))
+
+
+def test_the_aggregator_is_composed_of_values() -> None:
+    """The synthesis layer composes: no class of it inherits from another of it, and each
+    private field is touched only in the module of the class that holds it (the entries
+    and their counts are one value the aggregator holds)."""
+    assert _composition_faults(SRC / "cpg_core" / "_synthesis") == []
+
+
+def test_the_composition_check_sees_a_chain_and_a_borrowed_field(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("class Counts:\n    def __init__(self):\n        self._n = 0\n")
+    (tmp_path / "b.py").write_text(
+        "from a import Counts\n\nclass More(Counts):\n    def bump(self):\n        self._n += 1\n"
+    )
+    assert _composition_faults(tmp_path) == [
+        "b.py touches _n of a.py",
+        "b.py: More inherits Counts",
+    ]

@@ -309,14 +309,12 @@ def test_bounded_caches_that_clear_midway_change_nothing(monkeypatch: pytest.Mon
     """The reader forgets endpoints and the aggregator folds its counts when their caches
     fill up: numbers are never given twice, so a count never lands on another entry."""
     import cpg_core._flows.numbers
-    import cpg_core._synthesis._aggregate_counting
-    import cpg_core._synthesis._aggregate_folds
+    import cpg_core._synthesis._entries
 
     lines = _capture(random.Random(3), 3000)
     full = _aggregate(lines, AggregateOptions(), quick=False)
     monkeypatch.setattr(cpg_core._flows.numbers, "ENDPOINT_CACHE_LIMIT", 3)
-    for module in (cpg_core._synthesis._aggregate_counting, cpg_core._synthesis._aggregate_folds):
-        monkeypatch.setattr(module, "_ENTRY_CACHE_LIMIT", 5)
+    monkeypatch.setattr(cpg_core._synthesis._entries, "_ENTRY_CACHE_LIMIT", 5)
     quick = _aggregate(lines, AggregateOptions(), quick=True)
     assert quick[0] == full[0]
     assert [p.attribution for p in quick[2]] == [p.attribution for p in full[2]]
@@ -521,8 +519,7 @@ def test_the_live_quick_way_aggregates_exactly_as_converting_every_flow(
     """Counted by the converter's numbers, also when its bounded caches and the
     aggregator's clear midway (numbers are never given twice)."""
     import cpg_core._flows.numbers
-    import cpg_core._synthesis._aggregate_counting
-    import cpg_core._synthesis._aggregate_folds
+    import cpg_core._synthesis._entries
     import cpg_io.hubble_convert
 
     lines = _capture(random.Random(8), 3000)
@@ -532,8 +529,7 @@ def test_the_live_quick_way_aggregates_exactly_as_converting_every_flow(
     assert converted < 0.25  # most flows were counted by their key, not converted
     monkeypatch.setattr(cpg_core._flows.numbers, "ENDPOINT_CACHE_LIMIT", 3)
     monkeypatch.setattr(cpg_io.hubble_convert, "_ENDPOINT_CACHE_LIMIT", 3)
-    for module in (cpg_core._synthesis._aggregate_counting, cpg_core._synthesis._aggregate_folds):
-        monkeypatch.setattr(module, "_ENTRY_CACHE_LIMIT", 5)
+    monkeypatch.setattr(cpg_core._synthesis._entries, "_ENTRY_CACHE_LIMIT", 5)
     *taken, _converted_share = _taken_live(lines, options, tmp_path / "b")
     assert tuple(taken) == full
     assert [p.attribution for p in taken[1]] == [p.attribution for p in full[1]]

@@ -3,24 +3,21 @@ drain leaves behind and a worker hands over, and the entries it keeps (ARCHITECT
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from cpg_core._base.flow import Direction, EntryKey, Flow, Verdict
+from cpg_core._base.flow import Direction, Verdict
 from cpg_core._base.labels import format_labels
 from cpg_core._base.names import policy_name, short_hash
 from cpg_core._base.rules import Atom, CidrPeer, Rule, rules_from_atoms
 from cpg_core._flows.attribution import NO_TIME, RuleStats
-from cpg_core._flows.decide import FINDING_DECISIONS, DecideOptions, Decision, candidate_by_key
-from cpg_core._flows.numbers import QuickKey
-from cpg_core._flows.synthesis import PolicyTarget, Resolver, Unhandled
+from cpg_core._flows.decide import FINDING_DECISIONS, DecideOptions, Decision
+from cpg_core._flows.synthesis import PolicyTarget, Unhandled
 from cpg_core._flows.triage import DropTally, FindingTally
-from cpg_core._synthesis._pending import PendingCount
 from cpg_core._synthesis._pods import PodMemory
-from cpg_core._synthesis.scope import ClusterScope, ReachIndex, ScopeReport
+from cpg_core._synthesis.scope import ClusterScope
 
 if TYPE_CHECKING:  # _filters reads requests, which read this module
     from cpg_core._flows.filters import FlowFilter
@@ -46,7 +43,6 @@ _LEARNED_VERDICTS = frozenset({int(Verdict.FORWARDED), int(Verdict.REDIRECTED), 
 NAMED_CIDR = "cidr_for_dns_name"
 """A toCIDR rule written for an address Hubble knew a DNS name of (without ``--l7``)."""
 _FINDINGS = FINDING_DECISIONS
-_ENTRY_CACHE_LIMIT = 16384
 _CANDIDATE = Decision.CANDIDATE
 _AUDIT = int(Verdict.AUDIT)
 _DROPPED = int(Verdict.DROPPED)
@@ -261,86 +257,3 @@ def count_minute(minutes: dict[str, int], time: str) -> None:
     once the capture outgrew :data:`MINUTES_KEPT`)."""
     key = time[:16] if len(minutes) < MINUTES_KEPT else time[:13]
     minutes[key] = minutes.get(key, 0) + 1
-
-
-class _AggregatorBase:
-    """The fields of an aggregator, and the check every part makes of an entry kept for the
-    other end of learned traffic."""
-
-    def __init__(
-        self, options: AggregateOptions | None = None, resolver: Resolver | None = None
-    ) -> None:
-        """``resolver`` may be shared by aggregators that follow one another (its caches
-        depend only on endpoints)."""
-        self.options = options or AggregateOptions()
-        self.decisions: Counter[Decision] = Counter()
-        self.unhandled: Counter[Unhandled] = Counter()
-        self.ignored_protocols: Counter[str] = Counter()
-        self.ignored_reasons: Counter[str] = Counter()
-        self.filtered_namespace = 0
-        self.audit_flows = 0
-        self.findings: dict[FindingKey, FindingTally] = {}
-        self.drops: dict[int, DropTally] = {}
-        """Infrastructure, transient and noise drops by reason."""
-        self.unrecognised_reasons: Counter[int] = Counter()
-        """Drop reason numbers this version does not know (classified as unknown)."""
-        self._first = NO_TIME  # time window of flows outside the rule fast path
-        self._last = NO_TIME
-        self.minutes: dict[str, int] = {}
-        """Flows per minute of the capture: where it has gaps (§D59)."""
-        self._atoms: dict[PolicyTarget, dict[AtomKey, RuleStats]] = {}
-        self._reach = ReachIndex()
-        """The pod peers every target ever had per port, and who serves DNS (§D47)."""
-        self._max_policies = self.options.max_policies
-        self._max_peers = self.options.max_peers
-        self._max_rules = self.options.max_rules
-        self._rules_kept = 0
-        self.overflow: Counter[str] = Counter()
-        """Flows not kept because a cap was reached: ``policies``, ``peers`` or ``rules``."""
-        self.scope = ScopeReport()
-        """What the plans so far did to keep the cluster working (§D47)."""
-        self._max_samples = self.options.max_samples
-        self._l7 = self.options.l7
-        self.l7_records = 0
-        """Flows with an HTTP or DNS record (seen only with ``l7``)."""
-        self.ip_names: dict[str, set[str]] = {}
-        """IP -> DNS names learned from the capture (only with ``l7``)."""
-        self.pods = PodMemory()
-        """IPs the capture shows as a pod's (an endpoint with a pod name), and the pod when
-        its labels are known: a world peer with one of them is a pod Hubble could not
-        identify, never a CIDR rule; the rule names that pod (§D22). Bounded (§D56)."""
-        # (direction, source, destination, protocol, port) -> stats of its allow entry, for
-        # endpoint and entity peers (a world peer's entry also depends on the flow's IP).
-        self._entries: dict[EntryKey, RuleStats] = {}
-        # Lines of known entries counted by quick key, folded into _atoms before any read.
-        self._pending: dict[QuickKey, PendingCount] = {}
-        self._entry_key: Callable[[QuickKey], EntryKey | None] | None = None
-        self._parse_line: Callable[[Any], Flow] | None = None
-        self._new: set[PolicyTarget] = set()
-        """Targets that gained an allow entry since :meth:`take_new_targets` last ran."""
-        self._drained = DrainedTotals()
-        self._resolver = resolver or Resolver()
-        self._explicit = self.options.explicit_cluster
-        book = self.options.identities
-        self._book = book if book is not None and not book.empty else None
-        self.identities: Counter[str] = Counter()
-        """Sides of flows the identities given filled in (or found untrusted), by kind."""
-        self._since = self.options.since
-        self._until = self.options.until
-        self._window = bool(self._since or self._until)
-        chosen = self.options.flow_filter
-        self._filter = chosen if chosen is not None and not chosen.empty else None
-        self._fast = self._filter is None and candidate_by_key(self.options.decide)
-        """Whether a DROPPED POLICY_DENIED flow may be counted by its key (the decision's
-        own word on which options allow it, and no flow filter to ask)."""
-
-    def _other_end_ok(self, target: PolicyTarget, key: AtomKey) -> bool:
-        """Whether an other-end entry is a rule: its target has allow entries of its own in
-        that direction (learning never puts a direction into default-deny from the other
-        end's view alone), and none for the same peer and port."""
-        atoms = self._atoms.get(target) or {}
-        plain = key[:4]
-        if plain in atoms:
-            return False
-        way = key[0]
-        return any(k[0] == way and not _is_other_end(k) for k in atoms)

@@ -1,5 +1,5 @@
-"""The aggregator's answers: the policy plans of its entries (world peers named, pods
-Hubble called world found), held-back entries, and the cluster-health document."""
+"""What the aggregator's entries become: policy plans (world peers named, pods Hubble
+called world found), held-back entries, and the findings of the cluster-health document."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from cpg_core._base.documents import ClusterHealth, DeclaredBy
+from cpg_core._base.documents import DeclaredBy
 from cpg_core._base.flow import Flow
 from cpg_core._base.labels import select_labels
 from cpg_core._base.names import policy_name
@@ -27,29 +27,17 @@ from cpg_core._base.rules import (
     rules_from_atoms,
 )
 from cpg_core._flows.attribution import RuleStats
-from cpg_core._flows.decide import Decision
 from cpg_core._flows.synthesis import PolicyTarget, Resolved, Resolver, Unhandled, is_pod_endpoint
-from cpg_core._flows.triage import FindingTally, HealthSession, health_document
-from cpg_core._synthesis.scope import (
-    PLATFORM_WORKLOAD,
-    SYSTEM_NAMESPACE,
-    Reach,
-    declare,
-    for_the_cluster,
-)
+from cpg_core._flows.triage import FindingTally
+from cpg_core._synthesis._aggregate_base import AtomKey, PolicyPlan, _is_other_end, rules_of
+from cpg_core._synthesis._pods import PodMemory
+from cpg_core._synthesis.scope import PLATFORM_WORKLOAD, SYSTEM_NAMESPACE, ScopeReport, declare
 
-if TYPE_CHECKING:  # _filters reads requests, which read this module
-    pass
-from cpg_core._synthesis._aggregate_base import (
-    AtomKey,
-    PolicyPlan,
-    _is_other_end,
-    rules_of,
-)
-from cpg_core._synthesis._aggregate_drain import _Drain
+if TYPE_CHECKING:
+    from cpg_core._flows.identities import IdentityBook
 
 
-def _as_atoms(
+def as_atoms(
     raw: Mapping[PolicyTarget, Mapping[AtomKey, RuleStats]],
     other_end_ok: Callable[[PolicyTarget, AtomKey], bool],
 ) -> dict[PolicyTarget, dict[Atom, RuleStats]]:
@@ -232,137 +220,37 @@ def _merge_into(out: dict[Atom, RuleStats], atom: Atom, stats: RuleStats) -> Non
         out[atom] = merged
 
 
-class _Plans(_Drain):
-    """Entries out: plans, attribution, health."""
+def dns_pods_known(book: IdentityBook | None) -> list[EndpointPeer]:
+    """The pods the identities name as the cluster's DNS (when the capture shows none)."""
+    if book is None:
+        return []
+    found = set()
+    for pods in book.pods_at.values():
+        for pod in pods:
+            selected = select_labels(pod.labels)
+            if selected and pod.namespace:
+                found.add(EndpointPeer(pod.namespace, selected))
+    return sorted(found)
 
-    @property
-    def atoms(self) -> dict[PolicyTarget, set[Atom]]:
-        self._fold()
-        return {t: set(atoms) for t, atoms in _as_atoms(self._atoms, self._other_end_ok).items()}
 
-    def attribution(self) -> dict[PolicyTarget, dict[Atom, RuleStats]]:
-        self._fold()
-        return _as_atoms(self._atoms, self._other_end_ok)
+@attrs.frozen(slots=True)
+class WorldPods:
+    """World peers that are pods Hubble could not identify: the capture's pods by IP, and
+    the resolver that names one as a peer by its labels (§D22)."""
 
-    def plans(
-        self,
-        resolved: Mapping[PolicyTarget, Mapping[Atom, RuleStats]] | None = None,
-        reach: Reach | None = None,
-    ) -> list[PolicyPlan]:
-        """One plan per target, sorted by namespace then workload, kept working for the
-        cluster as the options' scope says (§D47; what was done is :attr:`scope`). A world
-        peer that is a pod's IP is a finding, not a rule (see :meth:`health`). Given what
-        :meth:`resolved` made of drained entries and the :meth:`reach` of their targets
-        (both taken while flows could not arrive), the plans of those alone (reading nothing
-        else of this aggregator, so flows may keep arriving meanwhile)."""
-        if resolved is None:
-            self._fold()
-        attribution = self.resolved(self._atoms) if resolved is None else resolved
-        scope = self.options.scope
-        if scope.enabled and attribution:
-            attribution, report = for_the_cluster(
-                attribution,
-                self.reach(attribution) if reach is None else reach,
-                scope,
-                l7=self._l7,
-                dns_known=self._dns_pods_known(),
-                max_samples=self._max_samples,
-                declared=self.options.declarations,
-            )
-            self.scope = self.scope.joined(report)
-        return plan_policies(attribution)
+    pods: PodMemory
+    resolver: Resolver
 
-    def reach(self, targets: Iterable[PolicyTarget]) -> Reach:
-        """What the whole capture shows of these targets' peers and of DNS (a copy)."""
-        return self._reach.view(targets)
+    def peer(self, peer: object) -> Peer | None:
+        """The pod a world peer's IP belongs to, as a peer, when the capture shows its labels."""
+        assert isinstance(peer, CidrPeer)
+        endpoint = self.pods.endpoint(peer.cidr.split("/", 1)[0])
+        if endpoint is None or not is_pod_endpoint(endpoint):
+            return None
+        named = self.resolver.roles(endpoint).peer
+        return named if isinstance(named, EndpointPeer) else None
 
-    def _dns_pods_known(self) -> list[EndpointPeer]:
-        """The pods the identities name as the cluster's DNS (when the capture shows none)."""
-        book = self.options.identities
-        if book is None:
-            return []
-        found = set()
-        for pods in book.pods_at.values():
-            for pod in pods:
-                selected = select_labels(pod.labels)
-                if selected and pod.namespace:
-                    found.add(EndpointPeer(pod.namespace, selected))
-        return sorted(found)
-
-    def resolved(
-        self, raw: Mapping[PolicyTarget, Mapping[AtomKey, RuleStats]]
-    ) -> dict[PolicyTarget, dict[Atom, RuleStats]]:
-        """The allow entries of ``raw`` (this aggregator's, or what :meth:`drain` moved out)
-        as policies hold them: a world peer that is a pod's IP named as that pod (or left
-        out: it is a finding), and with L7 a world peer's IP named by the DNS names seen."""
-        attribution = _as_atoms(raw, self._other_end_ok)
-        cap = self._max_samples
-        for target, atoms in self._pods_as_world(raw).items():
-            kept = {
-                atom: stats
-                for atom, stats in attribution[target].items()
-                if _key_of(atom) not in atoms
-            }
-            for key, stats in sorted(atoms.items(), key=_atom_order):
-                named = self._pod_peer(key[1])
-                if named is None:
-                    continue
-                atom = Atom(key[0], named, *key[2:])  # the pod, with the entry's L7 request
-                same = kept.get(atom)
-                if same is None:
-                    kept[atom] = stats.copy()
-                else:
-                    same = kept[atom] = same.copy()
-                    same.absorb(stats, cap)
-            if kept:
-                attribution[target] = kept
-            else:
-                del attribution[target]
-        if self._l7:
-            attribution = {t: name_world_peers(a, self.ip_names) for t, a in attribution.items()}
-        return attribution
-
-    def health(self, *, started: str, ended: str, lost_events: int = 0) -> ClusterHealth:
-        """The cluster-health document of what was added so far (times are passed in; the
-        system namespaces' left-out rules are those of the plans made so far)."""
-        self._fold()
-        first, last = self.window()
-        return health_document(
-            HealthSession(
-                started=started,
-                ended=ended,
-                flows_seen=self.total_flows,
-                lost_events=lost_events,
-                first_flow=first,
-                last_flow=last,
-                replies=self.decisions[Decision.REPLY],
-                not_a_drop=self.decisions[Decision.NOT_A_DROP],
-            ),
-            self.drops,
-            [*self.findings.values(), *self._pod_findings(), *self._system_findings()],
-        )
-
-    def _system_findings(self) -> list[FindingTally]:
-        """The system namespaces' workloads whose per-peer rules the plans so far left out
-        (§D47): a finding each, so cluster-health.json and the summary name them."""
-        return [
-            FindingTally(
-                SYSTEM_NAMESPACE,
-                f"{item.namespace}/{item.workload}: {item.rules} rule(s)",
-                count=item.flows,
-            )
-            for item in self.scope.system
-        ] + [
-            FindingTally(
-                PLATFORM_WORKLOAD,
-                f"{item.namespace}/{item.workload} ({item.name}): {item.rules} rule(s)",
-                count=item.flows,
-            )
-            for item in self.scope.platform
-            if item.treatment == "system"
-        ]
-
-    def _pods_as_world(
+    def entries(
         self, raw: Mapping[PolicyTarget, Mapping[AtomKey, RuleStats]]
     ) -> dict[PolicyTarget, dict[AtomKey, RuleStats]]:
         """Allow entries of ``raw`` to a world peer whose IP the capture ties to a pod."""
@@ -380,33 +268,16 @@ class _Plans(_Drain):
                     found.setdefault(target, {})[key] = stats
         return found
 
-    def _world_totals(self) -> Mapping[PolicyTarget, Mapping[AtomKey, RuleStats]]:
-        """The entries to world peers with what :meth:`drain` moved out folded back in."""
-        if not self._drained.world:
-            return self._atoms
-        merged = self._drained.copy()
-        for target, atoms in self._atoms.items():
-            for key, stats in atoms.items():
-                if stats.count:
-                    merged.add(target, key, stats, self._max_samples)  # keeps world peers
-        return merged.world
-
-    def _pod_peer(self, peer: object) -> Peer | None:
-        """The pod a world peer's IP belongs to, as a peer, when the capture shows its labels."""
-        assert isinstance(peer, CidrPeer)
-        endpoint = self.pods.endpoint(peer.cidr.split("/", 1)[0])
-        if endpoint is None or not is_pod_endpoint(endpoint):
-            return None
-        named = self._resolver.roles(endpoint).peer
-        return named if isinstance(named, EndpointPeer) else None
-
-    def _pod_findings(self) -> list[FindingTally]:
+    def findings(
+        self, world: Mapping[PolicyTarget, Mapping[AtomKey, RuleStats]]
+    ) -> list[FindingTally]:
+        """A finding for each entry of ``world`` to a pod the capture cannot name."""
         out = []
-        for target, atoms in self._pods_as_world(self._world_totals()).items():
+        for target, atoms in self.entries(world).items():
             for key, stats in atoms.items():
                 way, peer, protocol, port = key[:4]  # an L7 entry has its request as a fifth
                 assert isinstance(peer, CidrPeer)
-                if self._pod_peer(peer) is not None:
+                if self.peer(peer) is not None:
                     continue  # named by its labels: a rule, not a finding
                 ip = peer.cidr.split("/", 1)[0]
                 arrow = f"{ip} → {target.namespace}/{target.workload}"
@@ -417,3 +288,59 @@ class _Plans(_Drain):
                 tally.examples = stats.sample_flows()
                 out.append(tally)
         return out
+
+
+def resolve_entries(
+    raw: Mapping[PolicyTarget, Mapping[AtomKey, RuleStats]],
+    other_end_ok: Callable[[PolicyTarget, AtomKey], bool],
+    world_pods: WorldPods,
+    ip_names: Mapping[str, Iterable[str]] | None,
+    cap: int,
+) -> dict[PolicyTarget, dict[Atom, RuleStats]]:
+    """The allow entries of ``raw`` as policies hold them: a world peer that is a pod's IP
+    named as that pod (or left out: it is a finding), and, given the DNS names seen
+    (``ip_names``, with L7), a world peer's IP named by them."""
+    attribution = as_atoms(raw, other_end_ok)
+    for target, atoms in world_pods.entries(raw).items():
+        kept = {
+            atom: stats for atom, stats in attribution[target].items() if _key_of(atom) not in atoms
+        }
+        for key, stats in sorted(atoms.items(), key=_atom_order):
+            named = world_pods.peer(key[1])
+            if named is None:
+                continue
+            atom = Atom(key[0], named, *key[2:])  # the pod, with the entry's L7 request
+            same = kept.get(atom)
+            if same is None:
+                kept[atom] = stats.copy()
+            else:
+                same = kept[atom] = same.copy()
+                same.absorb(stats, cap)
+        if kept:
+            attribution[target] = kept
+        else:
+            del attribution[target]
+    if ip_names is not None:
+        attribution = {t: name_world_peers(a, ip_names) for t, a in attribution.items()}
+    return attribution
+
+
+def system_findings(scope: ScopeReport) -> list[FindingTally]:
+    """The system namespaces' workloads whose per-peer rules the plans so far left out
+    (§D47): a finding each, so cluster-health.json and the summary name them."""
+    return [
+        FindingTally(
+            SYSTEM_NAMESPACE,
+            f"{item.namespace}/{item.workload}: {item.rules} rule(s)",
+            count=item.flows,
+        )
+        for item in scope.system
+    ] + [
+        FindingTally(
+            PLATFORM_WORKLOAD,
+            f"{item.namespace}/{item.workload} ({item.name}): {item.rules} rule(s)",
+            count=item.flows,
+        )
+        for item in scope.platform
+        if item.treatment == "system"
+    ]
