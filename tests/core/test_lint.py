@@ -224,3 +224,29 @@ def test_documents_cilium_accepts_or_refuses_against_their_look(
     (accepted, warned), a subject selector naming another namespace (accepted, selects
     nothing: warned), nodeSelector in a namespaced policy (refused: an error)."""
     assert found(text) == expected
+
+
+def test_a_refusal_names_the_entry_where_it_is_written() -> None:
+    """Cilium's refusals are read off the policy model, which keeps every entry's place: a
+    port entry after one that is not a mapping is named at its own index, an ICMP type and
+    an HTTP pattern at theirs, in either spec."""
+    from cpg_core._policy.acceptance import refusals
+
+    rule = {
+        "toPorts": [
+            {
+                "ports": ["odd", {"port": "5", "protocol": "VRRP"}],
+                "rules": {"http": ["odd", {"path": "(?=x)"}]},
+            }
+        ]
+    }
+    icmp_rule = {"icmps": [{"fields": ["odd", {"type": 300}]}]}
+    policy = {
+        "kind": "CiliumNetworkPolicy",
+        "spec": {"endpointSelector": {}, "egress": [rule]},
+        "specs": ["odd", {"endpointSelector": {}, "ingress": [icmp_rule]}],
+    }
+    found = {(code, path) for code, _, path in refusals(policy)}
+    assert ("CPG020", ("spec", "egress", 0, "toPorts", 0, "ports", 1)) in found
+    assert ("CPG022", ("spec", "egress", 0, "toPorts", 0, "rules", "http", 1, "path")) in found
+    assert ("CPG025", ("specs", 1, "ingress", 0, "icmps", 0, "fields", 1, "type")) in found

@@ -7,10 +7,23 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from cpg_core._policy.model import ICMP_TYPE_NAMES, _seq, label_key
+from cpg_core._policy.model import (
+    ICMP_TYPE_NAMES,
+    SECTIONS_BY_DIRECTION,
+    CidrEntry,
+    IcmpField,
+    PortEntry,
+    PortRule,
+    Rule,
+    Selector,
+    Spec,
+    _seq,
+    label_key,
+    read_spec,
+)
 from cpg_core._policy.port_text import cilium_port
 
 Found = tuple[str, str, tuple[str | int, ...]]
@@ -32,7 +45,7 @@ _EGRESS_PEERS = (
     "toGroups",
     "toNodes",
 )
-_SECTIONS = ("ingress", "ingressDeny", "egress", "egressDeny")
+_SECTIONS = SECTIONS_BY_DIRECTION
 _NO_PORTS = frozenset({"VRRP", "IGMP"})
 """Protocols without transport ports: a port other than 0 is refused."""
 
@@ -48,89 +61,83 @@ def refusals(policy: Mapping[str, Any]) -> list[Found]:
                 ("description",),
             )
         )
-    specs: list[tuple[tuple[str | int, ...], Mapping[str, Any]]] = []
-    if isinstance(policy.get("spec"), Mapping):
-        specs.append((("spec",), policy["spec"]))
-    if isinstance(policy.get("specs"), list):
-        specs += [
-            (("specs", n), s) for n, s in enumerate(policy["specs"]) if isinstance(s, Mapping)
-        ]
+    specs = _specs(policy)
     if not specs and not isinstance(policy.get("specs"), list):  # specs: [] is accepted
         found.append(
             ("CPG015", "the policy has no spec (nor specs): Cilium refuses an empty policy", ())
         )
     namespaced = policy.get("kind") == "CiliumNetworkPolicy"
-    for path, spec in specs:
-        found += [(c, m, (*path, *p)) for c, m, p in _spec_refusals(spec, namespaced)]
+    for spec in specs:
+        found += _spec_refusals(spec, namespaced)
     return found
 
 
-def _spec_refusals(spec: Mapping[str, Any], namespaced: bool) -> list[Found]:
+def _specs(policy: Mapping[str, Any]) -> list[Spec]:
+    """Every spec written as a mapping (an empty one too: Cilium refuses it), read where it
+    stands (``spec``, ``specs[n]``)."""
+    specs = [read_spec(policy["spec"])] if isinstance(policy.get("spec"), Mapping) else []
+    return specs + [
+        read_spec(item, n + 1, in_specs=True, first=1)
+        for n, item in enumerate(_seq(policy.get("specs")))
+        if isinstance(item, Mapping)
+    ]
+
+
+def _spec_refusals(spec: Spec, namespaced: bool) -> list[Found]:
     found: list[Found] = []
-    if not any(isinstance(spec.get(s), list) and spec.get(s) for s in _SECTIONS):
+    if not any(spec.written_rules(section) for section in SECTIONS_BY_DIRECTION):
         found.append(
             (
                 "CPG015",
                 "the spec has no rule: Cilium needs at least one of ingress, ingressDeny, "
                 "egress, egressDeny",
-                (),
+                spec.path,
             )
         )
-    selector = spec.get("endpointSelector")
-    if namespaced and isinstance(selector, Mapping) and _has_key(selector, "reserved", "init"):
+    subject, node = spec.subject, spec.node_subject
+    if namespaced and subject is not None and _has_key(subject, "reserved", "init"):
         found.append(
             (
                 "CPG024",
                 "a CiliumNetworkPolicy selecting reserved:init: Cilium refuses it (only a "
                 "clusterwide policy may police initializing endpoints)",
-                ("endpointSelector",),
+                subject.path,
             )
         )
-    host = isinstance(spec.get("nodeSelector"), Mapping)
-    if namespaced and spec.get("nodeSelector") is not None:
+    if namespaced and node is not None:
         found.append(
             (
                 "CPG029",
                 "a CiliumNetworkPolicy with nodeSelector: Cilium refuses it (a host policy "
                 "must be a CiliumClusterwideNetworkPolicy)",
-                ("nodeSelector",),
+                node.path,
             )
         )
-    for key in ("endpointSelector", "nodeSelector"):
-        found += [(c, m, (key, *p)) for c, m, p in _selector_refusals(spec.get(key))]
-    for section in _SECTIONS:
-        rules = spec.get(section)
-        if not isinstance(rules, list):
-            continue
-        for n, rule in enumerate(rules):
-            if isinstance(rule, Mapping):
-                found += [
-                    (c, m, (section, n, *p)) for c, m, p in _rule_refusals(rule, section, host)
-                ]
+    for selector in (subject, node):
+        found += _selector_refusals(selector)
+    host = node is not None and isinstance(node.written, Mapping)
+    for section in SECTIONS_BY_DIRECTION:
+        for rule in spec.rules(section):
+            found += _rule_refusals(rule, host)
     return found
 
 
-def _has_key(selector: Mapping[str, Any], source: str, key: str) -> bool:
-    labels, expressions = selector.get("matchLabels"), selector.get("matchExpressions")
-    keys = [str(k) for k in labels] if isinstance(labels, Mapping) else []
-    keys += [
-        str(e.get("key", ""))
-        for e in (expressions if isinstance(expressions, list) else [])
-        if isinstance(e, Mapping)
-    ]
+def _has_key(selector: Selector, source: str, key: str) -> bool:
+    keys = [str(k) for k, _ in selector.labels_written]
+    keys += [str(e.get("key", "")) for e in selector.expressions_written if isinstance(e, Mapping)]
     return any(label_key(k) == (source, key) for k in keys)
 
 
-def _selector_refusals(selector: object) -> list[Found]:
+def _selector_refusals(selector: Selector | None) -> list[Found]:
     """Kubernetes' label-selector validation, which Cilium applies to every selector."""
-    if not isinstance(selector, Mapping):
+    if selector is None:
         return []
     found: list[Found] = []
-    for n, expression in enumerate(_seq(selector.get("matchExpressions"))):
+    for n, expression in enumerate(selector.expressions_written):
         if not isinstance(expression, Mapping):
             continue
         op, values = expression.get("operator"), _seq(expression.get("values"))
-        where: tuple[str | int, ...] = ("matchExpressions", n, "values")
+        where = (*selector.path, "matchExpressions", n, "values")
         if op in ("In", "NotIn") and not values:
             found.append(("CPG016", f"operator {op} needs values: Cilium refuses it", where))
         if op in ("Exists", "DoesNotExist") and values:
@@ -138,93 +145,83 @@ def _selector_refusals(selector: object) -> list[Found]:
     return found
 
 
-def _rule_refusals(rule: Mapping[str, Any], section: str, host: bool) -> list[Found]:
-    ingress = section.startswith("ingress")
-    found = _peer_refusals(rule, section)
-    for key in ("fromCIDRSet", "toCIDRSet"):
-        for n, entry in enumerate(_seq(rule.get(key))):
-            if isinstance(entry, Mapping):
-                found += [(c, m, (key, n, *p)) for c, m, p in _cidr_set_refusals(entry)]
-    for key in ("fromEndpoints", "toEndpoints", "fromRequires", "toRequires"):
-        for n, selector in enumerate(_seq(rule.get(key))):
-            found += [(c, m, (key, n, *p)) for c, m, p in _selector_refusals(selector)]
-    for n, port_rule in enumerate(_seq(rule.get("toPorts"))):
-        if isinstance(port_rule, Mapping):
-            found += [
-                (c, m, ("toPorts", n, *p))
-                for c, m, p in _port_rule_refusals(port_rule, ingress, host, section)
-            ]
+def _rule_refusals(rule: Rule, host: bool) -> list[Found]:
+    found = _peer_refusals(rule)
+    for entry in rule.cidr_sets_written:
+        found += _cidr_set_refusals(entry)
+    for selector in (*rule.endpoints_both_sides, *rule.requires_both_sides):
+        found += _selector_refusals(selector)
+    for port_rule in rule.port_rules:
+        found += _port_rule_refusals(port_rule, rule.section, host)
     return found + _icmp_refusals(rule)
 
 
-def _peer_refusals(rule: Mapping[str, Any], section: str) -> list[Found]:
+def _peer_refusals(rule: Rule) -> list[Found]:
     """Peers Cilium refuses together, or without an agent option; ICMP beside ports."""
     found: list[Found] = []
-    peers = list(_INGRESS_PEERS if section.startswith("ingress") else _EGRESS_PEERS)
-    if section == "egress":
+    peers = list(_INGRESS_PEERS if rule.side == "from" else _EGRESS_PEERS)
+    if rule.section == "egress":
         peers.append("toFQDNs")
-    present = [key for key in peers if isinstance(rule.get(key), list) and rule.get(key)]
+    written = rule.written
+    present = [key for key in peers if isinstance(written.get(key), list) and written.get(key)]
     if len(present) > 1:
         found.append(
             (
                 "CPG017",
                 f"{present[0]} and {present[1]} in one rule: Cilium refuses the combination",
-                (present[1],),
+                (*rule.path, present[1]),
             )
         )
     for key in ("fromNodes", "toNodes"):
-        if rule.get(key):
+        if written.get(key):
             found.append(
                 (
                     "CPG026",
                     f"{key}: Cilium refuses node selectors unless its agents run with "
                     "enable-node-selector-labels",
-                    (key,),
+                    (*rule.path, key),
                 )
             )
-    if rule.get("icmps") and rule.get("toPorts"):
+    if rule.has_icmps and rule.has_ports:
         found.append(
             (
                 "CPG018",
                 "toPorts and icmps in one rule: Cilium refuses it (ICMP types go in a rule "
                 "of their own)",
-                ("icmps",),
+                (*rule.path, "icmps"),
             )
         )
     return found
 
 
-def _icmp_refusals(rule: Mapping[str, Any]) -> list[Found]:
+def _icmp_refusals(rule: Rule) -> list[Found]:
     found: list[Found] = []
-    for n, icmp in enumerate(_seq(rule.get("icmps"))):
-        fields = icmp.get("fields") if isinstance(icmp, Mapping) else None
-        for m, field in enumerate(_seq(fields)):
-            raw = field.get("type") if isinstance(field, Mapping) else None
-            if isinstance(raw, int) and not isinstance(raw, bool) and not 0 <= raw <= 255:
-                found.append(
-                    (
-                        "CPG025",
-                        f"ICMP type {raw} is out of range: a type is 0 to 255 (the schema checks "
-                        "only a type written as text)",
-                        ("icmps", n, "fields", m, "type"),
-                    )
+    for field in rule.icmps:
+        raw = field.type_written
+        if isinstance(raw, int) and not isinstance(raw, bool) and not 0 <= raw <= 255:
+            found.append(
+                (
+                    "CPG025",
+                    f"ICMP type {raw} is out of range: a type is 0 to 255 (the schema checks "
+                    "only a type written as text)",
+                    field.path,
                 )
-            elif isinstance(field, Mapping) and _icmp_name_refused(field):
-                family = field.get("family") or "IPv4"
-                found.append(
-                    (
-                        "CPG025",
-                        f"ICMP type {field.get('type')} is not a type of {family}: Cilium "
-                        "refuses it",
-                        ("icmps", n, "fields", m, "type"),
-                    )
+            )
+        elif _icmp_name_refused(field):
+            found.append(
+                (
+                    "CPG025",
+                    f"ICMP type {raw} is not a type of {field.family_written or 'IPv4'}: Cilium "
+                    "refuses it",
+                    field.path,
                 )
+            )
     return found
 
 
-def _icmp_name_refused(field: Mapping[str, Any]) -> bool:
-    raw = field.get("type")
-    family = str(field.get("family") or "IPv4")
+def _icmp_name_refused(field: IcmpField) -> bool:
+    raw = field.type_written
+    family = str(field.family_written or "IPv4")
     if not isinstance(raw, str) or raw.isdigit() or family not in ICMP_TYPE_NAMES:
         return False  # numbers and families are the schema's to check
     return raw not in ICMP_TYPE_NAMES[family]
@@ -239,12 +236,12 @@ def _prefix(text: object) -> ipaddress.IPv4Network | ipaddress.IPv6Network | Non
     return None
 
 
-def _cidr_set_refusals(entry: Mapping[str, Any]) -> list[Found]:
-    outer = _prefix(entry.get("cidr"))
+def _cidr_set_refusals(entry: CidrEntry) -> list[Found]:
+    outer = _prefix(entry.cidr)
     if outer is None:
         return []  # no cidr (a group reference) or one the schema's cidr format names
     found: list[Found] = []
-    for n, text in enumerate(_seq(entry.get("except"))):
+    for n, text in enumerate(entry.excepts):
         inner = _prefix(text)
         if inner is None:
             continue
@@ -256,62 +253,67 @@ def _cidr_set_refusals(entry: Mapping[str, Any]) -> list[Found]:
             found.append(
                 (
                     "CPG019",
-                    f"except {text} is not inside {entry.get('cidr')}: Cilium refuses it",
-                    ("except", n),
+                    f"except {text} is not inside {entry.cidr}: Cilium refuses it",
+                    (*entry.path[:-1], "except", n),
                 )
             )
     return found
 
 
-def _port_rule_refusals(
-    port_rule: Mapping[str, Any], ingress: bool, host: bool, section: str
-) -> list[Found]:
-    rules = port_rule.get("rules") if section in ("ingress", "egress") else None
-    rules = rules if isinstance(rules, Mapping) else {}
-    http, dns = rules.get("http"), rules.get("dns")
-    ports = [p for p in _seq(port_rule.get("ports")) if isinstance(p, Mapping)]
-    found: list[Found] = []
-    for m, port in enumerate(ports):
-        found += [(c, t, ("ports", m)) for c, t in _port_refusals(port, bool(http), bool(dns))]
-    where: tuple[str | int, ...] = ("rules",)
-    placed = (
-        (dns and ingress, "DNS rules on ingress: Cilium refuses them", ("rules", "dns")),
-        (dns and not ports, "DNS rules need port 53 given: Cilium refuses them", where),
-        (host and http, "HTTP rules in a host policy (nodeSelector): Cilium refuses them", where),
-        (host and dns and ingress, "L7 rules on host ingress: Cilium refuses them", where),
-        (
-            port_rule.get("serverNames") and (http or dns) and not port_rule.get("terminatingTLS"),
-            "serverNames with L7 rules but no terminatingTLS: Cilium refuses it",
-            ("serverNames",),
-        ),
-        (
-            port_rule.get("listener") and ingress,
-            "a listener on ingress: Cilium refuses it",
-            ("listener",),
-        ),
-        (
-            port_rule.get("listener") and (http or dns),
-            "a listener with L7 rules: Cilium refuses it",
-            ("listener",),
-        ),
-    )
-    found += [("CPG021", text, path) for refused, text, path in placed if refused]
-    for n, rule in enumerate(_seq(http)):
-        if not isinstance(rule, Mapping):
-            continue
-        for key in ("path", "method"):
-            problem = regex_problem(rule.get(key))
+def _port_rule_refusals(port_rule: PortRule, section: str, host: bool) -> list[Found]:
+    """The port entries Cilium refuses, given the L7 rules beside them (an allow rule's),
+    L7 rules where it refuses them, and HTTP rules whose patterns Go's regexp refuses."""
+    allow = section in ("ingress", "egress")
+    http, dns = allow and port_rule.has_http, allow and port_rule.has_dns
+    found = [
+        (c, t, port.path) for port in port_rule.ports for c, t in _port_refusals(port, http, dns)
+    ]
+    found += _l7_placement_refusals(port_rule, section, host)
+    for rule in port_rule.http if allow else ():
+        for key, value in (
+            ("path", rule.written.get("path")),
+            ("method", rule.written.get("method")),
+        ):
+            problem = regex_problem(value)
             if problem:
-                found.append(
-                    ("CPG022", f"{key} {rule.get(key)!r}: {problem}", ("rules", "http", n, key))
-                )
+                found.append(("CPG022", f"{key} {value!r}: {problem}", (*rule.at, key)))
     return found
 
 
-def _port_refusals(port: Mapping[str, Any], http: bool, dns: bool) -> list[tuple[str, str]]:
+def _l7_placement_refusals(port_rule: PortRule, section: str, host: bool) -> list[Found]:
+    """L7 rules, listeners and server names where Cilium refuses them."""
+    allow, ingress = section in ("ingress", "egress"), section.startswith("ingress")
+    http, dns = allow and port_rule.has_http, allow and port_rule.has_dns
+    written = port_rule.written
+    where = (*port_rule.path, "rules")
+    placed = (
+        (dns and ingress, "DNS rules on ingress: Cilium refuses them", (*where, "dns")),
+        (dns and not port_rule.ports, "DNS rules need port 53 given: Cilium refuses them", where),
+        (host and http, "HTTP rules in a host policy (nodeSelector): Cilium refuses them", where),
+        (host and dns and ingress, "L7 rules on host ingress: Cilium refuses them", where),
+        (
+            written.get("serverNames") and (http or dns) and not written.get("terminatingTLS"),
+            "serverNames with L7 rules but no terminatingTLS: Cilium refuses it",
+            (*port_rule.path, "serverNames"),
+        ),
+        (
+            written.get("listener") and ingress,
+            "a listener on ingress: Cilium refuses it",
+            (*port_rule.path, "listener"),
+        ),
+        (
+            written.get("listener") and (http or dns),
+            "a listener with L7 rules: Cilium refuses it",
+            (*port_rule.path, "listener"),
+        ),
+    )
+    return [("CPG021", text, path) for refused, text, path in placed if refused]
+
+
+def _port_refusals(port: PortEntry, http: bool, dns: bool) -> list[tuple[str, str]]:
     """What Cilium refuses in one port entry, given the L7 rules beside it."""
-    text = "" if port.get("port") is None else str(port.get("port"))
-    protocol = str(port.get("protocol") or "")
+    text = "" if port.port_written is None else str(port.port_written)
+    protocol = str(port.protocol_written or "")
     if not text:
         return [("CPG020", "a port entry without port: Cilium refuses it")]
     number = cilium_port(text)  # Cilium tries a number first, then a name
@@ -320,7 +322,7 @@ def _port_refusals(port: Mapping[str, Any], http: bool, dns: bool) -> list[tuple
     found: list[tuple[str, str]] = []
     if protocol in _NO_PORTS and number != 0:
         found.append(("CPG020", f"{protocol} has no ports: Cilium refuses port {text} (use 0)"))
-    end = port.get("endPort")
+    end = port.end_written
     if dns and isinstance(end, int) and end > number:
         found.append(("CPG021", "DNS rules on a port range: Cilium refuses them"))
     if (http or dns) and number == 0:
@@ -364,23 +366,3 @@ def regex_problem(pattern: object) -> str:
     except re.error as exc:
         return f"not a regular expression ({exc})"
     return ""
-
-
-def _sections(spec: Mapping[str, Any]) -> Iterator[tuple[str, int, Mapping[str, Any]]]:
-    for section in _SECTIONS:
-        for n, rule in enumerate(_seq(spec.get(section))):
-            if isinstance(rule, Mapping):
-                yield section, n, rule
-
-
-def spec_rules(
-    policy: Mapping[str, Any],
-) -> list[tuple[tuple[str | int, ...], str, Mapping[str, Any]]]:
-    """Every rule of a policy: (its path, its section, the rule)."""
-    out: list[tuple[tuple[str | int, ...], str, Mapping[str, Any]]] = []
-    specs: Sequence[tuple[tuple[str | int, ...], Any]] = [(("spec",), policy.get("spec"))]
-    specs = [*specs, *((("specs", n), s) for n, s in enumerate(_seq(policy.get("specs"))))]
-    for path, spec in specs:
-        if isinstance(spec, Mapping):
-            out += [((*path, section, n), section, rule) for section, n, rule in _sections(spec)]
-    return out

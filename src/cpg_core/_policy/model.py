@@ -382,6 +382,8 @@ class HttpRule:
     method: str
     path: str
     written: Mapping[str, Any]
+    at: tuple[str | int, ...] = ()
+    """Where the rule is written in its document."""
 
 
 @attrs.frozen(slots=True)
@@ -429,8 +431,10 @@ def read_port_rule(written: object, path: tuple[str | int, ...] = ()) -> PortRul
     rules = written.get("rules")
     l7 = rules if isinstance(rules, Mapping) else {}
     http = tuple(
-        HttpRule(str(h.get("method") or ""), str(h.get("path") or ""), h)
-        for h in _seq(l7.get("http"))
+        HttpRule(
+            str(h.get("method") or ""), str(h.get("path") or ""), h, (*path, "rules", "http", n)
+        )
+        for n, h in enumerate(_seq(l7.get("http")))
         if isinstance(h, Mapping)
     )
     dns = tuple(
@@ -503,6 +507,8 @@ class IcmpField:
     family_written: object
     type_written: object
     number: tuple[str, int] | None
+    path: tuple[str | int, ...] = ()
+    """Where its type is written."""
 
 
 def icmp_type(field: Mapping[str, Any]) -> tuple[str, int] | None:
@@ -596,6 +602,28 @@ class Rule:
         ]
 
     @property
+    def requires_both_sides(self) -> list[Selector]:
+        """Every requirement selector written, in either direction's field, with its path."""
+        return [
+            read_selector(selector, (*self.path, key, n))
+            for key in ("fromRequires", "toRequires")
+            for n, selector in enumerate(_seq(self.written.get(key)))
+        ]
+
+    @property
+    def cidr_sets_written(self) -> list[CidrEntry]:
+        """Every CIDR set entry written, in either direction's field (``cidrs`` holds the
+        rule's own side's, as it reads them)."""
+        return [
+            CidrEntry(
+                e.get("cidr"), tuple(_seq(e.get("except"))), True, (*self.path, key, n, "cidr")
+            )
+            for key in ("fromCIDRSet", "toCIDRSet")
+            for n, e in enumerate(_seq(self.written.get(key)))
+            if isinstance(e, Mapping)
+        ]
+
+    @property
     def has_fqdn_field(self) -> bool:
         """``toFQDNs`` written non-empty (in a rule of either direction)."""
         return bool(self.written.get("toFQDNs"))
@@ -679,9 +707,11 @@ def read_rule(
         if isinstance(e, Mapping)
     ]
     icmps = tuple(
-        IcmpField(f.get("family"), f.get("type"), icmp_type(f))
-        for icmp in _seq(written.get("icmps"))
-        for f in _seq(_map(icmp).get("fields"))
+        IcmpField(
+            f.get("family"), f.get("type"), icmp_type(f), (*path, "icmps", n, "fields", m, "type")
+        )
+        for n, icmp in enumerate(_seq(written.get("icmps")))
+        for m, f in enumerate(_seq(_map(icmp).get("fields")))
         if isinstance(f, Mapping)
     )
     port_rules = tuple(
