@@ -190,12 +190,21 @@ peers = st.one_of(
     ),
 )
 atoms_strategy = st.lists(
-    st.builds(
-        Atom,
-        st.sampled_from(["ingress", "egress"]),
-        peers,
-        st.sampled_from(["TCP", "UDP", "SCTP", "ICMPv4", "ICMPv6"]),
-        st.integers(1, 65535),
+    st.one_of(
+        st.builds(
+            Atom,
+            st.sampled_from(["ingress", "egress"]),
+            peers,
+            st.sampled_from(["TCP", "UDP", "SCTP"]),
+            st.integers(1, 65535),
+        ),
+        st.builds(  # an ICMP type is 0 to 255 (a flow's is read so, §D39)
+            Atom,
+            st.sampled_from(["ingress", "egress"]),
+            peers,
+            st.sampled_from(["ICMPv4", "ICMPv6"]),
+            st.integers(0, 255),
+        ),
     ),
     min_size=1,
     max_size=30,
@@ -226,6 +235,27 @@ def test_rule_from_dict_rejects_shapes_cpg_does_not_write() -> None:
     assert rule_from_dict(two_peers, "ingress", "prod") is None
     assert rule_from_dict({**good, "fromEntities": ["host"]}, "ingress", "prod") is None
     assert rule_from_dict("text", "ingress", "prod") is None
+
+
+def test_a_hand_edited_rule_is_never_taken_for_cpgs_nor_breaks_the_read() -> None:
+    """cpg's rules are read with the policy model and written again: a rule a person edited
+    into values cpg never writes (a label that is a number, an ICMP family or type Cilium
+    refuses, a list where a text stands) is a person's rule, and reading it raises nothing."""
+    good = rule_to_dict(Rule("ingress", CLIENT, ports=((80, "TCP"),)), "prod")
+    number_label = {**good, "fromEndpoints": [{"matchLabels": {"app": 7}}]}
+    icmp = rule_to_dict(Rule("ingress", CLIENT, icmps=(("IPv4", 8),)), "prod")
+    odd = [
+        number_label,
+        {**icmp, "icmps": [{"fields": [{"family": "IPv5", "type": 8}]}]},
+        {**icmp, "icmps": [{"fields": [{"family": "IPv4", "type": 300}]}]},
+        {**icmp, "icmps": [{"fields": [{"family": "IPv4", "type": True}]}]},
+        {**good, "toPorts": [{"ports": [{"port": ["80"], "protocol": "TCP"}]}]},
+        {**good, "toPorts": [{"ports": [{"port": "80", "protocol": "TCP", "endPort": "90"}]}]},
+        {**good, "fromEndpoints": [{"matchLabels": {"app": ["web"]}}]},
+    ]
+    for rule in odd:
+        assert rule_from_dict(rule, "ingress", "prod") is None, rule
+    assert rule_from_dict(icmp, "ingress", "prod") is not None
 
 
 def test_describe_rule() -> None:

@@ -26,7 +26,9 @@ from cpg_core._base.rules import (
     port_entries,
 )
 from cpg_core._base.yaml_text import yaml_string
-from cpg_core._policy.model import EGRESS_DENY, SUBJECT_FIELD, read_selector
+from cpg_core._policy.model import EGRESS_DENY, SUBJECT_FIELD, PortEntry, read_rule, read_selector
+from cpg_core._policy.model import Rule as ModelRule
+from cpg_core._policy.port_text import cilium_port
 
 
 def _port(port: int, proto: str) -> dict[str, str]:
@@ -37,18 +39,6 @@ def _port_entry(first: int, last: int, proto: str) -> dict[str, Any]:
     if first == last:
         return {"port": str(first), "protocol": proto}
     return {"port": str(first), "endPort": last, "protocol": proto}
-
-
-def _entry_ports(entry: Mapping[str, Any]) -> set[tuple[int, str]]:
-    """The ports of one cpg-shaped ``ports`` entry (ValueError for any other shape)."""
-    first = int(entry["port"])
-    proto = str(entry["protocol"])
-    if "endPort" not in entry:
-        return {(first, proto)}
-    last = entry["endPort"]
-    if type(last) is not int or not first < last <= first + MAX_PORT_RANGE_READ:
-        raise ValueError("not a range cpg writes")
-    return {(n, proto) for n in range(first, last + 1)}
 
 
 def rule_to_dict(rule: Rule, policy_namespace: str) -> dict[str, Any]:
@@ -99,78 +89,65 @@ def _dns_match(name: str) -> dict[str, str]:
     return {"matchPattern": name} if name == ANY_NAME else {"matchName": name}
 
 
-def _dns_name(match: Mapping[str, Any]) -> str:
-    """The name of a DNS match cpg writes (ValueError for any other)."""
-    if set(match) == {"matchPattern"} and match["matchPattern"] == ANY_NAME:
-        return ANY_NAME
-    return str(match["matchName"])
-
-
 def rule_from_dict(data: object, direction: str, policy_namespace: str) -> Rule | None:
     """The Rule whose ``rule_to_dict`` is exactly ``data``; None for any other shape
-    (a rule a human wrote or changed)."""
-    if not isinstance(data, Mapping):
+    (a rule a human wrote or changed). Read with the policy model, then written again:
+    only a rule that writes back to ``data`` is cpg's."""
+    read = read_rule(data, direction)
+    if read is None or len(read.peer_fields) != 1:
         return None
-    prefix = "from" if direction == INGRESS else "to"
-    peer: Peer | None = None
-    more: tuple[str, ...] = ()
-    rest = dict(data)
-    try:
-        if prefix + "Entities" in rest:
-            (entity,) = rest.pop(prefix + "Entities")
-            peer = EntityPeer(str(entity))
-        elif prefix + "CIDR" in rest:
-            first, *others = rest.pop(prefix + "CIDR")
-            peer = CidrPeer(str(first))
-            more = tuple(str(c) for c in others)
-        elif direction != INGRESS and "toFQDNs" in rest:
-            (fqdn,) = rest.pop("toFQDNs")
-            if set(fqdn) != {"matchName"}:
-                return None
-            peer = FqdnPeer(str(fqdn["matchName"]))
-        elif prefix + "Endpoints" in rest:
-            (selector,) = rest.pop(prefix + "Endpoints")
-            labels = dict(selector["matchLabels"])
-            if set(selector) != {"matchLabels"}:
-                return None
-            namespace = labels.pop(NAMESPACE_LABEL, policy_namespace)
-            cluster = labels.pop(CLUSTER_LABEL, "")
-            peer = EndpointPeer(str(namespace), tuple(sorted(labels.items())), str(cluster))
-        else:
-            return None
-        ports: set[tuple[int, str]] = set()
-        http: set[tuple[int, str, str, str]] = set()
-        names: set[str] = set()
-        for port_rule in rest.pop("toPorts", ()):
-            found: set[tuple[int, str]] = set()
-            for entry in port_rule["ports"]:
-                found |= _entry_ports(entry)
-            l7 = port_rule.get("rules") or {}
-            if "dns" in l7:
-                names.update(_dns_name(d) for d in l7["dns"])
-            else:
-                ports |= found
-                for (port, proto), h in ((pp, h) for pp in found for h in l7.get("http", ())):
-                    http.add((port, proto, str(h["method"]), str(h["path"])))
-        icmps = tuple(
-            (f["family"], int(f["type"])) for icmp in rest.pop("icmps", ()) for f in icmp["fields"]
-        )
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return None
-    if rest or sum(bool(x) for x in (ports, icmps, names)) != 1:
+    peer = _peer_of(read, policy_namespace)
+    ports: set[tuple[int, str]] = set()
+    http: set[tuple[int, str, str, str]] = set()
+    names: set[str] = set()
+    for port_rule in read.port_rules:
+        found = {port for entry in port_rule.ports for port in _ports_of(entry)}
+        if port_rule.has_dns:
+            names.update(match.name or match.pattern for match in port_rule.dns)
+            continue
+        ports |= found
+        http |= {(n, proto, h.method, h.path) for n, proto in found for h in port_rule.http}
+    icmps = {field.number for field in read.icmps if field.number is not None}
+    if peer is None or sum(bool(x) for x in (ports, icmps, names)) != 1:
         return None
     rule = Rule(
         direction,
-        peer,
+        peer[0],
         ports=tuple(sorted(ports)),
-        icmps=tuple(sorted(set(icmps))),
+        icmps=tuple(sorted(icmps)),
         http=tuple(sorted(http)),
         dns=tuple(sorted(names)),
-        more_cidrs=more,
+        more_cidrs=peer[1],
     )
-    if rule_to_dict(rule, policy_namespace) != dict(data):
-        return None
-    return rule
+    return rule if rule_to_dict(rule, policy_namespace) == dict(read.written) else None
+
+
+def _peer_of(read: ModelRule, policy_namespace: str) -> tuple[Peer, tuple[str, ...]] | None:
+    """The one peer a rule cpg writes names, and the CIDRs written after the first."""
+    if len(read.entities) == 1:
+        return EntityPeer(read.entities[0]), ()
+    if read.cidrs and not read.cidrs[0].from_set:
+        first, *more = (str(entry.cidr) for entry in read.cidrs)
+        return CidrPeer(first), tuple(more)
+    if len(read.fqdns) == 1 and read.fqdns[0].name:
+        return FqdnPeer(read.fqdns[0].name), ()
+    if len(read.endpoints) == 1:
+        labels = dict(read.endpoints[0].labels)
+        namespace = labels.pop(NAMESPACE_LABEL, policy_namespace)
+        cluster = labels.pop(CLUSTER_LABEL, "")
+        return EndpointPeer(namespace, tuple(sorted(labels.items())), cluster), ()
+    return None
+
+
+def _ports_of(entry: PortEntry) -> list[tuple[int, str]]:
+    """The ports of a port entry cpg writes: one port, or a range (as Cilium reads it, up to
+    the longest cpg reads back)."""
+    if entry.end_written is None:
+        port = cilium_port(str(entry.port_written))
+        return [] if port is None else [(port, entry.protocol)]
+    if entry.span is None or entry.span[1] - entry.span[0] > MAX_PORT_RANGE_READ:
+        return []
+    return [(n, entry.protocol) for n in range(entry.span[0], entry.span[1] + 1)]
 
 
 def rule_item_lines(rule: Rule, policy_namespace: str) -> list[str]:
