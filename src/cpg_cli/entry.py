@@ -10,16 +10,16 @@ import sys
 def _interrupt_again(unraisable: "sys.UnraisableHookArgs") -> None:
     """A Ctrl+C that lands in a callback Python cannot raise from (an import lock released
     while a module loads) is not lost, nor printed as a traceback: it is raised again in the
-    main thread, where ``main`` turns it into exit 130."""
+    main thread, where ``main`` turns it into exit 130. It is sent from a thread of its own:
+    sent from here, the main thread takes it at once, inside this hook, and an exception
+    that leaves a hook is only printed. The thread runs once the main thread lets go of the
+    interpreter, after the hook has returned."""
     if not isinstance(unraisable.exc_value, KeyboardInterrupt):
         sys.__unraisablehook__(unraisable)
         return
     import _thread
 
-    try:
-        _thread.interrupt_main()
-    except KeyboardInterrupt:  # delivered while this hook still ran: sent once more
-        _thread.interrupt_main()
+    _thread.start_new_thread(_thread.interrupt_main, ())
 
 
 def main() -> None:
