@@ -5,15 +5,14 @@ layer neither knows nor cares which one ran."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Protocol
 
-from cpg_core import AggregateOptions, Aggregator, EngineChoice
-from cpg_core.reading import ReadStats
+from cpg_core import Aggregator, EngineChoice
+from cpg_io.engines.job import ReadJob
 from cpg_io.engines.local import Forked, InProcess
 from cpg_io.engines.memory import InMemory
 from cpg_io.engines.workers import default_jobs
-from cpg_io.progress import Reported
 
 
 class Engine(Protocol):
@@ -23,17 +22,10 @@ class Engine(Protocol):
     def jobs(self) -> int:
         """Processes the write stage may fork for rendering (1: none)."""
 
-    def aggregate(
-        self,
-        files: Sequence[str],
-        options: AggregateOptions,
-        stats: ReadStats,
-        reported: Reported,
-        cancel: object | None = None,
-    ) -> tuple[Aggregator, bytes]:
-        """The aggregate of every flow in ``files`` (read as one capture, their counts added
-        to ``stats``) and the first bytes of the first non-empty file (to say what an
-        unreadable input looks like). ``cancel`` (a threading.Event) stops it."""
+    def aggregate(self, job: ReadJob) -> tuple[Aggregator, bytes]:
+        """The aggregate of every flow in the job's files (read as one capture, their counts
+        added to its ``stats``) and the first bytes of the first non-empty file (to say what
+        an unreadable input looks like). The job's ``cancel`` stops it."""
 
 
 def choose_engine(choice: EngineChoice) -> Engine:
@@ -51,4 +43,4 @@ def in_memory(captures: Mapping[str, bytes]) -> Engine:
     return InMemory(captures)
 
 
-__all__ = ["Engine", "Forked", "InMemory", "InProcess", "choose_engine", "in_memory"]
+__all__ = ["Engine", "Forked", "InMemory", "InProcess", "ReadJob", "choose_engine", "in_memory"]

@@ -36,6 +36,7 @@ import attrs
 
 from cpg_core import AggregateOptions, AggregateState, Aggregator, Setting
 from cpg_core.reading import MAX_LINE_BYTES, OVERSIZED, LineAggregator, Readers, merge_stats
+from cpg_io.engines.job import ReadJob
 from cpg_io.engines.local import first_bytes
 from cpg_io.engines.workers import CHUNK_BYTES, collector_paused, lines_of
 from cpg_io.errors import Cancelled, EngineError, MissingDask
@@ -479,25 +480,18 @@ class DaskEngine:
     """Bytes per range task (None: see PARTS_PER_THREAD)."""
     jobs: int = 1
 
-    def aggregate(
-        self,
-        files: Sequence[str],
-        options: AggregateOptions,
-        stats: ReadStats,
-        reported: Reported,
-        cancel: object | None = None,
-    ) -> tuple[Aggregator, bytes]:
-        event = cancel if isinstance(cancel, threading.Event) else None
+    def aggregate(self, job: ReadJob) -> tuple[Aggregator, bytes]:
+        stats = job.stats
         aggregator = aggregate_on_dask(
-            files,
-            options,
+            job.files,
+            job.options,
             stats,
             self.scheduler,
-            cancel=event,
-            watch=reported,
+            cancel=job.cancel,
+            watch=job.reported,
             range_bytes=self.part_bytes,
         )
         for line, why in stats.malformed_examples:
-            reported.malformed(line, why)
+            job.reported.malformed(line, why)
         unreadable = stats.lines_read - stats.blank_lines <= stats.malformed
-        return aggregator, first_bytes(files) if unreadable else b""
+        return aggregator, first_bytes(job.files) if unreadable else b""

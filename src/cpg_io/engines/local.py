@@ -11,6 +11,7 @@ import attrs
 
 from cpg_core import AggregateOptions, Aggregator
 from cpg_core.reading import ReadStats
+from cpg_io.engines.job import ReadJob
 from cpg_io.engines.workers import aggregate_file, aggregate_files, aggregate_stream
 from cpg_io.progress import Reported
 from cpg_io.sources import (
@@ -34,21 +35,14 @@ class Forked:
 
     jobs: int
 
-    def aggregate(
-        self,
-        files: Sequence[str],
-        options: AggregateOptions,
-        stats: ReadStats,
-        reported: Reported,
-        cancel: object | None = None,
-    ) -> tuple[Aggregator, bytes]:
-        event = cancel if isinstance(cancel, threading.Event) else None
-        if len(files) == 1:
-            aggregator, head = _read_one(files[0], options, stats, self.jobs, event, reported)
+    def aggregate(self, job: ReadJob) -> tuple[Aggregator, bytes]:
+        files, options, stats, reported = job.files, job.options, job.stats, job.reported
+        if not job.several:
+            aggregator, head = _read_one(files[0], options, stats, self.jobs, job.cancel, reported)
             for line, why in stats.malformed_examples:  # those a worker kept to the end
                 reported.malformed(line, why)
             return aggregator, head
-        return _read_many(list(files), options, stats, self.jobs, event, reported)
+        return _read_many(list(files), options, stats, self.jobs, job.cancel, reported)
 
 
 @attrs.frozen

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import gzip
 import io
-import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import attrs
 
-from cpg_core import AggregateOptions, Aggregator
+from cpg_core import Aggregator
 from cpg_core.reading import LineAggregator, ReadStats
+from cpg_io.engines.job import ReadJob
 from cpg_io.errors import Cancelled, SourceError
-from cpg_io.progress import Reported
 from cpg_io.sources import GZIP_MAGIC, SNIFF_BYTES, iter_line_batches, merge_file_stats
 
 _BATCH_BYTES = 1 << 20
@@ -27,30 +26,24 @@ class InMemory:
     captures: Mapping[str, bytes]
     jobs: int = 1
 
-    def aggregate(
-        self,
-        files: Sequence[str],
-        options: AggregateOptions,
-        stats: ReadStats,
-        reported: Reported,
-        cancel: object | None = None,
-    ) -> tuple[Aggregator, bytes]:
-        feeder = LineAggregator(options)
+    def aggregate(self, job: ReadJob) -> tuple[Aggregator, bytes]:
+        feeder = LineAggregator(job.options)
         head = b""
-        reported.watcher.reading(sum(len(self._bytes(name)) for name in files))
-        for name in files:
+        job.reported.watcher.reading(sum(len(self._bytes(name)) for name in job.files))
+        for name in job.files:
             data = self._bytes(name)
             if data.startswith(GZIP_MAGIC):
                 data = gzip.decompress(data)
             head = head or (data[:SNIFF_BYTES] if data.strip() else b"")
             part = ReadStats()
             for first, lines in iter_line_batches(io.BytesIO(data), part, _BATCH_BYTES):
-                if isinstance(cancel, threading.Event) and cancel.is_set():
+                if job.cancel is not None and job.cancel.is_set():
                     raise Cancelled("the run was cancelled")
                 feeder.feed(lines, first, part)
+            told = name if job.several else None
             for line, why in part.malformed_examples:
-                reported.malformed(line, why, name if len(files) > 1 else None)
-            merge_file_stats(stats, part, name if len(files) > 1 else None)
+                job.reported.malformed(line, why, told)
+            merge_file_stats(job.stats, part, told)
         return feeder.aggregator, head
 
     def _bytes(self, name: str) -> bytes:

@@ -34,7 +34,7 @@ from cpg_core import (
 from cpg_core.readiness import ReadinessRules, capture_profile
 from cpg_core.reading import ReadStats
 from cpg_io.declarations import read_catalogue, read_declarations, with_catalogue
-from cpg_io.engines import Engine, InProcess, choose_engine
+from cpg_io.engines import Engine, InProcess, ReadJob, choose_engine
 from cpg_io.evidence_store import EvidenceStore, default_evidence_root
 from cpg_io.identities import read_identities
 from cpg_io.kustomize import KUSTOMIZATION, update_kustomizations
@@ -258,7 +258,9 @@ def replay_capture(
     files = list(files)
     sizes = input_sizes(files) if evidence is not None and not dry_run else None
     identified = _identifying(sizes, evidence, output_dir)
-    aggregator, head = engine.aggregate(files, options, stats, Reported(watch), cancel)
+    aggregator, head = engine.aggregate(
+        ReadJob(tuple(files), options, stats, Reported(watch), cancel)
+    )
     label = describe_source(files[0]) if len(files) == 1 else f"{len(files)} input files"
     check_readable(label, stats, head, max_malformed)
     result = RunResult(stats=stats, aggregator=aggregator, inputs=files)
