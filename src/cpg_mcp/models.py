@@ -32,6 +32,24 @@ HealthDocument = Annotated[dict[str, Any], WithJsonSchema(document_schema(Cluste
 CountRow = Annotated[dict[str, Any], WithJsonSchema(document_schema(DroppedFlowCount))]
 
 
+CaptureSoFar = Annotated[
+    str | None,
+    Field(
+        description="how long and how wide the capture is so far: its span and times, flows, "
+        "the protocols of its rules, namespaces, nodes and gaps without a flow (a short or "
+        "one-protocol capture makes policies that break what it did not hold)"
+    ),
+]
+ReadinessLine = Annotated[
+    str | None,
+    Field(
+        description="'N of M workloads ready to enforce'; get_plan's readiness section says "
+        "why each other one should keep learning"
+    ),
+]
+"""What a session's status and stop say of the capture and of readiness (one wording)."""
+
+
 class StartResult(BaseModel):
     session_id: str
     discarded_session: str | None = None
@@ -56,17 +74,8 @@ class StatusResult(BaseModel):
     evidence_file_count: int
     tmp_dir: str
     error: str | None = None
-    capture: str | None = Field(
-        default=None,
-        description="how long and how wide the capture is so far: its span and times, flows, "
-        "the protocols of its rules, namespaces, nodes and gaps without a flow (a short or "
-        "one-protocol capture makes policies that break what it did not hold)",
-    )
-    readiness: str | None = Field(
-        default=None,
-        description="'N of M workloads ready to enforce'; get_plan's readiness section says "
-        "why each other one should keep learning",
-    )
+    capture: CaptureSoFar = None
+    readiness: ReadinessLine = None
 
 
 class StopResult(BaseModel):
@@ -89,17 +98,8 @@ class StopResult(BaseModel):
         description="the session's folder on the server's host (temporary: it goes with the "
         "session); the paths results give are relative to it"
     )
-    capture: str | None = Field(
-        default=None,
-        description="how long and how wide the capture is so far: its span and times, flows, "
-        "the protocols of its rules, namespaces, nodes and gaps without a flow (a short or "
-        "one-protocol capture makes policies that break what it did not hold)",
-    )
-    readiness: str | None = Field(
-        default=None,
-        description="'N of M workloads ready to enforce'; get_plan's readiness section says "
-        "why each other one should keep learning",
-    )
+    capture: CaptureSoFar = None
+    readiness: ReadinessLine = None
 
 
 class PolicyRow(BaseModel):
