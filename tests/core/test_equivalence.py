@@ -67,3 +67,16 @@ def test_rendered_text_reads_back_equivalent_and_selector_matters() -> None:
     other = policy_document("cpg-api", "prod", (("app", "other"),), rules_from_atoms(chosen))
     assert not policies_equivalent(other, doc(chosen))
     assert specs_equivalent(None, {})
+
+
+def test_the_specs_list_counts_as_much_as_the_spec() -> None:
+    """A policy in the cluster with a ``specs`` entry the file lacks allows more: not the
+    same policy (the file is written, not taken as already in the cluster); the same spec
+    written under ``specs`` instead is the same policy."""
+    chosen = [Atom("ingress", PEERS[0], "TCP", 80)]
+    written = doc(chosen)
+    extra = {"endpointSelector": {}, "egress": [{"toEntities": ["world"]}]}
+    assert not policies_equivalent(written, {**written, "specs": [extra]})
+    moved = {k: v for k, v in written.items() if k != "spec"}
+    assert policies_equivalent(written, {**moved, "specs": [written["spec"]]})
+    assert policies_equivalent({**written, "specs": [extra]}, {**written, "specs": [extra, extra]})

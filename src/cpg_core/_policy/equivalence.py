@@ -76,5 +76,13 @@ def specs_equivalent(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -
 
 
 def policies_equivalent(a: PolicyDocument, b: PolicyDocument) -> bool:
-    """Whether two policy documents select the same endpoints with the same rules."""
-    return specs_equivalent(a.get("spec"), b.get("spec"))
+    """Whether two policy documents select the same endpoints with the same rules: the same
+    specs (``spec`` and the entries of ``specs`` alike), whatever their order and formatting."""
+    return _spec_set(a) == _spec_set(b)
+
+
+def _spec_set(document: PolicyDocument) -> set[str]:
+    listed = document.get("specs")
+    specs = [document.get("spec"), *(listed if isinstance(listed, list) else [])]
+    found = (normalise_spec(spec if isinstance(spec, Mapping) else None) for spec in specs)
+    return {json.dumps(spec, sort_keys=True) for spec in found if spec}
