@@ -18,7 +18,6 @@ from typing import Any, Literal, TypeVar
 import attrs
 
 from cpg_core import CheckRequest, CpgError, RunRequest
-from cpg_core.cilium import AgentChoice
 from cpg_core.reports import PlanView
 from cpg_core.shadow import ShadowRequest
 from cpg_core.text import shown
@@ -323,12 +322,7 @@ class SessionManager:
                     inputs=(request.live.server or "hubble-relay",),
                     policies=str(proposed),
                     include_audit=capture.include_audit,
-                    agent=AgentChoice(
-                        allow_localhost=capture.allow_localhost,
-                        default_local_cluster=capture.default_local_cluster,
-                        host_firewall=agent[0],
-                        dual_stack=agent[1],
-                    ),
+                    agent=attrs.evolve(capture.agent, host_firewall=agent[0], dual_stack=agent[1]),
                     identities=request.identities,
                     declarations=request.declarations,
                 ),

@@ -20,6 +20,7 @@ from cpg_core._base.request_error import RequestError, split_values
 from cpg_core._flows.attribution import NO_TIME, time_key
 from cpg_core._flows.decide import DecideOptions
 from cpg_core._flows.filters import FlowFilter
+from cpg_core._policy.agent import AgentChoice
 from cpg_core._review.explain import ExplainFilter
 from cpg_core._synthesis.aggregate import AggregateOptions
 from cpg_core._synthesis.catalogue import BUILTIN, Catalogue
@@ -122,15 +123,17 @@ class CaptureRequest:
     l7_collapse_paths: bool = False
     max_samples: int = 10
     """Sample flows kept per rule (0 when no evidence is recorded)."""
-    default_local_cluster: bool = True
-    """Cilium's policy-default-local-cluster (on since 1.19). Off: a selector without a
-    cluster label selects every ClusterMesh cluster, so peers carry their cluster."""
+    agent: AgentChoice = attrs.Factory(
+        lambda: AgentChoice(allow_localhost=True, default_local_cluster=True)
+    )
+    """Cilium's agent settings the rules are written for: policy-default-local-cluster (on
+    since 1.19; off, a selector without a cluster label selects every ClusterMesh cluster, so
+    peers carry their cluster) and allow-localhost (always: the node's own traffic to its
+    pods needs no rule)."""
     learn: str = ""
     """``forwarded``: flows that work today (FORWARDED, REDIRECTED) become rules too."""
     learn_allowed: bool = False
     """With ``learn``: also the flows a policy of the cluster already allowed."""
-    allow_localhost: bool = True
-    """Cilium's allow-localhost: always: the node's own traffic to its pods needs no rule."""
     scope: ClusterScope = attrs.Factory(ClusterScope)
     """How far the rules reach beyond the capture (§D47)."""
     catalogue: tuple[str, ...] = ()
@@ -215,10 +218,9 @@ class CaptureRequest:
             l7=l7,
             l7_collapse_paths=l7_collapse_paths,
             max_samples=max_samples,
-            default_local_cluster=local,
+            agent=AgentChoice(allow_localhost=localhost, default_local_cluster=local),
             learn=mode,
             learn_allowed=learn_allowed,
-            allow_localhost=localhost,
             scope=ClusterScope(
                 service_namespaces=cluster_service_namespaces,
                 exact=frozenset(exact),
@@ -243,7 +245,7 @@ class CaptureRequest:
             ignore_reasons=frozenset(self.ignore_drop_reasons),
             learn=bool(self.learn),
             learn_allowed=self.learn_allowed,
-            allow_localhost=self.allow_localhost,
+            allow_localhost=self.agent.allow_localhost is not False,
         )
 
     def aggregate_options(self) -> AggregateOptions:
@@ -254,7 +256,7 @@ class CaptureRequest:
             max_samples=self.max_samples,
             l7=self.l7,
             collapse_paths=self.l7_collapse_paths,
-            explicit_cluster=not self.default_local_cluster,
+            explicit_cluster=self.agent.default_local_cluster is False,
             scope=self.scope,
         )
 
