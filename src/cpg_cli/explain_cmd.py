@@ -151,82 +151,46 @@ _Ingress = Annotated[bool, typer.Option("--ingress", help="Only ingress rules.")
 _Egress = Annotated[bool, typer.Option("--egress", help="Only egress rules.")]
 
 
+def _only(flag: str, metavar: str, help: str) -> Any:
+    """An optional filter of the rules shown (a text, no default shown)."""
+    return typer.Option(flag, metavar=metavar, help=help, show_default=False)
+
+
 _Peer = Annotated[
     str | None,
-    typer.Option(
+    _only(
         "--peer",
-        metavar="KEY=VALUE",
-        help="Only endpoint peers with this label (namespace=NS matches the peer's "
+        "KEY=VALUE",
+        "Only endpoint peers with this label (namespace=NS matches the peer's "
         "namespace; entity=NAME matches an entity).",
-        show_default=False,
     ),
 ]
-
-
 _PeerCidr = Annotated[
-    str | None,
-    typer.Option(
-        "--peer-cidr",
-        metavar="CIDR",
-        help="Only CIDR peers inside this range.",
-        show_default=False,
-    ),
+    str | None, _only("--peer-cidr", "CIDR", "Only CIDR peers inside this range.")
 ]
-
-
 _HttpMethod = Annotated[
-    str | None,
-    typer.Option(
-        "--http-method",
-        metavar="METHOD",
-        help="Only L7 rules with this HTTP method.",
-        show_default=False,
-    ),
+    str | None, _only("--http-method", "METHOD", "Only L7 rules with this HTTP method.")
 ]
-
-
 _HttpPath = Annotated[
-    str | None,
-    typer.Option(
-        "--http-path",
-        metavar="REGEX",
-        help="Only L7 rules with exactly this path regex.",
-        show_default=False,
-    ),
+    str | None, _only("--http-path", "REGEX", "Only L7 rules with exactly this path regex.")
 ]
-
-
-_DnsPattern = Annotated[
-    str | None,
-    typer.Option(
-        "--dns-pattern",
-        metavar="NAME",
-        help="Only DNS rules for this name.",
-        show_default=False,
-    ),
-]
-
-
+_DnsPattern = Annotated[str | None, _only("--dns-pattern", "NAME", "Only DNS rules for this name.")]
 _Since = Annotated[
     str | None,
-    typer.Option(
+    _only(
         "--since",
-        metavar="TIME|DURATION",
-        help="Only rules seen at or after TIME (RFC 3339) or in the last DURATION (30m, "
+        "TIME|DURATION",
+        "Only rules seen at or after TIME (RFC 3339) or in the last DURATION (30m, "
         "2h, 7d) before the newest flow in this workload's evidence (not before now: "
         "evidence of last week's capture still answers --since 2h).",
-        show_default=False,
     ),
 ]
-
-
 _Until = Annotated[
     str | None,
-    typer.Option(
+    _only(
         "--until",
-        metavar="TIME|DURATION",
-        help="Only rules seen at or before TIME, or DURATION before the newest evidence.",
-        show_default=False,
+        "TIME|DURATION",
+        "Only rules seen at or before TIME, or DURATION before the newest evidence.",
     ),
 ]
 
