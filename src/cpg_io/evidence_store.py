@@ -29,6 +29,7 @@ from cpg_io.store import (
     StagedWrites,
     atomic_write_text,
     inside,
+    namespaced_stems,
     read_text,
     safe_component,
 )
@@ -192,11 +193,7 @@ class EvidenceStore:
 
     def targets(self) -> Iterator[tuple[str, str]]:
         """(namespace, workload) of every evidence file, sorted."""
-        if not self.base.is_dir():
-            return
-        for ns_dir in sorted(p for p in self.base.iterdir() if p.is_dir()):
-            for path in sorted(ns_dir.glob("*.json")):
-                yield ns_dir.name, path.stem
+        return namespaced_stems(self.base, "*.json")
 
     def read_all(
         self, on_error: Callable[[str], None], cancel: threading.Event | None = None

@@ -330,6 +330,16 @@ def check_writable(folder: Path, what: str) -> None:
         os.unlink(probe)
 
 
+def namespaced_stems(root: Path, pattern: str) -> Iterator[tuple[str, str]]:
+    """(folder, stem) of every file matching ``pattern`` one folder below ``root``, sorted:
+    a store's (namespace, workload) pairs."""
+    if not root.is_dir():
+        return
+    for ns_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+        for path in sorted(ns_dir.glob(pattern)):
+            yield ns_dir.name, path.stem
+
+
 def inside(root: Path, path: Path) -> Path:
     """``path`` when every folder between ``root`` and it is a real folder, not a link that
     could lead out of ``root``; StoreError otherwise."""
@@ -403,11 +413,7 @@ class PolicyStore:
 
     def targets(self) -> Iterator[tuple[str, str]]:
         """(namespace, workload) of every policy file, sorted."""
-        if not self.root.is_dir():
-            return
-        for ns_dir in sorted(p for p in self.root.iterdir() if p.is_dir()):
-            for path in sorted(ns_dir.glob("*.yaml")):
-                yield ns_dir.name, path.stem
+        return namespaced_stems(self.root, "*.yaml")
 
     def read(self, path: Path) -> str | None:
         return read_text(path, "policy")

@@ -4,12 +4,11 @@ several files are shared out whole, one per worker at a time."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 
 import attrs
 
-from cpg_core import AggregateOptions, Aggregator
+from cpg_core import Aggregator
 from cpg_core.reading import ReadStats
 from cpg_io.engines.job import ReadJob
 from cpg_io.engines.workers import aggregate_file, aggregate_files, aggregate_stream
@@ -36,13 +35,12 @@ class Forked:
     jobs: int
 
     def aggregate(self, job: ReadJob) -> tuple[Aggregator, bytes]:
-        files, options, stats, reported = job.files, job.options, job.stats, job.reported
         if not job.several:
-            aggregator, head = _read_one(files[0], options, stats, self.jobs, job.cancel, reported)
-            for line, why in stats.malformed_examples:  # those a worker kept to the end
-                reported.malformed(line, why)
+            aggregator, head = _read_one(job, self.jobs)
+            for line, why in job.stats.malformed_examples:  # those a worker kept to the end
+                job.reported.malformed(line, why)
             return aggregator, head
-        return _read_many(list(files), options, stats, self.jobs, job.cancel, reported)
+        return _read_many(job, self.jobs)
 
 
 @attrs.frozen
@@ -52,14 +50,14 @@ class InProcess(Forked):
     jobs: int = 1
 
 
-def _read_one(
-    source: str,
-    options: AggregateOptions,
-    stats: ReadStats,
-    jobs: int,
-    cancel: threading.Event | None,
-    reported: Reported,
-) -> tuple[Aggregator, bytes]:
+def _read_one(job: ReadJob, jobs: int) -> tuple[Aggregator, bytes]:
+    source, options, stats, reported, cancel = (
+        job.files[0],
+        job.options,
+        job.stats,
+        job.reported,
+        job.cancel,
+    )
     watch = reported.watcher
     with open_flow_stream(source) as stream:
         # Workers read byte ranges of their own only from a regular file (a FIFO or a device
@@ -80,16 +78,13 @@ def _read_one(
     return aggregator, head
 
 
-def _read_many(
-    files: list[str],
-    options: AggregateOptions,
-    stats: ReadStats,
-    jobs: int,
-    cancel: threading.Event | None,
-    reported: Reported,
-) -> tuple[Aggregator, bytes]:
+def _read_many(job: ReadJob, jobs: int) -> tuple[Aggregator, bytes]:
     """Several files as one capture (their concatenation): by file-level workers with
     ``jobs`` > 1, else one after the other. Malformed lines are named with their file."""
+    files, options, stats, reported, cancel = (
+        list(job.files),
+        *attrs.astuple(job, recurse=False)[1:],
+    )
     head = first_bytes(files)
     reported.watcher.reading(sum(source_size(path) for path in files))
     if jobs > 1:

@@ -94,6 +94,17 @@ def sigint_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
+def _started(
+    context: Any, target: Callable[..., None], each: Sequence[tuple[Any, ...]]
+) -> list[Any]:
+    """One daemon worker process per argument tuple, started with SIGINT blocked."""
+    workers = [context.Process(target=target, args=args, daemon=True) for args in each]
+    with sigint_blocked():
+        for worker in workers:
+            worker.start()
+    return workers
+
+
 def _stop(workers: Sequence[Any], queues: Sequence[Any], failed: bool) -> None:
     """End the workers: at once when the run failed or was interrupted (nothing waits for a
     queue that no one reads any more), else after they finished."""
@@ -232,13 +243,9 @@ def aggregate_stream(
     context: Any = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
     outbox = context.Queue()
     inboxes = [context.Queue(QUEUE_DEPTH) for _ in range(jobs)]
-    workers = [
-        context.Process(target=_worker, args=(options, inbox, outbox, os.getpid()), daemon=True)
-        for inbox in inboxes
-    ]
-    with sigint_blocked():
-        for worker in workers:
-            worker.start()
+    workers = _started(
+        context, _worker, [(options, inbox, outbox, os.getpid()) for inbox in inboxes]
+    )
     failed = True
     finished = 0
 
@@ -380,17 +387,11 @@ def aggregate_file(
     context: Any = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
     outbox = context.Queue()
     indexed = list(enumerate(ranges))
-    workers = [
-        context.Process(
-            target=_range_worker,
-            args=(path, indexed[w::jobs], options, outbox, os.getpid()),
-            daemon=True,
-        )
-        for w in range(jobs)
-    ]
-    with sigint_blocked():
-        for worker in workers:
-            worker.start()
+    workers = _started(
+        context,
+        _range_worker,
+        [(path, indexed[w::jobs], options, outbox, os.getpid()) for w in range(jobs)],
+    )
     aggregator = Aggregator(options)
     numbers = _LineNumbers(watch)
     position = lines = 0
@@ -474,17 +475,11 @@ def aggregate_files(
         inbox.put(index)
     for _ in range(workers_n):
         inbox.put(None)
-    workers = [
-        context.Process(
-            target=_files_worker,
-            args=(list(paths), options, inbox, outbox, os.getpid()),
-            daemon=True,
-        )
-        for _ in range(workers_n)
-    ]
-    with sigint_blocked():
-        for worker in workers:
-            worker.start()
+    workers = _started(
+        context,
+        _files_worker,
+        [(list(paths), options, inbox, outbox, os.getpid()) for _ in range(workers_n)],
+    )
     aggregator = Aggregator(options)
     per_file: list[ReadStats | None] = [None] * len(paths)
     position = lines = finished = 0
