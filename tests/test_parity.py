@@ -169,3 +169,30 @@ def test_a_flag_named_in_an_error_is_a_flag_a_command_takes() -> None:
     }
     for entry in OPTIONS:
         assert flag(entry.name).split()[0].split("/")[0] in spelled | {"-n"}, entry.name
+
+
+PART_DEFAULTS = {
+    "policy_default_local_cluster": (True, "true"),
+    "allow_localhost": (True, "always"),
+    "evidence_interval": (None, "1m"),
+}
+"""Where a part's builder says a default its own way (the flag's word, or None for the
+part's own default): (the builder's, the table's)."""
+
+
+def test_a_parts_builder_defaults_each_option_as_the_table_does() -> None:
+    """The run request hands each part (the capture, the live window) the table's values by
+    its builder's keywords; a builder called on its own (a notebook, the run layer) defaults
+    them as the table does, so a default is said once, and a change to it fails here."""
+    from cpg_core._requests.requests import CaptureRequest, LiveRequest
+
+    table = {o.name: o.default_in("run") for o in OPTIONS if "run" in o.requests}
+    for builder in (CaptureRequest.build, LiveRequest.build):
+        for name, parameter in inspect.signature(builder).parameters.items():
+            if name == "max_samples":  # from evidence_samples, by the run request
+                continue
+            ours = parameter.default
+            if name in PART_DEFAULTS:
+                assert (ours, table[name]) == PART_DEFAULTS[name], name
+            else:
+                assert ours == table[name] or (ours is None and table[name] == ()), name
