@@ -263,7 +263,8 @@ OPTIONS: tuple[Option, ...] = (
         "and AUDIT flows become rules; replies, node probes and health checks never do)",
         checked=Checked(
             commands=frozenset({"verify"}),
-            help="Check the flows that work today too, as replay --learn forwarded made rules of them.",
+            help="Check the flows that work today too, as replay --learn forwarded made rules of "
+            "them.",
         ),
     ),
     _o(
@@ -501,8 +502,8 @@ OPTIONS: tuple[Option, ...] = (
         checked=Checked(
             commands=frozenset({"verify"}),
             help="Check the denied flows of workloads in the system namespaces too, as replay "
-            "--include-system-namespaces wrote rules for them (by default they are counted as "
-            "left to you, not checked).",
+            "--include-system-namespaces wrote rules for them (by default they are counted as"
+            " left to you, not checked).",
             panel="Input",
         ),
     ),
@@ -570,9 +571,9 @@ OPTIONS: tuple[Option, ...] = (
         },
         checked=Checked(
             commands=frozenset({"plan", "verify", "why", "trace", "lint", "report"}),
-            help="What the cluster declares it depends on, as replay --declarations: files or folders "
-            "of its objects, or cluster (read-only); a declared dependency the policies deny is "
-            "reported with the object that declares it.",
+            help="What the cluster declares it depends on, as replay --declarations: files or "
+            "folders of its objects, or cluster (read-only); a declared dependency the "
+            "policies deny is reported with the object that declares it.",
         ),
     ),
     _o(
@@ -612,8 +613,9 @@ OPTIONS: tuple[Option, ...] = (
         "folder the operator allowed with --allow-replay-dir",
         checked=Checked(
             commands=frozenset({"verify"}),
-            help="The catalogue of platform workloads replay used (--catalogue FILE, or none): their "
-            "denied flows the policies do not admit are counted as left to you, not checked.",
+            help="The catalogue of platform workloads replay used (--catalogue FILE, or none): "
+            "their denied flows the policies do not admit are counted as left to you, not "
+            "checked.",
             panel="Input",
         ),
     ),
@@ -1143,10 +1145,10 @@ OPTIONS: tuple[Option, ...] = (
         "(kubelet probes) whatever the policy; policy polices it",
         checked=Checked(
             commands=frozenset({*_CHECKS, "drift"}),
-            help="As the Cilium agent option of that name. always (Cilium's default): a pod's own node "
-            "(kubelet probes) reaches it whatever the policy, so such traffic never breaks. "
-            "policy: the node's traffic is policed like any other. auto (the default): as the "
-            "agents' cilium-config says with --cluster, else always.",
+            help="As the Cilium agent option of that name. always (Cilium's default): a pod's own "
+            "node (kubelet probes) reaches it whatever the policy, so such traffic never "
+            "breaks. policy: the node's traffic is policed like any other. auto (the "
+            "default): as the agents' cilium-config says with --cluster, else always.",
             default="auto",
             metavar="always|policy|auto",
         ),
