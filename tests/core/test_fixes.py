@@ -81,3 +81,38 @@ def test_verify_judges_a_capture_with_denied_node_traffic_as_allow_localhost_pol
     denied_probe = parse_flow(flow_dict(HOST, endpoint("shop", "cart"), tcp=15020))
     (check,) = verify_flows([denied_probe], [POLICY]).checks
     assert not check.allowed  # the agents police the node: the policy must admit it
+
+
+def test_narrowing_edits_the_spec_that_selects_the_pod_where_it_is_written() -> None:
+    """A policy's specs are found with the model, each at its own place in the file (after
+    an entry that is not a spec too): only the selecting one is narrowed, the rest of the
+    file byte for byte as it was."""
+    from cpg_core._synthesis.narrow import narrow_in_text
+
+    text = (
+        "apiVersion: cilium.io/v2\n"
+        "kind: CiliumClusterwideNetworkPolicy\n"
+        "metadata:\n"
+        "  name: web\n"
+        "specs:\n"
+        "- just text\n"
+        "- endpointSelector:\n"
+        "    matchLabels:\n"
+        "      app: db\n"
+        "  ingress: [{}]\n"
+        "- endpointSelector:\n"
+        "    matchLabels:\n"
+        "      app: web\n"
+        "  ingress: [{}]\n"
+    )
+    pod = Endpoint(
+        namespace="shop",
+        labels=("k8s:app=web", "k8s:version=canary", "k8s:io.kubernetes.pod.namespace=shop"),
+        pod_name="web-1",
+    )
+    edited = narrow_in_text(text, "web.yaml", "web", pod, "version", "canary")
+    assert edited is not None
+    assert edited.startswith(text.split("- endpointSelector:\n    matchLabels:\n      app: web")[0])
+    after = edited.split("app: web\n", 1)[1]
+    assert "key: version" in after and "NotIn" in after and "canary" in after
+    assert "app: db\n  ingress: [{}]\n" in edited

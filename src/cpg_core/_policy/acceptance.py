@@ -22,7 +22,7 @@ from cpg_core._policy.model import (
     Spec,
     _seq,
     label_key,
-    read_spec,
+    written_specs,
 )
 from cpg_core._policy.port_text import cilium_port
 
@@ -61,7 +61,7 @@ def refusals(policy: Mapping[str, Any]) -> list[Found]:
                 ("description",),
             )
         )
-    specs = _specs(policy)
+    specs = written_specs(policy)
     if not specs and not isinstance(policy.get("specs"), list):  # specs: [] is accepted
         found.append(
             ("CPG015", "the policy has no spec (nor specs): Cilium refuses an empty policy", ())
@@ -70,17 +70,6 @@ def refusals(policy: Mapping[str, Any]) -> list[Found]:
     for spec in specs:
         found += _spec_refusals(spec, namespaced)
     return found
-
-
-def _specs(policy: Mapping[str, Any]) -> list[Spec]:
-    """Every spec written as a mapping (an empty one too: Cilium refuses it), read where it
-    stands (``spec``, ``specs[n]``)."""
-    specs = [read_spec(policy["spec"])] if isinstance(policy.get("spec"), Mapping) else []
-    return specs + [
-        read_spec(item, n + 1, in_specs=True, first=1)
-        for n, item in enumerate(_seq(policy.get("specs")))
-        if isinstance(item, Mapping)
-    ]
 
 
 def _spec_refusals(spec: Spec, namespaced: bool) -> list[Found]:

@@ -837,6 +837,18 @@ def read_spec(
     )
 
 
+def written_specs(document: Mapping[str, Any]) -> list[Spec]:
+    """Every spec a document writes as a mapping, an empty one too, read where it stands
+    (``spec``, ``specs[n]``): what Cilium checks, and what an edit of the file addresses
+    (:func:`read_policy` keeps the specs that judge traffic)."""
+    specs = [read_spec(document["spec"])] if isinstance(document.get("spec"), Mapping) else []
+    return specs + [
+        read_spec(item, n + 1, in_specs=True, first=1)
+        for n, item in enumerate(_seq(document.get("specs")))
+        if isinstance(item, Mapping)
+    ]
+
+
 @attrs.frozen(slots=True, eq=False)
 class Policy:
     """One policy document, read."""

@@ -7,7 +7,7 @@ the file kept byte for byte. Merging into a file narrowed so keeps the narrowing
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -16,7 +16,7 @@ from cpg_core._base.errors import PolicyMergeError
 from cpg_core._base.flow import Endpoint
 from cpg_core._base.yaml_text import emit
 from cpg_core._policy.matcher import endpoint_labels, policy_name, selector_matches
-from cpg_core._policy.model import SUBJECT_FIELD
+from cpg_core._policy.model import SUBJECT_FIELD, Spec, written_specs
 from cpg_core._policy.write import (
     Exclusion,
     excluding,
@@ -45,8 +45,8 @@ def narrow_in_text(
     for doc, node in zip(docs, nodes, strict=True):
         if not isinstance(doc, Mapping) or policy_name(doc) != policy:
             continue
-        for spec, spec_node in _specs(doc, node):
-            selector = subject_of(spec)
+        for spec, spec_node in _spec_nodes(doc, node):
+            selector = subject_of(spec.written)
             if not selector_matches(selector, labels, None, reserved=()):
                 continue
             found = _value(spec_node, SUBJECT_FIELD)
@@ -109,9 +109,9 @@ def with_exclusions(text: str, path: str, exclusions: Exclusions) -> str:
     for doc, node in zip(docs, nodes, strict=True):
         if not isinstance(doc, Mapping):
             continue
-        for spec, spec_node in _specs(doc, node):
+        for spec, spec_node in _spec_nodes(doc, node):
             found = _value(spec_node, SUBJECT_FIELD)
-            selector = subject_of(spec)
+            selector = subject_of(spec.written)
             if found is None or not isinstance(selector, Mapping):
                 continue
             left_out = wanted.get(_selector_key(selector))
@@ -138,21 +138,23 @@ def _edit(text: str, node: yaml.Node, selector: Mapping[str, Any]) -> tuple[int,
     return start.line, last, emit(selector, start.column)
 
 
-def _specs(doc: Mapping[str, Any], node: yaml.Node) -> list[tuple[Mapping[str, Any], yaml.Node]]:
+def _spec_nodes(doc: Mapping[str, Any], node: yaml.Node) -> list[tuple[Spec, yaml.Node]]:
+    """Each spec of ``doc`` with the YAML node it is written in (found by its path)."""
     found = []
-    spec = doc.get("spec")
-    spec_node = _value(node, "spec")
-    if isinstance(spec, Mapping) and spec_node is not None:
-        found.append((spec, spec_node))
-    specs = doc.get("specs")
-    specs_node = _value(node, "specs")
-    if isinstance(specs, list) and isinstance(specs_node, yaml.SequenceNode):
-        found += [
-            (item, item_node)
-            for item, item_node in zip(specs, specs_node.value, strict=False)
-            if isinstance(item, Mapping)
-        ]
+    for spec in written_specs(doc):
+        spec_node: yaml.Node | None = node
+        for step in spec.path:
+            spec_node = _at(spec_node, step)
+        if spec_node is not None:
+            found.append((spec, spec_node))
     return found
+
+
+def _at(node: yaml.Node | None, step: str | int) -> yaml.Node | None:
+    if isinstance(step, int):
+        items = node.value if isinstance(node, yaml.SequenceNode) else []
+        return items[step] if step < len(items) else None
+    return None if node is None else _value(node, step)
 
 
 def _value(node: yaml.Node, key: str) -> yaml.Node | None:
@@ -173,10 +175,11 @@ def _check_edit(
     expected = load_all(before, path)
     for doc in expected:
         if isinstance(doc, dict) and policy_name(doc) == policy:
-            for spec in _spec_values(doc):
-                selector = subject_of(spec)
+            for spec in written_specs(doc):
+                selector = subject_of(spec.written)
                 if selector_matches(selector, labels, None, reserved=()):
-                    spec.update(with_subject(spec, excluding(selector, key, value)))
+                    assert isinstance(spec.written, dict)  # as load_all reads it
+                    spec.written.update(with_subject(spec.written, excluding(selector, key, value)))
     try:
         got = load_all(after, path)
     except YamlInputError:
@@ -186,8 +189,3 @@ def _check_edit(
             f"{path}: could not narrow the endpointSelector of {policy} in place; add "
             f"{key} NotIn ({value}) to it by hand"
         )
-
-
-def _spec_values(doc: dict[str, Any]) -> Sequence[dict[str, Any]]:
-    specs = [doc["spec"]] if isinstance(doc.get("spec"), dict) else []
-    return specs + [s for s in doc.get("specs") or [] if isinstance(s, dict)]
