@@ -595,33 +595,35 @@ class Rule:
     @property
     def endpoints_both_sides(self) -> list[Selector]:
         """Every endpoint selector written, in either direction's field, with its path."""
-        return [
-            read_selector(selector, (*self.path, key, n))
-            for key in ("fromEndpoints", "toEndpoints")
-            for n, selector in enumerate(_seq(self.written.get(key)))
-        ]
+        return self._both_sides("Endpoints", self.endpoints)
 
     @property
     def requires_both_sides(self) -> list[Selector]:
         """Every requirement selector written, in either direction's field, with its path."""
-        return [
-            read_selector(selector, (*self.path, key, n))
-            for key in ("fromRequires", "toRequires")
-            for n, selector in enumerate(_seq(self.written.get(key)))
+        return self._both_sides("Requires", self.requires)
+
+    def _both_sides(self, field: str, own: tuple[Selector, ...]) -> list[Selector]:
+        other = "to" if self.side == "from" else "from"
+        theirs = [
+            read_selector(selector, (*self.path, other + field, n))
+            for n, selector in enumerate(_seq(self.written.get(other + field)))
         ]
+        return [*own, *theirs] if self.side == "from" else [*theirs, *own]
 
     @property
     def cidr_sets_written(self) -> list[CidrEntry]:
         """Every CIDR set entry written, in either direction's field (``cidrs`` holds the
         rule's own side's, as it reads them)."""
-        return [
+        own = [entry for entry in self.cidrs if entry.from_set]
+        other = "toCIDRSet" if self.side == "from" else "fromCIDRSet"
+        theirs = [
             CidrEntry(
-                e.get("cidr"), tuple(_seq(e.get("except"))), True, (*self.path, key, n, "cidr")
+                e.get("cidr"), tuple(_seq(e.get("except"))), True, (*self.path, other, n, "cidr")
             )
-            for key in ("fromCIDRSet", "toCIDRSet")
-            for n, e in enumerate(_seq(self.written.get(key)))
+            for n, e in enumerate(_seq(self.written.get(other)))
             if isinstance(e, Mapping)
         ]
+        return [*own, *theirs] if self.side == "from" else [*theirs, *own]
 
     @property
     def has_fqdn_field(self) -> bool:
@@ -740,7 +742,10 @@ def read_rule(
         services=tuple(_seq(written.get("toServices") if side == "to" else None)),
         nodes=tuple(read_selector(s) for s in _seq(written.get(side + "Nodes"))),
         groups=tuple(_seq(written.get(side + "Groups"))),
-        requires=tuple(read_selector(s) for s in _seq(written.get(side + "Requires"))),
+        requires=tuple(
+            read_selector(s, (*path, side + "Requires", n))
+            for n, s in enumerate(_seq(written.get(side + "Requires")))
+        ),
         peer_fields=tuple(k for k in keys if k in written),
         port_rules=port_rules,
         icmps=icmps,
@@ -837,16 +842,26 @@ def read_spec(
     )
 
 
-def written_specs(document: Mapping[str, Any]) -> list[Spec]:
+def written_specs(document: Mapping[str, Any]) -> tuple[Spec, ...]:
     """Every spec a document writes as a mapping, an empty one too, read where it stands
-    (``spec``, ``specs[n]``): what Cilium checks, and what an edit of the file addresses
-    (:func:`read_policy` keeps the specs that judge traffic)."""
-    specs = [read_spec(document["spec"])] if isinstance(document.get("spec"), Mapping) else []
-    return specs + [
+    (``spec``, ``specs[n]``): what Cilium checks, and what an edit of the file addresses.
+    Read once and kept while the document lives, as :func:`policy_model` keeps a policy
+    (whose specs these are, but for an empty ``spec``)."""
+    key = id(document)
+    known = _WRITTEN.get(key)
+    if known is not None and known[0] is document:
+        return known[1]
+    single = document.get("spec")
+    specs: tuple[Spec, ...] = (read_spec(single),) if isinstance(single, Mapping) else ()
+    specs += tuple(
         read_spec(item, n + 1, in_specs=True, first=1)
         for n, item in enumerate(_seq(document.get("specs")))
         if isinstance(item, Mapping)
-    ]
+    )
+    if len(_WRITTEN) >= _READ_MAX:
+        _WRITTEN.clear()
+    _WRITTEN[key] = (document, specs)
+    return specs
 
 
 @attrs.frozen(slots=True, eq=False)
@@ -893,26 +908,21 @@ def read_policy(document: PolicyDocument) -> Policy:
     namespace: str | None = None
     if kind == NAMESPACED_KIND:
         namespace = str(written_ns) if written_ns else "default"
-    specs: list[Spec] = []
-    if kind in CILIUM_KINDS:
-        single = doc.get("spec")
-        if single and isinstance(single, Mapping):
-            specs.append(read_spec(single, 0))
-        first = len(specs)
-        for item in _seq(doc.get("specs")):
-            if isinstance(item, Mapping):
-                specs.append(read_spec(item, len(specs), in_specs=True, first=first))
+    specs: tuple[Spec, ...] = ()
+    if kind in CILIUM_KINDS:  # an empty spec selects nothing and is left out
+        specs = tuple(spec for spec in written_specs(doc) if spec.in_specs or spec.written)
     return Policy(
         kind=kind,
         name=str(meta.get("name", "") or ""),
         namespace=namespace,
         written_namespace=str(written_ns or ""),
-        specs=tuple(specs),
+        specs=specs,
         document=document,
     )
 
 
 _READ: dict[int, tuple[object, Policy]] = {}
+_WRITTEN: dict[int, tuple[object, tuple[Spec, ...]]] = {}
 _READ_MAX = 1 << 15
 
 
