@@ -9,6 +9,7 @@ A test runs the check, so the pages cannot drift from the commands."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
@@ -31,7 +32,10 @@ def commands() -> list[str]:
     ]
 
 
+@functools.cache
 def _help(*command: str) -> str:
+    """``cpg COMMAND -h`` as the page shows it (asked once per process: the pages and the
+    check of them make it several times)."""
     ran = subprocess.run(
         [CPG, *command, "-h"], capture_output=True, text=True, env=_ENV, check=True, timeout=60
     )
