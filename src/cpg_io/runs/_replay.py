@@ -22,6 +22,7 @@ import attrs
 
 from cpg_core import (
     AggregateOptions,
+    Aggregator,
     CpgError,
     InputDigest,
     ReplayIdentity,
@@ -220,6 +221,25 @@ def _stamp_session(
     return attrs.evolve(evidence, replaces=result.identity.replaces)
 
 
+def _read_capture(
+    engine: Engine,
+    files: list[str],
+    options: AggregateOptions,
+    watch: ReplayWatcher,
+    cancel: threading.Event | None,
+    max_malformed: float,
+) -> tuple[Aggregator, ReadStats]:
+    """The capture read by ``engine``; UnreadableInput when it holds no Hubble record or
+    too many malformed lines."""
+    stats = ReadStats()
+    aggregator, head = engine.aggregate(
+        ReadJob(tuple(files), options, stats, Reported(watch), cancel)
+    )
+    label = describe_source(files[0]) if len(files) == 1 else f"{len(files)} input files"
+    check_readable(label, stats, head, max_malformed)
+    return aggregator, stats
+
+
 def replay_capture(
     files: Sequence[str],
     output_dir: Path,
@@ -249,7 +269,6 @@ def replay_capture(
     engine = engine or InProcess()
     started = clock()
     tick = time.perf_counter()
-    stats = ReadStats()
     # Fail before reading the capture when the output cannot be written.
     if not dry_run or output_dir.exists():
         check_folder(output_dir, "policies", create=False)
@@ -258,11 +277,7 @@ def replay_capture(
     files = list(files)
     sizes = input_sizes(files) if evidence is not None and not dry_run else None
     identified = _identifying(sizes, evidence, output_dir)
-    aggregator, head = engine.aggregate(
-        ReadJob(tuple(files), options, stats, Reported(watch), cancel)
-    )
-    label = describe_source(files[0]) if len(files) == 1 else f"{len(files)} input files"
-    check_readable(label, stats, head, max_malformed)
+    aggregator, stats = _read_capture(engine, files, options, watch, cancel, max_malformed)
     result = RunResult(stats=stats, aggregator=aggregator, inputs=files)
     if stats.lines_read == stats.blank_lines:  # an empty input: nothing to write
         result.health = run_health(aggregator, stats, started, clock())
