@@ -9,9 +9,17 @@ EXAMPLE_OUT ?= policies-example
 .PHONY: install lint typecheck docs test test-fast example bench clean proto image
 
 # cpg and its runtime dependencies only (what `make example` needs).
+# uv installs the versions pip would pick, in seconds where pip takes a minute and a half (most
+# of a fresh `make test`'s set-up); where uv cannot be had, pip does it.
+PIP := $(BIN)/python -m pip --disable-pip-version-check
+define pip_install
+	{ $(PIP) install --quiet uv && $(BIN)/uv pip install --quiet --python $(BIN)/python $(1); } \
+		|| $(PIP) install --quiet $(1)
+endef
+
 $(RUNTIME_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	$(call pip_install,-e .)
 	touch $(RUNTIME_STAMP)
 
 # Plus the development tools (tests, linters, type checker).
@@ -20,8 +28,8 @@ $(RUNTIME_STAMP): pyproject.toml
 # no index: tests use no network.
 WHEEL_EXTRAS := s3,gcs,azure,dask
 $(STAMP): $(RUNTIME_STAMP)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
-	$(BIN)/python -m pip wheel --quiet --disable-pip-version-check -w $(VENV)/wheelhouse '.[$(WHEEL_EXTRAS)]' hatchling
+	$(call pip_install,-e '.[dev]')
+	$(PIP) wheel --quiet -w $(VENV)/wheelhouse '.[$(WHEEL_EXTRAS)]' hatchling
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -816,6 +816,9 @@ def test_workers_die_with_a_killed_parent(tmp_path: Path) -> None:
 
 
 def test_crash_kill_9_at_random_points_leaves_only_whole_files(tmp_path: Path) -> None:
+    """Killed at a random moment in each twelfth of a run (so that every part of it, reading,
+    writing policies, writing evidence, is hit), a run leaves whole files only, and the next
+    run writes what an uninterrupted one does."""
     import os
     import random
     import shutil
@@ -866,12 +869,13 @@ def test_crash_kill_9_at_random_points_leaves_only_whole_files(tmp_path: Path) -
     assert len(expected) == 400
     rng = random.Random(20261201)
     out, evidence = tmp_path / "out", tmp_path / "ev"
-    for kill in range(20):
+    kills = 12
+    for kill in range(kills):
         shutil.rmtree(out, ignore_errors=True)
         proc = subprocess.Popen(
             command(out, evidence), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
-        threading_wait(rng.uniform(0.05, duration))
+        threading_wait(0.05 + duration * rng.uniform(kill, kill + 1) / kills)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
         assert _wait_for(lambda: not _alive_with(str(out)), 10), f"kill {kill}: a worker lives"
