@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import attrs
 import typer
 
-from cpg_cli.command import StrictCommand as StrictCommand  # re-exported for the commands
-from cpg_cli.command import output_format as output_format
-from cpg_cli.command import output_option as output_option
+from cpg_cli.command import (
+    StrictCommand as StrictCommand,  # re-exported for the commands
+    output_format as output_format,
+    output_option as output_option,
+)
 from cpg_cli.words import flag
 from cpg_core import Message, RequestError
 from cpg_core.reports import formats

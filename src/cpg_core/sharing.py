@@ -4,8 +4,8 @@ their pods (the write stage of replay and generate)."""
 from cpg_core._base.names import SHARED_FOLDER
 from cpg_core._base.rules import EGRESS, Rule
 from cpg_core._review.availability import BASELINE_GAPS, BASELINE_NOTE
-from cpg_core._synthesis.baseline import KIND as BASELINE_KIND
 from cpg_core._synthesis.baseline import (
+    KIND as BASELINE_KIND,
     BaselinePolicy,
     move_to_baseline,
     read_baseline,

@@ -6,50 +6,28 @@ from typing import TYPE_CHECKING
 
 from cpg_core.lazy import lazy_face
 
-if TYPE_CHECKING:
-    from cpg_core._flows.filters import VERDICTS, FlowFilter
-    from cpg_core._flows.synthesis import note_pod, with_known_pod
-    from cpg_core._review.behind import evidence_behind
-    from cpg_core._review.verify import check_key
+if TYPE_CHECKING:  # each name as itself: an explicit re-export for type checkers
+    from cpg_core._flows.filters import VERDICTS as VERDICTS, FlowFilter as FlowFilter
+    from cpg_core._flows.synthesis import note_pod as note_pod, with_known_pod as with_known_pod
+    from cpg_core._review.behind import evidence_behind as evidence_behind
+    from cpg_core._review.verify import check_key as check_key
     from cpg_core._review.why import (
-        RuleMiss,
-        Why,
-        explain_denial,
-        merged_answers,
-        traced_endpoint,
-        traced_flows,
-        why_names,
+        RuleMiss as RuleMiss,
+        Why as Why,
+        explain_denial as explain_denial,
+        merged_answers as merged_answers,
+        traced_endpoint as traced_endpoint,
+        traced_flows as traced_flows,
+        why_names as why_names,
     )
 
 _WHERE = {
-    "FlowFilter": "cpg_core._flows.filters",
-    "RuleMiss": "cpg_core._review.why",
-    "VERDICTS": "cpg_core._flows.filters",
-    "Why": "cpg_core._review.why",
-    "check_key": "cpg_core._review.verify",
-    "evidence_behind": "cpg_core._review.behind",
-    "explain_denial": "cpg_core._review.why",
-    "merged_answers": "cpg_core._review.why",
-    "note_pod": "cpg_core._flows.synthesis",
-    "traced_endpoint": "cpg_core._review.why",
-    "traced_flows": "cpg_core._review.why",
-    "why_names": "cpg_core._review.why",
-    "with_known_pod": "cpg_core._flows.synthesis",
+    "cpg_core._flows.filters": "VERDICTS FlowFilter",
+    "cpg_core._flows.synthesis": "note_pod with_known_pod",
+    "cpg_core._review.behind": "evidence_behind",
+    "cpg_core._review.verify": "check_key",
+    "cpg_core._review.why": (
+        "RuleMiss Why explain_denial merged_answers traced_endpoint traced_flows why_names"
+    ),
 }
-__getattr__ = lazy_face(__name__, _WHERE)
-
-__all__ = [
-    "VERDICTS",
-    "FlowFilter",
-    "RuleMiss",
-    "Why",
-    "check_key",
-    "evidence_behind",
-    "explain_denial",
-    "merged_answers",
-    "note_pod",
-    "traced_endpoint",
-    "traced_flows",
-    "why_names",
-    "with_known_pod",
-]
+__getattr__, __all__ = lazy_face(__name__, _WHERE)

@@ -12,11 +12,11 @@ from pydantic import BaseModel, Field, WithJsonSchema
 from cpg_core import (
     ClusterHealth,
     DroppedFlowCount,
+    DroppedFlowSample as SampleDocument,
     ExplainResult,
     Plan,
     document_schema,
 )
-from cpg_core import DroppedFlowSample as SampleDocument
 from cpg_core.reports import Rollout
 from cpg_core.why import Why
 

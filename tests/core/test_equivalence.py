@@ -4,8 +4,7 @@ import copy
 import random
 
 import yaml
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from cpg_core._base.rules import Atom, CidrPeer, EndpointPeer, EntityPeer, rules_from_atoms
 from cpg_core._policy.equivalence import policies_equivalent, specs_equivalent

@@ -4,8 +4,7 @@ whatever list each came from and however many duplicates and equal times there a
 from __future__ import annotations
 
 import orjson
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from cpg_core import to_data
 from cpg_core._base.documents import SampleFlow, SampleSide

@@ -4,8 +4,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from conftest import endpoint, flow_dict
 from cpg_core._base.dropreasons import UNRECOGNISED_REASON

@@ -2,8 +2,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from conftest import assert_crd_valid
 from cpg_core._base.rules import (

@@ -3,8 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from conftest import WORLD, endpoint, flow_dict
 from cpg_core._base.rules import CidrPeer, EndpointPeer, EntityPeer

@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from conftest import EXAMPLE, SHARED
 from cpg_core._policy.yamlread import (

@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from conftest import cpg, endpoint, flow_dict, jsonl
 from cpg_core import FlowParseError, parse_record

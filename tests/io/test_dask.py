@@ -22,8 +22,7 @@ import pytest
 
 from conftest import cpg, cpg_process, endpoint, flow_dict
 from cpg_core import AggregateOptions
-from cpg_io.engines import InProcess
-from cpg_io.engines import dask as dask_engine
+from cpg_io.engines import InProcess, dask as dask_engine
 from cpg_io.progress import SILENT
 from cpg_io.runs._output import EvidenceSettings
 from cpg_io.runs._replay import replay_capture

@@ -7,8 +7,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import WORLD, assert_crd_valid, endpoint, flow_dict
 from cpg_core._flows.decide import DecideOptions

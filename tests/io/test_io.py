@@ -176,8 +176,7 @@ def test_forked_output_stage_writes_what_the_inline_one_does(
 ) -> None:
     from conftest import EXAMPLE
     from cpg_core._synthesis.aggregate import AggregateOptions
-    from cpg_io.engines import Forked, InProcess
-    from cpg_io.engines import workers as parallel
+    from cpg_io.engines import Forked, InProcess, workers as parallel
     from cpg_io.runs._output import EvidenceSettings
     from cpg_io.runs._replay import replay_capture
 

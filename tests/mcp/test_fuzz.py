@@ -7,8 +7,7 @@ import json
 from typing import Any
 
 import mcp_types as types
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import flow_dict, jsonl
 from cpg_core import Flow, ReadStats, feed_lines

@@ -27,9 +27,12 @@ from cpg_core._base.dropreasons import POLICY_DENIED, REASON_CODES
 from cpg_core._base.flow import EMPTY_ENDPOINT, Endpoint, EntryKey, Flow, Verdict
 from cpg_core._flows.decide import Decision
 from cpg_core._flows.numbers import EndpointNumbers, QuickKey
-from cpg_core._flows.parse import _DIRECTIONS as _DIRECTION_NUMBERS  # one table for both readers
-from cpg_core._flows.parse import _VERDICTS as _VERDICT_NUMBERS
-from cpg_core._flows.parse import MAX_PORT, FlowParser
+from cpg_core._flows.parse import (
+    _DIRECTIONS as _DIRECTION_NUMBERS,  # one table for both readers
+    _VERDICTS as _VERDICT_NUMBERS,
+    MAX_PORT,
+    FlowParser,
+)
 
 U8 = Annotated[int, msgspec.Meta(ge=0, le=255)]
 U16 = Annotated[int, msgspec.Meta(ge=0, le=65535)]

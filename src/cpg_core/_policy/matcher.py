@@ -61,7 +61,6 @@ from cpg_core._policy.model import (
     Selector,
     Spec,
     document_namespace,
-    label_key,
     policy_model,
     read_rule,
     selector_model,
@@ -85,17 +84,6 @@ class MatchResult:
     """A deny rule matched (``policy`` and ``rule`` name it)."""
     tier: str = ""
     """``Admin`` or ``Baseline`` when a ClusterNetworkPolicy of that tier decided."""
-
-
-def strip_source(key: str) -> str:
-    return label_key(key)[1]
-
-
-def requirements(selector: object) -> list[Requirement] | None:
-    """A LabelSelector's terms, or None when it is not one the API server accepts (a term
-    that can select nothing: an unknown operator, In/NotIn without values)."""
-    terms = selector_model(selector).terms
-    return None if terms is None else list(terms)
 
 
 def endpoint_labels(endpoint: Endpoint) -> dict[str, str]:

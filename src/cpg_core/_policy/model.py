@@ -366,10 +366,6 @@ class NameMatch:
         """The name, or else the pattern (what messages show)."""
         return self.name or self.pattern
 
-    @property
-    def every_name(self) -> bool:
-        return not self.name and self.pattern == "*"
-
 
 def read_name_match(written: object, path: tuple[str | int, ...] = ()) -> NameMatch:
     entry = _map(written)
@@ -573,10 +569,6 @@ class Rule:
     @property
     def entity_field(self) -> str:
         return self.side + "Entities"
-
-    @property
-    def requires_field(self) -> str:
-        return self.side + "Requires"
 
     @property
     def requires_fields_written(self) -> list[str]:
@@ -799,10 +791,6 @@ class Spec:
         return ("specs", self.index - self.first_in_specs) if self.in_specs else ("spec",)
 
     first_in_specs: int = 0
-
-    @property
-    def written_fields(self) -> tuple[str, ...]:
-        return tuple(str(k) for k in self.written)
 
 
 def read_spec(

@@ -26,8 +26,14 @@ from cpg_core._base.rules import (
     port_entries,
 )
 from cpg_core._base.yaml_text import yaml_string
-from cpg_core._policy.model import EGRESS_DENY, SUBJECT_FIELD, PortEntry, read_rule, read_selector
-from cpg_core._policy.model import Rule as ModelRule
+from cpg_core._policy.model import (
+    EGRESS_DENY,
+    SUBJECT_FIELD,
+    PortEntry,
+    Rule as ModelRule,
+    read_rule,
+    read_selector,
+)
 from cpg_core._policy.port_text import cilium_port
 
 

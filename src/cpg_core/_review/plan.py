@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Iterable, Mapping, Sequence, Set as AbstractSet
 from typing import Any, Literal
 
 import attrs

@@ -4,8 +4,7 @@ either way the YAML to paste (ARCHITECTURE §D23)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from collections.abc import Set as AbstractSet
+from collections.abc import Iterable, Mapping, Set as AbstractSet
 
 import attrs
 

@@ -21,10 +21,10 @@ from cpg_core._policy.write import (
     Exclusion,
     excluding,
     subject_of,
+    with_exclusions as narrowed_again,
     with_subject,
     without_exclusions,
 )
-from cpg_core._policy.write import with_exclusions as narrowed_again
 from cpg_core._policy.yamlread import BOUNDED_LOADER, YamlInputError, load_all
 
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import threading
-from collections.abc import Mapping, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Mapping, Sequence, Set as AbstractSet
 from pathlib import Path
 from typing import Any
 

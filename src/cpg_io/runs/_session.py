@@ -7,8 +7,7 @@ from datetime import UTC, datetime
 
 from cpg_core import Aggregator, ClusterHealth
 from cpg_core.reading import ReadStats
-from cpg_io.clock import rfc3339 as rfc3339
-from cpg_io.clock import utc_now as utc_now
+from cpg_io.clock import rfc3339 as rfc3339, utc_now as utc_now
 
 
 def new_session_id(started: datetime) -> str:
