@@ -14,7 +14,7 @@ EXAMPLE_OUT ?= policies-example
 PIP := $(BIN)/python -m pip --disable-pip-version-check
 define pip_install
 	{ $(PIP) install --quiet uv && $(BIN)/uv pip install --quiet --python $(BIN)/python $(1); } \
-		|| $(PIP) install --quiet $(1)
+		|| { echo "make: uv could not install $(1); pip does it instead"; $(PIP) install --quiet $(1); }
 endef
 
 $(RUNTIME_STAMP): pyproject.toml
