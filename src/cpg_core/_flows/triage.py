@@ -6,6 +6,7 @@ and the end-of-run report."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TypeVar
 
 import attrs
 
@@ -71,6 +72,21 @@ class DropTally:
             _bump(self.by_node, node, n)
         for workload, n in other.by_workload.items():
             _bump(self.by_workload, workload, n)
+
+
+_Key = TypeVar("_Key")
+_Tally = TypeVar("_Tally", "DropTally", "FindingTally")
+
+
+def absorb_tallies(into: dict[_Key, _Tally], other: Mapping[_Key, _Tally]) -> None:
+    """Add ``other``'s tallies (:class:`DropTally` or :class:`FindingTally`) to ``into``,
+    copying those ``into`` lacks so that the two never share one."""
+    for key, tally in other.items():
+        known = into.get(key)
+        if known is None:
+            into[key] = tally.copy()
+        else:
+            known.absorb(tally)
 
 
 def _policy_names(refs: Iterable[PolicyRef]) -> tuple[str, ...]:

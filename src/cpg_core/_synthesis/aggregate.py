@@ -37,6 +37,7 @@ from cpg_core._flows.triage import (
     DropTally,
     FindingTally,
     HealthSession,
+    absorb_tallies,
     deny_finding_key,
     health_document,
 )
@@ -538,18 +539,8 @@ class Aggregator:
         self.ignored_reasons.update(state.ignored_reasons)
         self.entries.filtered_namespace += state.filtered_namespace
         self.audit_flows += state.audit_flows
-        for key, finding in state.findings.items():
-            known = self.findings.get(key)
-            if known is None:
-                self.findings[key] = finding.copy()
-            else:
-                known.absorb(finding)
-        for code, tally in state.drops.items():
-            counted = self.drops.get(code)
-            if counted is None:
-                self.drops[code] = tally.copy()
-            else:
-                counted.absorb(tally)
+        absorb_tallies(self.findings, state.findings)
+        absorb_tallies(self.drops, state.drops)
         self.unrecognised_reasons.update(state.unrecognised_reasons)
         if state.first_seen and (not self._first or state.first_seen < self._first):
             self._first = state.first_seen
